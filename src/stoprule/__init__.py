@@ -1,0 +1,31 @@
+"""stoprule: decide what an AI coding agent must do at a task boundary.
+
+Public API::
+
+    policy = stoprule.load_policy()          # the selected pack, compiled once
+    verdict = policy.evaluate(fact)          # -> Verdict
+    verdicts = policy.evaluate_many(facts)   # batch
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .diagnostics import Diagnostic, FactError, PolicyError, StopruleError
+from .evaluator import Evaluator, Match, Verdict
+from .packs import bundled_pack, compile_policy, load_policy, select_pack
+
+__all__ = [
+    "Diagnostic",
+    "Evaluator",
+    "FactError",
+    "Match",
+    "PolicyError",
+    "StopruleError",
+    "Verdict",
+    "__version__",
+    "bundled_pack",
+    "compile_policy",
+    "load_policy",
+    "select_pack",
+]

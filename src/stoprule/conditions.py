@@ -1,0 +1,225 @@
+"""Condition syntax tree and its parser (YAML ``when:`` blocks -> nodes).
+
+A condition is one of::
+
+    true | false                         constant
+    {all: [c, ...]} / {any: [c, ...]}    conjunction / disjunction
+    {not: c}                             negation
+    {ref: name}                          a named condition
+    {high_risk_stop: true|false}         any declared high-risk stop applies / none does
+    {some: list, where: c}               some element of a list matches c
+    {every: list, where: c}              every element matches c (true for an empty list)
+    {field: {op: arg, ...}}              atoms on a field (several ops: all of them)
+    {field: value}                       shorthand for {field: {eq: value}}
+    {list[].field: {op: arg}}            shorthand for {some: list, where: {field: ...}}
+
+A mapping with several keys is the conjunction of its entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .diagnostics import Diagnostic
+from .operators import OPERATORS
+from .source import SourceFile, format_path
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "Atom",
+    "Cond",
+    "Const",
+    "HighRisk",
+    "Loc",
+    "Not",
+    "Quant",
+    "Ref",
+    "parse_condition",
+]
+
+RESERVED = frozenset({"all", "any", "not", "ref", "some", "every", "where", "high_risk_stop"})
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    column: int
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Const:
+    value: bool
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Atom:
+    """``field op arg``; after type-checking ``fld`` holds the schema field."""
+
+    field: str
+    op: str
+    arg: Any
+    loc: Loc
+    fld: Any = None
+    path: tuple[str, ...] = ()
+    ref_path: tuple[str, ...] | None = None
+    ref_fld: Any = None
+
+    def text(self) -> str:
+        arg = self.arg
+        if isinstance(arg, dict) and "field" in arg:
+            off = arg.get("offset", 0)
+            arg = arg["field"] + (f" {'+' if off >= 0 else '-'} {abs(off)}" if off else "")
+        elif isinstance(arg, tuple):
+            arg = "[" + ", ".join(map(str, arg)) + "]"
+        return f"{self.field or 'item'} {self.op} {arg}"
+
+
+@dataclass(frozen=True)
+class Quant:
+    kind: str  # "some" | "every"
+    field: str
+    where: Cond
+    loc: Loc
+    fld: Any = None
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllOf:
+    items: tuple[Cond, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    items: tuple[Cond, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Not:
+    item: Cond
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class HighRisk:
+    want: bool
+    loc: Loc
+
+
+Cond = Const | Atom | Quant | AllOf | AnyOf | Not | Ref | HighRisk
+
+
+@dataclass
+class _Parser:
+    src: SourceFile
+    diags: list[Diagnostic] = field(default_factory=list)
+
+    def loc(self, path: tuple) -> Loc:
+        line, col = self.src.where(path)
+        return Loc(self.src.name, line, col, format_path(path))
+
+    def err(self, path: tuple, code: str, msg: str) -> None:
+        self.diags.append(self.src.diag(path, code, msg))
+
+    def parse(self, raw: Any, path: tuple) -> Cond | None:
+        loc = self.loc(path)
+        if isinstance(raw, bool):
+            return Const(raw, loc)
+        if not isinstance(raw, dict):
+            self.err(path, "condition.syntax",
+                     "a condition is a mapping (use all: [...] or any: [...] for lists)")
+            return None
+        if not raw:
+            self.err(path, "condition.syntax", "empty condition")
+            return None
+        if "some" in raw or "every" in raw or "where" in raw:
+            return self.quant(raw, path)
+        parts = [self.entry(k, v, (*path, k)) for k, v in raw.items()]
+        if any(p is None for p in parts):
+            return None
+        return parts[0] if len(parts) == 1 else AllOf(tuple(parts), loc)  # type: ignore[arg-type]
+
+    def quant(self, raw: dict, path: tuple) -> Cond | None:
+        kinds = [k for k in ("some", "every") if k in raw]
+        extra = sorted(set(raw) - {"some", "every", "where"})
+        if len(kinds) != 1 or "where" not in raw or extra:
+            self.err(path, "condition.syntax",
+                     "a quantifier is exactly {some: LIST, where: COND} or {every: LIST, where: COND}")
+            return None
+        kind = kinds[0]
+        name = raw[kind]
+        if not isinstance(name, str):
+            self.err((*path, kind), "condition.syntax", f"{kind}: takes a list field name")
+            return None
+        where = self.parse(raw["where"], (*path, "where"))
+        return None if where is None else Quant(kind, name, where, self.loc((*path, kind)))
+
+    def entry(self, key: str, value: Any, path: tuple) -> Cond | None:
+        loc = self.loc(path)
+        if key in ("all", "any"):
+            if not isinstance(value, list) or not value:
+                self.err(path, "condition.syntax", f"{key}: takes a non-empty list of conditions")
+                return None
+            items = [self.parse(v, (*path, i)) for i, v in enumerate(value)]
+            if any(i is None for i in items):
+                return None
+            return (AllOf if key == "all" else AnyOf)(tuple(items), loc)  # type: ignore[arg-type]
+        if key == "not":
+            inner = self.parse(value, path)
+            return None if inner is None else Not(inner, loc)
+        if key == "ref":
+            if not isinstance(value, str):
+                self.err(path, "condition.syntax", "ref: takes the name of a condition")
+                return None
+            return Ref(value, loc)
+        if key == "high_risk_stop":
+            if not isinstance(value, bool):
+                self.err(path, "condition.syntax", "high_risk_stop: takes true or false")
+                return None
+            return HighRisk(value, loc)
+        return self.field_entry(key, value, path)
+
+    def field_entry(self, key: str, value: Any, path: tuple) -> Cond | None:
+        loc = self.loc(path)
+        if "[]" in key:
+            head, _, rest = key.partition("[]")
+            rest = rest[1:] if rest.startswith(".") else rest
+            inner = self.field_entry(rest, value, path)
+            return None if inner is None or not head else Quant("some", head, inner, loc)
+        ops = value if isinstance(value, dict) else {"eq": value}
+        if not ops:
+            self.err(path, "condition.syntax", f"no operator given for {key!r}")
+            return None
+        atoms: list[Cond] = []
+        for op, arg in ops.items():
+            if op not in OPERATORS:
+                known = ", ".join(sorted(OPERATORS))
+                self.err((*path, op), "condition.unknown_operator",
+                         f"unknown operator {op!r} (known: {known})")
+                return None
+            atoms.append(Atom(key, op, arg, self.loc((*path, op)) if isinstance(value, dict) else loc))
+        return atoms[0] if len(atoms) == 1 else AllOf(tuple(atoms), loc)
+
+
+def parse_condition(src: SourceFile, raw: Any, path: tuple, diags: list[Diagnostic]) -> Cond | None:
+    """Parse a ``when:`` block at ``path`` of ``src``; problems go to ``diags``."""
+    p = _Parser(src)
+    out = p.parse(raw, path)
+    diags.extend(p.diags)
+    return out

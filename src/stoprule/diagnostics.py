@@ -1,0 +1,85 @@
+"""Errors as values: one diagnostic type for policies, one error type for facts.
+
+    StopruleError
+     ├── PolicyError   a pack that does not load or compile (carries Diagnostics)
+     └── FactError     a fact that does not validate (code, field, line)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+__all__ = ["MAX_DIAGNOSTICS", "Diagnostic", "FactError", "PolicyError", "StopruleError"]
+
+MAX_DIAGNOSTICS = 50
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One thing wrong with a policy pack, at a source location."""
+
+    file: str
+    line: int
+    column: int
+    code: str
+    message: str
+    path: str = ""
+
+    def format(self) -> str:
+        where = f" (at {self.path})" if self.path else ""
+        return f"{self.file}:{self.line}:{self.column}: {self.code}: {self.message}{where}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+        }
+
+
+class StopruleError(Exception):
+    """Base of every error stoprule raises on purpose."""
+
+
+class PolicyError(StopruleError):
+    """A pack failed to load or compile; ``diagnostics`` is sorted and capped."""
+
+    def __init__(self, diagnostics: list[Diagnostic], *, total: int | None = None) -> None:
+        ordered = sorted(diagnostics)
+        self.total = total if total is not None else len(ordered)
+        self.diagnostics = ordered[:MAX_DIAGNOSTICS]
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [d.format() for d in self.diagnostics]
+        if self.total > len(self.diagnostics):
+            lines.append(f"... and {self.total - len(self.diagnostics)} more")
+        return "\n".join(lines)
+
+
+@dataclass
+class FactError(StopruleError):
+    """A fact that cannot be evaluated: what is wrong, which field, which input line."""
+
+    code: str
+    message: str
+    field: str = ""
+    line: int | None = None
+    extra: dict[str, object] = dataclasses.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        at = f"{self.field}: " if self.field else ""
+        return f"{where}{self.code}: {at}{self.message}"
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"code": self.code, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        if self.line is not None:
+            out["line"] = self.line
+        return out

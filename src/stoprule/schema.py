@@ -1,0 +1,207 @@
+"""The fact schema at run time: typed fields and a fast validator (no pydantic).
+
+Kept free of pydantic and YAML so a cached compiled pack evaluates facts without
+importing either (the CLI's cold start).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .diagnostics import FactError
+
+__all__ = ["MISSING", "FactField", "FactSchema", "format_field"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+MAX_DEPTH = 32
+
+
+def format_field(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+@dataclass
+class FactField:
+    """A typed field; ``object`` fields hold children, ``list`` fields an item type."""
+
+    name: str
+    type: str
+    required: bool = False
+    nullable: bool = False
+    has_default: bool = False
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    items: FactField | None = None
+    fields: dict[str, FactField] = field(default_factory=dict)
+    required_if: str | None = None
+    description: str | None = None
+    additional: str = "allow"
+    lookup: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.reindex()
+
+    def reindex(self) -> None:
+        self.lookup = {}
+        for name, f in self.fields.items():
+            self.lookup[name] = name
+            for a in f.aliases:
+                self.lookup[a] = name
+
+    @property
+    def may_be_absent(self) -> bool:
+        return not self.required and not self.has_default
+
+    def describe(self) -> str:
+        if self.type == "list" and self.items is not None:
+            return f"list of {self.items.describe()}"
+        if self.type == "enum":
+            return "enum(" + ", ".join(self.values) + ")"
+        return self.type
+
+
+def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactError:
+    kind = type(got).__name__ if got is not None else "null"
+    kinds = {"dict": "object", "list": "list", "str": "string", "float": "number"}
+    return FactError(
+        "fact.type",
+        f"expected {want.describe()}, got {kinds.get(kind, kind)}",
+        format_field(path),
+    )
+
+
+class FactSchema:
+    """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
+
+    def __init__(self, root: FactField) -> None:
+        self.root = root
+
+    def resolve(self, dotted: str) -> FactField | None:
+        """The field for ``a.b`` or ``a[].b`` (``[]`` steps into list items)."""
+        cur: FactField | None = self.root
+        for part in dotted.split("."):
+            if cur is None:
+                return None
+            listy = part.endswith("[]")
+            name = part[:-2] if listy else part
+            if cur.type == "list" and cur.items is not None:
+                cur = cur.items
+            cur = cur.fields.get(name) if cur.type == "object" else None
+            if cur is not None and listy:
+                if cur.type != "list":
+                    return None
+        return cur
+
+    def validate(self, fact: Any) -> dict[str, Any]:
+        if not isinstance(fact, dict):
+            raise FactError("fact.not_object", "a fact must be a JSON object")
+        return self._object(self.root, fact, ())
+
+    def _object(self, spec: FactField, data: dict, path: tuple[str | int, ...]) -> dict:
+        out: dict[str, Any] = {}
+        lookup = spec.lookup
+        for key, value in data.items():
+            name = lookup.get(key)
+            if name is None:
+                if spec.additional == "reject":
+                    raise FactError("fact.unknown_field", "not a field of the schema",
+                                    format_field((*path, key)))
+                continue
+            if name in out:
+                raise FactError("fact.duplicate_field",
+                                f"given twice (as {name!r} and an alias)",
+                                format_field((*path, name)))
+            out[name] = self._value(spec.fields[name], value, (*path, name), 1)
+        for name, f in spec.fields.items():
+            if name in out:
+                continue
+            if f.has_default:
+                d = f.default
+                out[name] = copy.deepcopy(d) if isinstance(d, (list, dict)) else d
+            elif f.required:
+                raise FactError("fact.required", "required field is missing",
+                                format_field((*path, name)))
+        for name, f in spec.fields.items():
+            if f.required_if and out.get(f.required_if) is True and out.get(name) in (None, ""):
+                raise FactError(
+                    "fact.required",
+                    f"required when {f.required_if} is true",
+                    format_field((*path, name)),
+                )
+        return out
+
+    def _value(self, spec: FactField, v: Any, path: tuple[str | int, ...], depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", format_field(path))
+        if v is None:
+            if spec.nullable:
+                return None
+            raise FactError("fact.null", "must not be null", format_field(path))
+        t = spec.type
+        tv = type(v)
+        if t == "string":
+            if tv is str:
+                return v
+        elif t == "bool":
+            if tv is bool:
+                return v
+        elif t == "int":
+            if tv is int:
+                return v
+        elif t == "number":
+            if tv is int or (tv is float and math.isfinite(v)):
+                return v
+        elif t == "enum":
+            if tv is str:
+                if v in spec.values:
+                    return v
+                raise FactError(
+                    "fact.enum",
+                    f"{v!r} is not one of: " + ", ".join(spec.values),
+                    format_field(path),
+                )
+        elif t == "list":
+            if tv is list:
+                assert spec.items is not None
+                return [
+                    self._value(spec.items, x, (*path, i), depth + 1) for i, x in enumerate(v)
+                ]
+        elif t == "object" and tv is dict:
+            if depth + 1 > MAX_DEPTH:
+                raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}",
+                                format_field(path))
+            return self._object(spec, v, path)
+        raise _type_error(spec, v, path)
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True if ``value`` nests no deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True

@@ -1,0 +1,70 @@
+"""Message templates: ``{field.path}`` interpolates a fact field, ``{@set}`` a set's members.
+
+``{{`` and ``}}`` are literal braces. A missing or null field renders as ``(unset)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["Template", "parse_template", "render"]
+
+Template = tuple[str | tuple[str, tuple[str, ...]], ...]
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+UNSET = "(unset)"
+
+
+def parse_template(text: str) -> tuple[Template, list[str]]:
+    """Split ``text`` into literal parts and placeholders; also return syntax errors."""
+    parts: list[str | tuple[str, tuple[str, ...]]] = []
+    errors: list[str] = []
+    pos = 0
+    for m in _TOKEN.finditer(text):
+        parts.append(text[pos : m.start()])
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            parts.append(tok[0])
+        elif tok in ("{", "}"):
+            errors.append(f"unbalanced {tok!r} (write {tok * 2} for a literal brace)")
+        else:
+            name = m.group(1).strip()
+            if not name:
+                errors.append("empty placeholder {}")
+            elif name.startswith("@"):
+                parts.append(("set", (name[1:],)))
+            else:
+                parts.append(("field", tuple(name.split("."))))
+        pos = m.end()
+    parts.append(text[pos:])
+    return tuple(p for p in parts if p != ""), errors
+
+
+def _lookup(fact: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = fact
+    for p in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return UNSET
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]) -> str:
+    out = []
+    for part in tpl:
+        if isinstance(part, str):
+            out.append(part)
+        elif part[0] == "set":
+            out.append(", ".join(map(str, sets.get(part[1][0], ()))))
+        else:
+            out.append(_show(_lookup(fact, part[1])))
+    return "".join(out)
