@@ -87,8 +87,7 @@ class CompileContext:
 # ---------------------------------------------------------------- load
 
 
-def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: list,
-                 item: bool = False) -> FactField:
+def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: list, item: bool = False) -> FactField:
     def err(code: str, msg: str, sub: tuple = ()) -> None:
         diags.append(decl.src.diag((*path, *sub), code, msg))
 
@@ -143,15 +142,24 @@ def _check_object(obj: FactField, decl: Decl, path: tuple, diags: list) -> None:
     for name, f in obj.fields.items():
         for alias in (name, *f.aliases):
             if alias in seen and seen[alias] != name:
-                diags.append(decl.src.diag((*path, name, "aliases"), "schema.alias",
-                                           f"{alias!r} already names field {seen[alias]!r}"))
+                diags.append(
+                    decl.src.diag(
+                        (*path, name, "aliases"),
+                        "schema.alias",
+                        f"{alias!r} already names field {seen[alias]!r}",
+                    )
+                )
             seen[alias] = name
         if f.required_if is not None:
             target = obj.fields.get(f.required_if)
             if target is None or target.type != "bool":
-                diags.append(decl.src.diag(
-                    (*path, name, "required_if"), "schema.required_if",
-                    f"required_if must name a bool field beside it, not {f.required_if!r}"))
+                diags.append(
+                    decl.src.diag(
+                        (*path, name, "required_if"),
+                        "schema.required_if",
+                        f"required_if must name a bool field beside it, not {f.required_if!r}",
+                    )
+                )
         if f.type == "object":
             _check_object(f, decl, (*path, name, "fields"), diags)
 
@@ -197,18 +205,25 @@ def stage_load(ctx: CompileContext) -> None:
             base = ("blocker_categories", cls)
             _declare(ctx, ctx.sets, f"blocker_categories.{cls}", src, base, tuple(cats), "set")
             ctx.declarations.setdefault("blocker_categories", {}).update(
-                {c: {"class": cls, "description": d} for c, d in cats.items()})
+                {c: {"class": cls, "description": d} for c, d in cats.items()}
+            )
         if pf.blocker_categories:
             allc = ctx.sets.get("blocker_categories")
             members = tuple(c for cats in pf.blocker_categories.values() for c in cats)
             if allc is None:
-                ctx.sets["blocker_categories"] = Decl("blocker_categories", src,
-                                                      ("blocker_categories",), members)
+                ctx.sets["blocker_categories"] = Decl("blocker_categories", src, ("blocker_categories",), members)
             else:
                 allc.value = allc.value + members
         if pf.legal_closure_states:
-            _declare(ctx, ctx.sets, "legal_closure_states", src, ("legal_closure_states",),
-                     tuple(pf.legal_closure_states), "set")
+            _declare(
+                ctx,
+                ctx.sets,
+                "legal_closure_states",
+                src,
+                ("legal_closure_states",),
+                tuple(pf.legal_closure_states),
+                "set",
+            )
             ctx.declarations["legal_closure_states"] = dict(pf.legal_closure_states)
         for name, raw in pf.conditions.items():
             _declare(ctx, ctx.conditions, name, src, ("conditions", name), raw, "condition")
@@ -217,14 +232,18 @@ def stage_load(ctx: CompileContext) -> None:
         for i, stop in enumerate(pf.high_risk_stops):
             path = ("high_risk_stops", i)
             if any(d.name == stop.id for d in ctx.stops):
-                ctx.diags.append(src.diag((*path, "id"), "duplicate.high_risk_stop",
-                                          f"high-risk stop {stop.id!r} declared twice"))
+                ctx.diags.append(
+                    src.diag(
+                        (*path, "id"),
+                        "duplicate.high_risk_stop",
+                        f"high-risk stop {stop.id!r} declared twice",
+                    )
+                )
             ctx.stops.append(Decl(stop.id, src, path, stop))
         for i, rule in enumerate(pf.rules):
             rid = f"{stem}.{rule.id}"
             if any(r.id == rid for r in ctx.rules):
-                ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule",
-                                          f"rule id {rid!r} is not unique"))
+                ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", f"rule id {rid!r} is not unique"))
             ctx.rules.append(RuleDecl(rid, rule, src, ("rules", i)))
     root = FactField("", "object", fields=fields, additional=additional)
     if ctx.schema_decl is not None:
@@ -235,12 +254,10 @@ def stage_load(ctx: CompileContext) -> None:
         ctx.diags.append(src0.diag((), "pack.no_rules", "the pack declares no rules"))
 
 
-def _declare(ctx: CompileContext, table: dict, name: str, src: SourceFile, path: tuple,
-             value: Any, kind: str) -> None:
+def _declare(ctx: CompileContext, table: dict, name: str, src: SourceFile, path: tuple, value: Any, kind: str) -> None:
     if name in table:
         prev = table[name]
-        ctx.diags.append(src.diag(path, f"duplicate.{kind}",
-                                  f"{kind} {name!r} already declared in {prev.src.name}"))
+        ctx.diags.append(src.diag(path, f"duplicate.{kind}", f"{kind} {name!r} already declared in {prev.src.name}"))
         return
     table[name] = Decl(name, src, path, value)
 
@@ -268,7 +285,7 @@ class _Resolver:
             self.err(loc, "condition.unknown", f"unknown condition {name!r} (known: {known})")
             return None
         if name in self.stack:
-            cycle = " -> ".join([*self.stack[self.stack.index(name):], name])
+            cycle = " -> ".join([*self.stack[self.stack.index(name) :], name])
             self.err(loc, "condition.cycle", f"named conditions refer to each other: {cycle}")
             return None
         if name not in self.parsed:
@@ -322,8 +339,13 @@ def stage_resolve(ctx: CompileContext) -> None:
         rule.cond = r.walk(cond) if cond is not None else None
         if rule.spec.verdict not in ctx.verdicts:
             known = ", ".join(sorted(ctx.verdicts)) or "none declared"
-            ctx.diags.append(rule.src.diag((*rule.path, "verdict"), "verdict.unknown",
-                                           f"unknown verdict {rule.spec.verdict!r} (known: {known})"))
+            ctx.diags.append(
+                rule.src.diag(
+                    (*rule.path, "verdict"),
+                    "verdict.unknown",
+                    f"unknown verdict {rule.spec.verdict!r} (known: {known})",
+                )
+            )
 
 
 # ---------------------------------------------------------------- typecheck
@@ -343,7 +365,11 @@ class _Checker:
         names: list[str] = []
         for part in dotted.split("."):
             if cur.type != "object":
-                self.err(loc, "field.unknown", f"{'.'.join(names)} is a {cur.type}, it has no field {part!r}")
+                self.err(
+                    loc,
+                    "field.unknown",
+                    f"{'.'.join(names)} is a {cur.type}, it has no field {part!r}",
+                )
                 return None
             name = cur.lookup.get(part)
             if name is None:
@@ -373,7 +399,11 @@ class _Checker:
                 return None
             path, fld = found
             if fld.type != "list" or fld.items is None:
-                self.err(c.loc, "condition.type", f"{c.kind}: needs a list field, {c.field!r} is {fld.describe()}")
+                self.err(
+                    c.loc,
+                    "condition.type",
+                    f"{c.kind}: needs a list field, {c.field!r} is {fld.describe()}",
+                )
                 return None
             if in_item:
                 self.err(c.loc, "condition.nested_list", "lists inside list items cannot be quantified")
@@ -396,15 +426,22 @@ class _Checker:
                 return None
             path, fld = found
         if in_item and fld.type == "list":
-            self.err(a.loc, "condition.nested_list", "lists inside list items are not supported in conditions")
+            self.err(
+                a.loc,
+                "condition.nested_list",
+                "lists inside list items are not supported in conditions",
+            )
             return None
         op = OPERATORS[a.op]
         arg = a.arg
         ref_path = ref_fld = None
         if isinstance(arg, dict):
             if not op.field_operand or set(arg) - {"field", "offset"} or "field" not in arg:
-                self.err(a.loc, "condition.syntax",
-                         f"{a.op}: takes a value" + (" or {field: NAME, offset: N}" if op.field_operand else ""))
+                self.err(
+                    a.loc,
+                    "condition.syntax",
+                    f"{a.op}: takes a value" + (" or {field: NAME, offset: N}" if op.field_operand else ""),
+                )
                 return None
             if in_item:
                 self.err(a.loc, "condition.syntax", "field operands are not supported inside where:")
@@ -419,19 +456,28 @@ class _Checker:
             ref_path, ref_fld = found
             kinds = {fld.type, ref_fld.type}
             numeric = kinds <= {"int", "number"}
-            if not (numeric or (len(kinds) == 1 and off == 0 and fld.type in ("string", "bool"))
-                    or (fld.type == ref_fld.type == "enum" and fld.values == ref_fld.values and off == 0)):
-                self.err(a.loc, "condition.type",
-                         f"compares {fld.describe()} field {a.field!r} to {ref_fld.describe()} field {arg['field']!r}")
+            if not (
+                numeric
+                or (len(kinds) == 1 and off == 0 and fld.type in ("string", "bool"))
+                or (fld.type == ref_fld.type == "enum" and fld.values == ref_fld.values and off == 0)
+            ):
+                self.err(
+                    a.loc,
+                    "condition.type",
+                    f"compares {fld.describe()} field {a.field!r} to {ref_fld.describe()} field {arg['field']!r}",
+                )
                 return None
             if a.op in ("lt", "lte", "gt", "gte") and not numeric:
                 self.err(a.loc, "condition.type", f"ordering needs int or number fields, not {fld.type}")
                 return None
         else:
             if fld.type in ("object", "list") and not op.presence:
-                self.err(a.loc, "condition.type",
-                         f"{a.op} does not apply to {fld.describe()} field {a.field!r}"
-                         " (use exists/null/absent, empty, or some/every)")
+                self.err(
+                    a.loc,
+                    "condition.type",
+                    f"{a.op} does not apply to {fld.describe()} field {a.field!r}"
+                    " (use exists/null/absent, empty, or some/every)",
+                )
                 return None
             try:
                 arg = op.check(fld.type, fld.values, arg)
@@ -442,8 +488,11 @@ class _Checker:
                 self.err(a.loc, "condition.type", f"{a.field!r} is not nullable; null: true never holds")
                 return None
             if a.op == "absent" and arg and not _can_be_absent(self.root, path) and not in_item:
-                self.err(a.loc, "condition.type",
-                         f"{a.field!r} is required or has a default; absent: true never holds")
+                self.err(
+                    a.loc,
+                    "condition.type",
+                    f"{a.field!r} is required or has a default; absent: true never holds",
+                )
                 return None
         return dataclasses.replace(a, arg=arg, fld=fld, path=path, ref_path=ref_path, ref_fld=ref_fld)
 
@@ -465,18 +514,27 @@ def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) ->
     assert ctx.schema is not None
     for part in tpl:
         if isinstance(part, tuple):
-            kind, path = part
+            kind, path, _ = part
             if kind == "set" and path[0] not in ctx.sets:
-                ctx.diags.append(rule.src.diag((*rule.path, key), "template.unknown_set",
-                                               f"placeholder {{@{path[0]}}} names no set"))
+                ctx.diags.append(
+                    rule.src.diag(
+                        (*rule.path, key),
+                        "template.unknown_set",
+                        f"placeholder {{@{path[0]}}} names no set",
+                    )
+                )
             if kind == "field":
                 cur = ctx.schema.root
                 for name in path:
                     nxt = cur.fields.get(name) if cur.type == "object" else None
                     if nxt is None:
-                        ctx.diags.append(rule.src.diag(
-                            (*rule.path, key), "template.unknown_field",
-                            f"placeholder {{{'.'.join(path)}}} is not a field of the fact schema"))
+                        ctx.diags.append(
+                            rule.src.diag(
+                                (*rule.path, key),
+                                "template.unknown_field",
+                                f"placeholder {{{'.'.join(path)}}} is not a field of the fact schema",
+                            )
+                        )
                         break
                     cur = nxt
     return tpl
@@ -592,9 +650,16 @@ class _Lowerer:
             return {"$and": [pos, *guards]} if guards else pos
         if negc is None:
             loc = a.loc
-            self.ctx.diags.append(Diagnostic(loc.file, loc.line, loc.column, "condition.unsupported",
-                                             f"{a.op} cannot be negated (the engine has no negated match)",
-                                             loc.path))
+            self.ctx.diags.append(
+                Diagnostic(
+                    loc.file,
+                    loc.line,
+                    loc.column,
+                    "condition.unsupported",
+                    f"{a.op} cannot be negated (the engine has no negated match)",
+                    loc.path,
+                )
+            )
             return {"_": 0}
         return {"$or": [negc, *missing]} if missing else negc
 
@@ -620,9 +685,13 @@ def stage_lower(ctx: CompileContext) -> None:
         out = simplify({"$and": [low.lower(cond, False, None)]})
         out = out if "$and" in out else {"$and": [out]}
         if dnf_size(out) > MAX_DNF:
-            ctx.diags.append(src.diag(path, "condition.too_complex",
-                                      f"expands to {dnf_size(out)} alternatives in the engine "
-                                      f"(limit {MAX_DNF}); split the rule"))
+            ctx.diags.append(
+                src.diag(
+                    path,
+                    "condition.too_complex",
+                    f"expands to {dnf_size(out)} alternatives in the engine (limit {MAX_DNF}); split the rule",
+                )
+            )
         return out
 
     for i, stop in enumerate(ctx.stops):
@@ -652,13 +721,29 @@ def stage_build(ctx: CompileContext) -> None:
         return
     assert ctx.schema is not None
     verdicts = {
-        name: VerdictMeta(name, d.value.ok, d.value.stop, d.value.requires_user_review,
-                          d.value.retryable, d.value.description)
+        name: VerdictMeta(
+            name,
+            d.value.ok,
+            d.value.stop,
+            d.value.requires_user_review,
+            d.value.retryable,
+            d.value.description,
+        )
         for name, d in ctx.verdicts.items()
     }
     rules = tuple(
-        RuleMeta(r.id, i, r.spec.priority, r.spec.verdict, r.spec.reason, r.message,
-                 r.review_reason, r.src.name, r.src.where(r.path)[0], f"r{i}")
+        RuleMeta(
+            r.id,
+            i,
+            r.spec.priority,
+            r.spec.verdict,
+            r.spec.reason,
+            r.message,
+            r.review_reason,
+            r.src.name,
+            r.src.where(r.path)[0],
+            f"r{i}",
+        )
         for i, r in enumerate(ctx.rules)
     )
     stops = tuple(
@@ -698,8 +783,7 @@ def compile_pack(root: Path | str, *, until: str | None = None) -> CompileContex
         raise ValueError(f"unknown stage {until!r}; stages: {', '.join(names)}")
     ctx = CompileContext(Path(root))
     if not ctx.root.is_dir():
-        raise PolicyError([Diagnostic(str(root), 1, 1, "pack.not_found",
-                                      "policy pack directory does not exist")])
+        raise PolicyError([Diagnostic(str(root), 1, 1, "pack.not_found", "policy pack directory does not exist")])
     for name, stage in STAGES:
         stage(ctx)
         if ctx.diags:

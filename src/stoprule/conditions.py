@@ -142,8 +142,11 @@ class _Parser:
         if isinstance(raw, bool):
             return Const(raw, loc)
         if not isinstance(raw, dict):
-            self.err(path, "condition.syntax",
-                     "a condition is a mapping (use all: [...] or any: [...] for lists)")
+            self.err(
+                path,
+                "condition.syntax",
+                "a condition is a mapping (use all: [...] or any: [...] for lists)",
+            )
             return None
         if not raw:
             self.err(path, "condition.syntax", "empty condition")
@@ -159,8 +162,11 @@ class _Parser:
         kinds = [k for k in ("some", "every") if k in raw]
         extra = sorted(set(raw) - {"some", "every", "where"})
         if len(kinds) != 1 or "where" not in raw or extra:
-            self.err(path, "condition.syntax",
-                     "a quantifier is exactly {some: LIST, where: COND} or {every: LIST, where: COND}")
+            self.err(
+                path,
+                "condition.syntax",
+                "a quantifier is exactly {some: LIST, where: COND} or {every: LIST, where: COND}",
+            )
             return None
         kind = kinds[0]
         name = raw[kind]
@@ -210,8 +216,11 @@ class _Parser:
         for op, arg in ops.items():
             if op not in OPERATORS:
                 known = ", ".join(sorted(OPERATORS))
-                self.err((*path, op), "condition.unknown_operator",
-                         f"unknown operator {op!r} (known: {known})")
+                self.err(
+                    (*path, op),
+                    "condition.unknown_operator",
+                    f"unknown operator {op!r} (known: {known})",
+                )
                 return None
             atoms.append(Atom(key, op, arg, self.loc((*path, op)) if isinstance(value, dict) else loc))
         return atoms[0] if len(atoms) == 1 else AllOf(tuple(atoms), loc)

@@ -1,8 +1,8 @@
 """Errors as values: one diagnostic type for policies, one error type for facts.
 
-    StopruleError
-     ├── PolicyError   a pack that does not load or compile (carries Diagnostics)
-     └── FactError     a fact that does not validate (code, field, line)
+StopruleError
+ ├── PolicyError   a pack that does not load or compile (carries Diagnostics)
+ └── FactError     a fact that does not validate (code, field, line)
 """
 
 from __future__ import annotations

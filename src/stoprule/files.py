@@ -11,9 +11,7 @@ __all__ = ["pack_files", "raw_key"]
 def pack_files(root: Path) -> list[Path]:
     """The YAML files of a pack, sorted by name (subfolders such as ``tests/`` excluded)."""
     return sorted(
-        p
-        for p in root.iterdir()
-        if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith(".")
+        p for p in root.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith(".")
     )
 
 

@@ -175,13 +175,9 @@ OPERATORS: dict[str, Operator] = {
         Operator("in", _check_set, _lower_in, "one of a list or named set"),
         Operator("not_in", _check_set, _lower_not_in, "has a value, none of a list or set"),
         Operator("glob", _check_glob, _lower_glob, "matches a glob pattern (whole string)"),
-        Operator("exists", _check_bool, lambda k, v: ({}, {}), "present and not null",
-                 presence=True),
-        Operator("null", _check_bool, lambda k, v: ({}, {}), "present with value null",
-                 presence=True),
-        Operator("absent", _check_bool, lambda k, v: ({}, {}), "not given and no default",
-                 presence=True),
-        Operator("empty", _check_empty, lambda k, v: ({}, {}), "list with no elements",
-                 presence=True),
+        Operator("exists", _check_bool, lambda k, v: ({}, {}), "present and not null", presence=True),
+        Operator("null", _check_bool, lambda k, v: ({}, {}), "present with value null", presence=True),
+        Operator("absent", _check_bool, lambda k, v: ({}, {}), "not given and no default", presence=True),
+        Operator("empty", _check_empty, lambda k, v: ({}, {}), "list with no elements", presence=True),
     ]
 }

@@ -95,22 +95,6 @@ class FactSchema:
     def __init__(self, root: FactField) -> None:
         self.root = root
 
-    def resolve(self, dotted: str) -> FactField | None:
-        """The field for ``a.b`` or ``a[].b`` (``[]`` steps into list items)."""
-        cur: FactField | None = self.root
-        for part in dotted.split("."):
-            if cur is None:
-                return None
-            listy = part.endswith("[]")
-            name = part[:-2] if listy else part
-            if cur.type == "list" and cur.items is not None:
-                cur = cur.items
-            cur = cur.fields.get(name) if cur.type == "object" else None
-            if cur is not None and listy:
-                if cur.type != "list":
-                    return None
-        return cur
-
     def validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
             raise FactError("fact.not_object", "a fact must be a JSON object")
@@ -123,13 +107,18 @@ class FactSchema:
             name = lookup.get(key)
             if name is None:
                 if spec.additional == "reject":
-                    raise FactError("fact.unknown_field", "not a field of the schema",
-                                    format_field((*path, key)))
+                    raise FactError(
+                        "fact.unknown_field",
+                        "not a field of the schema",
+                        format_field((*path, key)),
+                    )
                 continue
             if name in out:
-                raise FactError("fact.duplicate_field",
-                                f"given twice (as {name!r} and an alias)",
-                                format_field((*path, name)))
+                raise FactError(
+                    "fact.duplicate_field",
+                    f"given twice (as {name!r} and an alias)",
+                    format_field((*path, name)),
+                )
             out[name] = self._value(spec.fields[name], value, (*path, name), 1)
         for name, f in spec.fields.items():
             if name in out:
@@ -138,8 +127,7 @@ class FactSchema:
                 d = f.default
                 out[name] = copy.deepcopy(d) if isinstance(d, (list, dict)) else d
             elif f.required:
-                raise FactError("fact.required", "required field is missing",
-                                format_field((*path, name)))
+                raise FactError("fact.required", "required field is missing", format_field((*path, name)))
         for name, f in spec.fields.items():
             if f.required_if and out.get(f.required_if) is True and out.get(name) in (None, ""):
                 raise FactError(
@@ -182,13 +170,10 @@ class FactSchema:
         elif t == "list":
             if tv is list:
                 assert spec.items is not None
-                return [
-                    self._value(spec.items, x, (*path, i), depth + 1) for i, x in enumerate(v)
-                ]
+                return [self._value(spec.items, x, (*path, i), depth + 1) for i, x in enumerate(v)]
         elif t == "object" and tv is dict:
             if depth + 1 > MAX_DEPTH:
-                raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}",
-                                format_field(path))
+                raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", format_field(path))
             return self._object(spec, v, path)
         raise _type_error(spec, v, path)
 

@@ -83,9 +83,7 @@ def _convert(
             marks.setdefault(kpath, marks[kpath])
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [
-            _convert(child, (*path, i), marks, ctor, src, diags) for i, child in enumerate(node.value)
-        ]
+        return [_convert(child, (*path, i), marks, ctor, src, diags) for i, child in enumerate(node.value)]
     return ctor.construct_object(node, deep=True)
 
 

@@ -1,6 +1,8 @@
 """Message templates: ``{field.path}`` interpolates a fact field, ``{@set}`` a set's members.
 
-``{{`` and ``}}`` are literal braces. A missing or null field renders as ``(unset)``.
+``{field|fallback}`` renders ``fallback`` when the field is missing, null or empty;
+without a fallback such a field renders as ``(unset)``. ``{{`` and ``}}`` are
+literal braces.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import Any
 
 __all__ = ["Template", "parse_template", "render"]
 
-Template = tuple[str | tuple[str, tuple[str, ...]], ...]
+Template = tuple[str | tuple[str, tuple[str, ...], str | None], ...]
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 UNSET = "(unset)"
@@ -18,7 +20,7 @@ UNSET = "(unset)"
 
 def parse_template(text: str) -> tuple[Template, list[str]]:
     """Split ``text`` into literal parts and placeholders; also return syntax errors."""
-    parts: list[str | tuple[str, tuple[str, ...]]] = []
+    parts: list[str | tuple[str, tuple[str, ...], str | None]] = []
     errors: list[str] = []
     pos = 0
     for m in _TOKEN.finditer(text):
@@ -29,13 +31,14 @@ def parse_template(text: str) -> tuple[Template, list[str]]:
         elif tok in ("{", "}"):
             errors.append(f"unbalanced {tok!r} (write {tok * 2} for a literal brace)")
         else:
-            name = m.group(1).strip()
+            name, bar, fallback = m.group(1).partition("|")
+            name = name.strip()
             if not name:
                 errors.append("empty placeholder {}")
             elif name.startswith("@"):
-                parts.append(("set", (name[1:],)))
+                parts.append(("set", (name[1:],), None))
             else:
-                parts.append(("field", tuple(name.split("."))))
+                parts.append(("field", tuple(name.split(".")), fallback if bar else None))
         pos = m.end()
     parts.append(text[pos:])
     return tuple(p for p in parts if p != ""), errors
@@ -50,9 +53,9 @@ def _lookup(fact: dict[str, Any], path: tuple[str, ...]) -> Any:
     return cur
 
 
-def _show(v: Any) -> str:
-    if v is None:
-        return UNSET
+def _show(v: Any, fallback: str | None) -> str:
+    if v is None or v == "":
+        return UNSET if fallback is None else fallback
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
@@ -66,5 +69,5 @@ def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]
         elif part[0] == "set":
             out.append(", ".join(map(str, sets.get(part[1][0], ()))))
         else:
-            out.append(_show(_lookup(fact, part[1])))
+            out.append(_show(_lookup(fact, part[1]), part[2]))
     return "".join(out)

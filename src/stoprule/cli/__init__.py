@@ -1,0 +1,1 @@
+"""Command-line interface: a thin layer of argparse wiring over plain functions."""

@@ -1,0 +1,58 @@
+"""``stoprule check``: validate and compile a pack, print diagnostics or a summary."""
+
+from __future__ import annotations
+
+import json
+from typing import IO
+
+from ..diagnostics import PolicyError
+
+__all__ = ["check_command"]
+
+
+def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
+    from ..compiler import compile_pack
+    from ..packs import select_pack
+
+    root = select_pack(policy)
+    try:
+        ctx = compile_pack(root)
+    except PolicyError as exc:
+        if fmt == "json":
+            stdout.write(
+                json.dumps(
+                    {
+                        "ok": False,
+                        "pack": str(root),
+                        "total": exc.total,
+                        "diagnostics": [d.to_dict() for d in exc.diagnostics],
+                    }
+                )
+                + "\n"
+            )
+        else:
+            stdout.write(exc.render() + "\n")
+        stderr.write(f"stoprule: {exc.total} error(s) in {root}\n")
+        return 2
+    c = ctx.compiled
+    assert c is not None
+    summary = {
+        "ok": True,
+        "pack": str(root),
+        "name": c.name,
+        "files": len(c.files),
+        "rules": len(c.rules),
+        "verdicts": len(c.verdicts),
+        "high_risk_stops": len(c.stops),
+        "rulesets": len(c.rulesets),
+        "digest": c.digest,
+    }
+    if fmt == "json":
+        stdout.write(json.dumps(summary) + "\n")
+    else:
+        stdout.write(
+            f"ok: {c.name}: {summary['files']} files, {summary['rules']} rules, "
+            f"{summary['verdicts']} verdict kinds, {summary['high_risk_stops']} high-risk stops, "
+            f"{c.digest}\n"
+        )
+    return 0

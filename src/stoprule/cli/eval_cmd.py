@@ -1,0 +1,114 @@
+"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+from ..diagnostics import FactError, PolicyError
+from ..evaluator import Verdict
+from ..schema import MAX_DEPTH, check_depth
+
+__all__ = ["MAX_FACT_BYTES", "eval_command", "parse_facts"]
+
+MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact
+
+
+def _decode(raw: str, line: int) -> Any:
+    if len(raw.encode("utf-8")) > MAX_FACT_BYTES:
+        raise FactError("fact.too_large", f"fact exceeds {MAX_FACT_BYTES} bytes", line=line)
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line) from None
+    except json.JSONDecodeError as exc:
+        raise FactError("fact.not_json", f"not valid JSON: {exc.msg} at column {exc.colno}", line=line) from None
+    if not isinstance(value, dict):
+        raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
+    if not check_depth(value):
+        raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line)
+    return value
+
+
+def parse_facts(data: bytes) -> list[tuple[int, Any]]:
+    """Split input into facts: one JSON document, else NDJSON (blank lines skipped).
+
+    Each entry is ``(line, decoded object or the FactError for that line)``.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [(1, FactError("fact.encoding", f"input is not UTF-8: {exc.reason}", line=1))]
+    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+    if not lines:
+        return [(1, FactError("fact.empty", "no fact given (empty input)", line=1))]
+    if len(lines) > 1 and len(data) <= MAX_FACT_BYTES:
+        try:
+            whole = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            whole = None
+        if isinstance(whole, dict):
+            return [(lines[0][0], _checked(text, lines[0][0]))]
+    return [(n, _checked(raw, n)) for n, raw in lines]
+
+
+def _checked(raw: str, line: int) -> Any:
+    try:
+        return _decode(raw, line)
+    except FactError as exc:
+        return exc
+
+
+def _pretty(v: Verdict) -> str:
+    mark = "OK" if v.ok else "NOT OK"
+    lines = [f"{mark}: {v.verdict} / {v.reason}  (rule {v.rule}; stop: {v.stop})", f"  {v.message}"]
+    if v.requires_user_review:
+        lines.append(f"  review reason: {v.review_reason}")
+    if v.high_risk_stop:
+        lines.append(f"  high-risk stop: {v.high_risk_stop}")
+    lines.append("  matched: " + ", ".join(m.rule for m in v.matched))
+    lines.append(f"  policy: {v.policy}")
+    return "\n".join(lines)
+
+
+def eval_command(policy: str | None, file: str, fmt: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    try:
+        if file == "-":
+            data = stdin.read()
+        else:
+            with open(file, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot read {file}: {exc.strerror}\n")
+        return 2
+    from ..packs import load_policy
+
+    try:
+        evaluator = load_policy(policy)
+    except PolicyError as exc:
+        stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
+        return 2
+    code = 0
+    for line, item in parse_facts(data):
+        result: Verdict | FactError
+        if isinstance(item, FactError):
+            result = item
+        else:
+            try:
+                result = evaluator.evaluate(item)
+            except FactError as exc:
+                exc.line = line
+                result = exc
+        if isinstance(result, FactError):
+            code = 2
+            stderr.write(f"stoprule: {file if file != '-' else '<stdin>'}: {result}\n")
+            out = {"error": result.to_dict()}
+            stdout.write(json.dumps(out) + "\n" if fmt == "json" else f"ERROR: {result}\n")
+            continue
+        if not result.ok and code == 0:
+            code = 1
+        if fmt == "json":
+            stdout.write(json.dumps(result.to_dict()) + "\n")
+        else:
+            stdout.write(_pretty(result) + "\n")
+    return code
