@@ -1,0 +1,53 @@
+"""Shared fixtures: the default pack, a compiled evaluator, and a real CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from stoprule import Evaluator, load_policy
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_PACK = REPO / "policies"
+
+
+@pytest.fixture(scope="session")
+def default_pack() -> Path:
+    return DEFAULT_PACK
+
+
+@pytest.fixture(scope="session")
+def evaluator() -> Evaluator:
+    return load_policy(DEFAULT_PACK, cache=False)
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``python -m stoprule ARGS`` as a real subprocess (cache in a temp dir)."""
+
+    def run(
+        *args: str,
+        input: str | bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess:
+        full_env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
+        full_env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
+        full_env.update(env or {})
+        text = not isinstance(input, bytes)
+        return subprocess.run(
+            [sys.executable, "-m", "stoprule", *args],
+            input=input,
+            capture_output=True,
+            text=text,
+            env=full_env,
+            cwd=cwd or tmp_path,
+            timeout=120,
+        )
+
+    return run
