@@ -5,8 +5,7 @@ No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .schema import FactSchema
 from .templates import Template
@@ -14,8 +13,7 @@ from .templates import Template
 __all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta"]
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     """A scalar the rules read: projected under ``key`` from ``path`` (object steps).
 
     ``marker``: the field is an object or list and only its presence is read
@@ -27,8 +25,7 @@ class Slot:
     marker: bool = False
 
 
-@dataclass(frozen=True)
-class ListSlot:
+class ListSlot(NamedTuple):
     """A list the rules quantify over: items under ``key``, length under ``len_key``.
 
     ``scalar``: items are projected as they are; otherwise each item is projected
@@ -42,8 +39,7 @@ class ListSlot:
     item_slots: tuple[Slot, ...] = ()
 
 
-@dataclass(frozen=True)
-class VerdictMeta:
+class VerdictMeta(NamedTuple):
     name: str
     ok: bool
     stop: str
@@ -52,8 +48,7 @@ class VerdictMeta:
     description: str | None = None
 
 
-@dataclass(frozen=True)
-class RuleMeta:
+class RuleMeta(NamedTuple):
     id: str
     index: int
     priority: int
@@ -66,8 +61,7 @@ class RuleMeta:
     engine_name: str
 
 
-@dataclass(frozen=True)
-class StopMeta:
+class StopMeta(NamedTuple):
     id: str
     description: str
     file: str
@@ -75,8 +69,7 @@ class StopMeta:
     engine_name: str
 
 
-@dataclass
-class CompiledPolicy:
+class CompiledPolicy(NamedTuple):
     name: str
     digest: str
     files: tuple[str, ...]
@@ -88,4 +81,4 @@ class CompiledPolicy:
     stops: tuple[StopMeta, ...]
     verdicts: dict[str, VerdictMeta]
     sets: dict[str, tuple[Any, ...]]
-    declarations: dict[str, Any] = field(default_factory=dict)
+    declarations: dict[str, Any]

@@ -588,7 +588,7 @@ class _Lowerer:
             if s.path == path:
                 return "$i." + s.key
         s = Slot(f"g{len(ls.item_slots)}", path)
-        new = dataclasses.replace(ls, item_slots=(*ls.item_slots, s))
+        new = ls._replace(item_slots=(*ls.item_slots, s))
         self.ctx.lists[ls.path] = new
         return "$i." + s.key
 

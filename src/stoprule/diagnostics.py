@@ -7,17 +7,15 @@ StopruleError
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["MAX_DIAGNOSTICS", "Diagnostic", "FactError", "PolicyError", "StopruleError"]
 
 MAX_DIAGNOSTICS = 50
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
-    """One thing wrong with a policy pack, at a source location."""
+class Diagnostic(NamedTuple):
+    """One thing wrong with a policy pack, at a source location (sorts by location)."""
 
     file: str
     line: int
@@ -61,15 +59,36 @@ class PolicyError(StopruleError):
         return "\n".join(lines)
 
 
-@dataclass
 class FactError(StopruleError):
     """A fact that cannot be evaluated: what is wrong, which field, which input line."""
 
-    code: str
-    message: str
-    field: str = ""
-    line: int | None = None
-    extra: dict[str, object] = dataclasses.field(default_factory=dict)
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        field: str = "",
+        line: int | None = None,
+        extra: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.line = line
+        self.extra: dict[str, object] = extra if extra is not None else {}
+
+    def __repr__(self) -> str:
+        return f"FactError({self.code!r}, {self.message!r}, field={self.field!r}, line={self.line!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FactError) and (self.code, self.message, self.field, self.line) == (
+            other.code,
+            other.message,
+            other.field,
+            other.line,
+        )
+
+    __hash__ = Exception.__hash__
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot
 from .diagnostics import FactError
@@ -15,8 +14,7 @@ from .templates import render
 __all__ = ["Evaluator", "Match", "Verdict"]
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     rule: str
     verdict: str
     reason: str
@@ -25,8 +23,7 @@ class Match:
         return {"rule": self.rule, "verdict": self.verdict, "reason": self.reason}
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The decision for one fact; ``matched`` lists every matching rule, winner first."""
 
     ok: bool

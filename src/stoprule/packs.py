@@ -1,7 +1,8 @@
 """Finding a pack and loading it compiled, through a cache keyed by its bytes.
 
 Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``./.stoprule/policies/``,
-the bundled default pack. A cache hit imports neither YAML nor pydantic.
+the bundled default pack. A cache hit imports neither YAML, pydantic nor pathlib:
+this module is on the CLI's cold-start path.
 """
 
 from __future__ import annotations
@@ -9,91 +10,122 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-import tempfile
+import zlib
 from collections.abc import Mapping
-from pathlib import Path
 
 from .compiled import CompiledPolicy
 from .evaluator import Evaluator
-from .files import pack_files, raw_key
+from .files import pack_files
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
+
+
+def _bundled() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "policies")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(os.path.dirname(here)), "policies")
+
+
+def _select(explicit: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: str | None) -> str:
+    if explicit:
+        return os.fspath(explicit)
+    if env.get("STOPRULE_POLICY"):
+        return env["STOPRULE_POLICY"]
+    local = os.path.join(cwd or os.getcwd(), ".stoprule", "policies")
+    if os.path.isdir(local):
+        return local
+    return _bundled()
 
 
 def bundled_pack() -> Path:
     """The default pack: inside the installed package, or the repo's ``policies/``."""
-    here = Path(__file__).resolve().parent
-    installed = here / "policies"
-    return installed if installed.is_dir() else here.parent.parent / "policies"
+    from pathlib import Path
+
+    return Path(_bundled())
 
 
 def select_pack(
     explicit: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Path:
-    env = os.environ if env is None else env
-    if explicit:
-        return Path(explicit)
-    if env.get("STOPRULE_POLICY"):
-        return Path(env["STOPRULE_POLICY"])
-    local = (cwd or Path.cwd()) / ".stoprule" / "policies"
-    if local.is_dir():
-        return local
-    return bundled_pack()
+    """The pack to use: ``explicit``, else ``$STOPRULE_POLICY``, else ``./.stoprule/policies/``, else bundled."""
+    from pathlib import Path
+
+    return Path(_select(explicit, os.environ if env is None else env, os.fspath(cwd) if cwd else None))
 
 
-def _cache_dir() -> Path | None:
+def _cache_dir() -> str | None:
     if os.environ.get("STOPRULE_NO_CACHE"):
         return None
-    base = os.environ.get("STOPRULE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base else Path.home() / ".cache"
-    return root / "stoprule" if not os.environ.get("STOPRULE_CACHE_DIR") else root
+    if os.environ.get("STOPRULE_CACHE_DIR"):
+        return os.environ["STOPRULE_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "stoprule")
 
 
-def _cache_key(root: Path) -> str | None:
-    if not root.is_dir():
+def _stamp(root: str) -> str | None:
+    """What the cache is keyed on: each file's name, size and mtime (as .pyc files are).
+
+    Reading only ``stat`` keeps a cache hit cheap; the pack's digest itself is computed
+    over the parsed, normalised files when the pack is compiled.
+    """
+    if not os.path.isdir(root):
         return None
     from . import __version__
 
-    key, _ = raw_key(root, pack_files(root))
-    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return f"{key[:32]}-{__version__}-{CACHE_FORMAT}-py{py}"
+    parts = [os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]
+    for path in pack_files(root):
+        st = os.stat(path)
+        parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+    return "\n".join(parts)
 
 
 def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> CompiledPolicy:
-    """Compile the selected pack, reusing a cached compilation of identical files."""
-    root = select_pack(path)
+    """Compile the selected pack, reusing a cached compilation of byte-identical files."""
+    root = _select(path, os.environ, None)
     cdir = _cache_dir() if cache else None
-    key = _cache_key(root) if cdir is not None else None
-    if cdir is not None and key is not None:
-        cached = cdir / f"{key}.pickle"
+    stamp = _stamp(root) if cdir is not None else None
+    name = f"{zlib.crc32(stamp.encode()):08x}{zlib.adler32(stamp.encode()):08x}.pickle" if stamp else ""
+    if cdir is not None and stamp is not None:
         try:
-            with cached.open("rb") as fh:
-                obj = pickle.load(fh)
-            if isinstance(obj, CompiledPolicy):
+            with open(os.path.join(cdir, name), "rb") as fh:
+                cached_stamp, obj = pickle.load(fh)
+            if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
                 return obj
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             pass
     from .compiler import compile_pack
 
     compiled = compile_pack(root).compiled
     assert compiled is not None
-    if cdir is not None and key is not None:
-        _store(cdir, f"{key}.pickle", compiled)
+    if cdir is not None and stamp is not None:
+        _store(cdir, name, (stamp, compiled))
     return compiled
 
 
-def _store(cdir: Path, name: str, compiled: CompiledPolicy) -> None:
+def _store(cdir: str, name: str, entry: tuple[str, CompiledPolicy]) -> None:
     """Write atomically (temp file + rename); an unwritable cache is not an error."""
+    import tempfile
+
     try:
-        cdir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(cdir, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cdir, prefix=".tmp-", suffix=".pickle")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(compiled, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cdir / name)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(entry, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, os.path.join(cdir, name))
+        except BaseException:
+            os.unlink(tmp)
+            raise
     except OSError:
         return
 

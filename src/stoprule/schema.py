@@ -6,9 +6,7 @@ importing either (the CLI's cold start).
 
 from __future__ import annotations
 
-import copy
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnostics import FactError
@@ -38,27 +36,56 @@ def format_field(path: tuple[str | int, ...]) -> str:
     return out
 
 
-@dataclass
 class FactField:
     """A typed field; ``object`` fields hold children, ``list`` fields an item type."""
 
-    name: str
-    type: str
-    required: bool = False
-    nullable: bool = False
-    has_default: bool = False
-    default: Any = None
-    aliases: tuple[str, ...] = ()
-    values: tuple[str, ...] = ()
-    items: FactField | None = None
-    fields: dict[str, FactField] = field(default_factory=dict)
-    required_if: str | None = None
-    description: str | None = None
-    additional: str = "allow"
-    lookup: dict[str, str] = field(default_factory=dict)
+    __slots__ = (
+        "name", "type", "required", "nullable", "has_default", "default", "aliases", "values",
+        "items", "fields", "required_if", "description", "additional", "lookup",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        *,
+        required: bool = False,
+        nullable: bool = False,
+        has_default: bool = False,
+        default: Any = None,
+        aliases: tuple[str, ...] = (),
+        values: tuple[str, ...] = (),
+        items: FactField | None = None,
+        fields: dict[str, FactField] | None = None,
+        required_if: str | None = None,
+        description: str | None = None,
+        additional: str = "allow",
+    ) -> None:
+        self.name = name
+        self.type = type
+        self.required = required
+        self.nullable = nullable
+        self.has_default = has_default
+        self.default = default
+        self.aliases = aliases
+        self.values = values
+        self.items = items
+        self.fields: dict[str, FactField] = fields if fields is not None else {}
+        self.required_if = required_if
+        self.description = description
+        self.additional = additional
+        self.lookup: dict[str, str] = {}
         self.reindex()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"FactField({self.name!r}, {self.describe()!r})"
 
     def reindex(self) -> None:
         self.lookup = {}
@@ -124,8 +151,7 @@ class FactSchema:
             if name in out:
                 continue
             if f.has_default:
-                d = f.default
-                out[name] = copy.deepcopy(d) if isinstance(d, (list, dict)) else d
+                out[name] = _clone(f.default)
             elif f.required:
                 raise FactError("fact.required", "required field is missing", format_field((*path, name)))
         for name, f in spec.fields.items():
@@ -176,6 +202,15 @@ class FactSchema:
                 raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", format_field(path))
             return self._object(spec, v, path)
         raise _type_error(spec, v, path)
+
+
+def _clone(v: Any) -> Any:
+    """A deep copy of a JSON value (defaults must not be shared between facts)."""
+    if type(v) is list:
+        return [_clone(x) for x in v]
+    if type(v) is dict:
+        return {k: _clone(x) for k, x in v.items()}
+    return v
 
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:

@@ -78,10 +78,7 @@ def _factor(items: list[Json]) -> list[Json]:
                 rests = None
                 break
             rests.append(_make("$or", rest))
-        if rests is None:
-            merged = _make("$or", shared)
-        else:
-            merged = {"$or": [simplify({"$and": rests}), *shared]}
+        merged = _make("$or", shared) if rests is None else {"$or": [simplify({"$and": rests}), *shared]}
         items = [c for i, c in enumerate(items) if i not in group] + [merged]
 
 

@@ -117,7 +117,7 @@ def parse_yaml(name: str, text: str, diags: list[Diagnostic]) -> SourceFile:
 def read_pack(root: Path, diags: list[Diagnostic]) -> PackSource:
     """Parse every YAML file of ``root``; problems go to ``diags``."""
     files = pack_files(root)
-    key, contents = raw_key(root, files)
+    key, contents = raw_key(files)
     out = []
     for name, data in contents:
         try:

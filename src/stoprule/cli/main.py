@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import IO
 
 __all__ = ["main", "run"]
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help width from $COLUMNS: argparse's default imports shutil on every run (cold start)."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            width = int(os.environ.get("COLUMNS", "100"))
+        except ValueError:
+            width = 100
+        super().__init__(prog, width=max(width, 40) - 2)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -14,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="stoprule",
+        formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
     p.add_argument("--version", action="version", version=f"stoprule {__version__}")
@@ -37,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         help="evaluate one JSON fact or NDJSON facts",
         description="Evaluate facts; exit 0 all ok, 1 any not ok, 2 bad input.",
+        formatter_class=_Formatter,
     )
     policy_flag(ev)
     ev.add_argument(
@@ -50,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="validate and compile a policy pack",
         description="Print diagnostics; exit 0 clean, 2 on any error.",
+        formatter_class=_Formatter,
     )
     policy_flag(ck)
     return p
