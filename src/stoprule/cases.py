@@ -19,9 +19,9 @@ Each case has exactly one of ``fact`` / ``facts`` and exactly one of ``expect`` 
 
 ``expect`` keys (all optional, at least one):
 
-- ``verdict``, ``reason``, ``rule``, ``stop``, ``message``, ``review_reason``:
-  strings compared for equality with the verdict envelope;
-- ``high_risk_stop``: the reported high-risk stop id, or ``null`` for none;
+- ``verdict``, ``reason``, ``rule``, ``stop``, ``message``: strings compared for
+  equality with the verdict envelope;
+- ``review_reason``, ``high_risk_stop``: a string, or ``null`` for none;
 - ``ok``, ``requires_user_review``: booleans;
 - ``matched``: rule ids that must all be among the matched rules;
 - ``not_matched``: rule ids none of which may be among the matched rules;
@@ -54,11 +54,12 @@ PathKey = tuple[str | int, ...]
 
 _FILE_KEYS = frozenset({"base", "cases"})
 _CASE_KEYS = frozenset({"name", "fact", "facts", "without", "expect", "expect_error"})
-_STR_EXPECT = ("verdict", "reason", "rule", "stop", "message", "review_reason")
+_STR_EXPECT = ("verdict", "reason", "rule", "stop", "message")
+_NULLABLE_EXPECT = ("review_reason", "high_risk_stop")
 _BOOL_EXPECT = ("ok", "requires_user_review")
 _LIST_EXPECT = ("matched", "not_matched")
 _CONTAINS_EXPECT = {"message_contains": "message", "review_reason_contains": "review_reason"}
-_EXPECT_KEYS = frozenset({*_STR_EXPECT, *_BOOL_EXPECT, *_LIST_EXPECT, *_CONTAINS_EXPECT, "high_risk_stop"})
+_EXPECT_KEYS = frozenset({*_STR_EXPECT, *_NULLABLE_EXPECT, *_BOOL_EXPECT, *_LIST_EXPECT, *_CONTAINS_EXPECT})
 _ERROR_KEYS = frozenset({"code", "field", "message_contains"})
 
 
@@ -232,8 +233,8 @@ class _Reader:
                 self.err(kpath, "cases.type", f"'{key}' must be a list of rule ids")
             elif key in _CONTAINS_EXPECT and not (isinstance(v, str) or (_is_str_list(v) and v)):
                 self.err(kpath, "cases.type", f"'{key}' must be a string or a list of strings")
-            elif key == "high_risk_stop" and not (v is None or isinstance(v, str)):
-                self.err(kpath, "cases.type", "'high_risk_stop' must be a stop id or null")
+            elif key in _NULLABLE_EXPECT and not (v is None or isinstance(v, str)):
+                self.err(kpath, "cases.type", f"'{key}' must be a string or null")
         return dict(exp)
 
     def expect_error(self, exp: Any, path: PathKey) -> dict[str, Any] | None:
@@ -278,7 +279,7 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
 
 def _check_verdict(i: int, exp: dict[str, Any], v: Verdict) -> list[Mismatch]:
     out: list[Mismatch] = []
-    for key in (*_STR_EXPECT, *_BOOL_EXPECT, "high_risk_stop"):
+    for key in (*_STR_EXPECT, *_NULLABLE_EXPECT, *_BOOL_EXPECT):
         if key in exp and getattr(v, key) != exp[key]:
             out.append(Mismatch(i, key, exp[key], getattr(v, key)))
     rules = [m.rule for m in v.matched]

@@ -524,9 +524,12 @@ def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) ->
                     )
                 )
             if kind == "field":
-                cur = ctx.schema.root
+                cur: FactField | None = ctx.schema.root
                 for name in path:
-                    nxt = cur.fields.get(name) if cur.type == "object" else None
+                    listy = name.endswith("[]")
+                    nxt = cur.fields.get(name[:-2] if listy else name) if cur and cur.type == "object" else None
+                    if nxt is not None and listy:
+                        nxt = nxt.items if nxt.type == "list" else None
                     if nxt is None:
                         ctx.diags.append(
                             rule.src.diag(

@@ -1,5 +1,6 @@
 """Message templates: ``{field.path}`` interpolates a fact field, ``{@set}`` a set's members.
 
+``{list[].field}`` renders the values found in every element, joined with ``, ``.
 ``{field|fallback}`` renders ``fallback`` when the field is missing, null or empty;
 without a fallback such a field renders as ``(unset)``. ``{{`` and ``}}`` are
 literal braces.
@@ -44,21 +45,35 @@ def parse_template(text: str) -> tuple[Template, list[str]]:
     return tuple(p for p in parts if p != ""), errors
 
 
-def _lookup(fact: dict[str, Any], path: tuple[str, ...]) -> Any:
+def _lookup(fact: Any, path: tuple[str, ...]) -> Any:
     cur: Any = fact
-    for p in path:
+    for i, p in enumerate(path):
         if not isinstance(cur, dict):
             return None
+        if p.endswith("[]"):
+            seq = cur.get(p[:-2])
+            if not isinstance(seq, list):
+                return None
+            rest = path[i + 1 :]
+            found = [_lookup(x, rest) if rest else x for x in seq]
+            flat = [y for x in found for y in (x if isinstance(x, list) else [x]) if y is not None]
+            return ", ".join(map(_show_one, flat)) or None
         cur = cur.get(p)
     return cur
+
+
+def _show_one(v: Any) -> str:
+    if isinstance(v, list):
+        return ", ".join(_show_one(x) for x in v if x is not None)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def _show(v: Any, fallback: str | None) -> str:
     if v is None or v == "":
         return UNSET if fallback is None else fallback
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+    return _show_one(v)
 
 
 def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]) -> str:
