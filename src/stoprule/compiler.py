@@ -26,7 +26,7 @@ from .diagnostics import Diagnostic, PolicyError
 from .model import FieldSpec, PackFile, RuleSpec, parse_file
 from .operators import OPERATORS, CheckError
 from .schema import FactField, FactSchema
-from .simplify import dnf_size, simplify
+from .simplify import QuantifierError, dnf_size, simplify, split_quantifiers
 from .source import SourceFile, read_pack
 from .templates import Template, parse_template
 
@@ -584,7 +584,8 @@ class _Lowerer:
             self.ctx.lists[path] = ls
         return ls
 
-    def item_key(self, ls: ListSlot, path: tuple[str, ...]) -> str:
+    def item_key(self, list_path: tuple[str, ...], path: tuple[str, ...]) -> str:
+        ls = self.ctx.lists[list_path]  # always the current slot: it is replaced as items are added
         if ls.scalar:
             return "$i"
         for s in ls.item_slots:
@@ -631,7 +632,7 @@ class _Lowerer:
             key = self.slot(a.path, fld)
             absent = _can_be_absent(self.root, a.path)
         else:
-            key = self.item_key(ls, a.path) if a.path else "$i"
+            key = self.item_key(ls.path, a.path) if a.path else "$i"
             absent = bool(a.path)
         nullable = fld.nullable
         missing = self.missing(key, absent, nullable)
@@ -685,7 +686,12 @@ def stage_lower(ctx: CompileContext) -> None:
     low = _Lowerer(ctx)
 
     def body(cond: C.Cond, src: SourceFile, path: tuple) -> Json:
-        out = simplify({"$and": [low.lower(cond, False, None)]})
+        try:
+            lowered = split_quantifiers(simplify(low.lower(cond, False, None)))
+        except QuantifierError as exc:
+            ctx.diags.append(src.diag(path, "condition.unsupported", f"{exc} is not supported by the engine"))
+            lowered = {"_": 0}
+        out = simplify({"$and": [lowered]})
         out = out if "$and" in out else {"$and": [out]}
         if dnf_size(out) > MAX_DNF:
             ctx.diags.append(

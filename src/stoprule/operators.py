@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OPERATORS", "Operator", "glob_to_lua"]
+__all__ = ["OPERATORS", "Operator", "glob_to_lua", "glob_to_regex", "glob_tokens"]
 
 Json = dict[str, Any]
 
@@ -76,43 +76,77 @@ def _check_glob(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
         raise CheckError(f"glob applies to strings, not {ftype}")
     if not isinstance(arg, str):
         raise CheckError("takes a glob pattern string")
-    return glob_to_lua(arg)
+    glob_tokens(arg)  # syntax check
+    return arg
 
 
-_LUA_MAGIC = set("^$()%.[]*+-?")
+_LUA_MAGIC = set("()%.[]*+?{}|")  # what the engine lets and needs escaped with %
 
 
-def glob_to_lua(pattern: str) -> str:
-    """Translate a glob (``*``, ``?``, ``[abc]``, ``[!abc]``, ``\\x``) to an engine pattern.
+def glob_tokens(pattern: str) -> list[tuple[str, str]]:
+    """Split a glob into ``("star"|"one"|"lit", ch)`` and ``("class", body)`` tokens.
 
-    The engine's ``$mt`` uses Lua-style patterns matched against the whole string.
+    Syntax: ``*`` any run, ``?`` one character, ``[abc]`` / ``[a-z]`` / ``[!abc]`` a class,
+    ``\\x`` a literal ``x``; everything else is literal. Matching is whole-string.
     """
-    out = []
+    out: list[tuple[str, str]] = []
     i = 0
     while i < len(pattern):
         c = pattern[i]
         if c == "*":
-            out.append(".*")
+            out.append(("star", c))
         elif c == "?":
-            out.append(".")
+            out.append(("one", c))
         elif c == "[":
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end == -1:
                 raise CheckError(f"unclosed '[' in glob {pattern!r}")
-            body = pattern[i + 1 : end]
-            neg = body.startswith("!")
-            body = body[1:] if neg else body
-            chars = "".join(("%" + ch) if ch in _LUA_MAGIC and ch != "-" else ch for ch in body)
-            out.append("[" + ("^" if neg else "") + chars + "]")
+            out.append(("class", pattern[i + 1 : end]))
             i = end
         elif c == "\\" and i + 1 < len(pattern):
             i += 1
-            ch = pattern[i]
-            out.append(("%" + ch) if ch in _LUA_MAGIC else ch)
+            out.append(("lit", pattern[i]))
         else:
-            out.append(("%" + c) if c in _LUA_MAGIC else c)
+            out.append(("lit", c))
         i += 1
+    return out
+
+
+def glob_to_lua(pattern: str) -> str:
+    """Translate a glob to the engine's ``$mt`` pattern (Lua-style, whole-string)."""
+    out = []
+    for kind, text in glob_tokens(pattern):
+        if kind == "star":
+            out.append(".*")
+        elif kind == "one":
+            out.append(".")
+        elif kind == "class":
+            neg = text.startswith("!")
+            body = text[1:] if neg else text
+            chars = "".join(("%" + ch) if ch in "%[" else ch for ch in body)
+            out.append("[" + ("^" if neg else "") + chars + "]")
+        else:
+            out.append(("%" + text) if text in _LUA_MAGIC else text)
     return "".join(out)
+
+
+def glob_to_regex(pattern: str) -> str:
+    """The same glob as a Python regular expression (for analysis tools)."""
+    import re
+
+    out = []
+    for kind, text in glob_tokens(pattern):
+        if kind == "star":
+            out.append(".*")
+        elif kind == "one":
+            out.append(".")
+        elif kind == "class":
+            neg = text.startswith("!")
+            body = text[1:] if neg else text
+            out.append("[" + ("^" if neg else "") + body.replace("\\", "\\\\").replace("]", "\\]") + "]")
+        else:
+            out.append(re.escape(text))
+    return "(?s:" + "".join(out) + r")\Z"
 
 
 def _cmp(op: str, inverse: str) -> Callable[[str, Any], tuple[Json, Json]]:
@@ -148,7 +182,7 @@ def _lower_not_in(key: str, values: tuple) -> tuple[Json, Json]:
 
 
 def _lower_glob(key: str, pattern: str) -> tuple[Json, Json | None]:
-    return {"$mt": {key: pattern}}, None  # the engine has no working negated match
+    return {"$mt": {key: glob_to_lua(pattern)}}, None  # the engine has no working negated match
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,13 @@ durable_rules expands every rule into disjunctive normal form; negated
 conjunctions of optional fields multiply quickly. Flattening, deduplicating and
 factoring shared disjuncts out of a conjunction (``(a|m) & (b|m) == (a&b)|m``)
 keeps the expansion small.
+
+Inside ``$iany``/``$iall`` bodies, durable_rules 2.0.28 mis-evaluates ``$or`` whose
+branches test different item fields (it behaves like ``$and``), and ``$or`` nested in
+``$or``. :func:`split_quantifiers` rewrites bodies so that every ``$or`` left in them
+tests one key: ``some x: (a | b)`` becomes ``(some x: a) | (some x: b)``; an ``every``
+that would need such an ``$or`` is refused (tests/test_engine_vs_interpreter.py holds
+the engine to the reference semantics).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["dnf_size", "simplify"]
+__all__ = ["QuantifierError", "dnf_size", "simplify", "split_quantifiers"]
 
 Json = dict[str, Any]
 
@@ -35,6 +42,11 @@ def _make(op: str, items: list[Json]) -> Json:
 def simplify(c: Json) -> Json:
     op = _op(c)
     if op is None:
+        if len(c) == 1:
+            q = next(iter(c))
+            if q in ("$iany", "$iall"):  # quantifier bodies: the engine mis-evaluates $or in $or there
+                ((key, body),) = c[q].items()
+                return {q: {key: simplify(body)}}
         return c
     items: list[Json] = []
     seen: set[str] = set()
@@ -94,3 +106,54 @@ def dnf_size(c: Json) -> int:
     for s in sizes:
         out *= s
     return out
+
+
+class QuantifierError(ValueError):
+    """An ``every`` body the engine cannot evaluate correctly."""
+
+
+def _single_key(c: Json) -> str | None:
+    """The one fact key an atom (or a same-key ``$or`` of atoms) tests, else None."""
+    op = _op(c)
+    if op == "$and":
+        return None
+    if op == "$or":
+        keys = {_single_key(x) for x in c["$or"]}
+        return keys.pop() if len(keys) == 1 and None not in keys else None
+    ((k, v),) = c.items()
+    if k.startswith("$") and isinstance(v, dict) and len(v) == 1:
+        return next(iter(v))
+    return None if k.startswith("$") else k
+
+
+def _dnf(c: Json) -> list[list[Json]]:
+    """Disjunctive normal form, keeping same-key ``$or`` groups as atoms."""
+    op = _op(c)
+    if op is None or (op == "$or" and _single_key(c) is not None):
+        return [[c]]
+    if op == "$or":
+        return [conj for x in c["$or"] for conj in _dnf(x)]
+    out: list[list[Json]] = [[]]
+    for x in c["$and"]:
+        out = [a + b for a in out for b in _dnf(x)]
+    return out
+
+
+def split_quantifiers(c: Json) -> Json:
+    """Rewrite ``$iany``/``$iall`` bodies into forms the engine evaluates correctly."""
+    op = _op(c)
+    if op is not None:
+        return {op: [split_quantifiers(x) for x in c[op]]}
+    if len(c) != 1:
+        return c
+    q = next(iter(c))
+    if q not in ("$iany", "$iall"):
+        return c
+    ((key, body),) = c[q].items()
+    conjs = _dnf(body)
+    if q == "$iall":
+        if len(conjs) > 1:
+            raise QuantifierError("every: with alternatives over different item fields")
+        return c
+    parts = [{"$iany": {key: _make("$and", conj)}} for conj in conjs]
+    return _make("$or", parts)

@@ -1,0 +1,134 @@
+"""Evaluate a type-checked condition tree directly over a validated fact.
+
+Not used to decide verdicts (the engine does that): this is the reference
+semantics that analysis tools (explain, coverage, audit) reason with, and that
+tests hold the engine's lowering against. Semantics, as lowered:
+
+- comparisons (eq ne lt lte gt gte in not_in glob) are false when the field is
+  absent or null, or when a compared field is; ``not`` is plain negation;
+- ``exists``: present and not null; ``null``: present and null; ``absent``: not given;
+- ``empty``: no elements (an absent or null list counts as empty);
+- ``some``: at least one element matches; ``every``: no element fails (true when empty).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from . import conditions as C
+from .operators import glob_to_regex
+from .schema import MISSING
+
+__all__ = ["AtomResult", "atoms_of", "evaluate", "glob_regex"]
+
+AtomResult = tuple[C.Atom, bool]
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    cur = obj
+    for p in path:
+        if type(cur) is not dict:
+            return MISSING
+        cur = cur.get(p, MISSING)
+    return cur
+
+
+_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The Python regex of a glob as the policy language defines it (whole string)."""
+    rx = _GLOB_CACHE.get(pattern)
+    if rx is None:
+        rx = re.compile(glob_to_regex(pattern))
+        _GLOB_CACHE[pattern] = rx
+    return rx
+
+
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "lte": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "gte": lambda a, b: a >= b,
+}
+
+
+def _atom(a: C.Atom, fact: dict[str, Any], scope: Any) -> bool:
+    v = _get(scope, a.path) if a.path else scope
+    op = a.op
+    if op == "exists":
+        return (v is not MISSING and v is not None) == a.arg
+    if op == "null":
+        return (v is None) == a.arg
+    if op == "absent":
+        return (v is MISSING) == a.arg
+    if op == "empty":
+        return (not v if isinstance(v, list) else True) == a.arg
+    if v is MISSING or v is None:
+        return False
+    if op in ("in", "not_in"):
+        return (v in a.arg) == (op == "in")
+    if op == "glob":
+        return glob_regex(a.arg).match(v) is not None
+    arg = a.arg
+    if a.ref_path is not None:
+        r = _get(fact, a.ref_path)
+        if r is MISSING or r is None:
+            return False
+        off = a.arg.get("offset", 0)
+        arg = r + off if off else r
+    return _ORDER[op](v, arg)
+
+
+def evaluate(
+    cond: C.Cond,
+    fact: dict[str, Any],
+    *,
+    trace: list[AtomResult] | None = None,
+) -> bool:
+    """Truth of ``cond`` for the validated ``fact``; ``trace`` collects every atom evaluated."""
+
+    def ev(c: C.Cond, scope: Any) -> bool:
+        if isinstance(c, C.Const):
+            return c.value
+        if isinstance(c, C.Not):
+            return not ev(c.item, scope)
+        if isinstance(c, C.AllOf):
+            return all([ev(i, scope) for i in c.items])  # no short-circuit: full trace
+        if isinstance(c, C.AnyOf):
+            return any([ev(i, scope) for i in c.items])
+        if isinstance(c, C.Quant):
+            seq = _get(scope, c.path)
+            items = seq if isinstance(seq, list) else []
+            results = [ev(c.where, x) for x in items]
+            return any(results) if c.kind == "some" else all(results)
+        assert isinstance(c, C.Atom)
+        out = _atom(c, fact, scope)
+        if trace is not None:
+            trace.append((c, out))
+        return out
+
+    return ev(cond, fact)
+
+
+def atoms_of(cond: C.Cond) -> list[C.Atom]:
+    """Every atom of a condition tree, in source order (named conditions expanded)."""
+    out: list[C.Atom] = []
+
+    def walk(c: C.Cond) -> None:
+        if isinstance(c, C.Atom):
+            out.append(c)
+        elif isinstance(c, C.Not):
+            walk(c.item)
+        elif isinstance(c, (C.AllOf, C.AnyOf)):
+            for i in c.items:
+                walk(i)
+        elif isinstance(c, C.Quant):
+            walk(c.where)
+
+    walk(cond)
+    return out
