@@ -199,8 +199,7 @@ def stage_load(ctx: CompileContext) -> None:
                     continue
                 fields[name] = _build_field(name, spec, decl, path, ctx.diags)
         for name, s in pf.sets.items():
-            members = s.members if not isinstance(s, list) else s
-            _declare(ctx, ctx.sets, name, src, ("sets", name), tuple(members), "set")
+            _declare(ctx, ctx.sets, name, src, ("sets", name), tuple(s.members), "set")
         for cls, cats in pf.blocker_categories.items():
             base = ("blocker_categories", cls)
             _declare(ctx, ctx.sets, f"blocker_categories.{cls}", src, base, tuple(cats), "set")

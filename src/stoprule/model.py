@@ -95,7 +95,7 @@ class PackFile(_Strict):
 
     pack: PackMeta | None = None
     fact_schema: SchemaSpec | None = Field(default=None, alias="schema")
-    sets: dict[str, SetSpec | list[str | int]] = Field(default_factory=dict)
+    sets: dict[str, SetSpec] = Field(default_factory=dict)
     conditions: dict[str, Any] = Field(default_factory=dict)
     blocker_categories: dict[str, dict[str, str]] = Field(default_factory=dict)
     legal_closure_states: dict[str, str] = Field(default_factory=dict)
@@ -116,8 +116,13 @@ def parse_file(src: SourceFile, diags: list[Diagnostic]) -> PackFile | None:
     if not isinstance(src.data, dict):
         diags.append(src.diag((), "policy.not_mapping", "a pack file must be a YAML mapping"))
         return None
+    data = src.data
+    sets = data.get("sets")
+    if isinstance(sets, dict) and any(isinstance(v, list) for v in sets.values()):
+        # shorthand `name: [a, b]` for `name: {members: [a, b]}`
+        data = {**data, "sets": {k: {"members": v} if isinstance(v, list) else v for k, v in sets.items()}}
     try:
-        return PackFile.model_validate(src.data)
+        return PackFile.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))

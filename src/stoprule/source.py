@@ -80,7 +80,7 @@ def _convert(
                 diags.append(src.diag(kpath, "yaml.duplicate_key", f"duplicate key {key!r}"))
                 continue
             out[key] = _convert(value_node, kpath, marks, ctor, src, diags)
-            marks.setdefault(kpath, marks[kpath])
+            marks[kpath] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(child, (*path, i), marks, ctor, src, diags) for i, child in enumerate(node.value)]

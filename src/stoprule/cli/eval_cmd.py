@@ -22,7 +22,8 @@ def _decode(raw: str, line: int) -> Any:
     except RecursionError:
         raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line) from None
     except json.JSONDecodeError as exc:
-        raise FactError("fact.not_json", f"not valid JSON: {exc.msg} at column {exc.colno}", line=line) from None
+        where = line + exc.lineno - 1
+        raise FactError("fact.not_json", f"not valid JSON: {exc.msg} at column {exc.colno}", line=where) from None
     if not isinstance(value, dict):
         raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
     if not check_depth(value):
@@ -31,9 +32,11 @@ def _decode(raw: str, line: int) -> Any:
 
 
 def parse_facts(data: bytes) -> list[tuple[int, Any]]:
-    """Split input into facts: one JSON document, else NDJSON (blank lines skipped).
+    """Split input into facts: one JSON document (possibly pretty-printed), else NDJSON.
 
-    Each entry is ``(line, decoded object or the FactError for that line)``.
+    NDJSON is assumed when the input is not one JSON document and its first non-blank
+    line is a complete JSON value on its own; blank lines are skipped. Each entry is
+    ``(line, decoded object or the FactError for that line)``.
     """
     try:
         text = data.decode("utf-8")
@@ -42,14 +45,21 @@ def parse_facts(data: bytes) -> list[tuple[int, Any]]:
     lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
     if not lines:
         return [(1, FactError("fact.empty", "no fact given (empty input)", line=1))]
-    if len(lines) > 1 and len(data) <= MAX_FACT_BYTES:
-        try:
-            whole = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            whole = None
-        if isinstance(whole, dict):
-            return [(lines[0][0], _checked(text, lines[0][0]))]
+    first_line, first = lines[0]
+    if len(lines) > 1 and not _complete_value(first):
+        return [(first_line, _checked(text, 1))]  # one multi-line document (line numbers from the top)
     return [(n, _checked(raw, n)) for n, raw in lines]
+
+
+def _complete_value(line: str) -> bool:
+    """Whether ``line`` holds a JSON value by itself (or fails for a reason other than ending early)."""
+    try:
+        json.loads(line)
+    except RecursionError:
+        return True
+    except json.JSONDecodeError as exc:
+        return exc.pos < len(line.rstrip())
+    return True
 
 
 def _checked(raw: str, line: int) -> Any:

@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    def policy_flag(sp: argparse.ArgumentParser) -> None:
+    def policy_flag(sp: argparse.ArgumentParser, default_format: str) -> None:
         sp.add_argument(
             "--policy",
             metavar="PATH",
@@ -42,8 +42,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--format",
             choices=("json", "pretty"),
-            default="json",
-            help="output format (default: json)",
+            default=default_format,
+            help=f"output format (default: {default_format})",
         )
 
     ev = sub.add_parser(
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate facts; exit 0 all ok, 1 any not ok, 2 bad input.",
         formatter_class=_Formatter,
     )
-    policy_flag(ev)
+    policy_flag(ev, "json")
     ev.add_argument(
         "file",
         nargs="?",
@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Print diagnostics; exit 0 clean, 2 on any error.",
         formatter_class=_Formatter,
     )
-    policy_flag(ck)
+    policy_flag(ck, "pretty")
     return p
 
 
