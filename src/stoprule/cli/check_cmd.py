@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import IO
 
 from ..diagnostics import PolicyError
 
-__all__ = ["check_command"]
+__all__ = ["add_arguments", "check_command", "run"]
 
 
 def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
@@ -56,3 +57,14 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
             f"{c.digest}\n"
         )
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_policy_flags
+
+    p.description = "Validate and compile a pack; print diagnostics. Exit 0 clean, 2 on any error."
+    add_policy_flags(p, default_format="pretty")
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    return check_command(args.policy, args.format, stdout, stderr)

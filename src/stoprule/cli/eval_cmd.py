@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import IO, Any
 
@@ -9,7 +10,8 @@ from ..diagnostics import FactError, PolicyError
 from ..evaluator import Verdict
 from ..schema import MAX_DEPTH, check_depth
 
-__all__ = ["MAX_FACT_BYTES", "eval_command", "parse_facts"]
+__all__ = ["MAX_FACT_BYTES", "add_arguments", "eval_command", "parse_facts", "run"]
+
 
 MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact
 
@@ -122,3 +124,17 @@ def eval_command(policy: str | None, file: str, fmt: str, stdin: IO[bytes], stdo
         else:
             stdout.write(_pretty(result) + "\n")
     return code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_policy_flags
+
+    p.description = "Evaluate facts; exit 0 all ok, 1 any not ok, 2 bad input."
+    add_policy_flags(p, default_format="json")
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="a JSON object or NDJSON file; - or omitted reads stdin"
+    )
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    return eval_command(args.policy, args.file, args.format, stdin, stdout, stderr)

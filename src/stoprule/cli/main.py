@@ -1,13 +1,25 @@
-"""``stoprule`` entry point: parse arguments, dispatch to one command module."""
+"""``stoprule`` entry point: one table of commands, each a module with two functions.
+
+A command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args, stdin, stdout, stderr) -> int``; the module is imported only when its
+command runs (the CLI's cold start). Adding a command is one module and one row.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import IO
 
-__all__ = ["main", "run"]
+__all__ = ["COMMANDS", "main", "run"]
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "eval": ("eval_cmd", "evaluate one JSON fact or NDJSON facts"),
+    "check": ("check_cmd", "validate and compile a policy pack"),
+}
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -21,7 +33,24 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, width=max(width, 40) - 2)
 
 
-def _parser() -> argparse.ArgumentParser:
+def add_policy_flags(
+    sp: argparse.ArgumentParser, default_format: str = "pretty", formats: tuple[str, ...] = ()
+) -> None:
+    """The flags every pack-reading command shares: ``--policy`` and ``--format``."""
+    sp.add_argument(
+        "--policy",
+        metavar="PATH",
+        help="policy pack directory (default: $STOPRULE_POLICY, ./.stoprule/policies/, then the bundled pack)",
+    )
+    sp.add_argument(
+        "--format",
+        choices=formats or ("json", "pretty"),
+        default=default_format,
+        help=f"output format (default: {default_format})",
+    )
+
+
+def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     from .. import __version__
 
     p = argparse.ArgumentParser(
@@ -32,58 +61,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"stoprule {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    def policy_flag(sp: argparse.ArgumentParser, default_format: str) -> None:
-        sp.add_argument(
-            "--policy",
-            metavar="PATH",
-            help="policy pack directory (default: $STOPRULE_POLICY, ./.stoprule/policies/, then the bundled pack)",
-        )
-        sp.add_argument(
-            "--format",
-            choices=("json", "pretty"),
-            default=default_format,
-            help=f"output format (default: {default_format})",
-        )
-
-    ev = sub.add_parser(
-        "eval",
-        help="evaluate one JSON fact or NDJSON facts",
-        description="Evaluate facts; exit 0 all ok, 1 any not ok, 2 bad input.",
-        formatter_class=_Formatter,
-    )
-    policy_flag(ev, "json")
-    ev.add_argument(
-        "file",
-        nargs="?",
-        default="-",
-        metavar="FILE",
-        help="a JSON object or NDJSON file; - or omitted reads stdin",
-    )
-    ck = sub.add_parser(
-        "check",
-        help="validate and compile a policy pack",
-        description="Print diagnostics; exit 0 clean, 2 on any error.",
-        formatter_class=_Formatter,
-    )
-    policy_flag(ck, "pretty")
-    return p
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    module = None
+    for name, (mod, help_text) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
+        if name == chosen:  # only the command that runs is imported and wired in full
+            module = importlib.import_module(f".{mod}", __package__)
+            module.add_arguments(sp)
+    return p, module
 
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code."""
-    parser = _parser()
+    parser, module = _parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    if args.command == "eval":
-        from .eval_cmd import eval_command
-
-        return eval_command(args.policy, args.file, args.format, stdin, stdout, stderr)
-    from .check_cmd import check_command
-
-    return check_command(args.policy, args.format, stdout, stderr)
+    assert module is not None
+    return int(module.run(args, stdin, stdout, stderr))
 
 
 def main(argv: list[str] | None = None) -> int:
