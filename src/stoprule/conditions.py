@@ -36,6 +36,7 @@ __all__ = [
     "Not",
     "Quant",
     "Ref",
+    "cond_text",
     "parse_condition",
 ]
 
@@ -76,10 +77,36 @@ class Atom:
         arg = self.arg
         if isinstance(arg, dict) and "field" in arg:
             off = arg.get("offset", 0)
-            arg = arg["field"] + (f" {'+' if off >= 0 else '-'} {abs(off)}" if off else "")
+            shown = arg["field"] + (f" {'+' if off >= 0 else '-'} {abs(off)}" if off else "")
         elif isinstance(arg, tuple):
-            arg = "[" + ", ".join(map(str, arg)) + "]"
-        return f"{self.field or 'item'} {self.op} {arg}"
+            shown = "[" + ", ".join(map(_lit, arg)) + "]"
+        else:
+            shown = _lit(arg)
+        return f"{self.field or 'item'} {self.op} {shown}"
+
+
+def _lit(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "null" if v is None else str(v)
+
+
+def cond_text(c: Cond) -> str:
+    """Compact source-like text of any condition."""
+    if isinstance(c, Atom):
+        return c.text()
+    if isinstance(c, Const):
+        return _lit(c.value)
+    if isinstance(c, Not):
+        return f"not {cond_text(c.item)}"
+    if isinstance(c, (AllOf, AnyOf)):
+        sep = " and " if isinstance(c, AllOf) else " or "
+        return "(" + sep.join(cond_text(i) for i in c.items) + ")"
+    if isinstance(c, Quant):
+        return f"{c.kind} {c.field}: {cond_text(c.where)}"
+    if isinstance(c, Ref):
+        return f"ref {c.name}"
+    return f"high_risk_stop {_lit(c.want)}"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from ..diagnostics import FactError, PolicyError
 from ..evaluator import Verdict
 from ..schema import MAX_DEPTH, check_depth
 
-__all__ = ["MAX_FACT_BYTES", "add_arguments", "eval_command", "parse_facts", "run"]
+__all__ = ["MAX_FACT_BYTES", "add_arguments", "eval_command", "parse_facts", "read_input", "run"]
 
 
 MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact
@@ -71,6 +71,18 @@ def _checked(raw: str, line: int) -> Any:
         return exc
 
 
+def read_input(file: str, stdin: IO[bytes], stderr: IO[str]) -> bytes | None:
+    """The bytes of ``file`` (``-``: stdin), or None after telling stderr why not."""
+    try:
+        if file == "-":
+            return stdin.read()
+        with open(file, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot read {file}: {exc.strerror}\n")
+        return None
+
+
 def _pretty(v: Verdict) -> str:
     mark = "OK" if v.ok else "NOT OK"
     lines = [f"{mark}: {v.verdict} / {v.reason}  (rule {v.rule}; stop: {v.stop})", f"  {v.message}"]
@@ -84,14 +96,8 @@ def _pretty(v: Verdict) -> str:
 
 
 def eval_command(policy: str | None, file: str, fmt: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    try:
-        if file == "-":
-            data = stdin.read()
-        else:
-            with open(file, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        stderr.write(f"stoprule: cannot read {file}: {exc.strerror}\n")
+    data = read_input(file, stdin, stderr)
+    if data is None:
         return 2
     from ..packs import load_policy
 

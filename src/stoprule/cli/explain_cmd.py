@@ -1,0 +1,58 @@
+"""``stoprule explain``: why a fact got its verdict, rule by rule."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO
+
+from ..diagnostics import FactError, PolicyError
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_policy_flags
+
+    p.description = (
+        "Explain the verdict of a fact: the winning rule, the rules that matched but lost, and for every "
+        "other rule the first condition that failed. Exit codes as for eval."
+    )
+    add_policy_flags(p, default_format="pretty")
+    p.add_argument("fact", metavar="FACT", help="a JSON fact file (or NDJSON: each fact explained); - reads stdin")
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..compiler import compile_pack
+    from ..evaluator import Evaluator
+    from ..explain import explain, render_pretty
+    from ..packs import select_pack
+    from .eval_cmd import parse_facts, read_input
+
+    data = read_input(args.fact, stdin, stderr)
+    if data is None:
+        return 2
+    try:
+        ctx = compile_pack(select_pack(args.policy))
+    except PolicyError as exc:
+        stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
+        return 2
+    assert ctx.compiled is not None
+    evaluator = Evaluator(ctx.compiled)
+    code = 0
+    for line, item in parse_facts(data):
+        try:
+            if isinstance(item, FactError):
+                raise item
+            verdict, exp = explain(ctx, evaluator, item)
+        except FactError as exc:
+            exc.line = exc.line if exc.line is not None else line
+            stderr.write(f"stoprule: {args.fact if args.fact != '-' else '<stdin>'}: {exc}\n")
+            if args.format == "json":
+                stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
+            code = 2
+            continue
+        if not verdict.ok and code == 0:
+            code = 1
+        stdout.write((json.dumps(exp) if args.format == "json" else render_pretty(exp)) + "\n")
+    return code

@@ -1,0 +1,171 @@
+"""Why a fact got its verdict: the winner, what lost on priority, and for every other
+rule the first atomic condition that failed, with the fact's value and what was wanted.
+
+The engine decides; the reference interpreter (:mod:`stoprule.interpret`) explains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import conditions as C
+from .compiler import CompileContext
+from .evaluator import Evaluator, Verdict
+from .interpret import evaluate
+from .schema import MISSING
+
+__all__ = ["Explanation", "explain", "render_pretty"]
+
+Explanation = dict[str, Any]
+
+
+def _value(v: Any) -> Any:
+    return "(absent)" if v is MISSING else v
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    cur = obj
+    for p in path:
+        if type(cur) is not dict:
+            return MISSING
+        cur = cur.get(p, MISSING)
+    return cur
+
+
+def _truth(c: C.Cond, scope: Any) -> bool:
+    """Truth of ``c`` with paths resolved from ``scope`` (the fact, or a list item)."""
+    return evaluate(c, scope)
+
+
+def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str = "") -> dict[str, Any]:
+    """The atomic condition that made ``c`` differ from ``want`` (``c`` evaluates to ``not want``)."""
+    if isinstance(c, C.Not):
+        return _culprit(c.item, not want, fact, scope, where)
+    if isinstance(c, (C.AllOf, C.AnyOf)):
+        conj = isinstance(c, C.AllOf)
+        if conj == want:  # an all that should hold / an any that should not: one child is off
+            for item in c.items:
+                if _truth(item, scope) != want:
+                    return _culprit(item, want, fact, scope, where)
+        # an any that should hold / an all that should not: every child is off; name the first
+        out = _culprit(c.items[0], want, fact, scope, where)
+        if len(c.items) > 1:
+            out["note"] = f"none of {len(c.items)} alternatives" if want else f"all {len(c.items)} parts held"
+        return out
+    if isinstance(c, C.Quant):
+        seq = _get(scope, c.path)
+        items = seq if isinstance(seq, list) else []
+        label = ".".join(c.path)
+        if (c.kind == "some") == want:
+            # some should hold (no element matched) / every should not (all matched)
+            return {
+                "condition": C.cond_text(c),
+                "field": label,
+                "actual": f"{len(items)} element(s), " + ("none matching" if want else "all matching"),
+                "wanted": C.cond_text(c) if want else f"not {C.cond_text(c)}",
+                "file": c.loc.file,
+                "line": c.loc.line,
+                "path": c.loc.path,
+            }
+        # every should hold (an element failed) / some should not (an element matched)
+        for i, item in enumerate(items):
+            if evaluate(c.where, item) != want:
+                return _culprit(c.where, want, fact, item, f"{label}[{i}]")
+        raise AssertionError("quantifier explanation found no element")
+    if isinstance(c, C.Const):
+        return {"condition": str(c.value).lower(), "actual": c.value, "wanted": want,
+                "file": c.loc.file, "line": c.loc.line, "path": c.loc.path}  # fmt: skip
+    assert isinstance(c, C.Atom)
+    base = ".".join(c.path)
+    field = f"{where}.{base}" if where and base else (where or base)
+    out = {
+        "condition": c.text(),
+        "field": field,
+        "actual": _value(_get(scope, c.path) if c.path else scope),
+        "wanted": ("" if want else "not ") + c.text(),
+        "file": c.loc.file,
+        "line": c.loc.line,
+        "path": c.loc.path,
+    }
+    if c.ref_path is not None:
+        out["compared_to"] = {"field": ".".join(c.ref_path), "actual": _value(_get(fact, c.ref_path))}
+    return out
+
+
+def explain(ctx: CompileContext, evaluator: Evaluator, fact: Any) -> tuple[Verdict, Explanation]:
+    """Evaluate ``fact`` (raises FactError if invalid) and explain every rule's outcome."""
+    verdict = evaluator.evaluate(fact)
+    data = evaluator.validate(fact)
+    matched = [m.rule for m in verdict.matched]
+    by_id = {r.id: r for r in ctx.rules}
+    rules = []
+    for r in sorted(ctx.rules, key=lambda r: (-r.spec.priority, ctx.rules.index(r))):
+        line = r.src.where(r.path)[0]
+        entry: dict[str, Any] = {
+            "rule": r.id,
+            "priority": r.spec.priority,
+            "verdict": r.spec.verdict,
+            "reason": r.spec.reason,
+            "file": r.src.name,
+            "line": line,
+        }
+        if r.id == verdict.rule:
+            entry["status"] = "won"
+        elif r.id in matched:
+            entry["status"] = "matched"
+            entry["lost_to"] = verdict.rule
+            win = by_id[verdict.rule].spec.priority
+            entry["lost_on"] = "priority" if win > r.spec.priority else "declaration order"
+        else:
+            entry["status"] = "not matched"
+            assert r.cond is not None
+            entry["failed"] = _culprit(r.cond, True, data, data)
+        rules.append(entry)
+    stops = [
+        {"id": s.name, "applies": evaluate(s.value[1], data), "file": s.src.name, "line": s.src.where(s.path)[0]}
+        for s in ctx.stops
+    ]
+    return verdict, {"verdict": verdict.to_dict(), "rules": rules, "high_risk_stops": stops}
+
+
+def _show(v: Any) -> str:
+    import json
+
+    return v if isinstance(v, str) and v.startswith("(") else json.dumps(v)
+
+
+def render_pretty(exp: Explanation) -> str:
+    """A short story: the decision, what else matched, why each other rule did not."""
+    v = exp["verdict"]
+    rules = exp["rules"]
+    won = next(r for r in rules if r["status"] == "won")
+    lines = [
+        f"Verdict {v['verdict']} / {v['reason']} (ok: {str(v['ok']).lower()}, stop: {v['stop']}), "
+        f"decided by {won['rule']} (priority {won['priority']}, {won['file']}:{won['line']}).",
+        f"  {v['message']}",
+    ]
+    lost = [r for r in rules if r["status"] == "matched"]
+    if lost:
+        lines.append("Also matched, but lost:")
+        lines += [
+            f"  {r['rule']} ({r['verdict']}/{r['reason']}, priority {r['priority']}): lost to {r['lost_to']} "
+            f"on {r['lost_on']}"
+            for r in lost
+        ]
+    stops = [s["id"] for s in exp["high_risk_stops"] if s["applies"]]
+    if stops:
+        lines.append("High-risk stops that apply: " + ", ".join(stops))
+    failed = [r for r in rules if r["status"] == "not matched"]
+    if failed:
+        lines.append("Did not match:")
+        for r in failed:
+            f = r["failed"]
+            actual = f"{f.get('field') or 'value'} is {_show(f['actual'])}"
+            if "compared_to" in f:
+                actual += f", {f['compared_to']['field']} is {_show(f['compared_to']['actual'])}"
+            note = f" ({f['note']})" if "note" in f else ""
+            lines.append(
+                f"  {r['rule']} (priority {r['priority']}): needs {f['wanted']}{note}, but {actual} "
+                f"[{f['file']}:{f['line']}]"
+            )
+    return "\n".join(lines)
