@@ -49,7 +49,8 @@ def test_winner_losers_and_failed_conditions(ctx) -> None:  # noqa: ANN001
     blocked = rules["review.agent_blocked"]["failed"]
     assert blocked["condition"] == "status eq blocked"
     assert blocked["actual"] == "(absent)"
-    assert (blocked["file"], blocked["line"]) == ("review.yaml", 27)
+    lines = (Path(ctx.root) / "review.yaml").read_text().splitlines()
+    assert (blocked["file"], blocked["line"]) == ("review.yaml", lines.index("    when: {status: blocked}") + 1)
     # the escape hatch rules fail on the named condition, located where it is declared
     hatch = rules["escape_hatch.blocked_report_required"]["failed"]
     assert hatch["file"] == "vocabulary.yaml" and hatch["condition"] == "turn gte max_turns - 2"

@@ -98,3 +98,11 @@ def test_cli_prints_both_schemas(run_cli) -> None:  # noqa: ANN001
     assert "taskState" in json.loads(facts.stdout)["properties"]
     bad = run_cli("schema", "facts", "--policy", "/nonexistent/pack")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_bundled_schema_file_is_current(default_pack: Path) -> None:
+    """policies/policy.schema.json (referenced by each pack file for editors) matches the code."""
+    shipped = json.loads((default_pack / "policy.schema.json").read_text())
+    assert shipped == policy_json_schema(), "regenerate: stoprule schema policy > policies/policy.schema.json"
+    for f in default_pack.glob("*.yaml"):
+        assert f.read_text().startswith("# yaml-language-server: $schema=./policy.schema.json"), f.name
