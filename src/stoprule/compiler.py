@@ -129,7 +129,7 @@ def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: lis
     )
     if f.has_default:
         try:
-            FactSchema(FactField("", "object", fields={name: f}))._value(f, f.default, (name,), 1)
+            FactSchema(FactField("", "object", fields={name: f}))._value(f, f.default)
         except Exception as exc:  # FactError: default does not fit the type
             err("schema.default", f"default does not fit the field: {exc}", ("default",))
     if f.required and f.has_default:

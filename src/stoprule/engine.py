@@ -16,6 +16,7 @@ import durable_rules_engine as _dre
 
 __all__ = ["Engine", "check_rulesets"]
 
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 _names = itertools.count()
 _names_lock = threading.Lock()
 
@@ -57,7 +58,7 @@ class Engine:
 
     def match(self, projected: dict[str, Any]) -> set[str]:
         """Names of every engine rule whose condition holds for ``projected``."""
-        text = json.dumps(projected, separators=(",", ":"))
+        text = _encode(projected)
         names: set[str] = set()
         for h in self._handles():
             result = _dre.assert_fact(h, text)

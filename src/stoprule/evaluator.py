@@ -54,60 +54,54 @@ class Verdict(NamedTuple):
         }
 
 
-Getter = Callable[[dict[str, Any]], Any]
-
-
-def _getter(path: tuple[str, ...], marker: bool) -> Getter:
-    """Read ``path`` through nested objects; MISSING when a step is absent or null."""
-    head, rest = path[0], path[1:]
-
-    def get(fact: dict[str, Any]) -> Any:
-        cur = fact.get(head, MISSING)
-        for p in rest:
-            if type(cur) is not dict:
-                return MISSING
-            cur = cur.get(p, MISSING)
-        if marker and cur is not MISSING and cur is not None:
-            return True
-        return cur
-
-    return get
+def _reader(lines: list[str], var: str, path: tuple[str, ...], marker: bool, emit: str, indent: str) -> None:
+    """Append code reading ``path`` from ``var`` into ``v`` and, when present, running ``emit``."""
+    cur = var
+    for depth, step in enumerate(path[:-1]):
+        nxt = f"o{depth}"
+        lines.append(f"{indent}{nxt} = {cur}.get({step!r})")
+        lines.append(f"{indent}if type({nxt}) is dict:")
+        indent += "    "
+        cur = nxt
+    lines.append(f"{indent}v = {cur}.get({path[-1]!r}, M)")
+    lines.append(f"{indent}if v is not M:")
+    if marker:
+        lines.append(f"{indent}    {emit.replace('= v', '= True if v is not None else None')}")
+    else:
+        lines.append(f"{indent}    {emit}")
 
 
 def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable[[dict], dict]:
-    scalars = [(s.key, _getter(s.path, s.marker)) for s in slots]
-    listy = []
-    for ls in lists:
-        items = [(s.key, _getter(s.path, s.marker)) for s in ls.item_slots]
-        listy.append((ls.key, ls.len_key, _getter(ls.path, False), ls.scalar, items))
+    """Generate straight-line code that copies the fields the rules read under their slot keys.
 
-    def project(fact: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"_": 1}
-        for key, get in scalars:
-            v = get(fact)
-            if v is not MISSING:
-                out[key] = v
-        for key, len_key, get, scalar, items in listy:
-            seq = get(fact)
-            if type(seq) is not list:
-                out[len_key] = 0
-                continue
-            out[len_key] = len(seq)
-            if scalar:
-                out[key] = seq
-            else:
-                projected = []
-                for item in seq:
-                    row = {}
-                    for k, g in items:
-                        v = g(item)
-                        if v is not MISSING:
-                            row[k] = v
-                    projected.append(row)
-                out[key] = projected
-        return out
-
-    return project
+    Generated once per pack (as namedtuple does); it runs for every fact evaluated.
+    """
+    lines = ["def project(fact):", "    out = {'_': 1}"]
+    for s in slots:
+        _reader(lines, "fact", s.path, s.marker, f"out[{s.key!r}] = v", "    ")
+    for n, ls in enumerate(lists):
+        lines.append(f"    seq{n} = fact")
+        for step in ls.path:
+            lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
+        lines.append(f"    if type(seq{n}) is list:")
+        lines.append(f"        out[{ls.len_key!r}] = len(seq{n})")
+        if ls.scalar:
+            lines.append(f"        out[{ls.key!r}] = seq{n}")
+        else:
+            lines.append("        rows = []")
+            lines.append(f"        for item in seq{n}:")
+            lines.append("            row = {}")
+            lines.append("            if type(item) is dict:")
+            for s in ls.item_slots:
+                _reader(lines, "item", s.path, s.marker, f"row[{s.key!r}] = v", "                ")
+            lines.append("            rows.append(row)")
+            lines.append(f"        out[{ls.key!r}] = rows")
+        lines.append("    else:")
+        lines.append(f"        out[{ls.len_key!r}] = 0")
+    lines.append("    return out")
+    namespace: dict[str, Any] = {"M": MISSING}
+    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from slot names only
+    return namespace["project"]
 
 
 class Evaluator:
@@ -119,6 +113,10 @@ class Evaluator:
         self._engine = Engine(compiled.rulesets)
         self._project = _projector(compiled.slots, compiled.lists)
         self._rules = {r.engine_name: r for r in compiled.rules}
+        # rank: position in (priority desc, declaration order); the winner has the lowest rank
+        ranked = sorted(compiled.rules, key=lambda r: (-r.priority, r.index))
+        self._rank = {r.engine_name: i for i, r in enumerate(ranked)}
+        self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
 
@@ -162,19 +160,19 @@ class Evaluator:
         return self._ranked(names)
 
     def _ranked(self, names: set[str]) -> list[RuleMeta]:
-        rules = [self._rules[n] for n in names if n in self._rules]
-        rules.sort(key=lambda r: (-r.priority, r.index))
-        return rules
+        rank = self._rank
+        return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
     def _decide(self, data: dict[str, Any], names: set[str]) -> Verdict:
-        ranked = self._ranked(names)
-        high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
-        if not ranked:
+        rank = self._rank
+        order = sorted((n for n in names if n in rank), key=rank.__getitem__)
+        high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None) if self._stops else None
+        if not order:
             raise FactError(
                 "policy.no_rule",
                 "no rule matched this fact and the pack has no catch-all rule",
             )
-        win = ranked[0]
+        win = self._rules[order[0]]
         kind = self.compiled.verdicts[win.verdict]
         sets = self.compiled.sets
         message = render(win.message, data, sets)
@@ -191,6 +189,6 @@ class Evaluator:
             requires_user_review=kind.requires_user_review,
             review_reason=review,
             high_risk_stop=high_risk,
-            matched=tuple(Match(r.id, r.verdict, r.reason) for r in ranked),
+            matched=tuple(self._match[n] for n in order),
             policy=self.digest,
         )

@@ -116,60 +116,91 @@ def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactE
     )
 
 
+def _prefix(exc: FactError, step: str | int) -> FactError:
+    """Put ``step`` in front of the error's field path (errors are built innermost first)."""
+    exc.field = format_field((step,)) + ("" if not exc.field else exc.field if exc.field[0] == "[" else "." + exc.field)
+    return exc
+
+
+class _Plan:
+    """What validating one object needs, computed once per schema object."""
+
+    __slots__ = ("spec", "lookup", "fields", "reject", "defaults", "required", "required_if", "fast")
+
+    def __init__(self, spec: FactField) -> None:
+        self.spec = spec
+        self.lookup = spec.lookup
+        self.fields = spec.fields
+        self.reject = spec.additional == "reject"
+        self.defaults = [(n, f.default) for n, f in spec.fields.items() if f.has_default]
+        self.required = [n for n, f in spec.fields.items() if f.required]
+        self.required_if = [(n, f.required_if) for n, f in spec.fields.items() if f.required_if]
+        # scalar fields whose value needs only an exact type check (the common case)
+        exact = {"string": str, "bool": bool, "int": int}
+        self.fast = {n: exact[f.type] for n, f in spec.fields.items() if f.type in exact}
+
+
 class FactSchema:
     """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
 
     def __init__(self, root: FactField) -> None:
         self.root = root
+        self._plans: dict[int, _Plan] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["root"])  # type: ignore[misc]
+
+    def _plan(self, spec: FactField) -> _Plan:
+        plan = self._plans.get(id(spec))
+        if plan is None:
+            plan = self._plans[id(spec)] = _Plan(spec)
+        return plan
 
     def validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
             raise FactError("fact.not_object", "a fact must be a JSON object")
-        return self._object(self.root, fact, ())
+        return self._object(self.root, fact)
 
-    def _object(self, spec: FactField, data: dict, path: tuple[str | int, ...]) -> dict:
+    def _object(self, spec: FactField, data: dict) -> dict:
+        plan = self._plan(spec)
         out: dict[str, Any] = {}
-        lookup = spec.lookup
+        lookup = plan.lookup
+        fields = plan.fields
+        fast = plan.fast
         for key, value in data.items():
             name = lookup.get(key)
             if name is None:
-                if spec.additional == "reject":
-                    raise FactError(
-                        "fact.unknown_field",
-                        "not a field of the schema",
-                        format_field((*path, key)),
-                    )
+                if plan.reject:
+                    raise FactError("fact.unknown_field", "not a field of the schema", format_field((key,)))
                 continue
             if name in out:
-                raise FactError(
-                    "fact.duplicate_field",
-                    f"given twice (as {name!r} and an alias)",
-                    format_field((*path, name)),
-                )
-            out[name] = self._value(spec.fields[name], value, (*path, name), 1)
-        for name, f in spec.fields.items():
-            if name in out:
+                raise FactError("fact.duplicate_field", f"given twice (as {name!r} and an alias)", name)
+            if type(value) is fast.get(name):
+                out[name] = value
                 continue
-            if f.has_default:
-                out[name] = _clone(f.default)
-            elif f.required:
-                raise FactError("fact.required", "required field is missing", format_field((*path, name)))
-        for name, f in spec.fields.items():
-            if f.required_if and out.get(f.required_if) is True and out.get(name) in (None, ""):
-                raise FactError(
-                    "fact.required",
-                    f"required when {f.required_if} is true",
-                    format_field((*path, name)),
-                )
+            try:
+                out[name] = self._value(fields[name], value)
+            except FactError as exc:
+                raise _prefix(exc, name) from None
+        for name, default in plan.defaults:
+            if name not in out:
+                out[name] = _clone(default)
+        for name in plan.required:
+            if name not in out:
+                raise FactError("fact.required", "required field is missing", name)
+        for name, cond in plan.required_if:
+            if out.get(cond) is True and out.get(name) in (None, ""):
+                raise FactError("fact.required", f"required when {cond} is true", name)
         return out
 
-    def _value(self, spec: FactField, v: Any, path: tuple[str | int, ...], depth: int) -> Any:
-        if depth > MAX_DEPTH:
-            raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", format_field(path))
+    def _value(self, spec: FactField, v: Any) -> Any:
         if v is None:
             if spec.nullable:
                 return None
-            raise FactError("fact.null", "must not be null", format_field(path))
+            raise FactError("fact.null", "must not be null")
         t = spec.type
         tv = type(v)
         if t == "string":
@@ -188,20 +219,21 @@ class FactSchema:
             if tv is str:
                 if v in spec.values:
                     return v
-                raise FactError(
-                    "fact.enum",
-                    f"{v!r} is not one of: " + ", ".join(spec.values),
-                    format_field(path),
-                )
+                raise FactError("fact.enum", f"{v!r} is not one of: " + ", ".join(spec.values))
         elif t == "list":
             if tv is list:
-                assert spec.items is not None
-                return [self._value(spec.items, x, (*path, i), depth + 1) for i, x in enumerate(v)]
+                items = spec.items
+                assert items is not None
+                out = []
+                for i, x in enumerate(v):
+                    try:
+                        out.append(self._value(items, x))
+                    except FactError as exc:
+                        raise _prefix(exc, i) from None
+                return out
         elif t == "object" and tv is dict:
-            if depth + 1 > MAX_DEPTH:
-                raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", format_field(path))
-            return self._object(spec, v, path)
-        raise _type_error(spec, v, path)
+            return self._object(spec, v)
+        raise _type_error(spec, v, ())
 
 
 def _clone(v: Any) -> Any:
