@@ -615,9 +615,8 @@ class _Lowerer:
                 return parts[0]
             return {"$and": parts} if conj else {"$or": parts}
         if isinstance(c, C.Quant):
-            inner_ls = self.list_slot(c.path, c.fld)
-            inner = self.lower(c.where, neg, self.ctx.lists[c.path])
-            inner_ls = self.ctx.lists[c.path]
+            inner = self.lower(c.where, neg, self.list_slot(c.path, c.fld))
+            inner_ls = self.ctx.lists[c.path]  # item slots were added while lowering ``where``
             exists_some = (c.kind == "some") != neg
             if exists_some:
                 return {"$iany": {inner_ls.key: inner}}
