@@ -140,6 +140,9 @@ rules:
   - {id: i, priority: 1, when: {name: {glob: "a|b{c}*"}}, verdict: pass, reason: i, message: m}
   - {id: j, priority: 1, when: {name: {glob: "a/b?"}}, verdict: pass, reason: j, message: m}
   - {id: k, priority: 1, when: {name: {glob: "[a-c]x[%]"}}, verdict: pass, reason: k, message: m}
+  - {id: l, priority: 1, when: {name: {glob: "caf?"}}, verdict: pass, reason: l, message: m}
+  - {id: n, priority: 1, when: {name: "日本"}, verdict: pass, reason: n, message: m}
+  - {id: o, priority: 1, when: {name: {glob: "?本*"}}, verdict: pass, reason: o, message: m}
   - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: m}
 """
 
@@ -148,7 +151,7 @@ rules:
     "name",
     [
         "deploy_prod", "deploy_", "xdeploy_", "a.bc", "axbc", "a.b", "y%dzz", "x%d", "%d", "lit*", "litx",
-        "(x)+", "x", "a-b", "ab", "^x$", "^$", "a|b{c}!", "ab{c}", "a/bc", "a/b", "bx%", "dx%", "a\\b",
+        "(x)+", "x", "a-b", "ab", "^x$", "^$", "a|b{c}!", "ab{c}", "a/bc", "a/b", "bx%", "dx%", "café", "cafe", "日本", "日本語", "本", "a\\b",
     ],  # fmt: skip
 )
 def test_glob_engine_agrees_with_reference(tmp_path: Path, name: str) -> None:

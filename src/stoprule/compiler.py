@@ -78,6 +78,7 @@ class CompileContext:
     stops: list[Decl] = field(default_factory=list)
     rules: list[RuleDecl] = field(default_factory=list)
     declarations: dict[str, Any] = field(default_factory=dict)
+    named: dict[str, C.Cond] = field(default_factory=dict)
     lowered: list[tuple[str, Json]] = field(default_factory=list)
     slots: dict[tuple[str, ...], Slot] = field(default_factory=dict)
     lists: dict[tuple[str, ...], ListSlot] = field(default_factory=dict)
@@ -137,13 +138,15 @@ def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: lis
     return f
 
 
-def _check_object(obj: FactField, decl: Decl, path: tuple, diags: list) -> None:
+def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple, diags: list) -> None:
+    """Alias clashes and required_if targets; ``srcs`` says which file declares each field."""
     seen: dict[str, str] = {}
     for name, f in obj.fields.items():
+        src = srcs[name]
         for alias in (name, *f.aliases):
             if alias in seen and seen[alias] != name:
                 diags.append(
-                    decl.src.diag(
+                    src.diag(
                         (*path, name, "aliases"),
                         "schema.alias",
                         f"{alias!r} already names field {seen[alias]!r}",
@@ -154,14 +157,14 @@ def _check_object(obj: FactField, decl: Decl, path: tuple, diags: list) -> None:
             target = obj.fields.get(f.required_if)
             if target is None or target.type != "bool":
                 diags.append(
-                    decl.src.diag(
+                    src.diag(
                         (*path, name, "required_if"),
                         "schema.required_if",
                         f"required_if must name a bool field beside it, not {f.required_if!r}",
                     )
                 )
         if f.type == "object":
-            _check_object(f, decl, (*path, name, "fields"), diags)
+            _check_object(f, dict.fromkeys(f.fields, src), (*path, name, "fields"), diags)
 
 
 def stage_load(ctx: CompileContext) -> None:
@@ -181,6 +184,7 @@ def stage_load(ctx: CompileContext) -> None:
     ctx.name = ctx.root.name
 
     fields: dict[str, FactField] = {}
+    field_src: dict[str, SourceFile] = {}
     additional = "allow"
     for src, pf in ctx.files:
         stem = Path(src.name).stem
@@ -198,6 +202,7 @@ def stage_load(ctx: CompileContext) -> None:
                     ctx.diags.append(src.diag(path, "duplicate.field", f"field {name!r} declared twice"))
                     continue
                 fields[name] = _build_field(name, spec, decl, path, ctx.diags)
+                field_src[name] = src
         for name, s in pf.sets.items():
             _declare(ctx, ctx.sets, name, src, ("sets", name), tuple(s.members), "set")
         for cls, cats in pf.blocker_categories.items():
@@ -245,8 +250,7 @@ def stage_load(ctx: CompileContext) -> None:
                 ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", f"rule id {rid!r} is not unique"))
             ctx.rules.append(RuleDecl(rid, rule, src, ("rules", i)))
     root = FactField("", "object", fields=fields, additional=additional)
-    if ctx.schema_decl is not None:
-        _check_object(root, ctx.schema_decl, ("schema", "fields"), ctx.diags)
+    _check_object(root, field_src, ("schema", "fields"), ctx.diags)
     ctx.schema = FactSchema(root)
     if not ctx.rules and not ctx.diags:
         src0 = ctx.files[0][0] if ctx.files else SourceFile(str(ctx.root), {})
@@ -271,6 +275,7 @@ class _Resolver:
         self.done: dict[str, C.Cond | None] = {}
         self.stack: list[str] = []
         self.stop_conds: list[C.Cond] = []
+        self.in_stops = False
 
     def err(self, loc: C.Loc, code: str, msg: str) -> None:
         self.ctx.diags.append(Diagnostic(loc.file, loc.line, loc.column, code, msg, loc.path))
@@ -299,6 +304,9 @@ class _Resolver:
         if isinstance(c, C.Ref):
             return self.named(c.name, c.loc)
         if isinstance(c, C.HighRisk):
+            if self.in_stops:
+                self.err(c.loc, "high_risk_stop.recursive", "a high-risk stop's condition cannot use high_risk_stop")
+                return None
             if not self.stop_conds:
                 self.err(c.loc, "high_risk_stop.none", "the pack declares no high-risk stops")
                 return None
@@ -325,14 +333,20 @@ class _Resolver:
 
 def stage_resolve(ctx: CompileContext) -> None:
     r = _Resolver(ctx)
-    for name in ctx.conditions:
-        r.named(name, C.Loc(ctx.conditions[name].src.name, 1, 1, ""))
+    # high-risk stops first: `high_risk_stop:` anywhere else means "any of them"
+    r.in_stops = True
+    stop_conds = []
     for stop in ctx.stops:
         cond = C.parse_condition(stop.src, stop.value.when, (*stop.path, "when"), ctx.diags)
         resolved = r.walk(cond) if cond is not None else None
         stop.value = (stop.value, resolved)
         if resolved is not None:
-            r.stop_conds.append(resolved)
+            stop_conds.append(resolved)
+    r.in_stops = False
+    r.stop_conds = stop_conds
+    for name in ctx.conditions:
+        r.named(name, C.Loc(ctx.conditions[name].src.name, 1, 1, ""))
+    ctx.named = {k: v for k, v in r.done.items() if v is not None}
     for rule in ctx.rules:
         cond = C.parse_condition(rule.src, rule.spec.when, (*rule.path, "when"), ctx.diags)
         rule.cond = r.walk(cond) if cond is not None else None
@@ -413,7 +427,7 @@ class _Checker:
             return self.atom(c, scope, in_item)
         raise AssertionError(c)
 
-    def atom(self, a: C.Atom, scope: FactField, in_item: bool) -> C.Atom | None:
+    def atom(self, a: C.Atom, scope: FactField, in_item: bool) -> C.Cond | None:
         if a.field == "":
             if not in_item or scope.type in ("object", "list"):
                 self.err(a.loc, "field.unknown", "a condition needs a field name")
@@ -483,10 +497,15 @@ class _Checker:
             except CheckError as exc:
                 self.err(a.loc, "condition.type", f"{a.field or 'item'} {a.op}: {exc}")
                 return None
+            if a.op in ("in", "not_in") and not arg:  # an empty list or set
+                has_value = dataclasses.replace(a, op="exists", arg=True, fld=fld, path=path)
+                if a.op == "not_in":  # "has a value, none of []" is "has a value"
+                    return has_value
+                return C.AllOf((has_value, dataclasses.replace(has_value, arg=False)), a.loc)  # never holds
             if a.op == "null" and arg and not fld.nullable:
                 self.err(a.loc, "condition.type", f"{a.field!r} is not nullable; null: true never holds")
                 return None
-            if a.op == "absent" and arg and not _can_be_absent(self.root, path) and not in_item:
+            if a.op == "absent" and arg and not in_item and not _can_be_absent(self.root, path):
                 self.err(
                     a.loc,
                     "condition.type",
@@ -545,6 +564,10 @@ def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) ->
 def stage_typecheck(ctx: CompileContext) -> None:
     assert ctx.schema is not None
     chk = _Checker(ctx)
+    for name, cond in ctx.named.items():  # unused named conditions are checked too
+        checked = chk.check(cond, ctx.schema.root, False)
+        if checked is not None:
+            ctx.named[name] = checked
     for stop in ctx.stops:
         spec, cond = stop.value
         stop.value = (spec, chk.check(cond, ctx.schema.root, False) if cond is not None else None)

@@ -16,7 +16,8 @@ import durable_rules_engine as _dre
 
 __all__ = ["Engine", "check_rulesets"]
 
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+# UTF-8 as is: the engine does not decode \u escapes before matching patterns
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
 _names = itertools.count()
 _names_lock = threading.Lock()
 
@@ -30,7 +31,7 @@ def check_rulesets(rulesets: Sequence[dict[str, Any]]) -> str | None:
     """Create (and drop) each ruleset once; return the engine's complaint, if any."""
     for i, rs in enumerate(rulesets):
         try:
-            handle = _dre.create_ruleset(_unique("check"), json.dumps(rs))
+            handle = _dre.create_ruleset(_unique("check"), _encode(rs))
         except Exception as exc:  # the engine raises a bare error with a numeric code
             return f"the engine rejected ruleset {i}: {exc}"
         _dre.delete_ruleset(handle)
@@ -46,7 +47,7 @@ class Engine:
     """Matches projected facts against compiled rulesets; safe to share across threads."""
 
     def __init__(self, rulesets: Sequence[dict[str, Any]]) -> None:
-        self._defs = [json.dumps(rs) for rs in rulesets]
+        self._defs = [_encode(rs) for rs in rulesets]
         self._local = threading.local()
 
     def _handles(self) -> list[int]:

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
 
-CACHE_FORMAT = "2"
+CACHE_FORMAT = "3"
+_COMPILER_MODULES = (
+    "compiler.py", "conditions.py", "operators.py", "simplify.py", "schema.py", "model.py",
+    "templates.py", "compiled.py", "source.py",
+)  # fmt: skip
 
 
 def _bundled() -> str:
@@ -83,6 +87,10 @@ def _stamp(root: str) -> str | None:
     from . import __version__
 
     parts = [os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for module in _COMPILER_MODULES:  # a changed compiler invalidates what it compiled
+        st = os.stat(os.path.join(here, module))
+        parts.append(f"{module}:{st.st_size}:{st.st_mtime_ns}")
     for path in pack_files(root):
         st = os.stat(path)
         parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")

@@ -27,6 +27,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 MAX_DEPTH = 32
+INT_LIMIT = 1 << 63  # the engine compares 64-bit integers
 
 
 def format_field(path: tuple[str | int, ...]) -> str:
@@ -136,7 +137,7 @@ class _Plan:
         self.required = [n for n, f in spec.fields.items() if f.required]
         self.required_if = [(n, f.required_if) for n, f in spec.fields.items() if f.required_if]
         # scalar fields whose value needs only an exact type check (the common case)
-        exact = {"string": str, "bool": bool, "int": int}
+        exact = {"string": str, "bool": bool}  # ints need a range check
         self.fast = {n: exact[f.type] for n, f in spec.fields.items() if f.type in exact}
 
 
@@ -211,8 +212,12 @@ class FactSchema:
                 return v
         elif t == "int":
             if tv is int:
-                return v
+                if -INT_LIMIT <= v < INT_LIMIT:
+                    return v
+                raise FactError("fact.range", "integer outside the 64-bit range")
         elif t == "number":
+            if tv is int and not -INT_LIMIT <= v < INT_LIMIT:
+                raise FactError("fact.range", "integer outside the 64-bit range")
             if tv is int or (tv is float and math.isfinite(v)):
                 return v
         elif t == "enum":

@@ -153,7 +153,10 @@ def split_quantifiers(c: Json) -> Json:
     conjs = _dnf(body)
     if q == "$iall":
         if len(conjs) > 1:
-            raise QuantifierError("every: with alternatives over different item fields")
+            raise QuantifierError(
+                "a condition every list element must meet (every:, or a negated some:) "
+                "with alternatives over different item fields"
+            )
         return c
     parts = [{"$iany": {key: _make("$and", conj)}} for conj in conjs]
     return _make("$or", parts)

@@ -63,6 +63,10 @@ def _lookup(fact: Any, path: tuple[str, ...]) -> Any:
 
 
 def _show_one(v: Any) -> str:
+    if isinstance(v, dict):
+        import json
+
+        return json.dumps(v, sort_keys=True)
     if isinstance(v, list):
         return ", ".join(_show_one(x) for x in v if x is not None)
     if isinstance(v, bool):
@@ -71,7 +75,7 @@ def _show_one(v: Any) -> str:
 
 
 def _show(v: Any, fallback: str | None) -> str:
-    if v is None or v == "":
+    if v is None or v == "" or v == []:
         return UNSET if fallback is None else fallback
     return _show_one(v)
 

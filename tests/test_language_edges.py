@@ -1,0 +1,104 @@
+"""Edges of the policy language found while documenting it; each once misbehaved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stoprule import FactError, PolicyError, load_policy
+from stoprule.compiler import compile_pack
+
+BASE = """
+schema:
+  fields:
+    s: {type: string}
+    n: {type: int}
+    flag: {type: bool, default: false}
+    obj: {type: object, nullable: true, fields: {k: {type: string}}}
+    items: {type: list, default: [], items: {type: object, fields: {a: {type: string}, b: {type: string}}}}
+    tags: {type: list, default: [], items: {type: string}}
+verdicts:
+  pass: {ok: true, stop: allow}
+  hit: {ok: false, stop: block}
+"""
+FALLBACK = "  - {id: ok, priority: 0, when: true, verdict: pass, reason: ok, message: ok}\n"
+
+
+def _pack(tmp_path: Path, body: str, name: str = "p.yaml") -> Path:
+    (tmp_path / name).write_text(BASE + body)
+    return tmp_path
+
+
+def _codes(tmp_path: Path) -> list[tuple[str, str, int]]:
+    with pytest.raises(PolicyError) as info:
+        compile_pack(tmp_path)
+    return [(d.code, d.file, d.line) for d in info.value.diagnostics]
+
+
+def test_absent_inside_where_compiles_and_works(tmp_path: Path) -> None:
+    body = "rules:\n  - {id: t, priority: 1, when: {some: items, where: {b: {absent: true}}}, verdict: hit, reason: t, message: m}\n"
+    policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)
+    assert policy.evaluate({"items": [{"a": "x"}]}).rule == "p.t"
+    assert policy.evaluate({"items": [{"a": "x", "b": "y"}]}).rule == "p.ok"
+
+
+def test_high_risk_stop_inside_a_named_condition(tmp_path: Path) -> None:
+    body = (
+        "high_risk_stops:\n  - {id: risky, description: d, when: {flag: true}}\n"
+        "conditions:\n  guarded: {all: [{s: go}, {high_risk_stop: true}]}\n"
+        "rules:\n  - {id: t, priority: 1, when: {ref: guarded}, verdict: hit, reason: t, message: m}\n" + FALLBACK
+    )
+    policy = load_policy(_pack(tmp_path, body), cache=False)
+    assert policy.evaluate({"s": "go", "flag": True}).rule == "p.t"
+    assert policy.evaluate({"s": "go"}).rule == "p.ok"
+
+
+def test_a_stop_cannot_use_high_risk_stop(tmp_path: Path) -> None:
+    body = "high_risk_stops:\n  - {id: loop, description: d, when: {high_risk_stop: true}}\nrules:\n" + FALLBACK
+    assert [c for c, _, _ in _codes(_pack(tmp_path, body))] == ["high_risk_stop.recursive"]
+
+
+def test_unused_named_conditions_are_type_checked(tmp_path: Path) -> None:
+    body = "conditions:\n  unused: {no_such_field: 1}\nrules:\n" + FALLBACK
+    line = (BASE + body).splitlines().index("  unused: {no_such_field: 1}") + 1
+    assert _codes(_pack(tmp_path, body)) == [("field.unknown", "p.yaml", line)]
+
+
+def test_schema_diagnostics_name_the_declaring_file(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(BASE + "rules:\n" + FALLBACK)
+    (tmp_path / "b.yaml").write_text("schema:\n  fields:\n    other: {type: string, aliases: [s]}\n")
+    assert _codes(tmp_path) == [("schema.alias", "b.yaml", 3)]
+
+
+@pytest.mark.parametrize(("op", "fact", "fires"), [("not_in", {}, False), ("not_in", {"s": "x"}, True),
+                                                   ("in", {"s": "x"}, False), ("in", {}, False)])  # fmt: skip
+def test_empty_value_lists(tmp_path: Path, op: str, fact: dict, fires: bool) -> None:
+    body = f"rules:\n  - {{id: t, priority: 1, when: {{s: {{{op}: []}}}}, verdict: hit, reason: t, message: m}}\n"
+    policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)
+    assert (policy.evaluate(fact).rule == "p.t") is fires
+
+
+def test_integers_outside_64_bits_are_rejected(tmp_path: Path) -> None:
+    policy = load_policy(_pack(tmp_path, "rules:\n" + FALLBACK), cache=False)
+    with pytest.raises(FactError) as info:
+        policy.evaluate({"n": 10**30})
+    assert (info.value.code, info.value.field) == ("fact.range", "n")
+    assert policy.evaluate({"n": 2**63 - 1}).rule == "p.ok"
+
+
+def test_templates_render_objects_as_json_and_empty_lists_as_fallback(tmp_path: Path) -> None:
+    body = "rules:\n  - {id: t, priority: 0, when: true, verdict: pass, reason: t, message: '{obj} {tags|none}'}\n"
+    policy = load_policy(_pack(tmp_path, body), cache=False)
+    assert policy.evaluate({"obj": {"k": "x"}}).message == '{"k": "x"} none'
+
+
+def test_negated_some_over_two_fields_is_explained(tmp_path: Path) -> None:
+    body = (
+        "rules:\n  - {id: t, priority: 1, when: {not: {some: items, where: {a: x, b: y}}}, "
+        "verdict: hit, reason: t, message: m}\n" + FALLBACK
+    )
+    with pytest.raises(PolicyError) as info:
+        compile_pack(_pack(tmp_path, body))
+    (d,) = info.value.diagnostics
+    assert d.code == "condition.unsupported" and "negated some" in d.message
