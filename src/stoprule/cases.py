@@ -1,5 +1,8 @@
 """Table-driven test cases for a policy pack: load YAML case files, check them against an Evaluator.
 
+``stoprule test`` runs them from the command line (docs/testing.md); tests/test_cases.py
+runs the default pack's under pytest.
+
 A case file is one YAML mapping::
 
     base: {...}            # optional: the fact every case starts from
@@ -42,13 +45,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from .diagnostics import Diagnostic, FactError, PolicyError
 from .evaluator import Evaluator, Verdict
 from .source import SourceFile, parse_yaml
 
-__all__ = ["Case", "Mismatch", "check_case", "format_mismatches", "load_cases"]
+__all__ = [
+    "Case",
+    "CaseResult",
+    "FactRun",
+    "Mismatch",
+    "check_case",
+    "diff_line",
+    "format_mismatches",
+    "load_cases",
+    "run_case",
+]
 
 PathKey = tuple[str | int, ...]
 
@@ -93,11 +107,45 @@ class Mismatch:
         return f"fact[{self.fact_index}] {self.key}: expected {self.expected!r}, got {self.actual!r}"
 
 
+@dataclass
+class FactRun:
+    """One fact of a case as evaluated: the fact as validated and its verdict, or why it was rejected."""
+
+    index: int
+    data: dict[str, Any] | None
+    verdict: Verdict | None
+    error: FactError | None
+
+
+@dataclass
+class CaseResult:
+    """A case after running it: what differed from its expectations, and each fact's outcome."""
+
+    case: Case
+    mismatches: list[Mismatch]
+    runs: list[FactRun]
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
 def format_mismatches(case: Case, mismatches: list[Mismatch]) -> str:
     """A readable report of a failed case: where it is and what differed."""
     lines = [f"{case.file}:{case.line}: case {case.name!r} failed:"]
     lines += [f"  {m}" for m in mismatches]
     return "\n".join(lines)
+
+
+def diff_line(case: Case, mismatches: list[Mismatch]) -> str:
+    """One line for a failed case: ``file:line: FAIL name: key: expected X, got Y; ...``.
+
+    The ``fact[i]`` prefix is kept only when the case has several facts.
+    """
+    several = len(case.facts) > 1
+    parts = [str(m) if several else f"{m.key}: expected {m.expected!r}, got {m.actual!r}" for m in mismatches]
+    return f"{case.file}:{case.line}: FAIL {case.name}: " + "; ".join(parts)
 
 
 # --- loading -----------------------------------------------------------------
@@ -313,21 +361,30 @@ def _check_error(i: int, exp: dict[str, Any], err: FactError) -> list[Mismatch]:
     return out
 
 
-def check_case(evaluator: Evaluator, case: Case) -> list[Mismatch]:
-    """Evaluate every fact of ``case``; the mismatches found (empty: the case passes)."""
+def run_case(evaluator: Evaluator, case: Case) -> CaseResult:
+    """Evaluate every fact of ``case``: its mismatches (none: it passes) and each fact's outcome."""
+    start = perf_counter()
     out: list[Mismatch] = []
+    runs: list[FactRun] = []
     for i, fact in enumerate(case.facts):
         try:
             verdict = evaluator.evaluate(fact)
         except FactError as err:
+            runs.append(FactRun(i, None, None, err))
             if case.expect_error is None:
                 out.append(Mismatch(i, "error", None, str(err)))
             else:
                 out.extend(_check_error(i, case.expect_error, err))
             continue
+        runs.append(FactRun(i, evaluator.validate(fact), verdict, None))
         if case.expect_error is not None:
             got = f"{verdict.verdict}/{verdict.reason}"
             out.append(Mismatch(i, "error", case.expect_error, got))
         elif case.expect is not None:
             out.extend(_check_verdict(i, case.expect, verdict))
-    return out
+    return CaseResult(case, out, runs, perf_counter() - start)
+
+
+def check_case(evaluator: Evaluator, case: Case) -> list[Mismatch]:
+    """Evaluate every fact of ``case``; the mismatches found (empty: the case passes)."""
+    return run_case(evaluator, case).mismatches

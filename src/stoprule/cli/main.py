@@ -19,6 +19,7 @@ __all__ = ["COMMANDS", "main", "run"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("eval_cmd", "evaluate one JSON fact or NDJSON facts"),
     "check": ("check_cmd", "validate and compile a policy pack"),
+    "test": ("test_cmd", "run a pack's case files; --coverage for rule, condition and MC/DC coverage"),
     "explain": ("explain_cmd", "explain why a fact gets its verdict, rule by rule"),
     "schema": ("schema_cmd", "print the JSON Schema of policy files or of the pack's facts"),
 }
