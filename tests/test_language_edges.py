@@ -37,7 +37,10 @@ def _codes(tmp_path: Path) -> list[tuple[str, str, int]]:
 
 
 def test_absent_inside_where_compiles_and_works(tmp_path: Path) -> None:
-    body = "rules:\n  - {id: t, priority: 1, when: {some: items, where: {b: {absent: true}}}, verdict: hit, reason: t, message: m}\n"
+    body = (
+        "rules:\n  - {id: t, priority: 1, when: {some: items, where: {b: {absent: true}}}, "
+        "verdict: hit, reason: t, message: m}\n"
+    )
     policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)
     assert policy.evaluate({"items": [{"a": "x"}]}).rule == "p.t"
     assert policy.evaluate({"items": [{"a": "x", "b": "y"}]}).rule == "p.ok"
