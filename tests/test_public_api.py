@@ -1,0 +1,27 @@
+"""The public API is what ``stoprule.__all__`` lists, and nothing more (as httpx does)."""
+
+from __future__ import annotations
+
+import types
+
+import stoprule
+
+
+def test_exported_members() -> None:
+    exported = {
+        n
+        for n in dir(stoprule)
+        if not n.startswith("_") and n != "annotations" and not isinstance(getattr(stoprule, n), types.ModuleType)
+    }
+    assert exported == set(stoprule.__all__) - {"__version__"}
+    assert stoprule.__all__ == sorted(stoprule.__all__)
+
+
+def test_api_round_trip() -> None:
+    policy = stoprule.load_policy()
+    verdict = policy.evaluate({"status": "blocked"})
+    assert isinstance(verdict, stoprule.Verdict)
+    assert verdict.to_dict()["matched"][0] == {"rule": "review.agent_blocked", "verdict": "user_review",
+                                               "reason": "agent_blocked"}  # fmt: skip
+    many = policy.evaluate_many([{"status": "implemented"}, {"status": 3}], on_error="return")
+    assert isinstance(many[0], stoprule.Verdict) and isinstance(many[1], stoprule.FactError)
