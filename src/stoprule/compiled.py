@@ -29,7 +29,7 @@ class ListSlot(NamedTuple):
     """A list the rules quantify over: items under ``key``, length under ``len_key``.
 
     ``scalar``: items are projected as they are; otherwise each item is projected
-    to its ``item_slots``.
+    to its ``item_slots``. ``items``: false when the rules read only the length.
     """
 
     key: str
@@ -37,6 +37,7 @@ class ListSlot(NamedTuple):
     path: tuple[str, ...]
     scalar: bool
     item_slots: tuple[Slot, ...] = ()
+    items: bool = True
 
 
 class VerdictMeta(NamedTuple):

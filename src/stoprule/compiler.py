@@ -733,6 +733,33 @@ def stage_lower(ctx: CompileContext) -> None:
         m = body(rule.cond, rule.src, (*rule.path, "when"))
         pri = ENGINE_PRI_MAX - rule.spec.priority
         ctx.lowered.append((f"r{i}", {"all": [{"m": m}], "pri": pri}))
+    _prune_slots(ctx)
+
+
+def _used_keys(node: Any, out: set[str]) -> set[str]:
+    """Every fact key the lowered JSON reads (``$i.`` prefixes stripped)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$m":
+                out.add(v)
+            elif not k.startswith("$") or k.startswith("$i."):
+                out.add(k.removeprefix("$i."))
+            _used_keys(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _used_keys(v, out)
+    return out
+
+
+def _prune_slots(ctx: CompileContext) -> None:
+    """Project only what the final rules read: simplification can drop conditions."""
+    used = _used_keys([body for _, body in ctx.lowered], set())
+    ctx.slots = {p: s for p, s in ctx.slots.items() if s.key in used}
+    ctx.lists = {
+        p: ls._replace(items=ls.key in used, item_slots=tuple(s for s in ls.item_slots if s.key in used))
+        for p, ls in ctx.lists.items()
+        if ls.key in used or ls.len_key in used
+    }
 
 
 # ---------------------------------------------------------------- build

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import durable_rules_engine as _dre
@@ -38,11 +38,6 @@ def check_rulesets(rulesets: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def _rule_name(message: str) -> str:
-    # messages look like {"r3":{"m":{...}}}: the rule name is the first key
-    return message[2 : message.index('"', 2)]
-
-
 class Engine:
     """Matches projected facts against compiled rulesets; safe to share across threads."""
 
@@ -57,24 +52,43 @@ class Engine:
             self._local.handles = hs
         return hs
 
+    def matcher(self) -> Callable[[dict[str, Any]], set[str]]:
+        """A match function bound to this thread's handles (fetch once, call per fact)."""
+        fn = getattr(self._local, "match", None)
+        if fn is None:
+            fn = self._local.match = _make_matcher(self._handles())
+        return fn
+
     def match(self, projected: dict[str, Any]) -> set[str]:
         """Names of every engine rule whose condition holds for ``projected``."""
-        text = _encode(projected)
+        return self.matcher()(projected)
+
+
+def _make_matcher(handles: list[int]) -> Callable[[dict[str, Any]], set[str]]:
+    """Assert the fact, drain the action queue for the matched rule names, retract it."""
+    encode = _encode
+    assert_fact = _dre.assert_fact
+    start = _dre.start_action_for_state
+    complete_and_next = _dre.complete_and_start_action
+    retract = _dre.retract_fact
+
+    def match(projected: dict[str, Any]) -> set[str]:
+        text = encode(projected)
         names: set[str] = set()
-        for h in self._handles():
-            result = _dre.assert_fact(h, text)
-            if result[0] != 0:  # 1: matched no rule (not stored)
+        for h in handles:
+            result = assert_fact(h, text)
+            if result[0]:  # 1: matched no rule, and the fact was not stored
                 continue
             state = result[1]
             try:
-                action = _dre.start_action_for_state(h, state)
+                action = start(h, state)
                 if action:
-                    names.add(_rule_name(action[1]))
-                    while True:
-                        nxt = _dre.complete_and_start_action(h, state)
-                        if not nxt:
-                            break
-                        names.add(_rule_name(nxt))
+                    msg = action[1]  # {"r3":{"m":{...}}}: the rule name is the first key
+                    names.add(msg[2 : msg.index('"', 2)])
+                    while msg := complete_and_next(h, state):
+                        names.add(msg[2 : msg.index('"', 2)])
             finally:
-                _dre.retract_fact(h, text)
+                retract(h, text)
         return names
+
+    return match

@@ -85,7 +85,9 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
             lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
         lines.append(f"    if type(seq{n}) is list:")
         lines.append(f"        out[{ls.len_key!r}] = len(seq{n})")
-        if ls.scalar:
+        if not ls.items:
+            pass
+        elif ls.scalar:
             lines.append(f"        out[{ls.key!r}] = seq{n}")
         else:
             lines.append("        rows = []")
@@ -119,6 +121,7 @@ class Evaluator:
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
+        self._outcomes: dict[frozenset[str], tuple[RuleMeta, Any, tuple[Match, ...], str | None]] = {}
 
     @property
     def schema(self):  # noqa: ANN201 - FactSchema
@@ -139,7 +142,7 @@ class Evaluator:
         """Evaluate facts in order; with ``on_error="return"`` bad facts yield their FactError."""
         out: list[Verdict | FactError] = []
         validate = self.compiled.schema.validate
-        match = self._engine.match
+        match = self._engine.matcher()
         project = self._project
         for i, fact in enumerate(facts):
             try:
@@ -163,32 +166,41 @@ class Evaluator:
         rank = self._rank
         return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
-    def _decide(self, data: dict[str, Any], names: set[str]) -> Verdict:
+    def _outcome(self, names: set[str]) -> tuple[RuleMeta, Any, tuple[Match, ...], str | None]:
+        """Winner, verdict kind, ranked matches and high-risk stop for a set of engine rule names."""
+        key = frozenset(names)
+        hit = self._outcomes.get(key)
+        if hit is not None:
+            return hit
         rank = self._rank
         order = sorted((n for n in names if n in rank), key=rank.__getitem__)
-        high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None) if self._stops else None
         if not order:
-            raise FactError(
-                "policy.no_rule",
-                "no rule matched this fact and the pack has no catch-all rule",
-            )
+            raise FactError("policy.no_rule", "no rule matched this fact and the pack has no catch-all rule")
+        high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
         win = self._rules[order[0]]
-        kind = self.compiled.verdicts[win.verdict]
+        hit = (win, self.compiled.verdicts[win.verdict], tuple(self._match[n] for n in order), high_risk)
+        if len(self._outcomes) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
+            self._outcomes.clear()
+        self._outcomes[key] = hit
+        return hit
+
+    def _decide(self, data: dict[str, Any], names: set[str]) -> Verdict:
+        win, kind, matched, high_risk = self._outcome(names)
         sets = self.compiled.sets
         message = render(win.message, data, sets)
         review = None
         if kind.requires_user_review:
             review = render(win.review_reason, data, sets) if win.review_reason else message
         return Verdict(
-            ok=kind.ok,
-            verdict=win.verdict,
-            reason=win.reason,
-            rule=win.id,
-            stop=kind.stop,
-            message=message,
-            requires_user_review=kind.requires_user_review,
-            review_reason=review,
-            high_risk_stop=high_risk,
-            matched=tuple(self._match[n] for n in order),
-            policy=self.digest,
+            kind.ok,
+            win.verdict,
+            win.reason,
+            win.id,
+            kind.stop,
+            message,
+            kind.requires_user_review,
+            review,
+            high_risk,
+            matched,
+            self.digest,
         )

@@ -1,0 +1,203 @@
+"""Cold start: ``stoprule eval`` of one fact as a fresh process, beside ``python -c pass``.
+
+    python benchmarks/bench_coldstart.py [--runs 21] [--importtime-runs 5]
+
+Runs, round-robin (so machine noise spreads evenly), after one warm-up run each
+(the warm-up fills the compiled-pack cache, in a private temp dir):
+
+    bare      <venv>/bin/python -c pass
+    script    <venv>/bin/stoprule eval FACT.json       (the console script)
+    module    <venv>/bin/python -m stoprule eval FACT.json
+
+Reports the median wall time and the median CPU time (user+sys of the child,
+from wait4) of each, and the difference to bare Python (target: <= 60 ms).
+
+Two environments are measured:
+
+    as-is     the environment as inherited (if PYTHONDONTWRITEBYTECODE=1 is set, the
+              editable install's src/ modules are compiled from source on every start)
+    pyc       PYTHONDONTWRITEBYTECODE unset and PYTHONPYCACHEPREFIX=<tmp>: bytecode is
+              cached in a temp dir (nothing is written into the repo)
+
+Also: a few runs with STOPRULE_NO_CACHE=1 (a cache miss: YAML + pydantic + compile),
+and ``python -X importtime -m stoprule eval FACT.json``: the top 15 imports by
+cumulative time (median over --importtime-runs runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import tree_state  # noqa: E402
+from facts import generate  # noqa: E402
+
+TARGET_MS = 60.0
+
+
+def venv_bin() -> Path:
+    """The venv's bin dir: the running interpreter's if it is a venv, else the repo's .venv."""
+    here = Path(sys.executable).parent
+    if (here / "stoprule").exists():
+        return here
+    return HERE.parent / ".venv" / "bin"
+
+
+def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(wall seconds, child CPU seconds) of one run; fails loudly on exit code 2+."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read() if p.stderr else b""
+    if p.stderr:
+        p.stderr.close()
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+
+def measure(cmds: dict[str, list[str]], env: dict[str, str], cwd: str, runs: int) -> dict[str, tuple[list, list]]:
+    for cmd in cmds.values():  # warm-up: fills the compiled-pack cache (and the pyc cache)
+        run_once(cmd, env, cwd)
+    out: dict[str, tuple[list, list]] = {k: ([], []) for k in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            w, c = run_once(cmd, env, cwd)
+            out[name][0].append(w)
+            out[name][1].append(c)
+    return out
+
+
+def report(title: str, res: dict[str, tuple[list, list]], labels: dict[str, str]) -> dict[str, float]:
+    print(f"\n== {title}")
+    med = {k: statistics.median(v[0]) * 1000 for k, v in res.items()}
+    cpu = {k: statistics.median(v[1]) * 1000 for k, v in res.items()}
+    base, base_cpu = med["bare"], cpu["bare"]
+    print(f"  {'command':<46} {'median wall':>12} {'vs bare':>9} {'median cpu':>11} {'vs bare':>9} {'min wall':>9}")
+    for k in res:
+        mn = min(res[k][0]) * 1000
+        print(
+            f"  {labels[k]:<46} {med[k]:9.1f} ms {med[k] - base:+7.1f}ms {cpu[k]:8.1f} ms {cpu[k] - base_cpu:+7.1f}ms"
+            f" {mn:6.1f} ms"
+        )
+    for k in res:
+        if k == "bare":
+            continue
+        d = med[k] - base
+        print(
+            f"  {labels[k]}: {d:+.1f} ms above bare python -> target <= {TARGET_MS:.0f} ms: "
+            f"{'MET' if d <= TARGET_MS else 'NOT MET'}"
+        )
+    return med
+
+
+def importtime(cmd: list[str], env: dict[str, str], cwd: str, runs: int) -> dict[str, list[int]]:
+    """module -> cumulative microseconds per run (only modules seen in every run kept)."""
+    per: dict[str, list[int]] = {}
+    for _ in range(runs):
+        p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+        if p.returncode not in (0, 1):
+            raise SystemExit(p.stderr)
+        for line in p.stderr.splitlines():
+            if not line.startswith("import time:") or "self [us]" in line:
+                continue
+            _self_us, cum_us, name = line[len("import time:") :].split("|", 2)
+            name = name.rstrip()[1:]  # keep the nesting indent: top-level imports have none
+            per.setdefault(name, []).append(int(cum_us))
+    return {k: v for k, v in per.items() if len(v) == runs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=21, help="timed runs per command (after one warm-up)")
+    ap.add_argument("--importtime-runs", type=int, default=5)
+    ap.add_argument("--nocache-runs", type=int, default=5)
+    args = ap.parse_args()
+    if args.runs < 15:
+        print("note: fewer than 15 runs requested")
+
+    vb = venv_bin()
+    py = str(vb / "python")
+    script = str(vb / "stoprule")
+    tmp = Path(tempfile.mkdtemp(prefix="stoprule-coldstart-"))
+    try:
+        fact = generate(1, seed=7)[0]
+        fact_path = tmp / "fact.json"
+        fact_path.write_text(json.dumps(fact))
+        cwd = str(tmp)  # no ./.stoprule/policies here: the bundled pack is selected
+        base_env = {k: v for k, v in os.environ.items() if k not in ("STOPRULE_POLICY", "STOPRULE_NO_CACHE")}
+        base_env["STOPRULE_CACHE_DIR"] = str(tmp / "cache")
+        env_asis = dict(base_env)
+        env_pyc = {k: v for k, v in base_env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env_pyc["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+
+        cmds = {
+            "bare": [py, "-c", "pass"],
+            "script": [script, "eval", str(fact_path)],
+            "module": [py, "-m", "stoprule", "eval", str(fact_path)],
+        }
+        labels = {
+            "bare": "python -c pass",
+            "script": "stoprule eval fact.json (console script)",
+            "module": "python -m stoprule eval fact.json",
+        }
+        print(
+            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; venv {vb}"
+        )
+        print(f"tree: {tree_state()}")
+        print(f"PYTHONDONTWRITEBYTECODE in the inherited environment: {os.environ.get('PYTHONDONTWRITEBYTECODE')!r}")
+        print(f"fact: {json.dumps(fact, sort_keys=True)[:160]}...")
+        print(f"{args.runs} timed runs per command after one warm-up, round-robin")
+
+        res_asis = measure(cmds, env_asis, cwd, args.runs)
+        report("as-is environment (compiled-pack cache warm)", res_asis, labels)
+        res_pyc = measure(cmds, env_pyc, cwd, args.runs)
+        report(
+            "pyc environment: bytecode cached in a temp PYTHONPYCACHEPREFIX (compiled-pack cache warm)", res_pyc, labels
+        )
+
+        env_nc = dict(env_asis, STOPRULE_NO_CACHE="1")
+        nc = {"bare": cmds["bare"], "script": cmds["script"]}
+        res_nc = measure(nc, env_nc, cwd, args.nocache_runs)
+        report(
+            f"cache miss: STOPRULE_NO_CACHE=1 (YAML + pydantic + compile each run; {args.nocache_runs} runs)",
+            res_nc,
+            labels,
+        )
+
+        it_cmd = [py, "-X", "importtime", "-m", "stoprule", "eval", str(fact_path)]
+        a = importtime(it_cmd, env_asis, cwd, args.importtime_runs)
+        b = importtime(it_cmd, env_pyc, cwd, args.importtime_runs)
+        print(
+            f"\n== python -X importtime -m stoprule eval fact.json: top 15 by cumulative time "
+            f"(median of {args.importtime_runs} runs, ms)"
+        )
+        print(f"  {'module':<40} {'as-is':>8} {'pyc':>8}")
+        top = sorted(a, key=lambda k: -statistics.median(a[k]))[:15]
+        for k in top:
+            mb = f"{statistics.median(b[k]) / 1000:8.1f}" if k in b else "       -"
+            print(f"  {k.strip():<40} {statistics.median(a[k]) / 1000:8.1f} {mb}")
+        roots_a = sum(statistics.median(v) for k, v in a.items() if not k.startswith(" "))
+        roots_b = sum(statistics.median(v) for k, v in b.items() if not k.startswith(" "))
+        print(f"  {'sum of top-level imports':<40} {roots_a / 1000:8.1f} {roots_b / 1000:8.1f}")
+        heavy = [m for m in ("yaml", "pydantic", "durable", "durable.lang") if m in {k.strip() for k in a}]
+        print(f"  heavy modules imported on the warm path: {heavy or 'none (no yaml, pydantic, durable.lang)'}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
