@@ -66,7 +66,9 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
     module = None
-    for name, (mod, help_text) in COMMANDS.items():
+    # a known command builds only its own sub-parser (cold start); otherwise all, for usage and help
+    for name in [chosen] if chosen in COMMANDS else COMMANDS:
+        mod, help_text = COMMANDS[name]
         sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
         if name == chosen:  # only the command that runs is imported and wired in full
             module = importlib.import_module(f".{mod}", __package__)
