@@ -105,3 +105,43 @@ def test_negated_some_over_two_fields_is_explained(tmp_path: Path) -> None:
         compile_pack(_pack(tmp_path, body))
     (d,) = info.value.diagnostics
     assert d.code == "condition.unsupported" and "negated some" in d.message
+
+
+@pytest.mark.parametrize(
+    ("when", "fact", "fires"),
+    [
+        ("{not: {s: x}}", {"s": "x"}, False),
+        ("{not: {s: x}}", {"s": "y"}, True),
+        ("{not: {s: x}}", {}, True),
+        ("{s: {absent: true}}", {"s": "x"}, False),
+        ("{s: {absent: true}}", {}, True),
+        ("{any: [{s: {absent: true}}, {n: {absent: true}}]}", {"s": "x", "n": 1}, False),
+        ("{any: [{s: {absent: true}}, {n: {absent: true}}]}", {"s": "x"}, True),
+    ],
+)
+def test_rules_made_only_of_absence_tests(tmp_path: Path, when: str, fact: dict, fires: bool) -> None:
+    """An alternative made only of `$nex` tests must not match every fact."""
+    body = f"rules:\n  - {{id: t, priority: 1, when: {when}, verdict: hit, reason: t, message: m}}\n"
+    policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)
+    assert (policy.evaluate(fact).rule == "p.t") is fires
+
+
+def test_list_of_objects_read_only_through_empty(tmp_path: Path) -> None:
+    body = "rules:\n  - {id: t, priority: 1, when: {items: {empty: true}}, verdict: hit, reason: t, message: m}\n"
+    policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)
+    assert policy.evaluate({}).rule == "p.t"
+    assert policy.evaluate({"items": [{"a": "x"}]}).rule == "p.ok"
+
+
+def test_object_defaults_get_their_childrens_defaults(tmp_path: Path) -> None:
+    schema = (
+        "schema:\n  fields:\n    o:\n      type: object\n      default: {}\n"
+        "      fields: {k: {type: string, default: d}}\n"
+        "verdicts: {pass: {ok: true, stop: allow}}\n"
+        "rules:\n  - {id: t, priority: 1, when: {o.k: d}, verdict: pass, reason: t, message: m}\n"
+        "  - {id: ok, priority: 0, when: true, verdict: pass, reason: ok, message: ok}\n"
+    )
+    (tmp_path / "p.yaml").write_text(schema)
+    policy = load_policy(tmp_path, cache=False)
+    assert policy.evaluate({}).rule == "p.t"
+    assert policy.evaluate({"o": {}}).rule == "p.t"

@@ -130,7 +130,8 @@ def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: lis
     )
     if f.has_default:
         try:
-            FactSchema(FactField("", "object", fields={name: f}))._value(f, f.default)
+            # normalised as a fact value would be: an object default gets its children's defaults
+            f.default = FactSchema(FactField("", "object", fields={name: f}))._value(f, f.default)
         except Exception as exc:  # FactError: default does not fit the type
             err("schema.default", f"default does not fit the field: {exc}", ("default",))
     if f.required and f.has_default:
@@ -712,7 +713,9 @@ def stage_lower(ctx: CompileContext) -> None:
         except QuantifierError as exc:
             ctx.diags.append(src.diag(path, "condition.unsupported", f"{exc} is not supported by the engine"))
             lowered = {"_": 0}
-        out = simplify({"$and": [lowered]})
+        # the always-present key anchors every alternative: one made only of `$nex` tests
+        # would otherwise match any fact
+        out = simplify({"$and": [{"_": 1}, lowered]})
         out = out if "$and" in out else {"$and": [out]}
         if dnf_size(out) > MAX_DNF:
             ctx.diags.append(

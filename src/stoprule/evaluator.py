@@ -86,9 +86,11 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
         lines.append(f"    if type(seq{n}) is list:")
         lines.append(f"        out[{ls.len_key!r}] = len(seq{n})")
         if not ls.items:
-            pass
+            pass  # only the length is read
         elif ls.scalar:
             lines.append(f"        out[{ls.key!r}] = seq{n}")
+        elif not ls.item_slots:
+            lines.append(f"        out[{ls.key!r}] = [{{}} for _ in seq{n}]")
         else:
             lines.append("        rows = []")
             lines.append(f"        for item in seq{n}:")

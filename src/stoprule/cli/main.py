@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("test_cmd", "run a pack's case files; --coverage for rule, condition and MC/DC coverage"),
     "explain": ("explain_cmd", "explain why a fact gets its verdict, rule by rule"),
     "schema": ("schema_cmd", "print the JSON Schema of policy files or of the pack's facts"),
+    "audit": ("audit_cmd", "find gaps, conflicts, dead rules and unused declarations; map verdicts over the domain"),
+    "diff": ("diff_cmd", "compare two packs: where verdicts change, and which declarations changed"),
 }
 
 

@@ -1,0 +1,64 @@
+"""What a corpus of real facts does to a pack: hits per rule, verdicts, fall-through, rejects.
+
+Facts are evaluated by the engine (the same path as ``stoprule eval``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..compiler import CompileContext
+from ..diagnostics import FactError
+from ..evaluator import Evaluator
+from .pack import catch_all, rule_loc
+
+__all__ = ["corpus_stats"]
+
+
+def corpus_stats(ctx: CompileContext, items: list[tuple[int, Any]], name: str = "") -> dict[str, Any]:
+    """Statistics over ``(line, fact or FactError)`` pairs (as ``eval`` parses NDJSON)."""
+    assert ctx.compiled is not None
+    ev = Evaluator(ctx.compiled)
+    hits = {r.id: {"rule": r.id, "location": rule_loc(r), "matched": 0, "won": 0} for r in ctx.rules}
+    fallback = {r.id for r in ctx.rules if catch_all(r)}
+    verdicts: dict[tuple[str, str], int] = {}
+    fell: list[int] = []
+    no_rule: list[int] = []
+    invalid: list[dict[str, Any]] = []
+    evaluated = 0
+    for line, item in items:
+        if isinstance(item, FactError):
+            invalid.append({**item.to_dict(), "line": line})
+            continue
+        try:
+            v = ev.evaluate(item)
+        except FactError as exc:
+            if exc.code == "policy.no_rule":
+                no_rule.append(line)
+                evaluated += 1
+            else:
+                invalid.append({**exc.to_dict(), "line": line})
+            continue
+        evaluated += 1
+        hits[v.rule]["won"] += 1
+        for m in v.matched:
+            hits[m.rule]["matched"] += 1
+        verdicts[(v.verdict, v.reason)] = verdicts.get((v.verdict, v.reason), 0) + 1
+        if v.rule in fallback:
+            fell.append(line)
+    return {
+        "file": name,
+        "facts": len(items),
+        "evaluated": evaluated,
+        "rules": list(hits.values()),
+        "never_matched": [h["rule"] for h in hits.values() if not h["matched"]],
+        "never_won": [h["rule"] for h in hits.values() if not h["won"]],
+        "verdicts": [
+            {"verdict": k[0], "reason": k[1], "count": n, "share": round(n / (evaluated or 1), 6)}
+            for k, n in sorted(verdicts.items(), key=lambda kv: -kv[1])
+        ],
+        "catch_all": sorted(fallback),
+        "fell_through": fell,
+        "no_rule": no_rule,
+        "invalid": invalid,
+    }

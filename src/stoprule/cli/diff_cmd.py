@@ -1,0 +1,52 @@
+"""``stoprule diff``: where two packs decide differently, and what their declarations changed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO
+
+from ..diagnostics import Diagnostic, PolicyError
+from .audit_cmd import _bad
+
+__all__ = ["add_arguments", "diff_command", "run"]
+
+
+def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
+    from ..analysis import AnalysisLimit, diff_packs
+    from ..analysis.explore import Progress
+    from ..analysis.render import render_diff
+    from ..compiler import compile_pack
+
+    ctxs = []
+    for root in (old, new):
+        try:
+            ctxs.append(compile_pack(root))
+        except PolicyError as exc:
+            return _bad(exc.diagnostics, f"{exc.total} error(s) in {root}", fmt, stdout, stderr)
+    try:
+        report = diff_packs(ctxs[0], ctxs[1], Progress(stderr))
+    except AnalysisLimit as exc:
+        return _bad(
+            [Diagnostic(new, 1, 1, "audit.limit", str(exc))], "the packs are beyond the analysis", fmt, stdout, stderr
+        )
+    if fmt == "json":
+        stdout.write(json.dumps(report.to_dict()) + "\n")
+    else:
+        stdout.write(render_diff(report) + "\n")
+    return 1 if report.changed else 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Compare two packs over their whole fact domain: the regions whose verdict or reason changes "
+        "(grouped old -> new, each with an example and the rules on each side), and the declarations "
+        "added, removed or changed. Exit 0 no verdict changes, 1 some, 2 bad input."
+    )
+    p.add_argument("old", metavar="OLD_PACK", help="the pack before the change (a directory)")
+    p.add_argument("new", metavar="NEW_PACK", help="the pack after the change (a directory)")
+    p.add_argument("--format", choices=("json", "pretty"), default="pretty", help="output format (default: pretty)")
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    return diff_command(args.old, args.new, args.format, stdout, stderr)
