@@ -140,7 +140,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="a JSON object or NDJSON file; - or omitted reads stdin"
     )
+    g = p.add_argument_group("decision ledger (see `stoprule log`)")
+    g.add_argument("--run", metavar="RUN_ID", help="record each decision in this run of the ledger")
+    g.add_argument("--parent", metavar="NODE_ID", help="the recorded decision's parent node (default: the run's tip)")
+    g.add_argument("--checkpoint", action="store_true", help="record ok decisions as checkpoint nodes")
+    g.add_argument("--retry", metavar="TOKEN", help="retry the blocked node this token names with a corrected fact")
+    g.add_argument(
+        "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
+    )
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    if args.checkpoint or any(v is not None for v in (args.run, args.parent, args.retry, args.ledger)):
+        from .log_cmd import record_command  # the ledger (sqlite3, hmac) loads only when recording
+
+        return record_command(args, stdin, stdout, stderr)
     return eval_command(args.policy, args.file, args.format, stdin, stdout, stderr)

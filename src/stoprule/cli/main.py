@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("schema_cmd", "print the JSON Schema of policy files or of the pack's facts"),
     "audit": ("audit_cmd", "find gaps, conflicts, dead rules and unused declarations; map verdicts over the domain"),
     "diff": ("diff_cmd", "compare two packs: where verdicts change, and which declarations changed"),
+    "log": ("log_cmd", "read the decision ledger: status, show, runs, export, verify"),
+    "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
 }
 
 

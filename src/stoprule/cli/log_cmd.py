@@ -1,0 +1,289 @@
+"""``stoprule log``: read the decision ledger; and the recording side of ``stoprule eval --run``.
+
+    stoprule log status RUN             the run's tip, verdict and counters (one indexed lookup)
+    stoprule log show RUN               the run's DAG: tree (pretty), JSON, or Mermaid
+    stoprule log runs                   recent runs with their status
+    stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
+    stoprule log verify [RUN]           recompute hash chains; exit 1 naming the first broken link
+
+Exit codes: 0 ok, 1 a chain is broken (verify), 2 bad input (unknown run, unusable ledger).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import IO, Any
+
+__all__ = ["add_arguments", "record_command", "run"]
+
+HELP = "read the decision ledger: status, show, runs, export, verify"
+
+
+def _ledger_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Read the decision ledger. Exit 0 ok, 1 a broken chain (verify), 2 bad input."
+    sub = p.add_subparsers(dest="log_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    sp = sub.add_parser("status", help="a run's status: tip node, verdict, decisions, attempts")
+    sp.add_argument("run", metavar="RUN")
+    sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    _ledger_flag(sp)
+
+    sp = sub.add_parser("show", help="a run's DAG as a tree, JSON or Mermaid")
+    sp.add_argument("run", metavar="RUN")
+    sp.add_argument("--format", choices=("pretty", "json", "mermaid"), default="pretty")
+    _ledger_flag(sp)
+
+    sp = sub.add_parser("runs", help="recent runs with their status")
+    sp.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (0: all; default 20)")
+    sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    _ledger_flag(sp)
+
+    sp = sub.add_parser("export", help="every decision as NDJSON, in append order")
+    sp.add_argument("--run", metavar="RUN", help="only this run")
+    sp.add_argument("--facts-only", action="store_true", help="only the facts, one per line (input for `eval`)")
+    _ledger_flag(sp)
+
+    sp = sub.add_parser("verify", help="recompute hash chains; name the first broken link")
+    sp.add_argument("run", metavar="RUN", nargs="?", help="only this run (default: every run)")
+    sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    _ledger_flag(sp)
+
+
+def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
+    from ..ledger.store import Ledger, resolve_path
+
+    path, default = resolve_path(explicit, os.environ)
+    if write and default:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    return Ledger.open(path, create=write, readonly=not write)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+    from ..ledger.render import status_line
+
+    st = ledger.require(args.run)
+    stdout.write((_dump(st.to_dict()) if args.format == "json" else status_line(st)) + "\n")
+    return 0
+
+
+def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+    from ..ledger.render import run_json, run_mermaid, run_tree
+
+    st = ledger.require(args.run)
+    nodes = ledger.nodes(args.run)
+    if args.format == "json":
+        stdout.write(_dump(run_json(st, nodes)) + "\n")
+    elif args.format == "mermaid":
+        stdout.write(run_mermaid(st, nodes) + "\n")
+    else:
+        stdout.write(run_tree(st, nodes) + "\n")
+    return 0
+
+
+def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+    from ..ledger.render import runs_table
+
+    rows = ledger.runs(args.limit if args.limit > 0 else None)
+    if args.format == "json":
+        stdout.write(_dump([r.to_dict() for r in rows]) + "\n")
+    else:
+        stdout.write(runs_table(rows) + "\n")
+    return 0
+
+
+def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+    from ..ledger.events import verdict_from_event
+
+    if args.run is not None:
+        ledger.require(args.run)
+    for node, fact in ledger.records(args.run):
+        if args.facts_only:
+            stdout.write(fact + "\n")
+            continue
+        b = node.body
+        rec = {"run": node.run, "seq": node.seq, **node.to_dict()}
+        rec["fact_digest"] = rec.pop("fact")
+        envelope = verdict_from_event(b).to_dict()  # as recorded; matched possibly truncated
+        rec.update(envelope=envelope, matched_total=b["matched_total"], matched_cut=b["matched_cut"])
+        rec["fact"] = json.loads(fact)
+        stdout.write(_dump(rec) + "\n")
+    return 0
+
+
+def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from ..ledger.verify import verify
+
+    report = verify(ledger, args.run)
+    if args.format == "json":
+        stdout.write(_dump(report.to_dict()) + "\n")
+    elif report.ok:
+        stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies\n")
+    else:
+        for br in report.breaks:
+            stdout.write(f"BROKEN: {br.format()}\n")
+    if not report.ok:
+        stderr.write(f"stoprule: {len(report.breaks)} of {report.runs} run(s) have a broken hash chain\n")
+    return 0 if report.ok else 1
+
+
+_ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..ledger.errors import LedgerError
+
+    try:
+        with _open(args.ledger) as ledger:
+            if args.log_command == "verify":
+                return _verify(ledger, args, stdout, stderr)
+            return _ACTIONS[args.log_command](ledger, args, stdout)
+    except LedgerError as exc:
+        stderr.write(f"stoprule: {exc}\n")
+        return 2
+
+
+# ---------------------------------------------------------------------- stoprule eval --run
+
+
+def _ledger_lines(env: dict[str, Any]) -> str:
+    kind = env["kind"] + (f" ({'retryable' if env['retryable'] else 'terminal'})" if not env["ok"] else "")
+    parent = f", parent {env['parent']}" if env["parent"] else ""
+    replayed = "; replayed: nothing appended" if env.get("replayed") else ""
+    out = f"  ledger: run {env['run']}, node {env['node']} {kind}, attempt {env['attempt']}{parent}{replayed}"
+    if "retry_token" in env:
+        out += f"\n  retry token: {env['retry_token']}"
+    return out
+
+
+def _emit(outcome, fmt: str, stdout: IO[str]) -> None:  # noqa: ANN001 - Outcome
+    from .eval_cmd import _pretty
+
+    env = outcome.envelope()
+    if fmt == "json":
+        stdout.write(json.dumps(env) + "\n")
+    else:
+        stdout.write(_pretty(outcome.verdict) + "\n" + _ledger_lines(env) + "\n")
+
+
+def _fail(exc: Any, fmt: str, stdout: IO[str], stderr: IO[str], where: str = "") -> None:
+    """A refused fact or token: the reason on stderr, an error object (or line) in its output slot."""
+    stderr.write(f"stoprule: {where}{exc}\n")
+    stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")
+
+
+def _misuse(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of ledger flags, if anything."""
+    if args.run is None:
+        flags = (("--parent", args.parent), ("--retry", args.retry), ("--checkpoint", args.checkpoint),
+                 ("--ledger", args.ledger))  # fmt: skip
+        given = next(f for f, v in flags if v is not None and v is not False)
+        return f"{given} needs --run RUN_ID (without --run eval records nothing)"
+    if args.retry is not None and args.parent is not None:
+        return "--retry and --parent cannot be combined: a retry's parent is the node its token names"
+    from ..ledger.errors import LedgerError
+    from ..ledger.store import check_run_id
+
+    try:
+        check_run_id(args.run)
+    except LedgerError as exc:
+        return str(exc)
+    return None
+
+
+def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from ..diagnostics import FactError
+
+    line, fact = items[0]
+    try:
+        if isinstance(fact, FactError):
+            raise fact
+        outcome = recorder.retry(args.run, args.retry, fact, checkpoint=args.checkpoint)
+    except FactError as exc:
+        exc.line = exc.line if exc.line is not None else line
+        _fail(exc, args.format, stdout, stderr, f"{name}: ")
+        return 2
+    _emit(outcome, args.format, stdout)
+    return 0 if outcome.verdict.ok else 1
+
+
+def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from ..diagnostics import FactError
+    from ..ledger.store import TIP
+
+    code = 0
+    parent = TIP if args.parent is None else args.parent
+    results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)
+    for (line, _), result in zip(items, results, strict=False):  # results come once their transaction committed
+        if isinstance(result, FactError):
+            result.line = result.line if result.line is not None else line
+            _fail(result, args.format, stdout, stderr, f"{name}: ")
+            code = 2
+            continue
+        if not result.verdict.ok and code == 0:
+            code = 1
+        _emit(result, args.format, stdout)
+    return code
+
+
+def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
+    from ..diagnostics import FactError, PolicyError
+    from .eval_cmd import parse_facts
+
+    problem = _misuse(args)
+    if problem:
+        stderr.write(f"stoprule: {problem}\n")
+        return 2
+    name = args.file if args.file != "-" else "<stdin>"
+    try:
+        if args.file == "-":
+            data = stdin.read()
+        else:
+            with open(args.file, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot read {args.file}: {exc.strerror}\n")
+        return 2
+    items = parse_facts(data)
+    if args.retry is not None and len(items) != 1:
+        stderr.write(f"stoprule: --retry takes exactly one fact, {name} holds {len(items)}\n")
+        return 2
+    if all(isinstance(fact, FactError) for _, fact in items):  # nothing to record: do not touch the ledger
+        for _, err in items:
+            _fail(err, args.format, stdout, stderr, f"{name}: ")
+        return 2
+    from ..packs import load_policy
+
+    try:
+        evaluator = load_policy(args.policy)
+    except PolicyError as exc:
+        stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
+        return 2
+    from ..ledger.errors import LedgerError
+    from ..ledger.record import Recorder
+
+    try:
+        with _open(args.ledger, write=True) as ledger:
+            recorder = Recorder(ledger, evaluator)
+            if args.retry is not None:
+                return _retry(recorder, args, items, name, stdout, stderr)
+            return _batch(recorder, args, items, name, stdout, stderr)
+    except LedgerError as exc:
+        _fail(exc, args.format, stdout, stderr)
+        return 2
+    except OSError as exc:  # making ./.stoprule/ for the default ledger
+        stderr.write(f"stoprule: cannot create the ledger directory: {exc}\n")
+        return 2

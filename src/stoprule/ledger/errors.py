@@ -1,0 +1,31 @@
+"""The ledger's errors: each carries a stable ``code`` and a message naming what is wrong.
+
+StopruleError
+ └── LedgerError   the ledger cannot be opened, read or appended to, or an id is unknown
+      └── TokenError   a retry token is malformed, truncated, forged, foreign, retired or spent
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import StopruleError
+
+__all__ = ["LedgerError", "TokenError"]
+
+
+class LedgerError(StopruleError):
+    """Something about the ledger or a run/node id is wrong; nothing was recorded."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message}
+
+
+class TokenError(LedgerError):
+    """A retry token was refused (``code`` says why: ``token.forged``, ``token.truncated`` ...)."""

@@ -1,0 +1,118 @@
+"""What one recorded decision is made of: canonical JSON, digests, the hash-chain link, the event body.
+
+A run's events form a hash chain::
+
+    hash(1) = sha256(GENESIS + "\\n" + body(1))
+    hash(n) = sha256(hash(n-1) + "\\n" + body(n))
+
+where ``body`` is the event's canonical JSON exactly as stored (UTF-8) and hashes are
+written ``sha256:<hex>``. Changing, dropping or reordering any event breaks every later link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..evaluator import Match, Verdict
+
+__all__ = [
+    "EVENT_TYPE",
+    "GENESIS",
+    "MAX_MATCHED",
+    "canonical",
+    "digest",
+    "link",
+    "truncate_matched",
+    "validation_event",
+    "verdict_from_event",
+]
+
+EVENT_TYPE = "validation_performed"
+GENESIS = "sha256:" + "0" * 64
+MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stored
+
+_VERDICT_FIELDS = (
+    "ok",
+    "verdict",
+    "reason",
+    "rule",
+    "stop",
+    "message",
+    "requires_user_review",
+    "review_reason",
+    "high_risk_stop",
+)
+
+
+def canonical(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(text: str) -> str:
+    """``sha256:<hex>`` of ``text`` as UTF-8."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def link(prev: str, body: str) -> str:
+    """The chain hash of an event whose predecessor's hash is ``prev`` (``GENESIS`` for the first)."""
+    return "sha256:" + hashlib.sha256(f"{prev}\n{body}".encode()).hexdigest()
+
+
+def truncate_matched(matched: Sequence[Match], cap: int = MAX_MATCHED) -> tuple[list[dict[str, str]], int]:
+    """The matched rules to store and how many were cut.
+
+    Rules are kept in the evaluator's ranking (priority, then declaration order: a total,
+    deterministic order, winner first), so the same verdict always stores the same prefix.
+    """
+    kept = [m.to_dict() for m in matched[:cap]]
+    return kept, max(len(matched) - cap, 0)
+
+
+def validation_event(
+    *,
+    run: str,
+    seq: int,
+    node: str,
+    parent: str | None,
+    kind: str,
+    retryable: bool,
+    attempt: int,
+    retry_of: str | None,
+    fact: str,
+    verdict: Verdict,
+    at: str,
+) -> dict[str, Any]:
+    """The body of a ``validation_performed`` event: what was decided, on which fact, by which policy."""
+    matched, cut = truncate_matched(verdict.matched)
+    return {
+        "type": EVENT_TYPE,
+        "run": run,
+        "seq": seq,
+        "node": node,
+        "parent": parent,
+        "kind": kind,
+        "retryable": retryable,
+        "attempt": attempt,
+        "retry_of": retry_of,
+        "at": at,
+        "policy": verdict.policy,
+        "fact": fact,
+        "verdict": {f: getattr(verdict, f) for f in _VERDICT_FIELDS},
+        "matched": matched,
+        "matched_total": len(verdict.matched),
+        "matched_cut": cut,
+    }
+
+
+def verdict_from_event(body: dict[str, Any]) -> Verdict:
+    """The verdict as recorded (``matched`` as stored, possibly truncated)."""
+    v = body["verdict"]
+    return Verdict(
+        **{f: v[f] for f in _VERDICT_FIELDS},
+        matched=tuple(Match(m["rule"], m["verdict"], m["reason"]) for m in body["matched"]),
+        policy=body["policy"],
+    )

@@ -1,0 +1,452 @@
+"""The ledger file: opening it safely, the append transaction, and indexed reads.
+
+One decision is one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) that inserts the fact body,
+the ``validation_performed`` event, the node and its edge, and moves the run's status row
+forward. SQLite in WAL mode with ``synchronous=FULL``: a decision whose transaction committed
+survives a crash of the process *and* of the machine; one that did not commit leaves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, NamedTuple
+
+from ..evaluator import Verdict
+from .errors import LedgerError
+from .events import EVENT_TYPE, GENESIS, canonical, link, validation_event
+from .keys import keys_path
+from .schema import APPLICATION_ID, DDL, SCHEMA_VERSION
+
+__all__ = [
+    "BUSY_TIMEOUT",
+    "DEFAULT_PATH",
+    "SYNCHRONOUS",
+    "TIP",
+    "Ledger",
+    "Node",
+    "RunStatus",
+    "check_run_id",
+    "resolve_path",
+    "sqlite_error",
+]
+
+DEFAULT_PATH = os.path.join(".stoprule", "ledger.db")
+BUSY_TIMEOUT = 10.0  # seconds a writer waits for another writer's transaction
+SYNCHRONOUS = "FULL"  # fsync the WAL at every commit: a returned decision survives power loss
+MAX_RUN_ID = 200
+TIP: Any = object()  # append's default parent: the run's current tip
+# a reader that cannot create the WAL index (-shm) beside a read-only ledger
+_NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANTOPEN")
+
+
+class RunStatus(NamedTuple):
+    """One run's status, read from its row in ``runs`` (no scan of the event log)."""
+
+    run: str
+    decisions: int
+    head: str
+    tip: str
+    tip_kind: str
+    retryable: bool
+    attempt: int
+    ok: bool
+    verdict: str
+    reason: str
+    blocked: int
+    created: str
+    updated: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class Node(NamedTuple):
+    """A node of a run's DAG with its incoming edge and the event that recorded it."""
+
+    run: str
+    node: str
+    seq: int
+    parent: str | None
+    edge: str
+    kind: str
+    retryable: bool
+    attempt: int
+    retry_of: str | None
+    ok: bool
+    verdict: str
+    reason: str
+    fact: str
+    hash: str
+    body: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "parent": self.parent,
+            "edge": self.edge,
+            "kind": self.kind,
+            "retryable": self.retryable,
+            "attempt": self.attempt,
+            "retry_of": self.retry_of,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "rule": self.body["verdict"]["rule"],
+            "at": self.body["at"],
+            "policy": self.body["policy"],
+            "fact": self.fact,
+            "event": self.hash,
+        }
+
+
+_NODE_SQL = """
+SELECT n.run, n.node, n.seq, g.parent, g.kind, n.kind, n.retryable, n.attempt, n.retry_of,
+       n.ok, n.verdict, n.reason, n.fact, e.hash, e.body
+FROM nodes n JOIN edges g ON g.run = n.run AND g.child = n.node JOIN events e ON e.id = n.event
+"""
+_RUN_SQL = """
+SELECT run, events, head, tip, tip_kind, retryable, attempt, ok, verdict, reason, blocked, created, updated
+FROM runs
+"""
+
+
+def _node(row: tuple) -> Node:
+    *cols, body = row
+    cols[6] = bool(cols[6])
+    cols[9] = bool(cols[9])
+    return Node(*cols, body=json.loads(body))
+
+
+def _run(row: tuple) -> RunStatus:
+    cols = list(row)
+    cols[5] = bool(cols[5])
+    cols[7] = bool(cols[7])
+    return RunStatus(*cols)
+
+
+def _now() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+
+
+def resolve_path(explicit: str | None, env: dict[str, str] | os._Environ[str]) -> tuple[str, bool]:
+    """The ledger path (``--ledger``, ``$STOPRULE_LEDGER``, ``./.stoprule/ledger.db``) and whether it is the default."""
+    if explicit:
+        return explicit, False
+    if env.get("STOPRULE_LEDGER"):
+        return env["STOPRULE_LEDGER"], False
+    return DEFAULT_PATH, True
+
+
+def check_run_id(run: str) -> str:
+    """A run id is 1-200 printable characters without surrounding spaces."""
+    if not run or len(run) > MAX_RUN_ID or run != run.strip() or not run.isprintable():
+        raise LedgerError(
+            "ledger.bad_run_id",
+            f"run id {run!r} is not valid: use 1-{MAX_RUN_ID} printable characters, no leading or trailing space",
+        )
+    return run
+
+
+def sqlite_error(path: str, exc: sqlite3.Error) -> LedgerError:
+    """A SQLite error as a LedgerError that names the file and what to do."""
+    name = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if name == "SQLITE_BUSY" or "locked" in text:
+        return LedgerError("ledger.busy", f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again")
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return LedgerError("ledger.read_only", f"{path} is read-only ({text}); nothing was recorded")
+    if name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or "not a database" in text or "malformed" in text:
+        return LedgerError("ledger.corrupt", f"{path} is not a readable SQLite database ({text}); left untouched")
+    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        return LedgerError("ledger.cannot_open", f"cannot open {path} ({text})")
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk" in text:
+        return LedgerError("ledger.io", f"cannot write {path} ({text}); nothing was recorded")
+    return LedgerError("ledger.error", f"{path}: {text}")
+
+
+class Ledger:
+    """An open ledger file. Use :meth:`open`; appends go inside :meth:`write`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self.path = path
+        self._in_tx = False
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
+        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
+        full = os.path.abspath(path)
+        folder = os.path.dirname(full)
+        if os.path.isdir(full):
+            raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
+        exists = os.path.exists(full)
+        if not exists:
+            if not os.path.isdir(folder):
+                raise LedgerError(
+                    "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
+                )
+            if readonly or not create:
+                raise LedgerError("ledger.missing", f"no ledger at {path} (record a decision with `eval --run` first)")
+        mode = "ro" if readonly else ("rw" if exists else "rwc")
+        try:
+            conn = cls._connect(full, mode)
+        except sqlite3.Error as exc:
+            raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(readonly)
+        except sqlite3.Error as exc:
+            conn.close()
+            if readonly and getattr(exc, "sqlite_errorname", "") in _NO_SHM:
+                return cls._open_immutable(full, path)
+            raise sqlite_error(path, exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        return ledger
+
+    @staticmethod
+    def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
+        path = full.replace("%", "%25").replace("?", "%3f").replace("#", "%23")  # what a file: URI must escape
+        uri = f"file:{path}?mode={mode}{extra}"
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+
+    @classmethod
+    def _open_immutable(cls, full: str, path: str) -> Ledger:
+        """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
+        try:
+            conn = cls._connect(full, "ro", "&immutable=1")
+            ledger = cls(conn, path)
+            ledger._prepare(True)
+        except sqlite3.Error as exc:
+            raise sqlite_error(path, exc) from None
+        return ledger
+
+    def _prepare(self, readonly: bool) -> None:
+        c = self._conn
+        app = c.execute("PRAGMA application_id").fetchone()[0]
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        if app == APPLICATION_ID and version == SCHEMA_VERSION:
+            pass
+        elif app == APPLICATION_ID and version > SCHEMA_VERSION:
+            raise LedgerError(
+                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
+            )
+        elif app == 0 and version == 0 and not c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+            if readonly:
+                raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
+            self._create()
+        else:
+            raise LedgerError("ledger.not_a_ledger", f"{self.path} is an SQLite database but not a stoprule ledger")
+        c.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._wal()
+            c.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+
+    def _wal(self) -> None:
+        """Switch to WAL (it persists in the file); another process may hold the lock meanwhile."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+            if time.monotonic() > deadline:
+                raise LedgerError("ledger.busy", f"{self.path} is locked by another process; cannot enable WAL")
+            time.sleep(0.01)
+
+    def _create(self) -> None:
+        self._wal()
+        self._conn.executescript("BEGIN IMMEDIATE;\n" + DDL + "\nCOMMIT;")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def keys_path(self) -> str:
+        """Where this ledger's signing keys live: beside it, ``<ledger>.keys``."""
+        return keys_path(self.path)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._conn
+
+    # ------------------------------------------------------------------ writing
+
+    @contextmanager
+    def write(self) -> Iterator[Ledger]:
+        """One write transaction (``BEGIN IMMEDIATE``): everything inside commits together or not at all."""
+        if self._in_tx:
+            raise RuntimeError("write transactions do not nest")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
+        self._in_tx = True
+        try:
+            yield self
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            with suppress(sqlite3.Error):  # the connection may be gone; the transaction is void either way
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise sqlite_error(self.path, exc) from None
+            raise
+        finally:
+            self._in_tx = False
+
+    def append(
+        self,
+        run: str,
+        verdict: Verdict,
+        fact: str,
+        fact_body: str,
+        *,
+        kind: str,
+        retryable: bool,
+        parent: Any = TIP,
+        retry_of: str | None = None,
+    ) -> Node:
+        """Append one decision (fact, event, node, edge, run status); call inside :meth:`write`.
+
+        ``parent`` defaults to the run's tip; a retry's parent is the node it retries.
+        """
+        if not self._in_tx:
+            raise RuntimeError("append must run inside Ledger.write()")
+        c = self._conn
+        row = c.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
+        events, head, tip, blocked = row if row else (0, GENESIS, None, 0)
+        attempt = 1
+        if retry_of is not None:
+            parent = retry_of
+        if parent is TIP:
+            parent = tip
+        elif parent is not None:
+            found = c.execute("SELECT attempt FROM nodes WHERE run = ? AND node = ?", (run, parent)).fetchone()
+            if found is None:
+                raise self.unknown_node(run, parent, exists=row is not None)
+            if retry_of is not None:
+                attempt = found[0] + 1
+        edge = "root" if parent is None else ("retry" if retry_of is not None else "next")
+        seq = events + 1
+        node = f"n{seq}"
+        at = _now()
+        body = validation_event(
+            run=run,
+            seq=seq,
+            node=node,
+            parent=parent,
+            kind=kind,
+            retryable=retryable,
+            attempt=attempt,
+            retry_of=retry_of,
+            fact=fact,
+            verdict=verdict,
+            at=at,
+        )
+        text = canonical(body)
+        h = link(head, text)
+        c.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, fact_body))
+        event_id = c.execute(
+            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run, seq, EVENT_TYPE, node, text, head, h),
+        ).lastrowid
+        c.execute(
+            "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run, node, seq, kind, retryable, attempt, retry_of, verdict.ok, verdict.verdict, verdict.reason, fact,
+             event_id),
+        )  # fmt: skip
+        c.execute("INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)", (run, node, parent, edge))
+        status = (seq, h, node, kind, retryable, attempt, verdict.ok, verdict.verdict, verdict.reason,
+                  blocked + (kind == "blocked_attempt"), at, event_id)  # fmt: skip
+        if row is None:
+            c.execute(
+                "INSERT INTO runs (events, head, tip, tip_kind, retryable, attempt, ok, verdict, reason, blocked,"
+                " updated, last_event, created, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*status, at, run),
+            )
+        else:
+            c.execute(
+                "UPDATE runs SET events = ?, head = ?, tip = ?, tip_kind = ?, retryable = ?, attempt = ?, ok = ?,"
+                " verdict = ?, reason = ?, blocked = ?, updated = ?, last_event = ? WHERE run = ?",
+                (*status, run),
+            )
+        return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, verdict.ok, verdict.verdict,
+                    verdict.reason, fact, h, body)  # fmt: skip
+
+    def unknown_node(self, run: str, node: str, *, exists: bool | None = None) -> LedgerError:
+        """The error for a node id the run does not have."""
+        if exists is None:
+            exists = self.status(run) is not None
+        if not exists:
+            return LedgerError(
+                "ledger.unknown_run", f"run {run!r} has no decisions in {self.path}, so no node {node!r}"
+            )
+        return LedgerError("ledger.unknown_node", f"run {run!r} has no node {node!r}")
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
+
+    def status(self, run: str) -> RunStatus | None:
+        """The run's status: one primary-key lookup in ``runs``."""
+        rows = self._read(_RUN_SQL + " WHERE run = ?", (run,))
+        return _run(rows[0]) if rows else None
+
+    def require(self, run: str) -> RunStatus:
+        """The run's status, or LedgerError naming the unknown run."""
+        st = self.status(run)
+        if st is None:
+            raise LedgerError("ledger.unknown_run", f"no run {run!r} in {self.path}")
+        return st
+
+    def runs(self, limit: int | None = None) -> list[RunStatus]:
+        """Runs, most recently appended to first."""
+        sql = _RUN_SQL + " ORDER BY last_event DESC LIMIT ?"
+        return [_run(r) for r in self._read(sql, (limit if limit else -1,))]
+
+    def node(self, run: str, node: str) -> Node | None:
+        rows = self._read(_NODE_SQL + " WHERE n.run = ? AND n.node = ?", (run, node))
+        return _node(rows[0]) if rows else None
+
+    def retry_of(self, run: str, node: str) -> Node | None:
+        """The node that retried ``node``, if any (the ``nodes_retry`` unique index)."""
+        rows = self._read(_NODE_SQL + " WHERE n.run = ? AND n.retry_of = ?", (run, node))
+        return _node(rows[0]) if rows else None
+
+    def nodes(self, run: str) -> list[Node]:
+        """Every node of the run, in append order."""
+        return [_node(r) for r in self._read(_NODE_SQL + " WHERE n.run = ? ORDER BY n.seq", (run,))]
+
+    def records(self, run: str | None = None) -> Iterator[tuple[Node, str]]:
+        """``(node, fact JSON)`` for every decision (of one run), in append order."""
+        sql = _NODE_SQL.replace("SELECT ", "SELECT f.body, ", 1) + " JOIN facts f ON f.digest = n.fact"
+        sql += " WHERE n.run = ? ORDER BY e.id" if run is not None else " ORDER BY e.id"
+        try:
+            cur = self._conn.execute(sql, (run,) if run is not None else ())
+            for row in cur:
+                yield _node(row[1:]), row[0]
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
