@@ -131,7 +131,7 @@ def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: lis
     if f.has_default:
         try:
             # normalised as a fact value would be: an object default gets its children's defaults
-            f.default = FactSchema(FactField("", "object", fields={name: f}))._value(f, f.default)
+            f.default = FactSchema(FactField("", "object")).check_value(f, f.default)
         except Exception as exc:  # FactError: default does not fit the type
             err("schema.default", f"default does not fit the field: {exc}", ("default",))
     if f.required and f.has_default:

@@ -7,6 +7,7 @@ importing either (the CLI's cold start).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .diagnostics import FactError
@@ -123,22 +124,112 @@ def _prefix(exc: FactError, step: str | int) -> FactError:
     return exc
 
 
-class _Plan:
-    """What validating one object needs, computed once per schema object."""
+Checker = Callable[[Any], Any]
 
-    __slots__ = ("spec", "lookup", "fields", "reject", "defaults", "required", "required_if", "fast")
 
-    def __init__(self, spec: FactField) -> None:
-        self.spec = spec
-        self.lookup = spec.lookup
-        self.fields = spec.fields
-        self.reject = spec.additional == "reject"
-        self.defaults = [(n, f.default) for n, f in spec.fields.items() if f.has_default]
-        self.required = [n for n, f in spec.fields.items() if f.required]
-        self.required_if = [(n, f.required_if) for n, f in spec.fields.items() if f.required_if]
-        # scalar fields whose value needs only an exact type check (the common case)
-        exact = {"string": str, "bool": bool}  # ints need a range check
-        self.fast = {n: exact[f.type] for n, f in spec.fields.items() if f.type in exact}
+def _null_or(spec: FactField, v: Any) -> None:
+    """The error for a value of the wrong type (None when null is allowed)."""
+    if v is None:
+        if spec.nullable:
+            return None
+        raise FactError("fact.null", "must not be null")
+    raise _type_error(spec, v, ())
+
+
+def _compile(spec: FactField) -> Checker:
+    """A function that validates one value of ``spec`` and returns it normalised.
+
+    Built once per schema (closures over precomputed tables): the per-fact path does
+    no schema interpretation.
+    """
+    t = spec.type
+    if t in ("string", "bool"):
+        exact = str if t == "string" else bool
+
+        def check_exact(v: Any) -> Any:
+            return v if type(v) is exact else _null_or(spec, v)
+
+        return check_exact
+    if t in ("int", "number"):
+        floats = t == "number"
+
+        def check_number(v: Any) -> Any:
+            tv = type(v)
+            if tv is int:
+                if -INT_LIMIT <= v < INT_LIMIT:
+                    return v
+                raise FactError("fact.range", "integer outside the 64-bit range")
+            if floats and tv is float and math.isfinite(v):
+                return v
+            return _null_or(spec, v)
+
+        return check_number
+    if t == "enum":
+        values = frozenset(spec.values)
+
+        def check_enum(v: Any) -> Any:
+            if v in values and type(v) is str:
+                return v
+            if type(v) is str:
+                raise FactError("fact.enum", f"{v!r} is not one of: " + ", ".join(spec.values))
+            return _null_or(spec, v)
+
+        return check_enum
+    if t == "list":
+        assert spec.items is not None
+        item = _compile(spec.items)
+
+        def check_list(v: Any) -> Any:
+            if type(v) is not list:
+                return _null_or(spec, v)
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item(x))
+                except FactError as exc:
+                    raise _prefix(exc, i) from None
+            return out
+
+        return check_list
+    return _compile_object(spec)
+
+
+def _compile_object(spec: FactField) -> Checker:
+    lookup = spec.lookup
+    reject = spec.additional == "reject"
+    checkers = {name: _compile(f) for name, f in spec.fields.items()}
+    defaults = [(n, f.default) for n, f in spec.fields.items() if f.has_default]
+    required = [n for n, f in spec.fields.items() if f.required]
+    required_if = [(n, f.required_if) for n, f in spec.fields.items() if f.required_if]
+
+    def check_object(data: Any) -> Any:
+        if type(data) is not dict:
+            return _null_or(spec, data)
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            name = lookup.get(key)
+            if name is None:
+                if reject:
+                    raise FactError("fact.unknown_field", "not a field of the schema", format_field((key,)))
+                continue
+            if name in out:
+                raise FactError("fact.duplicate_field", f"given twice (as {name!r} and an alias)", name)
+            try:
+                out[name] = checkers[name](value)
+            except FactError as exc:
+                raise _prefix(exc, name) from None
+        for name, default in defaults:
+            if name not in out:
+                out[name] = _clone(default)
+        for name in required:
+            if name not in out:
+                raise FactError("fact.required", "required field is missing", name)
+        for name, cond in required_if:
+            if out.get(cond) is True and out.get(name) in (None, ""):
+                raise FactError("fact.required", f"required when {cond} is true", name)
+        return out
+
+    return check_object
 
 
 class FactSchema:
@@ -146,7 +237,7 @@ class FactSchema:
 
     def __init__(self, root: FactField) -> None:
         self.root = root
-        self._plans: dict[int, _Plan] = {}
+        self._check = _compile_object(root)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root}
@@ -154,91 +245,14 @@ class FactSchema:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["root"])  # type: ignore[misc]
 
-    def _plan(self, spec: FactField) -> _Plan:
-        plan = self._plans.get(id(spec))
-        if plan is None:
-            plan = self._plans[id(spec)] = _Plan(spec)
-        return plan
-
     def validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
             raise FactError("fact.not_object", "a fact must be a JSON object")
-        return self._object(self.root, fact)
+        return self._check(fact)
 
-    def _object(self, spec: FactField, data: dict) -> dict:
-        plan = self._plan(spec)
-        out: dict[str, Any] = {}
-        lookup = plan.lookup
-        fields = plan.fields
-        fast = plan.fast
-        for key, value in data.items():
-            name = lookup.get(key)
-            if name is None:
-                if plan.reject:
-                    raise FactError("fact.unknown_field", "not a field of the schema", format_field((key,)))
-                continue
-            if name in out:
-                raise FactError("fact.duplicate_field", f"given twice (as {name!r} and an alias)", name)
-            if type(value) is fast.get(name):
-                out[name] = value
-                continue
-            try:
-                out[name] = self._value(fields[name], value)
-            except FactError as exc:
-                raise _prefix(exc, name) from None
-        for name, default in plan.defaults:
-            if name not in out:
-                out[name] = _clone(default)
-        for name in plan.required:
-            if name not in out:
-                raise FactError("fact.required", "required field is missing", name)
-        for name, cond in plan.required_if:
-            if out.get(cond) is True and out.get(name) in (None, ""):
-                raise FactError("fact.required", f"required when {cond} is true", name)
-        return out
-
-    def _value(self, spec: FactField, v: Any) -> Any:
-        if v is None:
-            if spec.nullable:
-                return None
-            raise FactError("fact.null", "must not be null")
-        t = spec.type
-        tv = type(v)
-        if t == "string":
-            if tv is str:
-                return v
-        elif t == "bool":
-            if tv is bool:
-                return v
-        elif t == "int":
-            if tv is int:
-                if -INT_LIMIT <= v < INT_LIMIT:
-                    return v
-                raise FactError("fact.range", "integer outside the 64-bit range")
-        elif t == "number":
-            if tv is int and not -INT_LIMIT <= v < INT_LIMIT:
-                raise FactError("fact.range", "integer outside the 64-bit range")
-            if tv is int or (tv is float and math.isfinite(v)):
-                return v
-        elif t == "enum":
-            if tv is str:
-                if v in spec.values:
-                    return v
-                raise FactError("fact.enum", f"{v!r} is not one of: " + ", ".join(spec.values))
-        elif t == "list":
-            if tv is list:
-                items = spec.items
-                assert items is not None
-                out = []
-                for i, x in enumerate(v):
-                    try:
-                        out.append(self._value(items, x))
-                    except FactError as exc:
-                        raise _prefix(exc, i) from None
-                return out
-        elif t == "object" and tv is dict:
-            return self._object(spec, v)
-        raise _type_error(spec, v, ())
+    def check_value(self, spec: FactField, value: Any) -> Any:
+        """Validate one value against a field (used to normalise defaults)."""
+        return _compile(spec)(value)
 
 
 def _clone(v: Any) -> Any:
