@@ -25,7 +25,7 @@ from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, Verdic
 from .diagnostics import Diagnostic, PolicyError
 from .model import FieldSpec, PackFile, RuleSpec, parse_file
 from .operators import OPERATORS, CheckError
-from .schema import FactField, FactSchema
+from .schema import FactField, FactSchema, can_be_absent
 from .simplify import QuantifierError, dnf_size, simplify, split_quantifiers
 from .source import SourceFile, read_pack
 from .templates import Template, parse_template
@@ -506,7 +506,7 @@ class _Checker:
             if a.op == "null" and arg and not fld.nullable:
                 self.err(a.loc, "condition.type", f"{a.field!r} is not nullable; null: true never holds")
                 return None
-            if a.op == "absent" and arg and not in_item and not _can_be_absent(self.root, path):
+            if a.op == "absent" and arg and not in_item and not can_be_absent(self.root, path):
                 self.err(
                     a.loc,
                     "condition.type",
@@ -514,16 +514,6 @@ class _Checker:
                 )
                 return None
         return dataclasses.replace(a, arg=arg, fld=fld, path=path, ref_path=ref_path, ref_fld=ref_fld)
-
-
-def _can_be_absent(scope: FactField, path: tuple[str, ...]) -> bool:
-    cur = scope
-    for i, name in enumerate(path):
-        f = cur.fields[name]
-        if f.may_be_absent or (i < len(path) - 1 and f.nullable):
-            return True
-        cur = f
-    return False
 
 
 def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) -> Template:
@@ -652,7 +642,7 @@ class _Lowerer:
         fld: FactField = a.fld
         if ls is None:
             key = self.slot(a.path, fld)
-            absent = _can_be_absent(self.root, a.path)
+            absent = can_be_absent(self.root, a.path)
         else:
             key = self.item_key(ls.path, a.path) if a.path else "$i"
             absent = bool(a.path)
@@ -670,7 +660,7 @@ class _Lowerer:
             if off:
                 value = {"$add" if off > 0 else "$sub": {"$l": {"$m": rkey}, "$r": abs(off)}}
             guards = [{"$neq": {key: None}}, {"$neq": {rkey: None}}]
-            missing += self.missing(rkey, _can_be_absent(self.root, a.ref_path), a.ref_fld.nullable)
+            missing += self.missing(rkey, can_be_absent(self.root, a.ref_path), a.ref_fld.nullable)
         pos, negc = op.lower(key, value)
         if not neg:
             return {"$and": [pos, *guards]} if guards else pos

@@ -11,7 +11,7 @@ from typing import Any
 from . import conditions as C
 from .compiler import CompileContext
 from .evaluator import Evaluator, Verdict
-from .interpret import evaluate
+from .interpret import evaluate, get_path
 from .schema import MISSING
 
 __all__ = ["Explanation", "explain", "render_pretty"]
@@ -21,15 +21,6 @@ Explanation = dict[str, Any]
 
 def _value(v: Any) -> Any:
     return "(absent)" if v is MISSING else v
-
-
-def _get(obj: Any, path: tuple[str, ...]) -> Any:
-    cur = obj
-    for p in path:
-        if type(cur) is not dict:
-            return MISSING
-        cur = cur.get(p, MISSING)
-    return cur
 
 
 def _truth(c: C.Cond, scope: Any) -> bool:
@@ -53,7 +44,7 @@ def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str
             out["note"] = f"none of {len(c.items)} alternatives" if want else f"all {len(c.items)} parts held"
         return out
     if isinstance(c, C.Quant):
-        seq = _get(scope, c.path)
+        seq = get_path(scope, c.path)
         items = seq if isinstance(seq, list) else []
         label = ".".join(c.path)
         if (c.kind == "some") == want:
@@ -81,14 +72,14 @@ def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str
     out = {
         "condition": c.text(),
         "field": field,
-        "actual": _value(_get(scope, c.path) if c.path else scope),
+        "actual": _value(get_path(scope, c.path) if c.path else scope),
         "wanted": ("" if want else "not ") + c.text(),
         "file": c.loc.file,
         "line": c.loc.line,
         "path": c.loc.path,
     }
     if c.ref_path is not None:
-        out["compared_to"] = {"field": ".".join(c.ref_path), "actual": _value(_get(fact, c.ref_path))}
+        out["compared_to"] = {"field": ".".join(c.ref_path), "actual": _value(get_path(fact, c.ref_path))}
     return out
 
 

@@ -21,12 +21,13 @@ from . import conditions as C
 from .operators import glob_to_regex
 from .schema import MISSING
 
-__all__ = ["AtomResult", "atoms_of", "evaluate", "glob_regex"]
+__all__ = ["AtomResult", "atoms_of", "evaluate", "get_path", "glob_regex"]
 
 AtomResult = tuple[C.Atom, bool]
 
 
-def _get(obj: Any, path: tuple[str, ...]) -> Any:
+def get_path(obj: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` through nested objects, or MISSING."""
     cur = obj
     for p in path:
         if type(cur) is not dict:
@@ -58,7 +59,7 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _atom(a: C.Atom, fact: dict[str, Any], scope: Any) -> bool:
-    v = _get(scope, a.path) if a.path else scope
+    v = get_path(scope, a.path) if a.path else scope
     op = a.op
     if op == "exists":
         return (v is not MISSING and v is not None) == a.arg
@@ -76,7 +77,7 @@ def _atom(a: C.Atom, fact: dict[str, Any], scope: Any) -> bool:
         return glob_regex(a.arg).match(v) is not None
     arg = a.arg
     if a.ref_path is not None:
-        r = _get(fact, a.ref_path)
+        r = get_path(fact, a.ref_path)
         if r is MISSING or r is None:
             return False
         off = a.arg.get("offset", 0)
@@ -102,7 +103,7 @@ def evaluate(
         if isinstance(c, C.AnyOf):
             return any([ev(i, scope) for i in c.items])
         if isinstance(c, C.Quant):
-            seq = _get(scope, c.path)
+            seq = get_path(scope, c.path)
             items = seq if isinstance(seq, list) else []
             results = [ev(c.where, x) for x in items]
             return any(results) if c.kind == "some" else all(results)

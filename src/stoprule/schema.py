@@ -12,7 +12,7 @@ from typing import Any
 
 from .diagnostics import FactError
 
-__all__ = ["MISSING", "FactField", "FactSchema", "format_field"]
+__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field"]
 
 
 class _Missing:
@@ -106,6 +106,18 @@ class FactField:
         if self.type == "enum":
             return "enum(" + ", ".join(self.values) + ")"
         return self.type
+
+
+def can_be_absent(scope: FactField, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` can be missing from a valid value of ``scope``: an optional step
+    without default, or a nullable object on the way (null parents drop their children)."""
+    cur = scope
+    for i, name in enumerate(path):
+        f = cur.fields[name]
+        if f.may_be_absent or (i < len(path) - 1 and f.nullable):
+            return True
+        cur = f
+    return False
 
 
 def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactError:

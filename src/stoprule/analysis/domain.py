@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import conditions as C
 from ..interpret import evaluate
-from ..schema import MISSING, FactField
+from ..schema import MISSING, FactField, can_be_absent
 from .formula import FALSE, TRUE, Store
 from .numeric import regions
 from .strings import AnalysisLimit, string_classes
@@ -327,20 +327,10 @@ def _num(c: Fraction) -> str:
     return str(number_value(c))
 
 
-def _can_be_missing(root: FactField, path: Path) -> bool:
-    cur = root
-    for i, name in enumerate(path):
-        f = cur.fields[name]
-        if f.may_be_absent or (i < len(path) - 1 and f.nullable):
-            return True
-        cur = f
-    return False
-
-
 def _statuses(root: FactField, path: Path) -> list[Any]:
     f = field_at(root, path)
     out: list[Any] = []
-    if _can_be_missing(root, path):
+    if can_be_absent(root, path):
         out.append(MISSING)
     if f.nullable:
         out.append(None)
