@@ -112,8 +112,8 @@ def glob_tokens(pattern: str) -> list[tuple[str, str]]:
     return out
 
 
-def glob_to_lua(pattern: str) -> str:
-    """Translate a glob to the engine's ``$mt`` pattern (Lua-style, whole-string)."""
+def _translate(pattern: str, literal: Callable[[str], str], class_body: Callable[[str], str]) -> str:
+    """Glob tokens to a pattern where ``.`` is any character and ``.*`` any run."""
     out = []
     for kind, text in glob_tokens(pattern):
         if kind == "star":
@@ -122,31 +122,27 @@ def glob_to_lua(pattern: str) -> str:
             out.append(".")
         elif kind == "class":
             neg = text.startswith("!")
-            body = text[1:] if neg else text
-            chars = "".join(("%" + ch) if ch in "%[" else ch for ch in body)
-            out.append("[" + ("^" if neg else "") + chars + "]")
+            out.append("[" + ("^" if neg else "") + class_body(text[1:] if neg else text) + "]")
         else:
-            out.append(("%" + text) if text in _LUA_MAGIC else text)
+            out.append(literal(text))
     return "".join(out)
+
+
+def glob_to_lua(pattern: str) -> str:
+    """Translate a glob to the engine's ``$mt`` pattern (Lua-style, whole-string)."""
+    return _translate(
+        pattern,
+        lambda ch: ("%" + ch) if ch in _LUA_MAGIC else ch,
+        lambda body: "".join(("%" + ch) if ch in "%[" else ch for ch in body),
+    )
 
 
 def glob_to_regex(pattern: str) -> str:
     """The same glob as a Python regular expression (for analysis tools)."""
     import re
 
-    out = []
-    for kind, text in glob_tokens(pattern):
-        if kind == "star":
-            out.append(".*")
-        elif kind == "one":
-            out.append(".")
-        elif kind == "class":
-            neg = text.startswith("!")
-            body = text[1:] if neg else text
-            out.append("[" + ("^" if neg else "") + body.replace("\\", "\\\\").replace("]", "\\]") + "]")
-        else:
-            out.append(re.escape(text))
-    return "(?s:" + "".join(out) + r")\Z"
+    body = _translate(pattern, re.escape, lambda b: b.replace("\\", "\\\\").replace("]", "\\]"))
+    return "(?s:" + body + r")\Z"
 
 
 def _cmp(op: str, inverse: str) -> Callable[[str, Any], tuple[Json, Json]]:
