@@ -13,21 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger_facts import CONTINUITY, ESCAPE, FAILED, FIXED, OK, REVIEW
 from stoprule.ledger import Ledger, Recorder, keys, tokens
 
-OK = {"status": "implemented"}
-CONTINUITY = {
-    "taskState": "complete",
-    "nextTaskKnown": True,
-    "sameApprovedPlan": True,
-    "taskBoundaryStop": True,
-    "planId": "P",
-    "nextTaskId": "T2",
-}
-FIXED = {**CONTINUITY, "dispatchReceipt": {"planId": "P", "taskId": "T2", "boundAt": "2025-01-01T00:00:00Z"}}
-ESCAPE = {"status": "partial", "turn": 8, "max_turns": 10}
-REVIEW = {"status": "blocked", "task_id": "T7"}
-FAILED = {"status": "failed"}
 LEDGER_KEYS = ["run", "node", "parent", "kind", "retryable", "attempt"]
 
 

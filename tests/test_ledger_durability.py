@@ -21,21 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule.cli.main import run as cli_run
 from stoprule.ledger import Ledger, Recorder, keys, verify
 from stoprule.ledger.record import fact_identity
-
-OK = {"status": "implemented"}
-CONTINUITY = {
-    "taskState": "complete",
-    "nextTaskKnown": True,
-    "sameApprovedPlan": True,
-    "taskBoundaryStop": True,
-    "planId": "P",
-    "nextTaskId": "T2",
-}
-FIXED = {**CONTINUITY, "dispatchReceipt": {"planId": "P", "taskId": "T2", "boundAt": "2025-01-01T00:00:00Z"}}
-REVIEW = {"status": "blocked", "task_id": "T7"}
 
 
 def popen(args: list[str], tmp_path: Path, stdin: str | None = None) -> subprocess.Popen:
@@ -260,6 +249,8 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
                     out = rec.retry(run, out.token, pick.choice([CONTINUITY, FIXED]))
 
     def rotate_writer() -> int:
+        if not db.exists():  # nothing to rotate yet (`keys rotate` refuses a missing ledger: exit 2)
+            return 0
         sink = io.StringIO()
         return cli_run(["keys", "rotate", "--ledger", str(db)], io.BytesIO(), sink, sink)
 

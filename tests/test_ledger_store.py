@@ -11,25 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from ledger_facts import CONTINUITY, ESCAPE, FAILED, OK, REVIEW
 from stoprule import Evaluator, load_policy
 from stoprule.evaluator import Match, Verdict
 from stoprule.ledger import Ledger, LedgerError, Recorder, verify
 from stoprule.ledger.events import GENESIS, MAX_MATCHED, canonical, digest, link, truncate_matched, validation_event
 from stoprule.ledger.schema import APPLICATION_ID
 from stoprule.ledger.store import BUSY_TIMEOUT, SYNCHRONOUS
-
-OK = {"status": "implemented"}
-CONTINUITY = {  # continuity_failure: retryable in the default pack
-    "taskState": "complete",
-    "nextTaskKnown": True,
-    "sameApprovedPlan": True,
-    "taskBoundaryStop": True,
-    "planId": "P",
-    "nextTaskId": "T2",
-}
-ESCAPE = {"status": "partial", "turn": 8, "max_turns": 10}  # escape_hatch: retryable
-REVIEW = {"status": "blocked", "task_id": "T7"}  # user_review: terminal
-FAILED = {"status": "failed"}  # failed: terminal
 
 
 @pytest.fixture

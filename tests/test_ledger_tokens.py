@@ -9,22 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule import Evaluator
 from stoprule.diagnostics import FactError
 from stoprule.ledger import Ledger, LedgerError, Recorder, TokenError, keys, tokens, verify
 from stoprule.ledger.keys import KeyRing
-
-OK = {"status": "implemented"}
-CONTINUITY = {
-    "taskState": "complete",
-    "nextTaskKnown": True,
-    "sameApprovedPlan": True,
-    "taskBoundaryStop": True,
-    "planId": "P",
-    "nextTaskId": "T2",
-}
-FIXED = {**CONTINUITY, "dispatchReceipt": {"planId": "P", "taskId": "T2", "boundAt": "2025-01-01T00:00:00Z"}}
-REVIEW = {"status": "blocked", "task_id": "T7"}
 
 
 @pytest.fixture
