@@ -5,15 +5,19 @@ No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
+from .records import record
 from .schema import FactSchema
 from .templates import Template
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta"]
 
 
-class Slot(NamedTuple):
+@record
+class Slot:
     """A scalar the rules read: projected under ``key`` from ``path`` (object steps).
 
     ``marker``: the field is an object or list and only its presence is read
@@ -25,7 +29,8 @@ class Slot(NamedTuple):
     marker: bool = False
 
 
-class ListSlot(NamedTuple):
+@record
+class ListSlot:
     """A list the rules quantify over: items under ``key``, length under ``len_key``.
 
     ``scalar``: items are projected as they are; otherwise each item is projected
@@ -40,7 +45,8 @@ class ListSlot(NamedTuple):
     items: bool = True
 
 
-class VerdictMeta(NamedTuple):
+@record
+class VerdictMeta:
     name: str
     ok: bool
     stop: str
@@ -49,7 +55,8 @@ class VerdictMeta(NamedTuple):
     description: str | None = None
 
 
-class RuleMeta(NamedTuple):
+@record
+class RuleMeta:
     id: str
     index: int
     priority: int
@@ -62,7 +69,8 @@ class RuleMeta(NamedTuple):
     engine_name: str
 
 
-class StopMeta(NamedTuple):
+@record
+class StopMeta:
     id: str
     description: str
     file: str
@@ -70,7 +78,8 @@ class StopMeta(NamedTuple):
     engine_name: str
 
 
-class CompiledPolicy(NamedTuple):
+@record
+class CompiledPolicy:
     name: str
     digest: str
     files: tuple[str, ...]

@@ -7,14 +7,15 @@ StopruleError
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from .records import record
 
 __all__ = ["MAX_DIAGNOSTICS", "Diagnostic", "FactError", "PolicyError", "StopruleError"]
 
 MAX_DIAGNOSTICS = 50
 
 
-class Diagnostic(NamedTuple):
+@record
+class Diagnostic:
     """One thing wrong with a policy pack, at a source location (sorts by location)."""
 
     file: str

@@ -10,11 +10,14 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import durable_rules_engine as _dre
 
 __all__ = ["Engine", "check_rulesets"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # UTF-8 as is: the engine does not decode \u escapes before matching patterns
 _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode

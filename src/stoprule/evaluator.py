@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, NamedTuple
 
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot
 from .diagnostics import FactError
 from .engine import Engine
+from .records import record
 from .schema import MISSING
 from .templates import render
 
 __all__ = ["Evaluator", "Match", "Verdict"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
-class Match(NamedTuple):
+
+@record
+class Match:
     rule: str
     verdict: str
     reason: str
@@ -23,7 +28,8 @@ class Match(NamedTuple):
         return {"rule": self.rule, "verdict": self.verdict, "reason": self.reason}
 
 
-class Verdict(NamedTuple):
+@record
+class Verdict:
     """The decision for one fact; ``matched`` lists every matching rule, winner first."""
 
     ok: bool

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from .diagnostics import FactError
 
 __all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Checker = Callable[[Any], Any]
 
 
 class _Missing:
@@ -134,9 +139,6 @@ def _prefix(exc: FactError, step: str | int) -> FactError:
     """Put ``step`` in front of the error's field path (errors are built innermost first)."""
     exc.field = format_field((step,)) + ("" if not exc.field else exc.field if exc.field[0] == "[" else "." + exc.field)
     return exc
-
-
-Checker = Callable[[Any], Any]
 
 
 def _null_or(spec: FactField, v: Any) -> None:

@@ -9,9 +9,12 @@ literal braces.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 __all__ = ["Template", "parse_template", "render"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Template = tuple[str | tuple[str, tuple[str, ...], str | None], ...]
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Any
 
 from ..diagnostics import FactError, PolicyError
 from ..evaluator import Verdict
 from ..schema import MAX_DEPTH, check_depth
 
 __all__ = ["MAX_FACT_BYTES", "add_arguments", "eval_command", "parse_facts", "read_input", "run"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact

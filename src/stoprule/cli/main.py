@@ -11,9 +11,12 @@ import argparse
 import importlib
 import os
 import sys
-from typing import IO
 
 __all__ = ["COMMANDS", "main", "run"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
