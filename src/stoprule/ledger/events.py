@@ -34,17 +34,8 @@ EVENT_TYPE = "validation_performed"
 GENESIS = "sha256:" + "0" * 64
 MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stored
 
-_VERDICT_FIELDS = (
-    "ok",
-    "verdict",
-    "reason",
-    "rule",
-    "stop",
-    "message",
-    "requires_user_review",
-    "review_reason",
-    "high_risk_stop",
-)
+# the envelope's decision fields; matched rules and the policy digest are stored beside them
+_VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy"))
 
 
 def canonical(value: Any) -> str:
