@@ -36,6 +36,7 @@ __all__ = [
     "Not",
     "Quant",
     "Ref",
+    "children",
     "cond_text",
     "parse_condition",
 ]
@@ -89,6 +90,17 @@ def _lit(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return "null" if v is None else str(v)
+
+
+def children(c: Cond) -> tuple[Cond, ...]:
+    """The direct sub-conditions of ``c`` (a quantifier's is its ``where``)."""
+    if isinstance(c, (AllOf, AnyOf)):
+        return c.items
+    if isinstance(c, Not):
+        return (c.item,)
+    if isinstance(c, Quant):
+        return (c.where,)
+    return ()
 
 
 def cond_text(c: Cond) -> str:

@@ -123,13 +123,8 @@ def atoms_of(cond: C.Cond) -> list[C.Atom]:
     def walk(c: C.Cond) -> None:
         if isinstance(c, C.Atom):
             out.append(c)
-        elif isinstance(c, C.Not):
-            walk(c.item)
-        elif isinstance(c, (C.AllOf, C.AnyOf)):
-            for i in c.items:
-                walk(i)
-        elif isinstance(c, C.Quant):
-            walk(c.where)
+        for child in C.children(c):
+            walk(child)
 
     walk(cond)
     return out

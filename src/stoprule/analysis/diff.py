@@ -64,6 +64,12 @@ def _spec(f: FactField) -> tuple:
     return (f.type, f.required, f.nullable, f.has_default, repr(f.default), f.values, f.required_if, f.additional)
 
 
+def _like(f: FactField, **changes: Any) -> FactField:
+    """A copy of ``f`` with some attributes replaced."""
+    state = {k: getattr(f, k) for k in FactField.__slots__ if k != "lookup"}
+    return FactField(**{**state, **changes})
+
+
 def union_schema(a: FactField, b: FactField, path: str = "", notes: list[str] | None = None) -> FactField:
     """A schema with every field of both (the newer spec where both declare one); differences noted."""
     notes = notes if notes is not None else []
@@ -71,18 +77,7 @@ def union_schema(a: FactField, b: FactField, path: str = "", notes: list[str] | 
     if _spec(a) != _spec(b):
         notes.append(f"{where}: {a.describe()} -> {b.describe()} (attributes differ; the new schema is used)")
     if a.type == b.type == "list" and a.items is not None and b.items is not None:
-        items = union_schema(a.items, b.items, f"{path}[]", notes)
-        return FactField(
-            b.name,
-            "list",
-            required=b.required,
-            nullable=b.nullable,
-            has_default=b.has_default,
-            default=b.default,
-            aliases=b.aliases,
-            items=items,
-            required_if=b.required_if,
-        )
+        return _like(b, items=union_schema(a.items, b.items, f"{path}[]", notes))
     if a.type != "object" or b.type != "object":
         return b
     fields: dict[str, FactField] = {}
@@ -96,18 +91,7 @@ def union_schema(a: FactField, b: FactField, path: str = "", notes: list[str] | 
             fields[name] = b.fields[name]
         else:
             fields[name] = union_schema(a.fields[name], b.fields[name], sub, notes)
-    return FactField(
-        b.name,
-        "object",
-        required=b.required,
-        nullable=b.nullable,
-        has_default=b.has_default,
-        default=b.default,
-        aliases=b.aliases,
-        fields=fields,
-        required_if=b.required_if,
-        additional=b.additional,
-    )
+    return _like(b, fields=fields)
 
 
 class _Side:

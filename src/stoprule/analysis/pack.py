@@ -173,13 +173,8 @@ def references(ctx: CompileContext) -> Refs:
                 walk(parsed_named[c.name])
         elif isinstance(c, C.Atom) and c.op in ("in", "not_in") and isinstance(c.arg, str):
             refs.sets.add(c.arg)
-        elif isinstance(c, C.Not):
-            walk(c.item)
-        elif isinstance(c, (C.AllOf, C.AnyOf)):
-            for i in c.items:
-                walk(i)
-        elif isinstance(c, C.Quant):
-            walk(c.where)
+        for child in C.children(c):
+            walk(child)
 
     for rule in ctx.rules:
         walk(C.parse_condition(rule.src, rule.spec.when, (*rule.path, "when"), diags))
