@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from stoprule import Evaluator, FactError, PolicyError, load_policy
+from stoprule import Evaluator, NoRuleMatched, PolicyError, load_policy
 from stoprule.analysis import audit_pack
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.numeric import regions
-from stoprule.analysis.pack import outcome_of
+from stoprule.analysis.queries import outcome_of
 from stoprule.analysis.strings import string_classes
 from stoprule.compiler import compile_pack
-from stoprule.interpret import glob_regex
+from stoprule.operators import glob_regex
 from test_engine_vs_interpreter import random_fact
 
 RunCli = Callable[..., subprocess.CompletedProcess]
@@ -58,7 +58,7 @@ def line_of(pack: Path, name: str, needle: str) -> str:
 
 def audit(pack: Path) -> dict[str, Any]:
     ctx = compile_pack(pack)
-    report = audit_pack(ctx).to_dict()
+    report = audit_pack(ctx.checked).to_dict()
     assert ctx.compiled is not None
     ev = Evaluator(ctx.compiled)
     check_examples(ev, report)
@@ -79,7 +79,7 @@ def random_facts_agree(ev: Evaluator, report: dict[str, Any], n: int) -> None:
         fact = random_fact(rng)
         try:
             v = ev.evaluate(fact)
-        except FactError as exc:
+        except NoRuleMatched as exc:
             assert exc.code == "policy.no_rule" and gaps, (exc, fact)
             continue
         assert (v.rule, v.verdict, v.reason) in can_win, fact
@@ -95,7 +95,7 @@ def check_examples(ev: Evaluator, report: dict[str, Any]) -> None:
         assert v.rule in {r["rule"] for r in row["rules"]}
     for f in report["findings"]:
         if f["kind"] == "gap":
-            with pytest.raises(FactError) as err:
+            with pytest.raises(NoRuleMatched) as err:
                 ev.evaluate(f["example"])
             assert err.value.code == "policy.no_rule", f
         elif f["kind"] == "conflict":
@@ -121,13 +121,13 @@ def test_default_pack_has_no_gap_conflict_or_dead_rule(default_pack: Path) -> No
     report = audit(default_pack)
     assert not {"gap", "conflict", "dead_rule", "unsatisfiable"} & set(kinds(report)), report["findings"]
     won = {r["rule"] for row in report["verdict_map"] for r in row["rules"]}
-    assert won == {r.id for r in compile_pack(default_pack).rules}  # every rule wins somewhere
+    assert won == {r.id for r in compile_pack(default_pack).checked.rules}  # every rule wins somewhere
     assert abs(sum(row["share"] for row in report["verdict_map"]) - 1) < 1e-3
     assert report["seconds"] < 10
 
 
 def test_random_facts_land_only_where_the_audit_says(default_pack: Path) -> None:
-    report = audit_pack(compile_pack(default_pack)).to_dict()
+    report = audit_pack(compile_pack(default_pack).checked).to_dict()
     assert all(row["verdict"] is not None for row in report["verdict_map"])  # the audit says: no gap
     random_facts_agree(load_policy(default_pack, cache=False), report, 3000)
 
@@ -496,12 +496,12 @@ def test_random_packs(tmp_path: Path) -> None:
         d.mkdir()
         (d / "p.yaml").write_text(random_pack(rng))
         try:
-            ctx = compile_pack(d)
+            ctx = compile_pack(d).checked
         except PolicyError:
             continue  # e.g. a negated glob, which the engine cannot evaluate
-        assert ctx.schema is not None
+        assert ctx is not None
         report = audit_pack(ctx).to_dict()
-        labels = {r.id: (r.spec.verdict, r.spec.reason) for r in ctx.rules}
+        labels = {r.id: (r.verdict, r.reason) for r in ctx.rules}
 
         def winner(fact: dict[str, Any]) -> str | None:
             top = outcome_of(ctx.rules, ctx.schema.validate(fact))  # noqa: B023

@@ -49,7 +49,7 @@ def one(proc: subprocess.CompletedProcess) -> dict:
 
 @pytest.fixture(scope="module")
 def default_digest(default_pack: Path) -> str:
-    return compile_pack(default_pack).digest
+    return compile_pack(default_pack).checked.digest
 
 
 # ---------------------------------------------------------------- exit codes 0 and 1
@@ -353,7 +353,7 @@ def test_policy_flag_beats_env_and_cwd(run_cli, packs: dict[str, Path]) -> None:
         cwd=packs["work"],
     )
     assert winner_message(proc) == "pack=flag"
-    assert one(proc)["policy"] == compile_pack(packs["flag"]).digest
+    assert one(proc)["policy"] == compile_pack(packs["flag"]).checked.digest
 
 
 def test_env_beats_cwd(run_cli, packs: dict[str, Path]) -> None:
@@ -380,7 +380,7 @@ def test_bundled_pack_when_nothing_else(run_cli, tmp_path: Path, default_digest:
 def test_check_follows_the_same_selection(run_cli, packs: dict[str, Path]) -> None:
     proc = run_cli("check", "--format", "json", env={"STOPRULE_POLICY": str(packs["env"])}, cwd=packs["work"])
     assert proc.returncode == 0
-    assert json.loads(proc.stdout)["digest"] == compile_pack(packs["env"]).digest
+    assert json.loads(proc.stdout)["digest"] == compile_pack(packs["env"]).checked.digest
 
 
 # ---------------------------------------------------------------- version, broken pack, shell

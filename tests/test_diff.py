@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from stoprule import Evaluator, FactError, PolicyError, load_policy
+from stoprule import Evaluator, NoRuleMatched, PolicyError, load_policy
 from stoprule.analysis import diff_packs
-from stoprule.analysis.pack import outcome_of
+from stoprule.analysis.queries import outcome_of
 from stoprule.compiler import compile_pack
 from test_audit import random_cond, random_pack, random_small_fact
 
@@ -50,14 +50,14 @@ def outcome(pack: Path, fact: dict[str, Any], engines: dict[Path, Evaluator]) ->
         engines[pack] = load_policy(pack, cache=False)
     try:
         v = engines[pack].evaluate(fact)
-    except FactError as exc:
+    except NoRuleMatched as exc:
         assert exc.code == "policy.no_rule", exc
         return None
     return (v.verdict, v.reason, v.rule)
 
 
 def diff(old: Path, new: Path) -> dict[str, Any]:
-    report = diff_packs(compile_pack(old), compile_pack(new)).to_dict()
+    report = diff_packs(compile_pack(old).checked, compile_pack(new).checked).to_dict()
     engines: dict[Path, Evaluator] = {}
     for c in report["changes"]:  # every example, on both packs, with the real engine
         want_old = (c["old"]["verdict"], c["old"]["reason"]) if c["old"] else None
@@ -211,14 +211,14 @@ def test_random_pack_pairs(tmp_path: Path) -> None:
         (tmp_path / f"a{seed}" / "p.yaml").write_text(text)
         (tmp_path / f"b{seed}" / "p.yaml").write_text("\n".join(lines))
         try:
-            a, b = compile_pack(tmp_path / f"a{seed}"), compile_pack(tmp_path / f"b{seed}")
+            a, b = compile_pack(tmp_path / f"a{seed}").checked, compile_pack(tmp_path / f"b{seed}").checked
         except PolicyError:
             continue
         report = diff_packs(a, b).to_dict()
 
         def label(ctx: Any, fact: dict[str, Any]) -> tuple[str, str] | None:
             top = outcome_of(ctx.rules, ctx.schema.validate(fact))
-            return (ctx.rules[top[0]].spec.verdict, ctx.rules[top[0]].spec.reason) if top else None
+            return (ctx.rules[top[0]].verdict, ctx.rules[top[0]].reason) if top else None
 
         groups = {
             (tuple(c["old"].values()) if c["old"] else None, tuple(c["new"].values()) if c["new"] else None): c

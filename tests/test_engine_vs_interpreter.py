@@ -112,13 +112,13 @@ def test_engine_matches_reference_semantics(compiled_ctx) -> None:  # noqa: ANN0
     for _ in range(4000):
         fact = ev.validate(random_fact(rng))
         engine = {r.id for r in ev.matched_rules(fact)}
-        reference = {r.id for r in ctx.rules if evaluate(r.cond, fact)}
+        reference = {r.id for r in ctx.checked.rules if evaluate(r.when, fact)}
         assert engine == reference, fact
-        stops = [s.name for s in ctx.stops if evaluate(s.value[1], fact)]
+        stops = [s.id for s in ctx.checked.stops if evaluate(s.when, fact)]
         assert ev.evaluate(fact).high_risk_stop == (stops[0] if stops else None), fact
         seen_rules |= engine
     # the generator reaches every rule, so the comparison above is not vacuous
-    assert seen_rules == {r.id for r in ctx.rules}
+    assert seen_rules == {r.id for r in ctx.checked.rules}
 
 
 GLOB_PACK = """
@@ -187,5 +187,5 @@ def test_glob_engine_agrees_with_reference(tmp_path: Path, name: str) -> None:
     ev = Evaluator(ctx.compiled)
     fact = ev.validate({"name": name, "tags": [name + "-1", "q"]})
     engine = {r.id for r in ev.matched_rules(fact)}
-    reference = {r.id for r in ctx.rules if evaluate(r.cond, fact)}
+    reference = {r.id for r in ctx.checked.rules if evaluate(r.when, fact)}
     assert engine == reference

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from stoprule.analysis.explain import explain, render_pretty
 from stoprule.compiler import compile_pack
 from stoprule.evaluator import Evaluator
-from stoprule.explain import explain, render_pretty
 from test_engine_vs_interpreter import random_fact
 
 BOUNDARY = {
@@ -36,7 +36,7 @@ def _by_rule(exp: dict) -> dict[str, dict]:
 
 
 def test_winner_losers_and_failed_conditions(ctx) -> None:  # noqa: ANN001
-    verdict, exp = explain(ctx, Evaluator(ctx.compiled), BOUNDARY)
+    verdict, exp = explain(ctx.checked, Evaluator(ctx.compiled), BOUNDARY)
     rules = _by_rule(exp)
     assert verdict.reason == "missing_auto_next_dispatch"
     assert rules["continuity.auto_next_obligation"]["status"] == "won"
@@ -49,7 +49,7 @@ def test_winner_losers_and_failed_conditions(ctx) -> None:  # noqa: ANN001
     blocked = rules["review.agent_blocked"]["failed"]
     assert blocked["condition"] == "status eq blocked"
     assert blocked["actual"] == "(absent)"
-    lines = (Path(ctx.root) / "review.yaml").read_text().splitlines()
+    lines = (Path(ctx.checked.root) / "review.yaml").read_text().splitlines()
     assert (blocked["file"], blocked["line"]) == ("review.yaml", lines.index("    when: {status: blocked}") + 1)
     # the escape hatch rules fail on the named condition, located where it is declared
     hatch = rules["escape_hatch.blocked_report_required"]["failed"]
@@ -59,7 +59,7 @@ def test_winner_losers_and_failed_conditions(ctx) -> None:  # noqa: ANN001
 
 def test_failed_value_is_the_facts_value(ctx) -> None:  # noqa: ANN001
     fact = {**BOUNDARY, "replyClosureState": "waiting_user"}
-    _, exp = explain(ctx, Evaluator(ctx.compiled), fact)
+    _, exp = explain(ctx.checked, Evaluator(ctx.compiled), fact)
     failed = _by_rule(exp)["continuity.auto_next_obligation"]["failed"]
     assert failed["field"] == "replyClosureState"
     assert failed["actual"] == "waiting_user"
@@ -78,7 +78,7 @@ def test_list_element_culprit_names_the_element(ctx) -> None:  # noqa: ANN001
             "human_action_required": "h",
         },
     }
-    _, exp = explain(ctx, Evaluator(ctx.compiled), fact)
+    _, exp = explain(ctx.checked, Evaluator(ctx.compiled), fact)
     failed = _by_rule(exp)["escape_hatch.report_unknown_category"]["failed"]
     assert failed["field"] == "blocked_report.blocking_issues"
     assert "none matching" in failed["actual"]
@@ -89,7 +89,7 @@ def test_explanations_agree_with_the_engine_on_random_facts(ctx) -> None:  # noq
     rng = random.Random(7)
     for _ in range(300):
         fact = random_fact(rng)
-        verdict, exp = explain(ctx, ev, fact)
+        verdict, exp = explain(ctx.checked, ev, fact)
         matched = {m.rule for m in verdict.matched}
         statuses = _by_rule(exp)
         assert {r for r, e in statuses.items() if e["status"] in ("won", "matched")} == matched

@@ -12,7 +12,7 @@ import yaml
 
 from stoprule import FactError, load_policy
 from stoprule.cases import load_cases
-from stoprule.schemas import fact_json_schema, policy_json_schema
+from stoprule.schema_export import fact_json_schema, policy_json_schema
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from stoprule.analysis.coverage import Coverage, Observation, compute_coverage
 from stoprule.cases import load_cases
 from stoprule.compiler import compile_pack
-from stoprule.coverage import Coverage, Observation, compute_coverage
 from stoprule.evaluator import Evaluator
 
 # Conditions of the default pack that no pair of valid facts can show independent (see docs/testing.md).
@@ -336,7 +336,7 @@ def _coverage(pack: Path, facts: list[dict]) -> Coverage:
     assert ctx.compiled is not None
     ev = Evaluator(ctx.compiled)
     obs = [Observation(f"f{i}", ev.validate(f), ev.evaluate(f)) for i, f in enumerate(facts)]
-    return compute_coverage(ctx, obs)
+    return compute_coverage(ctx.checked, obs)
 
 
 def _conds(cov: Coverage) -> dict[str, tuple[str | None, str]]:

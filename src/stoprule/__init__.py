@@ -11,15 +11,26 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .diagnostics import Diagnostic, FactError, PolicyError, StopruleError
+from .diagnostics import (
+    AnalysisLimit,
+    Diagnostic,
+    EvaluationError,
+    FactError,
+    NoRuleMatched,
+    PolicyError,
+    StopruleError,
+)
 from .evaluator import Evaluator, Match, Verdict
 from .packs import bundled_pack, compile_policy, load_policy, select_pack
 
 __all__ = [
+    "AnalysisLimit",
     "Diagnostic",
+    "EvaluationError",
     "Evaluator",
     "FactError",
     "Match",
+    "NoRuleMatched",
     "PolicyError",
     "StopruleError",
     "Verdict",

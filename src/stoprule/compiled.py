@@ -5,8 +5,8 @@ No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
 
 from __future__ import annotations
 
+from .factschema import FactSchema
 from .records import record
-from .schema import FactSchema
 from .templates import Template
 
 TYPE_CHECKING = False

@@ -1,13 +1,15 @@
-"""Compile a pack into durable_rules rulesets: a list of named stages.
+"""Compile a pack: a list of named stages.
 
     load       read YAML with locations, validate each file's structure, merge sections
     resolve    named conditions, sets, high-risk stops and verdicts by name; cycles
-    typecheck  fields, operators and literals against the fact schema; templates
-    lower      conditions -> durable_rules JSON over a projected fact
-    build      chunk into rulesets and create them in the engine
+    typecheck  fields, operators and literals against the fact schema; templates;
+               emits the immutable :class:`~stoprule.checked.CheckedPolicy`
+    lower      conditions -> durable_rules JSON over a projected fact (:mod:`.lowering`)
+    build      chunk into rulesets and create them in the engine (:mod:`.lowering`)
 
 The compiler stops after the first stage that reports a diagnostic; ``until=``
-runs it up to (and including) one stage.
+runs it up to (and including) one stage. Its working state (``_Context``) is
+private: consumers read the checked policy and the compiled policy.
 """
 
 from __future__ import annotations
@@ -18,41 +20,54 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import conditions as C
-from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
+from .checked import (
+    CheckedPolicy,
+    CheckedRule,
+    CheckedSet,
+    CheckedStop,
+    CheckedVerdict,
+    FieldPath,
+    NamedCondition,
+)
+from .compiled import CompiledPolicy
 from .diagnostics import Diagnostic, PolicyError
-from .model import FieldSpec, PackFile, RuleSpec, parse_file
+from .factschema import FactField, FactSchema, can_be_absent
+from .lowering import RULES_PER_RULESET, build_policy, lower_policy
 from .operators import OPERATORS, CheckError
-from .schema import FactField, FactSchema, can_be_absent
-from .simplify import QuantifierError, dnf_size, simplify, split_quantifiers
-from .source import SourceFile, read_pack
+from .source import SourceFile, format_path, read_pack
+from .spec import FieldSpec, PackFile, RuleSpec, parse_file
 from .templates import Template, parse_template
 
-__all__ = ["STAGES", "CompileContext", "compile_pack"]
+__all__ = ["RULES_PER_RULESET", "STAGES", "Compilation", "check_pack", "compile_pack"]
 
-RULES_PER_RULESET = 64
-ENGINE_PRI_MAX = 65535
-MAX_DNF = 4096
-Json = dict[str, Any]
+
+class Compilation(NamedTuple):
+    """What :func:`compile_pack` produced: the checked policy (after ``typecheck``) and the
+    compiled policy (after ``build``); None for stages not run."""
+
+    checked: CheckedPolicy | None
+    compiled: CompiledPolicy | None
 
 
 @dataclass
-class Decl:
-    """Something declared in a pack, with where it was declared."""
+class _Decl:
+    """Something declared in a pack, with where it was declared (compiler-internal)."""
 
     name: str
     src: SourceFile
     path: tuple
     value: Any = None
+    cond: C.Cond | None = None  # resolved, then checked, condition (stops, named conditions)
 
-    def diag(self, code: str, msg: str, sub: tuple = ()) -> Diagnostic:
-        return self.src.diag((*self.path, *sub), code, msg)
+    def loc(self, sub: tuple = ()) -> C.Loc:
+        return _loc(self.src, (*self.path, *sub))
 
 
 @dataclass
-class RuleDecl:
+class _RuleDecl:
     id: str
     spec: RuleSpec
     src: SourceFile
@@ -63,32 +78,35 @@ class RuleDecl:
 
 
 @dataclass
-class CompileContext:
+class _Context:
     root: Path
     diags: list[Diagnostic] = field(default_factory=list)
     files: list[tuple[SourceFile, PackFile]] = field(default_factory=list)
-    raw_key: str = ""
     digest: str = ""
     name: str = ""
     schema: FactSchema | None = None
-    schema_decl: Decl | None = None
-    sets: dict[str, Decl] = field(default_factory=dict)
-    conditions: dict[str, Decl] = field(default_factory=dict)
-    verdicts: dict[str, Decl] = field(default_factory=dict)
-    stops: list[Decl] = field(default_factory=list)
-    rules: list[RuleDecl] = field(default_factory=list)
+    schema_decl: _Decl | None = None
+    field_locs: dict[FieldPath, C.Loc] = field(default_factory=dict)
+    sets: dict[str, _Decl] = field(default_factory=dict)
+    conditions: dict[str, _Decl] = field(default_factory=dict)
+    verdicts: dict[str, _Decl] = field(default_factory=dict)
+    stops: list[_Decl] = field(default_factory=list)
+    rules: list[_RuleDecl] = field(default_factory=list)
     declarations: dict[str, Any] = field(default_factory=dict)
-    named: dict[str, C.Cond] = field(default_factory=dict)
-    lowered: list[tuple[str, Json]] = field(default_factory=list)
-    slots: dict[tuple[str, ...], Slot] = field(default_factory=dict)
-    lists: dict[tuple[str, ...], ListSlot] = field(default_factory=dict)
+    checked: CheckedPolicy | None = None
+    lowered: Any = None
     compiled: CompiledPolicy | None = None
+
+
+def _loc(src: SourceFile, path: tuple) -> C.Loc:
+    line, col = src.where(path)
+    return C.Loc(src.name, line, col, format_path(path))
 
 
 # ---------------------------------------------------------------- load
 
 
-def _build_field(name: str, spec: FieldSpec, decl: Decl, path: tuple, diags: list, item: bool = False) -> FactField:
+def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: list, item: bool = False) -> FactField:
     def err(code: str, msg: str, sub: tuple = ()) -> None:
         diags.append(decl.src.diag((*path, *sub), code, msg))
 
@@ -168,9 +186,8 @@ def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple, diag
             _check_object(f, dict.fromkeys(f.fields, src), (*path, name, "fields"), diags)
 
 
-def stage_load(ctx: CompileContext) -> None:
+def stage_load(ctx: _Context) -> None:
     source = read_pack(ctx.root, ctx.diags)
-    ctx.raw_key = source.raw_key
     for src in source.files:
         if src.data is None:
             continue
@@ -192,7 +209,7 @@ def stage_load(ctx: CompileContext) -> None:
         if pf.pack is not None:
             ctx.name = pf.pack.name
         if pf.fact_schema is not None:
-            decl = Decl("schema", src, ("schema",))
+            decl = _Decl("schema", src, ("schema",))
             if ctx.schema_decl is None:
                 ctx.schema_decl = decl
             if "additional_fields" in pf.fact_schema.model_fields_set:
@@ -204,6 +221,7 @@ def stage_load(ctx: CompileContext) -> None:
                     continue
                 fields[name] = _build_field(name, spec, decl, path, ctx.diags)
                 field_src[name] = src
+                _field_locs(src, (name,), path, spec, ctx.field_locs)
         for name, s in pf.sets.items():
             _declare(ctx, ctx.sets, name, src, ("sets", name), tuple(s.members), "set")
         for cls, cats in pf.blocker_categories.items():
@@ -216,7 +234,7 @@ def stage_load(ctx: CompileContext) -> None:
             allc = ctx.sets.get("blocker_categories")
             members = tuple(c for cats in pf.blocker_categories.values() for c in cats)
             if allc is None:
-                ctx.sets["blocker_categories"] = Decl("blocker_categories", src, ("blocker_categories",), members)
+                ctx.sets["blocker_categories"] = _Decl("blocker_categories", src, ("blocker_categories",), members)
             else:
                 allc.value = allc.value + members
         if pf.legal_closure_states:
@@ -244,12 +262,12 @@ def stage_load(ctx: CompileContext) -> None:
                         f"high-risk stop {stop.id!r} declared twice",
                     )
                 )
-            ctx.stops.append(Decl(stop.id, src, path, stop))
+            ctx.stops.append(_Decl(stop.id, src, path, stop))
         for i, rule in enumerate(pf.rules):
             rid = f"{stem}.{rule.id}"
             if any(r.id == rid for r in ctx.rules):
                 ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", f"rule id {rid!r} is not unique"))
-            ctx.rules.append(RuleDecl(rid, rule, src, ("rules", i)))
+            ctx.rules.append(_RuleDecl(rid, rule, src, ("rules", i)))
     root = FactField("", "object", fields=fields, additional=additional)
     _check_object(root, field_src, ("schema", "fields"), ctx.diags)
     ctx.schema = FactSchema(root)
@@ -258,24 +276,35 @@ def stage_load(ctx: CompileContext) -> None:
         ctx.diags.append(src0.diag((), "pack.no_rules", "the pack declares no rules"))
 
 
-def _declare(ctx: CompileContext, table: dict, name: str, src: SourceFile, path: tuple, value: Any, kind: str) -> None:
+def _field_locs(src: SourceFile, path: FieldPath, key: tuple, spec: FieldSpec, out: dict[FieldPath, C.Loc]) -> None:
+    """Where each field (list elements as ``[]``) of a schema declaration is written."""
+    out.setdefault(path, _loc(src, key))
+    if spec.items is not None:
+        _field_locs(src, (*path, "[]"), (*key, "items"), spec.items, out)
+    for name, child in (spec.fields or {}).items():
+        _field_locs(src, (*path, name), (*key, "fields", name), child, out)
+
+
+def _declare(ctx: _Context, table: dict, name: str, src: SourceFile, path: tuple, value: Any, kind: str) -> None:
     if name in table:
         prev = table[name]
         ctx.diags.append(src.diag(path, f"duplicate.{kind}", f"{kind} {name!r} already declared in {prev.src.name}"))
         return
-    table[name] = Decl(name, src, path, value)
+    table[name] = _Decl(name, src, path, value)
 
 
 # ---------------------------------------------------------------- resolve
 
 
 class _Resolver:
-    def __init__(self, ctx: CompileContext) -> None:
+    """Names to what they name; ``ref:``, ``high_risk_stop:`` and set names stay on the nodes."""
+
+    def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         self.parsed: dict[str, C.Cond | None] = {}
         self.done: dict[str, C.Cond | None] = {}
         self.stack: list[str] = []
-        self.stop_conds: list[C.Cond] = []
+        self.stops: list[tuple[str, C.Cond]] = []
         self.in_stops = False
 
     def err(self, loc: C.Loc, code: str, msg: str) -> None:
@@ -296,58 +325,48 @@ class _Resolver:
         if name not in self.parsed:
             self.parsed[name] = C.parse_condition(decl.src, decl.value, decl.path, self.ctx.diags)
         self.stack.append(name)
-        out = self.walk(self.parsed[name]) if self.parsed[name] is not None else None
+        parsed = self.parsed[name]
+        out = self.walk(parsed) if parsed is not None else None
         self.stack.pop()
         self.done[name] = out
         return out
 
     def walk(self, c: C.Cond) -> C.Cond | None:
         if isinstance(c, C.Ref):
-            return self.named(c.name, c.loc)
+            body = self.named(c.name, c.loc)
+            return None if body is None else dataclasses.replace(c, body=body)
         if isinstance(c, C.HighRisk):
             if self.in_stops:
                 self.err(c.loc, "high_risk_stop.recursive", "a high-risk stop's condition cannot use high_risk_stop")
                 return None
-            if not self.stop_conds:
+            if not self.stops:
                 self.err(c.loc, "high_risk_stop.none", "the pack declares no high-risk stops")
                 return None
-            anyc = C.AnyOf(tuple(self.stop_conds), c.loc)
-            return anyc if c.want else C.Not(anyc, c.loc)
-        if isinstance(c, (C.AllOf, C.AnyOf)):
-            items = [self.walk(i) for i in c.items]
-            return None if None in items else type(c)(tuple(items), c.loc)  # type: ignore
-        if isinstance(c, C.Not):
-            inner = self.walk(c.item)
-            return None if inner is None else C.Not(inner, c.loc)
-        if isinstance(c, C.Quant):
-            inner = self.walk(c.where)
-            return None if inner is None else dataclasses.replace(c, where=inner)
-        if isinstance(c, C.Atom) and c.op in ("in", "not_in") and isinstance(c.arg, str):
+            anyc = C.AnyOf(tuple(cond for _, cond in self.stops), c.loc)
+            body = anyc if c.want else C.Not(anyc, c.loc)
+            return dataclasses.replace(c, body=body, stops=tuple(name for name, _ in self.stops))
+        if isinstance(c, C.Atom) and OPERATORS[c.op].set_operand and isinstance(c.arg, str):
             decl = self.ctx.sets.get(c.arg)
             if decl is None:
                 known = ", ".join(sorted(self.ctx.sets)) or "none declared"
                 self.err(c.loc, "set.unknown", f"unknown set {c.arg!r} (known: {known})")
                 return None
-            return dataclasses.replace(c, arg=tuple(decl.value))
-        return c
+            return dataclasses.replace(c, arg=tuple(decl.value), set=c.arg)
+        return C.map_children(c, self.walk)
 
 
-def stage_resolve(ctx: CompileContext) -> None:
+def stage_resolve(ctx: _Context) -> None:
     r = _Resolver(ctx)
     # high-risk stops first: `high_risk_stop:` anywhere else means "any of them"
     r.in_stops = True
-    stop_conds = []
     for stop in ctx.stops:
         cond = C.parse_condition(stop.src, stop.value.when, (*stop.path, "when"), ctx.diags)
-        resolved = r.walk(cond) if cond is not None else None
-        stop.value = (stop.value, resolved)
-        if resolved is not None:
-            stop_conds.append(resolved)
+        stop.cond = r.walk(cond) if cond is not None else None
+        if stop.cond is not None:
+            r.stops.append((stop.name, stop.cond))
     r.in_stops = False
-    r.stop_conds = stop_conds
-    for name in ctx.conditions:
-        r.named(name, C.Loc(ctx.conditions[name].src.name, 1, 1, ""))
-    ctx.named = {k: v for k, v in r.done.items() if v is not None}
+    for name, decl in ctx.conditions.items():
+        decl.cond = r.named(name, C.Loc(decl.src.name, 1, 1, ""))
     for rule in ctx.rules:
         cond = C.parse_condition(rule.src, rule.spec.when, (*rule.path, "when"), ctx.diags)
         rule.cond = r.walk(cond) if cond is not None else None
@@ -366,7 +385,7 @@ def stage_resolve(ctx: CompileContext) -> None:
 
 
 class _Checker:
-    def __init__(self, ctx: CompileContext) -> None:
+    def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         assert ctx.schema is not None
         self.root = ctx.schema.root
@@ -396,12 +415,6 @@ class _Checker:
         return tuple(names), cur
 
     def check(self, c: C.Cond, scope: FactField, in_item: bool) -> C.Cond | None:
-        if isinstance(c, (C.AllOf, C.AnyOf)):
-            items = [self.check(i, scope, in_item) for i in c.items]
-            return None if None in items else type(c)(tuple(items), c.loc)  # type: ignore
-        if isinstance(c, C.Not):
-            inner = self.check(c.item, scope, in_item)
-            return None if inner is None else C.Not(inner, c.loc)
         if isinstance(c, C.Const):
             if in_item:
                 self.err(c.loc, "condition.syntax", "true/false cannot appear inside where:")
@@ -426,7 +439,7 @@ class _Checker:
             return None if inner is None else dataclasses.replace(c, where=inner, fld=fld, path=path)
         if isinstance(c, C.Atom):
             return self.atom(c, scope, in_item)
-        raise AssertionError(c)
+        return C.map_children(c, lambda k: self.check(k, scope, in_item))
 
     def atom(self, a: C.Atom, scope: FactField, in_item: bool) -> C.Cond | None:
         if a.field == "":
@@ -481,7 +494,7 @@ class _Checker:
                     f"compares {fld.describe()} field {a.field!r} to {ref_fld.describe()} field {arg['field']!r}",
                 )
                 return None
-            if a.op in ("lt", "lte", "gt", "gte") and not numeric:
+            if op.ordered and not numeric:
                 self.err(a.loc, "condition.type", f"ordering needs int or number fields, not {fld.type}")
                 return None
         else:
@@ -498,7 +511,7 @@ class _Checker:
             except CheckError as exc:
                 self.err(a.loc, "condition.type", f"{a.field or 'item'} {a.op}: {exc}")
                 return None
-            if a.op in ("in", "not_in") and not arg:  # an empty list or set
+            if op.set_operand and not arg:  # an empty list or set
                 has_value = dataclasses.replace(a, op="exists", arg=True, fld=fld, path=path)
                 if a.op == "not_in":  # "has a value, none of []" is "has a value"
                     return has_value
@@ -516,7 +529,7 @@ class _Checker:
         return dataclasses.replace(a, arg=arg, fld=fld, path=path, ref_path=ref_path, ref_fld=ref_fld)
 
 
-def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) -> Template:
+def _check_template(ctx: _Context, rule: _RuleDecl, key: str, text: str) -> Template:
     tpl, errors = parse_template(text)
     for e in errors:
         ctx.diags.append(rule.src.diag((*rule.path, key), "template.syntax", e))
@@ -552,272 +565,153 @@ def _check_template(ctx: CompileContext, rule: RuleDecl, key: str, text: str) ->
     return tpl
 
 
-def stage_typecheck(ctx: CompileContext) -> None:
+def stage_typecheck(ctx: _Context) -> None:
     assert ctx.schema is not None
     chk = _Checker(ctx)
-    for name, cond in ctx.named.items():  # unused named conditions are checked too
-        checked = chk.check(cond, ctx.schema.root, False)
-        if checked is not None:
-            ctx.named[name] = checked
+    root = ctx.schema.root
+    for decl in ctx.conditions.values():  # unused named conditions are checked too
+        if decl.cond is not None:
+            decl.cond = chk.check(decl.cond, root, False)
     for stop in ctx.stops:
-        spec, cond = stop.value
-        stop.value = (spec, chk.check(cond, ctx.schema.root, False) if cond is not None else None)
+        if stop.cond is not None:
+            stop.cond = chk.check(stop.cond, root, False)
     for rule in ctx.rules:
         if rule.cond is not None:
-            rule.cond = chk.check(rule.cond, ctx.schema.root, False)
+            rule.cond = chk.check(rule.cond, root, False)
         rule.message = _check_template(ctx, rule, "message", rule.spec.message)
         if rule.spec.review_reason is not None:
             rule.review_reason = _check_template(ctx, rule, "review_reason", rule.spec.review_reason)
+    if not ctx.diags:
+        ctx.checked = _checked_policy(ctx)
 
 
-# ---------------------------------------------------------------- lower
+def _member_locs(decl: _Decl) -> tuple[C.Loc, ...]:
+    """Where each member of a declared set is written (a mapping key or a list element)."""
+    n = len(decl.path)
+    out = []
+    for member in decl.value:
+        best: tuple[int, int, tuple] | None = None
+        for p, (line, _) in decl.src.marks.items():
+            if p[:n] != decl.path or len(p) == n:
+                continue
+            named = p[-1] == member or (isinstance(p[-1], int) and _value_at(decl.src.data, p) == member)
+            if named and (best is None or (line, len(p)) < best[:2]):
+                best = (line, len(p), p)
+        out.append(_loc(decl.src, best[2]) if best else decl.loc())
+    return tuple(out)
 
 
-class _Lowerer:
-    """Conditions -> engine JSON in negation normal form over projected keys."""
-
-    def __init__(self, ctx: CompileContext) -> None:
-        self.ctx = ctx
-        assert ctx.schema is not None
-        self.root = ctx.schema.root
-
-    def slot(self, path: tuple[str, ...], fld: FactField) -> str:
-        s = self.ctx.slots.get(path)
-        if s is None:
-            s = Slot(f"f{len(self.ctx.slots)}", path, fld.type in ("object", "list"))
-            self.ctx.slots[path] = s
-        return s.key
-
-    def list_slot(self, path: tuple[str, ...], fld: FactField) -> ListSlot:
-        ls = self.ctx.lists.get(path)
-        if ls is None:
-            n = len(self.ctx.lists)
-            assert fld.items is not None
-            ls = ListSlot(f"l{n}", f"n{n}", path, fld.items.type != "object")
-            self.ctx.lists[path] = ls
-        return ls
-
-    def item_key(self, list_path: tuple[str, ...], path: tuple[str, ...]) -> str:
-        ls = self.ctx.lists[list_path]  # always the current slot: it is replaced as items are added
-        if ls.scalar:
-            return "$i"
-        for s in ls.item_slots:
-            if s.path == path:
-                return "$i." + s.key
-        s = Slot(f"g{len(ls.item_slots)}", path)
-        new = ls._replace(item_slots=(*ls.item_slots, s))
-        self.ctx.lists[ls.path] = new
-        return "$i." + s.key
-
-    def missing(self, key: str, absent: bool, nullable: bool) -> list[Json]:
-        out: list[Json] = []
-        if absent:
-            out.append({"$nex": {key: 1}})
-        if nullable:
-            out.append({key: None})
-        return out
-
-    def lower(self, c: C.Cond, neg: bool, ls: ListSlot | None) -> Json:
-        if isinstance(c, C.Const):
-            return {"_": 1 if c.value != neg else 0}
-        if isinstance(c, C.Not):
-            return self.lower(c.item, not neg, ls)
-        if isinstance(c, (C.AllOf, C.AnyOf)):
-            parts = [self.lower(i, neg, ls) for i in c.items]
-            conj = isinstance(c, C.AllOf) != neg
-            if len(parts) == 1:
-                return parts[0]
-            return {"$and": parts} if conj else {"$or": parts}
-        if isinstance(c, C.Quant):
-            inner = self.lower(c.where, neg, self.list_slot(c.path, c.fld))
-            inner_ls = self.ctx.lists[c.path]  # item slots were added while lowering ``where``
-            exists_some = (c.kind == "some") != neg
-            if exists_some:
-                return {"$iany": {inner_ls.key: inner}}
-            return {"$or": [{inner_ls.len_key: 0}, {"$iall": {inner_ls.key: inner}}]}
-        assert isinstance(c, C.Atom)
-        return self.atom(c, neg, ls)
-
-    def atom(self, a: C.Atom, neg: bool, ls: ListSlot | None) -> Json:
-        fld: FactField = a.fld
-        if ls is None:
-            key = self.slot(a.path, fld)
-            absent = can_be_absent(self.root, a.path)
-        else:
-            key = self.item_key(ls.path, a.path) if a.path else "$i"
-            absent = bool(a.path)
-        nullable = fld.nullable
-        missing = self.missing(key, absent, nullable)
-        op = OPERATORS[a.op]
-        if op.presence:
-            return self.presence(a, key, neg, missing, fld)
-        value: Any = a.arg
-        guards: list[Json] = []
-        if a.ref_path is not None:
-            rkey = self.slot(a.ref_path, a.ref_fld)
-            off = a.arg.get("offset", 0)
-            value = {"$m": rkey}
-            if off:
-                value = {"$add" if off > 0 else "$sub": {"$l": {"$m": rkey}, "$r": abs(off)}}
-            guards = [{"$neq": {key: None}}, {"$neq": {rkey: None}}]
-            missing += self.missing(rkey, can_be_absent(self.root, a.ref_path), a.ref_fld.nullable)
-        pos, negc = op.lower(key, value)
-        if not neg:
-            return {"$and": [pos, *guards]} if guards else pos
-        if negc is None:
-            loc = a.loc
-            self.ctx.diags.append(
-                Diagnostic(
-                    loc.file,
-                    loc.line,
-                    loc.column,
-                    "condition.unsupported",
-                    f"{a.op} cannot be negated (the engine has no negated match)",
-                    loc.path,
-                )
-            )
-            return {"_": 0}
-        return {"$or": [negc, *missing]} if missing else negc
-
-    def presence(self, a: C.Atom, key: str, neg: bool, missing: list[Json], fld: FactField) -> Json:
-        want = a.arg != neg
-        if a.op == "empty":
-            ls = self.list_slot(a.path, fld)
-            return {ls.len_key: 0} if want else {"$gt": {ls.len_key: 0}}
-        if a.op == "absent":
-            return {"$nex": {key: 1}} if want else {"$ex": {key: 1}}
-        if a.op == "null":
-            return {key: None} if want else {"$or": [{"$neq": {key: None}}, {"$nex": {key: 1}}]}
-        # exists: present and not null
-        if want:
-            return {"$neq": {key: None}}
-        return ({"$or": missing} if len(missing) > 1 else missing[0]) if missing else {"$nex": {key: 1}}
-
-
-def stage_lower(ctx: CompileContext) -> None:
-    low = _Lowerer(ctx)
-
-    def body(cond: C.Cond, src: SourceFile, path: tuple) -> Json:
+def _value_at(data: Any, path: tuple) -> Any:
+    cur = data
+    for p in path:
         try:
-            lowered = split_quantifiers(simplify(low.lower(cond, False, None)))
-        except QuantifierError as exc:
-            ctx.diags.append(src.diag(path, "condition.unsupported", f"{exc} is not supported by the engine"))
-            lowered = {"_": 0}
-        # the always-present key anchors every alternative: one made only of `$nex` tests
-        # would otherwise match any fact
-        out = simplify({"$and": [{"_": 1}, lowered]})
-        out = out if "$and" in out else {"$and": [out]}
-        if dnf_size(out) > MAX_DNF:
-            ctx.diags.append(
-                src.diag(
-                    path,
-                    "condition.too_complex",
-                    f"expands to {dnf_size(out)} alternatives in the engine (limit {MAX_DNF}); split the rule",
-                )
-            )
-        return out
-
-    for i, stop in enumerate(ctx.stops):
-        spec, cond = stop.value
-        m = body(cond, stop.src, (*stop.path, "when"))
-        ctx.lowered.append((f"h{i}", {"all": [{"m": m}]}))
-    for i, rule in enumerate(ctx.rules):
-        assert rule.cond is not None
-        m = body(rule.cond, rule.src, (*rule.path, "when"))
-        pri = ENGINE_PRI_MAX - rule.spec.priority
-        ctx.lowered.append((f"r{i}", {"all": [{"m": m}], "pri": pri}))
-    _prune_slots(ctx)
+            cur = cur[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return cur
 
 
-def _used_keys(node: Any, out: set[str]) -> set[str]:
-    """Every fact key the lowered JSON reads (``$i.`` prefixes stripped)."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == "$m":
-                out.add(v)
-            elif not k.startswith("$") or k.startswith("$i."):
-                out.add(k.removeprefix("$i."))
-            _used_keys(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            _used_keys(v, out)
-    return out
-
-
-def _prune_slots(ctx: CompileContext) -> None:
-    """Project only what the final rules read: simplification can drop conditions."""
-    used = _used_keys([body for _, body in ctx.lowered], set())
-    ctx.slots = {p: s for p, s in ctx.slots.items() if s.key in used}
-    ctx.lists = {
-        p: ls._replace(items=ls.key in used, item_slots=tuple(s for s in ls.item_slots if s.key in used))
-        for p, ls in ctx.lists.items()
-        if ls.key in used or ls.len_key in used
-    }
-
-
-# ---------------------------------------------------------------- build
-
-
-def stage_build(ctx: CompileContext) -> None:
-    from .engine import check_rulesets
-
-    chunks: list[Json] = []
-    for i in range(0, len(ctx.lowered), RULES_PER_RULESET):
-        chunks.append(dict(ctx.lowered[i : i + RULES_PER_RULESET]))
-    problem = check_rulesets(chunks)
-    if problem:
-        src = ctx.files[0][0]
-        ctx.diags.append(src.diag((), "engine.rejected", problem))
-        return
+def _checked_policy(ctx: _Context) -> CheckedPolicy:
     assert ctx.schema is not None
-    verdicts = {
-        name: VerdictMeta(
-            name,
-            d.value.ok,
-            d.value.stop,
-            d.value.requires_user_review,
-            d.value.retryable,
-            d.value.description,
-        )
-        for name, d in ctx.verdicts.items()
-    }
-    rules = tuple(
-        RuleMeta(
-            r.id,
-            i,
-            r.spec.priority,
-            r.spec.verdict,
-            r.spec.reason,
-            r.message,
-            r.review_reason,
-            r.src.name,
-            r.src.where(r.path)[0],
-            f"r{i}",
-        )
-        for i, r in enumerate(ctx.rules)
-    )
+    sets = {}
+    for name, d in ctx.sets.items():
+        groups = (g for g, o in ctx.sets.items() if len(o.path) < len(d.path) and d.path[: len(o.path)] == o.path)
+        within = next(groups, None)
+        sets[name] = CheckedSet(name, tuple(d.value), d.loc(), _member_locs(d), str(d.path[0]), within)
     stops = tuple(
-        StopMeta(s.name, s.value[0].description, s.src.name, s.src.where(s.path)[0], f"h{i}")
+        CheckedStop(s.name, i, s.value.description, s.cond, s.loc(), s.loc(("when",)))  # type: ignore[arg-type]
         for i, s in enumerate(ctx.stops)
     )
     ctx.declarations.setdefault("high_risk_stops", {s.id: s.description for s in stops})
-    ctx.compiled = CompiledPolicy(
+    return CheckedPolicy(
+        root=str(ctx.root),
         name=ctx.name,
         digest=ctx.digest,
         files=tuple(src.name for src, _ in ctx.files),
+        loc=_loc(ctx.files[0][0], ()),
         schema=ctx.schema,
-        slots=tuple(ctx.slots.values()),
-        lists=tuple(ctx.lists.values()),
-        rulesets=tuple(chunks),
-        rules=rules,
+        schema_loc=ctx.schema_decl.loc() if ctx.schema_decl else None,
+        field_locs=dict(ctx.field_locs),
+        rules=tuple(
+            CheckedRule(
+                r.id, i, r.spec.priority, r.spec.verdict, r.spec.reason, r.cond,  # type: ignore[arg-type]
+                r.message, r.review_reason, _loc(r.src, r.path), _loc(r.src, (*r.path, "when")), r.spec.description,
+            )
+            for i, r in enumerate(ctx.rules)
+        ),  # fmt: skip
         stops=stops,
-        verdicts=verdicts,
-        sets={name: tuple(d.value) for name, d in ctx.sets.items()},
+        sets=sets,
+        conditions={
+            name: NamedCondition(name, d.cond, d.loc())  # type: ignore[arg-type]
+            for name, d in ctx.conditions.items()
+        },
+        verdicts={
+            name: CheckedVerdict(
+                name, d.value.ok, d.value.stop, d.value.requires_user_review, d.value.retryable,
+                d.value.description, d.loc(),
+            )
+            for name, d in ctx.verdicts.items()
+        },  # fmt: skip
         declarations=ctx.declarations,
+        inventory=_inventory(ctx),
     )
 
 
-STAGES: list[tuple[str, Callable[[CompileContext], None]]] = [
+def _schema_fields(fields: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
+    for name, spec in fields.items():
+        path = f"{prefix}{name}"
+        if not isinstance(spec, dict):
+            out[path] = spec
+            continue
+        out[path] = {k: v for k, v in spec.items() if k not in ("fields", "items")}
+        if isinstance(spec.get("fields"), dict):
+            _schema_fields(spec["fields"], path + ".", out)
+        items = spec.get("items")
+        if isinstance(items, dict):
+            out[path + "[]"] = {k: v for k, v in items.items() if k != "fields"}
+            if isinstance(items.get("fields"), dict):
+                _schema_fields(items["fields"], path + "[].", out)
+
+
+def _inventory(ctx: _Context) -> dict[str, dict[str, Any]]:
+    """``section -> name -> value`` for everything the pack declares, generic over the format:
+    mappings by key, lists of entries by ``id`` (rules by pack-wide id), the schema by field path."""
+    rule_ids = {(r.src.name, r.path[1]): r.id for r in ctx.rules}
+    out: dict[str, dict[str, Any]] = {}
+    for src, _ in ctx.files:
+        data = src.data if isinstance(src.data, dict) else {}
+        for section, value in data.items():
+            table = out.setdefault(section, {})
+            if section == "schema" and isinstance(value, dict):
+                for k, v in value.items():
+                    if k != "fields":
+                        table[k] = v
+                _schema_fields(value.get("fields") or {}, "", table)
+            elif isinstance(value, dict):
+                table.update(value)
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    name = item.get("id") if isinstance(item, dict) else None
+                    table[rule_ids.get((src.name, i), str(name) if name is not None else str(i))] = item
+            else:
+                table[section] = value
+    return out
+
+
+# ---------------------------------------------------------------- lower, build
+
+
+def stage_lower(ctx: _Context) -> None:
+    assert ctx.checked is not None
+    ctx.lowered = lower_policy(ctx.checked, ctx.diags)
+
+
+def stage_build(ctx: _Context) -> None:
+    assert ctx.checked is not None
+    ctx.compiled = build_policy(ctx.checked, ctx.lowered, ctx.diags)
+
+
+STAGES: list[tuple[str, Callable[[_Context], None]]] = [
     ("load", stage_load),
     ("resolve", stage_resolve),
     ("typecheck", stage_typecheck),
@@ -826,12 +720,11 @@ STAGES: list[tuple[str, Callable[[CompileContext], None]]] = [
 ]
 
 
-def compile_pack(root: Path | str, *, until: str | None = None) -> CompileContext:
-    """Run the stages over the pack at ``root``; raise :class:`PolicyError` on diagnostics."""
+def _run(root: Path | str, until: str | None) -> _Context:
     names = [n for n, _ in STAGES]
     if until is not None and until not in names:
         raise ValueError(f"unknown stage {until!r}; stages: {', '.join(names)}")
-    ctx = CompileContext(Path(root))
+    ctx = _Context(Path(root))
     if not ctx.root.is_dir():
         raise PolicyError([Diagnostic(str(root), 1, 1, "pack.not_found", "policy pack directory does not exist")])
     for name, stage in STAGES:
@@ -841,3 +734,17 @@ def compile_pack(root: Path | str, *, until: str | None = None) -> CompileContex
         if name == until:
             break
     return ctx
+
+
+def check_pack(root: Path | str) -> CheckedPolicy:
+    """Load, resolve and type-check the pack at ``root``; raise :class:`PolicyError` on diagnostics."""
+    checked = _run(root, "typecheck").checked
+    assert checked is not None
+    return checked
+
+
+def compile_pack(root: Path | str, *, until: str | None = None) -> Compilation:
+    """Run the stages (all, or up to ``until``) over the pack at ``root``; raise
+    :class:`PolicyError` on diagnostics."""
+    ctx = _run(root, until)
+    return Compilation(ctx.checked, ctx.compiled)

@@ -14,10 +14,19 @@ A condition is one of::
     {list[].field: {op: arg}}            shorthand for {some: list, where: {field: ...}}
 
 A mapping with several keys is the conjunction of its entries.
+
+After resolution ``Ref`` and ``HighRisk`` keep their names and carry the resolved
+condition as ``body``; an ``in``/``not_in`` atom that named a set keeps the set's name
+in ``set``. Semantic visitors treat both as their ``body``. Tree walks use the
+toolkit at the end of this module (:func:`children`, :func:`iter_nodes`,
+:func:`map_children`, :func:`rewrite`) so that a new node kind touches only the
+visitors that give nodes a meaning.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +47,10 @@ __all__ = [
     "Ref",
     "children",
     "cond_text",
+    "iter_nodes",
+    "map_children",
     "parse_condition",
+    "rewrite",
 ]
 
 RESERVED = frozenset({"all", "any", "not", "ref", "some", "every", "where", "high_risk_stop"})
@@ -73,6 +85,7 @@ class Atom:
     path: tuple[str, ...] = ()
     ref_path: tuple[str, ...] | None = None
     ref_fld: Any = None
+    set: str | None = None  # the named set an in/not_in list came from
 
     def text(self) -> str:
         arg = self.arg
@@ -90,35 +103,6 @@ def _lit(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return "null" if v is None else str(v)
-
-
-def children(c: Cond) -> tuple[Cond, ...]:
-    """The direct sub-conditions of ``c`` (a quantifier's is its ``where``)."""
-    if isinstance(c, (AllOf, AnyOf)):
-        return c.items
-    if isinstance(c, Not):
-        return (c.item,)
-    if isinstance(c, Quant):
-        return (c.where,)
-    return ()
-
-
-def cond_text(c: Cond) -> str:
-    """Compact source-like text of any condition."""
-    if isinstance(c, Atom):
-        return c.text()
-    if isinstance(c, Const):
-        return _lit(c.value)
-    if isinstance(c, Not):
-        return f"not {cond_text(c.item)}"
-    if isinstance(c, (AllOf, AnyOf)):
-        sep = " and " if isinstance(c, AllOf) else " or "
-        return "(" + sep.join(cond_text(i) for i in c.items) + ")"
-    if isinstance(c, Quant):
-        return f"{c.kind} {c.field}: {cond_text(c.where)}"
-    if isinstance(c, Ref):
-        return f"ref {c.name}"
-    return f"high_risk_stop {_lit(c.want)}"
 
 
 @dataclass(frozen=True)
@@ -151,14 +135,22 @@ class Not:
 
 @dataclass(frozen=True)
 class Ref:
+    """``{ref: name}``; resolved, ``body`` is the named condition (checked in this scope)."""
+
     name: str
     loc: Loc
+    body: Cond | None = None
 
 
 @dataclass(frozen=True)
 class HighRisk:
+    """``{high_risk_stop: want}``; resolved, ``stops`` names the declared stops and ``body``
+    is ``any of their conditions`` (negated when ``want`` is false)."""
+
     want: bool
     loc: Loc
+    body: Cond | None = None
+    stops: tuple[str, ...] = ()
 
 
 Cond = Const | Atom | Quant | AllOf | AnyOf | Not | Ref | HighRisk
@@ -271,3 +263,76 @@ def parse_condition(src: SourceFile, raw: Any, path: tuple, diags: list[Diagnost
     out = p.parse(raw, path)
     diags.extend(p.diags)
     return out
+
+
+# ---------------------------------------------------------------- traversal toolkit
+
+
+def children(c: Cond) -> tuple[Cond, ...]:
+    """The direct sub-conditions of ``c``: a quantifier's ``where``, a resolved reference's ``body``."""
+    if isinstance(c, (AllOf, AnyOf)):
+        return c.items
+    if isinstance(c, Not):
+        return (c.item,)
+    if isinstance(c, Quant):
+        return (c.where,)
+    if isinstance(c, (Ref, HighRisk)) and c.body is not None:
+        return (c.body,)
+    return ()
+
+
+def iter_nodes(c: Cond) -> Iterator[Cond]:
+    """Every node of ``c``, parents before children, in source order."""
+    stack = [c]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def map_children(c: Cond, fn: Callable[[Cond], Cond | None]) -> Cond | None:
+    """``c`` with ``fn`` applied to each direct child; None if ``fn`` returns None for any
+    (an error already reported). ``c`` itself is returned when nothing changed."""
+    kids = children(c)
+    if not kids:
+        return c
+    new = [fn(k) for k in kids]
+    if any(n is None for n in new):
+        return None
+    if all(n is k for n, k in zip(new, kids, strict=True)):
+        return c
+    if isinstance(c, (AllOf, AnyOf)):
+        return dataclasses.replace(c, items=tuple(new))  # type: ignore[arg-type]
+    if isinstance(c, Not):
+        return dataclasses.replace(c, item=new[0])  # type: ignore[arg-type]
+    if isinstance(c, Quant):
+        return dataclasses.replace(c, where=new[0])  # type: ignore[arg-type]
+    return dataclasses.replace(c, body=new[0])  # type: ignore[arg-type]
+
+
+def rewrite(c: Cond, fn: Callable[[Cond], Cond | None]) -> Cond:
+    """``c`` with every node for which ``fn`` returns a replacement replaced (top-down)."""
+    new = fn(c)
+    if new is not None:
+        return new
+    out = map_children(c, lambda k: rewrite(k, fn))
+    assert out is not None
+    return out
+
+
+def cond_text(c: Cond) -> str:
+    """Compact source-like text of any condition."""
+    if isinstance(c, Atom):
+        return c.text()
+    if isinstance(c, Const):
+        return _lit(c.value)
+    if isinstance(c, Not):
+        return f"not {cond_text(c.item)}"
+    if isinstance(c, (AllOf, AnyOf)):
+        sep = " and " if isinstance(c, AllOf) else " or "
+        return "(" + sep.join(cond_text(i) for i in c.items) + ")"
+    if isinstance(c, Quant):
+        return f"{c.kind} {c.field}: {cond_text(c.where)}"
+    if isinstance(c, Ref):
+        return f"ref {c.name}"
+    return f"high_risk_stop {_lit(c.want)}"

@@ -1,15 +1,28 @@
-"""Errors as values: one diagnostic type for policies, one error type for facts.
+"""Errors as values: one diagnostic type for policies, one error type per kind of mistake.
 
 StopruleError
- ├── PolicyError   a pack that does not load or compile (carries Diagnostics)
- └── FactError     a fact that does not validate (code, field, line)
+ ├── PolicyError          a pack that does not load or compile (carries Diagnostics)
+ ├── EvaluationError      one fact could not be decided (code, message, field, line)
+ │    ├── FactError       the fact does not validate against the pack's schema
+ │    └── NoRuleMatched   a valid fact no rule decides (a gap in the pack: policy.no_rule)
+ ├── AnalysisLimit        a pack beyond what audit/diff can represent exactly
+ └── LedgerError          (stoprule.ledger) a ledger or retry token problem
 """
 
 from __future__ import annotations
 
 from .records import record
 
-__all__ = ["MAX_DIAGNOSTICS", "Diagnostic", "FactError", "PolicyError", "StopruleError"]
+__all__ = [
+    "MAX_DIAGNOSTICS",
+    "AnalysisLimit",
+    "Diagnostic",
+    "EvaluationError",
+    "FactError",
+    "NoRuleMatched",
+    "PolicyError",
+    "StopruleError",
+]
 
 MAX_DIAGNOSTICS = 50
 
@@ -60,8 +73,8 @@ class PolicyError(StopruleError):
         return "\n".join(lines)
 
 
-class FactError(StopruleError):
-    """A fact that cannot be evaluated: what is wrong, which field, which input line."""
+class EvaluationError(StopruleError):
+    """A fact that cannot be decided: what is wrong, which field, which input line."""
 
     def __init__(
         self,
@@ -79,10 +92,10 @@ class FactError(StopruleError):
         self.extra: dict[str, object] = extra if extra is not None else {}
 
     def __repr__(self) -> str:
-        return f"FactError({self.code!r}, {self.message!r}, field={self.field!r}, line={self.line!r})"
+        return f"{type(self).__name__}({self.code!r}, {self.message!r}, field={self.field!r}, line={self.line!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FactError) and (self.code, self.message, self.field, self.line) == (
+        return type(other) is type(self) and (self.code, self.message, self.field, self.line) == (
             other.code,
             other.message,
             other.field,
@@ -103,3 +116,18 @@ class FactError(StopruleError):
         if self.line is not None:
             out["line"] = self.line
         return out
+
+
+class FactError(EvaluationError):
+    """A fact that does not validate against the pack's fact schema."""
+
+
+class NoRuleMatched(EvaluationError):
+    """A valid fact that no rule of the pack decides (the pack has a gap and no catch-all)."""
+
+    def __init__(self, line: int | None = None) -> None:
+        super().__init__("policy.no_rule", "no rule matched this fact and the pack has no catch-all rule", line=line)
+
+
+class AnalysisLimit(StopruleError):
+    """The pack is beyond what the analysis can represent exactly (message for the user)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot
-from .diagnostics import FactError
+from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine
+from .factschema import MISSING
+from .ranking import rank
 from .records import record
-from .schema import MISSING
 from .templates import render
 
 __all__ = ["Evaluator", "Match", "Verdict"]
@@ -16,6 +17,8 @@ __all__ = ["Evaluator", "Match", "Verdict"]
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from .factschema import FactSchema
 
 
 @record
@@ -123,16 +126,15 @@ class Evaluator:
         self._engine = Engine(compiled.rulesets)
         self._project = _projector(compiled.slots, compiled.lists)
         self._rules = {r.engine_name: r for r in compiled.rules}
-        # rank: position in (priority desc, declaration order); the winner has the lowest rank
-        ranked = sorted(compiled.rules, key=lambda r: (-r.priority, r.index))
-        self._rank = {r.engine_name: i for i, r in enumerate(ranked)}
+        # position in the winner order; the winner has the lowest
+        self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
         self._outcomes: dict[frozenset[str], tuple[RuleMeta, Any, tuple[Match, ...], str | None]] = {}
 
     @property
-    def schema(self):  # noqa: ANN201 - FactSchema
+    def schema(self) -> FactSchema:
         return self.compiled.schema
 
     def validate(self, fact: Any) -> dict[str, Any]:
@@ -140,28 +142,29 @@ class Evaluator:
         return self.compiled.schema.validate(fact)
 
     def evaluate(self, fact: Any) -> Verdict:
-        """Validate and evaluate one fact; raises :class:`FactError` if it is invalid."""
+        """Validate and evaluate one fact; raises :class:`FactError` if it is invalid and
+        :class:`NoRuleMatched` if no rule decides it."""
         data = self.compiled.schema.validate(fact)
         return self._decide(data, self._engine.match(self._project(data)))
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise"
-    ) -> list[Verdict | FactError]:
-        """Evaluate facts in order; with ``on_error="return"`` bad facts yield their FactError."""
-        out: list[Verdict | FactError] = []
+    ) -> list[Verdict | EvaluationError]:
+        """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
+        yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
+        out: list[Verdict | EvaluationError] = []
         validate = self.compiled.schema.validate
         match = self._engine.matcher()
         project = self._project
         for i, fact in enumerate(facts):
             try:
                 data = validate(fact)
-            except FactError as exc:
+                out.append(self._decide(data, match(project(data))))
+            except EvaluationError as exc:
                 if on_error == "raise":
                     raise
                 exc.extra.setdefault("index", i)
                 out.append(exc)
-                continue
-            out.append(self._decide(data, match(project(data))))
         return out
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
@@ -183,7 +186,7 @@ class Evaluator:
         rank = self._rank
         order = sorted((n for n in names if n in rank), key=rank.__getitem__)
         if not order:
-            raise FactError("policy.no_rule", "no rule matched this fact and the pack has no catch-all rule")
+            raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
         win = self._rules[order[0]]
         hit = (win, self.compiled.verdicts[win.verdict], tuple(self._match[n] for n in order), high_risk)

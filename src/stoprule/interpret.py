@@ -9,19 +9,19 @@ tests hold the engine's lowering against. Semantics, as lowered:
 - ``exists``: present and not null; ``null``: present and null; ``absent``: not given;
 - ``empty``: no elements (an absent or null list counts as empty);
 - ``some``: at least one element matches; ``every``: no element fails (true when empty).
+
+Each operator's own semantics is its ``test`` in :mod:`stoprule.operators`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Any
 
 from . import conditions as C
-from .operators import glob_to_regex
-from .schema import MISSING
+from .factschema import MISSING
+from .operators import OPERATORS
 
-__all__ = ["AtomResult", "atoms_of", "evaluate", "get_path", "glob_regex"]
+__all__ = ["AtomResult", "atoms_of", "evaluate", "get_path"]
 
 AtomResult = tuple[C.Atom, bool]
 
@@ -36,45 +36,13 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
     return cur
 
 
-_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """The Python regex of a glob as the policy language defines it (whole string)."""
-    rx = _GLOB_CACHE.get(pattern)
-    if rx is None:
-        rx = re.compile(glob_to_regex(pattern))
-        _GLOB_CACHE[pattern] = rx
-    return rx
-
-
-_ORDER: dict[str, Callable[[Any, Any], bool]] = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a < b,
-    "lte": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b,
-    "gte": lambda a, b: a >= b,
-}
-
-
 def _atom(a: C.Atom, fact: dict[str, Any], scope: Any) -> bool:
     v = get_path(scope, a.path) if a.path else scope
-    op = a.op
-    if op == "exists":
-        return (v is not MISSING and v is not None) == a.arg
-    if op == "null":
-        return (v is None) == a.arg
-    if op == "absent":
-        return (v is MISSING) == a.arg
-    if op == "empty":
-        return (not v if isinstance(v, list) else True) == a.arg
+    op = OPERATORS[a.op]
+    if op.presence:
+        return op.test(v, a.arg)
     if v is MISSING or v is None:
         return False
-    if op in ("in", "not_in"):
-        return (v in a.arg) == (op == "in")
-    if op == "glob":
-        return glob_regex(a.arg).match(v) is not None
     arg = a.arg
     if a.ref_path is not None:
         r = get_path(fact, a.ref_path)
@@ -82,7 +50,7 @@ def _atom(a: C.Atom, fact: dict[str, Any], scope: Any) -> bool:
             return False
         off = a.arg.get("offset", 0)
         arg = r + off if off else r
-    return _ORDER[op](v, arg)
+    return op.test(v, arg)
 
 
 def evaluate(
@@ -107,7 +75,9 @@ def evaluate(
             items = seq if isinstance(seq, list) else []
             results = [ev(c.where, x) for x in items]
             return any(results) if c.kind == "some" else all(results)
-        assert isinstance(c, C.Atom)
+        if not isinstance(c, C.Atom):  # a resolved ref or high_risk_stop
+            assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+            return ev(c.body, scope)
         out = _atom(c, fact, scope)
         if trace is not None:
             trace.append((c, out))
@@ -118,13 +88,4 @@ def evaluate(
 
 def atoms_of(cond: C.Cond) -> list[C.Atom]:
     """Every atom of a condition tree, in source order (named conditions expanded)."""
-    out: list[C.Atom] = []
-
-    def walk(c: C.Cond) -> None:
-        if isinstance(c, C.Atom):
-            out.append(c)
-        for child in C.children(c):
-            walk(child)
-
-    walk(cond)
-    return out
+    return [n for n in C.iter_nodes(cond) if isinstance(n, C.Atom)]

@@ -1,19 +1,47 @@
-"""Condition operators: one small check and one lowering function each.
+"""Condition operators: everything the tools need to know about each, in one entry.
 
-Each operator checks its argument against the field's schema type and lowers to
-durable_rules JSON. ``lower(key, value)`` returns ``(positive, negative)``: the
-engine condition for the atom and for its negation *when the field has a value*.
-The compiler adds the "field is absent or null" cases, so comparisons are false on
-a missing value and their negations true. Adding an operator touches this file only.
+An :class:`Operator` declares
+
+- ``check(ftype, values, arg)``: the argument checked against the field's schema type
+  (raises :class:`CheckError`), returned normalised;
+- ``lower(key, value)``: durable_rules JSON as ``(positive, negative)``, the engine
+  condition for the atom and for its negation *when the field has a value* (None: the
+  engine cannot negate it). The lowering adds the "absent or null" cases, so comparisons
+  are false on a missing value and their negations true. Presence operators get
+  ``(want, missing, len_key)`` instead of a value (:class:`PresenceArgs`);
+- ``test(value, arg)``: the reference semantics, on a present, non-null value (presence
+  operators: on the value, MISSING or None);
+- ``arg_schema``: the JSON Schema of the argument (for editors);
+- ``reads(arg)``: what analysis must tell apart, as ``(literals, glob patterns)``;
+- ``implies(arg, outcome)``: whether the field is present and not null when the atom
+  has ``outcome`` (True/False), or None when that says nothing;
+- flags: ``presence`` (speaks about absent/null itself), ``field_operand`` (takes
+  ``{field: NAME, offset: N}``), ``ordered`` (needs numbers), ``set_operand`` (takes a
+  list or a set name). An operator can be negated when its ``lower`` gives a negative.
+
+Adding an operator touches this file only (and its tests).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["OPERATORS", "Operator", "glob_to_lua", "glob_to_regex", "glob_tokens"]
+from .factschema import MISSING
+
+__all__ = [
+    "OPERATORS",
+    "CheckError",
+    "Operator",
+    "PresenceArgs",
+    "glob_regex",
+    "glob_escape",
+    "glob_to_lua",
+    "glob_to_regex",
+    "glob_tokens",
+]
 
 Json = dict[str, Any]
 
@@ -80,6 +108,14 @@ def _check_glob(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
     return arg
 
 
+def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
+    if ftype not in ("string", "enum"):
+        raise CheckError(f"applies to strings, not {ftype}")
+    if not isinstance(arg, str) or not arg:
+        raise CheckError("takes a non-empty string")
+    return arg
+
+
 _LUA_MAGIC = set("()%.[]*+?{}|")  # what the engine lets and needs escaped with %
 
 
@@ -139,10 +175,13 @@ def glob_to_lua(pattern: str) -> str:
 
 def glob_to_regex(pattern: str) -> str:
     """The same glob as a Python regular expression (for analysis tools)."""
-    import re
-
     body = _translate(pattern, re.escape, lambda b: b.replace("\\", "\\\\").replace("]", "\\]"))
     return "(?s:" + body + r")\Z"
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a glob that matches exactly it."""
+    return "".join("\\" + ch if ch in "*?[\\" else ch for ch in text)
 
 
 def _cmp(op: str, inverse: str) -> Callable[[str, Any], tuple[Json, Json]]:
@@ -181,33 +220,159 @@ def _lower_glob(key: str, pattern: str) -> tuple[Json, Json | None]:
     return {"$mt": {key: glob_to_lua(pattern)}}, None  # the engine has no working negated match
 
 
+class PresenceArgs(NamedTuple):
+    """What a presence operator lowers from: the wanted truth, the engine conditions of
+    "absent or null" for this field, and the key of a list's length."""
+
+    want: bool
+    missing: list[Json]
+    len_key: str
+
+
+def _lower_exists(key: str, p: PresenceArgs) -> tuple[Json, None]:
+    if p.want:
+        return {"$neq": {key: None}}, None
+    if not p.missing:
+        return {"$nex": {key: 1}}, None
+    return (p.missing[0] if len(p.missing) == 1 else {"$or": p.missing}), None
+
+
+def _lower_null(key: str, p: PresenceArgs) -> tuple[Json, None]:
+    return ({key: None} if p.want else {"$or": [{"$neq": {key: None}}, {"$nex": {key: 1}}]}), None
+
+
+def _lower_absent(key: str, p: PresenceArgs) -> tuple[Json, None]:
+    return ({"$nex": {key: 1}} if p.want else {"$ex": {key: 1}}), None
+
+
+def _lower_empty(key: str, p: PresenceArgs) -> tuple[Json, None]:
+    return ({p.len_key: 0} if p.want else {"$gt": {p.len_key: 0}}), None
+
+
+def _implies_value(arg: Any, outcome: bool) -> bool | None:
+    """Comparisons: true only on a present, non-null value."""
+    return True if outcome else None
+
+
+_SCALAR: Json = {"type": ["string", "number", "boolean"]}
+_OPERAND: Json = {
+    "type": "object",
+    "title": "Field operand",
+    "description": "Compare with another field of the fact, plus an optional offset.",
+    "properties": {
+        "field": {"type": "string", "title": "Field", "description": "Path of the other field, e.g. max_turns."},
+        "offset": {"type": "number", "title": "Offset", "description": "Added to the other field's value."},
+    },
+    "required": ["field"],
+    "additionalProperties": False,
+}
+_SET: Json = {"anyOf": [{"type": "array", "items": _SCALAR}, {"type": "string", "description": "a set name"}]}
+
+
+def _literals(arg: Any) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    return ((), ()) if isinstance(arg, dict) else ((arg,), ())
+
+
+def _nothing(arg: Any) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    return (), ()
+
+
 @dataclass(frozen=True)
 class Operator:
-    """``presence``: the operator speaks about absent/null itself (exists, null, absent, empty)."""
+    """One operator of the condition language (see the module docstring)."""
 
     name: str
+    doc: str
     check: Callable[[str, tuple[str, ...], Any], Any]
     lower: Callable[[str, Any], tuple[Json, Json | None]]
-    doc: str
+    test: Callable[[Any, Any], bool]
+    arg_schema: Json
+    reads: Callable[[Any], tuple[tuple[Any, ...], tuple[str, ...]]]
+    implies: Callable[[Any, bool], bool | None]
     presence: bool = False
     field_operand: bool = False
+    ordered: bool = False
+    set_operand: bool = False
+
+
+def _compare(name: str, doc: str, engine: str, inverse: str, test: Callable[[Any, Any], bool]) -> Operator:
+    return Operator(
+        name, doc, _check_order, _cmp(engine, inverse), test, {"anyOf": [{"type": "number"}, _OPERAND]},
+        _literals, _implies_value, field_operand=True, ordered=True,
+    )  # fmt: skip
+
+
+def _presence(name: str, doc: str, check: Callable, lower: Callable, test: Callable, implies: Callable) -> Operator:
+    return Operator(name, doc, check, lower, test, {"type": "boolean"}, _nothing, implies, presence=True)
+
+
+def _affix(name: str, doc: str, glob: Callable[[str], str], test: Callable[[str, str], bool]) -> Operator:
+    return Operator(
+        name, doc, _check_affix, lambda key, arg: _lower_glob(key, glob(arg)), test,
+        {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value,
+    )  # fmt: skip
 
 
 OPERATORS: dict[str, Operator] = {
     op.name: op
     for op in [
-        Operator("eq", _check_eq, _lower_eq, "equal to a value or field", field_operand=True),
-        Operator("ne", _check_eq, _lower_ne, "has a value, not equal to", field_operand=True),
-        Operator("lt", _check_order, _cmp("$lt", "$gte"), "less than", field_operand=True),
-        Operator("lte", _check_order, _cmp("$lte", "$gt"), "at most", field_operand=True),
-        Operator("gt", _check_order, _cmp("$gt", "$lte"), "greater than", field_operand=True),
-        Operator("gte", _check_order, _cmp("$gte", "$lt"), "at least", field_operand=True),
-        Operator("in", _check_set, _lower_in, "one of a list or named set"),
-        Operator("not_in", _check_set, _lower_not_in, "has a value, none of a list or set"),
-        Operator("glob", _check_glob, _lower_glob, "matches a glob pattern (whole string)"),
-        Operator("exists", _check_bool, lambda k, v: ({}, {}), "present and not null", presence=True),
-        Operator("null", _check_bool, lambda k, v: ({}, {}), "present with value null", presence=True),
-        Operator("absent", _check_bool, lambda k, v: ({}, {}), "not given and no default", presence=True),
-        Operator("empty", _check_empty, lambda k, v: ({}, {}), "list with no elements", presence=True),
+        Operator(
+            "eq", "equal to a value or field", _check_eq, _lower_eq, lambda v, a: v == a,
+            {"anyOf": [_SCALAR, _OPERAND]}, _literals, _implies_value, field_operand=True,
+        ),
+        Operator(
+            "ne", "has a value, not equal to", _check_eq, _lower_ne, lambda v, a: v != a,
+            {"anyOf": [_SCALAR, _OPERAND]}, _literals, _implies_value, field_operand=True,
+        ),
+        _compare("lt", "less than", "$lt", "$gte", lambda v, a: v < a),
+        _compare("lte", "at most", "$lte", "$gt", lambda v, a: v <= a),
+        _compare("gt", "greater than", "$gt", "$lte", lambda v, a: v > a),
+        _compare("gte", "at least", "$gte", "$lt", lambda v, a: v >= a),
+        Operator(
+            "in", "one of a list or named set", _check_set, _lower_in, lambda v, a: v in a,
+            _SET, lambda a: (tuple(a), ()), _implies_value, set_operand=True,
+        ),
+        Operator(
+            "not_in", "has a value, none of a list or set", _check_set, _lower_not_in, lambda v, a: v not in a,
+            _SET, lambda a: (tuple(a), ()), _implies_value, set_operand=True,
+        ),
+        Operator(
+            "glob", "matches a glob pattern (whole string)", _check_glob, _lower_glob,
+            lambda v, a: _glob_match(a, v), {"type": "string"}, lambda a: ((), (a,)), _implies_value,
+        ),
+        _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", lambda v, a: v.startswith(a)),
+        _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), lambda v, a: v.endswith(a)),
+        _presence(
+            "exists", "present and not null", _check_bool, _lower_exists,
+            lambda v, a: (v is not MISSING and v is not None) == a, lambda a, o: o == a,
+        ),
+        _presence(
+            "null", "present with value null", _check_bool, _lower_null,
+            lambda v, a: (v is None) == a, lambda a, o: False if o == a else None,
+        ),
+        _presence(
+            "absent", "not given and no default", _check_bool, _lower_absent,
+            lambda v, a: (v is MISSING) == a, lambda a, o: False if o == a else None,
+        ),
+        _presence(
+            "empty", "list with no elements", _check_empty, _lower_empty,
+            lambda v, a: (not v if isinstance(v, list) else True) == a, lambda a, o: True if o != a else None,
+        ),
     ]
-}
+}  # fmt: skip
+
+
+_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The Python regex of a glob as the policy language defines it (whole string)."""
+    rx = _GLOB_CACHE.get(pattern)
+    if rx is None:
+        rx = re.compile(glob_to_regex(pattern))
+        _GLOB_CACHE[pattern] = rx
+    return rx
+
+
+def _glob_match(pattern: str, value: str) -> bool:
+    return glob_regex(pattern).match(value) is not None

@@ -25,8 +25,8 @@ __all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
 
 CACHE_FORMAT = "3"
 _COMPILER_MODULES = (
-    "compiler.py", "conditions.py", "operators.py", "simplify.py", "schema.py", "model.py",
-    "templates.py", "compiled.py", "source.py",
+    "compiler.py", "conditions.py", "operators.py", "simplify.py", "factschema.py", "spec.py",
+    "templates.py", "compiled.py", "checked.py", "lowering.py", "source.py",
 )  # fmt: skip
 
 

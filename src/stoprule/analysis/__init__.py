@@ -1,4 +1,6 @@
-"""Static analysis of packs, apart from evaluation: ``audit`` (one pack) and ``diff`` (two).
+"""Analysis of checked packs, apart from evaluation: ``audit`` (one pack), ``diff`` (two),
+``coverage`` (a pack by its test cases) and ``explain`` (one fact). All of them read the
+:class:`~stoprule.checked.CheckedPolicy` only.
 
 Modules, lowest first::
 
@@ -8,18 +10,20 @@ Modules, lowest first::
     values    concrete candidates, placeholders, fact assembly
     domain    the finite abstraction of a fact domain (variables and their values)
     explore   memoized Shannon expansion: outcomes per region, counts, examples
-    pack      locations, references and rewrites over a compiled pack
+    queries   references, reference outcomes and rewrites over a checked pack
     audit     gaps, conflicts, dead rules, unused declarations, verdict map
     diff      verdict changes between two packs; decls: declaration changes
     corpus    statistics of real facts; render: plain-text output
+    coverage  rule, condition and MC/DC coverage of a pack by evaluated facts
+    explain   why one fact got its verdict
 
 Nothing on the evaluation path imports this package.
 """
 
 from __future__ import annotations
 
+from ..diagnostics import AnalysisLimit
 from .audit import AuditReport, Finding, audit_pack
 from .diff import DiffReport, diff_packs
-from .strings import AnalysisLimit
 
 __all__ = ["AnalysisLimit", "AuditReport", "DiffReport", "Finding", "audit_pack", "diff_packs"]

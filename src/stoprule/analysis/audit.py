@@ -12,23 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import conditions as C
-from ..compiler import CompileContext
+from ..checked import CheckedPolicy
 from ..interpret import evaluate
+from ..ranking import rank_key
 from .domain import Space, build_space
 from .explore import Cell, Decider, Explorer, Outcome, Progress, widen_regions
-from .pack import (
+from .queries import (
     Refs,
     catch_all,
-    decl_loc,
     drop_member,
     drop_stop,
     field_paths,
-    member_loc,
     outcome_of,
     references,
-    rewrite,
-    rule_loc,
-    schema_field_loc,
     uses_stops,
 )
 
@@ -84,16 +80,15 @@ class AuditReport:
 
 
 class _Audit:
-    def __init__(self, ctx: CompileContext, progress: Progress | None) -> None:
-        assert ctx.schema is not None
-        self.ctx = ctx
-        self.rules = ctx.rules
+    def __init__(self, checked: CheckedPolicy, progress: Progress | None) -> None:
+        self.checked = checked
+        self.rules = checked.rules
         self.progress = progress
-        order = sorted(range(len(self.rules)), key=lambda i: (-self.rules[i].spec.priority, i))
-        self.conds = [self.rules[i].cond for i in order] + [s.value[1] for s in ctx.stops]
-        self.space: Space = build_space(ctx.schema.root, self.conds)  # type: ignore[arg-type]
-        self.formulas = [self.space.formula(r.cond) for r in self.rules]  # type: ignore[arg-type]
-        self.pris = [r.spec.priority for r in self.rules]
+        ranked = sorted(self.rules, key=rank_key)
+        self.conds = [r.when for r in ranked] + [s.when for s in checked.stops]
+        self.space: Space = build_space(checked.schema.root, self.conds)
+        self.formulas = [self.space.formula(r.when) for r in self.rules]
+        self.pris = [r.priority for r in self.rules]
         self.decider = Decider(self.formulas, self.pris)
         self.total = 1
         self.wins: dict[int, int] = {}
@@ -101,18 +96,17 @@ class _Audit:
     # ------------------------------------------------------------ helpers
 
     def label(self, i: int) -> tuple[str, str]:
-        return (self.rules[i].spec.verdict, self.rules[i].spec.reason)
+        return (self.rules[i].verdict, self.rules[i].reason)
 
     def example(self, cell: Cell, expect: tuple[int, ...] | None = None, matches: int | None = None) -> dict:
         """The cell's example fact, checked: it validates and gives the claimed outcome."""
-        assert self.ctx.schema is not None
         fact = self.space.fact(cell.assignment())
-        norm = self.ctx.schema.validate(fact)
+        norm = self.checked.schema.validate(fact)
         got = outcome_of(self.rules, norm)
         if expect is not None and got != expect:
             raise AssertionError(f"audit example {fact} gives {got}, not {expect}")
         if matches is not None:
-            assert evaluate(self.rules[matches].cond, norm), fact  # type: ignore[arg-type]
+            assert evaluate(self.rules[matches].when, norm), fact
         return fact
 
     def share(self, count: int, total: int | None = None) -> float:
@@ -122,10 +116,10 @@ class _Audit:
         r = self.rules[i]
         return {
             "rule": r.id,
-            "location": rule_loc(r),
-            "priority": r.spec.priority,
-            "verdict": r.spec.verdict,
-            "reason": r.spec.reason,
+            "location": str(r.loc),
+            "priority": r.priority,
+            "verdict": r.verdict,
+            "reason": r.reason,
         }
 
     # ------------------------------------------------------------ main exploration
@@ -190,9 +184,9 @@ class _Audit:
             report.findings.append(
                 Finding(
                     "conflict",
-                    rule_loc(rb),
+                    str(rb.loc),
                     f"{ra.id} ({'/'.join(self.label(a))}) and {rb.id} ({'/'.join(self.label(b))}) both match at "
-                    f"priority {ra.spec.priority} and disagree; {self.rules[top[0]].id} wins only by declaration order",
+                    f"priority {ra.priority} and disagree; {self.rules[top[0]].id} wins only by declaration order",
                     {
                         "rules": [self.rule_ref(a), self.rule_ref(b)],
                         "cells": count,
@@ -209,7 +203,7 @@ class _Audit:
             report.findings.append(
                 Finding(
                     "gap",
-                    str(self.ctx.root),
+                    self.checked.root,
                     "no rule matches these facts (evaluating one fails with policy.no_rule)",
                     {
                         "region": region,
@@ -232,12 +226,15 @@ class _Audit:
             sub = Explorer(self.space, [self.decider], constraints=[self.formulas[i]]).run()
             if self.progress:
                 self.progress.advance(1 / len(dead))
-            cond_loc = f"{r.cond.loc.file}:{r.cond.loc.line}" if r.cond is not None else rule_loc(r)
+            root = r.when
+            while isinstance(root, C.Ref) and root.body is not None:  # a named condition's own location
+                root = root.body
+            cond_loc = str(root.loc)
             if not sub:
                 report.findings.append(
                     Finding(
                         "unsatisfiable",
-                        rule_loc(r),
+                        str(r.loc),
                         f"{r.id}: its condition can never hold, so the rule never matches",
                         {"rule": r.id, "condition": cond_loc},
                     )
@@ -264,7 +261,7 @@ class _Audit:
             report.findings.append(
                 Finding(
                     "dead_rule",
-                    rule_loc(r),
+                    str(r.loc),
                     f"{r.id} never wins: wherever it matches, {names} wins first",
                     {"rule": r.id, "condition": cond_loc, "region_share": self.share(region), "shadowed_by": shadows},
                 )
@@ -278,12 +275,12 @@ class _Audit:
         The check runs over a space built from both versions of the conditions, so it
         tells apart every value either version tells apart.
         """
-        conds = [r.cond for r in self.rules]
-        variant = [rewrite(c, fn) for c in conds]  # type: ignore[arg-type]
+        conds = [r.when for r in self.rules]
+        variant = [C.rewrite(c, fn) for c in conds]
         if variant == conds:
             return False
-        space = build_space(self.space.root, self.conds + variant)  # type: ignore[arg-type]
-        old = [space.formula(c) for c in conds]  # type: ignore[arg-type]
+        space = build_space(self.space.root, self.conds + variant)
+        old = [space.formula(c) for c in conds]
         new = [space.formula(c) for c in variant]
         if old == new:
             return False
@@ -296,125 +293,122 @@ class _Audit:
         return ex.find(differ, prune=lambda res: res[:n] == res[n:]) is not None
 
     def stops(self, report: AuditReport) -> None:
-        ctx = self.ctx
+        stops = self.checked.stops
         if self.progress:
             self.progress.phase("high-risk stops")
-        used = any(r.cond is not None and uses_stops(ctx, r.cond) for r in self.rules)
-        for k, stop in enumerate(ctx.stops):
+        used = any(uses_stops(r.when) for r in self.rules)
+        for stop in stops:
             if self.progress:
-                self.progress.advance(1 / len(ctx.stops))
-            f = self.space.formula(stop.value[1])
-            data = {"section": stop.path[0], "name": stop.name}
+                self.progress.advance(1 / len(stops))
+            f = self.space.formula(stop.when)
+            data = {"section": "high_risk_stops", "name": stop.id}
             if Explorer(self.space, [], constraints=[f]).find(lambda o: True) is None:
                 why = "its condition can never hold"
             elif not used:
                 why = "no rule refers to high_risk_stop"
             else:
-                if self._matters(drop_stop(ctx, k)):
+                if self._matters(drop_stop(stop.id)):
                     continue
                 why = "no outcome depends on it (wherever it holds, the winner is the same without it)"
-            report.findings.append(Finding("unused", decl_loc(stop), f"high-risk stop {stop.name}: {why}", data))
+            report.findings.append(Finding("unused", str(stop.loc), f"high-risk stop {stop.id}: {why}", data))
 
     def declarations(self, report: AuditReport) -> None:
-        refs = references(self.ctx)
+        refs = references(self.checked)
         self.unreferenced(report, refs)
         self.members(report, refs)
         self.fields(report, refs)
 
     def unreferenced(self, report: AuditReport, refs: Refs) -> None:
         """Sets, named conditions and verdict kinds nothing refers to (or only rules that cannot win)."""
-        ctx = self.ctx
-        decls = ctx.sets
-        grouping = {
-            n
-            for n, d in decls.items()
-            if any(o is not d and o.path[: len(d.path)] == d.path and o.path != d.path for o in decls.values())
-        }
-        for name, d in decls.items():
+        checked = self.checked
+        sets = checked.sets
+        grouping = {d.within for d in sets.values() if d.within is not None}
+        for name, d in sets.items():
             if name in grouping or name in refs.sets or name in refs.template_sets:
                 continue
-            via = [g for g in grouping if decls[g].path == d.path[: len(decls[g].path)] and g in refs.sets]
+            via = [d.within] if d.within is not None and d.within in refs.sets else []
             extra = f" (its members are used only through {', '.join(via)})" if via else ""
             report.findings.append(
                 Finding(
                     "unused",
-                    decl_loc(d),
+                    str(d.loc),
                     f"{name} is not referred to by any rule, high-risk stop or message{extra}",
-                    {"section": d.path[0], "name": name},
+                    {"section": d.section, "name": name},
                 )
             )
-        for name, d in ctx.conditions.items():
+        for name, nc in checked.conditions.items():
             if name not in refs.conditions:
                 report.findings.append(
                     Finding(
                         "unused",
-                        decl_loc(d),
+                        str(nc.loc),
                         f"named condition {name} is not used by any rule or high-risk stop",
-                        {"section": d.path[0], "name": name},
+                        {"section": "conditions", "name": name},
                     )
                 )
-        for name, d in ctx.verdicts.items():
+        for name, v in checked.verdicts.items():
             if name not in refs.verdicts:
                 why = "no rule gives this verdict"
-            elif not any(self.wins.get(i) for i, r in enumerate(self.rules) if r.spec.verdict == name):
+            elif not any(self.wins.get(i) for i, r in enumerate(self.rules) if r.verdict == name):
                 why = "no rule giving this verdict can win"
             else:
                 continue
             report.findings.append(
-                Finding("unused", decl_loc(d), f"verdict kind {name}: {why}", {"section": d.path[0], "name": name})
+                Finding("unused", str(v.loc), f"verdict kind {name}: {why}", {"section": "verdicts", "name": name})
             )
 
     def members(self, report: AuditReport, refs: Refs) -> None:
         """Members of referenced sets whose removal (from every set holding them) changes no winner."""
-        decls = self.ctx.sets
+        sets = self.checked.sets
         if self.progress:
             self.progress.phase("set members")
         members: dict[Any, list[str]] = {}
         for name in sorted(refs.sets | refs.template_sets):
-            for m in decls[name].value if name in decls else ():
+            for m in sets[name].members if name in sets else ():
                 members.setdefault(m, [])
-        for name, d in decls.items():
-            for m in d.value:
+        for name, d in sets.items():
+            for m in d.members:
                 if m in members and name not in members[m]:
                     members[m].append(name)
         for m, names in members.items():
             if self.progress:
                 self.progress.advance(1 / len(members))
-            values = [tuple(decls[n].value) for n in names]
-            if self._matters(drop_member(values, m)):
+            if self._matters(drop_member(names, m)):
                 continue
-            home = max(names, key=lambda n: len(decls[n].path))
+            # where the member is written: in a set of its own section, or a class of a grouping set
+            home = max(names, key=lambda n: sets[n].within is not None or sets[n].section == "sets")
+            d = sets[home]
             report.findings.append(
                 Finding(
                     "unused",
-                    member_loc(decls[home], m),
+                    str(d.member_locs[d.members.index(m)]),
                     f"{m!r} in {', '.join(names)}: no outcome depends on it (the rules treat it like any other value)",
-                    {"section": decls[home].path[0], "name": f"{home}.{m}", "member": m, "sets": names},
+                    {"section": d.section, "name": f"{home}.{m}", "member": m, "sets": names},
                 )
             )
 
     def fields(self, report: AuditReport, refs: Refs) -> None:
         """Schema fields no condition or message reads (notes, not findings)."""
-        ctx = self.ctx
-        assert ctx.schema is not None
-        for p in field_paths(ctx.schema.root):
+        checked = self.checked
+        for p in field_paths(checked.schema.root):
             if not any(r[: len(p)] == p for r in refs.fields):
                 text = ".".join(p).replace(".[]", "[]")
+                loc = checked.field_loc(p)
                 report.notes.append(
                     Finding(
                         "unused_field",
-                        schema_field_loc(ctx, p),
+                        str(loc) if loc else "?",
                         f"schema field {text} is read by no condition and no message",
                         {"field": text},
                     )
                 )
 
 
-def audit_pack(ctx: CompileContext, progress: Progress | None = None) -> AuditReport:
-    """Audit a compiled pack (``compile_pack`` result)."""
+def audit_pack(checked: CheckedPolicy, progress: Progress | None = None) -> AuditReport:
+    """Audit a checked pack (:func:`stoprule.compiler.check_pack`)."""
     start = time.perf_counter()
-    report = AuditReport(str(ctx.root), ctx.name, ctx.digest)
-    a = _Audit(ctx, progress)
+    report = AuditReport(checked.root, checked.name, checked.digest)
+    a = _Audit(checked, progress)
     a.explore(report)
     a.dead_rules(report)
     a.stops(report)

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compiler import CompileContext
-from ..diagnostics import FactError
+from ..checked import CheckedPolicy
+from ..compiled import CompiledPolicy
+from ..diagnostics import FactError, NoRuleMatched
 from ..evaluator import Evaluator
-from .pack import catch_all, rule_loc
+from .queries import catch_all
 
 __all__ = ["corpus_stats"]
 
 
-def corpus_stats(ctx: CompileContext, items: list[tuple[int, Any]], name: str = "") -> dict[str, Any]:
+def corpus_stats(
+    checked: CheckedPolicy, compiled: CompiledPolicy, items: list[tuple[int, Any]], name: str = ""
+) -> dict[str, Any]:
     """Statistics over ``(line, fact or FactError)`` pairs (as ``eval`` parses NDJSON)."""
-    assert ctx.compiled is not None
-    ev = Evaluator(ctx.compiled)
-    hits = {r.id: {"rule": r.id, "location": rule_loc(r), "matched": 0, "won": 0} for r in ctx.rules}
-    fallback = {r.id for r in ctx.rules if catch_all(r)}
+    ev = Evaluator(compiled)
+    hits = {r.id: {"rule": r.id, "location": str(r.loc), "matched": 0, "won": 0} for r in checked.rules}
+    fallback = {r.id for r in checked.rules if catch_all(r)}
     verdicts: dict[tuple[str, str], int] = {}
     fell: list[int] = []
     no_rule: list[int] = []
@@ -32,12 +34,12 @@ def corpus_stats(ctx: CompileContext, items: list[tuple[int, Any]], name: str = 
             continue
         try:
             v = ev.evaluate(item)
+        except NoRuleMatched:
+            no_rule.append(line)
+            evaluated += 1
+            continue
         except FactError as exc:
-            if exc.code == "policy.no_rule":
-                no_rule.append(line)
-                evaluated += 1
-            else:
-                invalid.append({**exc.to_dict(), "line": line})
+            invalid.append({**exc.to_dict(), "line": line})
             continue
         evaluated += 1
         hits[v.rule]["won"] += 1

@@ -1,8 +1,6 @@
-"""Declarations of a pack as plain data, and what changed between two packs.
+"""What changed between the declarations of two packs.
 
-Generic over the pack format: every top-level section of every file becomes
-``section -> name -> value``. Mappings are keyed by their keys, lists of entries
-by their ``id`` (rules by their pack-wide id), and the fact schema by field path.
+Declarations come as ``section -> name -> value`` (the checked policy's ``inventory``).
 """
 
 from __future__ import annotations
@@ -10,51 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..compiler import CompileContext
-
-__all__ = ["diff_declarations", "inventory"]
+__all__ = ["Inventory", "diff_declarations"]
 
 Inventory = dict[str, dict[str, Any]]
-
-
-def _schema_fields(fields: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
-    for name, spec in fields.items():
-        path = f"{prefix}{name}"
-        if not isinstance(spec, dict):
-            out[path] = spec
-            continue
-        out[path] = {k: v for k, v in spec.items() if k not in ("fields", "items")}
-        if isinstance(spec.get("fields"), dict):
-            _schema_fields(spec["fields"], path + ".", out)
-        items = spec.get("items")
-        if isinstance(items, dict):
-            out[path + "[]"] = {k: v for k, v in items.items() if k != "fields"}
-            if isinstance(items.get("fields"), dict):
-                _schema_fields(items["fields"], path + "[].", out)
-
-
-def inventory(ctx: CompileContext) -> Inventory:
-    """``section -> name -> value`` for everything the pack declares."""
-    rule_ids = {(r.src.name, r.path[1]): r.id for r in ctx.rules}
-    out: Inventory = {}
-    for src, _ in ctx.files:
-        data = src.data if isinstance(src.data, dict) else {}
-        for section, value in data.items():
-            table = out.setdefault(section, {})
-            if section == "schema" and isinstance(value, dict):
-                for k, v in value.items():
-                    if k != "fields":
-                        table[k] = v
-                _schema_fields(value.get("fields") or {}, "", table)
-            elif isinstance(value, dict):
-                table.update(value)
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    name = item.get("id") if isinstance(item, dict) else None
-                    table[rule_ids.get((src.name, i), str(name) if name is not None else str(i))] = item
-            else:
-                table[section] = value
-    return out
 
 
 def _norm(v: Any) -> str:

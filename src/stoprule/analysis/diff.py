@@ -13,14 +13,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compiler import CompileContext, RuleDecl
+from ..checked import CheckedPolicy, CheckedRule
 from ..diagnostics import FactError
-from ..schema import FactField
-from .decls import diff_declarations, inventory
+from ..factschema import FactField
+from ..ranking import rank_key
+from .decls import diff_declarations
 from .domain import build_space
 from .explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions
 from .formula import FALSE
-from .pack import outcome_of, rule_loc
+from .queries import outcome_of
 
 __all__ = ["DiffReport", "diff_packs", "union_schema"]
 
@@ -95,21 +96,19 @@ def union_schema(a: FactField, b: FactField, path: str = "", notes: list[str] | 
 
 
 class _Side:
-    def __init__(self, ctx: CompileContext) -> None:
-        assert ctx.schema is not None
-        self.ctx = ctx
-        self.rules: list[RuleDecl] = ctx.rules
-        self.labels: list[tuple[str, str]] = [(r.spec.verdict, r.spec.reason) for r in self.rules]
-        self.seq = sorted(range(len(self.rules)), key=lambda i: (-self.rules[i].spec.priority, i))
+    def __init__(self, checked: CheckedPolicy) -> None:
+        self.checked = checked
+        self.rules: tuple[CheckedRule, ...] = checked.rules
+        self.labels: list[tuple[str, str]] = [(r.verdict, r.reason) for r in self.rules]
+        self.seq = [r.index for r in sorted(self.rules, key=rank_key)]
 
     def label(self, top: tuple[int, ...] | None) -> Label:
         return self.labels[top[0]] if top else None
 
     def check(self, fact: dict[str, Any]) -> tuple[Label, str | None]:
         """The label this pack gives ``fact`` (reference semantics), or the validation error."""
-        assert self.ctx.schema is not None
         try:
-            norm = self.ctx.schema.validate(fact)
+            norm = self.checked.schema.validate(fact)
         except FactError as exc:
             return None, str(exc)
         return self.label(outcome_of(self.rules, norm)), None
@@ -119,23 +118,21 @@ def _text(label: Label) -> str:
     return "/".join(label) if label else "(no rule: policy.no_rule)"
 
 
-def diff_packs(old: CompileContext, new: CompileContext, progress: Progress | None = None) -> DiffReport:
-    """Compare two compiled packs (``compile_pack`` results)."""
+def diff_packs(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
+    """Compare two checked packs (:func:`stoprule.compiler.check_pack` results)."""
     start = time.perf_counter()
-    assert old.schema is not None and new.schema is not None
-    report = DiffReport(str(old.root), str(new.root), old.digest, new.digest)
+    report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)
     a, b = _Side(old), _Side(new)
     ordered = sorted(
-        [(-r.spec.priority, 0, i, r.cond) for i, r in enumerate(a.rules)]
-        + [(-r.spec.priority, 1, i, r.cond) for i, r in enumerate(b.rules)],
+        [(-r.priority, 0, r.index, r.when) for r in a.rules] + [(-r.priority, 1, r.index, r.when) for r in b.rules],
         key=lambda t: t[:3],
     )
-    stops = [s.value[1] for s in old.stops + new.stops]
-    space = build_space(root, [t[3] for t in ordered] + stops)  # type: ignore[misc]
-    fa = [space.formula(r.cond) for r in a.rules]  # type: ignore[arg-type]
-    fb = [space.formula(r.cond) for r in b.rules]  # type: ignore[arg-type]
-    deciders = [Decider(fa, [r.spec.priority for r in a.rules]), Decider(fb, [r.spec.priority for r in b.rules])]
+    stops = [s.when for s in old.stops + new.stops]
+    space = build_space(root, [t[3] for t in ordered] + stops)
+    fa = [space.formula(r.when) for r in a.rules]
+    fb = [space.formula(r.when) for r in b.rules]
+    deciders = [Decider(fa, [r.priority for r in a.rules]), Decider(fb, [r.priority for r in b.rules])]
     n = len(fa)
 
     def same(res: tuple[int, ...]) -> bool:
@@ -190,7 +187,7 @@ def diff_packs(old: CompileContext, new: CompileContext, progress: Progress | No
                 "rules": rows,
             }
         )
-    report.declarations = diff_declarations(inventory(old), inventory(new))
+    report.declarations = diff_declarations(old.inventory, new.inventory)
     report.seconds = time.perf_counter() - start
     if progress:
         progress.close()
@@ -205,7 +202,7 @@ def _rule(side: _Side, i: int | None) -> dict[str, Any] | None:
     if i is None:
         return None
     r = side.rules[i]
-    return {"rule": r.id, "location": rule_loc(r)}
+    return {"rule": r.id, "location": str(r.loc)}
 
 
 def _example(space: Any, cell: Cell, a: _Side, b: _Side, la: Label, lb: Label) -> dict[str, Any]:

@@ -31,11 +31,13 @@ from fractions import Fraction
 from typing import Any
 
 from .. import conditions as C
+from ..diagnostics import AnalysisLimit
+from ..factschema import MISSING, FactField, can_be_absent
 from ..interpret import evaluate
-from ..schema import MISSING, FactField, can_be_absent
+from ..operators import OPERATORS
 from .formula import FALSE, TRUE, Store
 from .numeric import regions
-from .strings import AnalysisLimit, string_classes
+from .strings import string_classes
 from .values import (
     Reads,
     field_at,
@@ -87,7 +89,8 @@ def cond_key(c: C.Cond) -> tuple:
         return ("n", cond_key(c.item))
     if isinstance(c, (C.AllOf, C.AnyOf)):
         return ("&" if isinstance(c, C.AllOf) else "|", tuple(cond_key(i) for i in c.items))
-    raise AssertionError(c)
+    assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+    return cond_key(c.body)  # a resolved reference means its body
 
 
 def _status(x: Any) -> str:
@@ -116,17 +119,15 @@ class _Reads:
             self.order.append(path)
 
     def walk(self, c: C.Cond) -> None:
-        if isinstance(c, C.Not):
-            self.walk(c.item)
-        elif isinstance(c, (C.AllOf, C.AnyOf)):
-            for i in c.items:
-                self.walk(i)
-        elif isinstance(c, C.Quant):
+        if isinstance(c, C.Quant):
             self.see(c.path)
             self.lists.setdefault(c.path, {}).setdefault(cond_key(c.where), c)
             self.quant_kinds.setdefault(c.path, {}).setdefault(cond_key(c.where), []).append(c)
         elif isinstance(c, C.Atom):
             self.atom(c)
+        else:
+            for child in C.children(c):
+                self.walk(child)
 
     def atom(self, a: C.Atom) -> None:
         f = field_at(self.root, a.path)
@@ -145,13 +146,9 @@ class _Reads:
             self.links.append((a.path, a.ref_path))
             if numeric:
                 self.prims.append((a.path, a.ref_path, Fraction(a.arg.get("offset", 0))))
-        elif numeric and a.op not in PRESENCE:
-            args = a.arg if a.op in ("in", "not_in") else (a.arg,)
-            for x in args:
+        elif numeric:
+            for x in OPERATORS[a.op].reads(a.arg)[0]:
                 self.prims.append((a.path, None, Fraction(x)))
-
-
-PRESENCE = frozenset({"exists", "null", "absent", "empty"})
 
 
 class Space:
@@ -270,8 +267,10 @@ class Space:
             return st.disj([self.formula(i) for i in c.items])
         if isinstance(c, C.Quant):
             return self._leaf(c, [self.var_of[c.path]])
-        assert isinstance(c, C.Atom)
-        return self._leaf(c, self._atom_vars(c))
+        if isinstance(c, C.Atom):
+            return self._leaf(c, self._atom_vars(c))
+        assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+        return self.formula(c.body)
 
     # ------------------------------------------------------------ facts
 
@@ -509,19 +508,12 @@ class _Builder:
         item_reads: dict[Path, Reads] = {}
         present: set[Path] = set()
 
-        def walk(c: C.Cond) -> None:
-            if isinstance(c, C.Not):
-                walk(c.item)
-            elif isinstance(c, (C.AllOf, C.AnyOf)):
-                for i in c.items:
-                    walk(i)
-            elif isinstance(c, C.Atom):
-                item_reads.setdefault(c.path, Reads()).add_atom(c)
-                for j in range(1, len(c.path) + 1):
-                    present.add(c.path[:j])
-
         for q in quants:
-            walk(q.where)
+            for c in C.iter_nodes(q.where):
+                if isinstance(c, C.Atom):
+                    item_reads.setdefault(c.path, Reads()).add_atom(c)
+                    for j in range(1, len(c.path) + 1):
+                        present.add(c.path[:j])
         kinds = [{c.kind for c in self.reads.quant_kinds[path][cond_key(q.where)]} for q in quants]
         some_mask = sum(1 << i for i, k in enumerate(kinds) if "some" in k)
         every_mask = sum(1 << i for i, k in enumerate(kinds) if "every" in k)

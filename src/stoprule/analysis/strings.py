@@ -18,16 +18,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..interpret import glob_regex
-from ..operators import glob_tokens
+from ..diagnostics import AnalysisLimit
+from ..operators import glob_regex, glob_tokens
 
 __all__ = ["AnalysisLimit", "fresh_names", "string_classes"]
 
 MAX_STATES = 20000
 
 
-class AnalysisLimit(Exception):
-    """The pack is beyond what the analysis can represent exactly (message for the user)."""
 
 
 def fresh_names(avoid: set[str], k: int, stem: str = "s") -> list[str]:

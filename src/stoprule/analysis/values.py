@@ -11,10 +11,11 @@ from fractions import Fraction
 from typing import Any
 
 from .. import conditions as C
-from ..diagnostics import FactError
-from ..schema import MISSING, FactField, FactSchema
+from ..diagnostics import AnalysisLimit, FactError
+from ..factschema import MISSING, FactField, FactSchema
+from ..operators import OPERATORS
 from .numeric import regions
-from .strings import AnalysisLimit, string_classes
+from .strings import string_classes
 
 __all__ = [
     "MAX_ITEMS",
@@ -42,12 +43,9 @@ class Reads:
         self.bounds: set[Fraction] = set()
 
     def add_atom(self, a: C.Atom) -> None:
-        if a.op == "glob":
-            self.globs.add(a.arg)
-        elif a.op in ("in", "not_in"):
-            self.literals.update(a.arg)
-        elif a.op in ("eq", "ne", "lt", "lte", "gt", "gte") and not isinstance(a.arg, dict):
-            self.literals.add(a.arg)
+        literals, globs = OPERATORS[a.op].reads(a.arg)
+        self.literals.update(literals)
+        self.globs.update(globs)
 
 
 def field_at(root: FactField, path: Path) -> FactField:

@@ -50,7 +50,7 @@ def audit_command(
             )
         items = parse_facts(data)
     try:
-        report = audit_pack(ctx, Progress(stderr))
+        report = audit_pack(ctx.checked, Progress(stderr))
     except AnalysisLimit as exc:
         return _bad(
             [Diagnostic(str(root), 1, 1, "audit.limit", str(exc))],
@@ -60,7 +60,7 @@ def audit_command(
             stderr,
         )
     if items is not None:
-        report.corpus = corpus_stats(ctx, items, corpus or "")
+        report.corpus = corpus_stats(ctx.checked, ctx.compiled, items, corpus or "")
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

@@ -21,7 +21,7 @@ def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str])
     ctxs = []
     for root in (old, new):
         try:
-            ctxs.append(compile_pack(root))
+            ctxs.append(compile_pack(root).checked)
         except PolicyError as exc:
             return _bad(exc.diagnostics, f"{exc.total} error(s) in {root}", fmt, stdout, stderr)
     try:

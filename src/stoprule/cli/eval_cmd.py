@@ -7,7 +7,7 @@ import json
 
 from ..diagnostics import FactError, PolicyError
 from ..evaluator import Verdict
-from ..schema import MAX_DEPTH, check_depth
+from ..factschema import MAX_DEPTH, check_depth
 
 __all__ = ["MAX_FACT_BYTES", "add_arguments", "eval_command", "parse_facts", "read_input", "run"]
 

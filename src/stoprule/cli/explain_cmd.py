@@ -23,9 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..analysis.explain import explain, render_pretty
     from ..compiler import compile_pack
     from ..evaluator import Evaluator
-    from ..explain import explain, render_pretty
     from ..packs import select_pack
     from .eval_cmd import parse_facts, read_input
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         try:
             if isinstance(item, FactError):
                 raise item
-            verdict, exp = explain(ctx, evaluator, item)
+            verdict, exp = explain(ctx.checked, evaluator, item)
         except FactError as exc:
             exc.line = exc.line if exc.line is not None else line
             stderr.write(f"stoprule: {args.fact if args.fact != '-' else '<stdin>'}: {exc}\n")

@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from ..schemas import fact_json_schema, policy_json_schema
+    from ..schema_export import fact_json_schema, policy_json_schema
 
     if args.kind == "policy":
         schema = policy_json_schema()

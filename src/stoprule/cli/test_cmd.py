@@ -10,8 +10,8 @@ from typing import IO, TYPE_CHECKING, Any
 from ..diagnostics import PolicyError
 
 if TYPE_CHECKING:
+    from ..analysis.coverage import Coverage
     from ..cases import CaseResult
-    from ..coverage import Coverage
 
 __all__ = ["add_arguments", "run", "test_command"]
 
@@ -240,7 +240,7 @@ def test_command(
     results = [run_case(evaluator, c) for c in cases]
     cov = None
     if coverage:
-        from ..coverage import Observation, compute_coverage
+        from ..analysis.coverage import Observation, compute_coverage
 
         obs = [
             Observation(_label(r, run.index), run.data, run.verdict)
@@ -248,7 +248,7 @@ def test_command(
             for run in r.runs
             if run.data is not None and run.verdict is not None
         ]
-        cov = compute_coverage(ctx, obs)
+        cov = compute_coverage(ctx.checked, obs)
     failed = any(not r.passed for r in results)
     low = cov is not None and threshold is not None and not cov.mcdc_at_least(threshold)
     if fmt == "json":

@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import conditions as C
-from .compiler import CompileContext, Decl
-from .evaluator import Verdict
-from .interpret import evaluate
-from .operators import OPERATORS
-from .schema import MISSING
+from .. import conditions as C
+from ..checked import CheckedPolicy, CheckedSet
+from ..evaluator import Verdict
+from ..factschema import MISSING
+from ..interpret import evaluate
+from ..operators import OPERATORS
 
 __all__ = ["MAX_ENUMERATED", "Condition", "Coverage", "Observation", "RuleCoverage", "Unexercised", "compute_coverage"]
 
@@ -232,6 +232,9 @@ def _compile(c: C.Cond, index: dict[Key, int]) -> Callable[[Sequence[bool]], boo
         if isinstance(c, C.AllOf):
             return lambda x: all(p(x) for p in parts)
         return lambda x: any(p(x) for p in parts)
+    if isinstance(c, (C.Ref, C.HighRisk)):
+        assert c.body is not None
+        return _compile(c.body, index)
     assert isinstance(c, (C.Atom, C.Quant))
     i = index[_key(c)]
     return lambda x: x[i]
@@ -255,11 +258,9 @@ class _Decision:
                     self.conds.append(make(c, scope))
                     if isinstance(c, C.Quant):
                         self.subs[index[k]] = _Decision(c.where, make, f"{c.kind} {c.field}")
-            elif isinstance(c, C.Not):
-                walk(c.item)
-            elif isinstance(c, (C.AllOf, C.AnyOf)):
-                for i in c.items:
-                    walk(i)
+            else:  # the quantifier's where is a decision of its own
+                for child in C.children(c):
+                    walk(child)
 
         walk(cond)
         self.f = _compile(cond, index)
@@ -338,24 +339,17 @@ class _Decision:
 
 # --- infeasibility ------------------------------------------------------------------------------
 
-_PRESENCE_OPS = frozenset(op for op, spec in OPERATORS.items() if spec.presence)
-
-
 def _implied(n: Node, value: bool) -> list[tuple[tuple[str, ...], bool]]:
     """(path, present-and-not-null) facts that hold whenever ``n`` has ``value`` (sound, not complete)."""
     if isinstance(n, C.Quant):
         return [(n.path, True)] if value == (n.kind == "some") else []
-    if n.op not in _PRESENCE_OPS:
-        if not value:
-            return []
-        return [(n.path, True)] + ([(n.ref_path, True)] if n.ref_path is not None else [])
-    if n.op == "exists":
-        return [(n.path, value == n.arg)]
-    if n.op in ("null", "absent"):
-        return [(n.path, False)] if value == n.arg else []
-    if n.op == "empty":
-        return [(n.path, True)] if value != n.arg else []
-    return []
+    present = OPERATORS[n.op].implies(n.arg, value)
+    if present is None:
+        return []
+    out = [(n.path, present)]
+    if present and n.ref_path is not None:  # a comparison with a field holds only when both have values
+        out.append((n.ref_path, True))
+    return out
 
 
 def _placed(path: tuple[str, ...], value: Any) -> Any:
@@ -461,7 +455,7 @@ def _plain_text(n: Node, sets: dict[tuple[Any, ...], list[str]] | None = None) -
             sep = "." if inner.field else " "
             return f"{n.field}[]{sep}{_plain_text(inner, sets)}"
         return f"{n.kind} {n.field} where {_tree_text(inner, sets)}"
-    if sets and n.op in ("in", "not_in") and isinstance(n.arg, tuple) and n.arg in sets:
+    if sets and OPERATORS[n.op].set_operand and n.arg in sets:
         return f"{n.field or 'item'} {n.op} {sets[n.arg][0]}"
     return n.text()
 
@@ -476,7 +470,8 @@ def _tree_text(c: C.Cond, sets: dict[tuple[Any, ...], list[str]] | None) -> str:
     if isinstance(c, (C.AllOf, C.AnyOf)):
         sep = " and " if isinstance(c, C.AllOf) else " or "
         return "(" + sep.join(_tree_text(i, sets) for i in c.items) + ")"
-    return "?"
+    assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+    return _tree_text(c.body, sets)
 
 
 def _set_atoms(conds: Iterable[C.Cond]) -> list[tuple[tuple[str, ...] | None, C.Atom]]:
@@ -485,45 +480,34 @@ def _set_atoms(conds: Iterable[C.Cond]) -> list[tuple[tuple[str, ...] | None, C.
 
     def walk(c: C.Cond, within: tuple[str, ...] | None) -> None:
         if isinstance(c, C.Atom):
-            if c.op in ("in", "not_in") and isinstance(c.arg, tuple):
+            if OPERATORS[c.op].set_operand:
                 out.setdefault(_key(c), (within, c))
         elif isinstance(c, C.Quant):
             walk(c.where, c.path)
-        elif isinstance(c, C.Not):
-            walk(c.item, within)
-        elif isinstance(c, (C.AllOf, C.AnyOf)):
-            for i in c.items:
-                walk(i, within)
+        else:
+            for child in C.children(c):
+                walk(child, within)
 
     for c in conds:
         walk(c, None)
     return list(out.values())
 
 
-def _member_line(d: Decl, member: Any, j: int) -> int:
-    for sub in (("members", j), (j,), (str(member),)):
-        path = (*d.path, *sub)
-        if path in d.src.marks:
-            return d.src.marks[path][0]
-    return d.src.where(d.path)[0]
-
-
-def compute_coverage(ctx: CompileContext, observations: Iterable[Observation]) -> Coverage:
-    """Coverage of the compiled pack ``ctx`` by the evaluated facts ``observations``."""
-    root = str(ctx.root)
+def compute_coverage(checked: CheckedPolicy, observations: Iterable[Observation]) -> Coverage:
+    """Coverage of the checked pack by the evaluated facts ``observations``."""
+    root = checked.root
 
     def display(file: str) -> str:
         return os.path.join(root, file)
 
     by_members: dict[tuple[Any, ...], list[str]] = {}
-    for name, d in ctx.sets.items():
-        by_members.setdefault(tuple(d.value), []).append(name)
+    for name, d in checked.sets.items():
+        by_members.setdefault(d.members, []).append(name)
 
     rules: list[RuleCoverage] = []
     decisions: list[_Decision] = []
-    for r in ctx.rules:
-        assert r.cond is not None
-        rc = RuleCoverage(r.id, display(r.src.name), r.src.where(r.path)[0])
+    for r in checked.rules:
+        rc = RuleCoverage(r.id, display(r.loc.file), r.loc.line)
 
         def make(n: Node, scope: str | None, rc: RuleCoverage = rc) -> Condition:
             kind = "quantifier" if isinstance(n, C.Quant) else "atom"
@@ -532,12 +516,11 @@ def compute_coverage(ctx: CompileContext, observations: Iterable[Observation]) -
             return c
 
         rules.append(rc)
-        decisions.append(_Decision(r.cond, make, None))
+        decisions.append(_Decision(r.when, make, None))
     by_id = {rc.id: (rc, d) for rc, d in zip(rules, decisions, strict=True)}
 
-    stops = [(s, s.value[1]) for s in ctx.stops]
-    set_atoms = _set_atoms([*(r.cond for r in ctx.rules if r.cond is not None), *(c for _, c in stops)])
-    carried: dict[str, set[Any]] = {name: set() for name in ctx.sets}
+    set_atoms = _set_atoms(checked.conditions_in_use())
+    carried: dict[str, set[Any]] = {name: set() for name in checked.sets}
     triggered: set[str] = set()
     verdicts_seen: set[str] = set()
     warnings: list[str] = []
@@ -555,9 +538,9 @@ def compute_coverage(ctx: CompileContext, observations: Iterable[Observation]) -
         for rid in matched:
             if rid in by_id:
                 by_id[rid][0].matched += 1
-        for s, cond in stops:
-            if cond is not None and evaluate(cond, fact):
-                triggered.add(s.name)
+        for s in checked.stops:
+            if evaluate(s.when, fact):
+                triggered.add(s.id)
         for within, atom in set_atoms:
             scopes = [fact] if within is None else _get(fact, within)
             for scope in scopes if isinstance(scopes, list) else []:
@@ -572,51 +555,59 @@ def compute_coverage(ctx: CompileContext, observations: Iterable[Observation]) -
     for d in decisions:
         for sub in d.all_decisions():
             sub.analyse(describe)
-    return Coverage(rules, _unexercised(ctx, set_atoms, by_members, carried, triggered, verdicts_seen), facts, warnings)
+    unexercised = _unexercised(checked, set_atoms, by_members, carried, triggered, verdicts_seen)
+    return Coverage(rules, unexercised, facts, warnings)
 
 
 def _unexercised(
-    ctx: CompileContext,
+    checked: CheckedPolicy,
     set_atoms: list[tuple[tuple[str, ...] | None, C.Atom]],
     by_members: dict[tuple[Any, ...], list[str]],
     carried: dict[str, set[Any]],
     triggered: set[str],
     verdicts_seen: set[str],
 ) -> list[Unexercised]:
-    root = str(ctx.root)
     used = {name for _, a in set_atoms for name in by_members.get(a.arg, ())}
     out: list[Unexercised] = []
 
-    def add(kind: str, name: str, d: Decl, line: int, note: str) -> None:
-        out.append(Unexercised(kind, name, os.path.join(root, d.src.name), line, note))
+    def add(kind: str, name: str, loc: C.Loc, note: str) -> None:
+        out.append(Unexercised(kind, name, os.path.join(checked.root, loc.file), loc.line, note))
 
-    categories: dict[str, set[Any]] = {}  # category -> values carried against any set holding it
-    for name, d in ctx.sets.items():
-        if name.startswith("blocker_categories"):
-            for m in d.value:
-                categories.setdefault(m, set()).update(carried[name])
-    for name, d in ctx.sets.items():
-        line = d.src.where(d.path)[0]
-        if name == "blocker_categories":
+    grouping = {d.within for d in checked.sets.values() if d.within is not None}
+    members: dict[str, set[Any]] = {}  # member of a grouped set -> values carried against any set holding it
+    for name, d in checked.sets.items():
+        if name in grouping or d.within is not None:
+            for m in d.members:
+                members.setdefault(m, set()).update(carried[name])
+    for name, d in checked.sets.items():
+        if name in grouping:
             continue
-        if name.startswith("blocker_categories."):
-            for j, m in enumerate(d.value):
-                if m not in categories[m]:
-                    note = f"no fact carried it in a field compared against {name} or blocker_categories"
-                    add("blocker_category", f"{name}.{m}", d, _member_line(d, m, j), note)
+        if d.within is not None:  # a class of a grouping set (e.g. the blocker categories)
+            for m, loc in zip(d.members, d.member_locs, strict=True):
+                if m not in members[m]:
+                    note = f"no fact carried it in a field compared against {name} or {d.within}"
+                    add(_kind(d), f"{name}.{m}", loc, note)
             continue
-        kind = "closure_state" if name == "legal_closure_states" else "set_member"
+        kind = _kind(d)
         if name not in used:
-            add("set" if kind == "set_member" else kind, name, d, line, "no rule condition compares a field against it")
+            add("set" if kind == "set_member" else kind, name, d.loc, "no rule condition compares a field against it")
             continue
-        for j, m in enumerate(d.value):
+        for m, loc in zip(d.members, d.member_locs, strict=True):
             if m not in carried[name]:
                 note = f"no fact carried it in a field compared against {name}"
-                add(kind, f"{name}.{m}" if kind == "set_member" else str(m), d, _member_line(d, m, j), note)
-    for s in ctx.stops:
-        if s.name not in triggered:
-            add("high_risk_stop", s.name, s, s.src.where(s.path)[0], "no fact triggered it")
-    for name, d in ctx.verdicts.items():
+                add(kind, f"{name}.{m}" if kind == "set_member" else str(m), loc, note)
+    for s in checked.stops:
+        if s.id not in triggered:
+            add("high_risk_stop", s.id, s.loc, "no fact triggered it")
+    for name, v in checked.verdicts.items():
         if name not in verdicts_seen:
-            add("verdict", name, d, d.src.where(d.path)[0], "no fact received this verdict")
+            add("verdict", name, v.loc, "no fact received this verdict")
     return out
+
+
+_MEMBER_KINDS = {"blocker_categories": "blocker_category", "legal_closure_states": "closure_state"}
+
+
+def _kind(d: CheckedSet) -> str:
+    """What a set's members are called in the report, after the pack section declaring them."""
+    return _MEMBER_KINDS.get(d.section, "set_member")

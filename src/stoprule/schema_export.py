@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .factschema import FactField, FactSchema
 from .operators import OPERATORS
-from .schema import FactField, FactSchema
 
 __all__ = ["fact_json_schema", "policy_json_schema"]
 
@@ -18,37 +18,11 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 Json = dict[str, Any]
 
 _SCALAR: Json = {"type": ["string", "number", "boolean"]}
-_OPERAND: Json = {
-    "type": "object",
-    "title": "Field operand",
-    "description": "Compare with another field of the fact, plus an optional offset.",
-    "properties": {
-        "field": {"type": "string", "title": "Field", "description": "Path of the other field, e.g. max_turns."},
-        "offset": {"type": "number", "title": "Offset", "description": "Added to the other field's value."},
-    },
-    "required": ["field"],
-    "additionalProperties": False,
-}
-_OPERATOR_ARGS: dict[str, Json] = {
-    "eq": {"anyOf": [_SCALAR, _OPERAND]},
-    "ne": {"anyOf": [_SCALAR, _OPERAND]},
-    "lt": {"anyOf": [{"type": "number"}, _OPERAND]},
-    "lte": {"anyOf": [{"type": "number"}, _OPERAND]},
-    "gt": {"anyOf": [{"type": "number"}, _OPERAND]},
-    "gte": {"anyOf": [{"type": "number"}, _OPERAND]},
-    "in": {"anyOf": [{"type": "array", "items": _SCALAR}, {"type": "string", "description": "a set name"}]},
-    "not_in": {"anyOf": [{"type": "array", "items": _SCALAR}, {"type": "string", "description": "a set name"}]},
-    "glob": {"type": "string"},
-    "exists": {"type": "boolean"},
-    "null": {"type": "boolean"},
-    "absent": {"type": "boolean"},
-    "empty": {"type": "boolean"},
-}
 
 
 def _condition_defs() -> dict[str, Json]:
     cond = {"$ref": "#/$defs/Condition"}
-    ops = {name: {**_OPERATOR_ARGS[name], "title": name, "description": op.doc} for name, op in OPERATORS.items()}
+    ops = {name: {**op.arg_schema, "title": name, "description": op.doc} for name, op in OPERATORS.items()}
     return {
         "Condition": {
             "title": "Condition",
@@ -98,7 +72,7 @@ def _replace_any(node: Any, defs_key: str) -> Any:
 
 def policy_json_schema() -> Json:
     """The schema of one pack file (every section optional, unknown keys rejected)."""
-    from .model import PackFile
+    from .spec import PackFile
 
     schema = PackFile.model_json_schema(by_alias=True)
     schema = _replace_any(schema, "$defs")

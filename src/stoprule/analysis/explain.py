@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import conditions as C
-from .compiler import CompileContext
-from .evaluator import Evaluator, Verdict
-from .interpret import evaluate, get_path
-from .schema import MISSING
+from .. import conditions as C
+from ..checked import CheckedPolicy
+from ..evaluator import Evaluator, Verdict
+from ..factschema import MISSING
+from ..interpret import evaluate, get_path
+from ..ranking import rank
 
 __all__ = ["Explanation", "explain", "render_pretty"]
 
@@ -30,6 +31,8 @@ def _truth(c: C.Cond, scope: Any) -> bool:
 
 def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str = "") -> dict[str, Any]:
     """The atomic condition that made ``c`` differ from ``want`` (``c`` evaluates to ``not want``)."""
+    if isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None:
+        return _culprit(c.body, want, fact, scope, where)
     if isinstance(c, C.Not):
         return _culprit(c.item, not want, fact, scope, where)
     if isinstance(c, (C.AllOf, C.AnyOf)):
@@ -83,38 +86,36 @@ def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str
     return out
 
 
-def explain(ctx: CompileContext, evaluator: Evaluator, fact: Any) -> tuple[Verdict, Explanation]:
+def explain(checked: CheckedPolicy, evaluator: Evaluator, fact: Any) -> tuple[Verdict, Explanation]:
     """Evaluate ``fact`` (raises FactError if invalid) and explain every rule's outcome."""
     verdict = evaluator.evaluate(fact)
     data = evaluator.validate(fact)
     matched = [m.rule for m in verdict.matched]
-    by_id = {r.id: r for r in ctx.rules}
+    by_id = {r.id: r for r in checked.rules}
     rules = []
-    for r in sorted(ctx.rules, key=lambda r: (-r.spec.priority, ctx.rules.index(r))):
-        line = r.src.where(r.path)[0]
+    for r in rank(checked.rules):
         entry: dict[str, Any] = {
             "rule": r.id,
-            "priority": r.spec.priority,
-            "verdict": r.spec.verdict,
-            "reason": r.spec.reason,
-            "file": r.src.name,
-            "line": line,
+            "priority": r.priority,
+            "verdict": r.verdict,
+            "reason": r.reason,
+            "file": r.loc.file,
+            "line": r.loc.line,
         }
         if r.id == verdict.rule:
             entry["status"] = "won"
         elif r.id in matched:
             entry["status"] = "matched"
             entry["lost_to"] = verdict.rule
-            win = by_id[verdict.rule].spec.priority
-            entry["lost_on"] = "priority" if win > r.spec.priority else "declaration order"
+            win = by_id[verdict.rule].priority
+            entry["lost_on"] = "priority" if win > r.priority else "declaration order"
         else:
             entry["status"] = "not matched"
-            assert r.cond is not None
-            entry["failed"] = _culprit(r.cond, True, data, data)
+            entry["failed"] = _culprit(r.when, True, data, data)
         rules.append(entry)
     stops = [
-        {"id": s.name, "applies": evaluate(s.value[1], data), "file": s.src.name, "line": s.src.where(s.path)[0]}
-        for s in ctx.stops
+        {"id": s.id, "applies": evaluate(s.when, data), "file": s.loc.file, "line": s.loc.line}
+        for s in checked.stops
     ]
     return verdict, {"verdict": verdict.to_dict(), "rules": rules, "high_risk_stops": stops}
 

@@ -1,0 +1,234 @@
+"""Lower a checked policy to durable_rules rulesets over a projected fact.
+
+    lower  every rule's and high-risk stop's condition -> engine JSON in negation normal
+           form (simplified, quantifier bodies split, DNF size bounded), over slot keys
+           that the evaluator's projector fills from the fact
+    build  chunk into rulesets, have the engine create each once, assemble the
+           :class:`~stoprule.compiled.CompiledPolicy`
+
+Operators lower themselves (:mod:`stoprule.operators`); this module adds the
+"absent or null" cases, field operands and quantifiers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from . import conditions as C
+from .checked import CheckedPolicy
+from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
+from .diagnostics import Diagnostic
+from .factschema import FactField, can_be_absent
+from .operators import OPERATORS, PresenceArgs
+from .simplify import QuantifierError, dnf_size, simplify, split_quantifiers
+
+__all__ = ["ENGINE_PRI_MAX", "MAX_DNF", "RULES_PER_RULESET", "Lowered", "build_policy", "lower_policy"]
+
+RULES_PER_RULESET = 64
+ENGINE_PRI_MAX = 65535
+MAX_DNF = 4096
+Json = dict[str, Any]
+
+
+class Lowered(NamedTuple):
+    """Engine rules by name (``h<i>`` stops, ``r<i>`` rules) and the slots they read."""
+
+    rules: list[tuple[str, Json]]
+    slots: tuple[Slot, ...]
+    lists: tuple[ListSlot, ...]
+
+
+def _diag(loc: C.Loc, code: str, message: str) -> Diagnostic:
+    return Diagnostic(loc.file, loc.line, loc.column, code, message, loc.path)
+
+
+class _Lowerer:
+    """Conditions -> engine JSON in negation normal form over projected keys."""
+
+    def __init__(self, root: FactField, diags: list[Diagnostic]) -> None:
+        self.root = root
+        self.diags = diags
+        self.slots: dict[tuple[str, ...], Slot] = {}
+        self.lists: dict[tuple[str, ...], ListSlot] = {}
+
+    def slot(self, path: tuple[str, ...], fld: FactField) -> str:
+        s = self.slots.get(path)
+        if s is None:
+            s = Slot(f"f{len(self.slots)}", path, fld.type in ("object", "list"))
+            self.slots[path] = s
+        return s.key
+
+    def list_slot(self, path: tuple[str, ...], fld: FactField) -> ListSlot:
+        ls = self.lists.get(path)
+        if ls is None:
+            n = len(self.lists)
+            assert fld.items is not None
+            ls = ListSlot(f"l{n}", f"n{n}", path, fld.items.type != "object")
+            self.lists[path] = ls
+        return ls
+
+    def item_key(self, list_path: tuple[str, ...], path: tuple[str, ...]) -> str:
+        ls = self.lists[list_path]  # always the current slot: it is replaced as items are added
+        if ls.scalar:
+            return "$i"
+        for s in ls.item_slots:
+            if s.path == path:
+                return "$i." + s.key
+        s = Slot(f"g{len(ls.item_slots)}", path)
+        self.lists[ls.path] = ls._replace(item_slots=(*ls.item_slots, s))
+        return "$i." + s.key
+
+    @staticmethod
+    def missing(key: str, absent: bool, nullable: bool) -> list[Json]:
+        out: list[Json] = []
+        if absent:
+            out.append({"$nex": {key: 1}})
+        if nullable:
+            out.append({key: None})
+        return out
+
+    def lower(self, c: C.Cond, neg: bool, ls: ListSlot | None) -> Json:
+        if isinstance(c, C.Const):
+            return {"_": 1 if c.value != neg else 0}
+        if isinstance(c, C.Not):
+            return self.lower(c.item, not neg, ls)
+        if isinstance(c, (C.AllOf, C.AnyOf)):
+            parts = [self.lower(i, neg, ls) for i in c.items]
+            conj = isinstance(c, C.AllOf) != neg
+            if len(parts) == 1:
+                return parts[0]
+            return {"$and": parts} if conj else {"$or": parts}
+        if isinstance(c, C.Quant):
+            inner = self.lower(c.where, neg, self.list_slot(c.path, c.fld))
+            inner_ls = self.lists[c.path]  # item slots were added while lowering ``where``
+            if (c.kind == "some") != neg:
+                return {"$iany": {inner_ls.key: inner}}
+            return {"$or": [{inner_ls.len_key: 0}, {"$iall": {inner_ls.key: inner}}]}
+        if isinstance(c, C.Atom):
+            return self.atom(c, neg, ls)
+        assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+        return self.lower(c.body, neg, ls)
+
+    def atom(self, a: C.Atom, neg: bool, ls: ListSlot | None) -> Json:
+        fld: FactField = a.fld
+        if ls is None:
+            key = self.slot(a.path, fld)
+            absent = can_be_absent(self.root, a.path)
+        else:
+            key = self.item_key(ls.path, a.path) if a.path else "$i"
+            absent = bool(a.path)
+        missing = self.missing(key, absent, fld.nullable)
+        op = OPERATORS[a.op]
+        if op.presence:
+            len_key = self.list_slot(a.path, fld).len_key if fld.type == "list" and ls is None else ""
+            return op.lower(key, PresenceArgs(a.arg != neg, missing, len_key))[0]
+        value: Any = a.arg
+        guards: list[Json] = []
+        if a.ref_path is not None:
+            rkey = self.slot(a.ref_path, a.ref_fld)
+            off = a.arg.get("offset", 0)
+            value = {"$m": rkey}
+            if off:
+                value = {"$add" if off > 0 else "$sub": {"$l": {"$m": rkey}, "$r": abs(off)}}
+            guards = [{"$neq": {key: None}}, {"$neq": {rkey: None}}]
+            missing += self.missing(rkey, can_be_absent(self.root, a.ref_path), a.ref_fld.nullable)
+        pos, negc = op.lower(key, value)
+        if not neg:
+            return {"$and": [pos, *guards]} if guards else pos
+        if negc is None:
+            self.diags.append(
+                _diag(a.loc, "condition.unsupported", f"{a.op} cannot be negated (the engine has no negated match)")
+            )
+            return {"_": 0}
+        return {"$or": [negc, *missing]} if missing else negc
+
+    def body(self, cond: C.Cond, loc: C.Loc) -> Json:
+        """The engine condition of a rule's or stop's ``when`` (at ``loc``)."""
+        try:
+            lowered = split_quantifiers(simplify(self.lower(cond, False, None)))
+        except QuantifierError as exc:
+            self.diags.append(_diag(loc, "condition.unsupported", f"{exc} is not supported by the engine"))
+            lowered = {"_": 0}
+        # the always-present key anchors every alternative: one made only of `$nex` tests
+        # would otherwise match any fact
+        out = simplify({"$and": [{"_": 1}, lowered]})
+        out = out if "$and" in out else {"$and": [out]}
+        size = dnf_size(out)
+        if size > MAX_DNF:
+            self.diags.append(
+                _diag(
+                    loc,
+                    "condition.too_complex",
+                    f"expands to {size} alternatives in the engine (limit {MAX_DNF}); split the rule",
+                )
+            )
+        return out
+
+
+def lower_policy(checked: CheckedPolicy, diags: list[Diagnostic]) -> Lowered:
+    """Engine JSON for every stop and rule; problems go to ``diags``."""
+    low = _Lowerer(checked.schema.root, diags)
+    rules: list[tuple[str, Json]] = []
+    for i, stop in enumerate(checked.stops):
+        rules.append((f"h{i}", {"all": [{"m": low.body(stop.when, stop.when_loc)}]}))
+    for i, rule in enumerate(checked.rules):
+        m = low.body(rule.when, rule.when_loc)
+        rules.append((f"r{i}", {"all": [{"m": m}], "pri": ENGINE_PRI_MAX - rule.priority}))
+    # project only what the final rules read: simplification can drop conditions
+    used = _used_keys([body for _, body in rules], set())
+    slots = tuple(s for s in low.slots.values() if s.key in used)
+    lists = tuple(
+        ls._replace(items=ls.key in used, item_slots=tuple(s for s in ls.item_slots if s.key in used))
+        for ls in low.lists.values()
+        if ls.key in used or ls.len_key in used
+    )
+    return Lowered(rules, slots, lists)
+
+
+def _used_keys(node: Any, out: set[str]) -> set[str]:
+    """Every fact key the lowered JSON reads (``$i.`` prefixes stripped)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$m":
+                out.add(v)
+            elif not k.startswith("$") or k.startswith("$i."):
+                out.add(k.removeprefix("$i."))
+            _used_keys(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _used_keys(v, out)
+    return out
+
+
+def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
+    """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
+    from .engine import check_rulesets
+
+    chunks = [dict(lowered.rules[i : i + RULES_PER_RULESET]) for i in range(0, len(lowered.rules), RULES_PER_RULESET)]
+    problem = check_rulesets(chunks)
+    if problem:
+        diags.append(_diag(checked.loc, "engine.rejected", problem))
+        return None
+    return CompiledPolicy(
+        name=checked.name,
+        digest=checked.digest,
+        files=checked.files,
+        schema=checked.schema,
+        slots=lowered.slots,
+        lists=lowered.lists,
+        rulesets=tuple(chunks),
+        rules=tuple(
+            RuleMeta(
+                r.id, r.index, r.priority, r.verdict, r.reason, r.message, r.review_reason,
+                r.loc.file, r.loc.line, f"r{r.index}",
+            )
+            for r in checked.rules
+        ),  # fmt: skip
+        stops=tuple(StopMeta(s.id, s.description, s.loc.file, s.loc.line, f"h{s.index}") for s in checked.stops),
+        verdicts={
+            v.name: VerdictMeta(v.name, v.ok, v.stop, v.requires_user_review, v.retryable, v.description)
+            for v in checked.verdicts.values()
+        },
+        sets={name: s.members for name, s in checked.sets.items()},
+        declarations=checked.declarations,
+    )
