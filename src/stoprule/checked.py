@@ -10,7 +10,8 @@ Analysis, coverage, explain, diff and the lowering to the engine read only this.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from .conditions import Atom, Cond, HighRisk, Loc, Ref, iter_nodes
 from .factschema import FactSchema
@@ -29,7 +30,8 @@ __all__ = [
 FieldPath = tuple[str, ...]  # list elements are the step "[]"
 
 
-class CheckedRule(NamedTuple):
+@dataclass(frozen=True)
+class CheckedRule:
     """A rule: ``id`` is pack-wide (``<file stem>.<id>``), ``index`` its declaration order."""
 
     id: str
@@ -45,7 +47,8 @@ class CheckedRule(NamedTuple):
     description: str | None = None
 
 
-class CheckedStop(NamedTuple):
+@dataclass(frozen=True)
+class CheckedStop:
     """A declared high-risk stop."""
 
     id: str
@@ -56,7 +59,8 @@ class CheckedStop(NamedTuple):
     when_loc: Loc
 
 
-class CheckedSet(NamedTuple):
+@dataclass(frozen=True)
+class CheckedSet:
     """A named set: its members and where each is written.
 
     ``section`` is the pack section that declared it (``sets``, ``blocker_categories``,
@@ -72,13 +76,15 @@ class CheckedSet(NamedTuple):
     within: str | None = None
 
 
-class NamedCondition(NamedTuple):
+@dataclass(frozen=True)
+class NamedCondition:
     name: str
     when: Cond
     loc: Loc
 
 
-class CheckedVerdict(NamedTuple):
+@dataclass(frozen=True)
+class CheckedVerdict:
     """A verdict kind: whether it is ok and what a stop hook should do."""
 
     name: str
@@ -90,7 +96,8 @@ class CheckedVerdict(NamedTuple):
     loc: Loc
 
 
-class CheckedPolicy(NamedTuple):
+@dataclass(frozen=True)
+class CheckedPolicy:
     """A pack that loaded, resolved and type-checked.
 
     ``field_locs`` maps every schema field path to its declaration; ``declarations``

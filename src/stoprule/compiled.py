@@ -6,14 +6,35 @@ No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
 from __future__ import annotations
 
 from .factschema import FactSchema
-from .records import record
+from .records import Record, record
 from .templates import Template
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable
+    from typing import Any, Protocol, TypeVar
 
-__all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta"]
+    class Ranked(Protocol):
+        @property
+        def priority(self) -> int: ...
+        @property
+        def index(self) -> int: ...
+
+    R = TypeVar("R", bound=Ranked)
+
+__all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta", "rank", "rank_key"]
+
+
+def rank_key(rule: Ranked) -> tuple[int, int]:
+    """Which matching rule wins: the highest priority, then the earliest declared (sorts first).
+
+    The one ordering for the evaluator (compiled rules) and analysis (checked rules)."""
+    return (-rule.priority, rule.index)
+
+
+def rank(rules: Iterable[R]) -> list[R]:
+    """``rules`` winner first."""
+    return sorted(rules, key=rank_key)
 
 
 @record
@@ -30,7 +51,7 @@ class Slot:
 
 
 @record
-class ListSlot:
+class ListSlot(Record):
     """A list the rules quantify over: items under ``key``, length under ``len_key``.
 
     ``scalar``: items are projected as they are; otherwise each item is projected

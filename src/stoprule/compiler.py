@@ -41,15 +41,15 @@ from .source import SourceFile, format_path, read_pack
 from .spec import FieldSpec, PackFile, RuleSpec, parse_file
 from .templates import Template, parse_template
 
-__all__ = ["RULES_PER_RULESET", "STAGES", "Compilation", "check_pack", "compile_pack"]
+__all__ = ["RULES_PER_RULESET", "STAGES", "Compilation", "check_pack", "compile_pack", "run_stages"]
 
 
 class Compilation(NamedTuple):
-    """What :func:`compile_pack` produced: the checked policy (after ``typecheck``) and the
-    compiled policy (after ``build``); None for stages not run."""
+    """What :func:`compile_pack` produces: the checked policy (for analysis) and the
+    compiled policy (for the evaluator)."""
 
-    checked: CheckedPolicy | None
-    compiled: CompiledPolicy | None
+    checked: CheckedPolicy
+    compiled: CompiledPolicy
 
 
 @dataclass
@@ -215,7 +215,7 @@ def stage_load(ctx: _Context) -> None:
             if "additional_fields" in pf.fact_schema.model_fields_set:
                 additional = pf.fact_schema.additional_fields
             for name, spec in pf.fact_schema.fields.items():
-                path = ("schema", "fields", name)
+                path: tuple[str | int, ...] = ("schema", "fields", name)
                 if name in fields:
                     ctx.diags.append(src.diag(path, "duplicate.field", f"field {name!r} declared twice"))
                     continue
@@ -446,7 +446,8 @@ class _Checker:
             if not in_item or scope.type in ("object", "list"):
                 self.err(a.loc, "field.unknown", "a condition needs a field name")
                 return None
-            path, fld = (), scope
+            path: tuple[str, ...] = ()
+            fld = scope
         else:
             found = self.lookup(scope, a.field, a.loc)
             if found is None:
@@ -720,6 +721,12 @@ STAGES: list[tuple[str, Callable[[_Context], None]]] = [
 ]
 
 
+def run_stages(root: Path | str, until: str | None = None) -> None:
+    """Run the stages up to and including ``until`` (all by default); raise
+    :class:`PolicyError` on diagnostics. For tests of the stages themselves."""
+    _run(root, until)
+
+
 def _run(root: Path | str, until: str | None) -> _Context:
     names = [n for n, _ in STAGES]
     if until is not None and until not in names:
@@ -743,8 +750,8 @@ def check_pack(root: Path | str) -> CheckedPolicy:
     return checked
 
 
-def compile_pack(root: Path | str, *, until: str | None = None) -> Compilation:
-    """Run the stages (all, or up to ``until``) over the pack at ``root``; raise
-    :class:`PolicyError` on diagnostics."""
-    ctx = _run(root, until)
+def compile_pack(root: Path | str) -> Compilation:
+    """Run every stage over the pack at ``root``; raise :class:`PolicyError` on diagnostics."""
+    ctx = _run(root, None)
+    assert ctx.checked is not None and ctx.compiled is not None
     return Compilation(ctx.checked, ctx.compiled)

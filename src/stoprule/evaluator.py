@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot
+from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine
 from .factschema import MISSING
-from .ranking import rank
-from .records import record
+from .records import Record, record
 from .templates import render
 
 __all__ = ["Evaluator", "Match", "Verdict"]
@@ -32,7 +31,7 @@ class Match:
 
 
 @record
-class Verdict:
+class Verdict(Record):
     """The decision for one fact; ``matched`` lists every matching rule, winner first."""
 
     ok: bool

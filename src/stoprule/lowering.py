@@ -135,7 +135,7 @@ class _Lowerer:
         pos, negc = op.lower(key, value)
         if not neg:
             return {"$and": [pos, *guards]} if guards else pos
-        if negc is None:
+        if not op.negatable or negc is None:
             self.diags.append(
                 _diag(a.loc, "condition.unsupported", f"{a.op} cannot be negated (the engine has no negated match)")
             )

@@ -15,9 +15,10 @@ An :class:`Operator` declares
 - ``reads(arg)``: what analysis must tell apart, as ``(literals, glob patterns)``;
 - ``implies(arg, outcome)``: whether the field is present and not null when the atom
   has ``outcome`` (True/False), or None when that says nothing;
-- flags: ``presence`` (speaks about absent/null itself), ``field_operand`` (takes
+- flags: ``negatable`` (the engine can evaluate its negation: ``lower`` gives a
+  negative), ``presence`` (speaks about absent/null itself), ``field_operand`` (takes
   ``{field: NAME, offset: N}``), ``ordered`` (needs numbers), ``set_operand`` (takes a
-  list or a set name). An operator can be negated when its ``lower`` gives a negative.
+  list or a set name).
 
 Adding an operator touches this file only (and its tests).
 """
@@ -289,6 +290,7 @@ class Operator:
     arg_schema: Json
     reads: Callable[[Any], tuple[tuple[Any, ...], tuple[str, ...]]]
     implies: Callable[[Any, bool], bool | None]
+    negatable: bool = True
     presence: bool = False
     field_operand: bool = False
     ordered: bool = False
@@ -309,7 +311,7 @@ def _presence(name: str, doc: str, check: Callable, lower: Callable, test: Calla
 def _affix(name: str, doc: str, glob: Callable[[str], str], test: Callable[[str, str], bool]) -> Operator:
     return Operator(
         name, doc, _check_affix, lambda key, arg: _lower_glob(key, glob(arg)), test,
-        {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value,
+        {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value, negatable=False,
     )  # fmt: skip
 
 
@@ -338,7 +340,7 @@ OPERATORS: dict[str, Operator] = {
         ),
         Operator(
             "glob", "matches a glob pattern (whole string)", _check_glob, _lower_glob,
-            lambda v, a: _glob_match(a, v), {"type": "string"}, lambda a: ((), (a,)), _implies_value,
+            lambda v, a: _glob_match(a, v), {"type": "string"}, lambda a: ((), (a,)), _implies_value, negatable=False,
         ),
         _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", lambda v, a: v.startswith(a)),
         _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), lambda v, a: v.endswith(a)),

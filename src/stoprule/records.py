@@ -9,16 +9,48 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-__all__ = ["record"]
+__all__ = ["Record", "record"]
 
 
-def record(cls: type) -> type:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # type checkers see a frozen, ordered dataclass with the same fields
+    from typing import Any, ClassVar, TypeVar
+
+    from typing_extensions import Self, dataclass_transform
+
+    _T = TypeVar("_T")
+
+    class Record:
+        """Base of records that use the tuple's own helpers (for type checkers)."""
+
+        _fields: ClassVar[tuple[str, ...]]
+
+        def _replace(self, **changes: Any) -> Self: ...
+        def _asdict(self) -> dict[str, Any]: ...
+
+    @dataclass_transform(frozen_default=True, order_default=True)
+    def record(cls: type[_T]) -> type[_T]: ...
+
+else:
+
+    class Record:
+        """Base of records that use the tuple's own helpers (``_replace``, ``_fields``)."""
+
+        __slots__ = ()
+
+    def record(cls: type) -> type:
+        """The class as an immutable tuple with its annotations as fields."""
+        return _record(cls)
+
+
+def _record(cls: type) -> type:
     fields = list(cls.__dict__.get("__annotations__", {}))
     defaults = [cls.__dict__[f] for f in fields if f in cls.__dict__]
     base = namedtuple(cls.__name__, fields, defaults=defaults)  # type: ignore[misc]  # noqa: PYI024
     body = {k: v for k, v in cls.__dict__.items() if k not in fields and k not in ("__dict__", "__weakref__")}
     body["__slots__"] = ()
-    made = type(cls.__name__, (base,), body)
+    extra = tuple(b for b in cls.__bases__ if b is not object)  # e.g. Record
+    made = type(cls.__name__, (base, *extra), body)
     made.__module__ = cls.__module__
     made.__qualname__ = cls.__qualname__
     return made

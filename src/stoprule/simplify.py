@@ -78,7 +78,7 @@ def _factor(items: list[Json]) -> list[Json]:
         if best is None:
             return items
         group, common = best
-        rests = []
+        rests: list[Json] | None = []
         shared: list[Json] = []
         for i, disj in ors:
             if i not in group:
@@ -89,6 +89,7 @@ def _factor(items: list[Json]) -> list[Json]:
             if not rest:  # (m) & (b|m) == m: this conjunct is implied away
                 rests = None
                 break
+            assert rests is not None
             rests.append(_make("$or", rest))
         merged = _make("$or", shared) if rests is None else {"$or": [simplify({"$and": rests}), *shared]}
         items = [c for i, c in enumerate(items) if i not in group] + [merged]

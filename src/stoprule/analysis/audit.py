@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import conditions as C
 from ..checked import CheckedPolicy
+from ..compiled import rank_key
 from ..interpret import evaluate
-from ..ranking import rank_key
 from .domain import Space, build_space
 from .explore import Cell, Decider, Explorer, Outcome, Progress, widen_regions
 from .queries import (
@@ -180,7 +180,10 @@ class _Audit:
             self.gaps(report, gap_cells)
         for (a, b), (count, cell, top) in sorted(conflicts.items()):
             ra, rb = self.rules[a], self.rules[b]
-            regions, _ = widen_regions(self.space, [self.decider], lambda o, a=a, b=b: a in o[0] and b in o[0], 3)
+            def both(o: Outcome, a: int = a, b: int = b) -> bool:
+                return a in o[0] and b in o[0]  # type: ignore[operator]
+
+            regions, _ = widen_regions(self.space, [self.decider], both, 3)
             report.findings.append(
                 Finding(
                     "conflict",

@@ -21,7 +21,9 @@ def corpus_stats(
 ) -> dict[str, Any]:
     """Statistics over ``(line, fact or FactError)`` pairs (as ``eval`` parses NDJSON)."""
     ev = Evaluator(compiled)
-    hits = {r.id: {"rule": r.id, "location": str(r.loc), "matched": 0, "won": 0} for r in checked.rules}
+    hits: dict[str, dict[str, Any]] = {
+        r.id: {"rule": r.id, "location": str(r.loc), "matched": 0, "won": 0} for r in checked.rules
+    }
     fallback = {r.id for r in checked.rules if catch_all(r)}
     verdicts: dict[tuple[str, str], int] = {}
     fell: list[int] = []

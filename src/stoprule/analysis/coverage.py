@@ -501,8 +501,8 @@ def compute_coverage(checked: CheckedPolicy, observations: Iterable[Observation]
         return os.path.join(root, file)
 
     by_members: dict[tuple[Any, ...], list[str]] = {}
-    for name, d in checked.sets.items():
-        by_members.setdefault(d.members, []).append(name)
+    for name, declared in checked.sets.items():
+        by_members.setdefault(declared.members, []).append(name)
 
     rules: list[RuleCoverage] = []
     decisions: list[_Decision] = []

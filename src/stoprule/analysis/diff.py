@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checked import CheckedPolicy, CheckedRule
+from ..compiled import rank_key
 from ..diagnostics import FactError
 from ..factschema import FactField
-from ..ranking import rank_key
 from .decls import diff_declarations
 from .domain import build_space
 from .explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions

@@ -194,8 +194,10 @@ class Space:
         if found is not None:
             return found
         if var.kind == "numbers":
-            allowed = {p: self._allowed(p, ctx)[0] for p in var.paths}
-            out = tuple(j for j, v in enumerate(var.values) if all(_status(v.data[p]) in allowed[p] for p in var.paths))
+            statuses = {p: self._allowed(p, ctx)[0] for p in var.paths}
+            out = tuple(
+                j for j, v in enumerate(var.values) if all(_status(v.data[p]) in statuses[p] for p in var.paths)
+            )
         else:
             allowed, nonempty = self._allowed(var.paths[0], ctx)
             used: set[tuple[int, int]] = set()
@@ -396,7 +398,7 @@ class _Builder:
                     out.append(by_path[p[:-1]])
                 f = field_at(root, p)
                 if f.required_if:
-                    out.append(by_path[(*p[:-1], f.required_if)])
+                    out.append(by_path[p[:-1] + (f.required_if,)])
             return [d for d in out if d is not v]
 
         def place(v: Var) -> None:

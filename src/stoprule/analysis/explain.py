@@ -10,10 +10,10 @@ from typing import Any
 
 from .. import conditions as C
 from ..checked import CheckedPolicy
+from ..compiled import rank
 from ..evaluator import Evaluator, Verdict
 from ..factschema import MISSING
 from ..interpret import evaluate, get_path
-from ..ranking import rank
 
 __all__ = ["Explanation", "explain", "render_pretty"]
 

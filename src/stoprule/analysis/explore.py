@@ -257,7 +257,7 @@ class Explorer:
         if not self.has_dependents[i] and not self.add_self[i]:
             cnt, cost, chain = self.complete(i + 1, self._next(i, ctx, dom[0]))
             j = min(dom, key=lambda j: vals[j].cost)
-            out = (sum(vals[j].weight for j in dom) * cnt, cost + vals[j].cost, (i, j, chain))
+            out: tuple[int, int, Chain] = (sum(vals[j].weight for j in dom) * cnt, cost + vals[j].cost, (i, j, chain))
         else:
             for j in dom:
                 cnt, cost, chain = self.complete(i + 1, self._next(i, ctx, j))

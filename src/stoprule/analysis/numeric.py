@@ -93,7 +93,7 @@ INT_LIMIT = 1 << 63  # facts hold 64-bit integers
 FAR = 1 << 40  # constants this large may push witnesses out of that range
 
 
-def _int_projection(dist: list[list], ints: list[int]) -> list[tuple[int, int, Fraction, int]] | None:
+def _int_projection(dist: list[list], ints: list[int]) -> list[tuple[int, int, Fraction, int]]:
     """The constraints the closure implies between zero and the integer variables, over the integers.
 
     Projecting difference constraints onto some variables gives the shortest paths between
