@@ -7,7 +7,9 @@ produced by ``facts.py``); it does not validate, render messages or build
 verdict envelopes -- it is the lower bound for the decision itself.
 
 ``decide(fact) -> (verdict, reason)`` short-circuits at the first row that
-fires (the fast path that is timed). ``matched(fact) -> (rule ids winner
+fires (the fast path that is timed). Rows are numbered as in DESIGN.md's revised
+table (1-14 and 16; row 15, open blockers, needs the blocker tool and is not in
+the pack yet). ``matched(fact) -> (rule ids winner
 first, high-risk stop id)`` evaluates every rule independently, to compare
 with the engine's ``Verdict.matched`` / ``Verdict.high_risk_stop``.
 
@@ -43,11 +45,11 @@ RISKY_TYPES = ("deploy_production", "drop_database", "force_push", "delete_branc
 RISKY = frozenset(RISKY_TYPES)
 
 R1 = ("user_review", "agent_requested_review")
-R2 = ("user_review", "hard_blocker")
-R3 = ("user_review", "agent_blocked")
-R4 = ("user_review", "max_turns_exceeded")
-R5 = ("escape_hatch", "invalid_blocked_report")
-R6 = ("escape_hatch", "blocked_report_required")
+R2 = ("user_review", "max_turns_exceeded")
+R3 = ("escape_hatch", "invalid_blocked_report")
+R4 = ("escape_hatch", "blocked_report_required")
+R5 = ("user_review", "hard_blocker")
+R6 = ("user_review", "agent_blocked")
 R7 = ("user_review", "unclassified_blocker")
 R8 = ("continuity_failure", "missing_auto_next_dispatch")
 R9 = ("continuity_failure", "missing_dispatch_receipt")
@@ -56,7 +58,7 @@ R11 = ("failed", "unrecoverable_failure")
 R12 = ("auto_continue", "soft_blocker")
 R13 = ("auto_continue", "uncommitted_work")
 R14 = ("auto_continue", "available_tasks")
-R15 = ("pass", "ok")
+R16 = ("pass", "ok")
 
 
 def _report_invalid(rep: dict[str, Any]) -> bool:
@@ -86,25 +88,26 @@ def decide(f: dict[str, Any]) -> tuple[str, str]:
     """The winning (verdict, reason) of the decision table for a valid fact."""
     if f.get("requires_user_review") is True:
         return R1
-    errors = f.get("errors")
-    if errors:
-        for e in errors:
-            if e["type"] in HARD:
-                return R2
     status = f.get("status")
-    if status == "blocked":
-        return R3
     turn = f.get("turn")
     if turn is not None and status != "implemented":
         mx = f.get("max_turns")
         if mx is not None and turn >= mx - 2:
             if turn >= mx:
-                return R4
+                return R2
+            # near the limit the blocked report comes first, before a hard blocker or blocked status
             rep = f.get("blocked_report")
             if rep is None:
-                return R6
+                return R4
             if _report_invalid(rep):
+                return R3
+    errors = f.get("errors")
+    if errors:
+        for e in errors:
+            if e["type"] in HARD:
                 return R5
+    if status == "blocked":
+        return R6
     if errors:
         for e in errors:
             if e["type"] not in CLASSIFIED:
@@ -137,7 +140,11 @@ def decide(f: dict[str, Any]) -> tuple[str, str]:
                 fire9 = (nda is not None or da is not None) and not bound
                 if fire8 or fire9:
                     hrs = f["highRiskStop"] if "highRiskStop" in f else f.get("high_risk_stop")
-                    high_risk = hrs is True or (nda is not None and nda.get("type") in RISKY)
+                    high_risk = (
+                        hrs is True
+                        or (nda is not None and nda.get("type") in RISKY)
+                        or (da is not None and da.get("type") in RISKY)
+                    )
                     if high_risk:
                         return R10
                     return R8 if fire8 else R9
@@ -149,7 +156,7 @@ def decide(f: dict[str, Any]) -> tuple[str, str]:
         return R13
     if f["availableTasks"] if "availableTasks" in f else f.get("available_tasks"):
         return R14
-    return R15
+    return R16
 
 
 # ---------------------------------------------------------------- every rule, for verification
@@ -157,8 +164,6 @@ def decide(f: dict[str, Any]) -> tuple[str, str]:
 # (rule id, priority, file order index) as compiled: files sorted by name, rules in file order
 RULE_ORDER = [
     "review.agent_requested_review",
-    "review.hard_blocker",
-    "review.agent_blocked",
     "review.max_turns_exceeded",
     "escape_hatch.report_missing_blocking_issues",
     "escape_hatch.report_blocking_issue_incomplete",
@@ -168,6 +173,9 @@ RULE_ORDER = [
     "escape_hatch.report_missing_suggested_alternatives",
     "escape_hatch.report_missing_human_action_required",
     "escape_hatch.blocked_report_required",
+    "review.hard_blocker_with_report",
+    "review.hard_blocker",
+    "review.agent_blocked",
     "review.unclassified_blocker",
     "continuity.auto_next_obligation",
     "continuity.missing_dispatch_receipt",
@@ -194,6 +202,9 @@ def matched(f: dict[str, Any]) -> tuple[list[str], str | None]:
         hit.add("review.agent_requested_review")
     if any(t in HARD for t in types):
         hit.add("review.hard_blocker")
+        report = f.get("blocked_report")
+        if report is not None and report.get("human_action_required") not in (None, ""):
+            hit.add("review.hard_blocker_with_report")
     if status == "blocked":
         hit.add("review.agent_blocked")
     turn, mx = f.get("turn"), f.get("max_turns")
@@ -230,8 +241,9 @@ def matched(f: dict[str, Any]) -> tuple[list[str], str | None]:
     stop = None
     if _a(f, "highRiskStop", "high_risk_stop") is True:
         stop = "explicit_high_risk_stop"
-    elif nda is not None and nda.get("type") in RISKY:
-        stop = nda["type"]
+    else:  # one stop per risky type, in declaration order; each reads both planner intents
+        intents = {a.get("type") for a in (nda, da) if a is not None}
+        stop = next((t for t in RISKY_TYPES if t in intents), None)
     complete = _a(f, "taskState", "task_state") == "complete"
     legal = _a(f, "replyClosureState", "reply_closure_state") in LEGAL
     auto_boundary = (

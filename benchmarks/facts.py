@@ -1,10 +1,13 @@
 """Deterministic generator of valid facts for the default pack (stdlib only).
 
 Every fact is built *for* one row of the decision table in DESIGN.md ("Default
-pack: decision table"): the aspects that feed higher-priority rows are kept
-quiet, the aspect of the target row fires, and the aspects of lower-priority
+pack: decision table", revised): the aspects that feed higher-priority rows are
+kept quiet, the aspect of the target row fires, and the aspects of lower-priority
 rows are random (so facts match several rules and ``matched`` varies). Targets
-are drawn uniformly, so each of the 15 rows wins about 1/15 of the facts.
+are drawn uniformly, so each of the 15 rows in the pack (1-14 and 16; row 15,
+open blockers, needs the blocker tool) wins about 1/15 of the facts. Every value
+of a closed vocabulary (``status``, ``taskState``, ``replyClosureState``) is one
+of its enum's values: the facts are valid.
 
 The construction is independent of ``baseline.py``: the two are compared
 against each other and against stoprule in ``bench_throughput.py``.
@@ -22,14 +25,14 @@ from typing import Any
 
 __all__ = ["EDGE_FACTS", "ROWS", "fact_pool", "generate", "generate_with_targets", "iter_facts", "iter_targets"]
 
-# (row number, verdict, reason), highest priority first -- DESIGN.md decision table
+# (row number, verdict, reason), highest priority first -- DESIGN.md decision table (revised)
 ROWS: list[tuple[int, str, str]] = [
     (1, "user_review", "agent_requested_review"),
-    (2, "user_review", "hard_blocker"),
-    (3, "user_review", "agent_blocked"),
-    (4, "user_review", "max_turns_exceeded"),
-    (5, "escape_hatch", "invalid_blocked_report"),
-    (6, "escape_hatch", "blocked_report_required"),
+    (2, "user_review", "max_turns_exceeded"),
+    (3, "escape_hatch", "invalid_blocked_report"),
+    (4, "escape_hatch", "blocked_report_required"),
+    (5, "user_review", "hard_blocker"),
+    (6, "user_review", "agent_blocked"),
     (7, "user_review", "unclassified_blocker"),
     (8, "continuity_failure", "missing_auto_next_dispatch"),
     (9, "continuity_failure", "missing_dispatch_receipt"),
@@ -38,7 +41,7 @@ ROWS: list[tuple[int, str, str]] = [
     (12, "auto_continue", "soft_blocker"),
     (13, "auto_continue", "uncommitted_work"),
     (14, "auto_continue", "available_tasks"),
-    (15, "pass", "ok"),
+    (16, "pass", "ok"),
 ]
 
 SOFT = ["timeout", "context_exhaustion_handoff", "phase_incomplete", "mcp_transient"]
@@ -53,7 +56,8 @@ HARD = [
 ]
 UNKNOWN_ERRORS = ["segfault", "flaky_network", "TIMEOUT", "timeout ", "oom", ""]
 LEGAL = ["waiting_user", "blocked", "pending_verification"]
-NOT_LEGAL = ["done", "stopped", "idle", "complete", "Waiting_User", ""]
+NOT_LEGAL = ["completed", "in_progress"]  # the rest of the replyClosureState enum
+NOT_COMPLETE = ["pending", "in_progress", "failed"]  # the rest of the taskState enum
 REPORT_CATS = ["external_dependency", "test_failure", "architectural", "unclear_requirement"]
 RISKY = ["deploy_production", "drop_database", "force_push", "delete_branch", "rotate_secrets"]
 BENIGN_ACTIONS = ["implement_task", "run_tests", "open_pr", "deploy_staging", "push"]
@@ -122,7 +126,7 @@ class _Gen:
         _put(f, "requires_user_review", self.pick([False, ABSENT, ABSENT]))
         _put(f, "review_reason", self.pick([ABSENT, ABSENT, None, "", "earlier note"]))
 
-    # ------------------------------------------------------------ errors (rows 2, 7)
+    # ------------------------------------------------------------ errors (rows 5, 7)
     def error(self, etype: str) -> dict[str, Any]:
         e: dict[str, Any] = {"type": etype}
         _put(e, "message", self.maybe(f"{etype} happened", 0.3, 0.1))
@@ -146,7 +150,7 @@ class _Gen:
             return  # absent: defaults to []
         f["errors"] = [self.error(t) for t in types]
 
-    # ------------------------------------------------------------ turns (rows 4-6)
+    # ------------------------------------------------------------ turns (rows 2-4)
     def turns(self, zone: str, f: dict[str, Any]) -> None:
         """zone: far (turn < max-2), near (max-2 <= turn < max), over (turn >= max), absent."""
         mx = self.r.randrange(3, 40)
@@ -166,7 +170,7 @@ class _Gen:
         f["turn"] = turn
         f["max_turns"] = mx
 
-    # ------------------------------------------------------------ blocked report (rows 5, 6)
+    # ------------------------------------------------------------ blocked report (rows 3, 4)
     def valid_report(self) -> dict[str, Any]:
         issues = []
         for _ in range(self.r.randrange(1, 4)):
@@ -363,9 +367,10 @@ class _Gen:
         else:
             _put(f, "nextDerivedAction", self.pick([ABSENT, None]))
 
-    def derived(self, known: bool, f: dict[str, Any]) -> None:
+    def derived(self, known: bool, f: dict[str, Any], risky: bool = False) -> None:
+        """derivedAction (dry-run intent); its type is a high-risk stop like nextDerivedAction's."""
         if known and self.chance(0.4):
-            f["derivedAction"] = self.next_action(self.chance(0.3))  # dry-run: risky types do not count
+            f["derivedAction"] = self.next_action(risky and self.chance(0.5))
         else:
             _put(f, "derivedAction", self.pick([ABSENT, ABSENT, None]))
 
@@ -394,7 +399,7 @@ class _Gen:
             if nda:
                 self.derived(True, f)
             else:  # only the dry-run intent is known
-                f["derivedAction"] = self.next_action(self.chance(0.3))
+                f["derivedAction"] = self.next_action(None)
             self.receipt(f, "unbound")
         elif kind == "risk":
             # a high-risk stop where row 8 or row 9 would otherwise fire
@@ -403,8 +408,12 @@ class _Gen:
             f["taskState"] = "complete"
             self.auto_flags(auto, f)
             _put(f, "replyClosureState", self.not_legal())
-            self.high_risk(True, f, action=not auto)  # not auto: nextDerivedAction is set
-            self.derived(self.chance(0.3), f)
+            if self.chance(0.3):  # the risk is only in the dry-run derivedAction
+                self.high_risk(False, f, action=False)
+                f["derivedAction"] = self.next_action(True)
+            else:
+                self.high_risk(True, f, action=not auto)  # not auto: nextDerivedAction is set
+                self.derived(self.chance(0.3), f, risky=True)
             self.receipt(f, self.pick(["bound", "unbound"]) if auto else "unbound")
         else:
             self.quiet_continuity(f)
@@ -416,11 +425,11 @@ class _Gen:
         risk = self.chance(0.2)
         if way == 0:  # not at a completed-task boundary: anything else goes
             self.plan_ids(f, next_known=self.chance(0.5))
-            _put(f, "taskState", self.pick([ABSENT, "in_progress", "review", "Complete", "completed"]))
+            _put(f, "taskState", self.pick([ABSENT, *NOT_COMPLETE]))
             self.auto_flags(self.chance(0.5), f)
             _put(f, "replyClosureState", self.pick([ABSENT, *LEGAL, *NOT_LEGAL]))
             self.high_risk(risk, f, self.chance(0.5))
-            self.derived(self.chance(0.5), f)
+            self.derived(self.chance(0.5), f, risky=True)
             self.receipt(f, "unbound")
         elif way == 1:  # complete, but the closure is legal
             self.plan_ids(f, next_known=self.chance(0.7))
@@ -428,7 +437,7 @@ class _Gen:
             self.auto_flags(self.chance(0.5), f)
             f["replyClosureState"] = self.pick(LEGAL)
             self.high_risk(risk, f, self.chance(0.5))
-            self.derived(self.chance(0.5), f)
+            self.derived(self.chance(0.5), f, risky=True)
             self.receipt(f, "unbound")
         elif way == 2:  # complete, not auto, no next action known
             self.plan_ids(f, next_known=self.chance(0.5))
@@ -445,7 +454,7 @@ class _Gen:
             self.auto_flags(True, f)
             _put(f, "replyClosureState", self.not_legal())
             self.high_risk(risk, f, self.chance(0.5))
-            self.derived(self.chance(0.3), f)
+            self.derived(self.chance(0.3), f, risky=True)
             self.receipt(f, "linked")
         else:  # complete, not auto, next action known, receipt bound
             self.plan_ids(f, next_known=self.chance(0.5))
@@ -453,12 +462,12 @@ class _Gen:
             self.auto_flags(False, f)
             _put(f, "replyClosureState", self.not_legal())
             self.high_risk(risk, f, True)
-            self.derived(True, f)
+            self.derived(True, f, risky=True)
             self.receipt(f, "linked" if f.get("nextTaskId") and self.chance(0.5) else "bound")
 
     # ------------------------------------------------------------ progress (rows 11-14)
     def progress(self, kind: str, f: dict[str, Any]) -> None:
-        """kind: uncommitted (row 13), available (row 14), none (row 15), any."""
+        """kind: uncommitted (row 13), available (row 14), none (row 16), any."""
         if kind == "any":
             kind = self.pick(["uncommitted", "available", "none"])
         tasks = [self.task() for _ in range(self.r.randrange(1, 4))]
@@ -481,9 +490,9 @@ class _Gen:
         self.review(r == 1, f)
         self.errors(
             "any"
-            if r <= 1
+            if r <= 4
             else "hard"
-            if r == 2
+            if r == 5
             else "unknown"
             if r == 7
             else "soft"
@@ -491,13 +500,16 @@ class _Gen:
             else self.pick(["unknown", "soft", "soft"]),
             f,
         )
-        # status: row 3 blocked; rows 4-6 not implemented, not blocked; 11 failed; 12 partial
-        if r <= 2:
+        # status: rows 2-4 not implemented (blocked too: the report comes first);
+        # 6 blocked; 11 failed; 12 partial
+        if r == 1:
             status = self.pick([ABSENT, "implemented", "partial", "failed", "blocked"])
-        elif r == 3:
+        elif r <= 4:
+            status = self.pick([ABSENT, "partial", "failed", "blocked"])
+        elif r == 5:
+            status = self.pick([ABSENT, "implemented", "partial", "failed", "blocked"])
+        elif r == 6:
             status = "blocked"
-        elif r in (4, 5, 6):
-            status = self.pick([ABSENT, "partial", "failed"])
         elif r <= 10:
             status = self.pick([ABSENT, "implemented", "partial", "failed"])
         elif r == 11:
@@ -511,22 +523,29 @@ class _Gen:
             f["partial_progress"] = {"stage": "phase 2", "handoff_path": self.maybe("notes/handoff.md", 0.3, 0.2)}
             if f["partial_progress"]["handoff_path"] is ABSENT:
                 del f["partial_progress"]["handoff_path"]
-        # turns: 4 over; 5/6 near; otherwise anything that cannot fire 4-6
-        if r <= 3:
+        # turns: 2 over; 3/4 near; below them: anything that cannot fire 2-4 (near the
+        # limit only with a valid report)
+        if r == 1 or status == "implemented":
             zone = self.pick(["far", "near", "over", "absent"])
-        elif r == 4:
+        elif r == 2:
             zone = "over"
-        elif r in (5, 6):
+        elif r in (3, 4):
             zone = "near"
-        elif status == "implemented":
-            zone = self.pick(["far", "near", "over", "absent"])
         else:
-            zone = self.pick(["far", "far", "absent"])
+            zone = self.pick(["far", "far", "absent", "near"])
         self.turns(zone, f)
-        self.report("invalid" if r == 5 else "none" if r == 6 else "any", f)
+        if r == 3:
+            report = "invalid"
+        elif r == 4:
+            report = "none"
+        elif r > 4 and zone == "near" and status != "implemented":
+            report = "valid"
+        else:
+            report = "any"
+        self.report(report, f)
         cont = {8: "auto", 9: "receipt", 10: "risk"}.get(r, "any" if r < 8 else "quiet")
         self.continuity(cont, f)
-        self.progress({13: "uncommitted", 14: "available", 15: "none"}.get(r, "any"), f)
+        self.progress({13: "uncommitted", 14: "available", 16: "none"}.get(r, "any"), f)
         if self.chance(0.1):
             f["id"] = self.r.randrange(5)  # extra fields are allowed; "id" must not collide in the engine
         if self.chance(0.1):
@@ -613,6 +632,31 @@ EDGE_FACTS: dict[str, dict[str, Any]] = {
         },
     },
     "empty nextDerivedAction object": {**_AUTO, "nextTaskKnown": False, "nextDerivedAction": {}},
+    "risky dry-run derivedAction only (alias)": {**_AUTO, "planId": "p", "derived_action": {"type": "drop_database"}},
+    "benign nextDerivedAction, risky derivedAction": {
+        **_AUTO,
+        "nextTaskKnown": False,
+        "nextDerivedAction": {"type": "run_tests"},
+        "derivedAction": {"type": "rotate_secrets"},
+    },
+    "hard blocker near the limit, no report": {"turn": 3, "max_turns": 5, "errors": [{"type": "strategy_failed"}]},
+    "blocked near the limit, valid report": {
+        "turn": 4,
+        "max_turns": 5,
+        "status": "blocked",
+        "blocked_report": {
+            "blocking_issues": [{"issue": "i", "category": "architectural", "details": "d"}],
+            "attempts_made": [{"turn": 1, "action": "a", "result": "r"}],
+            "suggested_alternatives": ["s"],
+            "human_action_required": "h",
+        },
+    },
+    "hard blocker past the limit, report without human action": {
+        "turn": 7,
+        "max_turns": 5,
+        "errors": [{"type": "missing_dependency"}],
+        "blocked_report": {"human_action_required": ""},
+    },
     "nextDerivedAction type null, highRiskStop alias": {
         **_AUTO,
         "high_risk_stop": True,

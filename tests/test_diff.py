@@ -98,8 +98,10 @@ def test_a_moved_category(old: Path, new: Path) -> None:
     assert all(c["title"].endswith("-> user_review/hard_blocker") for c in report["changes"])
     ok = next(c for c in report["changes"] if c["title"] == "pass/ok -> user_review/hard_blocker")
     assert ok["rules"][0]["example"]["fact"] == {"errors": [{"type": "timeout"}]}
+    # with a blocked report naming the human action, the hard blocker's own rule for it wins
     assert [(r["old_rule"]["rule"], r["new_rule"]["rule"]) for r in ok["rules"]] == [
-        ("progress.ok", "review.hard_blocker")
+        ("progress.ok", "review.hard_blocker"),
+        ("progress.ok", "review.hard_blocker_with_report"),
     ]
     moved = report["declarations"]["moved"]
     assert {"section": "blocker_categories", "what": "timeout", "from": "soft", "to": "hard"} in moved

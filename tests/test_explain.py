@@ -107,7 +107,7 @@ def test_cli_pretty_and_json(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
     assert pretty.returncode == 1, pretty.stderr
     assert "decided by continuity.auto_next_obligation" in pretty.stdout
     assert "lost to continuity.auto_next_obligation on priority" in pretty.stdout
-    assert "review.agent_blocked (priority 1300): needs status eq blocked, but status is (absent)" in pretty.stdout
+    assert "review.agent_blocked (priority 1000): needs status eq blocked, but status is (absent)" in pretty.stdout
     js = run_cli("explain", "--format", "json", str(f))
     data = json.loads(js.stdout)
     assert data["verdict"]["rule"] == "continuity.auto_next_obligation"

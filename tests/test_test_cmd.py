@@ -18,10 +18,9 @@ from stoprule.compiler import compile_pack
 from stoprule.evaluator import Evaluator
 
 # Conditions of the default pack that no pair of valid facts can show independent (see docs/testing.md).
-DEFAULT_INFEASIBLE = {
-    # implied by `dispatchReceipt.taskId eq nextTaskId` beside it in receipt_linked
-    ("continuity.auto_next_obligation", "dispatchReceipt.taskId exists true"),
-}
+# None: receipt_linked no longer restates `dispatchReceipt.taskId exists`, which its
+# `dispatchReceipt.taskId eq nextTaskId` implies (it used to be the one infeasible condition).
+DEFAULT_INFEASIBLE: set[tuple[str, str]] = set()
 
 FAILING = """\
 cases:
@@ -191,7 +190,7 @@ def test_default_pack_has_full_rule_coverage_and_mcdc(run_cli, default_pack: Pat
     _no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     cov = json.loads(proc.stdout)["coverage"]
-    assert cov["rules"]["percent"] == 100.0 and cov["rules"]["total"] == 21
+    assert cov["rules"]["percent"] == 100.0 and cov["rules"]["total"] == 22
     assert cov["mcdc"]["percent"] == 100.0 and cov["mcdc"]["covered"] == cov["mcdc"]["total"] > 80
     assert cov["conditions"]["percent"] == 100.0
     assert cov["threshold"] == 100.0 and cov["threshold_met"] is True
@@ -205,13 +204,40 @@ def test_default_pack_has_full_rule_coverage_and_mcdc(run_cli, default_pack: Pat
     assert all(c["mcdc"] == "unique-cause" and len(c["pair"]) == 2 for c in hrs)
 
 
-def test_pretty_coverage_summary(run_cli, default_pack: Path) -> None:
+REDUNDANT_RULE = """\
+rules:
+  - id: redundant  # `task_id exists` is implied by `task_id eq TASK-X`: infeasible
+    priority: 50
+    when: {all: [{task_id: {exists: true}}, {task_id: TASK-X}]}
+    verdict: pass
+    reason: ok
+    message: task X
+"""
+
+REDUNDANT_CASES = """\
+cases:
+  - name: task X
+    fact: {task_id: TASK-X}
+    expect: {rule: zz_redundant.redundant}
+  - name: another task
+    fact: {task_id: TASK-Y}
+    expect: {rule: progress.ok}
+"""
+
+
+def test_pretty_coverage_summary(run_cli, default_pack: Path, pack_copy: Path) -> None:
     proc = run_cli("test", "--policy", str(default_pack), "--coverage", "--threshold", "100")
     assert proc.returncode == 0
-    assert "  rules       100.0%  21/21 won by some fact" in proc.stdout
+    assert "  rules       100.0%  22/22 won by some fact" in proc.stdout
     assert "MC/DC >= 100%: met" in proc.stdout
+    assert "infeasible conditions" not in proc.stdout
+    _write(pack_copy / "zz_redundant.yaml", REDUNDANT_RULE)
+    _write(pack_copy / "tests" / "zz_redundant.yaml", REDUNDANT_CASES)
+    proc = run_cli("test", "--policy", str(pack_copy), "--coverage", "--threshold", "100")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "  rules       100.0%  23/23 won by some fact" in proc.stdout
     assert "infeasible conditions (not counted in MC/DC):" in proc.stdout
-    assert "dispatchReceipt.taskId exists true  [continuity.auto_next_obligation]" in proc.stdout
+    assert "task_id exists true  [zz_redundant.redundant]" in proc.stdout
 
 
 UNTESTED_RULE = """\
@@ -274,6 +300,12 @@ def test_declarations_no_case_exercised(run_cli, pack_copy: Path) -> None:
     text = vocab.read_text(encoding="utf-8")
     text = text.replace("legal_closure_states:\n", "legal_closure_states:\n  handed_off: Handed to another agent\n", 1)
     vocab.write_text(text, encoding="utf-8")
+    # a new legal closure state must also be a value of the replyClosureState enum
+    schema = pack_copy / "schema.yaml"
+    text = schema.read_text(encoding="utf-8")
+    old = "values: [completed, in_progress, waiting_user, blocked, pending_verification]"
+    assert old in text
+    schema.write_text(text.replace(old, old[:-1] + ", handed_off]"), encoding="utf-8")
     proc = run_cli("test", "--policy", str(pack_copy), "--coverage", "--format", "json")
     _no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
