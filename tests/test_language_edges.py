@@ -145,3 +145,22 @@ def test_object_defaults_get_their_childrens_defaults(tmp_path: Path) -> None:
     policy = load_policy(tmp_path, cache=False)
     assert policy.evaluate({}).rule == "p.t"
     assert policy.evaluate({"o": {}}).rule == "p.t"
+
+
+def test_a_mistake_in_a_named_condition_used_twice_is_reported_once(tmp_path: Path) -> None:
+    body = """
+schema:
+  fields:
+    n: {type: int}
+verdicts:
+  pass: {ok: true, stop: allow}
+conditions:
+  big: {n: {gt: "x"}}
+rules:
+  - {id: a, priority: 2, when: {ref: big}, verdict: pass, reason: a, message: m}
+  - {id: b, priority: 1, when: {not: {ref: big}}, verdict: pass, reason: b, message: m}
+"""
+    (tmp_path / "p.yaml").write_text(body)
+    with pytest.raises(PolicyError) as info:
+        compile_pack(tmp_path)
+    assert [d.code for d in info.value.diagnostics] == ["condition.type"]

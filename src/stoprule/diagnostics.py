@@ -61,7 +61,7 @@ class PolicyError(StopruleError):
     """A pack failed to load or compile; ``diagnostics`` is sorted and capped."""
 
     def __init__(self, diagnostics: list[Diagnostic], *, total: int | None = None) -> None:
-        ordered = sorted(diagnostics)
+        ordered = sorted(set(diagnostics))  # a named condition used twice reports its mistake once
         self.total = total if total is not None else len(ordered)
         self.diagnostics = ordered[:MAX_DIAGNOSTICS]
         super().__init__(self.render())
