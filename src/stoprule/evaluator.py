@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine
-from .factschema import MISSING
+from .factschema import MISSING, strict_error
 from .records import Record, record
 from .templates import render
 
@@ -45,6 +45,7 @@ class Verdict(Record):
     high_risk_stop: str | None
     matched: tuple[Match, ...]
     policy: str
+    warnings: tuple[dict[str, str], ...] = ()  # unknown fields and the like (see FactSchema.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +60,7 @@ class Verdict(Record):
             "high_risk_stop": self.high_risk_stop,
             "matched": [m.to_dict() for m in self.matched],
             "policy": self.policy,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
 
@@ -140,25 +142,35 @@ class Evaluator:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
         return self.compiled.schema.validate(fact)
 
-    def evaluate(self, fact: Any) -> Verdict:
-        """Validate and evaluate one fact; raises :class:`FactError` if it is invalid and
-        :class:`NoRuleMatched` if no rule decides it."""
-        data = self.compiled.schema.validate(fact)
-        return self._decide(data, self._engine.match(self._project(data)))
+    def evaluate(self, fact: Any, *, strict: bool = False) -> Verdict:
+        """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
+        ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
+        Unknown fields are otherwise listed in the verdict's ``warnings``."""
+        schema = self.compiled.schema
+        data = schema.validate(fact)
+        warnings = schema.warnings(fact)
+        if warnings and strict:
+            raise strict_error(warnings)
+        return self._decide(data, self._engine.match(self._project(data)), tuple(warnings))
 
     def evaluate_many(
-        self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise"
+        self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
     ) -> list[Verdict | EvaluationError]:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
         yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
         out: list[Verdict | EvaluationError] = []
-        validate = self.compiled.schema.validate
+        schema = self.compiled.schema
+        validate = schema.validate
+        warn = schema.warnings
         match = self._engine.matcher()
         project = self._project
         for i, fact in enumerate(facts):
             try:
                 data = validate(fact)
-                out.append(self._decide(data, match(project(data))))
+                warnings = warn(fact)
+                if warnings and strict:
+                    raise strict_error(warnings)
+                out.append(self._decide(data, match(project(data)), tuple(warnings)))
             except EvaluationError as exc:
                 if on_error == "raise":
                     raise
@@ -194,7 +206,7 @@ class Evaluator:
         self._outcomes[key] = hit
         return hit
 
-    def _decide(self, data: dict[str, Any], names: set[str]) -> Verdict:
+    def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
         win, kind, matched, high_risk = self._outcome(names)
         sets = self.compiled.sets
         message = render(win.message, data, sets)
@@ -213,4 +225,5 @@ class Evaluator:
             high_risk,
             matched,
             self.digest,
+            warnings,
         )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from .diagnostics import FactError
 
-__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field"]
+__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field", "strict_error"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -150,6 +150,21 @@ def _null_or(spec: FactField, v: Any) -> None:
     raise _type_error(spec, v, ())
 
 
+def _show(text: str) -> str:
+    """``text`` quoted for a message, with characters that cannot be printed escaped."""
+    return ascii(text) if not text.isascii() or not text.isprintable() else repr(text)
+
+
+def _check_text(text: str) -> None:
+    """Strings the engine and every output can carry: no NUL, no lone surrogate."""
+    if "\x00" in text:
+        raise FactError("fact.string", "contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FactError("fact.string", f"contains a lone surrogate (\\u{ord(text[exc.start]):04x})") from None
+
+
 def _compile(spec: FactField) -> Checker:
     """A function that validates one value of ``spec`` and returns it normalised.
 
@@ -157,13 +172,22 @@ def _compile(spec: FactField) -> Checker:
     no schema interpretation.
     """
     t = spec.type
-    if t in ("string", "bool"):
-        exact = str if t == "string" else bool
+    if t == "bool":
 
-        def check_exact(v: Any) -> Any:
-            return v if type(v) is exact else _null_or(spec, v)
+        def check_bool(v: Any) -> Any:
+            return v if type(v) is bool else _null_or(spec, v)
 
-        return check_exact
+        return check_bool
+    if t == "string":
+
+        def check_string(v: Any) -> Any:
+            if type(v) is not str:
+                return _null_or(spec, v)
+            if not v.isascii() or "\x00" in v:
+                _check_text(v)
+            return v
+
+        return check_string
     if t in ("int", "number"):
         floats = t == "number"
 
@@ -182,11 +206,11 @@ def _compile(spec: FactField) -> Checker:
         values = frozenset(spec.values)
 
         def check_enum(v: Any) -> Any:
-            if v in values and type(v) is str:
+            if type(v) is not str:  # a list or object is not hashable: test the type first
+                return _null_or(spec, v)
+            if v in values:
                 return v
-            if type(v) is str:
-                raise FactError("fact.enum", f"{v!r} is not one of: " + ", ".join(spec.values))
-            return _null_or(spec, v)
+            raise FactError("fact.enum", f"{_show(v)} is not one of: " + ", ".join(spec.values))
 
         return check_enum
     if t == "list":
@@ -246,12 +270,77 @@ def _compile_object(spec: FactField) -> Checker:
     return check_object
 
 
+def _compile_unknown(spec: FactField) -> Callable[[Any, str, list[str]], None] | None:
+    """A function collecting the keys of a value of ``spec`` that the schema does not know
+    (as field paths), or None where nothing below ``spec`` is an object."""
+    if spec.type == "list":
+        assert spec.items is not None
+        item = _compile_unknown(spec.items)
+        if item is None:
+            return None
+
+        def walk_list(v: Any, at: str, out: list[str]) -> None:
+            if type(v) is list:
+                for i, x in enumerate(v):
+                    item(x, f"{at}[{i}]", out)
+
+        return walk_list
+    if spec.type != "object":
+        return None
+    lookup = spec.lookup
+    children = {name: w for name, f in spec.fields.items() if (w := _compile_unknown(f)) is not None}
+
+    def walk_object(v: Any, at: str, out: list[str]) -> None:
+        if type(v) is not dict:
+            return
+        for key, x in v.items():
+            name = lookup.get(key)
+            if name is None:
+                out.append(f"{at}.{key}" if at else key)
+            elif name in children:
+                children[name](x, f"{at}.{name}" if at else name, out)
+
+    return walk_object
+
+
+def _suggest(schema: FactField, path: str) -> str:
+    """`` (did you mean 'x'?)`` for the field name closest to the last step of ``path``."""
+    import difflib
+
+    scope: FactField | None = schema
+    steps = path.replace("]", "").replace("[", ".").split(".")
+    for step in steps[:-1]:
+        if scope is None or step.isdigit():
+            scope = scope.items if scope is not None and scope.type == "list" else scope
+            continue
+        scope = scope.fields.get(scope.lookup.get(step, ""))
+        scope = scope.items if scope is not None and scope.type == "list" else scope
+    if scope is None or scope.type != "object":
+        return ""
+    best = difflib.get_close_matches(steps[-1], list(scope.lookup), n=1, cutoff=0.7)
+    return f" (did you mean {scope.lookup[best[0]]!r}?)" if best else ""
+
+
 class FactSchema:
     """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
 
     def __init__(self, root: FactField) -> None:
         self.root = root
         self._check = _compile_object(root)
+        self._unknown = _compile_unknown(root)
+
+    def warnings(self, fact: dict[str, Any]) -> list[dict[str, str]]:
+        """What to warn about in a valid fact: fields the schema does not know (with a
+        did-you-mean), and a fact with no fields at all."""
+        if not fact:
+            return [{"code": "fact.empty", "field": "", "message": "the fact has no fields: only defaults decide"}]
+        found: list[str] = []
+        if self._unknown is not None:
+            self._unknown(fact, "", found)
+        return [
+            {"code": "fact.unknown_field", "field": f, "message": "not a field of the schema" + _suggest(self.root, f)}
+            for f in found
+        ]
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root}
@@ -290,3 +379,10 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
         elif isinstance(v, list):
             stack.extend((x, d + 1) for x in v)
     return True
+
+
+def strict_error(warnings: list[dict[str, str]]) -> FactError:
+    """The error a warning becomes under ``--strict``."""
+    w = warnings[0]
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    return FactError(w["code"], w["message"] + more, w["field"])

@@ -34,8 +34,9 @@ EVENT_TYPE = "validation_performed"
 GENESIS = "sha256:" + "0" * 64
 MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stored
 
-# the envelope's decision fields; matched rules and the policy digest are stored beside them
-_VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy"))
+# the envelope's decision fields; matched rules and the policy digest are stored beside them (warnings
+# are about the input, whose digest is stored)
+_VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy", "warnings"))
 
 
 def canonical(value: Any) -> str:

@@ -1,0 +1,61 @@
+"""Facts that used to escape as tracebacks or pass silently (issue 11): each is now a
+fact error naming the field, or a warning in the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stoprule import Evaluator, FactError
+
+
+@pytest.mark.parametrize(
+    ("fact", "code", "field"),
+    [
+        ({"status": []}, "fact.type", "status"),  # was TypeError: unhashable type
+        ({"status": {}}, "fact.type", "status"),
+        ({"errors": [{"type": ["x"]}]}, "fact.type", "errors[0].type"),
+        ({"status": "partial\udfff"}, "fact.enum", "status"),
+        ({"requires_user_review": True, "review_reason": "a\udfffb"}, "fact.string", "review_reason"),
+        ({"requires_user_review": True, "review_reason": "a\x00b"}, "fact.string", "review_reason"),
+        ({"errors": [{"type": "time\udc80out"}]}, "fact.string", "errors[0].type"),
+        ({"taskState": "completed"}, "fact.enum", "taskState"),  # a typo of a closed vocabulary
+    ],
+)
+def test_bad_values_are_fact_errors(evaluator: Evaluator, fact: dict[str, Any], code: str, field: str) -> None:
+    with pytest.raises(FactError) as info:
+        evaluator.evaluate(fact)
+    assert (info.value.code, info.value.field) == (code, field)
+    str(info.value).encode("utf-8")  # the message itself can be printed
+
+
+def test_unicode_strings_are_fine(evaluator: Evaluator) -> None:
+    v = evaluator.evaluate({"requires_user_review": True, "review_reason": "café 日本 🙂"})
+    assert v.review_reason is not None
+
+
+def test_unknown_fields_are_warned_with_a_suggestion(evaluator: Evaluator) -> None:
+    v = evaluator.evaluate({"stauts": "partial", "errors": [{"type": "timeout", "mesage": "x"}]})
+    fields = {w["field"]: w["message"] for w in v.warnings}
+    assert fields == {
+        "stauts": "not a field of the schema (did you mean 'status'?)",
+        "errors[0].mesage": "not a field of the schema (did you mean 'message'?)",
+    }
+    assert v.to_dict()["warnings"] == list(v.warnings)
+
+
+def test_no_warning_no_key(evaluator: Evaluator) -> None:
+    assert "warnings" not in evaluator.evaluate({"status": "implemented"}).to_dict()
+
+
+def test_an_empty_fact_is_warned(evaluator: Evaluator) -> None:
+    assert [w["code"] for w in evaluator.evaluate({}).warnings] == ["fact.empty"]
+
+
+def test_strict_makes_an_unknown_field_an_error(evaluator: Evaluator) -> None:
+    with pytest.raises(FactError) as info:
+        evaluator.evaluate({"stauts": "partial"}, strict=True)
+    assert (info.value.code, info.value.field) == ("fact.unknown_field", "stauts")
+    out = evaluator.evaluate_many([{"stauts": 1}, {"status": "partial"}], on_error="return", strict=True)
+    assert isinstance(out[0], FactError) and not isinstance(out[1], FactError)
