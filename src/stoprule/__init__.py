@@ -9,11 +9,10 @@ Public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .diagnostics import Diagnostic, FactError, PolicyError, StopruleError
 from .evaluator import Evaluator, Match, Verdict
 from .packs import bundled_pack, compile_policy, load_policy, select_pack
+from .version import __version__
 
 __all__ = [
     "Diagnostic",

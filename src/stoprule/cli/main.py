@@ -12,6 +12,8 @@ import importlib
 import os
 import sys
 
+from ..version import __version__
+
 __all__ = ["COMMANDS", "main", "run"]
 
 TYPE_CHECKING = False
@@ -61,8 +63,6 @@ def add_policy_flags(
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
-    from .. import __version__
-
     p = argparse.ArgumentParser(
         prog="stoprule",
         formatter_class=_Formatter,
