@@ -45,23 +45,6 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, width=max(width, 40) - 2)
 
 
-def add_policy_flags(
-    sp: argparse.ArgumentParser, default_format: str = "pretty", formats: tuple[str, ...] = ()
-) -> None:
-    """The flags every pack-reading command shares: ``--policy`` and ``--format``."""
-    sp.add_argument(
-        "--policy",
-        metavar="PATH",
-        help="policy pack directory (default: $STOPRULE_POLICY, ./.stoprule/policies/, then the bundled pack)",
-    )
-    sp.add_argument(
-        "--format",
-        choices=formats or ("json", "pretty"),
-        default=default_format,
-        help=f"output format (default: {default_format})",
-    )
-
-
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     p = argparse.ArgumentParser(
         prog="stoprule",
