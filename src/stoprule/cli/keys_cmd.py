@@ -51,12 +51,12 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     from ..ledger import keys
     from ..ledger.errors import LedgerError
-    from ..ledger.store import Ledger, resolve_path
+    from ..ledger.store import Ledger, keys_path, resolve_path
 
     path, default = resolve_path(args.ledger, os.environ)
     try:
         if args.keys_command == "list":
-            ring = keys.load(keys.keys_path(path))
+            ring = keys.load(keys_path(path))
             note = ""
         else:
             if default:

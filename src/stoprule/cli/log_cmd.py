@@ -254,7 +254,7 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
     from ..ledger.errors import LedgerError
-    from ..ledger.record import Recorder
+    from ..ledger.recorder import Recorder
 
     try:
         with _open(args.ledger, write=True) as ledger:
