@@ -39,7 +39,7 @@ def audit_command(
         report = audit_pack(ctx, Progress(stderr))
     except AnalysisLimit as exc:
         diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
-        return diagnostics_error([diag], "the pack is beyond the analysis", stderr)
+        return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
     if items is not None:
         report.corpus = corpus_stats(ctx, items, corpus or "")
     if fmt == "json":

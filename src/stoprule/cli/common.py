@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 
-from ..diagnostics import MAX_DIAGNOSTICS
-
 __all__ = [
     "add_ledger_flag",
     "add_policy_flags",
@@ -36,10 +34,9 @@ __all__ = [
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
     from typing import IO
 
-    from ..diagnostics import Diagnostic, FactError, PolicyError
+    from ..diagnostics import FactError, PolicyError
     from ..evaluator import Verdict
     from ..ledger.errors import LedgerError
 
@@ -92,19 +89,12 @@ def fact_error(exc: FactError | LedgerError, where: str, fmt: str, stdout: IO[st
     stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")
 
 
-def diagnostics_error(
-    diagnostics: Sequence[Diagnostic], summary: str, stderr: IO[str], *, total: int | None = None
-) -> int:
+def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
     """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
-    total = len(diagnostics) if total is None else total
-    shown = list(diagnostics)[:MAX_DIAGNOSTICS]
-    lines = [d.format() for d in shown]
-    if total > len(shown):
-        lines.append(f"... and {total - len(shown)} more")
-    stderr.write("\n".join([*lines, f"stoprule: {summary}"]) + "\n")
+    stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
     return 2
 
 
 def policy_error(exc: PolicyError, pack: str | os.PathLike[str], stderr: IO[str]) -> int:
     """A pack that failed to load or compile: its diagnostics and ``N error(s) in PACK`` on stderr; returns 2."""
-    return diagnostics_error(exc.diagnostics, f"{exc.total} error(s) in {os.fspath(pack)}", stderr, total=exc.total)
+    return diagnostics_error(exc, f"{exc.total} error(s) in {os.fspath(pack)}", stderr)

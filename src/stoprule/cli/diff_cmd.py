@@ -29,7 +29,7 @@ def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str])
         report = diff_packs(ctxs[0], ctxs[1], Progress(stderr))
     except AnalysisLimit as exc:
         diag = Diagnostic(new, 1, 1, "audit.limit", str(exc))
-        return diagnostics_error([diag], "the packs are beyond the analysis", stderr)
+        return diagnostics_error(PolicyError([diag]), "the packs are beyond the analysis", stderr)
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

@@ -226,7 +226,7 @@ def test_command(
         cases = load_cases(files)
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
-        return diagnostics_error(exc.diagnostics, summary, stderr, total=exc.total)
+        return diagnostics_error(exc, summary, stderr)
     if not cases:
         stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
         return 2
