@@ -430,3 +430,29 @@ def test_shell_if_uses_exit_codes(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["ok:continue", "stop:halt=1", "bad:halt=2"]
+
+
+COLD_EVAL = (
+    "import json, sys\n"
+    "from stoprule.cli.main import main\n"
+    "code = main(['eval', '--format', sys.argv[1]])\n"
+    "sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
+    "sys.exit(code)\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["json", "pretty"])
+def test_cold_eval_imports_nothing_heavy(tmp_path: Path, fmt: str) -> None:
+    """A cache hit loads neither the compiler's libraries nor typing/dataclasses/sqlite3 (cold start)."""
+    env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("STOPRULE_POLICY", None)
+    for _ in range(2):  # the first run fills the compiled-pack cache
+        proc = subprocess.run(
+            [sys.executable, "-c", COLD_EVAL, fmt], input=OK_FACT, capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+        assert proc.returncode == 0, proc.stderr
+    modules = set(json.loads(proc.stderr))
+    assert {"stoprule.factio", "stoprule.cli.eval_cmd"} <= modules
+    heavy = {"yaml", "pydantic", "typing", "dataclasses", "sqlite3", "pathlib", "stoprule.compiler"}
+    assert not modules & heavy
+    assert not {m for m in modules if m.startswith(("stoprule.analysis", "stoprule.ledger"))}

@@ -24,7 +24,7 @@ import pytest
 from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule.cli.main import run as cli_run
 from stoprule.ledger import Ledger, Recorder, keys, verify
-from stoprule.ledger.record import fact_identity
+from stoprule.ledger.recorder import fact_identity
 
 
 def popen(args: list[str], tmp_path: Path, stdin: str | None = None) -> subprocess.Popen:

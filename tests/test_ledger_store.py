@@ -15,8 +15,8 @@ from ledger_facts import CONTINUITY, ESCAPE, FAILED, OK, REVIEW
 from stoprule import Evaluator, load_policy
 from stoprule.evaluator import Match, Verdict
 from stoprule.ledger import Ledger, LedgerError, Recorder, verify
+from stoprule.ledger.ddl import APPLICATION_ID
 from stoprule.ledger.events import GENESIS, MAX_MATCHED, canonical, digest, link, truncate_matched, validation_event
-from stoprule.ledger.schema import APPLICATION_ID
 from stoprule.ledger.store import BUSY_TIMEOUT, SYNCHRONOUS
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import types
+from pathlib import Path
 
 import stoprule
+from stoprule import version
 
 
 def test_exported_members() -> None:
@@ -25,3 +28,10 @@ def test_api_round_trip() -> None:
                                                "reason": "agent_blocked"}  # fmt: skip
     many = policy.evaluate_many([{"status": "implemented"}, {"status": 3}], on_error="return")
     assert isinstance(many[0], stoprule.Verdict) and isinstance(many[1], stoprule.FactError)
+
+
+def test_version_agrees_with_pyproject() -> None:
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'^version = "([^"]+)"$', pyproject, re.MULTILINE)
+    assert declared is not None, "no version in pyproject.toml's [project] table"
+    assert stoprule.__version__ == version.__version__ == declared.group(1)

@@ -9,8 +9,6 @@ Public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .diagnostics import (
     AnalysisLimit,
     Diagnostic,
@@ -22,6 +20,7 @@ from .diagnostics import (
 )
 from .evaluator import Evaluator, Match, Verdict
 from .packs import bundled_pack, compile_policy, load_policy, select_pack
+from .version import __version__
 
 __all__ = [
     "AnalysisLimit",

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from .compiled import CompiledPolicy
 from .evaluator import Evaluator
 from .files import pack_files
+from .version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,8 +85,6 @@ def _stamp(root: str) -> str | None:
     """
     if not os.path.isdir(root):
         return None
-    from . import __version__
-
     parts = [os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]
     here = os.path.dirname(os.path.abspath(__file__))
     for module in _COMPILER_MODULES:  # a changed compiler invalidates what it compiled

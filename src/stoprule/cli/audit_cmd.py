@@ -7,58 +7,39 @@ import json
 from typing import IO
 
 from ..diagnostics import Diagnostic, PolicyError
+from ..factio import parse_facts, read_input
+from .common import add_policy_flags, diagnostics_error, policy_error
 
 __all__ = ["add_arguments", "audit_command", "run"]
-
-
-def _bad(diags: list[Diagnostic], what: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
-    """Bad input (exit 2): diagnostics on stdout in JSON mode, on stderr otherwise."""
-    if fmt == "json":
-        stdout.write(json.dumps({"ok": False, "diagnostics": [d.to_dict() for d in diags]}) + "\n")
-    else:
-        stderr.write("\n".join(d.format() for d in diags) + "\n")
-    stderr.write(f"stoprule: {what}\n")
-    return 2
 
 
 def audit_command(
     policy: str | None, corpus: str | None, fmt: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]
 ) -> int:
+    """Audit the selected pack (and evaluate ``corpus``); exit 0 clean, 1 findings, 2 bad input."""
     from ..analysis import AnalysisLimit, audit_pack
     from ..analysis.corpus import corpus_stats
     from ..analysis.explore import Progress
     from ..analysis.render import render_audit
     from ..compiler import compile_pack
     from ..packs import select_pack
-    from .eval_cmd import parse_facts, read_input
 
     root = select_pack(policy)
     try:
         ctx = compile_pack(root)
     except PolicyError as exc:
-        return _bad(exc.diagnostics, f"{exc.total} error(s) in {root}", fmt, stdout, stderr)
+        return policy_error(exc, root, stderr)
     items = None
     if corpus is not None:
         data = read_input(corpus, stdin, stderr)
         if data is None:
-            return _bad(
-                [Diagnostic(corpus, 1, 1, "corpus.unreadable", "cannot read the corpus")],
-                "bad corpus",
-                fmt,
-                stdout,
-                stderr,
-            )
+            return 2
         items = parse_facts(data)
     try:
         report = audit_pack(ctx.checked, Progress(stderr))
     except AnalysisLimit as exc:
-        return _bad(
-            [Diagnostic(str(root), 1, 1, "audit.limit", str(exc))],
-            "the pack is beyond the analysis",
-            fmt,
-            stdout,
-            stderr,
-        )
+        diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
+        return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
     if items is not None:
         report.corpus = corpus_stats(ctx.checked, ctx.compiled, items, corpus or "")
     if fmt == "json":
@@ -69,8 +50,6 @@ def audit_command(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .main import add_policy_flags
-
     p.description = (
         "Analyse a pack over its whole fact domain (exactly, over a finite abstraction): gaps, conflicts, "
         "dead rules, unused declarations, and the share of the domain each verdict covers. "

@@ -7,30 +7,23 @@ import json
 from typing import IO
 
 from ..diagnostics import PolicyError
+from .common import add_policy_flags
 
 __all__ = ["add_arguments", "check_command", "run"]
 
 
 def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
+    """Compile the selected pack; print a summary (exit 0) or its diagnostics (exit 2)."""
     from ..compiler import compile_pack
     from ..packs import select_pack
 
     root = select_pack(policy)
     try:
         ctx = compile_pack(root)
-    except PolicyError as exc:
+    except PolicyError as exc:  # the diagnostics are this command's product: on stdout
         if fmt == "json":
-            stdout.write(
-                json.dumps(
-                    {
-                        "ok": False,
-                        "pack": str(root),
-                        "total": exc.total,
-                        "diagnostics": [d.to_dict() for d in exc.diagnostics],
-                    }
-                )
-                + "\n"
-            )
+            diags = [d.to_dict() for d in exc.diagnostics]
+            stdout.write(json.dumps({"ok": False, "pack": str(root), "total": exc.total, "diagnostics": diags}) + "\n")
         else:
             stdout.write(exc.render() + "\n")
         stderr.write(f"stoprule: {exc.total} error(s) in {root}\n")
@@ -60,8 +53,6 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .main import add_policy_flags
-
     p.description = "Validate and compile a pack; print diagnostics. Exit 0 clean, 2 on any error."
     add_policy_flags(p, default_format="pretty")
 

@@ -7,12 +7,13 @@ import json
 from typing import IO
 
 from ..diagnostics import Diagnostic, PolicyError
-from .audit_cmd import _bad
+from .common import diagnostics_error, policy_error
 
 __all__ = ["add_arguments", "diff_command", "run"]
 
 
 def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
+    """Compare two packs; exit 0 no verdict changes, 1 some, 2 bad input."""
     from ..analysis import AnalysisLimit, diff_packs
     from ..analysis.explore import Progress
     from ..analysis.render import render_diff
@@ -23,13 +24,12 @@ def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str])
         try:
             ctxs.append(compile_pack(root).checked)
         except PolicyError as exc:
-            return _bad(exc.diagnostics, f"{exc.total} error(s) in {root}", fmt, stdout, stderr)
+            return policy_error(exc, root, stderr)
     try:
         report = diff_packs(ctxs[0], ctxs[1], Progress(stderr))
     except AnalysisLimit as exc:
-        return _bad(
-            [Diagnostic(new, 1, 1, "audit.limit", str(exc))], "the packs are beyond the analysis", fmt, stdout, stderr
-        )
+        diag = Diagnostic(new, 1, 1, "audit.limit", str(exc))
+        return diagnostics_error(PolicyError([diag]), "the packs are beyond the analysis", stderr)
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

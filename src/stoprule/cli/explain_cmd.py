@@ -7,13 +7,13 @@ import json
 from typing import IO
 
 from ..diagnostics import FactError, PolicyError
+from ..factio import parse_facts, read_input
+from .common import add_policy_flags, input_name, policy_error
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .main import add_policy_flags
-
     p.description = (
         "Explain the verdict of a fact: the winning rule, the rules that matched but lost, and for every "
         "other rule the first condition that failed. Exit codes as for eval."
@@ -23,20 +23,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    """Explain every fact in ``args.fact``; exit codes as for ``eval``."""
     from ..analysis.explain import explain, render_pretty
     from ..compiler import compile_pack
     from ..evaluator import Evaluator
     from ..packs import select_pack
-    from .eval_cmd import parse_facts, read_input
 
     data = read_input(args.fact, stdin, stderr)
     if data is None:
         return 2
+    root = select_pack(args.policy)
     try:
-        ctx = compile_pack(select_pack(args.policy))
+        ctx = compile_pack(root)
     except PolicyError as exc:
-        stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
-        return 2
+        return policy_error(exc, root, stderr)
     assert ctx.compiled is not None
     evaluator = Evaluator(ctx.compiled)
     code = 0
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             verdict, exp = explain(ctx.checked, evaluator, item)
         except FactError as exc:
             exc.line = exc.line if exc.line is not None else line
-            stderr.write(f"stoprule: {args.fact if args.fact != '-' else '<stdin>'}: {exc}\n")
+            stderr.write(f"stoprule: {input_name(args.fact)}: {exc}\n")
             if args.format == "json":
                 stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
             code = 2

@@ -14,6 +14,8 @@ import json
 import os
 from typing import IO
 
+from .common import add_ledger_flag
+
 __all__ = ["add_arguments", "run"]
 
 HELP = "manage retry-token signing keys: list, rotate, retire"
@@ -33,9 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         if name == "retire":
             sp.add_argument("key", metavar="KEY_ID")
         sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
-        sp.add_argument(
-            "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
-        )
+        add_ledger_flag(sp)
 
 
 def _table(ring) -> str:  # noqa: ANN001 - KeyRing
@@ -51,12 +51,12 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     from ..ledger import keys
     from ..ledger.errors import LedgerError
-    from ..ledger.store import Ledger, resolve_path
+    from ..ledger.store import Ledger, keys_path, resolve_path
 
     path, default = resolve_path(args.ledger, os.environ)
     try:
         if args.keys_command == "list":
-            ring = keys.load(keys.keys_path(path))
+            ring = keys.load(keys_path(path))
             note = ""
         else:
             if default:

@@ -16,15 +16,12 @@ import json
 import os
 from typing import IO, Any
 
+from ..factio import parse_facts, read_input
+from .common import add_ledger_flag, fact_error, input_name, policy_error, render_verdict
+
 __all__ = ["add_arguments", "record_command", "run"]
 
 HELP = "read the decision ledger: status, show, runs, export, verify"
-
-
-def _ledger_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
-    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,27 +32,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("status", help="a run's status: tip node, verdict, decisions, attempts")
     sp.add_argument("run", metavar="RUN")
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
-    _ledger_flag(sp)
+    add_ledger_flag(sp)
 
     sp = sub.add_parser("show", help="a run's DAG as a tree, JSON or Mermaid")
     sp.add_argument("run", metavar="RUN")
     sp.add_argument("--format", choices=("pretty", "json", "mermaid"), default="pretty")
-    _ledger_flag(sp)
+    add_ledger_flag(sp)
 
     sp = sub.add_parser("runs", help="recent runs with their status")
     sp.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (0: all; default 20)")
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
-    _ledger_flag(sp)
+    add_ledger_flag(sp)
 
     sp = sub.add_parser("export", help="every decision as NDJSON, in append order")
     sp.add_argument("--run", metavar="RUN", help="only this run")
     sp.add_argument("--facts-only", action="store_true", help="only the facts, one per line (input for `eval`)")
-    _ledger_flag(sp)
+    add_ledger_flag(sp)
 
     sp = sub.add_parser("verify", help="recompute hash chains; name the first broken link")
     sp.add_argument("run", metavar="RUN", nargs="?", help="only this run (default: every run)")
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
-    _ledger_flag(sp)
+    add_ledger_flag(sp)
 
 
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
@@ -169,19 +166,11 @@ def _ledger_lines(env: dict[str, Any]) -> str:
 
 
 def _emit(outcome, fmt: str, stdout: IO[str]) -> None:  # noqa: ANN001 - Outcome
-    from .eval_cmd import _pretty
-
     env = outcome.envelope()
     if fmt == "json":
         stdout.write(json.dumps(env) + "\n")
     else:
-        stdout.write(_pretty(outcome.verdict) + "\n" + _ledger_lines(env) + "\n")
-
-
-def _fail(exc: Any, fmt: str, stdout: IO[str], stderr: IO[str], where: str = "") -> None:
-    """A refused fact or token: the reason on stderr, an error object (or line) in its output slot."""
-    stderr.write(f"stoprule: {where}{exc}\n")
-    stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")
+        stdout.write(render_verdict(outcome.verdict) + "\n" + _ledger_lines(env) + "\n")
 
 
 def _misuse(args: argparse.Namespace) -> str | None:
@@ -213,7 +202,7 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
         outcome = recorder.retry(args.run, args.retry, fact, checkpoint=args.checkpoint)
     except FactError as exc:
         exc.line = exc.line if exc.line is not None else line
-        _fail(exc, args.format, stdout, stderr, f"{name}: ")
+        fact_error(exc, f"{name}: ", args.format, stdout, stderr)
         return 2
     _emit(outcome, args.format, stdout)
     return 0 if outcome.verdict.ok else 1
@@ -229,7 +218,7 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     for (line, _), result in zip(items, results, strict=False):  # results come once their transaction committed
         if isinstance(result, FactError):
             result.line = result.line if result.line is not None else line
-            _fail(result, args.format, stdout, stderr, f"{name}: ")
+            fact_error(result, f"{name}: ", args.format, stdout, stderr)
             code = 2
             continue
         if not result.verdict.ok and code == 0:
@@ -241,21 +230,14 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
     from ..diagnostics import FactError, PolicyError
-    from .eval_cmd import parse_facts
 
     problem = _misuse(args)
     if problem:
         stderr.write(f"stoprule: {problem}\n")
         return 2
-    name = args.file if args.file != "-" else "<stdin>"
-    try:
-        if args.file == "-":
-            data = stdin.read()
-        else:
-            with open(args.file, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        stderr.write(f"stoprule: cannot read {args.file}: {exc.strerror}\n")
+    name = input_name(args.file)
+    data = read_input(args.file, stdin, stderr)
+    if data is None:
         return 2
     items = parse_facts(data)
     if args.retry is not None and len(items) != 1:
@@ -263,17 +245,16 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
         return 2
     if all(isinstance(fact, FactError) for _, fact in items):  # nothing to record: do not touch the ledger
         for _, err in items:
-            _fail(err, args.format, stdout, stderr, f"{name}: ")
+            fact_error(err, f"{name}: ", args.format, stdout, stderr)
         return 2
-    from ..packs import load_policy
+    from ..packs import load_policy, select_pack
 
     try:
         evaluator = load_policy(args.policy)
     except PolicyError as exc:
-        stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
-        return 2
+        return policy_error(exc, select_pack(args.policy), stderr)
     from ..ledger.errors import LedgerError
-    from ..ledger.record import Recorder
+    from ..ledger.recorder import Recorder
 
     try:
         with _open(args.ledger, write=True) as ledger:
@@ -282,7 +263,7 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
                 return _retry(recorder, args, items, name, stdout, stderr)
             return _batch(recorder, args, items, name, stdout, stderr)
     except LedgerError as exc:
-        _fail(exc, args.format, stdout, stderr)
+        fact_error(exc, "", args.format, stdout, stderr)
         return 2
     except OSError as exc:  # making ./.stoprule/ for the default ledger
         stderr.write(f"stoprule: cannot create the ledger directory: {exc}\n")

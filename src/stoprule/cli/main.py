@@ -12,6 +12,8 @@ import importlib
 import os
 import sys
 
+from ..version import __version__
+
 __all__ = ["COMMANDS", "main", "run"]
 
 TYPE_CHECKING = False
@@ -43,26 +45,7 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, width=max(width, 40) - 2)
 
 
-def add_policy_flags(
-    sp: argparse.ArgumentParser, default_format: str = "pretty", formats: tuple[str, ...] = ()
-) -> None:
-    """The flags every pack-reading command shares: ``--policy`` and ``--format``."""
-    sp.add_argument(
-        "--policy",
-        metavar="PATH",
-        help="policy pack directory (default: $STOPRULE_POLICY, ./.stoprule/policies/, then the bundled pack)",
-    )
-    sp.add_argument(
-        "--format",
-        choices=formats or ("json", "pretty"),
-        default=default_format,
-        help=f"output format (default: {default_format})",
-    )
-
-
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
-    from .. import __version__
-
     p = argparse.ArgumentParser(
         prog="stoprule",
         formatter_class=_Formatter,

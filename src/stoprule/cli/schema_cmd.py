@@ -7,6 +7,7 @@ import json
 from typing import IO
 
 from ..diagnostics import PolicyError
+from .common import policy_error
 
 __all__ = ["add_arguments", "run"]
 
@@ -26,13 +27,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     if args.kind == "policy":
         schema = policy_json_schema()
     else:
-        from ..packs import compile_policy
+        from ..packs import compile_policy, select_pack
 
         try:
             compiled = compile_policy(args.policy)
         except PolicyError as exc:
-            stderr.write(f"stoprule: policy pack has errors:\n{exc.render()}\n")
-            return 2
+            return policy_error(exc, select_pack(args.policy), stderr)
         schema = fact_json_schema(compiled.schema, title=f"{compiled.name} fact")
     stdout.write(json.dumps(schema, indent=2) + "\n")
     return 0

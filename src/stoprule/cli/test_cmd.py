@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..diagnostics import PolicyError
+from .common import add_policy_flags, diagnostics_error, policy_error
 
 if TYPE_CHECKING:
     from ..analysis.coverage import Coverage
@@ -195,14 +196,6 @@ def _junit(results: list[CaseResult], cov: Coverage | None, threshold: float | N
 # --- the command ---------------------------------------------------------------------------------
 
 
-def _bad_input(fmt: str, what: str, exc: PolicyError, stdout: IO[str], stderr: IO[str]) -> int:
-    if fmt == "json":
-        diags = [d.to_dict() for d in exc.diagnostics]
-        stdout.write(json.dumps({"ok": False, "total": exc.total, "diagnostics": diags}) + "\n")
-    stderr.write(f"stoprule: {what}:\n{exc.render()}\n")
-    return 2
-
-
 def test_command(
     policy: str | None,
     paths: list[str],
@@ -223,7 +216,7 @@ def test_command(
     try:
         ctx = compile_pack(root)
     except PolicyError as exc:
-        return _bad_input(fmt, f"policy pack {root} has errors", exc, stdout, stderr)
+        return policy_error(exc, root, stderr)
     assert ctx.compiled is not None
     files = [Path(p) for p in paths] or [root / "tests"]
     if not paths and not files[0].is_dir():
@@ -232,7 +225,8 @@ def test_command(
     try:
         cases = load_cases(files)
     except PolicyError as exc:
-        return _bad_input(fmt, "case files have errors", exc, stdout, stderr)
+        summary = f"{exc.total} error(s) in the case files"
+        return diagnostics_error(exc, summary, stderr)
     if not cases:
         stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
         return 2
@@ -286,8 +280,6 @@ def _percent(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .main import add_policy_flags
-
     p.description = (
         "Run table-driven case files against a pack (default: the pack's tests/ folder). "
         "Exit 0 all pass (and MC/DC >= --threshold), 1 failures or coverage below the threshold, 2 bad input."

@@ -28,7 +28,7 @@ from .errors import LedgerError
 if TYPE_CHECKING:
     from .store import Ledger
 
-__all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "keys_path", "load", "retire", "rotate", "unb64url"]
+__all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "load", "retire", "rotate", "unb64url"]
 
 FORMAT = "stoprule-keys/1"
 SECRET_BYTES = 32
@@ -60,11 +60,6 @@ class KeyRing(NamedTuple):
     def to_json(self) -> str:
         keys = [k.to_dict(secret=True) for k in self.keys.values()]
         return json.dumps({"format": FORMAT, "active": self.active, "keys": keys}, indent=2) + "\n"
-
-
-def keys_path(ledger_path: str) -> str:
-    """The key file of the ledger at ``ledger_path``: beside it, ``<ledger>.keys``."""
-    return ledger_path + ".keys"
 
 
 def b64url(raw: bytes) -> str:

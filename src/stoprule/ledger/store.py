@@ -17,10 +17,9 @@ from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple
 
 from ..evaluator import Verdict
+from .ddl import APPLICATION_ID, DDL, SCHEMA_VERSION
 from .errors import LedgerError
 from .events import EVENT_TYPE, GENESIS, canonical, link, validation_event
-from .keys import keys_path
-from .schema import APPLICATION_ID, DDL, SCHEMA_VERSION
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -31,6 +30,7 @@ __all__ = [
     "Node",
     "RunStatus",
     "check_run_id",
+    "keys_path",
     "resolve_path",
     "sqlite_error",
 ]
@@ -141,6 +141,11 @@ def resolve_path(explicit: str | None, env: dict[str, str] | os._Environ[str]) -
     if env.get("STOPRULE_LEDGER"):
         return env["STOPRULE_LEDGER"], False
     return DEFAULT_PATH, True
+
+
+def keys_path(ledger_path: str) -> str:
+    """The signing-key file of the ledger at ``ledger_path``: beside it, ``<ledger>.keys`` (see ``keys``)."""
+    return ledger_path + ".keys"
 
 
 def check_run_id(run: str) -> str:

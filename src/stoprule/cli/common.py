@@ -1,0 +1,100 @@
+"""What the commands share: common flags, the pretty verdict, and how errors are reported.
+
+Errors, one way in every command and format (``docs/cli.md`` § Errors). Standard output
+carries a command's product in the chosen format; standard error is text for people.
+
+- a pack that fails to compile (:func:`policy_error`), and other input described by
+  diagnostics (:func:`diagnostics_error`: case files, an analysis limit): exit 2, nothing
+  on stdout; on stderr one ``file:line:col: code: message (at path)`` line each, then
+  ``stoprule: N error(s) in PACK``. (``stoprule check``, whose product *is* the
+  diagnostics, prints them on stdout in its ``--format`` instead.)
+- a fact that cannot be evaluated (:func:`fact_error`): an error object (or ``ERROR:``
+  line) in the fact's output slot, so output lines stay aligned with input lines, and
+  the reason on stderr.
+- anything else (unreadable file, usage, ledger): one ``stoprule: ...`` line on stderr.
+
+On the cold-start path of ``stoprule eval``: imports only what that path already loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+__all__ = [
+    "add_ledger_flag",
+    "add_policy_flags",
+    "diagnostics_error",
+    "fact_error",
+    "input_name",
+    "policy_error",
+    "render_verdict",
+]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import IO
+
+    from ..diagnostics import FactError, PolicyError
+    from ..evaluator import Verdict
+    from ..ledger.errors import LedgerError
+
+
+def add_policy_flags(
+    sp: argparse.ArgumentParser, default_format: str = "pretty", formats: tuple[str, ...] = ()
+) -> None:
+    """The flags every pack-reading command shares: ``--policy`` and ``--format``."""
+    sp.add_argument(
+        "--policy",
+        metavar="PATH",
+        help="policy pack directory (default: $STOPRULE_POLICY, ./.stoprule/policies/, then the bundled pack)",
+    )
+    sp.add_argument(
+        "--format",
+        choices=formats or ("json", "pretty"),
+        default=default_format,
+        help=f"output format (default: {default_format})",
+    )
+
+
+def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--ledger PATH``, shared by ``eval --run``, ``log`` and ``keys``."""
+    sp.add_argument(
+        "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
+    )
+
+
+def input_name(file: str) -> str:
+    """How messages name an input file (``-`` is ``<stdin>``)."""
+    return file if file != "-" else "<stdin>"
+
+
+def render_verdict(v: Verdict) -> str:
+    """A verdict as text for people (``--format pretty``)."""
+    mark = "OK" if v.ok else "NOT OK"
+    lines = [f"{mark}: {v.verdict} / {v.reason}  (rule {v.rule}; stop: {v.stop})", f"  {v.message}"]
+    if v.requires_user_review:
+        lines.append(f"  review reason: {v.review_reason}")
+    if v.high_risk_stop:
+        lines.append(f"  high-risk stop: {v.high_risk_stop}")
+    lines.append("  matched: " + ", ".join(m.rule for m in v.matched))
+    lines.append(f"  policy: {v.policy}")
+    return "\n".join(lines)
+
+
+def fact_error(exc: FactError | LedgerError, where: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> None:
+    """A refused fact (or retry token): the reason on stderr, an error object (or line) in its output slot."""
+    stderr.write(f"stoprule: {where}{exc}\n")
+    stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")
+
+
+def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
+    """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
+    stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
+    return 2
+
+
+def policy_error(exc: PolicyError, pack: str | os.PathLike[str], stderr: IO[str]) -> int:
+    """A pack that failed to load or compile: its diagnostics and ``N error(s) in PACK`` on stderr; returns 2."""
+    return diagnostics_error(exc, f"{exc.total} error(s) in {os.fspath(pack)}", stderr)
