@@ -48,7 +48,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from .diagnostics import Diagnostic, FactError, PolicyError
+from .diagnostics import Diagnostic, EvaluationError, PolicyError
 from .evaluator import Evaluator, Verdict
 from .source import SourceFile, parse_yaml
 
@@ -114,7 +114,7 @@ class FactRun:
     index: int
     data: dict[str, Any] | None
     verdict: Verdict | None
-    error: FactError | None
+    error: EvaluationError | None
 
 
 @dataclass
@@ -350,7 +350,7 @@ def _check_verdict(i: int, exp: dict[str, Any], v: Verdict) -> list[Mismatch]:
     return out
 
 
-def _check_error(i: int, exp: dict[str, Any], err: FactError) -> list[Mismatch]:
+def _check_error(i: int, exp: dict[str, Any], err: EvaluationError) -> list[Mismatch]:
     out: list[Mismatch] = []
     if err.code != exp["code"]:
         out.append(Mismatch(i, "error.code", exp["code"], err.code))
@@ -369,7 +369,7 @@ def run_case(evaluator: Evaluator, case: Case) -> CaseResult:
     for i, fact in enumerate(case.facts):
         try:
             verdict = evaluator.evaluate(fact)
-        except FactError as err:
+        except EvaluationError as err:
             runs.append(FactRun(i, None, None, err))
             if case.expect_error is None:
                 out.append(Mismatch(i, "error", None, str(err)))

@@ -22,16 +22,44 @@ if TYPE_CHECKING:
 MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact
 
 
+class _Refused(ValueError):
+    """A JSON text the decoder parses but a fact must not hold."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused("fact.duplicate_key", f"key {dup!r} appears twice in one object")
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Refused("fact.not_json", f"{name} is not a JSON number")
+
+
+_loads = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant).decode
+
+
 def _decode(raw: str, line: int) -> Any:
-    if len(raw.encode("utf-8")) > MAX_FACT_BYTES:
+    if len(raw) > MAX_FACT_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_FACT_BYTES:
         raise FactError("fact.too_large", f"fact exceeds {MAX_FACT_BYTES} bytes", line=line)
     try:
-        value = json.loads(raw)
+        value = _loads(raw)
     except RecursionError:
         raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line) from None
     except json.JSONDecodeError as exc:
         where = line + exc.lineno - 1
         raise FactError("fact.not_json", f"not valid JSON: {exc.msg} at column {exc.colno}", line=where) from None
+    except _Refused as exc:
+        raise FactError(exc.code, str(exc), line=line) from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts (4300 digits)
+        raise FactError("fact.not_json", f"not a usable JSON value: {exc}", line=line) from None
     if not isinstance(value, dict):
         raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
     if not check_depth(value):
@@ -43,30 +71,37 @@ def parse_facts(data: bytes) -> list[tuple[int, Any]]:
     """Split input into facts: one JSON document (possibly pretty-printed), else NDJSON.
 
     NDJSON is assumed when the input is not one JSON document and its first non-blank
-    line is a complete JSON value on its own; blank lines are skipped. Each entry is
-    ``(line, decoded object or the FactError for that line)``.
+    line is a complete JSON value on its own; blank lines are skipped. Only ``\n``
+    separates records (a U+2028 or a bare CR inside a line is part of it), and each
+    line is decoded on its own: a line that is not UTF-8 is an error for that line
+    only. Each entry is ``(line, decoded object or the FactError for that line)``.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return [(1, FactError("fact.encoding", f"input is not UTF-8: {exc.reason}", line=1))]
-    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+    lines: list[tuple[int, str | FactError]] = []
+    for i, raw in enumerate(data.split(b"\n")):
+        if not raw.strip():
+            continue
+        try:
+            lines.append((i + 1, raw.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            lines.append((i + 1, FactError("fact.encoding", f"not UTF-8: {exc.reason}", line=i + 1)))
     if not lines:
         return [(1, FactError("fact.empty", "no fact given (empty input)", line=1))]
     first_line, first = lines[0]
-    if len(lines) > 1 and not _complete_value(first):
-        return [(first_line, _checked(text, 1))]  # one multi-line document (line numbers from the top)
-    return [(n, _checked(raw, n)) for n, raw in lines]
+    if len(lines) > 1 and isinstance(first, str) and not _complete_value(first):
+        # one multi-line document (line numbers from the top)
+        bad = next((text for _, text in lines if isinstance(text, FactError)), None)
+        return [(first_line, bad if bad is not None else _checked(data.decode("utf-8"), 1))]
+    return [(n, text if isinstance(text, FactError) else _checked(text, n)) for n, text in lines]
 
 
 def _complete_value(line: str) -> bool:
     """Whether ``line`` holds a JSON value by itself (or fails for a reason other than ending early)."""
     try:
-        json.loads(line)
-    except RecursionError:
-        return True
+        _loads(line)
     except json.JSONDecodeError as exc:
         return exc.pos < len(line.rstrip())
+    except (RecursionError, ValueError):
+        return True
     return True
 
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO
 
-    from ..diagnostics import FactError, PolicyError
+    from ..diagnostics import EvaluationError, PolicyError
     from ..evaluator import Verdict
     from ..ledger.errors import LedgerError
 
@@ -83,7 +83,7 @@ def render_verdict(v: Verdict) -> str:
     return "\n".join(lines)
 
 
-def fact_error(exc: FactError | LedgerError, where: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> None:
+def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> None:
     """A refused fact (or retry token): the reason on stderr, an error object (or line) in its output slot."""
     stderr.write(f"stoprule: {where}{exc}\n")
     stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")

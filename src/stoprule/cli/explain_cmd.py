@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import IO
 
-from ..diagnostics import FactError, PolicyError
+from ..diagnostics import EvaluationError, FactError, PolicyError
 from ..factio import parse_facts, read_input
 from .common import add_policy_flags, input_name, policy_error
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             if isinstance(item, FactError):
                 raise item
             verdict, exp = explain(ctx.checked, evaluator, item)
-        except FactError as exc:
+        except EvaluationError as exc:
             exc.line = exc.line if exc.line is not None else line
             stderr.write(f"stoprule: {input_name(args.fact)}: {exc}\n")
             if args.format == "json":

@@ -193,14 +193,14 @@ def _misuse(args: argparse.Namespace) -> str | None:
 
 
 def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from ..diagnostics import FactError
+    from ..diagnostics import EvaluationError
 
     line, fact = items[0]
     try:
-        if isinstance(fact, FactError):
+        if isinstance(fact, EvaluationError):
             raise fact
         outcome = recorder.retry(args.run, args.retry, fact, checkpoint=args.checkpoint)
-    except FactError as exc:
+    except EvaluationError as exc:
         exc.line = exc.line if exc.line is not None else line
         fact_error(exc, f"{name}: ", args.format, stdout, stderr)
         return 2
@@ -209,14 +209,14 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 
 def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from ..diagnostics import FactError
+    from ..diagnostics import EvaluationError
     from ..ledger.store import TIP
 
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)
     for (line, _), result in zip(items, results, strict=False):  # results come once their transaction committed
-        if isinstance(result, FactError):
+        if isinstance(result, EvaluationError):
             result.line = result.line if result.line is not None else line
             fact_error(result, f"{name}: ", args.format, stdout, stderr)
             code = 2
@@ -229,21 +229,24 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
-    from ..diagnostics import FactError, PolicyError
+    from ..diagnostics import EvaluationError, PolicyError
 
     problem = _misuse(args)
     if problem:
         stderr.write(f"stoprule: {problem}\n")
         return 2
-    name = input_name(args.file)
-    data = read_input(args.file, stdin, stderr)
+    if len(args.file) != 1:
+        stderr.write("stoprule: recording (--run) reads one input at a time\n")
+        return 2
+    name = input_name(args.file[0])
+    data = read_input(args.file[0], stdin, stderr)
     if data is None:
         return 2
     items = parse_facts(data)
     if args.retry is not None and len(items) != 1:
         stderr.write(f"stoprule: --retry takes exactly one fact, {name} holds {len(items)}\n")
         return 2
-    if all(isinstance(fact, FactError) for _, fact in items):  # nothing to record: do not touch the ledger
+    if all(isinstance(fact, EvaluationError) for _, fact in items):  # nothing to record: do not touch the ledger
         for _, err in items:
             fact_error(err, f"{name}: ", args.format, stdout, stderr)
         return 2

@@ -18,7 +18,7 @@ __all__ = ["COMMANDS", "main", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO
+    from typing import IO, Any
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -74,7 +74,8 @@ def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> 
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     assert module is not None
-    return int(module.run(args, stdin, stdout, stderr))
+    command: Any = module
+    return int(command.run(args, stdin, stdout, stderr))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from ..diagnostics import FactError
+from ..diagnostics import EvaluationError
 from ..evaluator import Evaluator, Verdict
 from . import keys, tokens
 from .errors import TokenError
@@ -82,9 +82,9 @@ class Recorder:
     # ------------------------------------------------------------------ new decisions
 
     def record(self, run: str, fact: Any, *, parent: Any = TIP, checkpoint: bool = False) -> Outcome:
-        """Evaluate and record one fact (FactError if it is invalid: nothing is recorded)."""
+        """Evaluate and record one fact (EvaluationError if it is invalid: nothing is recorded)."""
         (result,) = self.record_many(run, [fact], parent=parent, checkpoint=checkpoint)
-        if isinstance(result, FactError):
+        if isinstance(result, EvaluationError):
             raise result
         return result
 
@@ -96,8 +96,8 @@ class Recorder:
         parent: Any = TIP,
         checkpoint: bool = False,
         group: int = GROUP,
-    ) -> Iterator[Outcome | FactError]:
-        """Evaluate and record facts in order, one result per fact (a FactError for a bad one).
+    ) -> Iterator[Outcome | EvaluationError]:
+        """Evaluate and record facts in order, one result per fact (a EvaluationError for a bad one).
 
         ``parent`` is the first decision's parent; each later one follows the run's tip.
         Up to ``group`` decisions share a transaction; results are yielded once it commits.
@@ -118,20 +118,20 @@ class Recorder:
 
     def _commit(
         self, run: str, batch: list[Any], parent: Any, checkpoint: bool
-    ) -> tuple[list[Outcome | FactError], Any]:
+    ) -> tuple[list[Outcome | EvaluationError], Any]:
         """Evaluate a batch outside the lock, then append its good facts in one transaction."""
-        prepared: list[FactError | tuple[Verdict, str, str, str, bool]] = []
+        prepared: list[EvaluationError | tuple[Verdict, str, str, str, bool]] = []
         for fact in batch:
-            if isinstance(fact, FactError):
+            if isinstance(fact, EvaluationError):
                 prepared.append(fact)
                 continue
             try:
                 verdict = self.evaluator.evaluate(fact)
-            except FactError as exc:
+            except EvaluationError as exc:
                 prepared.append(exc)
                 continue
             prepared.append((verdict, *fact_identity(fact), *self._kind(verdict, checkpoint)))
-        good = [p for p in prepared if not isinstance(p, FactError)]
+        good = [p for p in prepared if not isinstance(p, EvaluationError)]
         if any(p[4] for p in good):
             self._signing_ring()  # the key file exists before any block that needs a token is recorded
         nodes: list[Node] = []
@@ -143,9 +143,9 @@ class Recorder:
                     )
                     parent = TIP
         appended = iter(nodes)
-        results: list[Outcome | FactError] = []
+        results: list[Outcome | EvaluationError] = []
         for p in prepared:
-            if isinstance(p, FactError):
+            if isinstance(p, EvaluationError):
                 results.append(p)
             else:
                 node = next(appended)

@@ -119,7 +119,7 @@ def _node(row: tuple) -> Node:
     *cols, body = row
     cols[6] = bool(cols[6])
     cols[9] = bool(cols[9])
-    return Node(*cols, body=json.loads(body))
+    return Node._make([*cols, json.loads(body)])
 
 
 def _run(row: tuple) -> RunStatus:
