@@ -302,7 +302,8 @@ def test_format_pretty(run_cli) -> None:
     err = run_cli("eval", "--format", "pretty", input='{"turn": "x"}')
     no_traceback(err)
     assert err.returncode == 2
-    assert err.stdout.startswith("ERROR: line 1: fact.type: turn:")
+    assert err.stdout == ""  # an error prints once: on stderr
+    assert err.stderr.startswith("stoprule: <stdin>: line 1: fact.type: turn:")
 
 
 def test_unknown_format_is_a_usage_error(run_cli) -> None:

@@ -519,7 +519,7 @@ def test_check_clean_pack_summary(tmp_path: Path, run_cli) -> None:
     lines = proc.stdout.splitlines()
     assert len(lines) == 1
     line = lines[0]
-    assert line.startswith("ok: tiny:")
+    assert line.startswith(f"ok: tiny ({root}):")
     assert "2 files" in line and "2 rules" in line and "2 verdict kinds" in line
     assert line.endswith(want)
 

@@ -45,7 +45,7 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         stdout.write(json.dumps(summary) + "\n")
     else:
         stdout.write(
-            f"ok: {c.name}: {summary['files']} files, {summary['rules']} rules, "
+            f"ok: {c.name} ({root}): {summary['files']} files, {summary['rules']} rules, "
             f"{summary['verdicts']} verdict kinds, {summary['high_risk_stops']} high-risk stops, "
             f"{c.digest}\n"
         )

@@ -84,9 +84,11 @@ def render_verdict(v: Verdict) -> str:
 
 
 def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> None:
-    """A refused fact (or retry token): the reason on stderr, an error object (or line) in its output slot."""
+    """A refused fact (or retry token): the reason on stderr, once; with ``--format json`` also an
+    error object in the fact's output slot (one output line per input line)."""
     stderr.write(f"stoprule: {where}{exc}\n")
-    stdout.write(json.dumps({"error": exc.to_dict()}) + "\n" if fmt == "json" else f"ERROR: {exc}\n")
+    if fmt == "json":
+        stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
 
 
 def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:

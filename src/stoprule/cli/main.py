@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff_cmd", "compare two packs: where verdicts change, and which declarations changed"),
     "log": ("log_cmd", "read the decision ledger: status, show, runs, export, verify"),
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
+    "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
 }
 
 
@@ -51,7 +52,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("--version", action="version", version=f"stoprule {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"stoprule {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
@@ -69,6 +70,9 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code."""
     parser, module = _parser(argv)
+    if not argv:  # bare `stoprule`: what it can do
+        parser.print_help(stdout)
+        return 0
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help

@@ -1,0 +1,55 @@
+"""``stoprule pack path|init``: find the bundled default pack, or copy it into a project."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+__all__ = ["add_arguments", "init_command", "run"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
+
+DEFAULT_TARGET = os.path.join(".stoprule", "policies")
+
+
+def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> int:
+    """Copy the bundled pack (YAML files, editor schema, case files) to ``target``.
+
+    An existing ``target`` is refused (copying twice never nests a second copy inside the
+    first); ``force`` overwrites the files the bundled pack has and keeps any others.
+    """
+    import shutil
+
+    from ..packs import bundled_pack
+
+    source = bundled_pack()
+    if os.path.exists(target) and not force:
+        stderr.write(f"stoprule: {target} already exists; edit it, or pass --force to overwrite its bundled files\n")
+        return 2
+    try:
+        shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot copy the pack to {target}: {exc}\n")
+        return 2
+    stdout.write(f"copied the default pack to {target}; `stoprule check` now uses it\n")
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Print where the bundled default pack is, or copy it into this project to edit."
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub.add_parser("path", help="print the bundled default pack's directory")
+    init = sub.add_parser("init", help=f"copy the bundled pack to DIR (default {DEFAULT_TARGET})")
+    init.add_argument("dir", nargs="?", default=DEFAULT_TARGET, metavar="DIR")
+    init.add_argument("--force", action="store_true", help="overwrite the bundled pack's files in an existing DIR")
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    if args.action == "path":
+        from ..packs import bundled_pack
+
+        stdout.write(f"{bundled_pack()}\n")
+        return 0
+    return init_command(args.dir, args.force, stdout, stderr)
