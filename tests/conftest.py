@@ -51,3 +51,11 @@ def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    """Say how to run what the default ``-m 'not torture'`` left out (see pyproject.toml)."""
+    deselected = terminalreporter.stats.get("deselected", [])
+    torture = sum(1 for item in deselected if item.get_closest_marker("torture") is not None)
+    if torture:
+        terminalreporter.write_line(f"{torture} torture test(s) deselected: `python -m pytest -m torture` runs them")

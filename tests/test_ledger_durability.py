@@ -96,6 +96,7 @@ def check_ledger(db: Path) -> dict[str, int]:
 # ---------------------------------------------------------------------- concurrent appends
 
 
+@pytest.mark.torture
 def test_eight_processes_append_to_shared_and_own_runs(tmp_path: Path, run_cli) -> None:
     db = tmp_path / "ledger.db"  # does not exist yet: the processes also race to create it
     per = 40
@@ -136,6 +137,7 @@ def test_eight_processes_append_to_shared_and_own_runs(tmp_path: Path, run_cli) 
     assert proc.returncode == 0 and "ok: 5 run(s), 320 event(s)" in proc.stdout
 
 
+@pytest.mark.torture
 def test_a_writer_waits_for_a_busy_ledger(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     Ledger.open(str(db)).close()
@@ -162,6 +164,7 @@ def blocked(tmp_path: Path, evaluator) -> tuple[Path, str]:
     return db, out.token
 
 
+@pytest.mark.torture
 def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocked: tuple[Path, str]) -> None:
     db, token = blocked
     procs = [popen(["eval", "--run", "r", "--ledger", str(db), "--retry", token], tmp_path, json.dumps(FIXED))
@@ -176,6 +179,7 @@ def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocke
     assert check_ledger(db)["events"] == 2
 
 
+@pytest.mark.torture
 @pytest.mark.parametrize("mixed", [False, True])
 def test_same_token_released_at_once_by_forked_writers(tmp_path: Path, blocked: tuple[Path, str], mixed: bool,
                                                         default_pack: Path) -> None:  # fmt: skip
@@ -280,6 +284,7 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
     return tally
 
 
+@pytest.mark.torture
 def test_sigkilled_writers_leave_no_half_written_decision(tmp_path: Path, default_pack: Path, evaluator,
                                                           run_cli) -> None:  # fmt: skip
     db = tmp_path / "ledger.db"  # the first trials also kill writers while they create the ledger

@@ -6,6 +6,8 @@ import random
 import threading
 from typing import Any
 
+import pytest
+
 from stoprule import Evaluator, FactError, Verdict
 
 N_FACTS = 12_000
@@ -105,6 +107,7 @@ def _evaluate(evaluator: Evaluator, facts: list[dict[str, Any]], order: list[int
     return out
 
 
+@pytest.mark.torture
 def test_threads_agree_with_a_single_thread(evaluator: Evaluator) -> None:
     facts = _facts()
     expected = [_summary(r) for r in evaluator.evaluate_many(facts, on_error="return")]

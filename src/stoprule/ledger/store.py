@@ -42,6 +42,13 @@ MAX_RUN_ID = 200
 TIP: Any = object()  # append's default parent: the run's current tip
 # a reader that cannot create the WAL index (-shm) beside a read-only ledger
 _NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANTOPEN")
+# Python 3.10's sqlite3 errors carry no sqlite_errorname (3.11+): the messages of those codes
+_NO_SHM_TEXT = ("attempt to write a readonly database", "unable to open database file")
+
+
+def _no_shm(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", None)
+    return name in _NO_SHM if name is not None else str(exc) in _NO_SHM_TEXT
 
 
 class RunStatus(NamedTuple):
@@ -210,7 +217,7 @@ class Ledger:
             ledger._prepare(readonly)
         except sqlite3.Error as exc:
             conn.close()
-            if readonly and getattr(exc, "sqlite_errorname", "") in _NO_SHM:
+            if readonly and _no_shm(exc):
                 return cls._open_immutable(full, path)
             raise sqlite_error(path, exc) from None
         except BaseException:
