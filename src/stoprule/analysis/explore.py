@@ -355,7 +355,7 @@ class Explorer:
         got = dfs(self.root())
         if got is False:
             return None
-        return Cell(0, 0, None if got is True else got, dict(path))  # type: ignore[arg-type]
+        return Cell(0, 0, None if got is True else got, dict(path))
 
 
 def widen_regions(
