@@ -2,6 +2,7 @@
 
 StopruleError
  ├── PolicyError          a pack that does not load or compile (carries Diagnostics)
+ │    └── ConfigError     a project's .stoprule/config.yaml that does not validate
  ├── EvaluationError      one fact could not be decided (code, message, field, line)
  │    ├── FactError       the fact does not validate against the pack's schema
  │    └── NoRuleMatched   a valid fact no rule decides (a gap in the pack: policy.no_rule)
@@ -16,6 +17,7 @@ from .records import record
 __all__ = [
     "MAX_DIAGNOSTICS",
     "AnalysisLimit",
+    "ConfigError",
     "Diagnostic",
     "EvaluationError",
     "FactError",
@@ -71,6 +73,10 @@ class PolicyError(StopruleError):
         if self.total > len(self.diagnostics):
             lines.append(f"... and {self.total - len(self.diagnostics)} more")
         return "\n".join(lines)
+
+
+class ConfigError(PolicyError):
+    """A project's ``.stoprule/config.yaml`` that does not validate (file, line, key)."""
 
 
 class EvaluationError(StopruleError):

@@ -1,8 +1,8 @@
 """Finding a pack and loading it compiled, through a cache keyed by its bytes.
 
-Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``./.stoprule/policies/``,
-the bundled default pack. A cache hit imports neither YAML, pydantic nor pathlib:
-this module is on the CLI's cold-start path.
+Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the nearest
+``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
+imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from .compiled import CompiledPolicy
 from .evaluator import Evaluator
 from .files import pack_files
+from .project import find_project
 from .version import __version__
 
 TYPE_CHECKING = False
@@ -44,8 +45,9 @@ def _select(explicit: str | os.PathLike[str] | None, env: Mapping[str, str], cwd
         return os.fspath(explicit)
     if env.get("STOPRULE_POLICY"):
         return env["STOPRULE_POLICY"]
-    local = os.path.join(cwd or os.getcwd(), ".stoprule", "policies")
-    if os.path.isdir(local):
+    state = find_project(cwd)  # the nearest .stoprule/ upward, as git finds .git
+    local = os.path.join(state, "policies") if state else ""
+    if local and os.path.isdir(local):
         return local
     return _bundled()
 
@@ -62,7 +64,8 @@ def select_pack(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """The pack to use: ``explicit``, else ``$STOPRULE_POLICY``, else ``./.stoprule/policies/``, else bundled."""
+    """The pack to use: ``explicit``, else ``$STOPRULE_POLICY``, else ``policies/`` of the nearest
+    ``.stoprule/`` at or above ``cwd``, else the bundled pack."""
     from pathlib import Path
 
     return Path(_select(explicit, os.environ if env is None else env, os.fspath(cwd) if cwd else None))
