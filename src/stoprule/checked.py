@@ -9,7 +9,7 @@ Analysis, coverage, explain, diff and the lowering to the engine read only this.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +98,7 @@ class CheckedVerdict:
 
 @dataclass(frozen=True)
 class CheckedPolicy:
-    """A pack that loaded, resolved and type-checked.
+    """A pack that loaded, resolved and type-checked (frozen; its mappings are read-only views).
 
     ``field_locs`` maps every schema field path to its declaration; ``declarations``
     lists blocker categories, closure states and high-risk stops as data; ``inventory``
@@ -112,14 +112,14 @@ class CheckedPolicy:
     loc: Loc  # the start of the pack's first file
     schema: FactSchema
     schema_loc: Loc | None
-    field_locs: dict[FieldPath, Loc]
+    field_locs: Mapping[FieldPath, Loc]
     rules: tuple[CheckedRule, ...]
     stops: tuple[CheckedStop, ...]
-    sets: dict[str, CheckedSet]
-    conditions: dict[str, NamedCondition]
-    verdicts: dict[str, CheckedVerdict]
-    declarations: dict[str, Any]
-    inventory: dict[str, dict[str, Any]]
+    sets: Mapping[str, CheckedSet]
+    conditions: Mapping[str, NamedCondition]
+    verdicts: Mapping[str, CheckedVerdict]
+    declarations: Mapping[str, Any]
+    inventory: Mapping[str, Mapping[str, Any]]
 
     def conditions_in_use(self) -> Iterator[Cond]:
         """The ``when`` of every rule, then of every high-risk stop."""

@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from . import conditions as C
@@ -632,7 +633,7 @@ def _checked_policy(ctx: _Context) -> CheckedPolicy:
         loc=_loc(ctx.files[0][0], ()),
         schema=ctx.schema,
         schema_loc=ctx.schema_decl.loc() if ctx.schema_decl else None,
-        field_locs=dict(ctx.field_locs),
+        field_locs=MappingProxyType(dict(ctx.field_locs)),
         rules=tuple(
             CheckedRule(
                 r.id, i, r.spec.priority, r.spec.verdict, r.spec.reason, r.cond,  # type: ignore[arg-type]
@@ -641,20 +642,19 @@ def _checked_policy(ctx: _Context) -> CheckedPolicy:
             for i, r in enumerate(ctx.rules)
         ),  # fmt: skip
         stops=stops,
-        sets=sets,
-        conditions={
-            name: NamedCondition(name, d.cond, d.loc())  # type: ignore[arg-type]
-            for name, d in ctx.conditions.items()
-        },
-        verdicts={
+        sets=MappingProxyType(sets),
+        conditions=MappingProxyType(
+            {name: NamedCondition(name, d.cond, d.loc()) for name, d in ctx.conditions.items()}  # type: ignore[arg-type]
+        ),
+        verdicts=MappingProxyType({
             name: CheckedVerdict(
                 name, d.value.ok, d.value.stop, d.value.requires_user_review, d.value.retryable,
                 d.value.description, d.loc(),
             )
             for name, d in ctx.verdicts.items()
-        },  # fmt: skip
-        declarations=ctx.declarations,
-        inventory=_inventory(ctx),
+        }),  # fmt: skip
+        declarations=MappingProxyType(ctx.declarations),
+        inventory=MappingProxyType(_inventory(ctx)),
     )
 
 

@@ -230,5 +230,5 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
             for v in checked.verdicts.values()
         },
         sets={name: s.members for name, s in checked.sets.items()},
-        declarations=checked.declarations,
+        declarations=dict(checked.declarations),
     )

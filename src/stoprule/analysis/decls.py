@@ -6,11 +6,12 @@ Declarations come as ``section -> name -> value`` (the checked policy's ``invent
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["Inventory", "diff_declarations"]
 
-Inventory = dict[str, dict[str, Any]]
+Inventory = Mapping[str, Mapping[str, Any]]
 
 
 def _norm(v: Any) -> str:
