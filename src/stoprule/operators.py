@@ -25,18 +25,30 @@ Adding an operator touches this file only (and its tests).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .factschema import MISSING
+from .limits import (
+    MAX_GLOB_CLASS_CHARS,
+    MAX_GLOB_LENGTH,
+    MAX_GLOB_STARS,
+    MAX_SET_MEMBERS,
+    MAX_STRING_LITERAL,
+    SAFE_INT,
+)
 
 __all__ = [
     "OPERATORS",
     "CheckError",
     "Operator",
     "PresenceArgs",
+    "check_number",
+    "check_text",
+    "glob_class",
     "glob_regex",
     "glob_escape",
     "glob_to_lua",
@@ -48,7 +60,31 @@ Json = dict[str, Any]
 
 
 class CheckError(ValueError):
-    """An operator argument that does not fit the field (message for the user)."""
+    """An operator argument that does not fit the field (message for the user); ``code``
+    is the diagnostic code (``condition.type``, or ``limit.*`` for a literal beyond a limit)."""
+
+    def __init__(self, message: str, code: str = "condition.type") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def check_number(v: int | float, what: str = "literal") -> None:
+    """Integers within +-SAFE_INT (so that offsets cannot overflow the engine's 64 bits and
+    comparisons with floats are exact); floats finite."""
+    if type(v) is int and not -SAFE_INT <= v <= SAFE_INT:
+        raise CheckError(f"integer {what} outside +-{SAFE_INT} (2^53 - 1)", "limit.integer")
+    if type(v) is float and not math.isfinite(v):
+        raise CheckError(f"{what} {v!r} is not a finite number")
+
+
+def check_text(v: str, what: str = "string literal", limit: int = MAX_STRING_LITERAL) -> None:
+    """Strings the engine can hold: bounded, no NUL (C strings), no lone surrogates (not UTF-8)."""
+    if len(v) > limit:
+        raise CheckError(f"{what} of {len(v)} characters (limit {limit})", "limit.literal_length")
+    if "\0" in v:
+        raise CheckError(f"{what} contains a NUL character")
+    if any("\ud800" <= ch <= "\udfff" for ch in v):
+        raise CheckError(f"{what} contains a lone surrogate (not encodable as UTF-8)")
 
 
 def _literal(ftype: str, values: tuple[str, ...], v: Any) -> Any:
@@ -64,7 +100,12 @@ def _literal(ftype: str, values: tuple[str, ...], v: Any) -> Any:
         raise CheckError(f"a {ftype} field cannot be compared to a value")
     if not ok:
         got = "null" if v is None else type(v).__name__.replace("str", "string")
-        raise CheckError(f"compares a {ftype} field to {got} {v!r}")
+        shown = repr(v) if len(repr(v)) <= 80 else repr(v)[:77] + "..."
+        raise CheckError(f"compares a {ftype} field to {got} {shown}")
+    if ftype in ("int", "number"):
+        check_number(v)
+    elif ftype == "string":
+        check_text(v)
     if ftype == "enum" and v not in values:
         raise CheckError(f"{v!r} is not a value of this enum ({', '.join(values)})")
     return v
@@ -85,6 +126,8 @@ def _check_order(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
 def _check_set(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
     if not isinstance(arg, (list, tuple)):
         raise CheckError("takes a list of values or the name of a set")
+    if len(arg) > MAX_SET_MEMBERS:
+        raise CheckError(f"{len(arg)} values (limit {MAX_SET_MEMBERS})", "limit.set_members")
     return tuple(_literal(ftype, values, v) for v in arg)
 
 
@@ -105,8 +148,26 @@ def _check_glob(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
         raise CheckError(f"glob applies to strings, not {ftype}")
     if not isinstance(arg, str):
         raise CheckError("takes a glob pattern string")
-    glob_tokens(arg)  # syntax check
+    _check_pattern(arg)
     return arg
+
+
+def _check_pattern(glob: str) -> None:
+    """Syntax, and the limits that keep the engine's pattern automaton small (see limits.py)."""
+    check_text(glob, "glob", MAX_GLOB_LENGTH)
+    tokens = glob_tokens(glob)
+    stars = sum(1 for kind, _ in tokens if kind == "star")
+    if stars > MAX_GLOB_STARS:
+        raise CheckError(f"glob with {stars} '*' wildcards (limit {MAX_GLOB_STARS})", "limit.glob_stars")
+    for kind, text in tokens:
+        if kind == "class":
+            _, ranges = glob_class(text)
+            size = sum(ord(hi) - ord(lo) + 1 for lo, hi in ranges)
+            if size > MAX_GLOB_CLASS_CHARS:
+                raise CheckError(
+                    f"glob class [{text}] stands for {size} characters (limit {MAX_GLOB_CLASS_CHARS})",
+                    "limit.glob_class",
+                )
 
 
 def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
@@ -114,6 +175,7 @@ def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
         raise CheckError(f"applies to strings, not {ftype}")
     if not isinstance(arg, str) or not arg:
         raise CheckError("takes a non-empty string")
+    check_text(arg, "argument", MAX_GLOB_LENGTH)
     return arg
 
 
@@ -125,6 +187,8 @@ def glob_tokens(pattern: str) -> list[tuple[str, str]]:
 
     Syntax: ``*`` any run, ``?`` one character, ``[abc]`` / ``[a-z]`` / ``[!abc]`` a class,
     ``\\x`` a literal ``x``; everything else is literal. Matching is whole-string.
+    In a class, a ``]`` right after ``[`` or ``[!`` is literal, ``-`` first or last is
+    literal, and every other character (``\\``, ``^``, ``[`` ...) stands for itself.
     """
     out: list[tuple[str, str]] = []
     i = 0
@@ -135,10 +199,17 @@ def glob_tokens(pattern: str) -> list[tuple[str, str]]:
         elif c == "?":
             out.append(("one", c))
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            j = i + 1
+            if pattern[j : j + 1] == "!":
+                j += 1
+            if pattern[j : j + 1] == "]":
+                j += 1
+            end = pattern.find("]", j)
             if end == -1:
-                raise CheckError(f"unclosed '[' in glob {pattern!r}")
-            out.append(("class", pattern[i + 1 : end]))
+                raise CheckError(f"unclosed '[' in glob {_short(pattern)}")
+            body = pattern[i + 1 : end]
+            glob_class(body)  # a reversed range is an error
+            out.append(("class", body))
             i = end
         elif c == "\\" and i + 1 < len(pattern):
             i += 1
@@ -149,7 +220,30 @@ def glob_tokens(pattern: str) -> list[tuple[str, str]]:
     return out
 
 
-def _translate(pattern: str, literal: Callable[[str], str], class_body: Callable[[str], str]) -> str:
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
+
+
+def glob_class(body: str) -> tuple[bool, list[tuple[str, str]]]:
+    """A class body (between the brackets) as ``(negated, [(low, high), ...])``."""
+    neg = body.startswith("!")
+    rest = body[1:] if neg else body
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(rest):
+        if k + 2 < len(rest) and rest[k + 1] == "-":
+            lo, hi = rest[k], rest[k + 2]
+            if lo > hi:
+                raise CheckError(f"empty range {lo}-{hi} in glob class [{body}]")
+            ranges.append((lo, hi))
+            k += 3
+        else:
+            ranges.append((rest[k], rest[k]))
+            k += 1
+    return neg, ranges
+
+
+def _translate(pattern: str, literal: Callable[[str], str], klass: Callable[[bool, list], str]) -> str:
     """Glob tokens to a pattern where ``.`` is any character and ``.*`` any run."""
     out = []
     for kind, text in glob_tokens(pattern):
@@ -158,26 +252,61 @@ def _translate(pattern: str, literal: Callable[[str], str], class_body: Callable
         elif kind == "one":
             out.append(".")
         elif kind == "class":
-            neg = text.startswith("!")
-            out.append("[" + ("^" if neg else "") + class_body(text[1:] if neg else text) + "]")
+            out.append(klass(*glob_class(text)))
         else:
             out.append(literal(text))
     return "".join(out)
 
 
+_CLASS_SPECIAL = "]%-^"  # what the engine's class parser treats specially
+
+
+def _lua_literal(ch: str) -> str:
+    return ("%" + ch) if ch in _LUA_MAGIC else ch
+
+
+def _lua_class(neg: bool, ranges: list[tuple[str, str]]) -> str:
+    """A class in the engine's syntax. Its parser takes ``%]`` and ``%%`` escaped, ``-``
+    only last, ``^`` only after the first position, and range ends only unescaped; so
+    ranges are split around those characters, which are then placed where they are literal."""
+    parts: list[str] = []
+    specials: set[str] = set()
+    for lo, hi in ranges:
+        a = ord(lo)
+        for sp in sorted(ord(c) for c in _CLASS_SPECIAL if lo <= c <= hi):
+            if a < sp:
+                parts.append(chr(a) if a == sp - 1 else f"{chr(a)}-{chr(sp - 1)}")
+            specials.add(chr(sp))
+            a = sp + 1
+        if a <= ord(hi):
+            parts.append(chr(a) if a == ord(hi) else f"{chr(a)}-{hi}")
+    if not neg and not parts:  # only specials (^ must not come first): a literal or a union
+        lits = [_lua_literal(c) for c in sorted(specials)]
+        return lits[0] if len(lits) == 1 else "(" + "|".join(lits) + ")"
+    body = "".join(parts)
+    body += "%]" if "]" in specials else ""
+    body += "%%" if "%" in specials else ""
+    body += "^" if "^" in specials else ""
+    body += "-" if "-" in specials else ""
+    return "[" + ("^" if neg else "") + body + "]"
+
+
+def _regex_class(neg: bool, ranges: list[tuple[str, str]]) -> str:
+    def esc(ch: str) -> str:
+        return "\\" + ch if ch in "\\]^-[" else ch
+
+    body = "".join(esc(lo) if lo == hi else f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges)
+    return "[" + ("^" if neg else "") + body + "]"
+
+
 def glob_to_lua(pattern: str) -> str:
     """Translate a glob to the engine's ``$mt`` pattern (Lua-style, whole-string)."""
-    return _translate(
-        pattern,
-        lambda ch: ("%" + ch) if ch in _LUA_MAGIC else ch,
-        lambda body: "".join(("%" + ch) if ch in "%[" else ch for ch in body),
-    )
+    return _translate(pattern, _lua_literal, _lua_class)
 
 
 def glob_to_regex(pattern: str) -> str:
     """The same glob as a Python regular expression (for analysis tools)."""
-    body = _translate(pattern, re.escape, lambda b: b.replace("\\", "\\\\").replace("]", "\\]"))
-    return "(?s:" + body + r")\Z"
+    return "(?s:" + _translate(pattern, re.escape, _regex_class) + r")\Z"
 
 
 def glob_escape(text: str) -> str:
@@ -218,7 +347,9 @@ def _lower_not_in(key: str, values: tuple) -> tuple[Json, Json]:
 
 
 def _lower_glob(key: str, pattern: str) -> tuple[Json, Json | None]:
-    return {"$mt": {key: glob_to_lua(pattern)}}, None  # the engine has no working negated match
+    # ``key`` is a projected test slot: the evaluator matches the pattern in Python (the
+    # engine's own matcher sees strings JSON-escaped, and crashes on large patterns)
+    return {key: True}, None
 
 
 class PresenceArgs(NamedTuple):
@@ -295,6 +426,7 @@ class Operator:
     field_operand: bool = False
     ordered: bool = False
     set_operand: bool = False
+    projected: bool = False  # decided while projecting the fact (``test``); the engine reads a boolean
 
 
 def _compare(name: str, doc: str, engine: str, inverse: str, test: Callable[[Any, Any], bool]) -> Operator:
@@ -312,6 +444,7 @@ def _affix(name: str, doc: str, glob: Callable[[str], str], test: Callable[[str,
     return Operator(
         name, doc, _check_affix, lambda key, arg: _lower_glob(key, glob(arg)), test,
         {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value, negatable=False,
+        projected=True,
     )  # fmt: skip
 
 
@@ -341,6 +474,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             "glob", "matches a glob pattern (whole string)", _check_glob, _lower_glob,
             lambda v, a: _glob_match(a, v), {"type": "string"}, lambda a: ((), (a,)), _implies_value, negatable=False,
+            projected=True,
         ),
         _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", lambda v, a: v.startswith(a)),
         _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), lambda v, a: v.endswith(a)),
@@ -376,5 +510,62 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return rx
 
 
+_Step = Callable[[str], bool] | None  # None: ``*``
+
+
+def _steps(pattern: str) -> list[_Step]:
+    out: list[_Step] = []
+    for kind, text in glob_tokens(pattern):
+        if kind == "star":
+            if not out or out[-1] is not None:  # ** is *
+                out.append(None)
+        elif kind == "one":
+            out.append(lambda ch: True)
+        elif kind == "class":
+            neg, ranges = glob_class(text)
+            out.append(lambda ch, r=tuple(ranges), n=neg: any(lo <= ch <= hi for lo, hi in r) != n)
+        else:
+            out.append(lambda ch, t=text: ch == t)
+    return out
+
+
+_MATCHERS: dict[str, Callable[[str], bool]] = {}
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """A whole-string matcher for ``pattern`` in O(len(pattern) * len(value)) time, whatever
+    the pattern (no backtracking blow-up); it agrees with :func:`glob_regex`."""
+    fn = _MATCHERS.get(pattern)
+    if fn is not None:
+        return fn
+    steps = _steps(pattern)
+    n = len(steps)
+
+    def match(value: str) -> bool:
+        # the classic wildcard walk: on a mismatch, let the last '*' take one more character
+        i = j = 0
+        star_i = star_j = -1
+        m = len(value)
+        while j < m:
+            if i < n and steps[i] is not None and steps[i](value[j]):  # type: ignore[misc]
+                i += 1
+                j += 1
+            elif i < n and steps[i] is None:
+                star_i, star_j = i, j
+                i += 1
+            elif star_i >= 0:
+                star_j += 1
+                i, j = star_i + 1, star_j
+            else:
+                return False
+        while i < n and steps[i] is None:
+            i += 1
+        return i == n
+
+    if len(_MATCHERS) < 4096:
+        _MATCHERS[pattern] = match
+    return match
+
+
 def _glob_match(pattern: str, value: str) -> bool:
-    return glob_regex(pattern).match(value) is not None
+    return glob_matcher(pattern)(value)
