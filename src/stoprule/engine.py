@@ -112,25 +112,53 @@ def check_ruleset(ruleset: dict[str, Any]) -> str | None:
     return None
 
 
-class _Handles:
-    """One thread's ruleset handles, deleted when the last reference goes: with the thread
-    (its ``threading.local`` entry), or with the engine. A matcher refers to it, so handles
-    in use are never deleted under it."""
+# Idle handles by ruleset definition. durable_rules 2.0.28 does not free a ruleset's state
+# (about 0.44 MB once a fact was asserted) in ``delete_ruleset``, and its ``delete_state``
+# corrupts the heap: a handle whose thread or engine is gone is therefore kept, clean (every
+# fact is retracted after matching), for the next thread or engine with the same ruleset.
+# Memory then follows the number of handles in use at once, not the number ever created.
+_IDLE: dict[str, list[int]] = {}
+_IDLE_LOCK = threading.RLock()  # re-entrant: a finalizer may run while the pool is in use
+MAX_IDLE_PER_RULESET = 256
+MAX_IDLE = 4096
 
-    __slots__ = ("__weakref__", "handles")
+
+def _acquire(definition: str) -> int:
+    with _IDLE_LOCK:
+        idle = _IDLE.get(definition)
+        if idle:
+            return idle.pop()
+    return _dre.create_ruleset(_unique("stoprule"), definition)
+
+
+def _release(pairs: list[tuple[str, int]]) -> None:
+    """Return handles to the idle pool (or delete them beyond its bounds)."""
+    with _IDLE_LOCK:
+        total = sum(len(v) for v in _IDLE.values())
+        for definition, handle in pairs:
+            idle = _IDLE.setdefault(definition, [])
+            if len(idle) < MAX_IDLE_PER_RULESET and total < MAX_IDLE:
+                idle.append(handle)
+                total += 1
+            else:
+                with contextlib.suppress(Exception):
+                    _dre.delete_ruleset(handle)
+        pairs.clear()
+
+
+class _Handles:
+    """One thread's ruleset handles, released when the last reference goes: with the thread
+    (its ``threading.local`` entry), or with the engine. A matcher refers to its holder, so
+    handles in use are never released under it, and an idle handle has no holder."""
+
+    __slots__ = ("__weakref__", "handles", "pairs")
 
     def __init__(self, defs: Sequence[str]) -> None:
-        self.handles: list[int] = []
-        weakref.finalize(self, _delete, self.handles)
+        self.pairs: list[tuple[str, int]] = []
+        weakref.finalize(self, _release, self.pairs)
         for d in defs:
-            self.handles.append(_dre.create_ruleset(_unique("stoprule"), d))
-
-
-def _delete(handles: list[int]) -> None:
-    for h in handles:
-        with contextlib.suppress(Exception):  # the engine is shutting down
-            _dre.delete_ruleset(h)
-    handles.clear()
+            self.pairs.append((d, _acquire(d)))
+        self.handles = [h for _, h in self.pairs]
 
 
 class Engine:

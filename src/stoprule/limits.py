@@ -54,7 +54,7 @@ MAX_CONDITION_NODES = 20_000  # nodes of one resolved condition (a named conditi
 MAX_SET_MEMBERS = 1_000  # values of one in/not_in list or named set
 MAX_STRING_LITERAL = 4_096  # characters of one string literal in a condition
 MAX_GLOB_LENGTH = 256  # characters of one glob (or starts_with/ends_with argument)
-MAX_GLOB_STARS = 8  # '*' wildcards in one glob
+MAX_GLOB_STARS = 16  # '*' wildcards in one glob (bounds the audit automaton)
 MAX_GLOB_CLASS_CHARS = 1_024  # characters one [...] class stands for
 SAFE_INT = (1 << 53) - 1  # integer literals and offsets in conditions: |n| <= 2^53 - 1
 
