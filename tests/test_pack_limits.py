@@ -324,3 +324,11 @@ def test_fact_integers_beyond_the_safe_range_are_refused(evaluator) -> None:  # 
     assert info.value.code == "fact.range"
     with pytest.raises(FactError):
         evaluator.evaluate({"turn": SAFE_INT + 1})
+
+
+def test_audit_takes_glob_classes(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """Was: ``[!]]x`` crashed ``stoprule audit`` with re.error."""
+    root = pack(tmp_path, rule('{name: {glob: "[!]]x"}}', "a") + rule('{"tags[]": {glob: "[]-a]*"}}', "b"))
+    proc = run_cli("audit", "--policy", str(root))
+    assert proc.returncode in (0, 1), proc.stderr[-1000:]
+    assert "Traceback" not in proc.stderr
