@@ -82,12 +82,14 @@ def test_empty_value_lists(tmp_path: Path, op: str, fact: dict, fires: bool) -> 
     assert (policy.evaluate(fact).rule == "p.t") is fires
 
 
-def test_integers_outside_64_bits_are_rejected(tmp_path: Path) -> None:
+def test_integers_outside_the_safe_range_are_rejected(tmp_path: Path) -> None:
     policy = load_policy(_pack(tmp_path, "rules:\n" + FALLBACK), cache=False)
-    with pytest.raises(FactError) as info:
-        policy.evaluate({"n": 10**30})
-    assert (info.value.code, info.value.field) == ("fact.range", "n")
-    assert policy.evaluate({"n": 2**63 - 1}).rule == "p.ok"
+    for n in (10**30, 2**63 - 1, 2**53, -(2**53)):
+        with pytest.raises(FactError) as info:
+            policy.evaluate({"n": n})
+        assert (info.value.code, info.value.field) == ("fact.range", "n")
+    assert policy.evaluate({"n": 2**53 - 1}).rule == "p.ok"
+    assert policy.evaluate({"n": -(2**53) + 1}).rule == "p.ok"
 
 
 def test_templates_render_objects_as_json_and_empty_lists_as_fallback(tmp_path: Path) -> None:

@@ -42,12 +42,16 @@ class Slot:
     """A scalar the rules read: projected under ``key`` from ``path`` (object steps).
 
     ``marker``: the field is an object or list and only its presence is read
-    (projected as ``true``, or ``null`` when null).
+    (projected as ``true``, or ``null`` when null). ``test``: ``(function, argument)`` of
+    an operator decided while projecting (``glob``, ``starts_with``, ``ends_with``; the
+    function is named in :mod:`stoprule.patterns`): the slot holds whether a string value
+    passes it, and is left out for other values.
     """
 
     key: str
     path: tuple[str, ...]
     marker: bool = False
+    test: tuple[str, Any] | None = None  # (function of stoprule.patterns, argument)
 
 
 @record
@@ -55,7 +59,8 @@ class ListSlot(Record):
     """A list the rules quantify over: items under ``key``, length under ``len_key``.
 
     ``scalar``: items are projected as they are; otherwise each item is projected
-    to its ``item_slots``. ``items``: false when the rules read only the length.
+    to its ``item_slots`` (an item slot with the empty path reads a scalar item itself).
+    ``items``: false when the rules read only the length.
     """
 
     key: str
@@ -113,3 +118,6 @@ class CompiledPolicy:
     verdicts: dict[str, VerdictMeta]
     sets: dict[str, tuple[Any, ...]]
     declarations: dict[str, Any]
+    # the projected keys each ruleset reads, when the whole projection is wider than the
+    # engine takes in one fact (None: every ruleset gets the whole projection)
+    ruleset_keys: tuple[tuple[str, ...], ...] | None = None

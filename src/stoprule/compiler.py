@@ -36,8 +36,9 @@ from .checked import (
 from .compiled import CompiledPolicy
 from .diagnostics import Diagnostic, PolicyError
 from .factschema import FactField, FactSchema, can_be_absent
+from .limits import MAX_CONDITION_DEPTH, MAX_CONDITION_NODES, MAX_RULES, MAX_SET_MEMBERS
 from .lowering import RULES_PER_RULESET, build_policy, lower_policy
-from .operators import OPERATORS, CheckError
+from .operators import OPERATORS, CheckError, check_number
 from .source import SourceFile, format_path, read_pack
 from .spec import FieldSpec, PackFile, RuleSpec, parse_file
 from .templates import Template, parse_template
@@ -147,7 +148,7 @@ def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: li
         required_if=spec.required_if,
         description=spec.description,
     )
-    if f.has_default:
+    if f.has_default and not (spec.type == "list" and items is None) and not (spec.type == "object" and not children):
         try:
             # normalised as a fact value would be: an object default gets its children's defaults
             f.default = FactSchema(FactField("", "object")).check_value(f, f.default)
@@ -269,8 +270,21 @@ def stage_load(ctx: _Context) -> None:
             if any(r.id == rid for r in ctx.rules):
                 ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", f"rule id {rid!r} is not unique"))
             ctx.rules.append(_RuleDecl(rid, rule, src, ("rules", i)))
+    nrules = len(ctx.rules) + len(ctx.stops)
+    if nrules > MAX_RULES:
+        last = ctx.rules[-1] if ctx.rules else None
+        src0 = last.src if last else ctx.files[0][0]
+        msg = f"{nrules} rules and high-risk stops (limit {MAX_RULES})"
+        ctx.diags.append(src0.diag(last.path if last else (), "limit.rules", msg))
+    for decl in ctx.sets.values():
+        if isinstance(decl.value, tuple) and len(decl.value) > MAX_SET_MEMBERS:
+            ctx.diags.append(
+                decl.src.diag(decl.path, "limit.set_members", f"{len(decl.value)} members (limit {MAX_SET_MEMBERS})")
+            )
     root = FactField("", "object", fields=fields, additional=additional)
     _check_object(root, field_src, ("schema", "fields"), ctx.diags)
+    if ctx.diags:  # a broken field (a list without items ...) cannot be compiled into a validator
+        return
     ctx.schema = FactSchema(root)
     if not ctx.rules and not ctx.diags:
         src0 = ctx.files[0][0] if ctx.files else SourceFile(str(ctx.root), {})
@@ -325,6 +339,13 @@ class _Resolver:
             return None
         if name not in self.parsed:
             self.parsed[name] = C.parse_condition(decl.src, decl.value, decl.path, self.ctx.diags)
+        if len(self.stack) >= MAX_CONDITION_DEPTH:
+            self.err(
+                loc,
+                "limit.condition_depth",
+                f"named conditions refer to each other more than {MAX_CONDITION_DEPTH} levels deep",
+            )
+            return None
         self.stack.append(name)
         parsed = self.parsed[name]
         out = self.walk(parsed) if parsed is not None else None
@@ -356,21 +377,68 @@ class _Resolver:
         return C.map_children(c, self.walk)
 
 
+def _measure(c: C.Cond) -> tuple[int, int]:
+    """Depth and node count of a resolved condition, every use of a named condition counted
+    (iterative, memoised on shared nodes: linear in the size of the written pack)."""
+    memo: dict[int, tuple[int, int]] = {}
+    stack: list[tuple[C.Cond, bool]] = [(c, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in memo:
+            continue
+        kids = C.children(node)
+        if done or not kids:
+            own = 1 + (len(node.arg) if isinstance(node, C.Atom) and isinstance(node.arg, tuple) else 0)
+            memo[id(node)] = (
+                1 + max((memo[id(k)][0] for k in kids), default=0),
+                own + sum(memo[id(k)][1] for k in kids),
+            )
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in memo)
+    return memo[id(c)]
+
+
+def _check_size(ctx: _Context, cond: C.Cond | None, src: SourceFile, path: tuple) -> C.Cond | None:
+    if cond is None:
+        return None
+    depth, size = _measure(cond)
+    if depth > MAX_CONDITION_DEPTH:
+        ctx.diags.append(
+            src.diag(
+                path,
+                "limit.condition_depth",
+                f"condition nested {depth} levels deep with named conditions expanded (limit {MAX_CONDITION_DEPTH})",
+            )
+        )
+        return None
+    if size > MAX_CONDITION_NODES:
+        ctx.diags.append(
+            src.diag(
+                path,
+                "limit.condition_size",
+                f"condition of {size} parts with named conditions expanded (limit {MAX_CONDITION_NODES})",
+            )
+        )
+        return None
+    return cond
+
+
 def stage_resolve(ctx: _Context) -> None:
     r = _Resolver(ctx)
     # high-risk stops first: `high_risk_stop:` anywhere else means "any of them"
     r.in_stops = True
     for stop in ctx.stops:
         cond = C.parse_condition(stop.src, stop.value.when, (*stop.path, "when"), ctx.diags)
-        stop.cond = r.walk(cond) if cond is not None else None
+        stop.cond = _check_size(ctx, r.walk(cond) if cond is not None else None, stop.src, (*stop.path, "when"))
         if stop.cond is not None:
             r.stops.append((stop.name, stop.cond))
     r.in_stops = False
     for name, decl in ctx.conditions.items():
-        decl.cond = r.named(name, C.Loc(decl.src.name, 1, 1, ""))
+        decl.cond = _check_size(ctx, r.named(name, C.Loc(decl.src.name, 1, 1, "")), decl.src, decl.path)
     for rule in ctx.rules:
         cond = C.parse_condition(rule.src, rule.spec.when, (*rule.path, "when"), ctx.diags)
-        rule.cond = r.walk(cond) if cond is not None else None
+        rule.cond = _check_size(ctx, r.walk(cond) if cond is not None else None, rule.src, (*rule.path, "when"))
         if rule.spec.verdict not in ctx.verdicts:
             known = ", ".join(sorted(ctx.verdicts)) or "none declared"
             ctx.diags.append(
@@ -479,6 +547,11 @@ class _Checker:
             if type(off) not in (int, float):
                 self.err(a.loc, "condition.type", "offset must be a number")
                 return None
+            try:
+                check_number(off, "offset")
+            except CheckError as exc:
+                self.err(a.loc, exc.code, f"{a.field} {a.op}: {exc}")
+                return None
             found = self.lookup(self.root, str(arg["field"]), a.loc)
             if found is None:
                 return None
@@ -511,7 +584,7 @@ class _Checker:
             try:
                 arg = op.check(fld.type, fld.values, arg)
             except CheckError as exc:
-                self.err(a.loc, "condition.type", f"{a.field or 'item'} {a.op}: {exc}")
+                self.err(a.loc, exc.code, f"{a.field or 'item'} {a.op}: {exc}")
                 return None
             if op.set_operand and not arg:  # an empty list or set
                 has_value = dataclasses.replace(a, op="exists", arg=True, fld=fld, path=path)

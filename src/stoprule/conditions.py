@@ -234,6 +234,9 @@ class _Parser:
 
     def field_entry(self, key: str, value: Any, path: tuple) -> Cond | None:
         loc = self.loc(path)
+        if key.count("[]") > 2:  # lists in lists are refused later; do not recurse on a long key
+            self.err(path, "condition.nested_list", "lists inside list items are not supported in conditions")
+            return None
         if "[]" in key:
             head, _, rest = key.partition("[]")
             rest = rest[1:] if rest.startswith(".") else rest

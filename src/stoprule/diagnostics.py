@@ -28,6 +28,19 @@ __all__ = [
 
 MAX_DIAGNOSTICS = 50
 
+_BREAKS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, 0x85)} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str) -> str:
+    """``text`` printable on one line in any encoding: control and line-separator characters
+    escaped, lone surrogates (undecodable file names) shown as ``\\udcxx``."""
+    text = text.translate(_BREAKS)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
 
 @record
 class Diagnostic:
@@ -41,17 +54,18 @@ class Diagnostic:
     path: str = ""
 
     def format(self) -> str:
-        where = f" (at {self.path})" if self.path else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.code}: {self.message}{where}"
+        """``file:line:column: code: message (at path)``, always exactly one line."""
+        where = f" (at {one_line(self.path)})" if self.path else ""
+        return f"{one_line(self.file)}:{self.line}:{self.column}: {self.code}: {one_line(self.message)}{where}"
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "file": self.file,
+            "file": one_line(self.file),
             "line": self.line,
             "column": self.column,
             "code": self.code,
-            "message": self.message,
-            "path": self.path,
+            "message": one_line(self.message),
+            "path": one_line(self.path),
         }
 
 

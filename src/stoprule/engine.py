@@ -6,23 +6,86 @@ no ``run`` action: the matched rule names are read from the engine's action queu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import re
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 
 import durable_rules_engine as _dre
 
-__all__ = ["Engine", "check_rulesets"]
+__all__ = ["Engine", "check_rulesets", "encode"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 # UTF-8 as is: the engine does not decode \u escapes before matching patterns
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
+_fast_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
+_string = json.encoder.encode_basestring
+# a float written with an exponent and no fraction ("1e-09", "1e+16"): the engine's number
+# parser takes an exponent only after a fraction and fails with error 204 on these
+_BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
 _names = itertools.count()
 _names_lock = threading.Lock()
+
+
+def _float(v: float) -> str:
+    """``v`` as the engine reads it back exactly: the shortest repr, with a fraction before
+    any exponent (``1.0e-09``); ``-0.0`` stays ``-0.0``."""
+    text = repr(v)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def _slow(v: Any, out: list[str]) -> None:
+    t = type(v)
+    if t is str:
+        out.append(_string(v))
+    elif t is float:
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError("the engine cannot hold a non-finite number")
+        out.append(_float(v))
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif v is None:
+        out.append("null")
+    elif t is int:
+        out.append(str(v))
+    elif t is dict:
+        out.append("{")
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                out.append(",")
+            out.append(_string(str(k)))
+            out.append(":")
+            _slow(x, out)
+        out.append("}")
+    elif t in (list, tuple):
+        out.append("[")
+        for i, x in enumerate(v):
+            if i:
+                out.append(",")
+            _slow(x, out)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot send a {t.__name__} to the engine")
+
+
+def encode(value: Any) -> str:
+    """JSON the engine parses as meant (floats with a fraction before the exponent)."""
+    text = _fast_encode(value)
+    if _BARE_EXPONENT.search(text) is None:
+        return text
+    out: list[str] = []
+    _slow(value, out)
+    return "".join(out)
 
 
 def _unique(prefix: str) -> str:
@@ -33,33 +96,94 @@ def _unique(prefix: str) -> str:
 def check_rulesets(rulesets: Sequence[dict[str, Any]]) -> str | None:
     """Create (and drop) each ruleset once; return the engine's complaint, if any."""
     for i, rs in enumerate(rulesets):
-        try:
-            handle = _dre.create_ruleset(_unique("check"), _encode(rs))
-        except Exception as exc:  # the engine raises a bare error with a numeric code
-            return f"the engine rejected ruleset {i}: {exc}"
-        _dre.delete_ruleset(handle)
+        problem = check_ruleset(rs)
+        if problem:
+            return f"the engine rejected ruleset {i}: {problem}"
     return None
 
 
-class Engine:
-    """Matches projected facts against compiled rulesets; safe to share across threads."""
+def check_ruleset(ruleset: dict[str, Any]) -> str | None:
+    """Create (and drop) one ruleset; the engine's complaint, if any."""
+    try:
+        handle = _dre.create_ruleset(_unique("check"), encode(ruleset))
+    except Exception as exc:  # the engine raises a bare error with a numeric code
+        return str(exc)
+    _dre.delete_ruleset(handle)
+    return None
 
-    def __init__(self, rulesets: Sequence[dict[str, Any]]) -> None:
-        self._defs = [_encode(rs) for rs in rulesets]
+
+# Idle handles by ruleset definition. durable_rules 2.0.28 does not free a ruleset's state
+# (about 0.44 MB once a fact was asserted) in ``delete_ruleset``, and its ``delete_state``
+# corrupts the heap: a handle whose thread or engine is gone is therefore kept, clean (every
+# fact is retracted after matching), for the next thread or engine with the same ruleset.
+# Memory then follows the number of handles in use at once, not the number ever created.
+_IDLE: dict[str, list[int]] = {}
+_IDLE_LOCK = threading.RLock()  # re-entrant: a finalizer may run while the pool is in use
+MAX_IDLE_PER_RULESET = 256
+MAX_IDLE = 4096
+
+
+def _acquire(definition: str) -> int:
+    with _IDLE_LOCK:
+        idle = _IDLE.get(definition)
+        if idle:
+            return idle.pop()
+    return _dre.create_ruleset(_unique("stoprule"), definition)
+
+
+def _release(pairs: list[tuple[str, int]]) -> None:
+    """Return handles to the idle pool (or delete them beyond its bounds)."""
+    with _IDLE_LOCK:
+        total = sum(len(v) for v in _IDLE.values())
+        for definition, handle in pairs:
+            idle = _IDLE.setdefault(definition, [])
+            if len(idle) < MAX_IDLE_PER_RULESET and total < MAX_IDLE:
+                idle.append(handle)
+                total += 1
+            else:
+                with contextlib.suppress(Exception):
+                    _dre.delete_ruleset(handle)
+        pairs.clear()
+
+
+class _Handles:
+    """One thread's ruleset handles, released when the last reference goes: with the thread
+    (its ``threading.local`` entry), or with the engine. A matcher refers to its holder, so
+    handles in use are never released under it, and an idle handle has no holder."""
+
+    __slots__ = ("__weakref__", "handles", "pairs")
+
+    def __init__(self, defs: Sequence[str]) -> None:
+        self.pairs: list[tuple[str, int]] = []
+        weakref.finalize(self, _release, self.pairs)
+        for d in defs:
+            self.pairs.append((d, _acquire(d)))
+        self.handles = [h for _, h in self.pairs]
+
+
+class Engine:
+    """Matches projected facts against compiled rulesets; safe to share across threads.
+
+    ``keys``: the projected keys each ruleset reads, when the projection is too wide to be
+    sent whole (the engine takes at most 252 properties per fact).
+    """
+
+    def __init__(self, rulesets: Sequence[dict[str, Any]], keys: Sequence[Sequence[str]] | None = None) -> None:
+        self._defs = [encode(rs) for rs in rulesets]
+        self._keys = None if keys is None else [tuple(k) for k in keys]
         self._local = threading.local()
 
-    def _handles(self) -> list[int]:
+    def _handles(self) -> _Handles:
         hs = getattr(self._local, "handles", None)
         if hs is None:
-            hs = [_dre.create_ruleset(_unique("stoprule"), d) for d in self._defs]
-            self._local.handles = hs
+            hs = self._local.handles = _Handles(self._defs)
         return hs
 
     def matcher(self) -> Callable[[dict[str, Any]], set[str]]:
         """A match function bound to this thread's handles (fetch once, call per fact)."""
         fn = getattr(self._local, "match", None)
         if fn is None:
-            fn = self._local.match = _make_matcher(self._handles())
+            fn = self._local.match = _make_matcher(self._handles(), self._keys)
         return fn
 
     def match(self, projected: dict[str, Any]) -> set[str]:
@@ -67,31 +191,45 @@ class Engine:
         return self.matcher()(projected)
 
 
-def _make_matcher(handles: list[int]) -> Callable[[dict[str, Any]], set[str]]:
+def _make_matcher(holder: _Handles, keys: list[tuple[str, ...]] | None) -> Callable[[dict[str, Any]], set[str]]:
     """Assert the fact, drain the action queue for the matched rule names, retract it."""
-    encode = _encode
     assert_fact = _dre.assert_fact
     start = _dre.start_action_for_state
     complete_and_next = _dre.complete_and_start_action
     retract = _dre.retract_fact
+    handles = holder.handles
 
-    def match(projected: dict[str, Any]) -> set[str]:
-        text = encode(projected)
-        names: set[str] = set()
-        for h in handles:
-            result = assert_fact(h, text)
-            if result[0]:  # 1: matched no rule, and the fact was not stored
-                continue
-            state = result[1]
-            try:
-                action = start(h, state)
-                if action:
-                    msg = action[1]  # {"r3":{"m":{...}}}: the rule name is the first key
+    def run(h: int, text: str, names: set[str]) -> None:
+        result = assert_fact(h, text)
+        if result[0]:  # 1: matched no rule, and the fact was not stored
+            return
+        state = result[1]
+        try:
+            action = start(h, state)
+            if action:
+                msg = action[1]  # {"r3":{"m":{...}}}: the rule name is the first key
+                names.add(msg[2 : msg.index('"', 2)])
+                while msg := complete_and_next(h, state):
                     names.add(msg[2 : msg.index('"', 2)])
-                    while msg := complete_and_next(h, state):
-                        names.add(msg[2 : msg.index('"', 2)])
-            finally:
-                retract(h, text)
-        return names
+        finally:
+            retract(h, text)
+
+    if keys is None:
+
+        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
+            text = encode(projected)
+            names: set[str] = set()
+            for h in handles:
+                run(h, text, names)
+            return names
+
+    else:
+        pairs = list(zip(handles, keys, strict=True))
+
+        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
+            names: set[str] = set()
+            for h, ks in pairs:
+                run(h, encode({k: projected[k] for k in ks if k in projected}), names)
+            return names
 
     return match

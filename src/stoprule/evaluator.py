@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
+from . import patterns
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine
@@ -65,7 +67,13 @@ class Verdict(Record):
 
 
 def _reader(lines: list[str], var: str, path: tuple[str, ...], marker: bool, emit: str, indent: str) -> None:
-    """Append code reading ``path`` from ``var`` into ``v`` and, when present, running ``emit``."""
+    """Append code reading ``path`` from ``var`` into ``v`` and, when present, running ``emit``
+    (the empty path reads ``var`` itself)."""
+    if not path:
+        lines.append(f"{indent}v = {var}")
+        lines.append(f"{indent}if True:")
+        lines.append(f"{indent}    {emit}")
+        return
     cur = var
     for depth, step in enumerate(path[:-1]):
         nxt = f"o{depth}"
@@ -81,14 +89,29 @@ def _reader(lines: list[str], var: str, path: tuple[str, ...], marker: bool, emi
         lines.append(f"{indent}    {emit}")
 
 
+def _emit(s: Slot, target: str, tests: dict[str, Any]) -> str:
+    """The statement storing slot ``s`` (value in ``v``) into ``target``."""
+    if s.test is None:
+        return f"{target}[{s.key!r}] = v"
+    name = f"T{len(tests)}"
+    fn, arg = s.test
+    tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
+    return f"if type(v) is str: {target}[{s.key!r}] = {name}(v)"
+
+
+def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
+    return test(v, arg)
+
+
 def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable[[dict], dict]:
     """Generate straight-line code that copies the fields the rules read under their slot keys.
 
     Generated once per pack (as namedtuple does); it runs for every fact evaluated.
     """
+    tests: dict[str, Any] = {}
     lines = ["def project(fact):", "    out = {'_': 1}"]
     for s in slots:
-        _reader(lines, "fact", s.path, s.marker, f"out[{s.key!r}] = v", "    ")
+        _reader(lines, "fact", s.path, s.marker, _emit(s, "out", tests), "    ")
     for n, ls in enumerate(lists):
         lines.append(f"    seq{n} = fact")
         for step in ls.path:
@@ -105,15 +128,16 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
             lines.append("        rows = []")
             lines.append(f"        for item in seq{n}:")
             lines.append("            row = {}")
-            lines.append("            if type(item) is dict:")
+            rows_of_scalars = any(not s.path for s in ls.item_slots)
+            lines.append("            if True:" if rows_of_scalars else "            if type(item) is dict:")
             for s in ls.item_slots:
-                _reader(lines, "item", s.path, s.marker, f"row[{s.key!r}] = v", "                ")
+                _reader(lines, "item", s.path, s.marker, _emit(s, "row", tests), "                ")
             lines.append("            rows.append(row)")
             lines.append(f"        out[{ls.key!r}] = rows")
         lines.append("    else:")
         lines.append(f"        out[{ls.len_key!r}] = 0")
     lines.append("    return out")
-    namespace: dict[str, Any] = {"M": MISSING}
+    namespace: dict[str, Any] = {"M": MISSING, **tests}
     exec("\n".join(lines), namespace)  # noqa: S102 - code generated from slot names only
     return namespace["project"]
 
@@ -124,7 +148,7 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.rulesets)
+        self._engine = Engine(compiled.rulesets, compiled.ruleset_keys)
         self._project = _projector(compiled.slots, compiled.lists)
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 
 from .diagnostics import FactError
+from .limits import SAFE_INT  # fact integers: exact as doubles, offset sums far from 64-bit overflow
 
 __all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field", "strict_error"]
 
@@ -33,7 +34,6 @@ class _Missing:
 MISSING: Any = _Missing()
 
 MAX_DEPTH = 32
-INT_LIMIT = 1 << 63  # the engine compares 64-bit integers
 
 
 def format_field(path: tuple[str | int, ...]) -> str:
@@ -194,9 +194,9 @@ def _compile(spec: FactField) -> Checker:
         def check_number(v: Any) -> Any:
             tv = type(v)
             if tv is int:
-                if -INT_LIMIT <= v < INT_LIMIT:
+                if -SAFE_INT <= v <= SAFE_INT:
                     return v
-                raise FactError("fact.range", "integer outside the 64-bit range")
+                raise FactError("fact.range", f"integer outside the safe range ±{SAFE_INT} (2^53 - 1)")
             if floats and tv is float and math.isfinite(v):
                 return v
             return _null_or(spec, v)

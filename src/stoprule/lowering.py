@@ -19,6 +19,7 @@ from .checked import CheckedPolicy
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
 from .diagnostics import Diagnostic
 from .factschema import FactField, can_be_absent
+from .limits import ENGINE_MAX_FACT_PROPERTIES, MAX_PACK_ALTERNATIVES
 from .operators import OPERATORS, PresenceArgs
 from .simplify import QuantifierError, dnf_size, simplify, split_quantifiers
 
@@ -42,40 +43,50 @@ def _diag(loc: C.Loc, code: str, message: str) -> Diagnostic:
     return Diagnostic(loc.file, loc.line, loc.column, code, message, loc.path)
 
 
+def _has_projected(c: C.Cond) -> bool:
+    return any(isinstance(n, C.Atom) and OPERATORS[n.op].projected for n in C.iter_nodes(c))
+
+
+ListKey = tuple[tuple[str, ...], bool]  # a list's path, and whether scalar items are projected as rows
+
+
 class _Lowerer:
     """Conditions -> engine JSON in negation normal form over projected keys."""
 
     def __init__(self, root: FactField, diags: list[Diagnostic]) -> None:
         self.root = root
         self.diags = diags
-        self.slots: dict[tuple[str, ...], Slot] = {}
-        self.lists: dict[tuple[str, ...], ListSlot] = {}
+        self.slots: dict[tuple[Any, ...], Slot] = {}
+        self.lists: dict[ListKey, ListSlot] = {}
 
-    def slot(self, path: tuple[str, ...], fld: FactField) -> str:
-        s = self.slots.get(path)
+    def slot(self, path: tuple[str, ...], fld: FactField, test: tuple[str, Any] | None = None) -> str:
+        k = (path, _freeze(test))
+        s = self.slots.get(k)
         if s is None:
-            s = Slot(f"f{len(self.slots)}", path, fld.type in ("object", "list"))
-            self.slots[path] = s
+            prefix = "t" if test else "f"
+            n = sum(1 for x in self.slots.values() if x.key[0] == prefix)
+            s = Slot(f"{prefix}{n}", path, test is None and fld.type in ("object", "list"), test)
+            self.slots[k] = s
         return s.key
 
-    def list_slot(self, path: tuple[str, ...], fld: FactField) -> ListSlot:
-        ls = self.lists.get(path)
-        if ls is None:
+    def list_slot(self, path: tuple[str, ...], fld: FactField, rows: bool = False) -> ListKey:
+        """The list at ``path``; ``rows``: scalar items projected as rows (for projected tests)."""
+        k = (path, rows)
+        if k not in self.lists:
             n = len(self.lists)
             assert fld.items is not None
-            ls = ListSlot(f"l{n}", f"n{n}", path, fld.items.type != "object")
-            self.lists[path] = ls
-        return ls
+            self.lists[k] = ListSlot(f"l{n}", f"n{n}", path, fld.items.type != "object" and not rows)
+        return k
 
-    def item_key(self, list_path: tuple[str, ...], path: tuple[str, ...]) -> str:
-        ls = self.lists[list_path]  # always the current slot: it is replaced as items are added
+    def item_key(self, lk: ListKey, path: tuple[str, ...], test: tuple[str, Any] | None = None) -> str:
+        ls = self.lists[lk]  # always the current slot: it is replaced as items are added
         if ls.scalar:
             return "$i"
         for s in ls.item_slots:
-            if s.path == path:
+            if s.path == path and _freeze(s.test) == _freeze(test):
                 return "$i." + s.key
-        s = Slot(f"g{len(ls.item_slots)}", path)
-        self.lists[ls.path] = ls._replace(item_slots=(*ls.item_slots, s))
+        s = Slot(f"g{len(ls.item_slots)}", path, False, test)
+        self.lists[lk] = ls._replace(item_slots=(*ls.item_slots, s))
         return "$i." + s.key
 
     @staticmethod
@@ -87,7 +98,7 @@ class _Lowerer:
             out.append({key: None})
         return out
 
-    def lower(self, c: C.Cond, neg: bool, ls: ListSlot | None) -> Json:
+    def lower(self, c: C.Cond, neg: bool, ls: ListKey | None) -> Json:
         if isinstance(c, C.Const):
             return {"_": 1 if c.value != neg else 0}
         if isinstance(c, C.Not):
@@ -99,8 +110,10 @@ class _Lowerer:
                 return parts[0]
             return {"$and": parts} if conj else {"$or": parts}
         if isinstance(c, C.Quant):
-            inner = self.lower(c.where, neg, self.list_slot(c.path, c.fld))
-            inner_ls = self.lists[c.path]  # item slots were added while lowering ``where``
+            rows = c.fld.items.type != "object" and _has_projected(c.where)
+            lk = self.list_slot(c.path, c.fld, rows)
+            inner = self.lower(c.where, neg, lk)
+            inner_ls = self.lists[lk]  # item slots were added while lowering ``where``
             if (c.kind == "some") != neg:
                 return {"$iany": {inner_ls.key: inner}}
             return {"$or": [{inner_ls.len_key: 0}, {"$iall": {inner_ls.key: inner}}]}
@@ -109,18 +122,20 @@ class _Lowerer:
         assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
         return self.lower(c.body, neg, ls)
 
-    def atom(self, a: C.Atom, neg: bool, ls: ListSlot | None) -> Json:
+    def atom(self, a: C.Atom, neg: bool, ls: ListKey | None) -> Json:
         fld: FactField = a.fld
+        op = OPERATORS[a.op]
+        # a pattern operator is decided while projecting: the slot names its test in stoprule.patterns
+        test = (op.test.__name__, a.arg) if op.projected else None
         if ls is None:
-            key = self.slot(a.path, fld)
+            key = self.slot(a.path, fld, test)
             absent = can_be_absent(self.root, a.path)
         else:
-            key = self.item_key(ls.path, a.path) if a.path else "$i"
+            key = self.item_key(ls, a.path, test) if a.path or test or not self.lists[ls].scalar else "$i"
             absent = bool(a.path)
         missing = self.missing(key, absent, fld.nullable)
-        op = OPERATORS[a.op]
         if op.presence:
-            len_key = self.list_slot(a.path, fld).len_key if fld.type == "list" and ls is None else ""
+            len_key = self.lists[self.list_slot(a.path, fld)].len_key if fld.type == "list" and ls is None else ""
             return op.lower(key, PresenceArgs(a.arg != neg, missing, len_key))[0]
         value: Any = a.arg
         guards: list[Json] = []
@@ -165,6 +180,14 @@ class _Lowerer:
         return out
 
 
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    return (type(v).__name__, v)
+
+
 def lower_policy(checked: CheckedPolicy, diags: list[Diagnostic]) -> Lowered:
     """Engine JSON for every stop and rule; problems go to ``diags``."""
     low = _Lowerer(checked.schema.root, diags)
@@ -200,15 +223,87 @@ def _used_keys(node: Any, out: set[str]) -> set[str]:
     return out
 
 
+def _top_keys(body: Json) -> set[str]:
+    """The projected top-level keys one engine rule reads (``_`` included)."""
+    return {k for k in _used_keys(body, set()) if "." not in k and not k.startswith("g")} | {"_"}
+
+
+def _chunks(
+    checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]
+) -> tuple[list[list[tuple[str, Json]]], list[set[str]]]:
+    """Rules in declaration order, cut into rulesets of at most RULES_PER_RULESET rules that
+    each read at most ENGINE_MAX_FACT_PROPERTIES projected keys."""
+    locs = {f"h{s.index}": s.when_loc for s in checked.stops} | {f"r{r.index}": r.when_loc for r in checked.rules}
+    chunks: list[list[tuple[str, Json]]] = []
+    keys: list[set[str]] = []
+    cur: list[tuple[str, Json]] = []
+    cur_keys: set[str] = set()
+    for name, body in lowered.rules:
+        ks = _top_keys(body)
+        if len(ks) > ENGINE_MAX_FACT_PROPERTIES:
+            diags.append(
+                _diag(
+                    locs[name],
+                    "limit.fact_properties",
+                    f"reads {len(ks)} fact values (fields, list lengths and pattern tests); the engine takes"
+                    f" {ENGINE_MAX_FACT_PROPERTIES} per rule: split the rule",
+                )
+            )
+            continue
+        if cur and (len(cur) >= RULES_PER_RULESET or len(cur_keys | ks) > ENGINE_MAX_FACT_PROPERTIES):
+            chunks.append(cur)
+            keys.append(cur_keys)
+            cur, cur_keys = [], set()
+        cur.append((name, body))
+        cur_keys |= ks
+    if cur:
+        chunks.append(cur)
+        keys.append(cur_keys)
+    for ls in lowered.lists:
+        if len(ls.item_slots) > ENGINE_MAX_FACT_PROPERTIES:
+            where = checked.field_loc(ls.path) or checked.loc
+            diags.append(
+                _diag(
+                    where,
+                    "limit.fact_properties",
+                    f"rules read {len(ls.item_slots)} values of each element of {'.'.join(ls.path)}"
+                    f" (limit {ENGINE_MAX_FACT_PROPERTIES})",
+                )
+            )
+    return chunks, keys
+
+
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
     """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
-    from .engine import check_rulesets
+    from .engine import check_ruleset
 
-    chunks = [dict(lowered.rules[i : i + RULES_PER_RULESET]) for i in range(0, len(lowered.rules), RULES_PER_RULESET)]
-    problem = check_rulesets(chunks)
-    if problem:
-        diags.append(_diag(checked.loc, "engine.rejected", problem))
+    alternatives = sum(dnf_size(body["all"][0]["m"]) for _, body in lowered.rules)
+    if alternatives > MAX_PACK_ALTERNATIVES:
+        diags.append(
+            _diag(
+                checked.loc,
+                "limit.alternatives",
+                f"the rules expand to {alternatives} alternatives in the engine (limit {MAX_PACK_ALTERNATIVES})",
+            )
+        )
         return None
+    parts, part_keys = _chunks(checked, lowered, diags)
+    if diags:
+        return None
+    chunks = [dict(part) for part in parts]
+    locs = {f"h{s.index}": s.when_loc for s in checked.stops} | {f"r{r.index}": r.when_loc for r in checked.rules}
+    for chunk in chunks:
+        if check_ruleset(chunk) is None:
+            continue
+        for name, body in chunk.items():  # name the rule the engine refuses
+            problem = check_ruleset({name: body})
+            if problem:
+                diags.append(_diag(locs[name], "engine.rejected", f"the engine rejected this rule: {problem}"))
+        if not diags:
+            diags.append(_diag(checked.loc, "engine.rejected", "the engine rejected a ruleset"))
+        return None
+    width = len(set().union(*part_keys)) if part_keys else 0
+    ruleset_keys = None if width <= ENGINE_MAX_FACT_PROPERTIES else tuple(tuple(sorted(k)) for k in part_keys)
     return CompiledPolicy(
         name=checked.name,
         digest=checked.digest,
@@ -231,4 +326,5 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         },
         sets={name: s.members for name, s in checked.sets.items()},
         declarations=dict(checked.declarations),
+        ruleset_keys=ruleset_keys,
     )

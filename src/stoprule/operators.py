@@ -25,30 +25,64 @@ Adding an operator touches this file only (and its tests).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .factschema import MISSING
+from .limits import (
+    MAX_GLOB_CLASS_CHARS,
+    MAX_GLOB_LENGTH,
+    MAX_GLOB_STARS,
+    MAX_SET_MEMBERS,
+    MAX_STRING_LITERAL,
+    SAFE_INT,
+)
+from .patterns import (
+    CheckError,
+    ends_with_test,
+    glob_class,
+    glob_escape,
+    glob_test,
+    glob_tokens,
+    starts_with_test,
+)
 
 __all__ = [
     "OPERATORS",
     "CheckError",
     "Operator",
     "PresenceArgs",
+    "check_number",
+    "check_text",
     "glob_regex",
-    "glob_escape",
     "glob_to_lua",
     "glob_to_regex",
-    "glob_tokens",
 ]
 
 Json = dict[str, Any]
 
 
-class CheckError(ValueError):
-    """An operator argument that does not fit the field (message for the user)."""
+
+def check_number(v: int | float, what: str = "literal") -> None:
+    """Integers within +-SAFE_INT (so that offsets cannot overflow the engine's 64 bits and
+    comparisons with floats are exact); floats finite."""
+    if type(v) is int and not -SAFE_INT <= v <= SAFE_INT:
+        raise CheckError(f"integer {what} outside +-{SAFE_INT} (2^53 - 1)", "limit.integer")
+    if type(v) is float and not math.isfinite(v):
+        raise CheckError(f"{what} {v!r} is not a finite number")
+
+
+def check_text(v: str, what: str = "string literal", limit: int = MAX_STRING_LITERAL) -> None:
+    """Strings the engine can hold: bounded, no NUL (C strings), no lone surrogates (not UTF-8)."""
+    if len(v) > limit:
+        raise CheckError(f"{what} of {len(v)} characters (limit {limit})", "limit.literal_length")
+    if "\0" in v:
+        raise CheckError(f"{what} contains a NUL character")
+    if any("\ud800" <= ch <= "\udfff" for ch in v):
+        raise CheckError(f"{what} contains a lone surrogate (not encodable as UTF-8)")
 
 
 def _literal(ftype: str, values: tuple[str, ...], v: Any) -> Any:
@@ -64,7 +98,12 @@ def _literal(ftype: str, values: tuple[str, ...], v: Any) -> Any:
         raise CheckError(f"a {ftype} field cannot be compared to a value")
     if not ok:
         got = "null" if v is None else type(v).__name__.replace("str", "string")
-        raise CheckError(f"compares a {ftype} field to {got} {v!r}")
+        shown = repr(v) if len(repr(v)) <= 80 else repr(v)[:77] + "..."
+        raise CheckError(f"compares a {ftype} field to {got} {shown}")
+    if ftype in ("int", "number"):
+        check_number(v)
+    elif ftype == "string":
+        check_text(v)
     if ftype == "enum" and v not in values:
         raise CheckError(f"{v!r} is not a value of this enum ({', '.join(values)})")
     return v
@@ -85,6 +124,8 @@ def _check_order(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
 def _check_set(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
     if not isinstance(arg, (list, tuple)):
         raise CheckError("takes a list of values or the name of a set")
+    if len(arg) > MAX_SET_MEMBERS:
+        raise CheckError(f"{len(arg)} values (limit {MAX_SET_MEMBERS})", "limit.set_members")
     return tuple(_literal(ftype, values, v) for v in arg)
 
 
@@ -105,8 +146,26 @@ def _check_glob(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
         raise CheckError(f"glob applies to strings, not {ftype}")
     if not isinstance(arg, str):
         raise CheckError("takes a glob pattern string")
-    glob_tokens(arg)  # syntax check
+    _check_pattern(arg)
     return arg
+
+
+def _check_pattern(glob: str) -> None:
+    """Syntax, and the limits that keep the engine's pattern automaton small (see limits.py)."""
+    check_text(glob, "glob", MAX_GLOB_LENGTH)
+    tokens = glob_tokens(glob)
+    stars = sum(1 for kind, _ in tokens if kind == "star")
+    if stars > MAX_GLOB_STARS:
+        raise CheckError(f"glob with {stars} '*' wildcards (limit {MAX_GLOB_STARS})", "limit.glob_stars")
+    for kind, text in tokens:
+        if kind == "class":
+            _, ranges = glob_class(text)
+            size = sum(ord(hi) - ord(lo) + 1 for lo, hi in ranges)
+            if size > MAX_GLOB_CLASS_CHARS:
+                raise CheckError(
+                    f"glob class [{text}] stands for {size} characters (limit {MAX_GLOB_CLASS_CHARS})",
+                    "limit.glob_class",
+                )
 
 
 def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
@@ -114,42 +173,14 @@ def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
         raise CheckError(f"applies to strings, not {ftype}")
     if not isinstance(arg, str) or not arg:
         raise CheckError("takes a non-empty string")
+    check_text(arg, "argument", MAX_GLOB_LENGTH)
     return arg
 
 
 _LUA_MAGIC = set("()%.[]*+?{}|")  # what the engine lets and needs escaped with %
 
 
-def glob_tokens(pattern: str) -> list[tuple[str, str]]:
-    """Split a glob into ``("star"|"one"|"lit", ch)`` and ``("class", body)`` tokens.
-
-    Syntax: ``*`` any run, ``?`` one character, ``[abc]`` / ``[a-z]`` / ``[!abc]`` a class,
-    ``\\x`` a literal ``x``; everything else is literal. Matching is whole-string.
-    """
-    out: list[tuple[str, str]] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "*":
-            out.append(("star", c))
-        elif c == "?":
-            out.append(("one", c))
-        elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if end == -1:
-                raise CheckError(f"unclosed '[' in glob {pattern!r}")
-            out.append(("class", pattern[i + 1 : end]))
-            i = end
-        elif c == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(("lit", pattern[i]))
-        else:
-            out.append(("lit", c))
-        i += 1
-    return out
-
-
-def _translate(pattern: str, literal: Callable[[str], str], class_body: Callable[[str], str]) -> str:
+def _translate(pattern: str, literal: Callable[[str], str], klass: Callable[[bool, list], str]) -> str:
     """Glob tokens to a pattern where ``.`` is any character and ``.*`` any run."""
     out = []
     for kind, text in glob_tokens(pattern):
@@ -158,31 +189,61 @@ def _translate(pattern: str, literal: Callable[[str], str], class_body: Callable
         elif kind == "one":
             out.append(".")
         elif kind == "class":
-            neg = text.startswith("!")
-            out.append("[" + ("^" if neg else "") + class_body(text[1:] if neg else text) + "]")
+            out.append(klass(*glob_class(text)))
         else:
             out.append(literal(text))
     return "".join(out)
 
 
+_CLASS_SPECIAL = "]%-^"  # what the engine's class parser treats specially
+
+
+def _lua_literal(ch: str) -> str:
+    return ("%" + ch) if ch in _LUA_MAGIC else ch
+
+
+def _lua_class(neg: bool, ranges: list[tuple[str, str]]) -> str:
+    """A class in the engine's syntax. Its parser takes ``%]`` and ``%%`` escaped, ``-``
+    only last, ``^`` only after the first position, and range ends only unescaped; so
+    ranges are split around those characters, which are then placed where they are literal."""
+    parts: list[str] = []
+    specials: set[str] = set()
+    for lo, hi in ranges:
+        a = ord(lo)
+        for sp in sorted(ord(c) for c in _CLASS_SPECIAL if lo <= c <= hi):
+            if a < sp:
+                parts.append(chr(a) if a == sp - 1 else f"{chr(a)}-{chr(sp - 1)}")
+            specials.add(chr(sp))
+            a = sp + 1
+        if a <= ord(hi):
+            parts.append(chr(a) if a == ord(hi) else f"{chr(a)}-{hi}")
+    if not neg and not parts:  # only specials (^ must not come first): a literal or a union
+        lits = [_lua_literal(c) for c in sorted(specials)]
+        return lits[0] if len(lits) == 1 else "(" + "|".join(lits) + ")"
+    body = "".join(parts)
+    body += "%]" if "]" in specials else ""
+    body += "%%" if "%" in specials else ""
+    body += "^" if "^" in specials else ""
+    body += "-" if "-" in specials else ""
+    return "[" + ("^" if neg else "") + body + "]"
+
+
+def _regex_class(neg: bool, ranges: list[tuple[str, str]]) -> str:
+    def esc(ch: str) -> str:
+        return "\\" + ch if ch in "\\]^-[" else ch
+
+    body = "".join(esc(lo) if lo == hi else f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges)
+    return "[" + ("^" if neg else "") + body + "]"
+
+
 def glob_to_lua(pattern: str) -> str:
     """Translate a glob to the engine's ``$mt`` pattern (Lua-style, whole-string)."""
-    return _translate(
-        pattern,
-        lambda ch: ("%" + ch) if ch in _LUA_MAGIC else ch,
-        lambda body: "".join(("%" + ch) if ch in "%[" else ch for ch in body),
-    )
+    return _translate(pattern, _lua_literal, _lua_class)
 
 
 def glob_to_regex(pattern: str) -> str:
     """The same glob as a Python regular expression (for analysis tools)."""
-    body = _translate(pattern, re.escape, lambda b: b.replace("\\", "\\\\").replace("]", "\\]"))
-    return "(?s:" + body + r")\Z"
-
-
-def glob_escape(text: str) -> str:
-    """``text`` as a glob that matches exactly it."""
-    return "".join("\\" + ch if ch in "*?[\\" else ch for ch in text)
+    return "(?s:" + _translate(pattern, re.escape, _regex_class) + r")\Z"
 
 
 def _cmp(op: str, inverse: str) -> Callable[[str, Any], tuple[Json, Json]]:
@@ -218,7 +279,9 @@ def _lower_not_in(key: str, values: tuple) -> tuple[Json, Json]:
 
 
 def _lower_glob(key: str, pattern: str) -> tuple[Json, Json | None]:
-    return {"$mt": {key: glob_to_lua(pattern)}}, None  # the engine has no working negated match
+    # ``key`` is a projected test slot: the evaluator matches the pattern in Python (the
+    # engine's own matcher sees strings JSON-escaped, and crashes on large patterns)
+    return {key: True}, None
 
 
 class PresenceArgs(NamedTuple):
@@ -295,6 +358,7 @@ class Operator:
     field_operand: bool = False
     ordered: bool = False
     set_operand: bool = False
+    projected: bool = False  # decided while projecting the fact (``test``); the engine reads a boolean
 
 
 def _compare(name: str, doc: str, engine: str, inverse: str, test: Callable[[Any, Any], bool]) -> Operator:
@@ -312,6 +376,7 @@ def _affix(name: str, doc: str, glob: Callable[[str], str], test: Callable[[str,
     return Operator(
         name, doc, _check_affix, lambda key, arg: _lower_glob(key, glob(arg)), test,
         {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value, negatable=False,
+        projected=True,
     )  # fmt: skip
 
 
@@ -340,10 +405,11 @@ OPERATORS: dict[str, Operator] = {
         ),
         Operator(
             "glob", "matches a glob pattern (whole string)", _check_glob, _lower_glob,
-            lambda v, a: _glob_match(a, v), {"type": "string"}, lambda a: ((), (a,)), _implies_value, negatable=False,
+            glob_test, {"type": "string"}, lambda a: ((), (a,)), _implies_value, negatable=False,
+            projected=True,
         ),
-        _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", lambda v, a: v.startswith(a)),
-        _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), lambda v, a: v.endswith(a)),
+        _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", starts_with_test),
+        _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), ends_with_test),
         _presence(
             "exists", "present and not null", _check_bool, _lower_exists,
             lambda v, a: (v is not MISSING and v is not None) == a, lambda a, o: o == a,
@@ -374,7 +440,3 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         rx = re.compile(glob_to_regex(pattern))
         _GLOB_CACHE[pattern] = rx
     return rx
-
-
-def _glob_match(pattern: str, value: str) -> bool:
-    return glob_regex(pattern).match(value) is not None

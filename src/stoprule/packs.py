@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
 
-CACHE_FORMAT = "4"
+CACHE_FORMAT = "6"
 _COMPILER_MODULES = (
     "compiler.py", "conditions.py", "operators.py", "simplify.py", "factschema.py", "spec.py",
-    "templates.py", "compiled.py", "checked.py", "lowering.py", "source.py",
+    "templates.py", "compiled.py", "checked.py", "lowering.py", "source.py", "limits.py", "patterns.py",
 )  # fmt: skip
 
 

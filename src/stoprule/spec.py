@@ -125,11 +125,29 @@ def parse_file(src: SourceFile, diags: list[Diagnostic]) -> PackFile | None:
         return PackFile.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
-            loc = tuple("schema" if p == "fact_schema" else p for p in loc)
+            loc = _data_path(data, tuple("schema" if p == "fact_schema" else p for p in err["loc"]))
             code = _CODES.get(err["type"], "policy.type")
             msg = err["msg"]
-            if code == "policy.unknown_key":
+            if code == "policy.unknown_key" and loc:
                 msg = f"unknown key {loc[-1]!r}"
             diags.append(src.diag(loc, code, msg))
         return None
+
+
+def _data_path(data: Any, loc: tuple) -> tuple:
+    """Pydantic's error location without its union tags (``list[str]``, ``function-after[...]``),
+    keeping keys of the data that merely look like them (a key ``"['a', 'b']"``)."""
+    out = []
+    cur: Any = data
+    for p in loc:
+        inside = (isinstance(cur, dict) and p in cur) or (
+            isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur)
+        )
+        if inside:
+            cur = cur[p]
+        elif isinstance(p, str) and "[" in p:
+            continue  # a tag pydantic adds for a union member
+        else:
+            cur = None
+        out.append(p)
+    return tuple(out)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from ..limits import SAFE_INT
+
 __all__ = ["Prim", "regions"]
 
 Prim = tuple[int, int, Fraction]  # u - v compared with c; index 0 is the constant zero
@@ -89,8 +91,7 @@ def _witness(n: int, dist: list[list], edges: list, integer: bool, anchored: boo
     return [x - base for x in vals]
 
 
-INT_LIMIT = 1 << 63  # facts hold 64-bit integers
-FAR = 1 << 40  # constants this large may push witnesses out of that range
+FAR = 1 << 30  # constants this large may push witnesses out of the range facts allow
 
 
 def _int_projection(dist: list[list], ints: list[int]) -> list[tuple[int, int, Fraction, int]]:
@@ -117,14 +118,14 @@ def regions(
     """Consistent three-way outcomes of ``prims`` over variables ``1..n-1`` (0 is zero), with witnesses.
 
     ``int_vars`` take integer values (the rest are rationals); they are also kept within
-    the 64-bit range when a constant is large enough to matter.
+    the range facts allow (±``SAFE_INT``) when a constant is large enough to matter.
     """
     ints = sorted(int_vars or ())
     integer = len(ints) == n - 1
     base: list[tuple[int, int, Fraction, int]] = []
     if ints and any(abs(p[2]) >= FAR for p in prims):
         for u in ints:
-            base += [(0, u, Fraction(INT_LIMIT - 1), 0), (u, 0, Fraction(INT_LIMIT), 0)]
+            base += [(0, u, Fraction(SAFE_INT), 0), (u, 0, Fraction(SAFE_INT), 0)]
     anchored = bool(base) or any(p[1] == 0 or p[0] == 0 for p in prims)
     out: list[tuple[tuple[int, ...], list[Fraction]]] = []
 

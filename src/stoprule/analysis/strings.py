@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import deque
 
 from ..diagnostics import AnalysisLimit
-from ..operators import glob_regex, glob_tokens
+from ..operators import glob_regex
+from ..patterns import glob_tokens
 
 __all__ = ["AnalysisLimit", "fresh_names", "string_classes"]
 

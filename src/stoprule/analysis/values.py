@@ -13,6 +13,7 @@ from typing import Any
 from .. import conditions as C
 from ..diagnostics import AnalysisLimit, FactError
 from ..factschema import MISSING, FactField, FactSchema
+from ..limits import SAFE_INT
 from ..operators import OPERATORS
 from .numeric import regions
 from .strings import string_classes
@@ -56,8 +57,8 @@ def field_at(root: FactField, path: Path) -> FactField:
 
 
 def number_value(x: Fraction) -> int | float:
-    """An int where exact and in the 64-bit range facts allow, else a float."""
-    return int(x) if x.denominator == 1 and -(1 << 63) <= x < (1 << 63) else float(x)
+    """An int where exact and in the range facts allow (±``SAFE_INT``), else a float."""
+    return int(x) if x.denominator == 1 and -SAFE_INT <= x <= SAFE_INT else float(x)
 
 
 def placeholder(f: FactField) -> Any:
