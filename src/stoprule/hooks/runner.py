@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..project import find_project
@@ -42,11 +41,14 @@ class BudgetSpent(Exception):
     """The hook's time budget (``hook.budget_ms``) ran out."""
 
 
-@dataclass
 class HookResult:
-    output: dict[str, Any] | None  # what to print (None: nothing)
-    decision: Decision
-    entry: dict[str, Any] = field(default_factory=dict)  # the log entry (also the --explain-facts source)
+    """``output``: what to print (None: nothing); ``entry``: the log entry (also what
+    ``--explain-facts`` prints)."""
+
+    __slots__ = ("decision", "entry", "output")
+
+    def __init__(self, output: dict[str, Any] | None, decision: Decision, entry: dict[str, Any]) -> None:
+        self.output, self.decision, self.entry = output, decision, entry
 
 
 def user_state_dir(env: Mapping[str, str]) -> str:
@@ -161,9 +163,9 @@ def run_hook(
         hook = settings["hook"]
         fail_closed = hook["fail"] == "closed"
         disarm = _alarm(hook["budget_ms"] / 1000.0)
-        from ..packs import load_policy, select_pack
+        from ..packs import load_policy, pack_path
 
-        pack = str(select_pack(policy, env, workdir))
+        pack = pack_path(policy, env, workdir)
         entry["pack"] = pack
         evaluator = load_policy(pack)
         from .providers import Context, gather

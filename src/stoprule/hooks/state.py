@@ -82,14 +82,15 @@ def _read(path: str) -> dict[str, Any]:
     return data
 
 
-def _write(path: str, data: Mapping[str, Any]) -> None:
+def _write(path: str, data: Mapping[str, Any], sync: bool) -> None:
     tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, ensure_ascii=False, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -113,11 +114,11 @@ def _locked(path: str) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]], sync: bool = True) -> dict[str, Any]:
     try:
         with _locked(path):
             new = fn(_read(path))
-            _write(path, new)
+            _write(path, new, sync)
             return new
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc}") from None
@@ -150,8 +151,6 @@ def read_session(project: str, session: str | None) -> dict[str, Any]:
     return _read(session_file(project, session))
 
 
-def update_session(
-    project: str, session: str | None, fn: Callable[[dict[str, Any]], dict[str, Any]]
-) -> dict[str, Any]:
+def update_session(project: str, session: str | None, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """Change the hook's record for ``session`` under the lock; returns the new record."""
-    return _change(session_file(project, session), fn)
+    return _change(session_file(project, session), fn, sync=False)  # a lost counter is harmless

@@ -200,7 +200,7 @@ class Scan:
             return
         found = None
         if isinstance(result, dict):
-            task = result.get("task") if isinstance(result.get("task"), dict) else result
+            task: dict[str, Any] = result["task"] if isinstance(result.get("task"), dict) else result
             found = next((task[k] for k in ("id", "taskId", "task_id") if k in task), None)
         if found is None:
             import re

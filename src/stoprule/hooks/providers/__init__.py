@@ -16,36 +16,41 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..event import HookEvent
 from ..settings import PROVIDER_ORDER
 
-__all__ = ["Context", "Provenance", "gather"]
+__all__ = ["Context", "Provenance", "gather", "merge"]
 
 
-@dataclass
 class Context:
-    """What a provider may use besides the event."""
+    """What a provider may use besides the event: ``project`` (the .stoprule/ directory or
+    None), ``home`` (where session state lives: the project, else the user's state
+    directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
+    ``session`` (the hook's record for this session; providers may update it) and
+    ``deadline`` (``time.monotonic()`` by which the running provider must be done)."""
 
-    project: str | None  # the .stoprule/ directory (None: there is none)
-    home: str  # where session state lives: the project, else the user's state directory
-    workdir: str
-    settings: dict[str, Any]  # the ``providers`` section (plain dict)
-    session: dict[str, Any]  # the hook's record for this session (providers may update it)
-    deadline: float = 0.0  # time.monotonic() by which the running provider must be done
+    __slots__ = ("deadline", "home", "project", "session", "settings", "workdir")
+
+    def __init__(
+        self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
+    ) -> None:
+        self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
+        self.deadline = 0.0
 
 
-@dataclass
 class Provenance:
     """Which provider set each fact field, what else was observed, conflicts and notes."""
 
-    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    observed: list[dict[str, Any]] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
-    notes: dict[str, list[str]] = field(default_factory=dict)
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("conflicts", "fields", "notes", "observed", "timings_ms")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, dict[str, Any]] = {}
+        self.observed: list[dict[str, Any]] = []
+        self.conflicts: list[dict[str, Any]] = []
+        self.notes: dict[str, list[str]] = {}
+        self.timings_ms: dict[str, float] = {}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,10 +71,9 @@ def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], lis
 def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     """Run the enabled providers in order; the merged fact and its provenance."""
     enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
-    mapping: dict[str, str | None] = ctx.settings.get("fields", {})
     budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
-    fact: dict[str, Any] = {}
-    prov = Provenance()
+    results: list[tuple[str, dict[str, Any], list[str]]] = []
+    timings: dict[str, float] = {}
     for name in PROVIDER_ORDER:
         if name not in enabled:
             continue
@@ -80,9 +84,22 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
         spent = time.monotonic() - t0
-        prov.timings_ms[name] = round(spent * 1000, 2)
+        timings[name] = round(spent * 1000, 2)
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+        results.append((name, obs, notes))
+    fact, prov = merge(results, ctx.settings.get("fields", {}))
+    prov.timings_ms = timings
+    return fact, prov
+
+
+def merge(
+    results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
+) -> tuple[dict[str, Any], Provenance]:
+    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    fact: dict[str, Any] = {}
+    prov = Provenance()
+    for name, obs, notes in results:
         if notes:
             prov.notes[name] = notes
         for key, value in obs.items():
