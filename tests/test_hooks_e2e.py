@@ -203,3 +203,18 @@ def test_observe_mode_records_but_never_blocks(project: Path, env: dict[str, str
     entry = json.loads((project / ".stoprule" / "hook.log").read_text().splitlines()[-1])
     assert entry["would"] == "block" and entry["verdict"]["reason"] == "available_tasks"
     assert entry.get("ledger_node"), entry
+
+
+def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, str]) -> None:
+    import os
+    import sys
+
+    from hookharness import stoprule_exe
+
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
+    full["PATH"] = str(Path(sys.executable).parent) + os.pathsep + full.get("PATH", "")
+    subprocess.run([stoprule_exe(), "init", "--harness", "gemini"], cwd=project, env=full, check=True,
+                   capture_output=True)  # fmt: skip
+    p = subprocess.run([stoprule_exe(), "doctor"], cwd=project / "sub", env=full, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "gemini: synthetic stop: answered {}" in p.stdout
