@@ -218,3 +218,19 @@ def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, st
     p = subprocess.run([stoprule_exe(), "doctor"], cwd=project / "sub", env=full, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "gemini: synthetic stop: answered {}" in p.stdout
+
+
+def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:
+    import os
+    import sys
+
+    (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 4\nproviders:\n  timeout_ms: 900\n")
+    run_hook("claude-code", _stop("claude-code", project), project, env)  # fills the caches
+    code = (
+        "import io, json, sys; from stoprule.cli.main import run; out = io.StringIO();"
+        f"run(['hook', 'claude-code'], io.BytesIO({json.dumps(_stop('claude-code', project)).encode()!r}), out,"
+        " io.StringIO()); print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'yaml'))))"
+    )
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
+    p = subprocess.run([sys.executable, "-c", code], cwd=project, env=full, capture_output=True, text=True, check=True)
+    assert json.loads(p.stdout.splitlines()[-1]) == []
