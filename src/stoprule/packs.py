@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
+__all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
 
 CACHE_FORMAT = "6"
 _COMPILER_MODULES = (
@@ -69,6 +69,13 @@ def select_pack(
     from pathlib import Path
 
     return Path(_select(explicit, os.environ if env is None else env, os.fspath(cwd) if cwd else None))
+
+
+def pack_path(
+    explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> str:
+    """:func:`select_pack` as a string, without importing pathlib (the hook's cold start)."""
+    return _select(explicit, os.environ if env is None else env, cwd)
 
 
 def _cache_dir() -> str | None:

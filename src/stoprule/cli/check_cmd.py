@@ -30,6 +30,9 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         return 2
     c = ctx.compiled
     assert c is not None
+    from ..project import find_project
+
+    stderr.write(f"stoprule: pack {root}; project state {find_project() or 'none (no .stoprule/ upward)'}\n")
     summary = {
         "ok": True,
         "pack": str(root),

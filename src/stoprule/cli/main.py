@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log_cmd", "read the decision ledger: status, show, runs, export, verify"),
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
     "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
+    "hook": ("hook_cmd", "be an agent harness's stop hook: its payload in, its answer out (always exit 0)"),
+    "init": ("init_cmd", "wire stoprule into an agent harness's hook config and create .stoprule/config.yaml"),
+    "doctor": ("doctor_cmd", "check the hook wiring of each configured harness and run one synthetic stop"),
+    "facts": ("facts_cmd", "declare facts for a session (set, clear, show) for the hook's state provider"),
+    "replay": ("replay_cmd", "what a policy would have decided at each stop of recorded transcripts"),
 }
 
 

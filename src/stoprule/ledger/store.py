@@ -142,12 +142,16 @@ def _now() -> str:
 
 
 def resolve_path(explicit: str | None, env: dict[str, str] | os._Environ[str]) -> tuple[str, bool]:
-    """The ledger path (``--ledger``, ``$STOPRULE_LEDGER``, ``./.stoprule/ledger.db``) and whether it is the default."""
+    """The ledger path (``--ledger``, ``$STOPRULE_LEDGER``, ``ledger.db`` in the nearest ``.stoprule/``
+    upward, else ``./.stoprule/ledger.db``) and whether it is the default."""
     if explicit:
         return explicit, False
     if env.get("STOPRULE_LEDGER"):
         return env["STOPRULE_LEDGER"], False
-    return DEFAULT_PATH, True
+    from ..project import find_project
+
+    project = find_project()
+    return (os.path.join(project, "ledger.db") if project else DEFAULT_PATH), True
 
 
 def keys_path(ledger_path: str) -> str:

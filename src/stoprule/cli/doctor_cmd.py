@@ -1,0 +1,117 @@
+"""``stoprule doctor``: is the stop hook wired, and does it answer?
+
+For each harness whose project or user config holds stoprule's entry: the entry, whether
+its command resolves on PATH, then one synthetic stop run through that very command
+(payload on stdin, project root as cwd, 30 s timeout) and its answer read by the harness's
+rules. Also: Python version, ``.stoprule/`` and its config, the pack compiles.
+Exit 0 when every check passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from typing import IO, Any
+
+__all__ = ["SYNTHETIC", "add_arguments", "run"]
+
+SYNTHETIC: dict[str, dict[str, Any]] = {
+    "claude-code": {"session_id": "stoprule-doctor", "hook_event_name": "Stop", "stop_hook_active": False,
+                    "last_assistant_message": "doctor check", "transcript_path": None},
+    "codex": {"session_id": "stoprule-doctor", "turn_id": "doctor", "hook_event_name": "Stop", "model": "doctor",
+              "permission_mode": "default", "stop_hook_active": False, "last_assistant_message": "doctor check",
+              "transcript_path": None},
+    "gemini": {"session_id": "stoprule-doctor", "hook_event_name": "AfterAgent", "prompt": "doctor",
+               "prompt_response": "doctor check", "stop_hook_active": False, "transcript_path": None},
+    "cursor": {"conversation_id": "stoprule-doctor", "generation_id": "doctor", "hook_event_name": "stop",
+               "status": "completed", "loop_count": 0},
+    "copilot": {"sessionId": "stoprule-doctor", "timestamp": 0, "stopReason": "end_turn"},
+}  # fmt: skip
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Check the hook wiring of each configured harness and run one synthetic stop through it."
+    p.add_argument("--policy", metavar="PATH", help="policy pack to check (default: as the hook selects it)")
+
+
+def _line(stdout: IO[str], ok: bool, text: str) -> bool:
+    stdout.write(f"{'ok  ' if ok else 'FAIL'} {text}\n")
+    return ok
+
+
+def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
+    import subprocess
+
+    payload = dict(SYNTHETIC[harness], cwd=root)
+    try:
+        p = subprocess.run(command, shell=True, input=json.dumps(payload).encode(), capture_output=True,
+                           cwd=root, timeout=30)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return False, "no answer within 30 s"
+    out = p.stdout.decode("utf-8", "replace").strip()
+    if p.returncode != 0:
+        return False, f"exit code {p.returncode} (a hook must exit 0): {p.stderr.decode('utf-8', 'replace')[:200]}"
+    if not out:
+        return True, "allow (empty output)"
+    try:
+        obj = json.loads(out)
+    except ValueError:
+        return False, f"stdout is not one JSON object: {out[:200]!r}"
+    if not isinstance(obj, dict):
+        return False, "stdout is not a JSON object"
+    return True, f"answered {json.dumps(obj)[:200]}"
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    from ..diagnostics import PolicyError
+    from ..hooks.settings import hook_settings
+    from ..hooks.wiring import TARGETS, find_entry
+    from ..packs import load_policy, select_pack
+    from ..project import find_project
+
+    good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
+    state = find_project()
+    root = os.path.dirname(state) if state else os.getcwd()
+    good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
+    cfg = os.path.join(state, "config.yaml") if state else None
+    try:
+        settings = hook_settings(cfg)
+        hook = settings["hook"]
+        _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
+                            f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
+    except PolicyError as exc:
+        good = _line(stdout, False, f"config {cfg}:\n{exc.render()}")
+    pack = select_pack(args.policy)
+    try:
+        ev = load_policy(pack)
+        _line(stdout, True, f"pack {pack} compiles ({ev.digest[:19]}...)")
+    except PolicyError as exc:
+        good = _line(stdout, False, f"pack {pack} does not compile:\n{exc.render()}")
+    found = 0
+    for name, t in TARGETS.items():
+        for user in (False, True):
+            path = t.path(root, user)
+            if not os.path.exists(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    command = find_entry(json.load(fh), t)
+            except (OSError, ValueError) as exc:
+                good = _line(stdout, False, f"{name}: {path} unreadable: {exc}")
+                continue
+            if command is None:
+                continue
+            found += 1
+            _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
+            exe = shlex.split(command)[0]
+            resolved = shutil.which(exe)
+            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {resolved or 'nothing on PATH'}")
+            ok, what = _synthetic(command, name, root)
+            good &= _line(stdout, ok, f"{name}: synthetic stop: {what}")
+    if not found:
+        good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
+    return 0 if good else 1

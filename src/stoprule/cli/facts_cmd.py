@@ -1,0 +1,82 @@
+"""``stoprule facts set|clear|show``: declare facts for a session (the ``state`` provider reads them).
+
+    stoprule facts set [--session ID] FIELD=VALUE...   VALUE is JSON if it parses, else a string
+    stoprule facts set [--session ID] --json FILE      a JSON object of fields (- : stdin)
+    stoprule facts clear [--session ID] [FIELD...]     drop fields (none named: all)
+    stoprule facts show [--session ID]                 what the hook would read, as JSON
+
+Without ``--session`` (or ``$STOPRULE_SESSION``) facts hold for every session of the project.
+Stored in the nearest ``.stoprule/`` (else the user state directory), ``state/facts/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import IO, Any
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Declare facts for a session (read by `stoprule hook`'s state provider)."
+    sub = p.add_subparsers(dest="facts_command", metavar="SUBCOMMAND", required=True)
+    for name, help_text in (("set", "set fields"), ("clear", "drop fields (all when none named)"),
+                            ("show", "print the declared facts")):  # fmt: skip
+        sp = sub.add_parser(name, help=help_text)
+        sp.add_argument("--session", metavar="ID", help="the harness's session id (default: $STOPRULE_SESSION; "
+                                                        "none: every session)")  # fmt: skip
+        if name == "set":
+            sp.add_argument("fields", nargs="*", metavar="FIELD=VALUE")
+            sp.add_argument("--json", metavar="FILE", help="a JSON object of fields (- reads stdin)")
+        elif name == "clear":
+            sp.add_argument("fields", nargs="*", metavar="FIELD")
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..hooks.runner import state_home
+    from ..hooks.state import StateError, clear_facts, read_facts, set_facts
+
+    session = args.session or os.environ.get("STOPRULE_SESSION") or None
+    project, home = state_home(None, os.environ)
+    try:
+        if args.facts_command == "set":
+            fields: dict[str, Any] = {}
+            if args.json:
+                if args.json == "-":
+                    raw = stdin.read()
+                else:
+                    with open(args.json, "rb") as fh:
+                        raw = fh.read()
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    stderr.write("stoprule: --json must hold a JSON object\n")
+                    return 2
+                fields.update(obj)
+            for item in args.fields:
+                name, eq, value = item.partition("=")
+                if not eq or not name:
+                    stderr.write(f"stoprule: {item!r} is not FIELD=VALUE\n")
+                    return 2
+                fields[name] = _value(value)
+            if not fields:
+                stderr.write("stoprule: nothing to set (give FIELD=VALUE or --json)\n")
+                return 2
+            set_facts(home, session, fields)
+        elif args.facts_command == "clear":
+            clear_facts(home, session, args.fields or None)
+        stdout.write(json.dumps(read_facts(home, session), ensure_ascii=False, sort_keys=True) + "\n")
+        if project is None:
+            stderr.write(f"stoprule: no .stoprule/ found upward; facts are kept in {home}\n")
+        return 0
+    except (StateError, OSError, ValueError) as exc:
+        stderr.write(f"stoprule: {exc}\n")
+        return 2

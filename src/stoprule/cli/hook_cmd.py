@@ -1,0 +1,79 @@
+"""``stoprule hook HARNESS``: stoprule as an agent harness's stop hook.
+
+Reads the harness's stop payload on stdin, prints exactly the JSON that harness expects
+(or nothing, where that means allow), always exits 0. Diagnostics: one line on stderr and
+a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+__all__ = ["add_arguments", "run"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from ..evaluator import Evaluator
+
+HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Decide a stop for an agent harness: its payload on stdin, its answer on stdout; always exits 0. "
+        "Settings: .stoprule/config.yaml (found upward). See docs/agents.md."
+    )
+    p.add_argument("harness", choices=HARNESSES, metavar="HARNESS", help=" | ".join(HARNESSES))
+    p.add_argument("--event", choices=("stop", "subagent-stop"), help="default: from the payload, else stop")
+    p.add_argument(
+        "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
+    )
+    p.add_argument(
+        "--explain-facts",
+        action="store_true",
+        help="print the fact and which provider set each field (JSON) on stderr; stdout is unchanged",
+    )
+
+
+def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
+    """Append the decision to ``<project>/ledger.db`` as a node of run ``run`` (the session)."""
+    from ..ledger.recorder import Recorder
+    from ..ledger.store import Ledger
+
+    with Ledger.open(os.path.join(project, "ledger.db"), create=True) as ledger:
+        return str(Recorder(ledger, evaluator).record(run, fact).node.node)
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    try:
+        data = stdin.read()
+    except (OSError, ValueError):
+        data = b""
+    try:
+        from ..hooks.runner import run_hook
+
+        result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
+        output, entry, decision = result.output, result.entry, result.decision
+    except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
+        stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
+        stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
+        return 0
+    if output is not None:
+        stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    what = "block" if decision.block else "allow"
+    v = entry.get("verdict") or {}
+    because = f"{v.get('verdict')}/{v.get('reason')}" if v else f"error ({entry.get('fail', 'open')})"
+    stderr.write(
+        f"stoprule hook: {args.harness}: {what} ({because}); pack {entry.get('pack', '?')}; "
+        f"state {entry.get('project') or 'none (user state dir)'}\n"
+    )
+    if entry.get("error"):
+        stderr.write(f"stoprule hook: {entry['error'].splitlines()[0]}\n")
+    if args.explain_facts:
+        explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
+        stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")
+    return 0

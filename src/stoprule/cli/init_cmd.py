@@ -1,0 +1,130 @@
+"""``stoprule init --harness H [--user] [--dry-run]``: wire the stop hook into a harness.
+
+Writes or merges stoprule's entry into the harness's hook config (existing entries kept,
+a ``.bak`` copy of a file it changes, nothing written when the entry is already there)
+and creates ``.stoprule/config.yaml`` (with a ``.gitignore`` for the hook's state) when
+missing. ``--dry-run`` prints what would change instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from typing import IO, Any
+
+__all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
+
+CONFIG_TEMPLATE = """\
+# stoprule settings (see docs/agents.md). Unknown keys are errors.
+hook:
+  mode: enforce      # enforce | observe (decide, log and record, but never block)
+  fail: open         # open: an internal error allows the stop; closed: it blocks with closed_message
+  loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
+  ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
+  budget_ms: 5000    # the whole hook's time budget
+providers:
+  enabled: [hook, state, closure, transcript, git]
+  timeout_ms: 1500   # each provider's budget
+  # fields:          # observation -> fact field of the pack (null: observe only)
+  #   transcript.turns: turn
+  #   git.dirty: uncommittedWork
+"""
+GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
+
+
+def default_command(harness: str) -> str:
+    """``stoprule hook H`` when ``stoprule`` is on PATH, else this interpreter's ``-m stoprule``."""
+    if shutil.which("stoprule"):
+        return f"stoprule hook {harness}"
+    return f"{shlex.quote(sys.executable)} -m stoprule hook {harness}"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..hooks.wiring import TARGETS
+
+    p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
+    p.add_argument("--harness", required=True, choices=tuple(TARGETS), metavar="HARNESS", help=" | ".join(TARGETS))
+    p.add_argument(
+        "--user", action="store_true", help="the harness's user-level config (home) instead of the project's"
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
+    p.add_argument("--command", metavar="CMD", help="the hook command (default: stoprule hook HARNESS)")
+
+
+def _load(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if not text.strip():
+        return {}
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("it does not hold a JSON object")
+    return data
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    from ..hooks.wiring import TARGETS, add_entry
+    from ..project import STATE_DIR, find_project
+
+    t = TARGETS[args.harness]
+    state = find_project()
+    root = os.path.dirname(state) if state else os.getcwd()
+    path = t.path(root, args.user)
+    command = args.command or default_command(args.harness)
+    try:
+        config = _load(path)
+        changed = add_entry(config, t, command)
+    except (OSError, ValueError) as exc:
+        stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
+        return 2
+    text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    state_dir = state or os.path.join(root, STATE_DIR)
+    cfg = os.path.join(state_dir, "config.yaml")
+    prefix = "would " if args.dry_run else ""
+    if not changed:
+        stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")
+    elif args.dry_run:
+        stdout.write(f"would write {path}:\n{text}")
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path):
+            shutil.copy2(path, path + ".bak")
+            stdout.write(f"backed up {path} to {path}.bak\n")
+        tmp = path + ".stoprule-tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        stdout.write(f"added `{command}` as a {t.event} hook to {path}\n")
+    if os.path.exists(cfg):
+        stdout.write(f"{cfg}: exists; unchanged\n")
+    else:
+        if args.dry_run:
+            stdout.write(f"would create {cfg}:\n{CONFIG_TEMPLATE}")
+        else:
+            os.makedirs(state_dir, exist_ok=True)
+            with open(cfg, "w", encoding="utf-8") as fh:
+                fh.write(CONFIG_TEMPLATE)
+            gi = os.path.join(state_dir, ".gitignore")
+            if not os.path.exists(gi):
+                with open(gi, "w", encoding="utf-8") as fh:
+                    fh.write(GITIGNORE)
+            stdout.write(f"created {cfg} (hook settings) and {gi}\n")
+    if args.harness == "codex":
+        toml = os.path.join(os.path.dirname(path), "config.toml")
+        if os.path.exists(toml):
+            with open(toml, encoding="utf-8", errors="replace") as fh:
+                if "[hooks" in fh.read():
+                    stdout.write(f"note: {toml} also declares hooks; Codex merges both forms (with a warning)\n")
+        stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
+    if args.harness == "cursor":
+        stdout.write("note: restart Cursor to load an edited hooks.json\n")
+    if not shutil.which(command.split()[0]) and not os.path.exists(shlex.split(command)[0]):
+        stderr.write(f"stoprule: warning: {command.split()[0]} is not on this PATH; the harness may not find it\n")
+    stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
+    return 0

@@ -1,0 +1,17 @@
+"""``state``: facts declared for this session (``stoprule facts set``, the blocker tools),
+read from ``.stoprule/state/facts/`` (see :mod:`stoprule.hooks.state`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..event import HookEvent
+from ..state import read_facts
+
+__all__ = ["provide"]
+
+
+def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+    if ctx.project is None:
+        return {}, []
+    return read_facts(ctx.project, event.session_id), []

@@ -1,0 +1,156 @@
+"""Per-session state under ``.stoprule/state/``: declared facts and the hook's own counters.
+
+Declared facts (the ``state`` provider reads them; ``stoprule facts set|clear`` and the
+blocker MCP tools write them)::
+
+    set_facts(project, session, fields) -> dict      merge fields in; returns the session's facts
+    clear_facts(project, session, keys=None) -> dict  drop keys (None: all); returns what is left
+    read_facts(project, session) -> dict             project-wide facts overlaid with the session's
+
+``project`` is the ``.stoprule/`` directory (:func:`stoprule.project.find_project`);
+``session`` is the harness's session id, or None for facts that hold for every session
+of the project (a session's own facts win over them). Values are JSON values; field
+names are the pack's. Files: ``state/facts/<session>.json`` (``_project.json`` for None).
+
+Every change is a read-modify-write under an exclusive lock (``fcntl.flock`` on a
+``.lock`` file beside it, where available) and lands with an atomic rename, so concurrent
+writers (several hooks, an MCP server, the CLI) never lose an update or leave a torn file.
+The hook's own session record (loop-guard counter, transcript read position) lives in
+``state/sessions/<session>.json`` and is changed the same way (:func:`update_session`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any
+
+__all__ = [
+    "PROJECT_WIDE",
+    "StateError",
+    "clear_facts",
+    "facts_file",
+    "read_facts",
+    "read_session",
+    "session_file",
+    "set_facts",
+    "update_session",
+]
+
+PROJECT_WIDE = "_project"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class StateError(ValueError):
+    """A state file that cannot be read or written (the message names it)."""
+
+
+def _name(session: str | None) -> str:
+    """A file name for ``session``: readable, and distinct sessions never share one."""
+    if session is None:
+        return PROJECT_WIDE
+    safe = _SAFE.sub("_", session)[:80]
+    if safe == session and not safe.startswith((".", "_")):
+        return safe
+    raw = session.encode("utf-8", "surrogatepass")
+    return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+
+
+def facts_file(project: str, session: str | None) -> str:
+    return os.path.join(project, "state", "facts", _name(session) + ".json")
+
+
+def session_file(project: str, session: str | None) -> str:
+    return os.path.join(project, "state", "sessions", _name(session) + ".json")
+
+
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise StateError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise StateError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _write(path: str, data: Mapping[str, Any], sync: bool) -> None:
+    tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, sort_keys=True)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextmanager
+def _locked(path: str) -> Iterator[None]:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: rename is still atomic
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]], sync: bool = True) -> dict[str, Any]:
+    try:
+        with _locked(path):
+            new = fn(_read(path))
+            _write(path, new, sync)
+            return new
+    except OSError as exc:
+        raise StateError(f"cannot write {path}: {exc}") from None
+
+
+def set_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``fields`` (pack field names -> JSON values) into the session's declared facts."""
+    json.dumps(dict(fields))  # only JSON values are stored (TypeError otherwise)
+    return _change(facts_file(project, session), lambda cur: {**cur, **fields})
+
+
+def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """Drop ``keys`` (None: every fact) from the session's declared facts; returns what is left."""
+    drop = None if keys is None else set(keys)
+    return _change(facts_file(project, session), lambda cur: {} if drop is None else {
+        k: v for k, v in cur.items() if k not in drop
+    })  # fmt: skip
+
+
+def read_facts(project: str, session: str | None) -> dict[str, Any]:
+    """The facts declared for ``session``: project-wide ones overlaid with the session's own."""
+    out = _read(facts_file(project, None))
+    if session is not None:
+        out.update(_read(facts_file(project, session)))
+    return out
+
+
+def read_session(project: str, session: str | None) -> dict[str, Any]:
+    """The hook's own record for ``session`` (loop guard, transcript position)."""
+    return _read(session_file(project, session))
+
+
+def update_session(project: str, session: str | None, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """Change the hook's record for ``session`` under the lock; returns the new record."""
+    return _change(session_file(project, session), fn, sync=False)  # a lost counter is harmless

@@ -1,0 +1,380 @@
+"""Reading agent transcripts (Claude Code JSONL, Codex rollout JSONL, Gemini chats JSONL).
+
+A :class:`Scan` consumes complete lines in order and keeps what the stop decision needs:
+the number of user turns, the latest task list, the failed tool results of the current
+turn and the last assistant text. Its state is a plain dict, so the hook keeps it per
+session in ``.stoprule/state/`` and the next stop reads only the bytes written since
+(:func:`scan_file`): the cost of a stop does not grow with the transcript. A transcript
+first seen when it is already longer than ``max_scan`` bytes is read from its last
+``tail`` bytes only; its turn count is then unknown (no ``turns``, and a note says why).
+
+Lines are prefiltered on their bytes before being decoded; a line that is not JSON, of an
+unknown type, or incomplete (the last line without its newline) is skipped with a note,
+never an error. Formats: HARNESSES.md § 1.5, § 2.6, § 3.5.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["FORMATS", "Scan", "detect", "observations", "scan_file"]
+
+FORMATS = ("claude", "codex", "gemini")
+HARNESS_FORMAT = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+MAX_FAILED = 5
+_DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
+_OPEN = ("pending", "in_progress")
+
+
+def _status(value: Any) -> str:
+    s = value if isinstance(value, str) else "pending"
+    return _DONE.get(s, s)
+
+
+def _title(item: dict[str, Any], *keys: str) -> str:
+    for k in keys:
+        v = item.get(k)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return "(untitled task)"
+
+
+class Scan:
+    """Incremental reader of one transcript format; ``state`` is JSON-serializable."""
+
+    def __init__(self, fmt: str, state: dict[str, Any] | None = None, full: bool = False) -> None:
+        self.fmt = fmt
+        self.full = full  # decode every line (replay), not only those the prefilter keeps
+        s = state or {}
+        self.turns: int | None = s.get("turns", 0)
+        self.tasks: list[dict[str, Any]] = s.get("tasks", [])
+        self.partial_tasks: bool = s.get("partial_tasks", False)
+        self.pending: dict[str, int] = s.get("pending", {})  # Claude TaskCreate tool_use id -> task index
+        self.names: dict[str, str] = s.get("names", {})  # recent tool_use id -> tool name
+        self.failed: list[dict[str, str]] = s.get("failed", [])
+        self.last_text: str | None = s.get("last_text")
+        self.last_turn: str | None = s.get("last_turn")
+        self.skipped: dict[str, int] = {}
+        self.on_turn: Callable[[Scan], None] | None = None  # called before a new turn starts (replay)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "tasks": self.tasks,
+            "partial_tasks": self.partial_tasks,
+            "pending": self.pending,
+            "names": dict(list(self.names.items())[-50:]),
+            "failed": self.failed,
+            "last_text": self.last_text[-4000:] if self.last_text else self.last_text,
+            "last_turn": self.last_turn,
+        }
+
+    # ---------------------------------------------------------------- lines
+
+    def feed(self, line: bytes) -> None:
+        if not self.full and not self._wanted(line):
+            return
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self._skip("not JSON")
+            return
+        if not isinstance(obj, dict):
+            self._skip("not a JSON object")
+            return
+        getattr(self, f"_{self.fmt}")(obj)
+
+    def _skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+    def _wanted(self, line: bytes) -> bool:
+        if self.fmt == "claude":
+            if b'"type":"user"' in line:
+                return (
+                    b'"tool_result"' not in line
+                    or b'"is_error":true' in line
+                    or any(k.encode() in line for k in self.pending)
+                )
+            if b'"type":"assistant"' in line:
+                return b'"text"' in line or b"TodoWrite" in line or b"TaskCreate" in line or b"TaskUpdate" in line
+            return False
+        if self.fmt == "codex":
+            return any(k in line for k in (b"turn_context", b"update_plan", b"exec_command_end", b'"assistant"'))
+        return b'"type":"user"' in line or b'"type":"gemini"' in line
+
+    def _turn(self) -> None:
+        if self.on_turn is not None and self.turns:
+            self.on_turn(self)
+        if self.turns is not None:
+            self.turns += 1
+        self.failed = []
+
+    def _fail(self, tool: str, error: Any) -> None:
+        text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)[:400]
+        self.failed = (self.failed + [{"tool": tool, "error": text.strip()[:200]}])[-MAX_FAILED:]
+
+    def _set_tasks(self, items: Any, *title_keys: str) -> None:
+        if not isinstance(items, list):
+            return
+        self.tasks = [
+            {"id": None, "title": _title(t, *title_keys), "status": _status(t.get("status"))}
+            for t in items
+            if isinstance(t, dict)
+        ]
+        self.partial_tasks = False
+        self.pending = {}
+
+    # ---------------------------------------------------------------- Claude Code
+
+    def _claude(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if kind == "user":
+            if obj.get("isMeta") or obj.get("isCompactSummary"):
+                return
+            if isinstance(content, str):
+                self._turn()
+                return
+            if not isinstance(content, list):
+                return
+            human = False
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_result":
+                    tid = block.get("tool_use_id")
+                    if block.get("is_error") is True:
+                        name = self.names.get(tid, "tool") if isinstance(tid, str) else "tool"
+                        self._fail(name, block.get("content"))
+                    if isinstance(tid, str) and tid in self.pending:
+                        self._created(tid, obj.get("toolUseResult"), block.get("content"))
+                elif block.get("type") == "text":
+                    human = True
+            if human:
+                self._turn()
+        elif kind == "assistant" and isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    self.last_text = block["text"]
+                elif block.get("type") == "tool_use":
+                    self._claude_tool(block)
+        elif kind not in ("system", "summary", "attachment", "file-history-snapshot", "progress", None):
+            self._skip(f"unknown line type {kind!r}")
+
+    def _claude_tool(self, block: dict[str, Any]) -> None:
+        name, tid = block.get("name"), block.get("id")
+        inp: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
+        if isinstance(tid, str) and isinstance(name, str):
+            self.names[tid] = name
+        if name == "TodoWrite":
+            self._set_tasks(inp.get("todos"), "content", "activeForm")
+        elif name == "TaskCreate":
+            self.tasks.append({"id": None, "title": _title(inp, "subject", "description", "activeForm"),
+                               "status": "pending"})  # fmt: skip
+            if isinstance(tid, str):
+                self.pending[tid] = len(self.tasks) - 1
+        elif name == "TaskUpdate":
+            key = next((inp[k] for k in ("taskId", "task_id", "id") if k in inp), None)
+            task = next((t for t in self.tasks if t["id"] is not None and t["id"] == str(key)), None)
+            if task is None:
+                self.partial_tasks = True
+                return
+            status = inp.get("status")
+            if status == "deleted":
+                self.tasks.remove(task)
+            elif isinstance(status, str):
+                task["status"] = _status(status)
+            if isinstance(inp.get("subject"), str):
+                task["title"] = inp["subject"]
+
+    def _created(self, tid: str, result: Any, content: Any) -> None:
+        index = self.pending.pop(tid)
+        if index >= len(self.tasks):
+            return
+        found = None
+        if isinstance(result, dict):
+            task: dict[str, Any] = result["task"] if isinstance(result.get("task"), dict) else result
+            found = next((task[k] for k in ("id", "taskId", "task_id") if k in task), None)
+        if found is None:
+            import re
+
+            text = content if isinstance(content, str) else json.dumps(content)
+            m = re.search(r"#(\w+)", text)
+            found = m.group(1) if m else None
+        if found is None:  # Claude Code numbers tasks 1, 2, ... in creation order
+            found = str(sum(1 for t in self.tasks[: index + 1]))
+        self.tasks[index]["id"] = str(found)
+
+    # ---------------------------------------------------------------- Codex
+
+    def _codex(self, obj: dict[str, Any]) -> None:
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(payload, dict):
+            self._skip("no payload")
+            return
+        ptype = payload.get("type")
+        if kind == "turn_context":
+            turn = payload.get("turn_id")
+            if turn is None or turn != self.last_turn:
+                self._turn()
+            self.last_turn = turn if isinstance(turn, str) else None
+        elif kind == "response_item":
+            if ptype == "function_call" and payload.get("name") == "update_plan":
+                args = payload.get("arguments")
+                try:
+                    parsed = json.loads(args) if isinstance(args, str) else args
+                except ValueError:
+                    self._skip("update_plan arguments not JSON")
+                    return
+                if isinstance(parsed, dict):
+                    self._set_tasks(parsed.get("plan"), "step")
+            elif ptype == "message" and payload.get("role") == "assistant":
+                parts = payload.get("content")
+                texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+                text = "\n".join(t for t in texts if isinstance(t, str))
+                if text:
+                    self.last_text = text
+        elif kind == "event_msg":
+            if ptype == "exec_command_end":
+                code = payload.get("exit_code")
+                if isinstance(code, int) and code != 0:
+                    self._fail("shell", payload.get("aggregated_output") or f"exit code {code}")
+        elif kind not in ("session_meta", "compacted"):
+            self._skip(f"unknown line type {kind!r}")
+
+    # ---------------------------------------------------------------- Gemini
+
+    def _gemini(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind == "user":
+            self._turn()
+        elif kind == "gemini":
+            content = obj.get("content")
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            if isinstance(content, str) and content.strip():
+                self.last_text = content
+            calls = obj.get("toolCalls")
+            for call in calls if isinstance(calls, list) else []:
+                if not isinstance(call, dict):
+                    continue
+                if call.get("name") == "write_todos" and isinstance(call.get("args"), dict):
+                    self._set_tasks(call["args"].get("todos"), "description")
+                if call.get("status") == "error":
+                    self._fail(str(call.get("name") or "tool"), call.get("result"))
+        elif kind not in ("info", "error", "warning", None):
+            self._skip(f"unknown line type {kind!r}")
+
+
+def detect(path: str, harness: str | None = None) -> str | None:
+    """The transcript's format: from the harness when it has one, else sniffed from its last line."""
+    if harness in HARNESS_FORMAT:
+        return HARNESS_FORMAT[harness]
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
+            lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines[-20:]):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if {"timestamp", "type", "payload"} <= obj.keys():
+            return "codex"
+        if "parentUuid" in obj or "sessionId" in obj and "message" in obj:
+            return "claude"
+        if obj.get("type") in ("user", "gemini", "info") and "content" in obj:
+            return "gemini"
+    return None
+
+
+def scan_file(
+    path: str,
+    fmt: str,
+    saved: dict[str, Any] | None,
+    *,
+    tail: int = 262144,
+    max_scan: int = 8388608,
+    deadline: float | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Read what is new in ``path`` since ``saved`` (a previous return value for the same
+    file), or all of it (only its tail when longer than ``max_scan``). Returns the new saved
+    state (``scan`` and the read position) and notes. OSError if the file cannot be read."""
+    notes: list[str] = []
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        size = st.st_size
+        same = (
+            saved is not None
+            and saved.get("path") == path
+            and saved.get("fmt") == fmt
+            and saved.get("inode") == st.st_ino
+            and 0 <= saved.get("offset", -1) <= size
+        )
+        if same and saved is not None and size - saved["offset"] <= max_scan:
+            start, scan = saved["offset"], Scan(fmt, saved.get("scan"))
+        elif size <= max_scan:
+            start, scan = 0, Scan(fmt)
+        else:
+            start = size - tail
+            scan = Scan(fmt, {"turns": None, "partial_tasks": True})
+            notes.append(f"transcript is {size} bytes: read its last {tail} only, so the turn count is unknown")
+        fh.seek(start)
+        data = fh.read(size - start)
+    if start and not same:
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+        start = size - len(data)
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        notes.append("the transcript's last line is incomplete (still being written?): ignored")
+    consumed = 0
+    for n, line in enumerate(data[:end].split(b"\n")):
+        if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
+            notes.append("transcript reading stopped: time budget spent")
+            break
+        consumed += len(line) + 1
+        if line.strip():
+            scan.feed(line)
+    consumed = min(consumed, end)
+    for why, count in scan.skipped.items():
+        notes.append(f"{count} transcript line(s) skipped: {why}")
+    state = {"path": path, "fmt": fmt, "inode": st.st_ino, "offset": start + consumed, "scan": scan.state()}
+    return state, notes
+
+
+def observations(scan: dict[str, Any]) -> dict[str, Any]:
+    """Neutral observations (``turns``, ``current_task`` ...) from a scan's state."""
+    out: dict[str, Any] = {}
+    if scan.get("turns") is not None:
+        out["turns"] = scan["turns"]
+    tasks = [t for t in scan.get("tasks") or [] if t.get("status") not in ("deleted",)]
+    if tasks:
+        first_open = next((i for i, t in enumerate(tasks) if t["status"] in _OPEN), len(tasks))
+        cur_i = next((i for i, t in enumerate(tasks) if t["status"] == "in_progress"), None)
+        if cur_i is None:
+            done = [i for i, t in enumerate(tasks[:first_open]) if t["status"] == "complete"]
+            cur_i = done[-1] if done else None
+        nxt = next((t for t in tasks[(cur_i + 1 if cur_i is not None else 0) :] if t["status"] == "pending"), None)
+        if cur_i is not None:
+            cur = tasks[cur_i]
+            out["current_task"] = cur["id"] or cur["title"]
+            if cur["status"] in ("pending", "in_progress", "complete", "failed"):
+                out["task_state"] = cur["status"]
+        out["next_task"] = (nxt["id"] or nxt["title"]) if nxt else None
+        out["next_task_known"] = nxt is not None
+        out["available_tasks"] = [t["title"] for t in tasks if t["status"] in _OPEN]
+    if scan.get("failed"):
+        out["failed_tools"] = scan["failed"]
+    return out
