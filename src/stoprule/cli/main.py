@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log_cmd", "read the decision ledger: status, show, runs, export, verify"),
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
     "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
+    "blocker": ("blocker_cmd", "log a blocker (same fields as the MCP blocker tool)"),
+    "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
+    "report": ("report_cmd", "show a task's blocked report (seed 001)"),
+    "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
 }
 
 
