@@ -236,15 +236,19 @@ def test_redaction_is_idempotent_and_spares_prose() -> None:
     assert redact("the secret sauce is a token of thanks") == "the secret sauce is a token of thanks"
 
 
-def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Path, run_cli) -> None:
-    (tmp_path / ".stoprule").mkdir()
-    (tmp_path / ".stoprule" / "config.yaml").write_text("blockers:\n  ledger: true\n  cooldown_seconds: 0\n")
+def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Path, ev, run_cli) -> None:
+    s = make_project(tmp_path, "blockers:\n  ledger: true\n  cooldown_seconds: 0\n")
+    s._evaluator = ev
     env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_SESSION": "sec"}
     for i, secret in enumerate(SECRETS):
-        r = run_cli("blocker", "add", "--category", "missing_dependency", "--question", f"Q{i}: {secret}",
-                    "--context", f"ctx {secret}", "--blocks-progress", "--option", secret, env=env)  # fmt: skip
-        assert r.returncode == 0, r.stderr
-        assert all(v not in r.stdout + r.stderr for v in secret_values())
+        r = s.log_blocker("sec", {"category": "missing_dependency", "question": f"Q{i}: {secret}",
+                                  "context": f"ctx {secret}", "blocksProgress": True, "options": [secret]})
+        assert r.data["status"] == "logged" and all(v not in r.text for v in secret_values())
+    every = " ".join(SECRETS)
+    r = run_cli("blocker", "add", "--category", "missing_dependency", "--question", f"all: {every}",
+                "--context", every, "--blocks-progress", "--option", every, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert all(v not in r.stdout + r.stderr for v in secret_values())
     export = run_cli("blockers", "export", env=env).stdout
     listing = run_cli("blockers", "list", "--all", env=env).stdout
     ledger = run_cli("log", "export", "--ledger", str(tmp_path / ".stoprule" / "ledger.db"), env=env).stdout
