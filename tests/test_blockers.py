@@ -9,18 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from blocker_helpers import DEFAULT_PACK, SECRETS, make_project, secret_values
 
+from blocker_helpers import DEFAULT_PACK, SECRETS, make_project, secret_values
 from stoprule import load_policy
 from stoprule.blockers import store as store_mod
 from stoprule.blockers.provider import blockers_facts
 from stoprule.blockers.redact import REDACTED, redact
 from stoprule.blockers.reports import render_report
 from stoprule.blockers.session import declare_session_facts, read_session_facts, session_file
+from stoprule.cli.blocker_cmd import record_in_ledger
 from stoprule.config import load_config
 from stoprule.diagnostics import ConfigError
 
-HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login", "blocksProgress": True}
+HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
+        "blocksProgress": True}
 SOFT = {"category": "timeout", "question": "getUserData or fetchUserData?", "context": "user endpoint",
         "blocksProgress": False, "options": ["getUserData", "fetchUserData", "retrieveUserData"],
         "chosenOption": "getUserData", "chosenReasoning": "matches 8 existing controllers"}  # fmt: skip
@@ -224,7 +226,7 @@ def test_resolve_closes_an_open_blocker(svc) -> None:
 
 def test_twenty_secret_shapes_are_redacted() -> None:
     assert len(SECRETS) >= 20
-    for secret, value in zip(SECRETS, secret_values()):
+    for secret, value in zip(SECRETS, secret_values(), strict=True):
         out = redact(f"blocked: {secret} (see config)")
         assert value not in out and REDACTED in out, secret
 
@@ -239,6 +241,7 @@ def test_redaction_is_idempotent_and_spares_prose() -> None:
 def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Path, ev, run_cli) -> None:
     s = make_project(tmp_path, "blockers:\n  ledger: true\n  cooldown_seconds: 0\n")
     s._evaluator = ev
+    s.recorder = record_in_ledger  # what `stoprule mcp` and `stoprule blocker add` pass
     env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_SESSION": "sec"}
     for i, secret in enumerate(SECRETS):
         r = s.log_blocker("sec", {"category": "missing_dependency", "question": f"Q{i}: {secret}",
@@ -415,8 +418,8 @@ def _race(tmp_path: Path, procs: int, each: int) -> None:
     (tmp_path / ".stoprule").mkdir()
     (tmp_path / ".stoprule" / "config.yaml").write_text(f"blockers:\n  max_per_run: {each}\n")
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
-    subprocess.run([sys.executable, "-c", "from stoprule import load_policy; load_policy(%r)" % str(DEFAULT_PACK)],
-                   env=env, check=True)  # fmt: skip  (warm the cache: the race is about the store)
+    warm = f"from stoprule import load_policy; load_policy({str(DEFAULT_PACK)!r})"  # the race is about the store
+    subprocess.run([sys.executable, "-c", warm], env=env, check=True)
     ps = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(DEFAULT_PACK), f"w{n}", str(each)],
                            env=env) for n in range(procs)]  # fmt: skip
     assert all(p.wait(timeout=120) == 0 for p in ps)

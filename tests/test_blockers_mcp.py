@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from blocker_helpers import DEFAULT_PACK, SECRETS, secret_values
 
 mcp = pytest.importorskip("mcp")
@@ -17,7 +18,8 @@ import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login", "blocksProgress": True}
+HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
+        "blocksProgress": True}
 REPORT = {
     "blocking_issues": [{"issue": "No keys", "category": "external_dependency", "details": "needs real keys"}],
     "attempts_made": [{"turn": 1, "action": "mock", "result": "Failed", "why_failed": "signatures"}],

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ..version import __version__
-from .service import BlockerService, Reply, open_service
+from .service import BlockerService, LedgerRecorder, Reply, open_service
 
 __all__ = ["build_server", "serve"]
 
@@ -124,7 +124,7 @@ def build_server(service: BlockerService) -> MCPServer:
     return server
 
 
-def serve(project: str | None = None, policy: str | None = None) -> None:
+def serve(project: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    service = open_service(project, policy=policy)
+    service = open_service(project, policy=policy, recorder=recorder)
     build_server(service).run("stdio")

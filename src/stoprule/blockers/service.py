@@ -9,6 +9,7 @@ in the ledger, rendered, or echoed back.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -28,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..evaluator import Evaluator
 
-__all__ = ["DEFAULT_SESSION", "BlockerService", "Reply", "open_service", "session_id"]
+__all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
 
 @dataclass
@@ -43,22 +44,28 @@ def session_id(explicit: str | None = None) -> str:
     return explicit or os.environ.get("STOPRULE_SESSION") or DEFAULT_SESSION
 
 
-def open_service(start: str | None = None, policy: str | None = None) -> BlockerService:
+def open_service(
+    start: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None
+) -> BlockerService:
     """The service of the project found upward from ``start`` (a ``.stoprule/`` is created in
     ``start`` when none exists). Raises :class:`ConfigError` for a bad config."""
     root = project_root(start)
     if root is None:
         root = os.path.abspath(start or os.getcwd())
         os.makedirs(os.path.join(root, STATE_DIR), exist_ok=True)
-    return BlockerService(root, policy=policy)
+    return BlockerService(root, policy=policy, recorder=recorder)
 
 
 def _str(value: Any) -> bool:
     return isinstance(value, str)
 
 
+# (service, session, fact) -> None: records one decision in the ledger (supplied by the CLI)
+LedgerRecorder = Callable[["BlockerService", str, dict[str, Any]], None]
+
+
 class BlockerService:
-    def __init__(self, project_dir: str, policy: str | None = None) -> None:
+    def __init__(self, project_dir: str, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
         self.project_dir = os.path.abspath(project_dir)
         self.config_file = os.path.join(self.project_dir, STATE_DIR, "config.yaml")
         self.settings: BlockerSettings = load_config(self.config_file, sections=("blockers",))["blockers"]
@@ -66,6 +73,7 @@ class BlockerService:
         self.policy = policy
         self._evaluator: Evaluator | None = None
         self.pending: list[dict[str, Any]] = []  # blockers kept in the session state after a failed write
+        self.recorder = recorder
 
     # ------------------------------------------------------------ pack
 
@@ -195,18 +203,14 @@ class BlockerService:
         return " Continue with the current task."
 
     def _record_ledger(self, session: str, extra: dict[str, Any] | None = None) -> None:
-        """With ``ledger: true``, record the fact the stop check would now see (run = session)."""
-        if not self.settings.ledger:
+        """With ``ledger: true``, hand the fact the stop check would now see to ``recorder``
+        (run = session). The recorder comes from the CLI layer (only the CLI knows the ledger)."""
+        if not self.settings.ledger or self.recorder is None:
             return
+        fact = {**read_session_facts(self.project_dir, session),
+                **blockers_facts(self.project_dir, session, self.settings), **(extra or {})}  # fmt: skip
         try:
-            from ..ledger.recorder import Recorder
-            from ..ledger.store import Ledger
-
-            fact = {**read_session_facts(self.project_dir, session),
-                    **blockers_facts(self.project_dir, session, self.settings), **(extra or {})}  # fmt: skip
-            path = os.environ.get("STOPRULE_LEDGER") or os.path.join(self.project_dir, STATE_DIR, "ledger.db")
-            with Ledger.open(path, create=True) as ledger:
-                Recorder(ledger, self.evaluator).record(session, redact_obj(fact))
+            self.recorder(self, session, redact_obj(fact))
         except (StopruleError, OSError):
             return  # the ledger is a record of decisions, not a precondition of logging
 

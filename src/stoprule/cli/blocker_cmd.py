@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "record_in_ledger", "run"]
 
 HELP = "log a blocker (same fields as the MCP blocker tool)"
 
@@ -33,12 +33,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--format", choices=("text", "json"), default="text")
 
 
+def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
+    """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
+    in the project's ledger (``$STOPRULE_LEDGER``, else ``.stoprule/ledger.db``)."""
+    import os
+
+    from ..ledger.recorder import Recorder
+    from ..ledger.store import Ledger
+
+    path = os.environ.get("STOPRULE_LEDGER") or os.path.join(service.project_dir, ".stoprule", "ledger.db")
+    with Ledger.open(path, create=True) as ledger:
+        Recorder(ledger, service.evaluator).record(session, fact)
+
+
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     from ..blockers.service import open_service
     from ..diagnostics import PolicyError
 
     try:
-        service = open_service(policy=args.policy)
+        service = open_service(policy=args.policy, recorder=record_in_ledger)
         reply = service.log_blocker(args.session, {
             "category": args.category, "question": args.question, "context": args.context,
             "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,

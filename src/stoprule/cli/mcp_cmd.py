@@ -22,9 +22,10 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule: `stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})\n")
         return 2
     from ..diagnostics import PolicyError
+    from .blocker_cmd import record_in_ledger
 
     try:
-        serve(project=args.project, policy=args.policy)
+        serve(project=args.project, policy=args.policy, recorder=record_in_ledger)
     except PolicyError as exc:
         stderr.write(exc.render() + "\n")
         return 2
