@@ -129,7 +129,9 @@ def test_a_changed_priority(old: Path, new: Path) -> None:
 
 
 def test_a_changed_reason(old: Path, new: Path) -> None:
-    edit(new, "progress.yaml", "    reason: available_tasks", "    reason: tasks_remaining")
+    # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
+    tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"
+    edit(new, "progress.yaml", "    reason: available_tasks" + tail, "    reason: tasks_remaining" + tail)
     report = diff(old, new)
     assert titles(report) == {"auto_continue/available_tasks -> auto_continue/tasks_remaining"}
     assert report["changes"][0]["rules"][0]["example"]["fact"] == {"availableTasks": ["s1"]}
@@ -172,7 +174,9 @@ def test_cli_identical_exit_0(run_cli: RunCli, old: Path, new: Path) -> None:
 
 
 def test_cli_changes_exit_1(run_cli: RunCli, old: Path, new: Path) -> None:
-    edit(new, "progress.yaml", "    reason: available_tasks", "    reason: tasks_remaining")
+    # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
+    tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"
+    edit(new, "progress.yaml", "    reason: available_tasks" + tail, "    reason: tasks_remaining" + tail)
     proc = run_cli("diff", str(old), str(new), "--format", "json")
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)

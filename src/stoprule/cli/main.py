@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor_cmd", "check the hook wiring of each configured harness and run one synthetic stop"),
     "facts": ("facts_cmd", "declare facts for a session (set, clear, show) for the hook's state provider"),
     "replay": ("replay_cmd", "what a policy would have decided at each stop of recorded transcripts"),
+    "blocker": ("blocker_cmd", "log a blocker (same fields as the MCP blocker tool)"),
+    "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
+    "report": ("report_cmd", "show a task's blocked report (seed 001)"),
+    "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
 }
 
 

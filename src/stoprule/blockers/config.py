@@ -1,0 +1,43 @@
+"""The ``blockers`` section of ``.stoprule/config.yaml`` (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["BlockerSettings"]
+
+
+class BlockerSettings(BaseModel):
+    """Blocker tool and blocked-report settings.
+
+    ``file`` is relative to the project (the directory holding ``.stoprule/``); an
+    absolute path, a ``..`` step, or a symlink that leads out of the project is an error.
+    ``soft_categories`` adds soft categories to the pack's ``blocker_categories.soft``
+    (seed 003's ``softBlockerCategories``: naming, formatting, ...): the categories the
+    ``blocker`` tool accepts are the pack's blocker categories plus these.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    file: str = "blockers.md"
+    max_per_run: int = Field(50, gt=0)
+    cooldown_seconds: float = Field(30.0, ge=0)
+    rotate_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    rotate_entries: int = Field(1000, gt=0)
+    soft_categories: list[str] = Field(default_factory=list)
+    ledger: bool = False  # record each logged blocker and filed report in the ledger (run = session)
+
+    @field_validator("file")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the blockers file must be a non-empty path inside the project")
+        if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":"):
+            raise ValueError(f"the blockers file {value!r} must be relative to the project, not absolute")
+        parts = value.replace("\\", "/").split("/")
+        if ".." in parts:
+            raise ValueError(f"the blockers file {value!r} must stay inside the project (no '..')")
+        if "\x00" in value:
+            raise ValueError("the blockers file path contains a NUL byte")
+        return value

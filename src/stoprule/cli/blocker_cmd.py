@@ -1,0 +1,70 @@
+"""``stoprule blocker add``: log a blocker from a script or an agent without MCP (seed 003's tool).
+
+Exit codes: 0 logged (or already logged within the cooldown), 1 not logged (limit
+reached, logging off, or the write failed), 2 invalid arguments or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO, Any
+
+__all__ = ["add_arguments", "record_in_ledger", "run"]
+
+HELP = "log a blocker (same fields as the MCP blocker tool)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="blocker_command", metavar="SUBCOMMAND")
+    sub.required = True
+    sp = sub.add_parser("add", help="log one blocker to the project's store and blockers.md")
+    sp.add_argument("--category", required=True, help="a blocker category of the pack (hard or soft)")
+    sp.add_argument("--question", required=True, help="the question or permission you would ask the user")
+    sp.add_argument("--context", default="", help="what you were doing")
+    g = sp.add_mutually_exclusive_group(required=True)
+    g.add_argument("--blocks-progress", dest="blocks", action="store_true", help="the current task cannot go on")
+    g.add_argument("--no-blocks-progress", dest="blocks", action="store_false", help="other work can go on")
+    sp.add_argument("--option", action="append", default=[], metavar="TEXT", help="an option considered (repeat)")
+    sp.add_argument("--chosen-option", metavar="TEXT", help="soft categories: the option chosen")
+    sp.add_argument("--chosen-reasoning", metavar="TEXT", help="soft categories: why")
+    sp.add_argument("--session", metavar="ID", help="session (run) id (default: $STOPRULE_SESSION, then 'default')")
+    sp.add_argument("--policy", metavar="PATH", help="policy pack directory (default: as `stoprule eval`)")
+    sp.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
+    """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
+    in the project's ledger (``$STOPRULE_LEDGER``, else ``.stoprule/ledger.db``)."""
+    import os
+
+    from ..ledger.recorder import Recorder
+    from ..ledger.store import Ledger
+
+    path = os.environ.get("STOPRULE_LEDGER") or os.path.join(service.project_dir, ".stoprule", "ledger.db")
+    with Ledger.open(path, create=True) as ledger:
+        Recorder(ledger, service.evaluator).record(session, fact)
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..blockers.service import open_service
+    from ..diagnostics import PolicyError
+
+    try:
+        service = open_service(policy=args.policy, recorder=record_in_ledger)
+        reply = service.log_blocker(args.session, {
+            "category": args.category, "question": args.question, "context": args.context,
+            "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,
+            "chosenReasoning": args.chosen_reasoning,
+        })  # fmt: skip
+    except PolicyError as exc:
+        stderr.write(exc.render() + "\n")
+        return 2
+    if args.format == "json":
+        stdout.write(json.dumps({"ok": reply.ok, "message": reply.text, **reply.data}, ensure_ascii=False) + "\n")
+    elif reply.ok:
+        stdout.write(reply.text + "\n")
+    if not reply.ok:
+        stderr.write(f"stoprule: {reply.text}\n")
+        return 2
+    return 0 if reply.data.get("status") in ("logged", "duplicate") else 1

@@ -1,0 +1,102 @@
+"""``stoprule blockers on|off|status|list|export|resolve ID`` (seed 003's ``/blockers`` command).
+
+Exit codes: 0 ok, 1 no blocker with that id (resolve), 2 invalid config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import IO
+
+__all__ = ["add_arguments", "run"]
+
+HELP = "the project's blockers: on, off, status, list, export, resolve ID"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="blockers_command", metavar="SUBCOMMAND")
+    sub.required = True
+    sub.add_parser("on", help="turn blocker logging on for this project")
+    sub.add_parser("off", help="turn blocker logging off (the tool then logs nothing, the provider adds no facts)")
+    sp = sub.add_parser("status", help="on or off, where the file is, how many are open, the limits")
+    sp.add_argument("--format", choices=("text", "json"), default="text")
+    sp = sub.add_parser("list", help="open and resolved blockers of a session (or --all)")
+    sp.add_argument("--session", metavar="ID", help="session (default: $STOPRULE_SESSION, then 'default')")
+    sp.add_argument("--all", action="store_true", help="every session")
+    sp.add_argument("--format", choices=("text", "json"), default="text")
+    sp = sub.add_parser("export", help="every blocker of the current record: NDJSON (json) or blockers.md (md)")
+    sp.add_argument("--format", choices=("json", "md"), default="json")
+    sp = sub.add_parser("resolve", help="mark an open blocker resolved")
+    sp.add_argument("id", metavar="ID")
+    sp.add_argument("--note", help="how it was resolved (redacted, shown in blockers.md)")
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from ..blockers.redact import redact
+    from ..blockers.service import open_service
+    from ..blockers.store import StoreWriteError, render_markdown
+    from ..diagnostics import PolicyError
+
+    try:
+        service = open_service()
+    except PolicyError as exc:
+        stderr.write(exc.render() + "\n")
+        return 2
+    store = service.store
+    cmd = args.blockers_command
+    try:
+        if cmd in ("on", "off"):
+            store.set_enabled(cmd == "on")
+            stdout.write(f"blocker logging is {cmd} for {service.project_dir}\n")
+            return 0
+        if cmd == "status":
+            items = store.blockers()
+            s = service.settings
+            info = {
+                "enabled": store.enabled(),
+                "project": service.project_dir,
+                "file": os.path.relpath(store.markdown_path, service.project_dir),
+                "record": os.path.relpath(store.record_path, service.project_dir),
+                "open": sum(1 for b in items if b.open),
+                "resolved": sum(1 for b in items if not b.open),
+                "max_per_run": s.max_per_run,
+                "cooldown_seconds": s.cooldown_seconds,
+                "rotate_bytes": s.rotate_bytes,
+                "rotate_entries": s.rotate_entries,
+                "soft_categories": s.soft_categories,
+                "ledger": s.ledger,
+            }
+            if args.format == "json":
+                stdout.write(json.dumps(info) + "\n")
+            else:
+                stdout.write(
+                    f"blockers: {'on' if info['enabled'] else 'off'} ({info['project']})\n"
+                    f"  file {info['file']} (record {info['record']})\n"
+                    f"  {info['open']} open, {info['resolved']} resolved\n"
+                    f"  limits: {s.max_per_run} per run, cooldown {s.cooldown_seconds:g} s, rotation at "
+                    f"{s.rotate_entries} entries or {s.rotate_bytes} bytes\n"
+                )
+            return 0
+        if cmd == "list":
+            reply = service.list_blockers(args.session, every=args.all)
+            stdout.write((json.dumps(reply.data, ensure_ascii=False) if args.format == "json" else reply.text) + "\n")
+            return 0
+        if cmd == "export":
+            items = store.blockers()
+            if args.format == "md":
+                stdout.write(render_markdown(items))
+            else:
+                for b in items:
+                    stdout.write(json.dumps(b.to_dict(), ensure_ascii=False) + "\n")
+            return 0
+        hit = store.resolve(args.id, redact(args.note) if args.note else None)
+    except StoreWriteError as exc:
+        stderr.write(f"stoprule: {exc}\n")
+        return 1
+    if hit is None:
+        stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
+        return 1
+    stdout.write(f"resolved {hit.id}: {hit.question}\n")
+    return 0

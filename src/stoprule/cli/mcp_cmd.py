@@ -1,0 +1,32 @@
+"""``stoprule mcp``: the blocker tools as an MCP server over stdio (needs the ``mcp`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO
+
+__all__ = ["add_arguments", "run"]
+
+HELP = "serve the blocker tools (blocker, report_status, blocked_report, blockers_list) over MCP stdio"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", metavar="PATH", help="policy pack directory (default: as `stoprule eval`)")
+    p.add_argument("--project", metavar="DIR", help="project directory (default: the nearest .stoprule/ upward)")
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    try:
+        from ..blockers.mcp_server import serve
+    except ImportError as exc:
+        stderr.write(f"stoprule: `stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})\n")
+        return 2
+    from ..diagnostics import PolicyError
+    from .blocker_cmd import record_in_ledger
+
+    try:
+        serve(project=args.project, policy=args.policy, recorder=record_in_ledger)
+    except PolicyError as exc:
+        stderr.write(exc.render() + "\n")
+        return 2
+    return 0
