@@ -16,10 +16,11 @@ from stoprule.blockers import store as store_mod
 from stoprule.blockers.provider import blockers_facts
 from stoprule.blockers.redact import REDACTED, redact
 from stoprule.blockers.reports import render_report
-from stoprule.blockers.session import declare_session_facts, read_session_facts, session_file
+from stoprule.blockers.session import declare_session_facts, read_session_facts
 from stoprule.cli.blocker_cmd import record_in_ledger
 from stoprule.config import load_config
 from stoprule.diagnostics import ConfigError
+from stoprule.hooks.state import facts_file
 
 HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
         "blocksProgress": True}
@@ -276,9 +277,10 @@ def test_session_facts_merge_atomically(tmp_path: Path) -> None:
     declare_session_facts(str(tmp_path), "s/1", {"turn": 2, "status": "partial"})
     declare_session_facts(str(tmp_path), "s/1", {"turn": 3, "status": None})
     assert read_session_facts(str(tmp_path), "s/1") == {"turn": 3}
-    data = json.loads(Path(session_file(str(tmp_path), "s/1")).read_text())
-    assert data["session"] == "s/1" and data["facts"] == {"turn": 3} and "updated" in data
-    assert Path(session_file(str(tmp_path), "..")).parent == tmp_path / ".stoprule" / "state"
+    # the hook's state store: what report_status declares, the hook's state provider reads
+    data = json.loads(Path(facts_file(str(tmp_path / ".stoprule"), "s/1")).read_text())
+    assert data == {"turn": 3}
+    assert Path(facts_file(str(tmp_path / ".stoprule"), "..")).parent == tmp_path / ".stoprule" / "state" / "facts"
 
 
 def test_report_status_feeds_the_state_and_answers_the_verdict(svc) -> None:

@@ -1,9 +1,13 @@
-"""``stoprule init --harness H [--user] [--dry-run]``: wire the stop hook into a harness.
+"""``stoprule init --harness H [--user] [--dry-run] [--no-mcp]``: wire the stop hook into a harness.
 
 Writes or merges stoprule's entry into the harness's hook config (existing entries kept,
 a ``.bak`` copy of a file it changes, nothing written when the entry is already there)
 and creates ``.stoprule/config.yaml`` (with a ``.gitignore`` for the hook's state) when
-missing. ``--dry-run`` prints what would change instead.
+missing. Beside the hook it registers the blocker tools' MCP server (``stoprule mcp``) in
+the harness's MCP config where that is a project JSON file (Claude Code ``.mcp.json``,
+Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``), and prints the
+snippet for Codex (TOML in ``~/.codex/config.toml``); ``--no-mcp`` skips it.
+``--dry-run`` prints what would change instead.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ hook:
   ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
   budget_ms: 5000    # the whole hook's time budget
 providers:
-  enabled: [hook, state, closure, transcript, git]
+  enabled: [hook, state, blockers, closure, transcript, git]
   timeout_ms: 1500   # each provider's budget
   # fields:          # observation -> fact field of the pack (null: observe only)
   #   transcript.turns: turn
@@ -53,6 +57,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
     p.add_argument("--command", metavar="CMD", help="the hook command (default: stoprule hook HARNESS)")
+    p.add_argument("--no-mcp", action="store_true", help="do not register the blocker tools' MCP server")
+
+
+# harness -> its project MCP config file (JSON with an ``mcpServers`` object)
+MCP_FILES = {"claude-code": ".mcp.json", "gemini": os.path.join(".gemini", "settings.json"),
+             "cursor": os.path.join(".cursor", "mcp.json")}  # fmt: skip
+CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
+
+
+def mcp_server() -> dict[str, Any]:
+    """The MCP server entry: ``stoprule mcp`` when ``stoprule`` is on PATH, else this interpreter's."""
+    if shutil.which("stoprule"):
+        return {"command": "stoprule", "args": ["mcp"]}
+    return {"command": sys.executable, "args": ["-m", "stoprule", "mcp"]}
+
+
+def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, stdout: IO[str], backed: set[str]) -> None:
+    """Write ``config`` to ``path`` atomically, keeping a ``.bak`` of the file as it was before
+    this run (``backed``: the files already backed up by it)."""
+    text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    if dry_run:
+        stdout.write(f"would write {path}:\n{text}")
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if os.path.exists(path) and path not in backed:
+        shutil.copy2(path, path + ".bak")
+        stdout.write(f"backed up {path} to {path}.bak\n")
+    backed.add(path)
+    tmp = path + ".stoprule-tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    stdout.write(f"{what} in {path}\n")
+
+
+def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: IO[str], backed: set[str]) -> None:
+    server = mcp_server()
+    if harness == "codex":
+        snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
+        stdout.write(f"for the blocker tools, add to ~/.codex/config.toml:\n{snippet}")
+        return
+    name = MCP_FILES.get(harness)
+    if name is None:
+        stdout.write(f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
+                     "by hand for the blocker tools (docs/blockers.md)\n")  # fmt: skip
+        return
+    path = os.path.join(root, name)
+    try:
+        config = _load(path)
+        servers = config.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise ValueError("its mcpServers is not an object")
+    except (OSError, ValueError) as exc:
+        stderr.write(f"stoprule: cannot use {path}: {exc}; MCP server not registered\n")
+        return
+    if "stoprule" in servers:
+        stdout.write(f"{path}: the stoprule MCP server is already there; unchanged\n")
+        return
+    servers["stoprule"] = server
+    _write_json(path, config, dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -83,24 +147,16 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     except (OSError, ValueError) as exc:
         stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
         return 2
-    text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
     state_dir = state or os.path.join(root, STATE_DIR)
     cfg = os.path.join(state_dir, "config.yaml")
     prefix = "would " if args.dry_run else ""
+    backed: set[str] = set()
     if not changed:
         stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")
-    elif args.dry_run:
-        stdout.write(f"would write {path}:\n{text}")
     else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if os.path.exists(path):
-            shutil.copy2(path, path + ".bak")
-            stdout.write(f"backed up {path} to {path}.bak\n")
-        tmp = path + ".stoprule-tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-        stdout.write(f"added `{command}` as a {t.event} hook to {path}\n")
+        _write_json(path, config, args.dry_run, f"added `{command}` as a {t.event} hook", stdout, backed)
+    if not args.no_mcp and not args.user:
+        _wire_mcp(args.harness, root, args.dry_run, stdout, stderr, backed)
     if os.path.exists(cfg):
         stdout.write(f"{cfg}: exists; unchanged\n")
     else:

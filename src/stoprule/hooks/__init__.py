@@ -8,7 +8,7 @@ evaluator, config)::
     config      HookSettings / ProviderSettings (pydantic) and a cached, pydantic-free loader
     state       .stoprule/state/: declared facts (set_facts/clear_facts/read_facts), session counters
     transcripts reading Claude Code / Codex / Gemini transcripts from the end, incrementally
-    providers/  hook, state, closure, transcript, git: partial facts with provenance, merged in order
+    providers/  hook, state, blockers, closure, transcript, git: partial facts with provenance, merged in order
     runner      one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
 
 Nothing here imports the CLI or the ledger: ``stoprule hook`` (``cli/hook_cmd.py``) passes

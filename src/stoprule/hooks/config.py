@@ -14,7 +14,7 @@ from .settings import DEFAULT_HOOK, PROVIDER_ORDER
 
 __all__ = ["HookSettings", "ProviderSettings"]
 
-Provider = Literal["hook", "state", "closure", "transcript", "git"]
+Provider = Literal["hook", "state", "blockers", "closure", "transcript", "git"]
 
 
 class HookSettings(BaseModel):

@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDE
 # Providers run in this fixed order; the first to set a field wins, and a later provider
 # with another value is recorded as a conflict. Declarations (hook payload, declared
 # state, the agent's closure trailer) come before inference (transcript, git).
-PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "closure", "transcript", "git")
+PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "blockers", "closure", "transcript", "git")
 
 # What each provider observes (``provider.key``) -> the pack's fact field (None: observed,
 # shown in the provenance, not put in the fact). The default pack's field names.
@@ -36,6 +36,10 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "transcript.next_task_known": "nextTaskKnown",
     "transcript.available_tasks": "availableTasks",
     "transcript.failed_tools": None,
+    "blockers.openBlockers": "openBlockers",
+    "blockers.openBlockerCount": "openBlockerCount",
+    "blockers.resolvedBlockers": "resolvedBlockers",
+    "blockers.blocked_report": "blocked_report",
     "git.dirty": "uncommittedWork",
     "git.branch": None,
 }
@@ -78,7 +82,8 @@ def _cache_file(key: str) -> str | None:
 
 
 def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
-    """The validated ``hook`` and ``providers`` sections of the config at ``path`` (None or a
+    """The validated ``hook`` and ``providers`` sections of the config at ``path`` (the ``blockers``
+    section rides along as ``providers["blockers"]``, for the blockers provider) (None or a
     missing file: defaults) as plain dicts; ``providers.fields`` is the full mapping (defaults
     overlaid with the file's). Raises :class:`~stoprule.diagnostics.ConfigError`.
 
@@ -104,9 +109,10 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
             pass
     from ..config import load_config  # pydantic + YAML: only on a cache miss
 
-    sections = load_config(path, sections=("hook", "providers"))
+    sections = load_config(path, sections=("hook", "providers", "blockers"))
     settings = {"hook": sections["hook"].model_dump(), "providers": sections["providers"].model_dump()}
     settings["providers"]["fields"] = {**DEFAULT_FIELDS, **settings["providers"]["fields"]}
+    settings["providers"]["blockers"] = sections["blockers"].model_dump()  # for the blockers provider
     if cache is not None:
         _write_cache(cache, {"version": __version__, "path": os.path.abspath(path), "settings": settings})
     return settings

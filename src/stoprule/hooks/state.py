@@ -34,6 +34,7 @@ __all__ = [
     "PROJECT_WIDE",
     "StateError",
     "clear_facts",
+    "declare_facts",
     "facts_file",
     "read_facts",
     "read_session",
@@ -128,6 +129,16 @@ def set_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> d
     """Merge ``fields`` (pack field names -> JSON values) into the session's declared facts."""
     json.dumps(dict(fields))  # only JSON values are stored (TypeError otherwise)
     return _change(facts_file(project, session), lambda cur: {**cur, **fields})
+
+
+def declare_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``fields`` in one locked change, a ``None`` value removing its field (the blocker
+    tools' ``report_status``); returns the session's declared facts."""
+    json.dumps(dict(fields))
+    return _change(
+        facts_file(project, session),
+        lambda cur: {k: v for k, v in {**cur, **fields}.items() if v is not None or k not in fields},
+    )
 
 
 def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = None) -> dict[str, Any]:

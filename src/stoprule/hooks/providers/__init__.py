@@ -1,8 +1,9 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
-Order (:data:`stoprule.hooks.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``closure``,
-``transcript``, ``git`` — what was declared (the payload, facts declared for the session,
-the agent's closure trailer) before what is inferred (the transcript, the working tree).
+Order (:data:`stoprule.hooks.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
+``closure``, ``transcript``, ``git`` — what was declared (the payload, facts declared for
+the session, blockers the agent logged, the agent's closure trailer) before what is
+inferred (the transcript, the working tree).
 A provider reports neutral observations (``transcript.turns`` ...); ``providers.fields``
 in the config maps each to a fact field of the pack (or to nothing). The ``state``
 provider's observations are fact fields already (``state.<field>`` may rename one).

@@ -1,0 +1,23 @@
+"""``blockers``: the session's open and resolved blockers and its latest filed blocked report
+(the blocker tool of :mod:`stoprule.blockers`), as fact fields."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..event import HookEvent
+
+__all__ = ["provide"]
+
+
+def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+    if ctx.project is None or not os.path.isdir(os.path.join(ctx.project, "blockers")):
+        return {}, []  # nothing was ever logged here: no config or store to read
+    from types import SimpleNamespace
+
+    from ...blockers.provider import blockers_facts
+
+    cfg = ctx.settings.get("blockers")  # the config's validated blockers section, cached with the hook's
+    settings = SimpleNamespace(**cfg) if cfg else None
+    return blockers_facts(os.path.dirname(ctx.project), event.session_id, settings), []
