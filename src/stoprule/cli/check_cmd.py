@@ -32,10 +32,11 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
     assert c is not None
     from ..project import find_project
 
-    stderr.write(f"stoprule: pack {root}; project state {find_project() or 'none (no .stoprule/ upward)'}\n")
+    project = find_project()
     summary = {
         "ok": True,
         "pack": str(root),
+        "project": project,
         "name": c.name,
         "files": len(c.files),
         "rules": len(c.rules),
@@ -52,6 +53,8 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
             f"{summary['verdicts']} verdict kinds, {summary['high_risk_stops']} high-risk stops, "
             f"{c.digest}\n"
         )
+        if project:  # which project state the hook and the ledger use from here
+            stdout.write(f"project state: {project}\n")
     return 0
 
 
