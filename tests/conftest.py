@@ -51,3 +51,17 @@ def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "torture: long stress and fuzzing runs (select with -m torture)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Torture tests run only when asked for (``-m torture``, or any ``-m`` naming them)."""
+    if "torture" in (config.getoption("markexpr", "") or ""):
+        return
+    keep = [item for item in items if item.get_closest_marker("torture") is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
