@@ -197,6 +197,9 @@ CASES: dict[str, tuple[Callable[[sqlite3.Connection], None], str]] = {
     "head rolled forward": (sql("UPDATE head SET events = events + 1"), "the ledger head covers 9 events"),
     # the file
     "guards dropped": (lambda c: None, "ledger: the append-only guards were removed"),
+    "trigger added": (sql("CREATE TRIGGER sneaky AFTER INSERT ON events BEGIN SELECT 1; END"),
+                      "ledger: the schema holds sneaky, which stoprule does not create"),
+    "table altered": (sql("ALTER TABLE runs ADD COLUMN note TEXT"), "ledger: the schema of runs was altered"),
     "downgraded to schema 1": (sql("DROP TABLE head", "PRAGMA user_version = 1"), "schema-1 ledger"),
     "schema from the future": (sql("PRAGMA user_version = 9"), "error:ledger.too_new"),
     "not a ledger": (sql("PRAGMA application_id = 7"), "error:ledger.not_a_ledger"),

@@ -77,7 +77,8 @@ def unb64url(text: str) -> bytes:
 
 def head_mac(secret: bytes, events: int, head: str) -> str:
     """The signature of the ledger head: base64url(HMAC-SHA256(secret, "stoprule-head/1\\n<events>\\n<head>"))."""
-    return b64url(hmac.new(secret, f"stoprule-head/1\n{events}\n{head}".encode(), hashlib.sha256).digest())
+    text = f"stoprule-head/1\n{events}\n{head}".encode("utf-8", "surrogateescape")  # verify reads damaged text so
+    return b64url(hmac.new(secret, text, hashlib.sha256).digest())
 
 
 def _now() -> str:

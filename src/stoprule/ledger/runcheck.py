@@ -85,13 +85,24 @@ _STATUS_COLUMNS = ("events", "head", "tip", "tip_kind", "retryable", "attempt", 
                    "created", "updated", "last_event")  # fmt: skip
 
 
+def _int(flag: Any) -> Any:
+    """A JSON boolean as SQLite stores it (1 or 0)."""
+    return int(flag) if isinstance(flag, bool) else flag
+
+
+def _same(have: tuple, want: tuple) -> bool:
+    """Equal values of the same types: a value of another type (1.0 or '1' for 1) is a change too,
+    though Python and SQLite compare them equal."""
+    return all(h == w and type(h) is type(w) for h, w in zip(have, want, strict=True))
+
+
 def _check_event(
     run: str, expect_seq: int, prev_hash: str, last_id: int, row: tuple
 ) -> tuple[str | None, dict[str, Any] | None]:
     """What is wrong with one event and its node, edge and fact (None if nothing), and its parsed body."""
     (eid, seq, etype, enode, text, prev, h, nnode, nseq, kind, retryable, attempt, retry_of, ok, verdict, reason,
      fact, nevent, gchild, gparent, gkind, fdigest, fbody) = row  # fmt: skip
-    if seq != expect_seq:
+    if type(seq) is not int or seq != expect_seq:
         return f"event {expect_seq} is missing (the chain jumps to event {seq})", None
     if type(eid) is not int or eid <= last_id:
         return f"its id {eid} does not come after the previous event's id {last_id} (ids renumbered or reordered)", None
@@ -113,12 +124,12 @@ def _check_event(
     ):
         return "its columns (type, run, seq, node) differ from its hashed body", None
     v = body["verdict"]
-    want_node = (enode, seq, body.get("kind"), body.get("retryable"), body.get("attempt"), body.get("retry_of"),
-                 v.get("ok"), v.get("verdict"), v.get("reason"), body.get("fact"), eid)  # fmt: skip
+    want_node = (enode, seq, body.get("kind"), _int(body.get("retryable")), body.get("attempt"), body.get("retry_of"),
+                 _int(v.get("ok")), v.get("verdict"), v.get("reason"), body.get("fact"), eid)  # fmt: skip
     if nnode is None:
         return f"node {enode} of this event is missing", body
-    have_node = (nnode, nseq, kind, bool(retryable), attempt, retry_of, bool(ok), verdict, reason, fact, nevent)
-    if have_node != want_node:
+    have_node = (nnode, nseq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, nevent)
+    if not _same(have_node, want_node):
         return f"node {enode} differs from the event that recorded it", body
     parent = body.get("parent")
     want_edge = "root" if parent is None else ("retry" if body.get("retry_of") is not None else "next")
@@ -167,8 +178,7 @@ def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
     want = (seq, prev, last["node"], last["kind"], int(last["retryable"]), last["attempt"], int(v["ok"]),
             v["verdict"], v["reason"], blocked, first["at"], last["at"], last_id)  # fmt: skip
     # exact: a value of another type (text '1' for 1) is a change too, though SQLite would compare it equal
-    wrong = [name for name, have, w in zip(_STATUS_COLUMNS, st, want, strict=True)
-             if have != w or type(have) is not type(w)]  # fmt: skip
+    wrong = [name for name, have, w in zip(_STATUS_COLUMNS, st, want, strict=True) if not _same((have,), (w,))]
     if wrong:
         return seq, Break(
             run, seq, last["node"], f"the run's status row does not match the end of its chain ({', '.join(wrong)})"

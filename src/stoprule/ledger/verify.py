@@ -12,8 +12,9 @@ For the whole ledger (``verify`` without a run): event ids must run 1..N without
 ledger chain over them (``events.head_link``) must end at the stored head, which must cover
 exactly N events and carry a valid HMAC from the key file: a run deleted from every table,
 renumbered or reordered events, or a head rewritten without the key are found here. Facts
-that no decision refers to, missing guard triggers and damage SQLite's own integrity check
-sees are findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
+that no decision refers to, a schema other than the one stoprule creates (a guard trigger
+removed, a table altered, a trigger added) and damage SQLite's own integrity check sees are
+findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 """
 
 from __future__ import annotations
@@ -31,8 +32,24 @@ from .store import Ledger, corrupt, sqlite_error
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
-_TRIGGERS = [s.split()[5] for s in STATEMENTS if s.startswith("CREATE TRIGGER")]
-_HEAD_TRIGGERS = ("head_", "events_after_head")  # schema 2
+
+def _expected_schema() -> dict[str, tuple[str, str]]:
+    """``{name: (type, sql)}`` as SQLite stores our DDL in ``sqlite_master`` (from ``CREATE``, without
+    ``IF NOT EXISTS`` and the final ``;``)."""
+    out = {}
+    for statement in STATEMENTS:
+        text = "\n".join(ln for ln in statement.splitlines() if not ln.startswith("--")).rstrip(";")
+        if not text.startswith("CREATE"):
+            continue
+        text = text.replace(" IF NOT EXISTS", "", 1)
+        words = text.split()
+        kind = "index" if "INDEX" in words[1:3] else words[1].lower()
+        out[words[3] if words[1] == "UNIQUE" else words[2]] = (kind, text)
+    return out
+
+
+_SCHEMA = _expected_schema()
+_SCHEMA_2_ONLY = ("head", "head_insert", "head_forward", "head_no_delete", "events_after_head")
 
 
 class Report(NamedTuple):
@@ -63,6 +80,8 @@ def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dic
             "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
         ))], None  # fmt: skip
     rows = c.execute("SELECT events, hash, key, mac FROM head").fetchall()
+    if len(rows) == 1 and not c.execute("SELECT 1 FROM head WHERE id = 1").fetchone():
+        return [Break(None, 0, None, "the ledger head's row id is not 1 (writers would not find it)")], None
     if len(rows) != 1:
         return [Break(None, 0, None, f"the ledger head is missing (the head table holds {len(rows)} rows)")], None
     events, head, kid, mac = rows[0]
@@ -121,15 +140,27 @@ def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dic
 
 
 def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
-    """Rows that belong to no decision, missing guards, and damage SQLite itself can see."""
+    """Rows that belong to no decision, a schema that is not the one stoprule creates (guards
+    removed, a table altered, a trigger added), and damage SQLite itself can see."""
     breaks: list[Break] = []
     orphan = c.execute("SELECT digest FROM facts EXCEPT SELECT fact FROM nodes LIMIT 1").fetchone()
     if orphan:
         breaks.append(Break(None, 0, None, f"facts holds {orphan[0]}, which no decision refers to"))
-    have = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    gone = [t for t in _TRIGGERS if t not in have and (schema >= 2 or not t.startswith(_HEAD_TRIGGERS))]
+    want = {n: v for n, v in _SCHEMA.items() if schema >= 2 or n not in _SCHEMA_2_ONLY}
+    have = {n: (t, sql) for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+            if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))}  # fmt: skip
+    gone = [n for n, (t, _) in want.items() if t == "trigger" and n not in have]
     if gone:
         breaks.append(Break(None, 0, None, f"the append-only guards were removed (trigger(s) {', '.join(gone)})"))
+    missing = [n for n, (t, _) in want.items() if t != "trigger" and n not in have]
+    if missing:
+        breaks.append(Break(None, 0, None, f"the schema lost {', '.join(missing)}"))
+    altered = [n for n in want if n in have and have[n] != want[n]]
+    if altered:
+        breaks.append(Break(None, 0, None, f"the schema of {', '.join(map(str, altered))} was altered"))
+    extra = sorted(str(n) for n in have if n not in want)
+    if extra:
+        breaks.append(Break(None, 0, None, f"the schema holds {', '.join(extra)}, which stoprule does not create"))
     problems = [r[0] for r in c.execute("PRAGMA integrity_check(5)")]
     if problems != ["ok"]:
         breaks.append(Break(None, 0, None, "SQLite's integrity check fails: " + "; ".join(map(str, problems))))
