@@ -16,21 +16,6 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO / "policies"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "torture: long fuzzing and resource runs; skipped unless selected with -m torture"
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "torture" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="torture test: run with -m torture")
-    for item in items:
-        if "torture" in item.keywords:
-            item.add_marker(skip)
-
-
 @pytest.fixture(scope="session")
 def default_pack() -> Path:
     return DEFAULT_PACK

@@ -372,7 +372,7 @@ def test_ledger_in_a_missing_directory(run_cli, tmp_path: Path) -> None:
         assert proc.returncode == 2 and "does not exist" in proc.stderr
     assert not (tmp_path / "no").exists()
     proc = run_cli("log", "runs", "--ledger", str(tmp_path / "absent.db"))
-    assert proc.returncode == 2 and "no ledger at" in proc.stderr and not (tmp_path / "absent.db").exists()
+    assert proc.returncode == 2 and "no ledger here" in proc.stderr and not (tmp_path / "absent.db").exists()
 
 
 def test_corrupt_ledger_is_refused_untouched(run_cli, tmp_path: Path) -> None:

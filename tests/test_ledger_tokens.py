@@ -36,10 +36,11 @@ def count(ledger: Ledger) -> int:
 
 def test_key_file_is_created_on_first_use_with_mode_0600(rec: Recorder, ledger: Ledger) -> None:
     path = Path(ledger.keys_path)
+    assert not path.exists()  # an empty ledger has nothing to sign
     rec.record("r", OK)
-    assert not path.exists()  # no retryable block yet: no key needed
+    assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o600  # the first decision signs the ledger head
+    assert ledger.head().key == "k1"
     out = rec.record("r", CONTINUITY)
-    assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o600
     ring = keys.load(str(path))
     assert ring.active == "k1" and list(ring.keys) == ["k1"]
     assert out.token.startswith("srt1.k1.")

@@ -23,6 +23,8 @@ import os
 
 __all__ = [
     "add_ledger_flag",
+    "json_line",
+    "line_safe",
     "add_policy_flags",
     "diagnostics_error",
     "fact_error",
@@ -63,6 +65,26 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     sp.add_argument(
         "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
     )
+
+
+# what splits a line besides "\n" for str.splitlines and for JavaScript/JSON-lines readers that JSON leaves raw
+# when it does not escape non-ASCII (every other one is a control character, which JSON always escapes), and lone
+# surrogates, which UTF-8 cannot encode at all
+_LINE_UNSAFE = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))}
+
+
+def line_safe(text: str) -> str:
+    """JSON text with U+0085, U+2028, U+2029 and lone surrogates written as ``\\uXXXX`` escapes.
+
+    Each may only occur inside a JSON string, where the escape means the same character: the
+    result parses to the same value, is valid UTF-8, and is one line for every line splitter.
+    """
+    return text.translate(_LINE_UNSAFE)
+
+
+def json_line(value: object) -> str:
+    """One NDJSON record (no newline): UTF-8 kept readable, nothing that a reader could split or choke on."""
+    return line_safe(json.dumps(value, ensure_ascii=False))
 
 
 def input_name(file: str) -> str:

@@ -1,10 +1,12 @@
 """``stoprule keys``: the retry-token signing keys kept beside the ledger.
 
     stoprule keys list              key ids, when made, which one signs, which are retired
-    stoprule keys rotate            add a signing key; older keys keep verifying
+    stoprule keys rotate            add a signing key (and sign the ledger head with it); older keys keep verifying
     stoprule keys retire KEY_ID     delete a key's secret: tokens it signed are refused
 
-Secrets are never printed. Exit 0 ok, 2 bad input (unknown key, the active key, unusable files).
+``rotate`` and ``retire`` need an existing ledger (they never create one); ``rotate`` on a ledger
+without a key file creates it. Secrets are never printed.
+Exit 0 ok, 2 bad input (unknown key, the active key, no ledger, unusable files).
 """
 
 from __future__ import annotations
@@ -53,15 +55,13 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     from ..ledger.errors import LedgerError
     from ..ledger.store import Ledger, keys_path, resolve_path
 
-    path, default = resolve_path(args.ledger, os.environ)
+    path, _ = resolve_path(args.ledger, os.environ)
     try:
         if args.keys_command == "list":
             ring = keys.load(keys_path(path))
             note = ""
-        else:
-            if default:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-            with Ledger.open(path) as ledger:
+        else:  # both need the ledger (it holds the head the keys sign), and neither creates one
+            with Ledger.open(path, create=False) as ledger:
                 if args.keys_command == "rotate":
                     ring, key = keys.rotate(ledger)
                     note = f"{key.id} now signs new retry tokens; older keys keep verifying until retired"

@@ -4,9 +4,11 @@
     stoprule log show RUN               the run's DAG: tree (pretty), JSON, or Mermaid
     stoprule log runs                   recent runs with their status
     stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
-    stoprule log verify [RUN]           recompute hash chains; exit 1 naming the first broken link
+    stoprule log verify [RUN]           recompute hash chains and the signed ledger head; exit 1 naming what broke
+    stoprule log upgrade                bring a ledger made by an older stoprule to the current schema
 
-Exit codes: 0 ok, 1 a chain is broken (verify), 2 bad input (unknown run, unusable ledger).
+The read-only commands never create anything: where there is no ledger they say so (exit 2).
+Exit codes: 0 ok, 1 a chain is broken (verify), 2 bad input (unknown run, no or unusable ledger).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from typing import IO, Any
 
 from ..factio import parse_facts, read_input
-from .common import add_ledger_flag, fact_error, input_name, policy_error, render_verdict
+from .common import add_ledger_flag, fact_error, input_name, json_line, line_safe, policy_error, render_verdict
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -49,9 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--facts-only", action="store_true", help="only the facts, one per line (input for `eval`)")
     add_ledger_flag(sp)
 
-    sp = sub.add_parser("verify", help="recompute hash chains; name the first broken link")
-    sp.add_argument("run", metavar="RUN", nargs="?", help="only this run (default: every run)")
+    sp = sub.add_parser("verify", help="recompute hash chains and the signed ledger head; name what broke")
+    sp.add_argument(
+        "run", metavar="RUN", nargs="?", help="only this run's chain (default: every run and the ledger head)"
+    )
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    add_ledger_flag(sp)
+
+    sp = sub.add_parser("upgrade", help="upgrade a ledger made by an older stoprule (checks every run first)")
     add_ledger_flag(sp)
 
 
@@ -65,7 +72,7 @@ def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledge
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json_line(value)
 
 
 def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
@@ -108,14 +115,20 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
         ledger.require(args.run)
     for node, fact in ledger.records(args.run):
         if args.facts_only:
-            stdout.write(fact + "\n")
+            stdout.write(line_safe(fact) + "\n")  # the stored canonical JSON, one line for every reader
             continue
         b = node.body
         rec = {"run": node.run, "seq": node.seq, **node.to_dict()}
         rec["fact_digest"] = rec.pop("fact")
         envelope = verdict_from_event(b).to_dict()  # as recorded; matched possibly truncated
         rec.update(envelope=envelope, matched_total=b["matched_total"], matched_cut=b["matched_cut"])
-        rec["fact"] = json.loads(fact)
+        try:
+            rec["fact"] = json.loads(fact)
+        except (TypeError, ValueError):
+            from ..ledger.store import corrupt
+
+            damaged = f"the stored fact {node.fact} of run {node.run!r} node {node.node} is damaged"
+            raise corrupt(ledger.path, damaged) from None
         stdout.write(_dump(rec) + "\n")
     return 0
 
@@ -127,13 +140,29 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
     if args.format == "json":
         stdout.write(_dump(report.to_dict()) + "\n")
     elif report.ok:
-        stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies\n")
+        head = report.head
+        signed = f"; ledger head {head['hash']} over {head['events']} event(s), signed by {head['key']}" if head else ""
+        stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies{signed}\n")
     else:
         for br in report.breaks:
             stdout.write(f"BROKEN: {br.format()}\n")
     if not report.ok:
-        stderr.write(f"stoprule: {len(report.breaks)} of {report.runs} run(s) have a broken hash chain\n")
+        runs = sum(br.run is not None for br in report.breaks)
+        wide = len(report.breaks) - runs
+        stderr.write(
+            f"stoprule: {runs} of {report.runs} run(s) have a broken hash chain"
+            + (f"; {wide} ledger-wide finding(s)" if wide else "")
+            + "\n"
+        )
     return 0 if report.ok else 1
+
+
+def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+    if ledger.upgraded_from is not None:
+        stdout.write(f"{ledger.path}: upgraded from ledger schema {ledger.upgraded_from} to {ledger.schema}\n")
+    else:
+        stdout.write(f"{ledger.path}: already at ledger schema {ledger.schema}; nothing to do\n")
+    return 0
 
 
 _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
@@ -143,6 +172,11 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     from ..ledger.errors import LedgerError
 
     try:
+        if args.log_command == "upgrade":  # writes, but never creates a ledger
+            from ..ledger.store import Ledger, resolve_path
+
+            with Ledger.open(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
+                return _upgrade(ledger, args, stdout)
         with _open(args.ledger) as ledger:
             if args.log_command == "verify":
                 return _verify(ledger, args, stdout, stderr)
@@ -168,7 +202,7 @@ def _ledger_lines(env: dict[str, Any]) -> str:
 def _emit(outcome, fmt: str, stdout: IO[str]) -> None:  # noqa: ANN001 - Outcome
     env = outcome.envelope()
     if fmt == "json":
-        stdout.write(json.dumps(env) + "\n")
+        stdout.write(json.dumps(env) + "\n")  # ASCII: every non-ASCII character escaped
     else:
         stdout.write(render_verdict(outcome.verdict) + "\n" + _ledger_lines(env) + "\n")
 

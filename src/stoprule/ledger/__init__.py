@@ -3,13 +3,14 @@
 Modules, lowest first (each imports only those above it, and core modules: diagnostics, evaluator)::
 
     errors   LedgerError, TokenError
-    events   canonical JSON, digests, the hash-chain link, the validation_performed body
-    ddl      the SQL schema: tables, triggers (append-only, chain extension), indexes
-    store    Ledger: open, the append transaction, indexed reads; where the key file lives
-    keys     the signing-key file beside the ledger: create, rotate, retire
+    events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
+    ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
+    keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC
+    runcheck one run's chain checked against every table (verify, and the schema-1 upgrade)
+    store    Ledger: open (0600; upgrade), the append transaction and signed head, indexed reads
     tokens   retry tokens: mint, verify (HMAC-SHA256, constant-time)
     recorder Recorder: evaluate + append + mint; retry and idempotent replay
-    verify   recompute every run's chain and name its first broken link
+    verify   every run's chain, the ledger chain and its signed head; name what broke
     render   status line, tree, JSON and Mermaid views of a run
 
 Nothing in the evaluator, compiler, engine or analysis imports this package, and it imports

@@ -6,20 +6,26 @@ Tables
   nodes   the run DAG's nodes (``step``, ``blocked_attempt``, ``checkpoint``), one per event
   edges   one incoming edge per node (``root`` for a run's first node, ``next``, ``retry``)
   runs    one row per run: tip, verdict, counters and chain head (the O(1) status lookup)
+  head    one row: the ledger chain over every event in id order, HMAC-signed (schema 2)
 
-``facts``, ``events``, ``nodes`` and ``edges`` refuse UPDATE and DELETE. ``runs`` is the only
-row that changes, and only forward: each update must advance it by exactly one event whose
-hash becomes the head. An event must extend its run's chain (``seq`` = count + 1, ``prev`` = head).
+``facts``, ``events``, ``nodes`` and ``edges`` refuse UPDATE and DELETE. ``runs`` and ``head``
+are the only rows that change, and only forward: a run's update must advance it by exactly one
+event whose hash becomes its head; the ledger head advances by one event id at a time (or is
+re-signed in place when the signing key rotates). An event must extend its run's chain
+(``seq`` = count + 1, ``prev`` = head) and come after every event the ledger head covers.
+
+Schema 1 (stoprule before the ledger head) is the same minus ``head`` and its triggers; it is
+upgraded in place on the first write (see ``store.Ledger._upgrade``).
 """
 
 from __future__ import annotations
 
 from .events import GENESIS
 
-__all__ = ["APPLICATION_ID", "DDL", "SCHEMA_VERSION"]
+__all__ = ["APPLICATION_ID", "DDL", "HEAD_DDL", "SCHEMA_VERSION", "STATEMENTS"]
 
 APPLICATION_ID = 0x53545052  # "STPR": marks the file as a stoprule ledger
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _TABLES = f"""
 CREATE TABLE IF NOT EXISTS facts (
@@ -124,4 +130,56 @@ BEGIN SELECT RAISE(ABORT, 'ledger is append-only: runs cannot be deleted'); END;
 """
 )
 
-DDL = _TABLES + _TRIGGERS + f"\nPRAGMA application_id = {APPLICATION_ID};\nPRAGMA user_version = {SCHEMA_VERSION};\n"
+# schema 2: the ledger head. ``events`` is the number of events it covers, which is also the id of
+# the last one (ids run 1..events without gaps); ``hash`` the ledger chain over them (``events.head_link``),
+# ``mac`` its HMAC under key ``key`` of the key file (``keys.head_mac``). Unsigned only while empty.
+HEAD_DDL = f"""
+CREATE TABLE IF NOT EXISTS head (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    events INTEGER NOT NULL CHECK (events >= 0),
+    hash   TEXT NOT NULL,
+    key    TEXT,
+    mac    TEXT,
+    CHECK ((key IS NULL) = (mac IS NULL) AND (key IS NOT NULL OR events = 0))
+);
+
+CREATE TRIGGER IF NOT EXISTS head_insert BEFORE INSERT ON head
+WHEN NEW.events IS NOT coalesce((SELECT max(id) FROM events), 0)
+  OR (NEW.events = 0 AND NEW.hash IS NOT '{GENESIS}')
+BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head must cover every event'); END;
+
+CREATE TRIGGER IF NOT EXISTS head_forward BEFORE UPDATE ON head
+WHEN NEW.id IS NOT OLD.id
+  OR NEW.events IS NOT coalesce((SELECT max(id) FROM events), 0)
+  OR NOT (NEW.events = OLD.events + 1 OR (NEW.events = OLD.events AND NEW.hash IS OLD.hash))
+BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head only moves forward, one event at a time'); END;
+
+CREATE TRIGGER IF NOT EXISTS head_no_delete BEFORE DELETE ON head
+BEGIN SELECT RAISE(ABORT, 'ledger is append-only: head cannot be deleted'); END;
+
+CREATE TRIGGER IF NOT EXISTS events_after_head AFTER INSERT ON events
+WHEN NEW.id <= (SELECT events FROM head)
+BEGIN SELECT RAISE(ABORT, 'ledger: an event must come after every event the ledger head covers'); END;
+"""
+
+
+def _split(script: str) -> list[str]:
+    """The statements of a DDL script (a trigger's body holds ``;`` too: it ends at ``END;``)."""
+    out, cur = [], []
+    for line in script.strip().splitlines():
+        cur.append(line)
+        text = "\n".join(cur).strip()
+        if text.endswith(";") and (not text.upper().startswith("CREATE TRIGGER") or text.endswith("END;")):
+            out.append(text)
+            cur = []
+    assert not "\n".join(cur).strip(), "unterminated DDL statement"
+    return out
+
+
+# every statement, in order, for a new ledger or the upgrade of a schema-1 one (each is idempotent)
+STATEMENTS = [
+    *_split(_TABLES + _TRIGGERS + HEAD_DDL),
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+]
+DDL = ";\n".join(s.rstrip(";") for s in STATEMENTS) + ";\n"

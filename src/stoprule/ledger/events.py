@@ -7,12 +7,21 @@ A run's events form a hash chain::
 
 where ``body`` is the event's canonical JSON exactly as stored (UTF-8) and hashes are
 written ``sha256:<hex>``. Changing, dropping or reordering any event breaks every later link.
+
+The ledger chain runs over every event of every run in id (append) order::
+
+    head(0) = GENESIS
+    head(i) = sha256(head(i-1) + "\\n" + i + "\\n" + hash of event i)
+
+and its last value is the ledger head, signed with the key file (``keys.head_mac``): deleting
+a whole run, renumbering or reordering events changes it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +33,9 @@ __all__ = [
     "MAX_MATCHED",
     "canonical",
     "digest",
+    "head_link",
     "link",
+    "well_formed",
     "truncate_matched",
     "validation_event",
     "verdict_from_event",
@@ -39,19 +50,41 @@ MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stor
 _VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy", "warnings"))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8; bytes that were not UTF-8 (read back with ``surrogateescape`` by ``log verify``) as they were."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def canonical(value: Any) -> str:
-    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is.
+
+    A lone surrogate (which JSON input can carry as ``"\\udfff"`` but UTF-8 cannot encode) is
+    written as its ``\\uXXXX`` escape, so every canonical text is valid UTF-8 and reads back equal.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
 
 
 def digest(text: str) -> str:
     """``sha256:<hex>`` of ``text`` as UTF-8."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(_utf8(text)).hexdigest()
 
 
 def link(prev: str, body: str) -> str:
     """The chain hash of an event whose predecessor's hash is ``prev`` (``GENESIS`` for the first)."""
-    return "sha256:" + hashlib.sha256(f"{prev}\n{body}".encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{body}")).hexdigest()
+
+
+def head_link(prev: str, event_id: int, event_hash: str) -> str:
+    """The ledger chain's next value after event ``event_id`` (``GENESIS`` before the first event)."""
+    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{event_id}\n{event_hash}")).hexdigest()
 
 
 def truncate_matched(matched: Sequence[Match], cap: int = MAX_MATCHED) -> tuple[list[dict[str, str]], int]:
@@ -98,6 +131,18 @@ def validation_event(
         "matched_total": len(verdict.matched),
         "matched_cut": cut,
     }
+
+
+def well_formed(body: Any) -> bool:
+    """Whether a stored event body has the shape :func:`validation_event` gives it (readers rely on it)."""
+    if not isinstance(body, dict) or not isinstance(body.get("verdict"), dict):
+        return False
+    if not all(f in body["verdict"] for f in _VERDICT_FIELDS):
+        return False
+    keys = ("type", "run", "seq", "node", "kind", "attempt", "at", "policy", "fact", "matched_total", "matched_cut")
+    if not all(k in body for k in keys) or not isinstance(body.get("matched"), list):
+        return False
+    return all(isinstance(m, dict) and {"rule", "verdict", "reason"} <= m.keys() for m in body["matched"])
 
 
 def verdict_from_event(body: dict[str, Any]) -> Verdict:

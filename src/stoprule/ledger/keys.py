@@ -12,23 +12,26 @@ never half a file. Creation links the new file into place (it fails if another
 process was first, and that process's keys are used). ``rotate`` adds a key and makes
 it the signing key; ``retire`` deletes a key's secret, so tokens it signed stop
 verifying. Both run under the ledger's write lock so concurrent changes serialise.
+
+The active key also signs the ledger head (``head_mac``; see ``store``), so the file is made
+with the first recorded decision, and ``rotate`` signs the head again with the new key.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import os
 import stat
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol
 
 from .errors import LedgerError
 
-if TYPE_CHECKING:
-    from .store import Ledger
-
-__all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "load", "retire", "rotate", "unb64url"]
+__all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "head_mac", "load", "retire", "rotate", "unb64url"]
 
 FORMAT = "stoprule-keys/1"
 SECRET_BYTES = 32
@@ -70,6 +73,12 @@ def b64url(raw: bytes) -> str:
 def unb64url(text: str) -> bytes:
     """Decode unpadded base64url; ValueError if it is not."""
     return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+
+
+def head_mac(secret: bytes, events: int, head: str) -> str:
+    """The signature of the ledger head: base64url(HMAC-SHA256(secret, "stoprule-head/1\\n<events>\\n<head>"))."""
+    text = f"stoprule-head/1\n{events}\n{head}".encode("utf-8", "surrogateescape")  # verify reads damaged text so
+    return b64url(hmac.new(secret, text, hashlib.sha256).digest())
 
 
 def _now() -> str:
@@ -157,6 +166,17 @@ def _write(ring: KeyRing, *, exclusive: bool) -> bool:
             os.unlink(tmp)
 
 
+class Ledger(Protocol):
+    """What ``rotate`` and ``retire`` need of ``store.Ledger`` (which imports this module)."""
+
+    @property
+    def keys_path(self) -> str: ...
+    @property
+    def head_key(self) -> str | None: ...
+    def write(self) -> AbstractContextManager[Any]: ...
+    def resign(self, ring: KeyRing) -> None: ...
+
+
 def _new_key(ring: KeyRing) -> Key:
     n = max((int(k[1:]) for k in ring.keys if k[1:].isdigit()), default=0) + 1
     return Key(f"k{n}", _now(), None, os.urandom(SECRET_BYTES))
@@ -177,17 +197,30 @@ def ensure(path: str) -> KeyRing:
 
 
 def rotate(ledger: Ledger) -> tuple[KeyRing, Key]:
-    """Add a signing key; older keys keep verifying until retired."""
+    """Add a signing key; older keys keep verifying until retired. The ledger head is signed
+    again with the new key in the same transaction (killed before it commits, the head stays
+    signed with the previous key, which the file still holds)."""
     with ledger.write():
         ring = ensure(ledger.keys_path)
         key = _new_key(ring)
         ring = KeyRing(ring.path, key.id, {**ring.keys, key.id: key})
         _write(ring, exclusive=False)
+        ledger.resign(ring)
     return ring, key
 
 
 def retire(ledger: Ledger, kid: str) -> tuple[KeyRing, bool]:
-    """Delete key ``kid``'s secret (tokens it signed are refused); False if it was already retired."""
+    """Delete key ``kid``'s secret (tokens it signed are refused); False if it was already retired.
+
+    If the ledger head is still signed with ``kid`` (a rotation killed before it committed), it
+    is signed with the active key first, in a transaction of its own that commits before the
+    secret is deleted.
+    """
+    with ledger.write():
+        if ledger.head_key == kid:
+            ring = load(ledger.keys_path)
+            if ring.active is not None and ring.active != kid:
+                ledger.resign(ring)
     with ledger.write():
         ring = load(ledger.keys_path)
         key = ring.keys.get(kid)
@@ -196,7 +229,7 @@ def retire(ledger: Ledger, kid: str) -> tuple[KeyRing, bool]:
             raise LedgerError("ledger.unknown_key", f"no key {kid!r} in {ring.path} (keys: {known})")
         if key.retired:
             return ring, False
-        if kid == ring.active:
+        if kid == ring.active or kid == ledger.head_key:
             raise LedgerError(
                 "ledger.active_key", f"key {kid} signs new tokens; run `stoprule keys rotate` first, then retire it"
             )

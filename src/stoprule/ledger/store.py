@@ -4,10 +4,16 @@ One decision is one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) that insert
 the ``validation_performed`` event, the node and its edge, and moves the run's status row
 forward. SQLite in WAL mode with ``synchronous=FULL``: a decision whose transaction committed
 survives a crash of the process *and* of the machine; one that did not commit leaves nothing.
+
+The same transaction advances the ledger head (the chain over every event, HMAC-signed with the
+key file): a write transaction first checks that the head's signature verifies, so a head
+rewritten by someone without the key is refused rather than re-signed. The file is created
+owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import sqlite3
@@ -17,21 +23,25 @@ from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple
 
 from ..evaluator import Verdict
-from .ddl import APPLICATION_ID, DDL, SCHEMA_VERSION
+from . import keys
+from .ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from .errors import LedgerError
-from .events import EVENT_TYPE, GENESIS, canonical, link, validation_event
+from .events import EVENT_TYPE, GENESIS, canonical, head_link, link, validation_event, well_formed
+from .runcheck import check_runs
 
 __all__ = [
     "BUSY_TIMEOUT",
     "DEFAULT_PATH",
     "SYNCHRONOUS",
     "TIP",
+    "Head",
     "Ledger",
     "Node",
     "RunStatus",
     "check_run_id",
     "keys_path",
     "resolve_path",
+    "corrupt",
     "sqlite_error",
 ]
 
@@ -46,9 +56,21 @@ _NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANT
 _NO_SHM_TEXT = ("attempt to write a readonly database", "unable to open database file")
 
 
-def _no_shm(exc: sqlite3.Error) -> bool:
+def _no_shm(exc: BaseException) -> bool:
     name = getattr(exc, "sqlite_errorname", None)
     return name in _NO_SHM if name is not None else str(exc) in _NO_SHM_TEXT
+
+
+_DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)  # a damaged schema can make SQLite's own messages undecodable
+
+
+class Head(NamedTuple):
+    """The ledger head: how many events it covers (= the last event's id), the chain hash, its signature."""
+
+    events: int
+    hash: str
+    key: str | None
+    mac: str | None
 
 
 class RunStatus(NamedTuple):
@@ -122,11 +144,17 @@ FROM runs
 """
 
 
-def _node(row: tuple) -> Node:
-    *cols, body = row
+def _node(row: tuple, path: str = "the ledger") -> Node:
+    *cols, text = row
+    try:
+        body = json.loads(text)
+    except (TypeError, ValueError):
+        body = None
+    if not well_formed(body):
+        raise corrupt(path, f"the event body of run {cols[0]!r} node {cols[1]!r} is damaged")
     cols[6] = bool(cols[6])
     cols[9] = bool(cols[9])
-    return Node._make([*cols, json.loads(body)])
+    return Node._make([*cols, body])
 
 
 def _run(row: tuple) -> RunStatus:
@@ -169,20 +197,33 @@ def check_run_id(run: str) -> str:
     return run
 
 
-def sqlite_error(path: str, exc: sqlite3.Error) -> LedgerError:
+def corrupt(path: str, what: str) -> LedgerError:
+    """``ledger.corrupt``: the file is damaged or was altered; it is left untouched."""
+    return LedgerError("ledger.corrupt", f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
+
+
+def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerError:
     """A SQLite error as a LedgerError that names the file and what to do."""
-    name = getattr(exc, "sqlite_errorname", "")
+    if isinstance(exc, UnicodeDecodeError) or str(exc).startswith("Could not decode"):
+        return corrupt(path, "it holds text that is not UTF-8 (a damaged or altered file)")
+    name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
-    if name == "SQLITE_BUSY" or "locked" in text:
+
+    def means(names: tuple[str, ...], *words: str) -> bool:  # the error name when SQLite gives one, else its text
+        return name.startswith(names) if name else any(w in text for w in words)
+
+    if means(("SQLITE_BUSY", "SQLITE_LOCKED"), "database is locked", "database table is locked"):
         return LedgerError("ledger.busy", f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again")
-    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+    if means(("SQLITE_READONLY",), "readonly database"):
         return LedgerError("ledger.read_only", f"{path} is read-only ({text}); nothing was recorded")
-    if name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or "not a database" in text or "malformed" in text:
+    if means(("SQLITE_NOTADB", "SQLITE_CORRUPT"), "not a database", "malformed"):
         return LedgerError("ledger.corrupt", f"{path} is not a readable SQLite database ({text}); left untouched")
-    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+    if means(("SQLITE_CANTOPEN",), "unable to open"):
         return LedgerError("ledger.cannot_open", f"cannot open {path} ({text})")
-    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk" in text:
+    if means(("SQLITE_FULL", "SQLITE_IOERR"), "disk I/O", "database or disk is full"):
         return LedgerError("ledger.io", f"cannot write {path} ({text}); nothing was recorded")
+    if "no such table" in text or "no such column" in text:
+        return corrupt(path, f"its schema is damaged ({text})")
     return LedgerError("ledger.error", f"{path}: {text}")
 
 
@@ -192,7 +233,11 @@ class Ledger:
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self._conn = conn
         self.path = path
+        self.schema = SCHEMA_VERSION  # what the file holds (1: a schema-1 ledger opened read-only, not upgraded)
+        self.upgraded_from: int | None = None  # set when opening upgraded the file
         self._in_tx = False
+        self._head: Head | None = None  # inside write(): the head as of the last append
+        self._ring: keys.KeyRing | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -203,23 +248,26 @@ class Ledger:
         folder = os.path.dirname(full)
         if os.path.isdir(full):
             raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
-        exists = os.path.exists(full)
-        if not exists:
+        if not os.path.exists(full):
+            if readonly or not create:
+                raise LedgerError(
+                    "ledger.missing",
+                    f"no ledger here: {path} does not exist (nothing was created; "
+                    "`stoprule eval --run RUN` records the first decision and creates it)",
+                )
             if not os.path.isdir(folder):
                 raise LedgerError(
                     "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
                 )
-            if readonly or not create:
-                raise LedgerError("ledger.missing", f"no ledger at {path} (record a decision with `eval --run` first)")
-        mode = "ro" if readonly else ("rw" if exists else "rwc")
+            cls._create_file(full, path)
         try:
-            conn = cls._connect(full, mode)
-        except sqlite3.Error as exc:
+            conn = cls._connect(full, "ro" if readonly else "rw")
+        except _DB_ERRORS as exc:
             raise sqlite_error(path, exc) from None
         ledger = cls(conn, path)
         try:
             ledger._prepare(readonly)
-        except sqlite3.Error as exc:
+        except _DB_ERRORS as exc:
             conn.close()
             if readonly and _no_shm(exc):
                 return cls._open_immutable(full, path)
@@ -228,6 +276,17 @@ class Ledger:
             conn.close()
             raise
         return ledger
+
+    @staticmethod
+    def _create_file(full: str, path: str) -> None:
+        """Create the (empty) ledger file owner-only: it holds every fact body. SQLite then makes
+        its ``-wal`` and ``-shm`` files with the same mode. Losing a creation race is fine."""
+        try:
+            os.close(os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise LedgerError("ledger.cannot_open", f"cannot create ledger {path}: {exc.strerror}") from None
 
     @staticmethod
     def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
@@ -242,7 +301,7 @@ class Ledger:
             conn = cls._connect(full, "ro", "&immutable=1")
             ledger = cls(conn, path)
             ledger._prepare(True)
-        except sqlite3.Error as exc:
+        except _DB_ERRORS as exc:
             raise sqlite_error(path, exc) from None
         return ledger
 
@@ -252,6 +311,11 @@ class Ledger:
         version = c.execute("PRAGMA user_version").fetchone()[0]
         if app == APPLICATION_ID and version == SCHEMA_VERSION:
             pass
+        elif app == APPLICATION_ID and version == 1:
+            if readonly:
+                self.schema = 1  # readable as it is; `log verify` says it has no ledger head yet
+            else:
+                self._upgrade()
         elif app == APPLICATION_ID and version > SCHEMA_VERSION:
             raise LedgerError(
                 "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
@@ -284,7 +348,50 @@ class Ledger:
 
     def _create(self) -> None:
         self._wal()
-        self._conn.executescript("BEGIN IMMEDIATE;\n" + DDL + "\nCOMMIT;")
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
+                for statement in STATEMENTS:
+                    c.execute(statement)
+                c.execute("INSERT INTO head (id, events, hash) VALUES (1, 0, ?)", (GENESIS,))
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Schema 1 -> 2, in one transaction: add the ledger head over the events already there.
+
+        Only a ledger whose every run chain verifies is upgraded (signing a damaged ledger's head
+        would vouch for the damage); otherwise LedgerError ``ledger.corrupt`` naming the first break,
+        and the file is left as it was.
+        """
+        c = self._conn
+        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._wal()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if c.execute("PRAGMA user_version").fetchone()[0] == 1:  # else another process upgraded it meanwhile
+                _, breaks = check_runs(c)
+                if breaks:
+                    raise corrupt(self.path, f"cannot upgrade from ledger schema 1: {breaks[0].format()}")
+                head, n = GENESIS, 0
+                for event_id, h in c.execute("SELECT id, hash FROM events ORDER BY id").fetchall():
+                    if event_id != n + 1:
+                        raise corrupt(self.path, f"cannot upgrade from ledger schema 1: event id {n + 1} is missing")
+                    head, n = head_link(head, event_id, h), event_id
+                for statement in STATEMENTS:
+                    c.execute(statement)
+                key, mac = self._sign(n, head) if n else (None, None)
+                c.execute("INSERT INTO head (id, events, hash, key, mac) VALUES (1, ?, ?, ?, ?)", (n, head, key, mac))
+                self.upgraded_from = 1
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._conn.close()
@@ -313,20 +420,80 @@ class Ledger:
             raise RuntimeError("write transactions do not nest")
         try:
             self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+        except _DB_ERRORS as exc:
             raise sqlite_error(self.path, exc) from None
         self._in_tx = True
         try:
+            self._head = self._checked_head()
             yield self
             self._conn.execute("COMMIT")
         except BaseException as exc:
             with suppress(sqlite3.Error):  # the connection may be gone; the transaction is void either way
                 self._conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, _DB_ERRORS):
                 raise sqlite_error(self.path, exc) from None
             raise
         finally:
             self._in_tx = False
+            self._head = None
+
+    # ------------------------------------------------------------------ the ledger head
+
+    def head(self) -> Head | None:
+        """The ledger head as stored (None for a schema-1 ledger opened read-only)."""
+        if self.schema < 2:
+            return None
+        rows = self._read("SELECT events, hash, key, mac FROM head WHERE id = 1")
+        if not rows:
+            raise corrupt(self.path, "the ledger head is missing")
+        return Head(*rows[0])
+
+    def _checked_head(self) -> Head:
+        """The head, once its signature verifies with the key file (read under the write lock).
+
+        A head that does not verify is not signed again: that would vouch for whatever changed it.
+        """
+        head = self.head()
+        assert head is not None  # a writable ledger has schema 2 (opening upgrades it)
+        self._ring = keys.load(self.keys_path)
+        if head.key is None:
+            if head.events != 0 or head.hash != GENESIS:
+                raise corrupt(self.path, "the ledger head is not signed")
+            return head
+        key = self._ring.keys.get(head.key)
+        if key is None or key.secret is None:
+            raise corrupt(
+                self.path,
+                f"the ledger head is signed with key {head.key!r}, which {self.keys_path} does not hold "
+                "(the key file is part of the ledger: restore it), so nothing can be appended",
+            )
+        if not isinstance(head.mac, str) or not hmac.compare_digest(
+            head.mac.encode(), keys.head_mac(key.secret, head.events, head.hash).encode()
+        ):
+            raise corrupt(self.path, "the ledger head's signature does not verify (the head was altered)")
+        return head
+
+    def _sign(self, events: int, head: str) -> tuple[str, str]:
+        """``(key id, mac)`` for a head, with the signing key (the key file is made if there is none)."""
+        if self._ring is None or self._ring.active is None:
+            self._ring = keys.ensure(self.keys_path)
+        key = self._ring.signing_key()
+        assert key.secret is not None
+        return key.id, keys.head_mac(key.secret, events, head)
+
+    def resign(self, ring: keys.KeyRing) -> None:
+        """Sign the head again with ``ring``'s active key (after a rotation); inside :meth:`write`."""
+        if not self._in_tx or self._head is None:
+            raise RuntimeError("resign must run inside Ledger.write()")
+        self._ring = ring
+        key, mac = self._sign(self._head.events, self._head.hash)
+        self._conn.execute("UPDATE head SET key = ?, mac = ? WHERE id = 1", (key, mac))
+        self._head = self._head._replace(key=key, mac=mac)
+
+    @property
+    def head_key(self) -> str | None:
+        """Inside :meth:`write`: the key the head is signed with."""
+        return self._head.key if self._head is not None else None
 
     def append(
         self,
@@ -344,7 +511,7 @@ class Ledger:
 
         ``parent`` defaults to the run's tip; a retry's parent is the node it retries.
         """
-        if not self._in_tx:
+        if not self._in_tx or self._head is None:
             raise RuntimeError("append must run inside Ledger.write()")
         c = self._conn
         row = c.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
@@ -391,6 +558,12 @@ class Ledger:
              event_id),
         )  # fmt: skip
         c.execute("INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)", (run, node, parent, edge))
+        if event_id != self._head.events + 1:
+            raise corrupt(self.path, f"event id {event_id} does not follow the head's {self._head.events} events")
+        head = head_link(self._head.hash, event_id, h)
+        key, mac = self._sign(event_id, head)
+        c.execute("UPDATE head SET events = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (event_id, head, key, mac))
+        self._head = Head(event_id, head, key, mac)
         status = (seq, h, node, kind, retryable, attempt, verdict.ok, verdict.verdict, verdict.reason,
                   blocked + (kind == "blocked_attempt"), at, event_id)  # fmt: skip
         if row is None:
@@ -423,7 +596,7 @@ class Ledger:
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
             return self._conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
+        except _DB_ERRORS as exc:
             raise sqlite_error(self.path, exc) from None
 
     def status(self, run: str) -> RunStatus | None:
@@ -445,16 +618,16 @@ class Ledger:
 
     def node(self, run: str, node: str) -> Node | None:
         rows = self._read(_NODE_SQL + " WHERE n.run = ? AND n.node = ?", (run, node))
-        return _node(rows[0]) if rows else None
+        return _node(rows[0], self.path) if rows else None
 
     def retry_of(self, run: str, node: str) -> Node | None:
         """The node that retried ``node``, if any (the ``nodes_retry`` unique index)."""
         rows = self._read(_NODE_SQL + " WHERE n.run = ? AND n.retry_of = ?", (run, node))
-        return _node(rows[0]) if rows else None
+        return _node(rows[0], self.path) if rows else None
 
     def nodes(self, run: str) -> list[Node]:
         """Every node of the run, in append order."""
-        return [_node(r) for r in self._read(_NODE_SQL + " WHERE n.run = ? ORDER BY n.seq", (run,))]
+        return [_node(r, self.path) for r in self._read(_NODE_SQL + " WHERE n.run = ? ORDER BY n.seq", (run,))]
 
     def records(self, run: str | None = None) -> Iterator[tuple[Node, str]]:
         """``(node, fact JSON)`` for every decision (of one run), in append order."""
@@ -463,6 +636,6 @@ class Ledger:
         try:
             cur = self._conn.execute(sql, (run,) if run is not None else ())
             for row in cur:
-                yield _node(row[1:]), row[0]
-        except sqlite3.Error as exc:
+                yield _node(row[1:], self.path), row[0]
+        except _DB_ERRORS as exc:
             raise sqlite_error(self.path, exc) from None

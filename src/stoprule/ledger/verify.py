@@ -1,162 +1,196 @@
-"""``log verify``: recompute each run's hash chain and check every table against it.
+"""``log verify``: recompute each run's hash chain, the ledger chain and its signed head, and
+check every table against them.
 
 For each run, events are read in ``seq`` order and each must: follow the previous one
-(``seq`` contiguous, ``prev`` = the previous hash), hash to its stored ``hash`` (its body
-was not altered), agree with its columns, and have its node, edge and fact stored exactly
-as the body says. Then the run's status row must point at the last event, and no node or
-edge may exist without an event. The first failure of a run is its broken link.
+(``seq`` contiguous, ids increasing, ``prev`` = the previous hash), hash to its stored
+``hash`` (its body was not altered), agree with its columns, and have its node, edge and fact
+stored exactly as the body says. Then the run's status row must equal, column by column, the
+status recomputed from its chain, and no node or edge may exist without an event. The first
+failure of a run is its broken link.
+
+For the whole ledger (``verify`` without a run): event ids must run 1..N without a gap, the
+ledger chain over them (``events.head_link``) must end at the stored head, which must cover
+exactly N events and carry a valid HMAC from the key file: a run deleted from every table,
+renumbered or reordered events, or a head rewritten without the key are found here. Facts
+that no decision refers to, a schema other than the one stoprule creates (a guard trigger
+removed, a table altered, a trigger added) and damage SQLite's own integrity check sees are
+findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import sqlite3
 from typing import Any, NamedTuple
 
+from . import keys
+from .ddl import STATEMENTS
 from .errors import LedgerError
-from .events import EVENT_TYPE, GENESIS, digest, link
-from .store import Ledger, sqlite_error
+from .events import GENESIS, head_link
+from .runcheck import Break, check_runs, lenient
+from .store import Ledger, corrupt, sqlite_error
 
-__all__ = ["Break", "Report", "verify"]
+__all__ = ["Break", "Report", "check_runs", "verify"]
 
 
-class Break(NamedTuple):
-    """The first broken link of a run: the event (``seq``) and node where it is, and what is wrong."""
+def _expected_schema() -> dict[str, tuple[str, str]]:
+    """``{name: (type, sql)}`` as SQLite stores our DDL in ``sqlite_master`` (from ``CREATE``, without
+    ``IF NOT EXISTS`` and the final ``;``)."""
+    out = {}
+    for statement in STATEMENTS:
+        text = "\n".join(ln for ln in statement.splitlines() if not ln.startswith("--")).rstrip(";")
+        if not text.startswith("CREATE"):
+            continue
+        text = text.replace(" IF NOT EXISTS", "", 1)
+        words = text.split()
+        kind = "index" if "INDEX" in words[1:3] else words[1].lower()
+        out[words[3] if words[1] == "UNIQUE" else words[2]] = (kind, text)
+    return out
 
-    run: str
-    seq: int
-    node: str | None
-    problem: str
 
-    def format(self) -> str:
-        where = f"event {self.seq}" + (f" (node {self.node})" if self.node else "")
-        return f"run {self.run!r}: first broken link at {where}: {self.problem}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+_SCHEMA = _expected_schema()
+_SCHEMA_2_ONLY = ("head", "head_insert", "head_forward", "head_no_delete", "events_after_head")
 
 
 class Report(NamedTuple):
     runs: int
     events: int
     breaks: list[Break]
+    head: dict[str, Any] | None = None  # the verified ledger head (whole-ledger verify of a schema-2 ledger)
 
     @property
     def ok(self) -> bool:
         return not self.breaks
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "runs": self.runs, "events": self.events, "breaks": [b.to_dict() for b in self.breaks]}
+        return {"ok": self.ok, "runs": self.runs, "events": self.events, "breaks": [b.to_dict() for b in self.breaks],
+                "head": self.head}  # fmt: skip
 
 
-_EVENTS = """
-SELECT e.id, e.seq, e.type, e.node, e.body, e.prev, e.hash,
-       n.node, n.seq, n.kind, n.retryable, n.attempt, n.retry_of, n.ok, n.verdict, n.reason, n.fact, n.event,
-       g.child, g.parent, g.kind, f.digest, f.body
-FROM events e
-LEFT JOIN nodes n ON n.run = e.run AND n.node = e.node
-LEFT JOIN edges g ON g.run = e.run AND g.child = e.node
-LEFT JOIN facts f ON f.digest = n.fact
-WHERE e.run = ? ORDER BY e.seq
-"""
+def _ranges(ids: list[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:10])
+    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-def _check_event(run: str, expect_seq: int, prev_hash: str, row: tuple) -> tuple[str | None, dict[str, Any] | None]:
-    """What is wrong with one event and its node, edge and fact (None if nothing), and its parsed body."""
-    (eid, seq, etype, enode, text, prev, h, nnode, nseq, kind, retryable, attempt, retry_of, ok, verdict, reason,
-     fact, nevent, gchild, gparent, gkind, fdigest, fbody) = row  # fmt: skip
-    if seq != expect_seq:
-        return f"event {expect_seq} is missing (the chain jumps to event {seq})", None
-    if prev != prev_hash:
-        return "its prev hash is not the hash of the event before it (an event was removed, reordered or altered)", None
-    if link(prev, text) != h:
-        return f"its content was altered (the body no longer hashes to {h})", None
+def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dict[str, Any] | None]:
+    """The ledger chain over every event in id order against the signed head."""
+    if ledger.schema < 2:
+        return [Break(None, 0, None, (
+            "this is a schema-1 ledger: it has no signed ledger head, so a run deleted from every table "
+            "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
+        ))], None  # fmt: skip
+    rows = c.execute("SELECT events, hash, key, mac FROM head").fetchall()
+    if len(rows) == 1 and not c.execute("SELECT 1 FROM head WHERE id = 1").fetchone():
+        return [Break(None, 0, None, "the ledger head's row id is not 1 (writers would not find it)")], None
+    if len(rows) != 1:
+        return [Break(None, 0, None, f"the ledger head is missing (the head table holds {len(rows)} rows)")], None
+    events, head, kid, mac = rows[0]
+    chain, n = GENESIS, 0
+    missing: list[int] = []
+    for eid, h in c.execute("SELECT id, hash FROM events ORDER BY id"):
+        if type(eid) is not int or not isinstance(h, str):
+            return [Break(None, 0, None, f"event id {eid!r} holds a value no writer stores")], None
+        if eid > n + 1 and len(missing) <= 10:
+            missing.extend(range(n + 1, min(eid, n + 12)))
+        chain, n = head_link(chain, eid, h), eid
+    info = {"events": events, "hash": head, "key": kid}
+    breaks: list[Break] = []
+    if missing:
+        breaks.append(Break(None, missing[0], None, (
+            f"event id(s) {_ranges(missing)} are missing: events were deleted (a run removed from every table "
+            "leaves exactly this gap)"
+        )))  # fmt: skip
+    elif type(events) is not int or events != n:
+        if type(events) is int and events > n:
+            breaks.append(Break(None, n + 1, None, (
+                f"the ledger head covers {events} events but the last event is {n}: events {n + 1}..{events} "
+                "were deleted"
+            )))  # fmt: skip
+        else:
+            breaks.append(Break(None, n, None, (
+                f"the ledger head covers {events!r} events but the ledger holds events up to {n}: events were "
+                "added without the head, or the head was replaced"
+            )))  # fmt: skip
+    elif chain != head:
+        breaks.append(Break(None, n, None, (
+            "the events no longer chain to the ledger head: events were reordered, renumbered or replaced"
+        )))  # fmt: skip
+    if kid is None:
+        if events != 0 or head != GENESIS:
+            breaks.append(Break(None, 0, None, "the ledger head is not signed"))
+        return breaks, info
     try:
-        body = json.loads(text)
-    except ValueError:
-        return "its body is not JSON", None
-    if etype != EVENT_TYPE or (body.get("type"), body.get("run"), body.get("seq"), body.get("node")) != (
-        etype,
-        run,
-        seq,
-        enode,
+        ring = keys.load(ledger.keys_path)
+    except LedgerError as exc:
+        breaks.append(Break(None, 0, None, f"the ledger head's signature cannot be checked: {exc.message}"))
+        return breaks, info
+    key = ring.keys.get(kid) if isinstance(kid, str) else None
+    if key is None or key.secret is None:
+        breaks.append(Break(None, 0, None, (
+            f"the ledger head is signed with key {kid!r}, which {ledger.keys_path} does not hold: "
+            "its signature cannot be checked"
+        )))  # fmt: skip
+    elif not isinstance(mac, str) or not hmac.compare_digest(
+        mac.encode("utf-8", "surrogateescape"), keys.head_mac(key.secret, events, head).encode()
     ):
-        return "its columns (type, run, seq, node) differ from its hashed body", None
-    v = body.get("verdict") or {}
-    want_node = (enode, seq, body.get("kind"), body.get("retryable"), body.get("attempt"), body.get("retry_of"),
-                 v.get("ok"), v.get("verdict"), v.get("reason"), body.get("fact"), eid)  # fmt: skip
-    if nnode is None:
-        return f"node {enode} of this event is missing", body
-    have_node = (nnode, nseq, kind, bool(retryable), attempt, retry_of, bool(ok), verdict, reason, fact, nevent)
-    if have_node != want_node:
-        return f"node {enode} differs from the event that recorded it", body
-    parent = body.get("parent")
-    want_edge = "root" if parent is None else ("retry" if body.get("retry_of") is not None else "next")
-    if gchild is None:
-        return f"the edge into node {enode} is missing", body
-    if (gparent, gkind) != (parent, want_edge):
-        return f"the edge into node {enode} differs from the event (parent {gparent!r}, kind {gkind})", body
-    if fdigest is None:
-        return f"fact {body.get('fact')} of node {enode} is missing", body
-    if digest(fbody) != fdigest:
-        return f"the stored fact {fdigest} of node {enode} was altered", body
-    return None, body
+        breaks.append(Break(None, 0, None, (
+            "the ledger head's signature does not verify: the head was rewritten without the key"
+        )))  # fmt: skip
+    return breaks, info
 
 
-def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
-    seq, prev, last = 0, GENESIS, None
-    blocked = 0
-    for row in c.execute(_EVENTS, (run,)):
-        problem, body = _check_event(run, seq + 1, prev, row)
-        if problem is not None:
-            gap = row[1] != seq + 1
-            return seq, Break(run, seq + 1, None if gap else row[3], problem)
-        assert body is not None
-        seq, prev, last = row[1], row[6], body
-        blocked += body["kind"] == "blocked_attempt"
-    for table, col in (("nodes", "node"), ("edges", "child")):
-        if c.execute(f"SELECT count(*) FROM {table} WHERE run = ?", (run,)).fetchone()[0] == seq:
-            continue  # every event has its own row here (checked above), so there are no extra rows
-        extra = c.execute(
-            f"SELECT {col} FROM {table} t WHERE run = ? AND NOT EXISTS "
-            f"(SELECT 1 FROM events e WHERE e.run = t.run AND e.node = t.{col}) LIMIT 1",
-            (run,),
-        ).fetchone()
-        if extra:
-            return seq, Break(run, seq + 1, extra[0], f"{table} holds {extra[0]}, which no event recorded")
-    st = c.execute(
-        "SELECT events, head, tip, tip_kind, retryable, attempt, verdict, reason, blocked FROM runs WHERE run = ?",
-        (run,),
-    ).fetchone()
-    if last is None:
-        return 0, Break(run, 1, None, "the run has a status row but no events")
-    want = (seq, prev, last["node"], last["kind"], last["retryable"], last["attempt"], last["verdict"]["verdict"],
-            last["verdict"]["reason"], blocked)  # fmt: skip
-    if st is None:
-        return seq, Break(run, seq, last["node"], "the run's status row is missing")
-    have = (st[0], st[1], st[2], st[3], bool(st[4]), *st[5:])
-    if have != want:
-        return seq, Break(run, seq, last["node"], "the run's status row does not match the end of its chain")
-    return seq, None
+def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
+    """Rows that belong to no decision, a schema that is not the one stoprule creates (guards
+    removed, a table altered, a trigger added), and damage SQLite itself can see."""
+    breaks: list[Break] = []
+    orphan = c.execute("SELECT digest FROM facts EXCEPT SELECT fact FROM nodes LIMIT 1").fetchone()
+    if orphan:
+        breaks.append(Break(None, 0, None, f"facts holds {orphan[0]}, which no decision refers to"))
+    want = {n: v for n, v in _SCHEMA.items() if schema >= 2 or n not in _SCHEMA_2_ONLY}
+    have = {n: (t, sql) for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+            if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))}  # fmt: skip
+    gone = [n for n, (t, _) in want.items() if t == "trigger" and n not in have]
+    if gone:
+        breaks.append(Break(None, 0, None, f"the append-only guards were removed (trigger(s) {', '.join(gone)})"))
+    missing = [n for n, (t, _) in want.items() if t != "trigger" and n not in have]
+    if missing:
+        breaks.append(Break(None, 0, None, f"the schema lost {', '.join(missing)}"))
+    altered = [n for n in want if n in have and have[n] != want[n]]
+    if altered:
+        breaks.append(Break(None, 0, None, f"the schema of {', '.join(map(str, altered))} was altered"))
+    extra = sorted(str(n) for n in have if n not in want)
+    if extra:
+        breaks.append(Break(None, 0, None, f"the schema holds {', '.join(extra)}, which stoprule does not create"))
+    problems = [r[0] for r in c.execute("PRAGMA integrity_check(5)")]
+    if problems != ["ok"]:
+        breaks.append(Break(None, 0, None, "SQLite's integrity check fails: " + "; ".join(map(str, problems))))
+    return breaks
 
 
 def verify(ledger: Ledger, run: str | None = None) -> Report:
-    """Check one run (LedgerError if unknown) or every run; each broken run is named once."""
+    """Check one run (LedgerError if unknown), or every run and the ledger as a whole.
+
+    Each broken run is named once; ledger-wide findings have ``run`` None. A file SQLite
+    cannot read is LedgerError ``ledger.corrupt``, never an exception from below.
+    """
     c = ledger.connection
     try:
-        if run is not None:
-            if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
-                             (run, run)).fetchone():  # fmt: skip
-                raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
-            names = [run]
-        else:
-            names = [r[0] for r in c.execute("SELECT run FROM runs UNION SELECT run FROM events ORDER BY 1")]
-        breaks, total = [], 0
-        for name in names:
-            n, br = _check_run(c, name)
-            total += n
-            if br is not None:
-                breaks.append(br)
-    except sqlite3.Error as exc:
+        with lenient(c):
+            if run is not None:
+                if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
+                                 (run, run)).fetchone():  # fmt: skip
+                    raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
+                total, breaks = check_runs(c, [run])
+                return Report(1, total, breaks)
+            names = [r[0] for r in c.execute(
+                "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+                " UNION SELECT run FROM edges ORDER BY 1"
+            ).fetchall()]  # fmt: skip
+            total, breaks = check_runs(c, names)
+            head_breaks, head = _check_head(ledger, c)
+            breaks += head_breaks + _check_file(c, ledger.schema)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
         raise sqlite_error(ledger.path, exc) from None
-    return Report(len(names), total, breaks)
+    except RecursionError:  # a body nested beyond what json can read
+        raise corrupt(ledger.path, "an event body is nested too deeply to read") from None
+    return Report(len(names), total, [b.printable() for b in breaks], head if not breaks else None)

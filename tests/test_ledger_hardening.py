@@ -1,0 +1,291 @@
+"""Regressions from issue 11 (the ledger part): file modes, read-only commands where there is
+no ledger, line separators and lone surrogates in exported facts, error mapping, the signed
+ledger head across key rotation, and upgrading schema-1 ledgers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger_facts import CONTINUITY, OK, REVIEW
+from stoprule.ledger import Ledger, LedgerError, Recorder, keys, verify
+from stoprule.ledger.store import sqlite_error
+
+
+def mode(p: Path | str) -> int:
+    return stat.S_IMODE(os.stat(p).st_mode)
+
+
+def no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------- 2. file modes
+
+
+def test_ledger_and_its_side_files_are_owner_only_under_umask_022(tmp_path: Path, evaluator) -> None:
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "ledger.db"
+        with Ledger.open(str(path)) as led:
+            Recorder(led, evaluator).record("r", CONTINUITY)
+            side = [Path(f"{path}{s}") for s in ("-wal", "-shm")]
+            assert all(p.exists() for p in side)  # while open, WAL mode keeps both
+            assert {p.name: mode(p) for p in (path, *side, Path(led.keys_path))} == {
+                "ledger.db": 0o600, "ledger.db-wal": 0o600, "ledger.db-shm": 0o600, "ledger.db.keys": 0o600,
+            }  # fmt: skip
+    finally:
+        os.umask(old)
+
+
+def test_cli_creates_the_default_ledger_owner_only_under_umask_022(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("STOPRULE_POLICY", "STOPRULE_LEDGER")}
+    env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run([sys.executable, "-m", "stoprule", "eval", "--run", "r", "-"], input=json.dumps(OK),
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+                          preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    files = sorted((tmp_path / ".stoprule").iterdir())
+    assert files and {p.name: mode(p) for p in files} == {p.name: 0o600 for p in files}, [
+        (p.name, oct(mode(p))) for p in files
+    ]
+
+
+# ---------------------------------------------------------------------- 3. no ledger here
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("log", "status", "r"), ("log", "show", "r"), ("log", "runs"), ("log", "export"), ("log", "export", "--run", "r"),
+     ("log", "verify"), ("log", "verify", "r"), ("log", "upgrade"), ("keys", "rotate"), ("keys", "retire", "k1")],
+)  # fmt: skip
+@pytest.mark.parametrize("explicit", [False, True])
+def test_commands_that_read_a_ledger_say_no_ledger_here_and_create_nothing(
+    run_cli, tmp_path: Path, argv: tuple[str, ...], explicit: bool
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    extra = ("--ledger", "l.db") if explicit else ()
+    proc = run_cli(*argv, *extra, cwd=work, env={"STOPRULE_LEDGER": ""})
+    no_traceback(proc)
+    shown = "l.db" if explicit else os.path.join(".stoprule", "ledger.db")
+    assert proc.returncode == 2 and f"no ledger here: {shown} does not exist" in proc.stderr, proc.stderr
+    assert "cannot create" not in proc.stderr and proc.stdout == ""
+    assert list(work.iterdir()) == []  # no ledger, no .stoprule/, no key file
+
+
+def test_keys_list_without_a_ledger_creates_nothing(run_cli, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = run_cli("keys", "list", cwd=work, env={"STOPRULE_LEDGER": ""})
+    assert proc.returncode == 0 and "no keys yet" in proc.stdout and list(work.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- 4. line separators in NDJSON
+
+BREAKERS = "\u2028\u2029\u0085\x0b\x0c\x1c\x1d\x1e\r"
+
+
+def test_export_escapes_line_separators_and_round_trips_through_eval(run_cli, tmp_path: Path) -> None:
+    facts = [{**OK, "task_id": f"a{ch}b"} for ch in BREAKERS] + [{**REVIEW, "note": BREAKERS}]
+    db = str(tmp_path / "l.db")
+    rec = run_cli("eval", "--run", "r", "--ledger", db, "-", input="\n".join(json.dumps(f) for f in facts) + "\n")
+    no_traceback(rec)
+    assert rec.returncode == 1 and len(rec.stdout.splitlines()) == len(facts)
+
+    only = run_cli("log", "export", "--facts-only", "--ledger", db)
+    assert only.returncode == 0
+    assert len(only.stdout.splitlines()) == len(only.stdout.split("\n")) - 1 == len(facts)  # every splitter agrees
+    assert [json.loads(ln) for ln in only.stdout.splitlines()] == facts
+    again = run_cli("eval", "-", input=only.stdout)  # `log export --facts-only | eval -`
+    no_traceback(again)
+    assert len(again.stdout.splitlines()) == len(facts)
+    assert [json.loads(ln)["verdict"] for ln in again.stdout.splitlines()] == ["pass"] * len(BREAKERS) + ["user_review"]
+
+    full = run_cli("log", "export", "--ledger", db)
+    assert len(full.stdout.splitlines()) == len(facts)
+    assert [json.loads(ln)["fact"] for ln in full.stdout.splitlines()] == facts
+    for fmt_args in (("show", "r", "--format", "json"), ("status", "r", "--format", "json"),
+                     ("runs", "--format", "json"), ("verify", "--format", "json")):  # fmt: skip
+        out = run_cli("log", *fmt_args, "--ledger", db).stdout
+        assert len(out.splitlines()) == 1 and not any(ch in out for ch in "\u2028\u2029\u0085"), fmt_args
+
+
+# ---------------------------------------------------------------------- 5. lone surrogates in unknown fields
+
+
+def test_lone_surrogates_in_unknown_fields_are_recorded_and_exported_safely(run_cli, tmp_path: Path) -> None:
+    text = '{"status": "implemented", "note": "x\\udfffy", "\\ud800": "\\u0000"}'
+    db = str(tmp_path / "l.db")
+    proc = run_cli("eval", "--run", "r", "--ledger", db, "-", input=text)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["node"] == "n1"
+    want = json.loads(text)
+    full = run_cli("log", "export", "--ledger", db)
+    no_traceback(full)
+    assert full.returncode == 0 and json.loads(full.stdout)["fact"] == want
+    only = run_cli("log", "export", "--facts-only", "--ledger", db)
+    assert json.loads(only.stdout) == want and only.stdout.isascii()
+    assert run_cli("eval", "-", input=only.stdout).returncode == 0
+    assert run_cli("log", "verify", "--ledger", db).returncode == 0
+    for args in (("show", "r"), ("show", "r", "--format", "json"), ("show", "r", "--format", "mermaid"),
+                 ("status", "r"), ("runs",)):  # fmt: skip
+        shown = run_cli("log", *args, "--ledger", db)
+        no_traceback(shown)
+        assert shown.returncode == 0, args
+
+
+def test_a_lone_surrogate_fact_has_a_stable_digest_through_the_library(tmp_path: Path, evaluator) -> None:
+    fact = {"status": "implemented", "note": "\udfff", "\ud800": 1}
+    with Ledger.open(str(tmp_path / "l.db")) as led:
+        rec = Recorder(led, evaluator)
+        first = rec.record("r", fact)
+        second = rec.record("r", json.loads(json.dumps(fact, sort_keys=True)))
+        assert first.node.fact == second.node.fact
+        ((body,),) = led.connection.execute("SELECT body FROM facts").fetchall()
+        assert json.loads(body) == fact and "\\udfff" in body
+        assert verify(led).ok
+
+
+# ---------------------------------------------------------------------- error mapping
+
+
+def test_undecodable_text_is_corrupt_not_busy() -> None:
+    # the text of such an error quotes the stored value: "blocked" once made it look like "locked" (busy)
+    exc = sqlite3.OperationalError("Could not decode to UTF-8 column 'body' with text '{\"status\":\"blo\ufffdked\"}'")
+    assert sqlite_error("l.db", exc).code == "ledger.corrupt"
+    undecodable = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    assert sqlite_error("l.db", undecodable).code == "ledger.corrupt"
+
+
+def test_a_damaged_event_body_is_corrupt_for_readers(tmp_path: Path, evaluator, run_cli) -> None:
+    db = tmp_path / "l.db"
+    with Ledger.open(str(db)) as led:
+        Recorder(led, evaluator).record("r", OK)
+    c = sqlite3.connect(db)
+    c.execute("DROP TRIGGER events_no_update")
+    c.execute("UPDATE events SET body = '{not json'")
+    c.commit()
+    c.close()
+    for args in (("show", "r"), ("export",), ("verify",)):
+        proc = run_cli("log", *args, "--ledger", str(db))
+        no_traceback(proc)
+        assert proc.returncode in (1, 2), args
+        assert "ledger.corrupt" in proc.stderr or "BROKEN" in proc.stdout
+
+
+# ---------------------------------------------------------------------- the signed head and the keys
+
+
+def test_rotation_signs_the_head_again_and_the_old_key_can_be_retired(tmp_path: Path, evaluator) -> None:
+    with Ledger.open(str(tmp_path / "l.db")) as led:
+        rec = Recorder(led, evaluator)
+        rec.record("r", OK)
+        assert led.head().key == "k1"
+        keys.rotate(led)
+        assert led.head().key == "k2"
+        keys.retire(led, "k1")
+        assert verify(led).ok
+        rec.record("r", OK)  # still appendable
+        assert led.head().key == "k2" and led.head().events == 2
+
+
+def test_retiring_the_key_a_killed_rotation_left_on_the_head(tmp_path: Path, evaluator) -> None:
+    """A rotation killed after writing the key file but before its commit: the head is still
+    signed with k1, k2 is active. Retiring k1 signs the head with k2 first."""
+    with Ledger.open(str(tmp_path / "l.db")) as led:
+        Recorder(led, evaluator).record("r", OK)
+        ring = keys.ensure(led.keys_path)
+        k2 = keys._new_key(ring)
+        keys._write(keys.KeyRing(ring.path, k2.id, {**ring.keys, k2.id: k2}), exclusive=False)
+        assert led.head().key == "k1"
+        keys.retire(led, "k1")
+        assert led.head().key == "k2" and verify(led).ok
+
+
+def test_a_lost_key_file_stops_appends_but_not_reads(tmp_path: Path, evaluator) -> None:
+    path = tmp_path / "l.db"
+    with Ledger.open(str(path)) as led:
+        Recorder(led, evaluator).record("r", OK)
+    os.unlink(str(path) + ".keys")
+    with Ledger.open(str(path)) as led:
+        with pytest.raises(LedgerError, match="does not hold") as exc:
+            Recorder(led, evaluator).record("r", OK)
+        assert exc.value.code == "ledger.corrupt"
+        assert led.status("r").decisions == 1
+    assert not os.path.exists(str(path) + ".keys") or keys.load(str(path) + ".keys").active is not None
+
+
+# ---------------------------------------------------------------------- upgrading schema-1 ledgers
+
+
+def make_v1(path: Path, evaluator, facts: list) -> None:
+    """A ledger as stoprule wrote it before the ledger head: the same tables, no head, user_version 1."""
+    with Ledger.open(str(path)) as led:
+        rec = Recorder(led, evaluator)
+        for f in facts:
+            rec.record("r", f)
+        led.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c = sqlite3.connect(path)
+    for name in ("head_insert", "head_forward", "head_no_delete", "events_after_head"):
+        c.execute(f"DROP TRIGGER {name}")
+    c.execute("DROP TABLE head")
+    c.execute("PRAGMA user_version = 1")
+    c.commit()
+    c.close()
+    os.unlink(str(path) + ".keys")  # made by a ledger with no retryable block: no key file yet
+
+
+def test_a_schema_1_ledger_reads_as_it_is_and_verify_asks_for_the_upgrade(tmp_path: Path, evaluator, run_cli) -> None:
+    db = tmp_path / "v1.db"
+    make_v1(db, evaluator, [OK, REVIEW])
+    before = sha(db)
+    status = run_cli("log", "status", "r", "--format", "json", "--ledger", str(db))
+    assert status.returncode == 0 and json.loads(status.stdout)["decisions"] == 2
+    proc = run_cli("log", "verify", "--ledger", str(db))
+    assert proc.returncode == 1 and "BROKEN: ledger: this is a schema-1 ledger" in proc.stdout
+    assert "stoprule log upgrade" in proc.stdout
+    assert sha(db) == before  # reading changed nothing
+    up = run_cli("log", "upgrade", "--ledger", str(db))
+    assert up.returncode == 0 and "upgraded from ledger schema 1 to 2" in up.stdout, up.stderr
+    assert run_cli("log", "verify", "--ledger", str(db)).returncode == 0
+    assert "already at ledger schema 2" in run_cli("log", "upgrade", "--ledger", str(db)).stdout
+    with Ledger.open(str(db), readonly=True) as led:
+        assert led.head().events == 2 and led.head().key == "k1"
+
+
+def test_recording_into_a_schema_1_ledger_upgrades_it(tmp_path: Path, evaluator, run_cli) -> None:
+    db = tmp_path / "v1.db"
+    make_v1(db, evaluator, [OK, CONTINUITY, OK])
+    proc = run_cli("eval", "--run", "r", "--ledger", str(db), "-", input=json.dumps(OK))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["node"] == "n4", proc.stderr
+    assert run_cli("log", "verify", "--ledger", str(db)).returncode == 0
+
+
+def test_a_damaged_schema_1_ledger_is_not_upgraded(tmp_path: Path, evaluator, run_cli) -> None:
+    db = tmp_path / "v1.db"
+    make_v1(db, evaluator, [OK, OK])
+    c = sqlite3.connect(db)
+    c.execute("DROP TRIGGER runs_forward")
+    c.execute("UPDATE runs SET verdict = 'user_review'")
+    c.commit()
+    c.close()
+    before = sha(db)
+    proc = run_cli("log", "upgrade", "--ledger", str(db))
+    no_traceback(proc)
+    assert proc.returncode == 2 and "ledger.corrupt" in proc.stderr and "cannot upgrade" in proc.stderr
+    assert "status row does not match" in proc.stderr
+    assert sha(db) == before and not os.path.exists(str(db) + ".keys")
