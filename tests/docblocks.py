@@ -95,7 +95,7 @@ def transcript(block: Block) -> list[Step]:
             cmd = line[2:]
             while cmd.endswith("\\") and i + 1 < len(lines):
                 i += 1
-                cmd = cmd[:-1] + "\n" + lines[i]
+                cmd += "\n" + lines[i]  # the shell joins the lines (backslash-newline)
             steps.append(Step(block.line + 1 + start, cmd))
         elif steps:
             steps[-1].expected.append(line)

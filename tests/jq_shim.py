@@ -1,9 +1,10 @@
 """A stand-in for ``jq`` on machines without it, for ``tests/test_docs.py`` only.
 
-It implements exactly the filters README.md and docs/ use (``FILTERS`` below, plus ``.`` and
-``.field``), with jq's flags ``-r`` and ``-c``; any other filter exits 3 naming it, so a new
-filter in the docs fails loudly instead of silently. ``test_docs.py`` checks that every jq
-filter in the docs is known here, and where jq exists, that the shim prints what jq prints.
+It implements exactly the filters README.md and docs/ use (``FILTERS`` below, plus ``.``,
+``.field`` and ``.field // empty``), with jq's flags ``-r`` and ``-c``; any other filter exits 3
+naming it, so a new filter in the docs fails loudly instead of silently. ``test_docs.py`` checks
+that every jq filter in the docs is known here, and where jq exists, that the shim prints what
+jq prints.
 
 Usage: ``jq_shim.py [-r] [-c] FILTER [FILE]``.
 """
@@ -54,6 +55,10 @@ def compile_filter(text: str) -> Callable[[Any], list[Any]] | None:
     if m:
         key = m[1]
         return lambda v: [_get(v, key)]
+    m = re.fullmatch(r"\.([A-Za-z_][A-Za-z0-9_]*) // empty", text)
+    if m:  # the field, or nothing when it is null, false or missing
+        key = m[1]
+        return lambda v: [] if _alt(_get(v, key), None) is None else [_get(v, key)]
     return None
 
 

@@ -48,8 +48,21 @@ BUNDLED = REPO / "policies"
 _FACT = (REPO / "examples" / "task-boundary-stop.json").read_text()
 _FIXED = json.dumps({**json.loads(_FACT), "replyClosureState": "waiting_user"}) + "\n"
 
-#: doc -> {path: content}: files a doc uses without showing them.
-FIXTURES: dict[str, dict[str, str]] = {
+# Transcripts for agents.md's replay examples: the hook tests' synthetic ones, in the harnesses'
+# formats (each but the task-list one ends with a line of an unknown type and a truncated line).
+_HOOKS = REPO / "tests" / "fixtures" / "hooks"
+_CLAUDE_SESSION = "~/.claude/projects/-home-me-proj/cc-session-1.jsonl"
+
+
+def _payload(work: Path) -> str:
+    """agents.md's ``payload.json``: Claude Code's stop payload for a session in the sandbox."""
+    payload = json.loads((_HOOKS / "claude-code" / "stop.json").read_text())
+    return json.dumps({**payload, "cwd": str(work), "transcript_path": _CLAUDE_SESSION}, indent=2) + "\n"
+
+
+#: doc -> {path: content, or content made from the work directory}: files a doc uses without
+#: showing them. A path starting with ``~/`` is in the sandbox's HOME.
+FIXTURES: dict[str, dict[str, str | Callable[[Path], str]]] = {
     "README.md": {
         "fact.json": _FACT,
         "fixed.json": _FIXED,
@@ -62,6 +75,16 @@ FIXTURES: dict[str, dict[str, str]] = {
         "broken.json": '{\n  "status": "partial",\n  "task_id": "885",\n}\n',
     },
     "ledger.md": {"fact.json": _FACT, "fixed.json": _FIXED},
+    "agents.md": {
+        # "stoprule hook claude-code --explain-facts < payload.json"
+        "payload.json": _payload,
+        # "stoprule replay ~/.claude/projects/-home-me-proj/*.jsonl": two Claude Code sessions
+        _CLAUDE_SESSION: (_HOOKS / "claude-code" / "transcript.jsonl").read_text(),
+        _CLAUDE_SESSION.replace("-1.", "-2."): (_HOOKS / "claude-code" / "transcript_tasks.jsonl").read_text(),
+        # "stoprule replay rollout.jsonl": a Codex rollout; "session.jsonl": a Gemini CLI chat
+        "rollout.jsonl": (_HOOKS / "codex" / "transcript.jsonl").read_text(),
+        "session.jsonl": (_HOOKS / "gemini" / "transcript.jsonl").read_text(),
+    },
     "testing.md": {
         "cases/regressions.yaml": "cases:\n- name: done\n  fact: {status: implemented}\n  expect: {verdict: pass}\n",
         "more/partial.yaml": "cases:\n- name: partial\n  fact: {status: partial}\n  expect: {verdict: auto_continue}\n",
@@ -187,8 +210,9 @@ def _doc_blocks(doc: Path) -> list[Block]:
 def _setup(doc: Path, root: Path, *, wrap: bool = False) -> tuple[Path, dict[str, str]]:
     work, env = make_sandbox(root, wrap_stoprule=wrap)
     for rel, content in FIXTURES.get(doc.name, {}).items():
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (work / rel).write_text(content)
+        path = Path(env["HOME"], rel[2:]) if rel.startswith("~/") else work / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else content(work))
     for rel, edit in PACKS.get(doc.name, {}).items():
         shutil.copytree(BUNDLED, work / rel)
         edit(work / rel)
@@ -286,7 +310,7 @@ def _bash_lines(block: Block) -> list[str]:
             continue
         pending += line
         if pending.endswith("\\"):
-            pending = pending[:-1] + "\n"
+            pending += "\n"  # the shell joins the lines (backslash-newline)
             continue
         out.append(pending)
         pending = ""
