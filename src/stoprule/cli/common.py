@@ -63,7 +63,9 @@ def add_policy_flags(
 def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--ledger PATH``, shared by ``eval --run``, ``log`` and ``keys``."""
     sp.add_argument(
-        "--ledger", metavar="PATH", help="ledger file (default: $STOPRULE_LEDGER, then ./.stoprule/ledger.db)"
+        "--ledger",
+        metavar="PATH",
+        help="ledger file (default: $STOPRULE_LEDGER, then ledger.db in the nearest .stoprule/ upward)",
     )
 
 
