@@ -143,7 +143,10 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved: machine noise hits every side alike
         for label, fn in runs.items():
             times[label].append(timed(fn))
-    med = {k: (statistics.median(w for w, _ in v) / n * 1e6, statistics.median(c for _, c in v) / n * 1e6) for k, v in times.items()}
+    med = {
+        k: (statistics.median(w for w, _ in v) / n * 1e6, statistics.median(c for _, c in v) / n * 1e6)
+        for k, v in times.items()
+    }
     print(f"\n== per fact, median of {args.repeats} interleaved rounds (CPU time is the figure to quote)")
     for label, (w, c) in med.items():
         print(f"  {label:<42} cpu {c:7.2f} us ({1e6 / c:>9,.0f}/s)   wall {w:7.2f} us")

@@ -165,12 +165,19 @@ class Engine:
     """Matches projected facts against compiled rulesets; safe to share across threads.
 
     ``keys``: the projected keys each ruleset reads, when the projection is too wide to be
-    sent whole (the engine takes at most 252 properties per fact).
+    sent whole (the engine takes at most 252 properties per fact, ``id`` and ``sid`` included).
+    ``always``: names of rules whose condition is constant true (not sent to the engine).
     """
 
-    def __init__(self, rulesets: Sequence[dict[str, Any]], keys: Sequence[Sequence[str]] | None = None) -> None:
+    def __init__(
+        self,
+        rulesets: Sequence[dict[str, Any]],
+        keys: Sequence[Sequence[str]] | None = None,
+        always: Sequence[str] = (),
+    ) -> None:
         self._defs = [encode(rs) for rs in rulesets]
         self._keys = None if keys is None else [tuple(k) for k in keys]
+        self._always = frozenset(always)
         self._local = threading.local()
 
     def _handles(self) -> _Handles:
@@ -183,23 +190,44 @@ class Engine:
         """A match function bound to this thread's handles (fetch once, call per fact)."""
         fn = getattr(self._local, "match", None)
         if fn is None:
-            fn = self._local.match = _make_matcher(self._handles(), self._keys)
+            fn = self._local.match = _make_matcher(self._handles(), self._keys, self._always)
         return fn
+
+    def text_matcher(self) -> Callable[[str], set[str]]:
+        """Like :meth:`matcher`, for a projection already JSON-encoded as :func:`encode` writes
+        it, without its opening brace. Only when every ruleset takes the whole projection
+        (no ``keys``)."""
+        if self._keys is not None:
+            raise ValueError("rulesets read key subsets: match the projected dict")
+        fn = getattr(self._local, "match_text", None)
+        if fn is None:
+            fn = self._local.match_text = _make_matcher(self._handles(), None, self._always, text=True)
+        return fn  # type: ignore[return-value]
 
     def match(self, projected: dict[str, Any]) -> set[str]:
         """Names of every engine rule whose condition holds for ``projected``."""
         return self.matcher()(projected)
 
 
-def _make_matcher(holder: _Handles, keys: list[tuple[str, ...]] | None) -> Callable[[dict[str, Any]], set[str]]:
-    """Assert the fact, drain the action queue for the matched rule names, retract it."""
+def _make_matcher(
+    holder: _Handles, keys: list[tuple[str, ...]] | None, always: frozenset[str], text: bool = False
+) -> Callable[[dict[str, Any]], set[str]]:
+    """Assert the fact, drain the action queue for the matched rule names, retract it.
+
+    Each fact goes in under a fresh ``id`` and is retracted by ``{"id": n}``: the engine
+    then neither hashes the content to name the fact nor parses it again to retract it.
+    ``always``: rules whose condition is constant true, kept out of the engine. ``text``: the
+    function takes the projection already encoded, without its opening brace (see
+    :meth:`Engine.text_matcher`).
+    """
     assert_fact = _dre.assert_fact
     start = _dre.start_action_for_state
     complete_and_next = _dre.complete_and_start_action
     retract = _dre.retract_fact
     handles = holder.handles
+    ids = itertools.count()
 
-    def run(h: int, text: str, names: set[str]) -> None:
+    def run(h: int, text: str, n: int, names: set[str]) -> None:
         result = assert_fact(h, text)
         if result[0]:  # 1: matched no rule, and the fact was not stored
             return
@@ -212,24 +240,53 @@ def _make_matcher(holder: _Handles, keys: list[tuple[str, ...]] | None) -> Calla
                 while msg := complete_and_next(h, state):
                     names.add(msg[2 : msg.index('"', 2)])
         finally:
-            retract(h, text)
+            retract(h, f'{{"id":{n}}}')
 
-    if keys is None:
+    if not handles:
+
+        def match(projected: Any, _holder: _Handles = holder) -> set[str]:
+            return set(always)
+
+    elif keys is None and text:
+        if len(handles) == 1:
+            (h0,) = handles
+
+            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
+                n = next(ids)
+                names = set(always)
+                run(h0, f'{{"id":{n},' + body, n, names)
+                return names
+
+        else:
+
+            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
+                n = next(ids)
+                text = f'{{"id":{n},' + body
+                names = set(always)
+                for h in handles:
+                    run(h, text, n, names)
+                return names
+
+        return match_text  # type: ignore[return-value]
+
+    elif keys is None:
 
         def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            text = encode(projected)
-            names: set[str] = set()
+            n = next(ids)
+            text = f'{{"id":{n},' + encode(projected)[1:]
+            names = set(always)
             for h in handles:
-                run(h, text, names)
+                run(h, text, n, names)
             return names
 
     else:
         pairs = list(zip(handles, keys, strict=True))
 
         def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            names: set[str] = set()
+            n = next(ids)
+            names = set(always)
             for h, ks in pairs:
-                run(h, encode({k: projected[k] for k in ks if k in projected}), names)
+                run(h, f'{{"id":{n},' + encode({k: projected[k] for k in ks if k in projected})[1:], n, names)
             return names
 
     return match

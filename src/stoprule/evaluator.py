@@ -148,7 +148,7 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.rulesets, compiled.ruleset_keys)
+        self._engine = Engine(compiled.rulesets, compiled.ruleset_keys, compiled.always)
         self._project = _projector(compiled.slots, compiled.lists)
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "select_pack"]
 
-CACHE_FORMAT = "6"
+CACHE_FORMAT = "7"
 _COMPILER_MODULES = (
     "compiler.py", "conditions.py", "operators.py", "simplify.py", "factschema.py", "spec.py",
     "templates.py", "compiled.py", "checked.py", "lowering.py", "source.py", "limits.py", "patterns.py",

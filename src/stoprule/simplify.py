@@ -122,9 +122,17 @@ def _single_key(c: Json) -> str | None:
         keys = {_single_key(x) for x in c["$or"]}
         return keys.pop() if len(keys) == 1 and None not in keys else None
     ((k, v),) = c.items()
-    if k.startswith("$") and isinstance(v, dict) and len(v) == 1:
+    if _is_field(k):  # an equality test: ``{"$i.g0": "x"}``
+        return k
+    if isinstance(v, dict) and len(v) == 1:  # an operator on one key: ``{"$neq": {"$i.g0": "x"}}``
         return next(iter(v))
-    return None if k.startswith("$") else k
+    return None
+
+
+def _is_field(k: str) -> bool:
+    """Whether ``k`` names a fact key (a list item ``$i`` and its fields ``$i.<slot>`` are
+    keys, not operators)."""
+    return not k.startswith("$") or k == "$i" or k.startswith("$i.")
 
 
 def _dnf(c: Json) -> list[list[Json]]:
