@@ -242,9 +242,9 @@ def _make_matcher(
         finally:
             retract(h, f'{{"id":{n}}}')
 
-    if not handles:
+    if not handles:  # every rule is constant true (or there is none)
 
-        def match(projected: Any, _holder: _Handles = holder) -> set[str]:
+        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
             return set(always)
 
     elif keys is None and text:

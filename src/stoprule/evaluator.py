@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable
 
 from . import patterns
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
-from .engine import Engine
-from .factschema import MISSING, strict_error
+from .engine import Engine, _float, _string, encode
+from .factschema import MISSING, FactField, strict_error
 from .records import Record, record
 from .templates import render
 
@@ -142,6 +143,102 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
     return namespace["project"]
 
 
+def _field_type(scope: FactField | None, path: tuple[str, ...]) -> str | None:
+    """The schema type at ``path`` below ``scope`` (None when unknown)."""
+    for step in path:
+        if scope is None or scope.type != "object":
+            return None
+        scope = scope.fields.get(step)
+    return None if scope is None else scope.type
+
+
+def _json_value(s: Slot, scope: FactField | None) -> str:
+    """An expression encoding the value ``v`` of slot ``s`` as the engine reads it: what
+    :func:`stoprule.engine.encode` writes for it inside the projected dict, character for character."""
+    if s.marker:
+        return "'true' if v is not None else 'null'"
+    t = _field_type(scope, s.path)
+    if t == "bool":
+        return "'true' if v is True else 'false' if v is False else E(v)"
+    if t in ("string", "enum"):
+        return "S(v) if type(v) is str else E(v)"
+    if t == "int":
+        return "str(v) if type(v) is int else E(v)"
+    if t == "number":
+        return "str(v) if type(v) is int else F(v) if type(v) is float else E(v)"
+    return "E(v)"
+
+
+def _json_projector(
+    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField
+) -> tuple[str, Callable[[dict], str]]:
+    """Straight-line code that projects a validated fact and JSON-encodes it in one pass.
+
+    Returns the source and the function; the function returns the encoded projection without
+    its opening brace (the engine matcher puts ``{"id":N,`` in front). The text equals
+    ``encode(project(fact))[1:]`` for the dict projector of the same slots.
+    """
+    tests: dict[str, Any] = {}
+    lines = ["def project_json(fact):", "    p = ['\"_\":1']"]
+
+    def emit_slot(s: Slot, var: str, scope: FactField | None, target: str, indent: str) -> None:
+        key = json.dumps(s.key)
+        if s.test is not None:  # a pattern slot is left out for a value that is not a string
+            name = f"T{len(tests)}"
+            fn, arg = s.test
+            tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
+            emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
+        else:
+            emit = f"{target}.append(',{key}:' + ({_json_value(s, scope)}))"
+        _reader(lines, var, s.path, False, emit, indent)
+
+    for s in slots:
+        emit_slot(s, "fact", root, "p", "    ")
+    for n, ls in enumerate(lists):
+        list_field = _field_of(root, ls.path)
+        item_scope = list_field.items if list_field is not None else None
+        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        lines.append(f"    seq{n} = fact")
+        for step in ls.path:
+            lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
+        lines.append(f"    if type(seq{n}) is list:")
+        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))")
+        if not ls.items:
+            pass  # only the length is read
+        elif ls.scalar:
+            lines.append(f"        p.append(',{key}:' + E(seq{n}))")
+        elif not ls.item_slots:
+            lines.append(f"        p.append(',{key}:[' + ','.join(['{{}}'] * len(seq{n})) + ']')")
+        else:
+            lines.append("        rows = []")
+            lines.append(f"        for item in seq{n}:")
+            lines.append("            row = []")
+            rows_of_scalars = any(not s.path for s in ls.item_slots)
+            lines.append("            if True:" if rows_of_scalars else "            if type(item) is dict:")
+            for s in ls.item_slots:
+                emit_slot(s, "item", item_scope, "row", "                ")
+            lines.append("            rows.append('{' + ''.join(row)[1:] + '}')")
+            lines.append(f"        p.append(',{key}:[' + ','.join(rows) + ']')")
+        lines.append("    else:")
+        lines.append(f"        p.append(',{len_key}:0')")
+    lines.append("    p.append('}')")
+    lines.append("    return ''.join(p)")
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = {
+        "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
+    }  # fmt: skip
+    exec(source, namespace)  # noqa: S102 - code generated from slot names only
+    return source, namespace["project_json"]
+
+
+def _field_of(scope: FactField | None, path: tuple[str, ...]) -> FactField | None:
+    for step in path:
+        if scope is None or scope.type != "object":
+            return None
+        scope = scope.fields.get(step)
+    return scope
+
+
 class Evaluator:
     """A compiled pack ready to evaluate facts (compile once, evaluate many)."""
 
@@ -150,6 +247,12 @@ class Evaluator:
         self.digest = compiled.digest
         self._engine = Engine(compiled.rulesets, compiled.ruleset_keys, compiled.always)
         self._project = _projector(compiled.slots, compiled.lists)
+        # projection fused with JSON encoding, when every ruleset takes the whole projection
+        self._project_json = (
+            _json_projector(compiled.slots, compiled.lists, compiled.schema.root)[1]
+            if compiled.ruleset_keys is None
+            else None
+        )
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest
         self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
@@ -175,7 +278,22 @@ class Evaluator:
         warnings = schema.warnings(fact)
         if warnings and strict:
             raise strict_error(warnings)
-        return self._decide(data, self._engine.match(self._project(data)), tuple(warnings))
+        return self._decide(data, self._match_data(data), tuple(warnings))
+
+    def _match_data(self, data: dict[str, Any]) -> set[str]:
+        if self._project_json is not None:
+            return self._engine.text_matcher()(self._project_json(data))
+        return self._engine.match(self._project(data))
+
+    def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
+        """This thread's ``validated fact -> engine rule names``."""
+        pj = self._project_json
+        if pj is not None:
+            mt = self._engine.text_matcher()
+            return lambda data: mt(pj(data))
+        m = self._engine.matcher()
+        project = self._project
+        return lambda data: m(project(data))
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
@@ -186,15 +304,14 @@ class Evaluator:
         schema = self.compiled.schema
         validate = schema.validate
         warn = schema.warnings
-        match = self._engine.matcher()
-        project = self._project
+        match = self._data_matcher()
         for i, fact in enumerate(facts):
             try:
                 data = validate(fact)
                 warnings = warn(fact)
                 if warnings and strict:
                     raise strict_error(warnings)
-                out.append(self._decide(data, match(project(data)), tuple(warnings)))
+                out.append(self._decide(data, match(data), tuple(warnings)))
             except EvaluationError as exc:
                 if on_error == "raise":
                     raise
@@ -205,8 +322,7 @@ class Evaluator:
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
         data = self.compiled.schema.validate(fact)
-        names = self._engine.match(self._project(data))
-        return self._ranked(names)
+        return self._ranked(self._match_data(data))
 
     def _ranked(self, names: set[str]) -> list[RuleMeta]:
         rank = self._rank

@@ -328,6 +328,7 @@ class FactSchema:
         self.root = root
         self._check = _compile_object(root)
         self._unknown = _compile_unknown(root)
+        self._messages: dict[str, str] = {}  # unknown field path -> its warning message
 
     def warnings(self, fact: dict[str, Any]) -> list[dict[str, str]]:
         """What to warn about in a valid fact: fields the schema does not know (with a
@@ -337,10 +338,18 @@ class FactSchema:
         found: list[str] = []
         if self._unknown is not None:
             self._unknown(fact, "", found)
-        return [
-            {"code": "fact.unknown_field", "field": f, "message": "not a field of the schema" + _suggest(self.root, f)}
-            for f in found
-        ]
+        if not found:
+            return []
+        messages = self._messages
+        out = []
+        for f in found:
+            message = messages.get(f)
+            if message is None:  # difflib is slow, and the same unknown fields come back fact after fact
+                if len(messages) >= 4096:
+                    messages.clear()
+                message = messages[f] = "not a field of the schema" + _suggest(self.root, f)
+            out.append({"code": "fact.unknown_field", "field": f, "message": message})
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root}
