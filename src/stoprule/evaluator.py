@@ -273,9 +273,7 @@ class Evaluator:
         """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
         ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
         Unknown fields are otherwise listed in the verdict's ``warnings``."""
-        schema = self.compiled.schema
-        data = schema.validate(fact)
-        warnings = schema.warnings(fact)
+        data, warnings = self.compiled.schema.check(fact)
         if warnings and strict:
             raise strict_error(warnings)
         return self._decide(data, self._match_data(data), tuple(warnings))
@@ -301,14 +299,11 @@ class Evaluator:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
         yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
         out: list[Verdict | EvaluationError] = []
-        schema = self.compiled.schema
-        validate = schema.validate
-        warn = schema.warnings
+        check = self.compiled.schema.check
         match = self._data_matcher()
         for i, fact in enumerate(facts):
             try:
-                data = validate(fact)
-                warnings = warn(fact)
+                data, warnings = check(fact)
                 if warnings and strict:
                     raise strict_error(warnings)
                 out.append(self._decide(data, match(data), tuple(warnings)))
