@@ -124,3 +124,5 @@ class CompiledPolicy:
     # engine names of the rules and stops whose condition is constant true: not sent to
     # the engine (they would fire on every fact), added to every match by the evaluator
     always: tuple[str, ...] = ()
+    # each ruleset as the engine is given it (stoprule.engine.encode), kept with the pack
+    ruleset_json: tuple[str, ...] = ()

@@ -6,10 +6,8 @@ no ``run`` action: the matched rule names are read from the engine's action queu
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -26,8 +24,9 @@ if TYPE_CHECKING:
 _fast_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
 _string = json.encoder.encode_basestring
 # a float written with an exponent and no fraction ("1e-09", "1e+16"): the engine's number
-# parser takes an exponent only after a fraction and fails with error 204 on these
-_BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
+# parser takes an exponent only after a fraction and fails with error 204 on these.
+# Compiled on first use (a start with a cached pack may encode nothing).
+_BARE_EXPONENT: Any = None
 _names = itertools.count()
 _names_lock = threading.Lock()
 
@@ -80,7 +79,14 @@ def _slow(v: Any, out: list[str]) -> None:
 
 def encode(value: Any) -> str:
     """JSON the engine parses as meant (floats with a fraction before the exponent)."""
+    global _BARE_EXPONENT
     text = _fast_encode(value)
+    if "e-" not in text and "e+" not in text:  # Python writes every exponent with its sign
+        return text
+    if _BARE_EXPONENT is None:
+        import re
+
+        _BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
     if _BARE_EXPONENT.search(text) is None:
         return text
     out: list[str] = []
@@ -141,8 +147,10 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                 idle.append(handle)
                 total += 1
             else:
-                with contextlib.suppress(Exception):
+                try:  # noqa: SIM105 - importing contextlib costs the cold start 1-2 ms
                     _dre.delete_ruleset(handle)
+                except Exception:  # noqa: BLE001, S110 - the engine raises a bare error
+                    pass
         pairs.clear()
 
 
@@ -167,15 +175,16 @@ class Engine:
     ``keys``: the projected keys each ruleset reads, when the projection is too wide to be
     sent whole (the engine takes at most 252 properties per fact, ``id`` and ``sid`` included).
     ``always``: names of rules whose condition is constant true (not sent to the engine).
+    A ruleset may be given already encoded (a ``str``, as :func:`encode` writes it).
     """
 
     def __init__(
         self,
-        rulesets: Sequence[dict[str, Any]],
+        rulesets: Sequence[dict[str, Any] | str],
         keys: Sequence[Sequence[str]] | None = None,
         always: Sequence[str] = (),
     ) -> None:
-        self._defs = [encode(rs) for rs in rulesets]
+        self._defs = [rs if isinstance(rs, str) else encode(rs) for rs in rulesets]
         self._keys = None if keys is None else [tuple(k) for k in keys]
         self._always = frozenset(always)
         self._local = threading.local()

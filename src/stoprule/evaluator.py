@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from . import patterns
+from .codegen import define
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine, _float, _string, encode
@@ -104,7 +105,18 @@ def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
     return test(v, arg)
 
 
-def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable[[dict], dict]:
+def generated_sources(compiled: CompiledPolicy) -> list[str]:
+    """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
+    out = [_projector(compiled.slots, compiled.lists, source=True)]
+    if compiled.ruleset_keys is None:
+        out.append(_json_projector(compiled.slots, compiled.lists, compiled.schema.root)[0])
+    from .factschema import _fast_validator
+
+    out.append(_fast_validator(compiled.schema.root)[0])
+    return out
+
+
+def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], source: bool = False) -> Any:
     """Generate straight-line code that copies the fields the rules read under their slot keys.
 
     Generated once per pack (as namedtuple does); it runs for every fact evaluated.
@@ -139,8 +151,10 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
         lines.append(f"        out[{ls.len_key!r}] = 0")
     lines.append("    return out")
     namespace: dict[str, Any] = {"M": MISSING, **tests}
-    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from slot names only
-    return namespace["project"]
+    if source:
+        define("\n".join(lines), namespace, "project")
+        return "\n".join(lines)
+    return define("\n".join(lines), namespace, "project")
 
 
 def _field_type(scope: FactField | None, path: tuple[str, ...]) -> str | None:
@@ -227,8 +241,7 @@ def _json_projector(
     namespace: dict[str, Any] = {
         "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
     }  # fmt: skip
-    exec(source, namespace)  # noqa: S102 - code generated from slot names only
-    return source, namespace["project_json"]
+    return source, define(source, namespace, "project_json")
 
 
 def _field_of(scope: FactField | None, path: tuple[str, ...]) -> FactField | None:
@@ -245,7 +258,7 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.rulesets, compiled.ruleset_keys, compiled.always)
+        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.ruleset_keys, compiled.always)
         self._project = _projector(compiled.slots, compiled.lists)
         # projection fused with JSON encoding, when every ruleset takes the whole projection
         self._project_json = (

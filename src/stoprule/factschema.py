@@ -436,8 +436,9 @@ def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], An
     top = func(root)
     lines.append(f"def validate(fact, u):\n    return {top}(fact, u, '')")
     source = "\n".join(lines)
-    exec(source, ns)  # noqa: S102 - code generated from field names (repr) and constants only
-    return source, ns["validate"]
+    from .codegen import define
+
+    return source, define(source, ns, "validate")
 
 
 def _suggest(schema: FactField, path: str) -> str:
@@ -466,7 +467,12 @@ class FactSchema:
         self._check = _compile_object(root)
         self._unknown = _compile_unknown(root)
         self._messages: dict[str, str] = {}  # unknown field path -> its warning message
-        self._fast = _fast_validator(root)[1]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_fast":  # generated on first use: after a cached pack's code is loaded
+            self._fast = _fast_validator(self.root)[1]
+            return self._fast
+        raise AttributeError(name)
 
     def warnings(self, fact: dict[str, Any]) -> list[dict[str, str]]:
         """What to warn about in a valid fact: fields the schema does not know (with a

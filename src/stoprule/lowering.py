@@ -276,7 +276,7 @@ def _chunks(
 
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
     """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
-    from .engine import check_ruleset
+    from .engine import check_ruleset, encode
 
     alternatives = sum(dnf_size(body["all"][0]["m"]) for _, body in lowered.rules)
     if alternatives > MAX_PACK_ALTERNATIVES:
@@ -332,4 +332,5 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         declarations=dict(checked.declarations),
         ruleset_keys=ruleset_keys,
         always=always,
+        ruleset_json=tuple(encode(c) for c in chunks),
     )

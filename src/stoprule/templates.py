@@ -8,8 +8,6 @@ literal braces.
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["Template", "parse_template", "render"]
 
 TYPE_CHECKING = False
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
 
 Template = tuple[str | tuple[str, tuple[str, ...], str | None], ...]
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_TOKEN = r"\{\{|\}\}|\{([^{}]*)\}|[{}]"  # compiled when a pack is (not on a cached start)
 UNSET = "(unset)"
 
 
@@ -27,7 +25,9 @@ def parse_template(text: str) -> tuple[Template, list[str]]:
     parts: list[str | tuple[str, tuple[str, ...], str | None]] = []
     errors: list[str] = []
     pos = 0
-    for m in _TOKEN.finditer(text):
+    import re
+
+    for m in re.finditer(_TOKEN, text):
         parts.append(text[pos : m.start()])
         tok = m.group(0)
         if tok in ("{{", "}}"):
