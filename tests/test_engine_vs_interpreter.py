@@ -214,8 +214,6 @@ rules:
      message: m}
   - {id: not_every_in, priority: 1, when: {not: {every: errors, where: {type: {in: soft}}}}, verdict: pass,
      reason: e, message: m}
-  - {id: every_in_or_absent, priority: 1, when: {every: errors, where: {any: [{type: {in: soft}},
-     {type: {exists: false}}]}}, verdict: pass, reason: f, message: m}
   - {id: some_in_and_code, priority: 1, when: {some: errors, where: {all: [{type: {in: soft}}, {code: {in: [1, 2]}}]}},
      verdict: pass, reason: g, message: m}
   - {id: every_code_in, priority: 1, when: {every: errors, where: {code: {in: [1, 2, 3]}}}, verdict: pass, reason: h,
@@ -228,13 +226,26 @@ rules:
 
 def test_set_membership_under_quantifiers_agrees_with_reference(tmp_path: Path) -> None:
     """``some``/``every`` over ``in``/``not_in`` are one ``$iany``/``$iall`` of a same-key ``$or``:
-    the engine must agree with the interpreter on all of them (``every ... in SET`` included)."""
+    the engine must agree with the interpreter on all of them (``every ... in SET`` included).
+    The pack's rulesets are created many times over: no flaky engine error."""
     (tmp_path / "p.yaml").write_text(SET_PACK)
     ctx = compile_pack(tmp_path)
     ev = Evaluator(ctx.compiled)
-    for rs in ctx.compiled.rulesets:  # each quantifier over a set is one quantifier in the engine
-        assert '"$iany": {"l0": {"$or"' in __import__("json").dumps(rs["r0"]), rs["r0"]
-    assert ctx.compiled.always == ("r9",)
+    (rs,) = ctx.compiled.rulesets
+    # each quantifier over a set is one quantifier in the engine, its body ending with a plain
+    # test (durable_rules reads an uninitialised field of a body that ends with $or)
+    assert rs["r0"]["all"][0]["m"]["$and"][1] == {
+        "$iany": {
+            "l0": {
+                "$and": [
+                    {"$or": [{"$i.g0": "timeout"}, {"$i.g0": "transient"}, {"$i.g0": "partial"}]},
+                    {"$neq": {"$i.g0": None}},
+                ]
+            }
+        }
+    }
+    assert "$iall" in str(rs["r1"])
+    assert ctx.compiled.always == ("r8",)
     rng = random.Random(7)
     words = ["timeout", "transient", "partial", "fatal", "x", "y", None]
     seen: set[str] = set()
@@ -255,6 +266,10 @@ def test_set_membership_under_quantifiers_agrees_with_reference(tmp_path: Path) 
         assert engine == reference, raw
         seen |= engine
     assert seen == {r.id for r in ctx.checked.rules}
+    from stoprule.engine import check_ruleset
+
+    for _ in range(300):
+        assert check_ruleset(rs) is None
 
 
 def test_fused_projection_encodes_exactly_as_the_dict_projection(compiled_ctx) -> None:  # noqa: ANN001

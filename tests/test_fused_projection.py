@@ -65,3 +65,25 @@ def test_fused_projection_matches_the_dict_projection_and_the_reference(tmp_path
         assert engine == {r.id for r in ctx.checked.rules if evaluate(r.when, fact)}, raw
         seen |= engine
     assert len(seen) >= 8
+
+
+def test_compiled_templates_render_as_render_does() -> None:
+    import random
+
+    from stoprule import load_policy
+    from stoprule.templates import compile_template, render
+    from test_engine_vs_interpreter import random_fact
+
+    ev = load_policy(Path(__file__).resolve().parent.parent / "policies", cache=False)
+    sets = ev.compiled.sets
+    templates = [t for r in ev.compiled.rules for t in (r.message, r.review_reason) if t]
+    compiled = [(t, compile_template(t, sets)) for t in templates]
+    rng = random.Random(3)
+    for _ in range(300):
+        fact = ev.validate(random_fact(rng))
+        for t, fn in compiled:
+            assert fn(fact) == render(t, fact, sets)
+    extra = ("a {{", ("set", ("nope",), None), ("field", ("x", "y"), "fb"), ("field", ("l[]", "k"), None), "}")
+    for fact in ({}, {"x": {"y": ""}}, {"x": {"y": [1, {"a": True}]}, "l": [{"k": 1}, {"k": None}, 3]}):
+        assert compile_template(extra, sets)(fact) == render(extra, fact, sets)
+    assert compile_template((), sets)({}) == ""

@@ -13,7 +13,7 @@ from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine, _float, _string, encode
 from .factschema import MISSING, FactField, strict_error
 from .records import Record, record
-from .templates import render
+from .templates import compile_template
 
 __all__ = ["Evaluator", "Match", "Verdict"]
 
@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from .factschema import FactSchema
+
+    # winner, verdict kind, ranked matches, high-risk stop, message and review renderers
+    _Outcome = tuple[
+        RuleMeta, Any, tuple["Match", ...], str | None, Callable[[dict], str], Callable[[dict], str] | None
+    ]
 
 
 @record
@@ -272,7 +277,15 @@ class Evaluator:
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
-        self._outcomes: dict[frozenset[str], tuple[RuleMeta, Any, tuple[Match, ...], str | None]] = {}
+        self._outcomes: dict[frozenset[str], _Outcome] = {}
+        # message templates, compiled once: rendered only for the winning rule
+        self._messages = {
+            r.engine_name: (
+                compile_template(r.message, compiled.sets),
+                compile_template(r.review_reason, compiled.sets) if r.review_reason else None,
+            )
+            for r in compiled.rules
+        }
 
     @property
     def schema(self) -> FactSchema:
@@ -336,7 +349,7 @@ class Evaluator:
         rank = self._rank
         return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
-    def _outcome(self, names: set[str]) -> tuple[RuleMeta, Any, tuple[Match, ...], str | None]:
+    def _outcome(self, names: set[str]) -> _Outcome:
         """Winner, verdict kind, ranked matches and high-risk stop for a set of engine rule names."""
         key = frozenset(names)
         hit = self._outcomes.get(key)
@@ -348,19 +361,20 @@ class Evaluator:
             raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
         win = self._rules[order[0]]
-        hit = (win, self.compiled.verdicts[win.verdict], tuple(self._match[n] for n in order), high_risk)
+        message, review = self._messages[win.engine_name]
+        matched = tuple(self._match[n] for n in order)
+        hit = (win, self.compiled.verdicts[win.verdict], matched, high_risk, message, review)
         if len(self._outcomes) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
             self._outcomes.clear()
         self._outcomes[key] = hit
         return hit
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-        win, kind, matched, high_risk = self._outcome(names)
-        sets = self.compiled.sets
-        message = render(win.message, data, sets)
+        win, kind, matched, high_risk, render_message, render_review = self._outcome(names)
+        message = render_message(data)
         review = None
         if kind.requires_user_review:
-            review = render(win.review_reason, data, sets) if win.review_reason else message
+            review = render_review(data) if render_review is not None else message
         return Verdict(
             kind.ok,
             win.verdict,
