@@ -62,7 +62,9 @@ def _decode(raw: str, line: int) -> Any:
         raise FactError("fact.not_json", f"not a usable JSON value: {exc}", line=line) from None
     if not isinstance(value, dict):
         raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
-    if not check_depth(value):
+    # a value nested deeper than MAX_DEPTH has more than MAX_DEPTH brackets around it: with no
+    # more than that in the whole text (counting any inside strings too) the walk is not needed
+    if raw.count("{") + raw.count("[") > MAX_DEPTH and not check_depth(value):
         raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line)
     return value
 
