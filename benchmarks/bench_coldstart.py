@@ -1,6 +1,7 @@
 """Cold start: ``stoprule eval`` of one fact as a fresh process, beside ``python -c pass``.
 
     python benchmarks/bench_coldstart.py [--runs 21] [--importtime-runs 5]
+                                         [--cmd 'LABEL=COMMAND LINE' ...] [--only-cmd]
 
 Runs, round-robin (so machine noise spreads evenly), after one warm-up run each
 (the warm-up fills the compiled-pack cache, in a private temp dir):
@@ -10,14 +11,26 @@ Runs, round-robin (so machine noise spreads evenly), after one warm-up run each
     module    <venv>/bin/python -m stoprule eval FACT.json
 
 Reports the median wall time and the median CPU time (user+sys of the child,
-from wait4) of each, and the difference to bare Python (target: <= 60 ms).
+from wait4) of each, and the difference to bare Python (target: <= 30 ms).
 
 Two environments are measured:
 
-    as-is     the environment as inherited (if PYTHONDONTWRITEBYTECODE=1 is set, the
-              editable install's src/ modules are compiled from source on every start)
     pyc       PYTHONDONTWRITEBYTECODE unset and PYTHONPYCACHEPREFIX=<tmp>: bytecode is
-              cached in a temp dir (nothing is written into the repo)
+              cached in a temp dir (nothing is written into the repo). This is what an
+              install gives (pip compiles bytecode; for an editable install see
+              benchmarks/README.md): the target is judged here.
+    as-is     the environment as inherited, for information only: with
+              PYTHONDONTWRITEBYTECODE=1 and no bytecode in src/, every start compiles the
+              modules from source (a figure that follows the machine's load, not stoprule)
+
+The verdict is given on both the wall and the CPU difference: on a loaded machine
+wall time includes waiting for a core, CPU time does not.
+
+``--cmd 'LABEL=COMMAND LINE'`` (repeatable) times any other command line the same way
+(``{python}``, ``{stoprule}`` and ``{fact}`` are replaced by the venv's python, the console
+script and the fact file; ``< FILE`` at the end feeds FILE on stdin), e.g.
+``--cmd 'hook={stoprule} hook claude-code < {fact}'``; ``--only-cmd`` times only those
+(beside bare Python).
 
 Also: a few runs with STOPRULE_NO_CACHE=1 (a cache miss: YAML + pydantic + compile),
 and ``python -X importtime -m stoprule eval FACT.json``: the top 15 imports by
@@ -29,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -43,7 +57,7 @@ sys.path.insert(0, str(HERE))
 from _common import tree_state  # noqa: E402
 from facts import generate  # noqa: E402
 
-TARGET_MS = 60.0
+TARGET_MS = 30.0
 
 
 def venv_bin() -> Path:
@@ -55,11 +69,18 @@ def venv_bin() -> Path:
 
 
 def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
-    """(wall seconds, child CPU seconds) of one run; fails loudly on exit code 2+."""
+    """(wall seconds, child CPU seconds) of one run; fails loudly on exit code 2+.
+    A command ending in ``<``, ``FILE`` reads FILE on stdin."""
+    stdin_file = None
+    if len(cmd) > 2 and cmd[-2] == "<":
+        cmd, stdin_file = cmd[:-2], cmd[-1]
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    fin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL  # noqa: SIM115
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
+    if stdin_file:
+        fin.close()  # type: ignore[union-attr]
     p.returncode = os.waitstatus_to_exitcode(status)
     err = p.stderr.read() if p.stderr else b""
     if p.stderr:
@@ -96,10 +117,10 @@ def report(title: str, res: dict[str, tuple[list, list]], labels: dict[str, str]
     for k in res:
         if k == "bare":
             continue
-        d = med[k] - base
+        d, dc = med[k] - base, cpu[k] - base_cpu
         print(
-            f"  {labels[k]}: {d:+.1f} ms above bare python -> target <= {TARGET_MS:.0f} ms: "
-            f"{'MET' if d <= TARGET_MS else 'NOT MET'}"
+            f"  {labels[k]}: {d:+.1f} ms wall, {dc:+.1f} ms CPU above bare python -> target <= {TARGET_MS:.0f} ms:"
+            f" wall {'MET' if d <= TARGET_MS else 'NOT MET'}, CPU {'MET' if dc <= TARGET_MS else 'NOT MET'}"
         )
     return med
 
@@ -125,6 +146,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=21, help="timed runs per command (after one warm-up)")
     ap.add_argument("--importtime-runs", type=int, default=5)
     ap.add_argument("--nocache-runs", type=int, default=5)
+    ap.add_argument("--cmd", action="append", default=[], metavar="LABEL=COMMAND LINE", help="also time this")
+    ap.add_argument("--only-cmd", action="store_true", help="time only the --cmd command lines (and bare python)")
     args = ap.parse_args()
     if args.runs < 15:
         print("note: fewer than 15 runs requested")
@@ -154,6 +177,13 @@ def main() -> None:
             "script": "stoprule eval fact.json (console script)",
             "module": "python -m stoprule eval fact.json",
         }
+        if args.only_cmd:
+            cmds = {"bare": cmds["bare"]}
+        for spec in args.cmd:
+            label, _, line = spec.partition("=")
+            line = line.format(python=py, stoprule=script, fact=str(fact_path))
+            cmds[label] = shlex.split(line)
+            labels[label] = label + ": " + line.replace(str(fact_path), "fact.json").replace(str(vb) + "/", "")
         print(
             f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; venv {vb}"
         )
@@ -162,12 +192,17 @@ def main() -> None:
         print(f"fact: {json.dumps(fact, sort_keys=True)[:160]}...")
         print(f"{args.runs} timed runs per command after one warm-up, round-robin")
 
-        res_asis = measure(cmds, env_asis, cwd, args.runs)
-        report("as-is environment (compiled-pack cache warm)", res_asis, labels)
         res_pyc = measure(cmds, env_pyc, cwd, args.runs)
         report(
-            "pyc environment: bytecode cached in a temp PYTHONPYCACHEPREFIX (compiled-pack cache warm)", res_pyc, labels
+            "TARGET: pyc environment, bytecode cached in a temp PYTHONPYCACHEPREFIX (compiled-pack cache warm)",
+            res_pyc,
+            labels,
         )
+        print(f"  load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
+        if args.only_cmd:
+            return
+        res_asis = measure(cmds, env_asis, cwd, args.runs)
+        report("for information: the as-is environment (compiled-pack cache warm)", res_asis, labels)
 
         env_nc = dict(env_asis, STOPRULE_NO_CACHE="1")
         nc = {"bare": cmds["bare"], "script": cmds["script"]}

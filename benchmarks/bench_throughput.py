@@ -9,13 +9,14 @@
 2. times ``evaluate_many`` and the baseline alternately, ``--repeats`` times each,
    and prints the median facts/s (wall clock and process CPU time: the machine is
    shared, CPU time is the steadier figure) and the ratio (target: >= 50,000 facts/s);
-3. times the evaluator's stages separately (validate, project, engine match,
-   pick the winner + render the message + build the Verdict), and the bare C
-   engine calls on pre-encoded JSON: the ceiling no Python-side change can pass;
-4. profiles one ``evaluate_many`` run with cProfile: top 15 by cumulative and by own time.
+3. times the evaluator's stages separately (validate, project + encode, engine match,
+   pick the winner + render the message + build the Verdict) and the rest (whole minus
+   stages, so the lines add up), and the C engine floor: the raw C calls with the best
+   call sequence on pre-encoded JSON (``bench_engine_floor.py`` has the full comparison);
+4. profiles one ``evaluate_many`` run with cProfile (CPU time): top 15 by cumulative and by own time.
 
-Uses the evaluator's private attributes (``_project``, ``_engine``, ``_decide``)
-for the stage breakdown only.
+Uses the evaluator's private attributes (``_project_json``, ``_project``, ``_engine``,
+``_decide``) for the stage breakdown only.
 """
 
 from __future__ import annotations
@@ -122,20 +123,23 @@ def check_agreement(ev, pairs) -> None:
 
 
 def engine_floor(ev, texts):
-    """The C calls of Engine.match and nothing else, on a fresh handle of the same ruleset(s)."""
+    """The C calls alone with the best call sequence we know (see bench_engine_floor.py): each
+    fact pre-encoded with a unique id, assert, drain the actions, retract by id; on a fresh
+    handle of the same ruleset(s). Not just the evaluator's own sequence: the floor."""
     import durable_rules_engine as dre
 
     defs = [json.dumps(rs) for rs in ev.compiled.rulesets]
-    handles = [dre.create_ruleset(f"bench-floor-{i}", d) for i, d in enumerate(defs)]
+    handles = [dre.create_ruleset(f"bench-floor-{os.getpid()}-{i}", d) for i, d in enumerate(defs)]
     assert_fact, start, nxt, retract = (
         dre.assert_fact,
         dre.start_action_for_state,
         dre.complete_and_start_action,
         dre.retract_fact,
     )
+    with_id = [(f'{{"id":{n},' + t[1:], f'{{"id":{n}}}') for n, t in enumerate(texts)]
 
     def run() -> None:
-        for t in texts:
+        for t, rt in with_id:
             for h in handles:
                 r = assert_fact(h, t)
                 if r[0] == 0:
@@ -143,22 +147,32 @@ def engine_floor(ev, texts):
                     a = start(h, s)
                     while a:
                         a = nxt(h, s)
-                retract(h, t)
+                    retract(h, rt)
 
     return run
 
 
 def stage_breakdown(ev, facts, repeats: int) -> None:
-    """Each stage of evaluate_many alone, stages interleaved within each repeat (CPU time)."""
-    validate = ev.compiled.schema.validate
+    """Each stage of evaluate_many alone, stages interleaved within each repeat (CPU time).
+
+    The stages are the evaluator's own steps on pre-computed inputs; what the whole run
+    costs beyond their sum (the loop, result list, GC, per-call glue) is printed as its own
+    line, so the lines add up to the whole."""
+    check = ev.compiled.schema.check
+    project_json = ev._project_json
     project = ev._project
-    match = ev._engine.match
+    match_text = ev._engine.text_matcher() if project_json is not None else None
+    match = ev._engine.matcher()
     decide_ = ev._decide
-    data = [validate(f) for f in facts]
-    proj = [project(d) for d in data]
-    names = [match(p) for p in proj]
+    data = [check(f)[0] for f in facts]
+    if project_json is not None:
+        texts = [project_json(d) for d in data]
+        names = [match_text(t) for t in texts]
+    else:
+        proj = [project(d) for d in data]
+        names = [match(p) for p in proj]
     n = len(facts)
-    encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+    from stoprule.engine import encode
 
     def each(fn, items):  # results dropped at once, as evaluate_many does (no GC build-up)
         def run() -> None:
@@ -171,14 +185,24 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
         for d, s in zip(data, names, strict=True):
             decide_(d, s)
 
-    stages = [
-        ("validate (FactSchema.validate)", each(validate, facts)),
-        ("project (Evaluator._project)", each(project, data)),
-        ("engine match (Engine.match)", each(match, proj)),
-        ("  of which: JSON-encode the projection", each(encode, proj)),
+    if project_json is not None:
+        stages = [
+            ("validate + unknown fields (FactSchema.check)", each(check, facts)),
+            ("project + JSON-encode (Evaluator._project_json)", each(project_json, data)),
+            ("engine match on the text (Engine.text_matcher)", each(match_text, texts)),
+        ]
+        floor_texts = ["{" + t for t in texts]
+    else:
+        stages = [
+            ("validate + unknown fields (FactSchema.check)", each(check, facts)),
+            ("project (Evaluator._project)", each(project, data)),
+            ("engine match incl. encoding (Engine.match)", each(match, proj)),
+        ]
+        floor_texts = [encode(p) for p in proj]
+    stages += [
         ("decide (Evaluator._decide: rank, render, Verdict)", decide_all),
-        ("C engine alone: assert, actions, retract (JSON given)", engine_floor(ev, [encode(p) for p in proj])),
-        ("whole evaluate_many, for comparison", lambda: ev.evaluate_many(facts)),
+        ("  C engine floor: best call sequence, JSON given", engine_floor(ev, floor_texts)),
+        ("whole evaluate_many", lambda: ev.evaluate_many(facts)),
     ]
     cpu: dict[str, list[float]] = {label: [] for label, _ in stages}
     for _ in range(repeats):
@@ -186,20 +210,22 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
             cpu[label].append(timed(fn)[1])
     print(f"\n== stage breakdown over {n} facts (CPU time, median of {repeats}, stages interleaved)")
     total = 0.0
-    for label, _ in stages:
+    for label, _ in stages[:-2]:
         us = statistics.median(cpu[label]) / n * 1e6
-        if not label.startswith(("  ", "whole", "C engine")):
-            total += us
+        total += us
         print(f"  {label:<52} {us:7.2f} us/fact")
-    print(f"  {'sum of the four stages':<52} {total:7.2f} us/fact  (= {1e6 / total:,.0f} facts/s)")
+    whole = statistics.median(cpu["whole evaluate_many"]) / n * 1e6
+    print(f"  {'rest: loop, result list, GC, per-call glue':<52} {whole - total:7.2f} us/fact  (whole - stages)")
+    print(f"  {'= whole evaluate_many':<52} {whole:7.2f} us/fact  (= {1e6 / whole:,.0f} facts/s)")
     floor = statistics.median(cpu[stages[-2][0]]) / n * 1e6
     print(
-        f"  the C engine alone caps throughput at ~{1e6 / floor:,.0f} facts/s on this machine (no Python work at all)"
+        f"  C engine floor (best call sequence, no Python work): {floor:.2f} us/fact (~{1e6 / floor:,.0f} facts/s);"
+        f" whole / floor = {whole / floor:.2f}x"
     )
 
 
 def profile(ev, facts) -> None:
-    pr = cProfile.Profile()
+    pr = cProfile.Profile(time.process_time)  # CPU time: another process's load does not count
     pr.enable()
     ev.evaluate_many(facts)
     pr.disable()

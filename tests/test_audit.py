@@ -525,3 +525,22 @@ def test_random_packs(tmp_path: Path) -> None:
             assert (w is None and gaps) or (w is not None and (w, labels[w][1]) in can_win), (seed, fact)
         checked += 1
     assert checked >= 30
+
+
+def test_cli_corpus_in_processes_gives_the_same_report(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
+    facts = [
+        {"status": ["implemented", "failed", "partial", "blocked"][i % 4], "turn": i % 7, "max_turns": 5,
+         "errors": [{"type": ["timeout", "strategy_failed", "odd"][i % 3]}] if i % 5 else []}
+        for i in range(3000)
+    ]  # fmt: skip
+    lines = [json.dumps(f) for f in facts]
+    lines[10], lines[2000] = "{oops", '{"turn": "x"}'
+    corpus = tmp_path / "facts.ndjson"
+    corpus.write_text("\n".join(lines) + "\n")
+    args = ("audit", "--policy", str(default_pack), "--corpus", str(corpus), "--format", "json")
+    one, two = run_cli(*args), run_cli(*args, "--jobs", "2")
+    assert one.returncode == two.returncode and one.stderr == two.stderr
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["corpus"]["facts"] == 3000 and len(a["corpus"]["invalid"]) == 2
+    assert a["corpus"] == b["corpus"]  # the rest of the report holds timings
+    assert a["findings"] == b["findings"]

@@ -457,3 +457,31 @@ def test_cold_eval_imports_nothing_heavy(tmp_path: Path, fmt: str) -> None:
     heavy = {"yaml", "pydantic", "typing", "dataclasses", "sqlite3", "pathlib", "stoprule.compiler"}
     assert not modules & heavy
     assert not {m for m in modules if m.startswith(("stoprule.analysis", "stoprule.ledger"))}
+
+
+def test_ndjson_in_chunks_and_in_processes_gives_the_same_output(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """``--jobs 2`` (and the chunked single-process path) print what one pass over the whole
+    input prints: same stdout and stderr lines, in order, and the same exit code."""
+    from stoprule.batch import split_ndjson
+    from stoprule.factio import ndjson_items, parse_facts
+
+    good = [
+        {"status": "implemented", "turn": i % 9, "max_turns": 8, "errors": [{"type": "timeout"}], "extra": i}
+        for i in range(2500)
+    ]
+    lines = [json.dumps(f) for f in good]
+    lines[3], lines[1200], lines[2400] = "not json", '{"turn": "x"}', ""
+    data = ("\n".join(lines) + "\n\n").encode() + b"\xff\n" + json.dumps({"status": "failed"}).encode()
+    whole = [(n, repr(x)) for n, x in parse_facts(data)]  # a FactError compares by identity
+    for parts in (2, 3, 8):
+        chunks = split_ndjson(data, parts)
+        assert chunks is not None
+        assert [(n, repr(x)) for first, c in chunks for n, x in ndjson_items(c, first)] == whole
+    assert split_ndjson(b'{\n"a": 1\n}\n' * 1000, 4) is None  # one pretty-printed document: not split
+    f = tmp_path / "facts.ndjson"
+    f.write_bytes(data)
+    one = run_cli("eval", str(f))
+    two = run_cli("eval", "--jobs", "2", str(f))
+    assert one.returncode == two.returncode == 2
+    assert one.stdout == two.stdout and one.stderr == two.stderr
+    assert len(one.stdout.splitlines()) == len([ln for ln in data.split(b"\n") if ln.strip()])

@@ -67,11 +67,11 @@ FIXTURES: dict[str, dict[str, str | Callable[[Path], str]]] = {
         "fact.json": _FACT,
         "fixed.json": _FIXED,
         "facts.ndjson": (REPO / "examples" / "facts.ndjson").read_text(),
+        "big.ndjson": (REPO / "examples" / "facts.ndjson").read_text() * 50,
     },
     "cli.md": {
         "done.json": '{"status": "implemented"}\n',
         "partial.json": '{"status": "partial", "task_id": "885"}\n',
-        # a document whose line 4 is not JSON: "Expecting property name ... at column 1"
         # a bare word where a value goes: the same JSON error message on every Python 3.10-3.13
         "broken.json": '{\n  "status": partial,\n  "task_id": "885"\n}\n',
     },

@@ -193,3 +193,100 @@ def test_glob_engine_agrees_with_reference(tmp_path: Path, name: str) -> None:
     engine = {r.id for r in ev.matched_rules(fact)}
     reference = {r.id for r in ctx.checked.rules if evaluate(r.when, fact)}
     assert engine == reference
+
+
+SET_PACK = """
+schema:
+  fields:
+    errors:
+      type: list
+      default: []
+      items:
+        type: object
+        fields:
+          type: {type: string, nullable: true}
+          code: {type: int, nullable: true}
+    tags: {type: list, default: [], items: {type: string}}
+sets:
+  soft: [timeout, transient, partial]
+verdicts:
+  pass: {ok: true, stop: allow}
+rules:
+  - {id: some_in, priority: 1, when: {some: errors, where: {type: {in: soft}}}, verdict: pass, reason: a, message: m}
+  - {id: every_in, priority: 1, when: {every: errors, where: {type: {in: soft}}}, verdict: pass, reason: b, message: m}
+  - {id: every_not_in, priority: 1, when: {every: errors, where: {type: {not_in: soft}}}, verdict: pass, reason: c,
+     message: m}
+  - {id: not_every_in, priority: 1, when: {not: {every: errors, where: {type: {in: soft}}}}, verdict: pass,
+     reason: e, message: m}
+  - {id: some_in_and_code, priority: 1, when: {some: errors, where: {all: [{type: {in: soft}}, {code: {in: [1, 2]}}]}},
+     verdict: pass, reason: g, message: m}
+  - {id: every_code_in, priority: 1, when: {every: errors, where: {code: {in: [1, 2, 3]}}}, verdict: pass, reason: h,
+     message: m}
+  - {id: tags_in, priority: 1, when: {"tags[]": {in: [timeout, x, y]}}, verdict: pass, reason: i, message: m}
+  - {id: no_tag_in, priority: 1, when: {not: {"tags[]": {in: [x, y]}}}, verdict: pass, reason: j, message: m}
+  - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: m}
+"""
+
+
+def test_set_membership_under_quantifiers_agrees_with_reference(tmp_path: Path) -> None:
+    """``some``/``every`` over ``in``/``not_in`` are one ``$iany``/``$iall`` of a same-key ``$or``:
+    the engine must agree with the interpreter on all of them (``every ... in SET`` included).
+    The pack's rulesets are created many times over: no flaky engine error."""
+    (tmp_path / "p.yaml").write_text(SET_PACK)
+    ctx = compile_pack(tmp_path)
+    ev = Evaluator(ctx.compiled)
+    (rs,) = ctx.compiled.rulesets
+    # each quantifier over a set is one quantifier in the engine, its body ending with a plain
+    # test (durable_rules reads an uninitialised field of a body that ends with $or)
+    assert rs["r0"]["all"][0]["m"]["$and"][1] == {
+        "$iany": {
+            "l0": {
+                "$and": [
+                    {"$or": [{"$i.g0": "timeout"}, {"$i.g0": "transient"}, {"$i.g0": "partial"}]},
+                    {"$neq": {"$i.g0": None}},
+                ]
+            }
+        }
+    }
+    assert "$iall" in str(rs["r1"])
+    assert ctx.compiled.always == ("r8",)
+    rng = random.Random(7)
+    words = ["timeout", "transient", "partial", "fatal", "x", "y", None]
+    seen: set[str] = set()
+    for _ in range(3000):
+        errors = []
+        for _ in range(rng.randrange(4)):
+            item: dict[str, Any] = {}
+            if rng.random() < 0.8:
+                item["type"] = rng.choice(words)
+            if rng.random() < 0.6:
+                item["code"] = rng.choice([1, 2, 3, 4, None])
+            errors.append(item)
+        tags = [rng.choice(["x", "y", "timeout", "q"]) for _ in range(rng.randrange(3))]
+        raw: dict[str, Any] = {"errors": errors, "tags": tags}
+        fact = ev.validate(raw)
+        engine = {r.id for r in ev.matched_rules(fact)}
+        reference = {r.id for r in ctx.checked.rules if evaluate(r.when, fact)}
+        assert engine == reference, raw
+        seen |= engine
+    assert seen == {r.id for r in ctx.checked.rules}
+    from stoprule.engine import check_ruleset
+
+    for _ in range(300):
+        assert check_ruleset(rs) is None
+
+
+def test_fused_projection_encodes_exactly_as_the_dict_projection(compiled_ctx) -> None:  # noqa: ANN001
+    """The projector that writes JSON directly must send the engine the very text the dict
+    projection would (the engine matches strings byte for byte)."""
+    from stoprule.engine import encode
+
+    ev = Evaluator(compiled_ctx.compiled)
+    assert ev._project_json is not None
+    rng = random.Random(5)
+    for _ in range(3000):
+        fact = ev.validate(random_fact(rng))
+        assert ev._project_json(fact) == encode(ev._project(fact))[1:], fact
+    for value in ("é\u2028\"\\", "1e-09", ""):  # non-ASCII, escapes, an exponent-looking string
+        fact = ev.validate({"nextTaskId": value, "planId": value, "turn": 2**40, "status": "blocked"})
+        assert ev._project_json(fact) == encode(ev._project(fact))[1:]

@@ -59,3 +59,20 @@ def test_strict_makes_an_unknown_field_an_error(evaluator: Evaluator) -> None:
     assert (info.value.code, info.value.field) == ("fact.unknown_field", "stauts")
     out = evaluator.evaluate_many([{"stauts": 1}, {"status": "partial"}], on_error="return", strict=True)
     assert isinstance(out[0], FactError) and not isinstance(out[1], FactError)
+
+
+def test_depth_limit_at_its_boundary_with_and_without_the_bracket_count_shortcut() -> None:
+    from stoprule.factio import parse_facts
+    from stoprule.factschema import MAX_DEPTH
+
+    def nested(k: int, extra: str = "") -> bytes:
+        return ('{"a": ' + "[" * k + "1" + "]" * k + extra + "}").encode()
+
+    ok = parse_facts(nested(MAX_DEPTH - 1))[0][1]  # exactly MAX_DEPTH brackets: not walked
+    assert isinstance(ok, dict)
+    deep = parse_facts(nested(MAX_DEPTH))[0][1]
+    assert getattr(deep, "code", None) == "fact.too_deep"
+    brackets_in_text = parse_facts(nested(3, ', "s": "' + "[{" * 40 + '"'))[0][1]  # walked, and fine
+    assert isinstance(brackets_in_text, dict)
+    deep_and_text = parse_facts(nested(MAX_DEPTH, ', "s": "[["'))[0][1]
+    assert getattr(deep_and_text, "code", None) == "fact.too_deep"

@@ -73,7 +73,27 @@ def object_of(f: FactField) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({}, optional=fields)
 
 
+def same_as_closures(schema: Any, fact: Any) -> None:
+    """The generated validator accepts only what the closures accept, with the same result
+    (keys, order, values) and the same unknown fields; what it refuses, they name."""
+    found: list[str] = []
+    try:
+        fast = schema._fast(fact, found)
+    except Exception:  # noqa: BLE001 - the closures decide
+        fast = None
+    try:
+        slow = schema._validate(fact)
+    except EvaluationError:
+        assert fast is None, fact
+        return
+    if fast is not None:
+        assert list(fast.items()) == list(slow.items()) and repr(fast) == repr(slow), fact
+        assert schema._unknown_warnings(found) == ([] if not fact else schema.warnings(fact)), fact
+    assert schema.check(fact) == (slow, schema.warnings(fact)), fact
+
+
 def check(fact: Any) -> None:
+    same_as_closures(EV.compiled.schema, fact)
     try:
         verdict = EV.evaluate(fact)
     except EvaluationError as exc:

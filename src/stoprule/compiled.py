@@ -121,3 +121,8 @@ class CompiledPolicy:
     # the projected keys each ruleset reads, when the whole projection is wider than the
     # engine takes in one fact (None: every ruleset gets the whole projection)
     ruleset_keys: tuple[tuple[str, ...], ...] | None = None
+    # engine names of the rules and stops whose condition is constant true: not sent to
+    # the engine (they would fire on every fact), added to every match by the evaluator
+    always: tuple[str, ...] = ()
+    # each ruleset as the engine is given it (stoprule.engine.encode), kept with the pack
+    ruleset_json: tuple[str, ...] = ()

@@ -6,10 +6,8 @@ no ``run`` action: the matched rule names are read from the engine's action queu
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -26,8 +24,9 @@ if TYPE_CHECKING:
 _fast_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
 _string = json.encoder.encode_basestring
 # a float written with an exponent and no fraction ("1e-09", "1e+16"): the engine's number
-# parser takes an exponent only after a fraction and fails with error 204 on these
-_BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
+# parser takes an exponent only after a fraction and fails with error 204 on these.
+# Compiled on first use (a start with a cached pack may encode nothing).
+_BARE_EXPONENT: Any = None
 _names = itertools.count()
 _names_lock = threading.Lock()
 
@@ -80,7 +79,14 @@ def _slow(v: Any, out: list[str]) -> None:
 
 def encode(value: Any) -> str:
     """JSON the engine parses as meant (floats with a fraction before the exponent)."""
+    global _BARE_EXPONENT
     text = _fast_encode(value)
+    if "e-" not in text and "e+" not in text:  # Python writes every exponent with its sign
+        return text
+    if _BARE_EXPONENT is None:
+        import re
+
+        _BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
     if _BARE_EXPONENT.search(text) is None:
         return text
     out: list[str] = []
@@ -141,8 +147,10 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                 idle.append(handle)
                 total += 1
             else:
-                with contextlib.suppress(Exception):
+                try:  # noqa: SIM105 - importing contextlib costs the cold start 1-2 ms
                     _dre.delete_ruleset(handle)
+                except Exception:  # noqa: BLE001, S110 - the engine raises a bare error
+                    pass
         pairs.clear()
 
 
@@ -165,12 +173,20 @@ class Engine:
     """Matches projected facts against compiled rulesets; safe to share across threads.
 
     ``keys``: the projected keys each ruleset reads, when the projection is too wide to be
-    sent whole (the engine takes at most 252 properties per fact).
+    sent whole (the engine takes at most 252 properties per fact, ``id`` and ``sid`` included).
+    ``always``: names of rules whose condition is constant true (not sent to the engine).
+    A ruleset may be given already encoded (a ``str``, as :func:`encode` writes it).
     """
 
-    def __init__(self, rulesets: Sequence[dict[str, Any]], keys: Sequence[Sequence[str]] | None = None) -> None:
-        self._defs = [encode(rs) for rs in rulesets]
+    def __init__(
+        self,
+        rulesets: Sequence[dict[str, Any] | str],
+        keys: Sequence[Sequence[str]] | None = None,
+        always: Sequence[str] = (),
+    ) -> None:
+        self._defs = [rs if isinstance(rs, str) else encode(rs) for rs in rulesets]
         self._keys = None if keys is None else [tuple(k) for k in keys]
+        self._always = frozenset(always)
         self._local = threading.local()
 
     def _handles(self) -> _Handles:
@@ -183,23 +199,44 @@ class Engine:
         """A match function bound to this thread's handles (fetch once, call per fact)."""
         fn = getattr(self._local, "match", None)
         if fn is None:
-            fn = self._local.match = _make_matcher(self._handles(), self._keys)
+            fn = self._local.match = _make_matcher(self._handles(), self._keys, self._always)
         return fn
+
+    def text_matcher(self) -> Callable[[str], set[str]]:
+        """Like :meth:`matcher`, for a projection already JSON-encoded as :func:`encode` writes
+        it, without its opening brace. Only when every ruleset takes the whole projection
+        (no ``keys``)."""
+        if self._keys is not None:
+            raise ValueError("rulesets read key subsets: match the projected dict")
+        fn = getattr(self._local, "match_text", None)
+        if fn is None:
+            fn = self._local.match_text = _make_matcher(self._handles(), None, self._always, text=True)
+        return fn  # type: ignore[return-value]
 
     def match(self, projected: dict[str, Any]) -> set[str]:
         """Names of every engine rule whose condition holds for ``projected``."""
         return self.matcher()(projected)
 
 
-def _make_matcher(holder: _Handles, keys: list[tuple[str, ...]] | None) -> Callable[[dict[str, Any]], set[str]]:
-    """Assert the fact, drain the action queue for the matched rule names, retract it."""
+def _make_matcher(
+    holder: _Handles, keys: list[tuple[str, ...]] | None, always: frozenset[str], text: bool = False
+) -> Callable[[dict[str, Any]], set[str]]:
+    """Assert the fact, drain the action queue for the matched rule names, retract it.
+
+    Each fact goes in under a fresh ``id`` and is retracted by ``{"id": n}``: the engine
+    then neither hashes the content to name the fact nor parses it again to retract it.
+    ``always``: rules whose condition is constant true, kept out of the engine. ``text``: the
+    function takes the projection already encoded, without its opening brace (see
+    :meth:`Engine.text_matcher`).
+    """
     assert_fact = _dre.assert_fact
     start = _dre.start_action_for_state
     complete_and_next = _dre.complete_and_start_action
     retract = _dre.retract_fact
     handles = holder.handles
+    ids = itertools.count()
 
-    def run(h: int, text: str, names: set[str]) -> None:
+    def run(h: int, text: str, n: int, names: set[str]) -> None:
         result = assert_fact(h, text)
         if result[0]:  # 1: matched no rule, and the fact was not stored
             return
@@ -212,24 +249,66 @@ def _make_matcher(holder: _Handles, keys: list[tuple[str, ...]] | None) -> Calla
                 while msg := complete_and_next(h, state):
                     names.add(msg[2 : msg.index('"', 2)])
         finally:
-            retract(h, text)
+            retract(h, f'{{"id":{n}}}')
 
-    if keys is None:
+    if not handles:  # every rule is constant true (or there is none)
 
         def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            text = encode(projected)
-            names: set[str] = set()
+            return set(always)
+
+    elif keys is None and text:
+        if len(handles) == 1:
+            (h0,) = handles
+
+            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
+                # run() inlined: the common case (one ruleset) saves a call per fact
+                n = next(ids)
+                names = set(always)
+                result = assert_fact(h0, f'{{"id":{n},' + body)
+                if result[0]:  # 1: matched no rule, and the fact was not stored
+                    return names
+                state = result[1]
+                try:
+                    action = start(h0, state)
+                    if action:
+                        msg = action[1]
+                        names.add(msg[2 : msg.index('"', 2)])
+                        while msg := complete_and_next(h0, state):
+                            names.add(msg[2 : msg.index('"', 2)])
+                finally:
+                    retract(h0, f'{{"id":{n}}}')
+                return names
+
+        else:
+
+            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
+                n = next(ids)
+                text = f'{{"id":{n},' + body
+                names = set(always)
+                for h in handles:
+                    run(h, text, n, names)
+                return names
+
+        return match_text  # type: ignore[return-value]
+
+    elif keys is None:
+
+        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
+            n = next(ids)
+            text = f'{{"id":{n},' + encode(projected)[1:]
+            names = set(always)
             for h in handles:
-                run(h, text, names)
+                run(h, text, n, names)
             return names
 
     else:
         pairs = list(zip(handles, keys, strict=True))
 
         def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            names: set[str] = set()
+            n = next(ids)
+            names = set(always)
             for h, ks in pairs:
-                run(h, encode({k: projected[k] for k in ks if k in projected}), names)
+                run(h, f'{{"id":{n},' + encode({k: projected[k] for k in ks if k in projected})[1:], n, names)
             return names
 
     return match

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable
 
 from . import patterns
+from .codegen import define
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
-from .engine import Engine
-from .factschema import MISSING, strict_error
+from .engine import Engine, _float, _string, encode
+from .factschema import MISSING, FactField, strict_error
 from .records import Record, record
-from .templates import render
+from .templates import compile_template
 
 __all__ = ["Evaluator", "Match", "Verdict"]
 
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from .factschema import FactSchema
+
+    # winner, verdict kind, ranked matches, high-risk stop, message and review renderers
+    _Outcome = tuple[
+        RuleMeta, Any, tuple["Match", ...], str | None, Callable[[dict], str], Callable[[dict], str] | None
+    ]
 
 
 @record
@@ -103,7 +110,18 @@ def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
     return test(v, arg)
 
 
-def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable[[dict], dict]:
+def generated_sources(compiled: CompiledPolicy) -> list[str]:
+    """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
+    out = [_projector(compiled.slots, compiled.lists, source=True)]
+    if compiled.ruleset_keys is None:
+        out.append(_json_projector(compiled.slots, compiled.lists, compiled.schema.root)[0])
+    from .factschema import _fast_validator
+
+    out.append(_fast_validator(compiled.schema.root)[0])
+    return out
+
+
+def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], source: bool = False) -> Any:
     """Generate straight-line code that copies the fields the rules read under their slot keys.
 
     Generated once per pack (as namedtuple does); it runs for every fact evaluated.
@@ -138,8 +156,105 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...]) -> Callable
         lines.append(f"        out[{ls.len_key!r}] = 0")
     lines.append("    return out")
     namespace: dict[str, Any] = {"M": MISSING, **tests}
-    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from slot names only
-    return namespace["project"]
+    if source:
+        define("\n".join(lines), namespace, "project")
+        return "\n".join(lines)
+    return define("\n".join(lines), namespace, "project")
+
+
+def _field_type(scope: FactField | None, path: tuple[str, ...]) -> str | None:
+    """The schema type at ``path`` below ``scope`` (None when unknown)."""
+    for step in path:
+        if scope is None or scope.type != "object":
+            return None
+        scope = scope.fields.get(step)
+    return None if scope is None else scope.type
+
+
+def _json_value(s: Slot, scope: FactField | None) -> str:
+    """An expression encoding the value ``v`` of slot ``s`` as the engine reads it: what
+    :func:`stoprule.engine.encode` writes for it inside the projected dict, character for character."""
+    if s.marker:
+        return "'true' if v is not None else 'null'"
+    t = _field_type(scope, s.path)
+    if t == "bool":
+        return "'true' if v is True else 'false' if v is False else E(v)"
+    if t in ("string", "enum"):
+        return "S(v) if type(v) is str else E(v)"
+    if t == "int":
+        return "str(v) if type(v) is int else E(v)"
+    if t == "number":
+        return "str(v) if type(v) is int else F(v) if type(v) is float else E(v)"
+    return "E(v)"
+
+
+def _json_projector(
+    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField
+) -> tuple[str, Callable[[dict], str]]:
+    """Straight-line code that projects a validated fact and JSON-encodes it in one pass.
+
+    Returns the source and the function; the function returns the encoded projection without
+    its opening brace (the engine matcher puts ``{"id":N,`` in front). The text equals
+    ``encode(project(fact))[1:]`` for the dict projector of the same slots.
+    """
+    tests: dict[str, Any] = {}
+    lines = ["def project_json(fact):", "    p = ['\"_\":1']"]
+
+    def emit_slot(s: Slot, var: str, scope: FactField | None, target: str, indent: str) -> None:
+        key = json.dumps(s.key)
+        if s.test is not None:  # a pattern slot is left out for a value that is not a string
+            name = f"T{len(tests)}"
+            fn, arg = s.test
+            tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
+            emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
+        else:
+            emit = f"{target}.append(',{key}:' + ({_json_value(s, scope)}))"
+        _reader(lines, var, s.path, False, emit, indent)
+
+    for s in slots:
+        emit_slot(s, "fact", root, "p", "    ")
+    for n, ls in enumerate(lists):
+        list_field = _field_of(root, ls.path)
+        item_scope = list_field.items if list_field is not None else None
+        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        lines.append(f"    seq{n} = fact")
+        for step in ls.path:
+            lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
+        lines.append(f"    if type(seq{n}) is list:")
+        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))")
+        if not ls.items:
+            pass  # only the length is read
+        elif ls.scalar:
+            lines.append(f"        p.append(',{key}:' + E(seq{n}))")
+        elif not ls.item_slots:
+            lines.append(f"        p.append(',{key}:[' + ','.join(['{{}}'] * len(seq{n})) + ']')")
+        else:
+            lines.append("        rows = []")
+            lines.append(f"        for item in seq{n}:")
+            lines.append("            row = []")
+            rows_of_scalars = any(not s.path for s in ls.item_slots)
+            lines.append("            if True:" if rows_of_scalars else "            if type(item) is dict:")
+            for s in ls.item_slots:
+                emit_slot(s, "item", item_scope, "row", "                ")
+            lines.append("            rows.append('{' + ''.join(row)[1:] + '}')")
+            lines.append(f"        p.append(',{key}:[' + ','.join(rows) + ']')")
+        lines.append("    else:")
+        lines.append(f"        p.append(',{len_key}:0')")
+    lines.append("    p.append('}')")
+    lines.append("    return ''.join(p)")
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = {
+        "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
+    }  # fmt: skip
+    return source, define(source, namespace, "project_json")
+
+
+def _field_of(scope: FactField | None, path: tuple[str, ...]) -> FactField | None:
+    for step in path:
+        if scope is None or scope.type != "object":
+            return None
+        scope = scope.fields.get(step)
+    return scope
 
 
 class Evaluator:
@@ -148,15 +263,29 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.rulesets, compiled.ruleset_keys)
+        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.ruleset_keys, compiled.always)
         self._project = _projector(compiled.slots, compiled.lists)
+        # projection fused with JSON encoding, when every ruleset takes the whole projection
+        self._project_json = (
+            _json_projector(compiled.slots, compiled.lists, compiled.schema.root)[1]
+            if compiled.ruleset_keys is None
+            else None
+        )
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest
         self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
-        self._outcomes: dict[frozenset[str], tuple[RuleMeta, Any, tuple[Match, ...], str | None]] = {}
+        self._outcomes: dict[frozenset[str], _Outcome] = {}
+        # message templates, compiled once: rendered only for the winning rule
+        self._messages = {
+            r.engine_name: (
+                compile_template(r.message, compiled.sets),
+                compile_template(r.review_reason, compiled.sets) if r.review_reason else None,
+            )
+            for r in compiled.rules
+        }
 
     @property
     def schema(self) -> FactSchema:
@@ -170,12 +299,25 @@ class Evaluator:
         """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
         ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
         Unknown fields are otherwise listed in the verdict's ``warnings``."""
-        schema = self.compiled.schema
-        data = schema.validate(fact)
-        warnings = schema.warnings(fact)
+        data, warnings = self.compiled.schema.check(fact)
         if warnings and strict:
             raise strict_error(warnings)
-        return self._decide(data, self._engine.match(self._project(data)), tuple(warnings))
+        return self._decide(data, self._match_data(data), tuple(warnings))
+
+    def _match_data(self, data: dict[str, Any]) -> set[str]:
+        if self._project_json is not None:
+            return self._engine.text_matcher()(self._project_json(data))
+        return self._engine.match(self._project(data))
+
+    def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
+        """This thread's ``validated fact -> engine rule names``."""
+        pj = self._project_json
+        if pj is not None:
+            mt = self._engine.text_matcher()
+            return lambda data: mt(pj(data))
+        m = self._engine.matcher()
+        project = self._project
+        return lambda data: m(project(data))
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
@@ -183,18 +325,14 @@ class Evaluator:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
         yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
         out: list[Verdict | EvaluationError] = []
-        schema = self.compiled.schema
-        validate = schema.validate
-        warn = schema.warnings
-        match = self._engine.matcher()
-        project = self._project
+        check = self.compiled.schema.check
+        match = self._data_matcher()
         for i, fact in enumerate(facts):
             try:
-                data = validate(fact)
-                warnings = warn(fact)
+                data, warnings = check(fact)
                 if warnings and strict:
                     raise strict_error(warnings)
-                out.append(self._decide(data, match(project(data)), tuple(warnings)))
+                out.append(self._decide(data, match(data), tuple(warnings)))
             except EvaluationError as exc:
                 if on_error == "raise":
                     raise
@@ -205,14 +343,13 @@ class Evaluator:
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
         data = self.compiled.schema.validate(fact)
-        names = self._engine.match(self._project(data))
-        return self._ranked(names)
+        return self._ranked(self._match_data(data))
 
     def _ranked(self, names: set[str]) -> list[RuleMeta]:
         rank = self._rank
         return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
-    def _outcome(self, names: set[str]) -> tuple[RuleMeta, Any, tuple[Match, ...], str | None]:
+    def _outcome(self, names: set[str]) -> _Outcome:
         """Winner, verdict kind, ranked matches and high-risk stop for a set of engine rule names."""
         key = frozenset(names)
         hit = self._outcomes.get(key)
@@ -224,19 +361,20 @@ class Evaluator:
             raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
         win = self._rules[order[0]]
-        hit = (win, self.compiled.verdicts[win.verdict], tuple(self._match[n] for n in order), high_risk)
+        message, review = self._messages[win.engine_name]
+        matched = tuple(self._match[n] for n in order)
+        hit = (win, self.compiled.verdicts[win.verdict], matched, high_risk, message, review)
         if len(self._outcomes) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
             self._outcomes.clear()
         self._outcomes[key] = hit
         return hit
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-        win, kind, matched, high_risk = self._outcome(names)
-        sets = self.compiled.sets
-        message = render(win.message, data, sets)
+        win, kind, matched, high_risk, render_message, render_review = self._outcome(names)
+        message = render_message(data)
         review = None
         if kind.requires_user_review:
-            review = render(win.review_reason, data, sets) if win.review_reason else message
+            review = render_review(data) if render_review is not None else message
         return Verdict(
             kind.ok,
             win.verdict,

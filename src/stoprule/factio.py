@@ -12,7 +12,7 @@ import json
 from .diagnostics import FactError
 from .factschema import MAX_DEPTH, check_depth
 
-__all__ = ["MAX_FACT_BYTES", "parse_facts", "read_input"]
+__all__ = ["MAX_FACT_BYTES", "complete_line", "ndjson_items", "parse_facts", "read_input"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,7 +62,9 @@ def _decode(raw: str, line: int) -> Any:
         raise FactError("fact.not_json", f"not a usable JSON value: {exc}", line=line) from None
     if not isinstance(value, dict):
         raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
-    if not check_depth(value):
+    # a value nested deeper than MAX_DEPTH has more than MAX_DEPTH brackets around it: with no
+    # more than that in the whole text (counting any inside strings too) the walk is not needed
+    if raw.count("{") + raw.count("[") > MAX_DEPTH and not check_depth(value):
         raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line)
     return value
 
@@ -92,6 +94,32 @@ def parse_facts(data: bytes) -> list[tuple[int, Any]]:
         bad = next((text for _, text in lines if isinstance(text, FactError)), None)
         return [(first_line, bad if bad is not None else _checked(data.decode("utf-8"), 1))]
     return [(n, text if isinstance(text, FactError) else _checked(text, n)) for n, text in lines]
+
+
+def ndjson_items(data: bytes, first_line: int = 1) -> list[tuple[int, Any]]:
+    """``data`` as NDJSON lines numbered from ``first_line``: what :func:`parse_facts` returns for
+    NDJSON input (a part of it cut at line boundaries gives that part of the result)."""
+    out: list[tuple[int, Any]] = []
+    for i, raw in enumerate(data.split(b"\n")):
+        if not raw.strip():
+            continue
+        n = first_line + i
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out.append((n, FactError("fact.encoding", f"not UTF-8: {exc.reason}", line=n)))
+            continue
+        out.append((n, _checked(text, n)))
+    return out
+
+
+def complete_line(raw: bytes) -> bool:
+    """Whether the first non-blank line ``raw`` makes :func:`parse_facts` read NDJSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # an error line of its own
+    return _complete_value(text)
 
 
 def _complete_value(line: str) -> bool:

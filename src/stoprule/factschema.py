@@ -303,6 +303,144 @@ def _compile_unknown(spec: FactField) -> Callable[[Any, str, list[str]], None] |
     return walk_object
 
 
+class _Bail(Exception):
+    """The fast validator met something it leaves to the closures (an error, or a case it
+    does not handle): the fact is validated again by them, which name the error."""
+
+
+def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], Any]]:
+    """Generated straight-line code validating a fact as :func:`_compile_object` does and
+    collecting its unknown field paths as :func:`_compile_unknown` does, in one walk.
+
+    It returns the very dict the closures return (same keys, order and values) for every
+    fact they accept; it raises for anything else, and the caller falls back to the closures
+    (for the error and its message). Returns the source and the function ``(fact, unknown)``.
+    """
+    lines: list[str] = []
+    ns: dict[str, Any] = {"_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": math.isfinite}
+    counter = [0]
+
+    def const(value: Any) -> str:
+        name = f"C{len(ns)}"
+        ns[name] = value
+        return name
+
+    def scalar_check(f: FactField, v: str, indent: str) -> list[str]:
+        """Statements that accept a valid scalar ``v`` of ``f`` and raise for anything else."""
+        bad = f"{indent}    raise _Bail" if not f.nullable else f"{indent}    if {v} is not None: raise _Bail"
+        t = f.type
+        if t == "bool":
+            return [f"{indent}if type({v}) is not bool:", bad]
+        if t == "string":
+            return [
+                f"{indent}if type({v}) is str:",
+                f"{indent}    if not {v}.isascii() or '\\x00' in {v}: CT({v})",
+                f"{indent}else:",
+                bad,
+            ]
+        if t in ("int", "number"):
+            out = [
+                f"{indent}if type({v}) is int:",
+                f"{indent}    if not -SAFE <= {v} <= SAFE: raise _Bail",
+            ]
+            if t == "number":
+                out.append(f"{indent}elif type({v}) is float and fin({v}): pass")
+            return [*out, f"{indent}else:", bad]
+        assert t == "enum"
+        values = const(frozenset(f.values))
+        return [
+            f"{indent}if type({v}) is str:",
+            f"{indent}    if {v} not in {values}: raise _Bail",
+            f"{indent}else:",
+            bad,
+        ]
+
+    def func(f: FactField) -> str:
+        """Define the function checking a value of ``f`` (an object or a list): ``(v, u, at)``."""
+        counter[0] += 1
+        name = f"V{counter[0]}"
+        if f.type == "list":
+            assert f.items is not None
+            item = f.items
+            body = [f"def {name}(v, u, at):", "    if type(v) is not list:"]
+            body.append("        if v is None and " + repr(f.nullable) + ": return None")
+            body.append("        raise _Bail")
+            if item.type in ("list", "object") or item.type not in ("bool", "string", "int", "number", "enum"):
+                sub = func(item)
+                body.append(f"    return [{sub}(x, u, f'{{at}}[{{i}}]') for i, x in enumerate(v)]")
+            else:
+                body.append("    for x in v:")
+                body += scalar_check(item, "x", "        ")
+                body.append("    return list(v)")
+            lines.extend(body)
+            return name
+        lookup = f.lookup
+        reject = f.additional == "reject"
+        # fields checked alike share a code: same scalar type and nullability (an enum: also
+        # the same values); objects and lists call their own function (code 0)
+        codes: dict[tuple[Any, ...], int] = {}
+        code_of: dict[str, int] = {}
+        example: dict[int, FactField] = {}
+        subs: dict[str, str] = {}
+        for fname, ff in f.fields.items():
+            if ff.type in ("bool", "string", "int", "number", "enum"):
+                sig = (ff.type, ff.nullable, ff.values if ff.type == "enum" else ())
+                code = codes.setdefault(sig, len(codes) + 1)
+                example[code] = ff
+            else:
+                subs[fname] = func(ff)
+                code = 0
+            code_of[fname] = code
+        table = const({key: (fname, code_of[fname]) for key, fname in lookup.items()})
+        body = [f"def {name}(d, u, at):", "    if type(d) is not dict:"]
+        body.append("        if d is None and " + repr(f.nullable) + ": return None")
+        body.append("        raise _Bail")
+        body.append("    out = {}")
+        body.append("    for key, v in d.items():")
+        body.append(f"        e = {table}.get(key)")
+        body.append("        if e is None:")
+        unknown = "raise _Bail" if reject else "u.append(f'{at}.{key}' if at else key); continue"
+        body.append(f"            {unknown}")
+        body.append("        n, c = e")
+        body.append("        if n in out: raise _Bail")
+        # the most common codes first
+        order = sorted(set(code_of.values()), key=lambda c: -sum(1 for x in code_of.values() if x == c))
+        for j, code in enumerate(order):
+            body.append(f"        {'if' if j == 0 else 'elif'} c == {code}:")
+            if code == 0:  # a per-field function: dispatch on the name (few object and list fields)
+                members = [fname for fname, c in code_of.items() if c == 0]
+                for k, fname in enumerate(members):
+                    body.append(
+                        f"            {'if' if k == 0 else 'elif'} n == {fname!r}:"
+                        f" v = {subs[fname]}(v, u, f'{{at}}.{{n}}' if at else n)"
+                    )
+            else:
+                body += scalar_check(example[code], "v", "            ")
+        body.append("        out[n] = v")
+        for fname, ff in f.fields.items():
+            if ff.has_default:
+                dv = ff.default
+                val = repr(dv) if dv is None or type(dv) in (bool, int, str) else f"CL({const(dv)})"
+                body.append(f"    if {fname!r} not in out: out[{fname!r}] = {val}")
+        for fname, ff in f.fields.items():
+            if ff.required:
+                body.append(f"    if {fname!r} not in out: raise _Bail")
+        for fname, ff in f.fields.items():
+            if ff.required_if:
+                cond = f"out.get({ff.required_if!r}) is True and out.get({fname!r}) in (None, '')"
+                body.append(f"    if {cond}: raise _Bail")
+        body.append("    return out")
+        lines.extend(body)
+        return name
+
+    top = func(root)
+    lines.append(f"def validate(fact, u):\n    return {top}(fact, u, '')")
+    source = "\n".join(lines)
+    from .codegen import define
+
+    return source, define(source, ns, "validate")
+
+
 def _suggest(schema: FactField, path: str) -> str:
     """`` (did you mean 'x'?)`` for the field name closest to the last step of ``path``."""
     import difflib
@@ -328,6 +466,13 @@ class FactSchema:
         self.root = root
         self._check = _compile_object(root)
         self._unknown = _compile_unknown(root)
+        self._messages: dict[str, str] = {}  # unknown field path -> its warning message
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_fast":  # generated on first use: after a cached pack's code is loaded
+            self._fast = _fast_validator(self.root)[1]
+            return self._fast
+        raise AttributeError(name)
 
     def warnings(self, fact: dict[str, Any]) -> list[dict[str, str]]:
         """What to warn about in a valid fact: fields the schema does not know (with a
@@ -337,10 +482,21 @@ class FactSchema:
         found: list[str] = []
         if self._unknown is not None:
             self._unknown(fact, "", found)
-        return [
-            {"code": "fact.unknown_field", "field": f, "message": "not a field of the schema" + _suggest(self.root, f)}
-            for f in found
-        ]
+        return self._unknown_warnings(found)
+
+    def _unknown_warnings(self, found: list[str]) -> list[dict[str, str]]:
+        if not found:
+            return []
+        messages = self._messages
+        out = []
+        for f in found:
+            message = messages.get(f)
+            if message is None:  # difflib is slow, and the same unknown fields come back fact after fact
+                if len(messages) >= 4096:
+                    messages.clear()
+                message = messages[f] = "not a field of the schema" + _suggest(self.root, f)
+            out.append({"code": "fact.unknown_field", "field": f, "message": message})
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root}
@@ -349,6 +505,25 @@ class FactSchema:
         self.__init__(state["root"])  # type: ignore[misc]
 
     def validate(self, fact: Any) -> dict[str, Any]:
+        try:
+            return self._fast(fact, [])
+        except Exception:  # noqa: BLE001, S110 - the closures below name the error
+            pass
+        return self._validate(fact)
+
+    def check(self, fact: Any) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """:meth:`validate` and :meth:`warnings` in one walk of the fact."""
+        found: list[str] = []
+        try:
+            data = self._fast(fact, found)
+        except Exception:  # noqa: BLE001 - the closures name the error
+            data = self._validate(fact)
+            return data, self.warnings(fact)
+        if not fact:
+            return data, self.warnings(fact)
+        return data, self._unknown_warnings(found)
+
+    def _validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
             raise FactError("fact.not_object", "a fact must be a JSON object")
         return self._check(fact)

@@ -28,6 +28,7 @@ __all__ = ["ENGINE_PRI_MAX", "MAX_DNF", "RULES_PER_RULESET", "Lowered", "build_p
 RULES_PER_RULESET = 64
 ENGINE_PRI_MAX = 65535
 MAX_DNF = 4096
+ALWAYS: Json = {"$and": [{"_": 1}]}  # a lowered condition that holds for every fact
 Json = dict[str, Any]
 
 
@@ -275,7 +276,7 @@ def _chunks(
 
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
     """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
-    from .engine import check_ruleset
+    from .engine import check_ruleset, encode
 
     alternatives = sum(dnf_size(body["all"][0]["m"]) for _, body in lowered.rules)
     if alternatives > MAX_PACK_ALTERNATIVES:
@@ -287,7 +288,10 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
             )
         )
         return None
-    parts, part_keys = _chunks(checked, lowered, diags)
+    # a constant-true rule (a catch-all) would fire on every fact: the evaluator adds it
+    always = tuple(name for name, body in lowered.rules if body["all"][0]["m"] == ALWAYS)
+    in_engine = lowered._replace(rules=[(n, b) for n, b in lowered.rules if n not in always])
+    parts, part_keys = _chunks(checked, in_engine, diags)
     if diags:
         return None
     chunks = [dict(part) for part in parts]
@@ -327,4 +331,6 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         sets={name: s.members for name, s in checked.sets.items()},
         declarations=dict(checked.declarations),
         ruleset_keys=ruleset_keys,
+        always=always,
+        ruleset_json=tuple(encode(c) for c in chunks),
     )

@@ -13,6 +13,7 @@ import sys
 import zlib
 from collections.abc import Mapping
 
+from .codegen import export, preload
 from .compiled import CompiledPolicy
 from .evaluator import Evaluator
 from .files import pack_files
@@ -25,10 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
 
-CACHE_FORMAT = "6"
+CACHE_FORMAT = "8"
 _COMPILER_MODULES = (
     "compiler.py", "conditions.py", "operators.py", "simplify.py", "factschema.py", "spec.py",
     "templates.py", "compiled.py", "checked.py", "lowering.py", "source.py", "limits.py", "patterns.py",
+    "evaluator.py", "codegen.py", "engine.py",
 )  # fmt: skip
 
 
@@ -118,8 +120,9 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
     if cdir is not None and stamp is not None:
         try:
             with open(os.path.join(cdir, name), "rb") as fh:
-                cached_stamp, obj = pickle.load(fh)
+                cached_stamp, obj, code = pickle.load(fh)
             if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
+                preload(code)  # the generated projectors and validator, compiled
                 return obj
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             pass
@@ -128,11 +131,13 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
     compiled = compile_pack(root).compiled
     assert compiled is not None
     if cdir is not None and stamp is not None:
-        _store(cdir, name, (stamp, compiled))
+        from .evaluator import generated_sources
+
+        _store(cdir, name, (stamp, compiled, export(generated_sources(compiled))))
     return compiled
 
 
-def _store(cdir: str, name: str, entry: tuple[str, CompiledPolicy]) -> None:
+def _store(cdir: str, name: str, entry: tuple[str, CompiledPolicy, dict[str, bytes]]) -> None:
     """Write atomically (temp file + rename); an unwritable cache is not an error."""
     import tempfile
 

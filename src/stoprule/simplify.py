@@ -122,9 +122,17 @@ def _single_key(c: Json) -> str | None:
         keys = {_single_key(x) for x in c["$or"]}
         return keys.pop() if len(keys) == 1 and None not in keys else None
     ((k, v),) = c.items()
-    if k.startswith("$") and isinstance(v, dict) and len(v) == 1:
+    if _is_field(k):  # an equality test: ``{"$i.g0": "x"}``
+        return k
+    if isinstance(v, dict) and len(v) == 1:  # an operator on one key: ``{"$neq": {"$i.g0": "x"}}``
         return next(iter(v))
-    return None if k.startswith("$") else k
+    return None
+
+
+def _is_field(k: str) -> bool:
+    """Whether ``k`` names a fact key (a list item ``$i`` and its fields ``$i.<slot>`` are
+    keys, not operators)."""
+    return not k.startswith("$") or k == "$i" or k.startswith("$i.")
 
 
 def _dnf(c: Json) -> list[list[Json]]:
@@ -151,13 +159,58 @@ def split_quantifiers(c: Json) -> Json:
     if q not in ("$iany", "$iall"):
         return c
     ((key, body),) = c[q].items()
-    conjs = _dnf(body)
+    conjs = [settled for conj in _dnf(body) for settled in _settle(conj)]
     if q == "$iall":
         if len(conjs) > 1:
             raise QuantifierError(
                 "a condition every list element must meet (every:, or a negated some:) "
                 "with alternatives over different item fields"
             )
-        return c
+        return {"$iall": {key: _make("$and", conjs[0])}}
     parts = [{"$iany": {key: _make("$and", conj)}} for conj in conjs]
     return _make("$or", parts)
+
+
+# durable_rules 2.0.28 checks the last node it built for a quantifier body, and for an
+# ``$or`` that node's right operand is never initialised (createForwardAlpha): a body that
+# is, or ends with, an ``$or`` makes ``create_ruleset`` fail now and then with error 102.
+# So every body ends with a plain test: one of its own tests moved last, else a test the
+# ``$or`` implies (its key is present and not null).
+_PRESENT_OPS = ("$neq", "$lt", "$lte", "$gt", "$gte")  # false on an absent or null value
+
+
+def _implies_present(group: Json) -> bool:
+    """Whether every branch of a same-key ``$or`` fails on an absent or null value."""
+    for x in group["$or"]:
+        ((k, v),) = x.items()
+        if _is_field(k):
+            if v is None:
+                return False
+        elif not (k in _PRESENT_OPS and isinstance(v, dict) and len(v) == 1):
+            return False
+    return True
+
+
+def _operator_group(group: Json) -> bool:
+    """A same-key ``$or`` of operator tests only (``{"$neq": {k: v}}``, ``{"$nex": ...}``): the
+    groups kept whole before equality atoms on list items counted as keys."""
+    return all(not _is_field(next(iter(x))) for x in group["$or"])
+
+
+def _settle(conj: list[Json]) -> list[list[Json]]:
+    """``conj`` (a quantifier body's conjunction) with a plain test last, as alternatives."""
+    atoms = [x for x in conj if _op(x) != "$or"]
+    if atoms:
+        last = atoms[-1]
+        return [[x for x in conj if x is not last] + [last]]
+    for group in conj:
+        if _implies_present(group):
+            k = _single_key(group)
+            return [[*conj, {"$neq": {k: None}}]]
+    if all(_operator_group(g) for g in conj):
+        return [conj]  # as lowered before: nothing to end the body with
+    out: list[list[Json]] = [[]]
+    for group in conj:  # spread the equality groups into alternatives (each then ends plainly)
+        options = [[group]] if _operator_group(group) else [[b] for b in group["$or"]]
+        out = [a + b for a in out for b in options]
+    return [settled for alt in out for settled in _settle(alt)]

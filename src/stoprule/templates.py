@@ -8,17 +8,16 @@ literal braces.
 
 from __future__ import annotations
 
-import re
-
-__all__ = ["Template", "parse_template", "render"]
+__all__ = ["Template", "compile_template", "parse_template", "render"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 Template = tuple[str | tuple[str, tuple[str, ...], str | None], ...]
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_TOKEN = r"\{\{|\}\}|\{([^{}]*)\}|[{}]"  # compiled when a pack is (not on a cached start)
 UNSET = "(unset)"
 
 
@@ -27,7 +26,9 @@ def parse_template(text: str) -> tuple[Template, list[str]]:
     parts: list[str | tuple[str, tuple[str, ...], str | None]] = []
     errors: list[str] = []
     pos = 0
-    for m in _TOKEN.finditer(text):
+    import re
+
+    for m in re.finditer(_TOKEN, text):
         parts.append(text[pos : m.start()])
         tok = m.group(0)
         if tok in ("{{", "}}"):
@@ -93,3 +94,34 @@ def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]
         else:
             out.append(_show(_lookup(fact, part[1]), part[2]))
     return "".join(out)
+
+
+def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
+    """``render`` for one template, with the literal parts and ``{@set}`` placeholders joined
+    once: a function of the fact (compiled once per pack, rendered only for the winner)."""
+    parts: list[str | tuple[tuple[str, ...], str | None]] = []
+    for part in tpl:
+        if isinstance(part, str):
+            text: str | None = part
+        elif part[0] == "set":
+            text = ", ".join(map(str, sets.get(part[1][0], ())))
+        else:
+            text = None
+            parts.append((part[1], part[2]))
+        if text is not None:
+            if parts and isinstance(parts[-1], str):
+                parts[-1] += text
+            else:
+                parts.append(text)
+    if not parts:
+        return lambda fact: ""
+    if len(parts) == 1 and isinstance(parts[0], str):
+        const = parts[0]
+        return lambda fact: const
+
+    frozen = tuple(parts)
+
+    def render_one(fact: dict[str, Any]) -> str:
+        return "".join(p if isinstance(p, str) else _show(_lookup(fact, p[0]), p[1]) for p in frozen)
+
+    return render_one

@@ -13,17 +13,20 @@ from ..diagnostics import FactError, NoRuleMatched
 from ..evaluator import Evaluator
 from .queries import catch_all
 
-__all__ = ["corpus_stats"]
+__all__ = ["corpus_counts", "corpus_report", "corpus_stats", "merge_counts"]
 
 
 def corpus_stats(
     checked: CheckedPolicy, compiled: CompiledPolicy, items: list[tuple[int, Any]], name: str = ""
 ) -> dict[str, Any]:
     """Statistics over ``(line, fact or FactError)`` pairs (as ``eval`` parses NDJSON)."""
-    ev = Evaluator(compiled)
-    hits: dict[str, dict[str, Any]] = {
-        r.id: {"rule": r.id, "location": str(r.loc), "matched": 0, "won": 0} for r in checked.rules
-    }
+    return corpus_report(checked, corpus_counts(checked, Evaluator(compiled), items), name)
+
+
+def corpus_counts(checked: CheckedPolicy, ev: Evaluator, items: list[tuple[int, Any]]) -> dict[str, Any]:
+    """The raw counts over ``items``; counts of consecutive parts of a corpus add up with
+    :func:`merge_counts` (``audit --corpus --jobs``)."""
+    hits: dict[str, list[int]] = {r.id: [0, 0] for r in checked.rules}  # matched, won
     fallback = {r.id for r in checked.rules if catch_all(r)}
     verdicts: dict[tuple[str, str], int] = {}
     fell: list[int] = []
@@ -44,25 +47,55 @@ def corpus_stats(
             invalid.append({**exc.to_dict(), "line": line})
             continue
         evaluated += 1
-        hits[v.rule]["won"] += 1
+        hits[v.rule][1] += 1
         for m in v.matched:
-            hits[m.rule]["matched"] += 1
+            hits[m.rule][0] += 1
         verdicts[(v.verdict, v.reason)] = verdicts.get((v.verdict, v.reason), 0) + 1
         if v.rule in fallback:
             fell.append(line)
     return {
+        "facts": len(items), "evaluated": evaluated, "hits": hits, "verdicts": verdicts,
+        "fell": fell, "no_rule": no_rule, "invalid": invalid,
+    }  # fmt: skip
+
+
+def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of consecutive parts of a corpus, as one pass over the whole would give."""
+    out = parts[0]
+    for p in parts[1:]:
+        out["facts"] += p["facts"]
+        out["evaluated"] += p["evaluated"]
+        for rule, (matched, won) in p["hits"].items():
+            out["hits"][rule][0] += matched
+            out["hits"][rule][1] += won
+        for key, n in p["verdicts"].items():  # first-seen order kept (it breaks ties below)
+            out["verdicts"][key] = out["verdicts"].get(key, 0) + n
+        for k in ("fell", "no_rule", "invalid"):
+            out[k] += p[k]
+    return out
+
+
+def corpus_report(checked: CheckedPolicy, counts: dict[str, Any], name: str = "") -> dict[str, Any]:
+    """The ``corpus`` section of the audit report from :func:`corpus_counts`."""
+    locs = {r.id: str(r.loc) for r in checked.rules}
+    hits = [
+        {"rule": rule, "location": locs[rule], "matched": matched, "won": won}
+        for rule, (matched, won) in counts["hits"].items()
+    ]
+    evaluated = counts["evaluated"]
+    return {
         "file": name,
-        "facts": len(items),
+        "facts": counts["facts"],
         "evaluated": evaluated,
-        "rules": list(hits.values()),
-        "never_matched": [h["rule"] for h in hits.values() if not h["matched"]],
-        "never_won": [h["rule"] for h in hits.values() if not h["won"]],
+        "rules": hits,
+        "never_matched": [h["rule"] for h in hits if not h["matched"]],
+        "never_won": [h["rule"] for h in hits if not h["won"]],
         "verdicts": [
             {"verdict": k[0], "reason": k[1], "count": n, "share": round(n / (evaluated or 1), 6)}
-            for k, n in sorted(verdicts.items(), key=lambda kv: -kv[1])
+            for k, n in sorted(counts["verdicts"].items(), key=lambda kv: -kv[1])
         ],
-        "catch_all": sorted(fallback),
-        "fell_through": fell,
-        "no_rule": no_rule,
-        "invalid": invalid,
+        "catch_all": sorted(r.id for r in checked.rules if catch_all(r)),
+        "fell_through": counts["fell"],
+        "no_rule": counts["no_rule"],
+        "invalid": counts["invalid"],
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO
+from typing import IO, Any
 
 from ..diagnostics import Diagnostic, PolicyError
 from ..factio import parse_facts, read_input
@@ -14,9 +14,16 @@ __all__ = ["add_arguments", "audit_command", "run"]
 
 
 def audit_command(
-    policy: str | None, corpus: str | None, fmt: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]
+    policy: str | None,
+    corpus: str | None,
+    fmt: str,
+    stdin: IO[bytes],
+    stdout: IO[str],
+    stderr: IO[str],
+    jobs: int = 1,
 ) -> int:
-    """Audit the selected pack (and evaluate ``corpus``); exit 0 clean, 1 findings, 2 bad input."""
+    """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
+    exit 0 clean, 1 findings, 2 bad input."""
     from ..analysis import AnalysisLimit, audit_pack
     from ..analysis.corpus import corpus_stats
     from ..analysis.explore import Progress
@@ -30,23 +37,51 @@ def audit_command(
     except PolicyError as exc:
         return policy_error(exc, root, stderr)
     items = None
+    chunks = None
     if corpus is not None:
         data = read_input(corpus, stdin, stderr)
         if data is None:
             return 2
-        items = parse_facts(data)
+        if jobs != 1:
+            from ..batch import resolve_jobs, split_ndjson
+
+            jobs = resolve_jobs(jobs)
+            chunks = split_ndjson(data, jobs * 4) if jobs > 1 else None
+        if chunks is None:
+            items = parse_facts(data)
     try:
         report = audit_pack(ctx.checked, Progress(stderr))
     except AnalysisLimit as exc:
         diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
         return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
-    if items is not None:
+    if chunks is not None:  # workers fork here, before this process creates engine handles
+        from ..analysis.corpus import corpus_report, merge_counts
+        from ..batch import map_ordered
+
+        parts = list(map_ordered(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled)))
+        report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
+    elif items is not None:
         report.corpus = corpus_stats(ctx.checked, ctx.compiled, items, corpus or "")
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:
         stdout.write(render_audit(report) + "\n")
     return 1 if report.findings else 0
+
+
+def _corpus_setup(checked: Any, compiled: Any) -> tuple[Any, Any]:
+    from ..evaluator import Evaluator
+
+    return checked, Evaluator(compiled)
+
+
+def _corpus_chunk(context: tuple[Any, Any], chunk: tuple[int, bytes]) -> dict[str, Any]:
+    from ..analysis.corpus import corpus_counts
+    from ..batch import ndjson_items
+
+    checked, ev = context
+    first, data = chunk
+    return corpus_counts(checked, ev, ndjson_items(data, first))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +96,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.ndjson",
         help="also evaluate these facts: hits per rule, verdicts, fall-through, invalid lines (- reads stdin)",
     )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=1,
+        metavar="N",
+        help="evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same",
+    )
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    return audit_command(args.policy, args.corpus, args.format, stdin, stdout, stderr)
+    if args.jobs < 0:
+        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
+        return 2
+    return audit_command(args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs)
