@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stoprule.cli.main import run
+from torture import scaled
 
 EXAMPLES = int(os.environ.get("STOPRULE_FUZZ_EXAMPLES") or 0)
 QUICK = settings(max_examples=EXAMPLES or 120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-LONG = settings(max_examples=EXAMPLES or 3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LONG = settings(max_examples=EXAMPLES or scaled(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 FACT = json.dumps({"status": "partial"}).encode()
 records = st.one_of(

@@ -19,11 +19,12 @@ from stoprule.compiler import compile_pack
 from stoprule.evaluator import Evaluator
 from stoprule.factschema import FactField
 from stoprule.interpret import evaluate
+from torture import scaled
 
 LONG = os.environ.get("STOPRULE_FUZZ_EXAMPLES")
 settings.register_profile("default-fuzz", max_examples=int(LONG or 150), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-settings.register_profile("torture-fuzz", max_examples=int(LONG or 20000), deadline=None,
+settings.register_profile("torture-fuzz", max_examples=int(LONG or scaled(20000)), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from stoprule import Evaluator, compile_policy, load_policy
+from torture import scaled
 
 FACT = {"status": "partial", "turn": 3, "max_turns": 5}
 
@@ -62,8 +63,8 @@ def test_rss_flat_over_load_policy_cycles(default_pack: Path, tmp_path: Path, mo
 @pytest.mark.torture
 def test_rss_flat_long(evaluator, default_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path))
-    print("threads:", _flat(_threads, evaluator, 20_000, warmup=100))
-    print("load_policy cycles:", _flat(_cycles, default_pack, 5000, warmup=50))
+    print("threads:", _flat(_threads, evaluator, scaled(20_000, 2000), warmup=100))
+    print("load_policy cycles:", _flat(_cycles, default_pack, scaled(5000, 500), warmup=50))
 
 
 def test_handles_are_not_shared_while_in_use(default_pack: Path) -> None:

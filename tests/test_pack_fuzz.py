@@ -33,9 +33,10 @@ from stoprule.evaluator import Evaluator
 from stoprule.interpret import evaluate
 from stoprule.limits import SAFE_INT
 from test_engine_vs_interpreter import random_fact
+from torture import scaled
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+LONG = settings(max_examples=scaled(2000), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _agree(ctx, rng: random.Random, n: int, stats: dict[str, int]) -> None:  # noqa: ANN001
@@ -85,7 +86,7 @@ def test_mutated_packs_give_diagnostics(tmp_path: Path) -> None:
 
 @pytest.mark.torture
 def test_mutated_packs_give_diagnostics_long(tmp_path: Path) -> None:
-    stats = _check_mutations(tmp_path, range(1000, 3000), facts_per_pack=400)
+    stats = _check_mutations(tmp_path, range(1000, 1000 + scaled(2000)), facts_per_pack=scaled(400, 50))
     print("mutated packs (API):", stats)
 
 
@@ -112,7 +113,7 @@ def test_mutated_packs_through_the_cli(run_cli, tmp_path: Path) -> None:  # noqa
 
 @pytest.mark.torture
 def test_mutated_packs_through_the_cli_long(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
-    print("mutated packs (CLI):", _check_cli(run_cli, tmp_path, range(5000, 5300)))
+    print("mutated packs (CLI):", _check_cli(run_cli, tmp_path, range(5000, 5000 + scaled(300, 30))))
 
 
 STATS = {"packs": 0, "refused": 0, "facts": 0, "rejected_facts": 0, "disagreements": 0}

@@ -299,10 +299,16 @@ class Ledger:
         """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
         try:
             conn = cls._connect(full, "ro", "&immutable=1")
-            ledger = cls(conn, path)
-            ledger._prepare(True)
         except _DB_ERRORS as exc:
             raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(True)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, _DB_ERRORS):
+                raise sqlite_error(path, exc) from None
+            raise
         return ledger
 
     def _prepare(self, readonly: bool) -> None:
