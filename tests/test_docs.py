@@ -398,7 +398,7 @@ def test_readme_setup_is_what_ci_runs() -> None:
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text()
     ci_cmds = {re.sub(r'"\$\w+/bin/|"\$py"|--quiet ', "", x).strip() for x in ci.splitlines()}
-    ci_cmds = {re.sub(r'^([\w-]+)" ', r"\1 ", x) for x in ci_cmds}
+    ci_cmds = {re.sub(r'(?<![\w$])([\w-]+)" ', r"\1 ", x) for x in ci_cmds}
     setup = next(b for b in blocks(REPO / "README.md") if "pip install" in b.text)
     lines = _bash_lines(setup)
     install = [c.strip() for c in lines[0].split("&&")]
