@@ -39,8 +39,7 @@ from typing import Any, NamedTuple
 from .. import conditions as C
 from ..checked import CheckedPolicy, CheckedSet
 from ..evaluator import Verdict
-from ..factschema import MISSING
-from ..interpret import evaluate
+from ..interpret import evaluate, get_path
 from ..operators import OPERATORS
 
 __all__ = ["MAX_ENUMERATED", "Condition", "Coverage", "Observation", "RuleCoverage", "Unexercised", "compute_coverage"]
@@ -210,15 +209,6 @@ def _key(n: Node) -> Key:
     return ("atom", loc.file, loc.line, loc.column, loc.path, n.field, n.op, repr(n.arg))
 
 
-def _get(scope: Any, path: tuple[str, ...]) -> Any:
-    cur = scope
-    for p in path:
-        if type(cur) is not dict:
-            return MISSING
-        cur = cur.get(p, MISSING)
-    return cur
-
-
 def _compile(c: C.Cond, index: dict[Key, int]) -> Callable[[Sequence[bool]], bool]:
     """The decision as a function of its conditions' truth values."""
     if isinstance(c, C.Const):
@@ -279,7 +269,7 @@ class _Decision:
         out = self.f(values)
         self.seen.setdefault(values, (out, label))
         for i, sub in self.subs.items():
-            seq = _get(scope, self.nodes[i].path)
+            seq = get_path(scope, self.nodes[i].path)
             for j, item in enumerate(seq if isinstance(seq, list) else []):
                 sub.observe(item, f"{label} {self.nodes[i].field}[{j}]")
         return out
@@ -542,9 +532,9 @@ def compute_coverage(checked: CheckedPolicy, observations: Iterable[Observation]
             if evaluate(s.when, fact):
                 triggered.add(s.id)
         for within, atom in set_atoms:
-            scopes = [fact] if within is None else _get(fact, within)
+            scopes = [fact] if within is None else get_path(fact, within)
             for scope in scopes if isinstance(scopes, list) else []:
-                v = _get(scope, atom.path) if atom.path else scope
+                v = get_path(scope, atom.path) if atom.path else scope
                 if isinstance(v, (str, int)) and not isinstance(v, bool):
                     for name in by_members.get(atom.arg, ()):
                         carried[name].add(v)

@@ -3,7 +3,7 @@
 The trailer is one or more final lines, each ``stoprule: KEY=VALUE`` (nothing after them
 but blank lines)::
 
-    stoprule: closure=waiting_user
+    stoprule: closure=<state>
     stoprule: review=The migration needs a production credential only you have.
 
 ``closure`` gives the reply's closure state (``closure.state``; a word of ``a-z`` and
