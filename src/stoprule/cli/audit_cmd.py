@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from ..diagnostics import Diagnostic, PolicyError
 from ..factio import parse_facts, read_input
-from .common import add_policy_flags, diagnostics_error, policy_error
+from .common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 
 __all__ = ["add_arguments", "audit_command", "run"]
 
@@ -96,14 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.ndjson",
         help="also evaluate these facts: hits per rule, verdicts, fall-through, invalid lines (- reads stdin)",
     )
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=1,
-        metavar="N",
-        help="evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same",
-    )
+    add_jobs_flag(p, "evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same")
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:

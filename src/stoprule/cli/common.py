@@ -22,6 +22,7 @@ import json
 import os
 
 __all__ = [
+    "add_jobs_flag",
     "add_ledger_flag",
     "json_line",
     "line_safe",
@@ -58,6 +59,11 @@ def add_policy_flags(
         default=default_format,
         help=f"output format (default: {default_format})",
     )
+
+
+def add_jobs_flag(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--jobs N`` / ``-j N`` (``eval``, ``audit --corpus``): see :mod:`stoprule.batch`."""
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help=help_text)
 
 
 def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

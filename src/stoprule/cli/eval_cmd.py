@@ -8,7 +8,15 @@ import json
 from ..diagnostics import EvaluationError, FactError, PolicyError
 from ..evaluator import Verdict
 from ..factio import parse_facts, read_input
-from .common import add_ledger_flag, add_policy_flags, fact_error, input_name, policy_error, render_verdict
+from .common import (
+    add_jobs_flag,
+    add_ledger_flag,
+    add_policy_flags,
+    fact_error,
+    input_name,
+    policy_error,
+    render_verdict,
+)
 
 __all__ = ["add_arguments", "eval_command", "run"]
 
@@ -157,14 +165,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strict", action="store_true", help="an unknown fact field (or an empty fact) is an error, not a warning"
     )
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=1,
-        metavar="N",
-        help="evaluate large NDJSON inputs in N processes (0: one per CPU); output order is kept",
-    )
+    add_jobs_flag(p, "evaluate large NDJSON inputs in N processes (0: one per CPU); output order is kept")
     g = p.add_argument_group("decision ledger (see `stoprule log`)")
     g.add_argument("--run", metavar="RUN_ID", help="record each decision in this run of the ledger")
     g.add_argument("--parent", metavar="NODE_ID", help="the recorded decision's parent node (default: the run's tip)")
