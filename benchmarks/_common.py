@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,3 +36,9 @@ def timed(fn) -> tuple[float, float]:
     w0, c0 = time.perf_counter(), time.process_time()
     fn()
     return time.perf_counter() - w0, time.process_time() - c0
+
+
+def print_header(pack: str) -> None:
+    """What was measured where: Python, cores, load, pack and the git tree."""
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; pack {pack}")
+    print(f"tree: {tree_state()}")

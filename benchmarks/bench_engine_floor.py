@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import timed, tree_state  # noqa: E402
+from _common import print_header, timed  # noqa: E402
 from baseline import decide  # noqa: E402
 from facts import generate  # noqa: E402
 
@@ -117,11 +117,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20250101)
     ap.add_argument("--pack", default=str(PACK))
     args = ap.parse_args()
-    print(
-        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus,"
-        f" load average {os.getloadavg()[0]:.2f}; pack {args.pack}"
-    )
-    print(f"tree: {tree_state()}")
+    print_header(args.pack)
     ev = load_policy(args.pack, cache=False)
     facts = generate(args.n, args.seed)
     n = len(facts)

@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import timed, tree_state  # noqa: E402
+from _common import print_header, timed  # noqa: E402
 from baseline import decide, matched  # noqa: E402
 from facts import EDGE_FACTS, ROWS, generate_with_targets  # noqa: E402
 
@@ -254,11 +254,7 @@ def main() -> None:
     ap.add_argument("--pack", default=str(PACK))
     args = ap.parse_args()
 
-    print(
-        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus,"
-        f" load average {os.getloadavg()[0]:.2f}; pack {args.pack}"
-    )
-    print(f"tree: {tree_state()}")
+    print_header(args.pack)
     ev = load_policy(args.pack, cache=False)
     t0 = time.perf_counter()
     pairs = generate_with_targets(args.n, args.seed)
