@@ -13,7 +13,7 @@ from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine, _float, _string, encode
 from .factschema import MISSING, FactField, strict_error
 from .records import Record, record
-from .templates import compile_template
+from .templates import compile_templates
 
 __all__ = ["Evaluator", "Match", "Verdict"]
 
@@ -118,7 +118,18 @@ def generated_sources(compiled: CompiledPolicy) -> list[str]:
     from .factschema import _fast_validator
 
     out.append(_fast_validator(compiled.schema.root)[0])
+    out.append(_templates(compiled)[0])
     return out
+
+
+def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str]]]:
+    """The rules' message (and review reason, where given) renderers, in rule order."""
+    tpls = []
+    for r in compiled.rules:
+        tpls.append(r.message)
+        if r.review_reason:
+            tpls.append(r.review_reason)
+    return compile_templates(tpls, compiled.sets)
 
 
 def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], source: bool = False) -> Any:
@@ -162,30 +173,29 @@ def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], source: boo
     return define("\n".join(lines), namespace, "project")
 
 
-def _field_type(scope: FactField | None, path: tuple[str, ...]) -> str | None:
-    """The schema type at ``path`` below ``scope`` (None when unknown)."""
-    for step in path:
-        if scope is None or scope.type != "object":
-            return None
-        scope = scope.fields.get(step)
-    return None if scope is None else scope.type
-
-
-def _json_value(s: Slot, scope: FactField | None) -> str:
-    """An expression encoding the value ``v`` of slot ``s`` as the engine reads it: what
-    :func:`stoprule.engine.encode` writes for it inside the projected dict, character for character."""
+def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any]) -> str:
+    """An expression for ``,"KEY":VALUE``, the value ``v`` of slot ``s`` encoded as the engine
+    reads it: what :func:`stoprule.engine.encode` writes for it inside the projected dict,
+    character for character (``consts``: where constants the expression names are added)."""
+    pre = f",{key}:"
     if s.marker:
-        return "'true' if v is not None else 'null'"
-    t = _field_type(scope, s.path)
+        return f"{pre + 'true'!r} if v is not None else {pre + 'null'!r}"
+    field = _field_of(scope, s.path)
+    t = None if field is None else field.type
     if t == "bool":
-        return "'true' if v is True else 'false' if v is False else E(v)"
-    if t in ("string", "enum"):
-        return "S(v) if type(v) is str else E(v)"
+        return f"{pre + 'true'!r} if v is True else {pre + 'false'!r} if v is False else {pre!r} + E(v)"
+    if t == "enum":  # each value's item written once
+        assert field is not None
+        name = f"K{len(consts)}"
+        consts[name] = {x: pre + _string(x) for x in field.values if type(x) is str}
+        return f"type(v) is str and {name}.get(v) or {pre!r} + E(v)"
+    if t == "string":
+        return f"{pre!r} + (S(v) if type(v) is str else E(v))"
     if t == "int":
-        return "str(v) if type(v) is int else E(v)"
+        return f"{pre!r} + (str(v) if type(v) is int else E(v))"
     if t == "number":
-        return "str(v) if type(v) is int else F(v) if type(v) is float else E(v)"
-    return "E(v)"
+        return f"{pre!r} + (str(v) if type(v) is int else F(v) if type(v) is float else E(v))"
+    return f"{pre!r} + E(v)"
 
 
 def _json_projector(
@@ -208,18 +218,38 @@ def _json_projector(
             tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
             emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
         else:
-            emit = f"{target}.append(',{key}:' + ({_json_value(s, scope)}))"
+            emit = f"{target}.append({_json_item(s, scope, key, tests)})"
         _reader(lines, var, s.path, False, emit, indent)
 
+    parents: dict[tuple[str, ...], str] = {}
+
+    def parent(path: tuple[str, ...]) -> str:
+        """The variable holding the value at ``path`` (read once per fact)."""
+        if not path:
+            return "fact"
+        var = parents.get(path)
+        if var is None:
+            up = parent(path[:-1])
+            var = parents[path] = f"P{len(parents)}"
+            read = f"{up}.get({path[-1]!r})"
+            guard = "" if up == "fact" else f" if type({up}) is dict else None"
+            lines.append(f"    {var} = {read}{guard}")
+        return var
+
     for s in slots:
-        emit_slot(s, "fact", root, "p", "    ")
+        if len(s.path) < 2:
+            emit_slot(s, "fact", root, "p", "    ")
+            continue
+        var = parent(s.path[:-1])
+        lines.append(f"    if type({var}) is dict:")
+        emit_slot(Slot(s.key, s.path[-1:], s.marker, s.test), var, _field_of(root, s.path[:-1]), "p", "        ")
     for n, ls in enumerate(lists):
         list_field = _field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
         key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
-        lines.append(f"    seq{n} = fact")
-        for step in ls.path:
-            lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
+        up = parent(ls.path[:-1])
+        read = f"{up}.get({ls.path[-1]!r}) if type({up}) is dict else None" if ls.path else up
+        lines.append(f"    seq{n} = {read}")
         lines.append(f"    if type(seq{n}) is list:")
         lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))")
         if not ls.items:
@@ -279,12 +309,9 @@ class Evaluator:
         self._stop_order = [s.engine_name for s in compiled.stops]
         self._outcomes: dict[frozenset[str], _Outcome] = {}
         # message templates, compiled once: rendered only for the winning rule
+        renderers = iter(_templates(compiled)[1])
         self._messages = {
-            r.engine_name: (
-                compile_template(r.message, compiled.sets),
-                compile_template(r.review_reason, compiled.sets) if r.review_reason else None,
-            )
-            for r in compiled.rules
+            r.engine_name: (next(renderers), next(renderers) if r.review_reason else None) for r in compiled.rules
         }
 
     @property

@@ -317,7 +317,9 @@ def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], An
     (for the error and its message). Returns the source and the function ``(fact, unknown)``.
     """
     lines: list[str] = []
-    ns: dict[str, Any] = {"_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": math.isfinite}
+    ns: dict[str, Any] = {
+        "_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": math.isfinite, "M": MISSING,
+    }  # fmt: skip
     counter = [0]
 
     def const(value: Any) -> str:
@@ -367,6 +369,11 @@ def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], An
             body.append("        raise _Bail")
             if item.type in ("list", "object") or item.type not in ("bool", "string", "int", "number", "enum"):
                 sub = func(item)
+                # item paths are written only when an item has unknown keys (then it runs again)
+                body.append("    m = len(u)")
+                body.append(f"    out = [{sub}(x, u, None) for x in v]")
+                body.append("    if len(u) == m: return out")
+                body.append("    del u[m:]")
                 body.append(f"    return [{sub}(x, u, f'{{at}}[{{i}}]') for i, x in enumerate(v)]")
             else:
                 body.append("    for x in v:")
@@ -392,35 +399,82 @@ def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], An
                 code = 0
             code_of[fname] = code
         table = const({key: (fname, code_of[fname]) for key, fname in lookup.items()})
-        body = [f"def {name}(d, u, at):", "    if type(d) is not dict:"]
-        body.append("        if d is None and " + repr(f.nullable) + ": return None")
-        body.append("        raise _Bail")
-        body.append("    out = {}")
-        body.append("    for key, v in d.items():")
-        body.append(f"        e = {table}.get(key)")
-        body.append("        if e is None:")
+        # the general walk (aliases, unknown keys): a function returning ``out`` before defaults
+        loop = [f"def L{name}(d, u, at):", "    out = {}", "    for key, v in d.items():"]
+        loop.append(f"        e = {table}.get(key)")
+        loop.append("        if e is None:")
         unknown = "raise _Bail" if reject else "u.append(f'{at}.{key}' if at else key); continue"
-        body.append(f"            {unknown}")
-        body.append("        n, c = e")
-        body.append("        if n in out: raise _Bail")
+        loop.append(f"            {unknown}")
+        loop.append("        n, c = e")
+        loop.append("        if n in out: raise _Bail")
         # the most common codes first
         order = sorted(set(code_of.values()), key=lambda c: -sum(1 for x in code_of.values() if x == c))
         for j, code in enumerate(order):
-            body.append(f"        {'if' if j == 0 else 'elif'} c == {code}:")
+            loop.append(f"        {'if' if j == 0 else 'elif'} c == {code}:")
             if code == 0:  # a per-field function: dispatch on the name (few object and list fields)
                 members = [fname for fname, c in code_of.items() if c == 0]
                 for k, fname in enumerate(members):
-                    body.append(
+                    loop.append(
                         f"            {'if' if k == 0 else 'elif'} n == {fname!r}:"
                         f" v = {subs[fname]}(v, u, f'{{at}}.{{n}}' if at else n)"
                     )
             else:
-                body += scalar_check(example[code], "v", "            ")
-        body.append("        out[n] = v")
+                loop += scalar_check(example[code], "v", "            ")
+        loop.append("        out[n] = v")
+        loop.append("    return out")
+        lines.extend(loop)
+        body = [f"def {name}(d, u, at):", "    if type(d) is not dict:"]
+        body.append("        if d is None and " + repr(f.nullable) + ": return None")
+        body.append("        raise _Bail")
+        # the common cases: every key a field's own name, or else no alias among them. Scalars
+        # are checked in place, the dict copied (same keys and order as the walk, unknown keys
+        # left out), objects and lists below replaced. Unknown keys are listed in the order of
+        # the keys: where they come from more than one place, the walk lists them instead.
+        canon = frozenset(k for k, fname in lookup.items() if k == fname)
+        aliases = frozenset(lookup) - canon
+
+        def fast(indent: str, unknown: bool) -> None:
+            for fname, ff in f.fields.items():
+                if fname not in subs:
+                    body.append(f"{indent}v = d.get({fname!r}, M)")
+                    body.append(f"{indent}if v is not M:")
+                    body.extend(scalar_check(ff, "v", indent + "    "))
+            body.append(f"{indent}out = d.copy()")
+            if unknown:
+                body.append(f"{indent}extra = [k for k in d if k not in {const(canon)}]")
+                body.append(f"{indent}for k in extra: del out[k]")
+            guarded = unknown or len(subs) > 1
+            if guarded:
+                body.append(f"{indent}start = m = len(u)")
+                body.append(f"{indent}hits = {int(unknown)}")
+            for fname, sub in subs.items():
+                body.append(f"{indent}if {fname!r} in out:")
+                at = f"at + {'.' + fname!r} if at else {fname!r}"
+                body.append(f"{indent}    out[{fname!r}] = {sub}(out[{fname!r}], u, {at})")
+                if guarded:
+                    body.append(f"{indent}    if len(u) != m: hits += 1; m = len(u)")
+            if guarded:
+                body.append(f"{indent}if hits > 1:")
+                body.append(f"{indent}    del u[start:]")
+                body.append(f"{indent}    out = L{name}(d, u, at)")
+            if unknown:
+                body.append(f"{indent}elif extra:")
+                body.append(f"{indent}    u.extend([f'{{at}}.{{k}}' if at else k for k in extra])")
+
+        body.append(f"    if d.keys() <= {const(canon)}:")
+        fast("        ", False)
+        if not reject:
+            body.append(f"    elif d.keys().isdisjoint({const(aliases)}):")
+            fast("        ", True)
+        body.append("    else:")
+        body.append(f"        out = L{name}(d, u, at)")
         for fname, ff in f.fields.items():
             if ff.has_default:
                 dv = ff.default
-                val = repr(dv) if dv is None or type(dv) in (bool, int, str) else f"CL({const(dv)})"
+                if dv is None or type(dv) in (bool, int, str):
+                    val = repr(dv)
+                else:  # a fresh copy per fact (an empty list or object written as a literal)
+                    val = "[]" if dv == [] else "{}" if dv == {} else f"CL({const(dv)})"
                 body.append(f"    if {fname!r} not in out: out[{fname!r}] = {val}")
         for fname, ff in f.fields.items():
             if ff.required:

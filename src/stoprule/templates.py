@@ -8,7 +8,7 @@ literal braces.
 
 from __future__ import annotations
 
-__all__ = ["Template", "compile_template", "parse_template", "render"]
+__all__ = ["Template", "compile_template", "compile_templates", "parse_template", "render"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,9 +96,8 @@ def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]
     return "".join(out)
 
 
-def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
-    """``render`` for one template, with the literal parts and ``{@set}`` placeholders joined
-    once: a function of the fact (compiled once per pack, rendered only for the winner)."""
+def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[tuple[str, ...], str | None]]:
+    """Literal text (adjacent literals and ``{@set}`` placeholders joined) and field placeholders."""
     parts: list[str | tuple[tuple[str, ...], str | None]] = []
     for part in tpl:
         if isinstance(part, str):
@@ -113,15 +112,50 @@ def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callabl
                 parts[-1] += text
             else:
                 parts.append(text)
-    if not parts:
-        return lambda fact: ""
-    if len(parts) == 1 and isinstance(parts[0], str):
-        const = parts[0]
-        return lambda fact: const
+    return parts
 
-    frozen = tuple(parts)
 
-    def render_one(fact: dict[str, Any]) -> str:
-        return "".join(p if isinstance(p, str) else _show(_lookup(fact, p[0]), p[1]) for p in frozen)
+def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
+    """``render`` for one template: a function of the fact (see :func:`compile_templates`)."""
+    return compile_templates([tpl], sets)[1][0]
 
-    return render_one
+
+def compile_templates(
+    templates: list[Template], sets: dict[str, tuple[Any, ...]]
+) -> tuple[str, list[Callable[[dict[str, Any]], str]]]:
+    """Straight-line code rendering each template as :func:`render` does, one function per
+    template, generated and compiled once per pack (rendered only for the winning rule).
+
+    Returns the source (cached with the pack, see :mod:`stoprule.codegen`) and the functions.
+    """
+    from .codegen import define
+
+    ns: dict[str, Any] = {"SH": _show, "LK": _lookup}
+    lines: list[str] = []
+
+    def const(value: Any) -> str:
+        name = f"K{len(ns)}"
+        ns[name] = value
+        return name
+
+    for i, tpl in enumerate(templates):
+        lines.append(f"def t{i}(f):")
+        pieces = []
+        for j, part in enumerate(_parts(tpl, sets)):
+            if isinstance(part, str):
+                pieces.append(repr(part))
+                continue
+            path, fallback = part
+            v, fb = f"v{j}", const(fallback)
+            if any(step.endswith("[]") for step in path):
+                lines.append(f"    {v} = LK(f, {const(path)})")
+            else:
+                lines.append(f"    {v} = f.get({path[0]!r}) if isinstance(f, dict) else None")
+                for step in path[1:]:
+                    lines.append(f"    {v} = {v}.get({step!r}) if isinstance({v}, dict) else None")
+            # a non-empty string renders as itself; everything else as _show renders it
+            pieces.append(f"({v} if type({v}) is str and {v} else SH({v}, {fb}))")
+        lines.append(f"    return {' + '.join(pieces) or repr('')}")
+    lines.append(f"T = ({''.join(f't{i}, ' for i in range(len(templates)))})")
+    source = "\n".join(lines)
+    return source, list(define(source, ns, "T"))
