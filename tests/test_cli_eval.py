@@ -462,8 +462,8 @@ def test_cold_eval_imports_nothing_heavy(tmp_path: Path, fmt: str) -> None:
 def test_ndjson_in_chunks_and_in_processes_gives_the_same_output(run_cli, tmp_path: Path) -> None:  # noqa: ANN001
     """``--jobs 2`` (and the chunked single-process path) print what one pass over the whole
     input prints: same stdout and stderr lines, in order, and the same exit code."""
-    from stoprule.batch import split_ndjson
-    from stoprule.factio import ndjson_items, parse_facts
+    from stoprule.batch import chunk_items, split_ndjson
+    from stoprule.factio import parse_facts
 
     good = [
         {"status": "implemented", "turn": i % 9, "max_turns": 8, "errors": [{"type": "timeout"}], "extra": i}
@@ -476,7 +476,8 @@ def test_ndjson_in_chunks_and_in_processes_gives_the_same_output(run_cli, tmp_pa
     for parts in (2, 3, 8):
         chunks = split_ndjson(data, parts)
         assert chunks is not None
-        assert [(n, repr(x)) for first, c in chunks for n, x in ndjson_items(c, first)] == whole
+        assert len(chunks) == parts
+        assert [(n, repr(x)) for c in chunks for n, x in chunk_items(data, c)] == whole
     assert split_ndjson(b'{\n"a": 1\n}\n' * 1000, 4) is None  # one pretty-printed document: not split
     f = tmp_path / "facts.ndjson"
     f.write_bytes(data)

@@ -1,11 +1,12 @@
 """Large NDJSON inputs spread over processes, results in input order.
 
 The helpers are generic: :func:`split_ndjson` cuts NDJSON bytes into chunks at line
-boundaries (each with the number of its first line), :func:`ndjson_items` parses one chunk
-exactly as :func:`stoprule.factio.parse_facts` parses NDJSON, and :func:`map_ordered` runs a
-function over chunks in N worker processes and yields the results in chunk order. ``eval
---jobs`` uses them; ``audit --corpus`` and ``replay`` can too (a worker gets its pack once,
-through the initializer).
+boundaries (offsets, each with the number of its first line), :func:`chunk_items` parses one
+chunk exactly as :func:`stoprule.factio.parse_facts` parses NDJSON, and :func:`map_ordered`
+runs a function over chunks in N worker processes and yields the results in chunk order.
+``eval --jobs`` and ``audit --corpus`` use them: a worker gets its pack and the input once,
+through the initializer (inherited, not copied, where workers are forked), and a task is
+three numbers.
 
 Only NDJSON is split: one (possibly pretty-printed) JSON document is a single fact.
 """
@@ -19,6 +20,7 @@ from .factio import complete_line, ndjson_items
 __all__ = [
     "MIN_PARALLEL_LINES",
     "SEQUENTIAL_CHUNK_LINES",
+    "chunk_items",
     "map_ordered",
     "ndjson_items",
     "resolve_jobs",
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     R = TypeVar("R")
 
+Chunk = tuple[int, int, int]  # (first line number, start offset, end offset)
+
 MIN_PARALLEL_LINES = 2_000  # below this, starting workers costs more than it saves
 SEQUENTIAL_CHUNK_LINES = 5_000  # one process reads large NDJSON in chunks of this many lines
 CHUNKS_PER_JOB = 4  # several chunks per worker: a slow chunk does not hold the others back
@@ -43,18 +47,43 @@ def resolve_jobs(jobs: int) -> int:
     return max(1, jobs if jobs > 0 else (os.cpu_count() or 1))
 
 
-def split_ndjson(data: bytes, parts: int, min_lines: int = MIN_PARALLEL_LINES) -> list[tuple[int, bytes]] | None:
-    """``data`` cut at line boundaries into about ``parts`` chunks of ``(first line number, bytes)``,
+def split_ndjson(data: bytes, parts: int, min_lines: int = MIN_PARALLEL_LINES) -> list[Chunk] | None:
+    """``data`` cut at line boundaries into about ``parts`` chunks of about equal size, as
+    ``(first line number, start, end)`` (the chunk is ``data[start:end]``: see :func:`chunk_items`),
     or None when it should not be split: not NDJSON (its first non-blank line is not a JSON
-    value on its own) or fewer than ``min_lines`` lines."""
-    lines = data.split(b"\n")
-    if parts < 2 or len(lines) < min_lines:
+    value on its own) or fewer than ``min_lines`` lines. Nothing is copied."""
+    if parts < 2 or data.count(b"\n") + 1 < min_lines:
         return None
-    first = next((ln for ln in lines if ln.strip()), b"")
-    if not complete_line(first):  # the first non-blank line decides, as in parse_facts
+    first = b""
+    pos = 0
+    while pos <= len(data):  # the first non-blank line decides, as in parse_facts
+        nl = data.find(b"\n", pos)
+        line = data[pos:] if nl < 0 else data[pos:nl]
+        if line.strip():
+            first = line
+            break
+        pos = len(data) + 1 if nl < 0 else nl + 1
+    if not complete_line(first):
         return None
-    per = -(-len(lines) // parts)
-    return [(i + 1, b"\n".join(lines[i : i + per])) for i in range(0, len(lines), per)]
+    size = len(data)
+    out: list[Chunk] = []
+    start, line_no = 0, 1
+    for k in range(1, parts + 1):
+        end = size if k == parts else data.find(b"\n", max(start, size * k // parts))
+        if end < 0:
+            end = size
+        out.append((line_no, start, end))
+        if end >= size:
+            break
+        line_no += data.count(b"\n", start, end) + 1
+        start = end + 1
+    return out
+
+
+def chunk_items(data: bytes, chunk: Chunk) -> list[tuple[int, Any]]:
+    """The parsed lines of one chunk of ``data`` (see :func:`split_ndjson`)."""
+    first, start, end = chunk
+    return ndjson_items(data[start:end], first)
 
 
 _STATE: dict[str, Any] = {}
@@ -80,8 +109,8 @@ def map_ordered(
 
     ``setup(*setup_args)`` runs once in each worker and gives its ``context`` (e.g. the
     evaluator). ``fn`` and ``setup`` must be module-level functions. Workers are forked where
-    the platform can (no re-import, nothing pickled but tasks and results): fork before the
-    parent creates engine handles.
+    the platform can (no re-import, and ``setup_args`` are inherited: nothing is pickled but
+    tasks and results): fork before the parent creates engine handles.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, PolicyError
 from ..factio import parse_facts, read_input
 from .common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 
 __all__ = ["add_arguments", "audit_command", "run"]
+
+if TYPE_CHECKING:
+    from ..batch import Chunk
 
 
 def audit_command(
@@ -58,7 +61,7 @@ def audit_command(
         from ..analysis.corpus import corpus_report, merge_counts
         from ..batch import map_ordered
 
-        parts = list(map_ordered(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled)))
+        parts = list(map_ordered(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled, data)))
         report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     elif items is not None:
         report.corpus = corpus_stats(ctx.checked, ctx.compiled, items, corpus or "")
@@ -69,19 +72,18 @@ def audit_command(
     return 1 if report.findings else 0
 
 
-def _corpus_setup(checked: Any, compiled: Any) -> tuple[Any, Any]:
+def _corpus_setup(checked: Any, compiled: Any, data: bytes) -> tuple[Any, Any, bytes]:
     from ..evaluator import Evaluator
 
-    return checked, Evaluator(compiled)
+    return checked, Evaluator(compiled), data
 
 
-def _corpus_chunk(context: tuple[Any, Any], chunk: tuple[int, bytes]) -> dict[str, Any]:
+def _corpus_chunk(context: tuple[Any, Any, bytes], chunk: Chunk) -> dict[str, Any]:
     from ..analysis.corpus import corpus_counts
-    from ..batch import ndjson_items
+    from ..batch import chunk_items
 
-    checked, ev = context
-    first, data = chunk
-    return corpus_counts(checked, ev, ndjson_items(data, first))
+    checked, ev, data = context
+    return corpus_counts(checked, ev, chunk_items(data, chunk))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

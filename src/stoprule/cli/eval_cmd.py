@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from ..batch import Chunk
     from ..compiled import CompiledPolicy
     from ..evaluator import Evaluator
 
@@ -63,17 +64,17 @@ def eval_command(
             n = resolve_jobs(jobs)
             chunks = split_ndjson(data, n * 4) if n > 1 else None
             if chunks is not None:
-                code = max(code, _eval_parallel(compiled, name, chunks, fmt, stdout, stderr, strict, n))
+                code = max(code, _eval_parallel(compiled, name, data, chunks, fmt, stdout, stderr, strict, n))
                 continue
         if evaluator is None:
             from ..evaluator import Evaluator
 
             evaluator = Evaluator(compiled)
         # large NDJSON a chunk at a time: fewer live objects for the GC to walk, less memory
-        from ..batch import SEQUENTIAL_CHUNK_LINES, ndjson_items, split_ndjson
+        from ..batch import SEQUENTIAL_CHUNK_LINES, chunk_items, split_ndjson
 
         parts = split_ndjson(data, data.count(b"\n") // SEQUENTIAL_CHUNK_LINES + 1)
-        for items in [parse_facts(data)] if parts is None else (ndjson_items(c, first) for first, c in parts):
+        for items in [parse_facts(data)] if parts is None else (chunk_items(data, c) for c in parts):
             code = max(code, eval_items(evaluator, name, items, fmt, stdout, stderr, strict))
     return code
 
@@ -81,7 +82,8 @@ def eval_command(
 def _eval_parallel(
     compiled: CompiledPolicy,
     name: str,
-    chunks: list[tuple[int, bytes]],
+    data: bytes,
+    chunks: list[Chunk],
     fmt: str,
     stdout: IO[str],
     stderr: IO[str],
@@ -91,29 +93,30 @@ def _eval_parallel(
     from ..batch import map_ordered
 
     code = 0
-    for out, err, c in map_ordered(_eval_chunk, [(name, chunk, first, fmt, strict) for first, chunk in chunks],
-                                   jobs, _worker_evaluator, (compiled,)):  # fmt: skip
+    for out, err, c in map_ordered(_eval_chunk, chunks, jobs, _worker_setup, (compiled, data, name, fmt, strict)):
         stderr.write(err)
         stdout.write(out)
         code = max(code, c)
     return code
 
 
-def _worker_evaluator(compiled: CompiledPolicy) -> Evaluator:
+def _worker_setup(
+    compiled: CompiledPolicy, data: bytes, name: str, fmt: str, strict: bool
+) -> tuple[Evaluator, bytes, str, str, bool]:
     from ..evaluator import Evaluator
 
-    return Evaluator(compiled)
+    return Evaluator(compiled), data, name, fmt, strict
 
 
-def _eval_chunk(evaluator: Evaluator, task: tuple[str, bytes, int, str, bool]) -> tuple[str, str, int]:
+def _eval_chunk(context: tuple[Evaluator, bytes, str, str, bool], chunk: Chunk) -> tuple[str, str, int]:
     """One chunk of NDJSON evaluated in a worker: (stdout text, stderr text, exit code)."""
     import io
 
-    from ..batch import ndjson_items
+    from ..batch import chunk_items
 
-    name, chunk, first, fmt, strict = task
+    evaluator, data, name, fmt, strict = context
     out, err = io.StringIO(), io.StringIO()
-    code = eval_items(evaluator, name, ndjson_items(chunk, first), fmt, out, err, strict)
+    code = eval_items(evaluator, name, chunk_items(data, chunk), fmt, out, err, strict)
     return out.getvalue(), err.getvalue(), code
 
 
