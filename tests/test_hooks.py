@@ -311,3 +311,24 @@ def test_replay_and_its_facts_feed_audit_corpus(tmp_path: Path, monkeypatch: pyt
     assert json.loads(out)["corpus"]["evaluated"] == 2
     assert _cli("replay", str(tmp_path / "nope.jsonl"))[0] == 2
     assert os.path.exists(t)
+
+
+@pytest.mark.parametrize("fmt", ["pretty", "summary", "json"])
+def test_replay_in_processes_prints_what_one_process_prints(fmt: str, run_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """``replay --jobs 2`` spreads the transcripts over two processes: same stdout and stderr,
+    in the same order, same exit code (an unreadable transcript among them)."""
+    lines = (FIXTURES / "claude-code" / "transcript.jsonl").read_text().split("\n")
+    paths = []
+    for i in range(4):
+        t = tmp_path / f"t{i}.jsonl"
+        extra = [lines[1].replace("Build the parser", f"Step {j}") for j in range(i)]
+        t.write_text("\n".join([*lines[:-1], *extra, lines[6], ""]))
+        paths.append(str(t))
+    paths.insert(2, str(tmp_path / "nope.jsonl"))
+    one = run_cli("replay", *paths, "--format", fmt, cwd=tmp_path)
+    two = run_cli("replay", *paths, "--format", fmt, "--jobs", "2", cwd=tmp_path)
+    assert one.returncode == two.returncode == 2
+    assert one.stdout == two.stdout and one.stderr == two.stderr
+    assert "nope.jsonl" in one.stderr and one.stdout
+    if fmt == "summary":
+        assert json.loads(one.stdout)["stops"] >= 4 + 1 + 2 + 3

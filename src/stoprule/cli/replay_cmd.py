@@ -13,9 +13,14 @@ import json
 from typing import IO, Any
 
 from ..diagnostics import EvaluationError, PolicyError
-from .common import policy_error
+from .common import add_jobs_flag, policy_error
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "replay_one", "run"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..compiled import CompiledPolicy
+    from ..evaluator import Evaluator
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,19 +31,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--harness", choices=("claude-code", "codex", "gemini"), help="the transcripts' format (default: sniffed)"
     )
+    add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
+                     "output order is kept")  # fmt: skip
+
+
+class _Tally:
+    """Stops seen, stops blocked, and blocked stops by rule (summed over transcripts)."""
+
+    def __init__(self) -> None:
+        self.stops = self.blocked = 0
+        self.by_rule: dict[str, int] = {}
+
+    def add(self, other: _Tally) -> None:
+        self.stops += other.stops
+        self.blocked += other.blocked
+        for rule, n in other.by_rule.items():
+            self.by_rule[rule] = self.by_rule.get(rule, 0) + n
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     import os
 
-    from ..hooks.replay import boundaries
     from ..hooks.runner import state_home
     from ..hooks.settings import hook_settings
-    from ..hooks.transcripts import detect
-    from ..packs import load_policy, select_pack
+    from ..packs import compile_policy, select_pack
 
+    if args.jobs < 0:
+        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
+        return 2
     try:
-        evaluator = load_policy(args.policy)
+        compiled = compile_policy(args.policy)
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
     project, _ = state_home(None, os.environ)
@@ -47,45 +69,103 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     except PolicyError as exc:
         return policy_error(exc, os.path.join(project or "", "config.yaml"), stderr)
     code = 0
-    stops = blocked = 0
-    by_rule: dict[str, int] = {}
-    for path in args.transcripts:
-        fmt = detect(path, args.harness)
-        if fmt is None:
-            stderr.write(f"stoprule: {path}: unreadable or not a Claude Code, Codex or Gemini transcript\n")
-            code = 2
-            continue
-        try:
-            found = boundaries(path, fmt, mapping)
-        except OSError as exc:
-            stderr.write(f"stoprule: cannot read {path}: {exc.strerror}\n")
-            code = 2
-            continue
-        for b in found:
-            try:
-                v = evaluator.evaluate(b.fact)
-            except EvaluationError as exc:
-                stderr.write(f"stoprule: {path}:{b.line}: stop {b.index}: {exc}\n")
-                code = 2
-                continue
-            stops += 1
-            if v.stop == "block":
-                blocked += 1
-                by_rule[v.rule] = by_rule.get(v.rule, 0) + 1
-            if args.format == "facts":
-                stdout.write(json.dumps(b.fact, ensure_ascii=False) + "\n")
-            elif args.format == "json":
-                rec: dict[str, Any] = {"transcript": path, "boundary": b.index, "line": b.line, "fact": b.fact,
-                                       "verdict": v.to_dict()}  # fmt: skip
-                stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            elif args.format == "pretty":
-                msg = v.message if len(v.message) <= 100 else v.message[:97] + "..."
-                stdout.write(f"{path}:{b.line}: stop {b.index}: {v.stop.upper()} {v.verdict}/{v.reason} — {msg}\n")
-    summary: dict[str, Any] = {"stops": stops, "blocked": blocked, "allowed": stops - blocked,
-               "blocked_by_rule": dict(sorted(by_rule.items(), key=lambda kv: -kv[1]))}  # fmt: skip
+    total = _Tally()
+    options = (mapping, args.harness, args.format)
+    paths: list[str] = args.transcripts
+    from ..batch import resolve_jobs
+
+    jobs = min(resolve_jobs(args.jobs), len(paths))
+    if jobs > 1:  # workers fork here, before this process creates engine handles
+        from ..batch import map_ordered
+
+        for out, err, c, tally in map_ordered(_replay_task, paths, jobs, _replay_setup, (compiled, *options)):
+            stderr.write(err)
+            stdout.write(out)
+            code = max(code, c)
+            total.add(tally)
+    else:
+        from ..evaluator import Evaluator
+
+        evaluator = Evaluator(compiled)
+        for path in paths:
+            c, tally = replay_one(evaluator, path, *options, stdout, stderr)
+            code = max(code, c)
+            total.add(tally)
+    summary: dict[str, Any] = {"stops": total.stops, "blocked": total.blocked, "allowed": total.stops - total.blocked,
+               "blocked_by_rule": dict(sorted(total.by_rule.items(), key=lambda kv: -kv[1]))}  # fmt: skip
     if args.format == "summary":
         stdout.write(json.dumps(summary) + "\n")
     elif args.format == "pretty":
         rules = ", ".join(f"{r} {n}" for r, n in summary["blocked_by_rule"].items()) or "none"
-        stdout.write(f"{stops} stop(s): {blocked} would have been blocked ({rules}), {stops - blocked} allowed\n")
+        stdout.write(
+            f"{total.stops} stop(s): {total.blocked} would have been blocked ({rules}), "
+            f"{total.stops - total.blocked} allowed\n"
+        )
     return code
+
+
+_Options = tuple[dict[str, str | None], str | None, str]  # field mapping, harness, format
+
+
+def _replay_setup(compiled: CompiledPolicy, *options: Any) -> tuple[Evaluator, _Options]:
+    from ..evaluator import Evaluator
+
+    mapping, harness, fmt = options
+    return Evaluator(compiled), (mapping, harness, fmt)
+
+
+def _replay_task(context: tuple[Evaluator, _Options], path: str) -> tuple[str, str, int, _Tally]:
+    """One transcript replayed in a worker: (stdout text, stderr text, exit code, tally)."""
+    import io
+
+    evaluator, (mapping, harness, fmt) = context
+    out, err = io.StringIO(), io.StringIO()
+    code, tally = replay_one(evaluator, path, mapping, harness, fmt, out, err)
+    return out.getvalue(), err.getvalue(), code, tally
+
+
+def replay_one(
+    evaluator: Evaluator,
+    path: str,
+    mapping: dict[str, str | None],
+    harness: str | None,
+    fmt: str,
+    stdout: IO[str],
+    stderr: IO[str],
+) -> tuple[int, _Tally]:
+    """Replay one transcript, writing its lines; its exit code (0 or 2) and tally."""
+    from ..hooks.replay import boundaries
+    from ..hooks.transcripts import detect
+
+    tally = _Tally()
+    kind = detect(path, harness)
+    if kind is None:
+        stderr.write(f"stoprule: {path}: unreadable or not a Claude Code, Codex or Gemini transcript\n")
+        return 2, tally
+    try:
+        found = boundaries(path, kind, mapping)
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot read {path}: {exc.strerror}\n")
+        return 2, tally
+    code = 0
+    for b in found:
+        try:
+            v = evaluator.evaluate(b.fact)
+        except EvaluationError as exc:
+            stderr.write(f"stoprule: {path}:{b.line}: stop {b.index}: {exc}\n")
+            code = 2
+            continue
+        tally.stops += 1
+        if v.stop == "block":
+            tally.blocked += 1
+            tally.by_rule[v.rule] = tally.by_rule.get(v.rule, 0) + 1
+        if fmt == "facts":
+            stdout.write(json.dumps(b.fact, ensure_ascii=False) + "\n")
+        elif fmt == "json":
+            rec: dict[str, Any] = {"transcript": path, "boundary": b.index, "line": b.line, "fact": b.fact,
+                                   "verdict": v.to_dict()}  # fmt: skip
+            stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        elif fmt == "pretty":
+            msg = v.message if len(v.message) <= 100 else v.message[:97] + "..."
+            stdout.write(f"{path}:{b.line}: stop {b.index}: {v.stop.upper()} {v.verdict}/{v.reason} — {msg}\n")
+    return code, tally
