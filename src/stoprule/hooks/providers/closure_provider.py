@@ -14,9 +14,12 @@ but blank lines)::
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..event import HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse_trailer", "provide"]
 
