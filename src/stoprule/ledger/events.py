@@ -22,10 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
 
 from ..evaluator import Match, Verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = [
     "EVENT_TYPE",

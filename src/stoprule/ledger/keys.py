@@ -26,10 +26,14 @@ import json
 import os
 import stat
 import time
-from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
 
+from ..records import record
 from .errors import LedgerError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from typing import Any, Protocol
 
 __all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "head_mac", "load", "retire", "rotate", "unb64url"]
 
@@ -37,7 +41,8 @@ FORMAT = "stoprule-keys/1"
 SECRET_BYTES = 32
 
 
-class Key(NamedTuple):
+@record
+class Key:
     id: str
     created: str
     retired: str | None
@@ -50,7 +55,8 @@ class Key(NamedTuple):
         return out
 
 
-class KeyRing(NamedTuple):
+@record
+class KeyRing:
     path: str
     active: str | None
     keys: dict[str, Key]
@@ -166,15 +172,17 @@ def _write(ring: KeyRing, *, exclusive: bool) -> bool:
             os.unlink(tmp)
 
 
-class Ledger(Protocol):
-    """What ``rotate`` and ``retire`` need of ``store.Ledger`` (which imports this module)."""
+if TYPE_CHECKING:
 
-    @property
-    def keys_path(self) -> str: ...
-    @property
-    def head_key(self) -> str | None: ...
-    def write(self) -> AbstractContextManager[Any]: ...
-    def resign(self, ring: KeyRing) -> None: ...
+    class Ledger(Protocol):
+        """What ``rotate`` and ``retire`` need of ``store.Ledger`` (which imports this module)."""
+
+        @property
+        def keys_path(self) -> str: ...
+        @property
+        def head_key(self) -> str | None: ...
+        def write(self) -> AbstractContextManager[Any]: ...
+        def resign(self, ring: KeyRing) -> None: ...
 
 
 def _new_key(ring: KeyRing) -> Key:

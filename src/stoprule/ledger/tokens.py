@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import NamedTuple
 
+from ..records import record
 from .errors import TokenError
 from .events import canonical
 from .keys import KeyRing, b64url, unb64url
@@ -29,7 +29,8 @@ PREFIX = "srt1"
 SIG_CHARS = 43  # base64url of a 32-byte HMAC-SHA256, unpadded
 
 
-class Claims(NamedTuple):
+@record
+class Claims:
     """What a verified token says: the blocked node it may retry, and the key that signed it."""
 
     run: str

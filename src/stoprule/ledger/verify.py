@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import hmac
 import sqlite3
-from typing import Any, NamedTuple
 
+from ..records import record
 from . import keys
 from .ddl import STATEMENTS
 from .errors import LedgerError
 from .events import GENESIS, head_link
 from .runcheck import Break, check_runs, lenient
 from .store import Ledger, corrupt, sqlite_error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -52,7 +56,8 @@ _SCHEMA = _expected_schema()
 _SCHEMA_2_ONLY = ("head", "head_insert", "head_forward", "head_no_delete", "events_after_head")
 
 
-class Report(NamedTuple):
+@record
+class Report:
     runs: int
     events: int
     breaks: list[Break]
