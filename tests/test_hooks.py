@@ -92,6 +92,21 @@ def test_parse_per_harness() -> None:
     assert (cp.session_id, cp.flag_known) == ("cp-session-1", False)
 
 
+@pytest.mark.parametrize("argv", [*([h] for h in HARNESSES), ["claude-code", "--explain-facts"], ["--help"], [],
+                                  ["claude"], ["codex", "--event", "stop"], ["gemini", "--policy", "p"]])  # fmt: skip
+def test_the_hooks_usual_line_parses_as_argparse_parses_it(argv: list[str]) -> None:
+    """``stoprule hook HARNESS`` skips argparse (cold start): the same namespace; any other line is argparse's."""
+    from stoprule.cli import hook_cmd
+    from stoprule.cli.main import _parser
+
+    simple = hook_cmd.parse_simple(argv)
+    if len(argv) == 1 and argv[0] in HARNESSES:
+        parser, _ = _parser(["hook", *argv])
+        assert simple is not None and vars(simple) == vars(parser.parse_args(["hook", *argv]))
+    else:
+        assert simple is None
+
+
 def test_payload_decoding() -> None:
     assert decode_payload(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}  # one BOM stripped
     assert decode_payload(b"  ") == {}
