@@ -326,3 +326,38 @@ def test_replay_and_its_facts_feed_audit_corpus(tmp_path: Path, monkeypatch: pyt
     assert json.loads(out)["corpus"]["evaluated"] == 2
     assert _cli("replay", str(tmp_path / "nope.jsonl"))[0] == 2
     assert os.path.exists(t)
+
+
+def test_capture_runs_a_command_as_subprocess_run_does(tmp_path: Path) -> None:
+    """The git provider's runner: exit code, both streams in full (past a pipe's buffer), stdin at
+    end of file, and the signal dispositions subprocess gives a child."""
+    import subprocess
+    import sys
+
+    from stoprule.hooks.command import capture
+
+    big = "import sys; sys.stdout.write('o' * 300000); sys.stderr.write('e' * 200000); sys.exit(sys.stdin.read() or 3)"
+    assert capture([sys.executable, "-c", big], 60) == (3, b"o" * 300000, b"e" * 200000)
+    if os.path.exists("/proc/self/status"):  # blocked and ignored signals as subprocess leaves them
+
+        def masks(out: bytes) -> list[int]:  # signals 1-31 (glibc's spawn ignores its own 32, 33 in the child)
+            return [int(line.split()[1], 16) & 0x7FFFFFFF for line in out.splitlines()]
+
+        argv = ["sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"]
+        theirs = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL).stdout
+        assert masks(capture(argv, 60)[1]) == masks(theirs) and len(masks(theirs)) == 2
+    with pytest.raises(FileNotFoundError):
+        capture(["stoprule-no-such-program"], 60)
+
+
+def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:
+    import sys
+
+    from stoprule.hooks.command import CommandTimeout, capture
+
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    with pytest.raises(CommandTimeout):
+        capture([sys.executable, "-c", code], 1.5)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(int(pid_file.read_text()), 0)

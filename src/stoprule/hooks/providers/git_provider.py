@@ -31,23 +31,20 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     root = _repo_root(ctx.workdir)
     if root is None:
         return {}, ["not in a git repository"]
-    import subprocess
+    from ..command import CommandTimeout, capture
 
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
-        p = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal"],
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
+        code, out, err = capture(
+            ["git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal"], timeout
         )
     except FileNotFoundError:
         return {}, ["git is not installed"]
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         return {}, [f"git status took over {timeout * 1000:.0f} ms: skipped"]
-    if p.returncode != 0:
-        return {}, [f"git status failed: {p.stderr.decode('utf-8', 'replace').strip()[:200]}"]
-    lines = p.stdout.decode("utf-8", "replace").splitlines()
+    if code != 0:
+        return {}, [f"git status failed: {err.decode('utf-8', 'replace').strip()[:200]}"]
+    lines = out.decode("utf-8", "replace").splitlines()
     obs: dict[str, Any] = {}
     if lines and lines[0].startswith("## "):
         head = lines.pop(0)[3:].removeprefix("No commits yet on ").removeprefix("Initial commit on ")
