@@ -3,6 +3,7 @@
 Modules, lowest first (each imports only those above it, and core modules: diagnostics, evaluator)::
 
     errors   LedgerError, TokenError
+    sha      SHA-256, HMAC-SHA256, compare_digest (CPython's built-in SHA-256: no OpenSSL to load)
     events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
     ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
     keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC

@@ -19,11 +19,11 @@ a whole run, renumbering or reordering events changes it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 
 from ..evaluator import Match, Verdict
+from .sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,17 +77,17 @@ def canonical(value: Any) -> str:
 
 def digest(text: str) -> str:
     """``sha256:<hex>`` of ``text`` as UTF-8."""
-    return "sha256:" + hashlib.sha256(_utf8(text)).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(text))
 
 
 def link(prev: str, body: str) -> str:
     """The chain hash of an event whose predecessor's hash is ``prev`` (``GENESIS`` for the first)."""
-    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{body}")).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(f"{prev}\n{body}"))
 
 
 def head_link(prev: str, event_id: int, event_hash: str) -> str:
     """The ledger chain's next value after event ``event_id`` (``GENESIS`` before the first event)."""
-    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{event_id}\n{event_hash}")).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(f"{prev}\n{event_id}\n{event_hash}"))
 
 
 def truncate_matched(matched: Sequence[Match], cap: int = MAX_MATCHED) -> tuple[list[dict[str, str]], int]:

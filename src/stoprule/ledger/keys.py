@@ -20,8 +20,6 @@ with the first recorded decision, and ``rotate`` signs the head again with the n
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import os
 import stat
@@ -29,6 +27,7 @@ import time
 
 from ..records import record
 from .errors import LedgerError
+from .sha import hmac_sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def unb64url(text: str) -> bytes:
 def head_mac(secret: bytes, events: int, head: str) -> str:
     """The signature of the ledger head: base64url(HMAC-SHA256(secret, "stoprule-head/1\\n<events>\\n<head>"))."""
     text = f"stoprule-head/1\n{events}\n{head}".encode("utf-8", "surrogateescape")  # verify reads damaged text so
-    return b64url(hmac.new(secret, text, hashlib.sha256).digest())
+    return b64url(hmac_sha256(secret, text))
 
 
 def _now() -> str:

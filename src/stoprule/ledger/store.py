@@ -13,7 +13,6 @@ owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import sqlite3
@@ -25,6 +24,7 @@ from . import keys
 from .ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from .errors import LedgerError
 from .events import EVENT_TYPE, GENESIS, canonical, head_link, link, validation_event, well_formed
+from .sha import compare_digest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -482,7 +482,7 @@ class Ledger:
                 f"the ledger head is signed with key {head.key!r}, which {self.keys_path} does not hold "
                 "(the key file is part of the ledger: restore it), so nothing can be appended",
             )
-        if not isinstance(head.mac, str) or not hmac.compare_digest(
+        if not isinstance(head.mac, str) or not compare_digest(
             head.mac.encode(), keys.head_mac(key.secret, head.events, head.hash).encode()
         ):
             raise corrupt(self.path, "the ledger head's signature does not verify (the head was altered)")

@@ -14,14 +14,13 @@ time, and the payload is read only after its signature verified.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 
 from ..records import record
 from .errors import TokenError
 from .events import canonical
 from .keys import KeyRing, b64url, unb64url
+from .sha import compare_digest, hmac_sha256
 
 __all__ = ["PREFIX", "Claims", "mint", "verify"]
 
@@ -40,7 +39,7 @@ class Claims:
 
 
 def _sign(secret: bytes, kid: str, payload: str) -> bytes:
-    return hmac.new(secret, f"{PREFIX}.{kid}.{payload}".encode(), hashlib.sha256).digest()
+    return hmac_sha256(secret, f"{PREFIX}.{kid}.{payload}".encode())
 
 
 def mint(ring: KeyRing, run: str, node: str, attempt: int) -> str:
@@ -86,7 +85,7 @@ def verify(ring: KeyRing, token: str) -> Claims:
             "token.retired_key",
             f"the retry token was signed with key {kid}, retired at {key.retired}; it is no longer accepted",
         )
-    if not hmac.compare_digest(mac, _sign(key.secret, kid, payload)):
+    if not compare_digest(mac, _sign(key.secret, kid, payload)):
         raise TokenError("token.forged", "the retry token's signature does not verify: it was forged or altered")
     try:
         run, node, attempt = json.loads(unb64url(payload))

@@ -19,7 +19,6 @@ findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 
 from __future__ import annotations
 
-import hmac
 import sqlite3
 
 from ..records import record
@@ -28,6 +27,7 @@ from .ddl import STATEMENTS
 from .errors import LedgerError
 from .events import GENESIS, head_link
 from .runcheck import Break, check_runs, lenient
+from .sha import compare_digest
 from .store import Ledger, corrupt, sqlite_error
 
 TYPE_CHECKING = False
@@ -135,7 +135,7 @@ def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dic
             f"the ledger head is signed with key {kid!r}, which {ledger.keys_path} does not hold: "
             "its signature cannot be checked"
         )))  # fmt: skip
-    elif not isinstance(mac, str) or not hmac.compare_digest(
+    elif not isinstance(mac, str) or not compare_digest(
         mac.encode("utf-8", "surrogateescape"), keys.head_mac(key.secret, events, head).encode()
     ):
         breaks.append(Break(None, 0, None, (
