@@ -348,6 +348,9 @@ def test_capture_runs_a_command_as_subprocess_run_does(tmp_path: Path) -> None:
         assert masks(capture(argv, 60)[1]) == masks(theirs) and len(masks(theirs)) == 2
     with pytest.raises(FileNotFoundError):
         capture(["stoprule-no-such-program"], 60)
+    env = {**os.environ, "STOPRULE_CAPTURE_TEST": "x"}
+    show = [sys.executable, "-c", "import os; print(os.environ['STOPRULE_CAPTURE_TEST'])"]
+    assert capture(show, 60, env)[1] == b"x\n"
 
 
 def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:

@@ -14,6 +14,10 @@ import os
 import time
 from contextlib import suppress
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = ["CommandTimeout", "capture"]
 
 
@@ -21,11 +25,13 @@ class CommandTimeout(Exception):
     """The command was still running at its deadline (it was killed)."""
 
 
-def capture(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
-    """``(exit code, stdout, stderr)`` of ``argv``, stdin from the null device; FileNotFoundError
-    when the program is not on PATH, CommandTimeout after ``timeout`` seconds."""
+def capture(argv: list[str], timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, bytes, bytes]:
+    """``(exit code, stdout, stderr)`` of ``argv``, stdin from the null device, in ``env`` (default:
+    this process's); FileNotFoundError when the program is not on PATH, CommandTimeout after
+    ``timeout`` seconds."""
+    env = os.environ if env is None else env
     if not hasattr(os, "posix_spawnp") or not hasattr(os, "waitstatus_to_exitcode"):
-        return _with_subprocess(argv, timeout)
+        return _with_subprocess(argv, timeout, env)
     import select
     import signal
 
@@ -38,7 +44,7 @@ def capture(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
             pid = os.posix_spawnp(
                 argv[0],
                 argv,
-                os.environ,
+                env,
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_DUP2, out_w, 1),
@@ -84,11 +90,11 @@ def capture(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
             os.waitpid(pid, 0)
 
 
-def _with_subprocess(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
+def _with_subprocess(argv: list[str], timeout: float, env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
     import subprocess
 
     try:
-        p = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        p = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         raise CommandTimeout(f"{argv[0]} ran over {timeout:.3f} s") from None
     return p.returncode, p.stdout, p.stderr

@@ -53,7 +53,7 @@ MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stor
 _VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy", "warnings"))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled on first use: a text has one only if it is not UTF-8
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -72,7 +72,13 @@ def canonical(value: Any) -> str:
     written as its ``\\uXXXX`` escape, so every canonical text is valid UTF-8 and reads back equal.
     """
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # fails on a lone surrogate only
+    except UnicodeEncodeError:
+        return re.sub(_SURROGATE, _escape, text)
+    return text
 
 
 def digest(text: str) -> str:

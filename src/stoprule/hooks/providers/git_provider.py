@@ -1,6 +1,10 @@
 """``git``: uncommitted work and the branch of the working tree (``git status``, bounded
 by the provider's deadline; skipped at once outside a repository). Paths under the
-project's ``.stoprule/`` (hook state, log, ledger) do not count as work."""
+project's ``.stoprule/`` (hook state, log, ledger) do not count as work.
+
+``git status`` runs as a background reader should, without optional locks
+(``GIT_OPTIONAL_LOCKS=0``, which gits older than 2.15 ignore): it does not write a refreshed
+index, so it never holds ``index.lock`` while the agent commits."""
 
 from __future__ import annotations
 
@@ -36,7 +40,9 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
         code, out, err = capture(
-            ["git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal"], timeout
+            ["git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal"],
+            timeout,
+            {**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
         )
     except FileNotFoundError:
         return {}, ["git is not installed"]
