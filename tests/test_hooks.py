@@ -263,6 +263,32 @@ def _cli(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def test_the_hook_command_leaves_the_garbage_collector_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stoprule hook`` runs a stop without cyclic collections, and turns them back on after."""
+    import gc
+
+    monkeypatch.setenv("STOPRULE_STATE_DIR", str(tmp_path / "st"))
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    import stoprule.hooks.runner as runner
+
+    seen: list[bool] = []
+    real = runner.run_hook
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_hook", spy)
+    assert gc.isenabled()
+    for stdin in (json.dumps(payload("claude-code", cwd=str(tmp_path))).encode(), b"{not json"):
+        assert _cli("hook", "claude-code", stdin=stdin)[0] == 0
+        assert gc.isenabled()
+    assert seen == [False, False]
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from stoprule.hooks.wiring import TARGETS, find_entry
