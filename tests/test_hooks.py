@@ -92,6 +92,21 @@ def test_parse_per_harness() -> None:
     assert (cp.session_id, cp.flag_known) == ("cp-session-1", False)
 
 
+@pytest.mark.parametrize("argv", [*([h] for h in HARNESSES), ["claude-code", "--explain-facts"], ["--help"], [],
+                                  ["claude"], ["codex", "--event", "stop"], ["gemini", "--policy", "p"]])  # fmt: skip
+def test_the_hooks_usual_line_parses_as_argparse_parses_it(argv: list[str]) -> None:
+    """``stoprule hook HARNESS`` skips argparse (cold start): the same namespace; any other line is argparse's."""
+    from stoprule.cli import hook_cmd
+    from stoprule.cli.main import _parser
+
+    simple = hook_cmd.parse_simple(argv)
+    if len(argv) == 1 and argv[0] in HARNESSES:
+        parser, _ = _parser(["hook", *argv])
+        assert simple is not None and vars(simple) == vars(parser.parse_args(["hook", *argv]))
+    else:
+        assert simple is None
+
+
 def test_payload_decoding() -> None:
     assert decode_payload(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}  # one BOM stripped
     assert decode_payload(b"  ") == {}
@@ -248,6 +263,32 @@ def _cli(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def test_the_hook_command_leaves_the_garbage_collector_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stoprule hook`` runs a stop without cyclic collections, and turns them back on after."""
+    import gc
+
+    monkeypatch.setenv("STOPRULE_STATE_DIR", str(tmp_path / "st"))
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    import stoprule.hooks.runner as runner
+
+    seen: list[bool] = []
+    real = runner.run_hook
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_hook", spy)
+    assert gc.isenabled()
+    for stdin in (json.dumps(payload("claude-code", cwd=str(tmp_path))).encode(), b"{not json"):
+        assert _cli("hook", "claude-code", stdin=stdin)[0] == 0
+        assert gc.isenabled()
+    assert seen == [False, False]
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from stoprule.hooks.wiring import TARGETS, find_entry
@@ -332,3 +373,41 @@ def test_replay_in_processes_prints_what_one_process_prints(fmt: str, run_cli, t
     assert "nope.jsonl" in one.stderr and one.stdout
     if fmt == "summary":
         assert json.loads(one.stdout)["stops"] >= 4 + 1 + 2 + 3
+
+
+def test_capture_runs_a_command_as_subprocess_run_does(tmp_path: Path) -> None:
+    """The git provider's runner: exit code, both streams in full (past a pipe's buffer), stdin at
+    end of file, and the signal dispositions subprocess gives a child."""
+    import subprocess
+    import sys
+
+    from stoprule.hooks.command import capture
+
+    big = "import sys; sys.stdout.write('o' * 300000); sys.stderr.write('e' * 200000); sys.exit(sys.stdin.read() or 3)"
+    assert capture([sys.executable, "-c", big], 60) == (3, b"o" * 300000, b"e" * 200000)
+    if os.path.exists("/proc/self/status"):  # blocked and ignored signals as subprocess leaves them
+
+        def masks(out: bytes) -> list[int]:  # signals 1-31 (glibc's spawn ignores its own 32, 33 in the child)
+            return [int(line.split()[1], 16) & 0x7FFFFFFF for line in out.splitlines()]
+
+        argv = ["sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"]
+        theirs = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL).stdout
+        assert masks(capture(argv, 60)[1]) == masks(theirs) and len(masks(theirs)) == 2
+    with pytest.raises(FileNotFoundError):
+        capture(["stoprule-no-such-program"], 60)
+    env = {**os.environ, "STOPRULE_CAPTURE_TEST": "x"}
+    show = [sys.executable, "-c", "import os; print(os.environ['STOPRULE_CAPTURE_TEST'])"]
+    assert capture(show, 60, env)[1] == b"x\n"
+
+
+def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:
+    import sys
+
+    from stoprule.hooks.command import CommandTimeout, capture
+
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    with pytest.raises(CommandTimeout):
+        capture([sys.executable, "-c", code], 1.5)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(int(pid_file.read_text()), 0)

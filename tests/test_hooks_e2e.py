@@ -234,3 +234,38 @@ def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
     p = subprocess.run([sys.executable, "-c", code], cwd=project, env=full, capture_output=True, text=True, check=True)
     assert json.loads(p.stdout.splitlines()[-1]) == []
+
+
+def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path: Path, env: dict[str, str]) -> None:
+    """A project as ``stoprule init`` leaves it (ledger on, every provider) in a git repository:
+    a warm stop records the decision and reads git, but imports nothing it does not need (the
+    hook's cold start: no typing, argparse, subprocess, OpenSSL, ledger verification, YAML)."""
+    import os
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    root = tmp_path / "wired"
+    root.mkdir()
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([sys.executable, "-m", "stoprule", "init", "--harness", "claude-code"], cwd=root, env=full,
+                   check=True, capture_output=True)  # fmt: skip
+    stop = _stop("claude-code", root, "transcript.jsonl")
+    run_hook("claude-code", stop, root, env)  # fills the caches
+    code = (
+        "import io, json, sys; from stoprule.cli.main import main;"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(stop).encode()!r}));"
+        "code = main(['hook', 'claude-code']); sys.stderr.write(json.dumps([code, sorted(sys.modules)]))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=root, env=full, capture_output=True, text=True, check=True)
+    code_, modules = json.loads(p.stderr.splitlines()[-1])
+    assert code_ == 0 and json.loads(p.stdout)["decision"] == "block"  # the transcript's open task
+    assert {"stoprule.ledger.store", "stoprule.hooks.providers.git_provider", "sqlite3"} <= set(modules)
+    log = [json.loads(line) for line in (root / ".stoprule" / "hook.log").read_text().splitlines()]
+    assert log[-1]["ledger_node"] and "git" in log[-1]["provenance"]["timings_ms"]
+    assert "uncommittedWork" in log[-1]["fact"]
+    unneeded = {"typing", "argparse", "gettext", "locale", "subprocess", "selectors", "hashlib", "hmac", "_hashlib",
+                "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
+                "stoprule.compiler", "stoprule.config", "stoprule.hooks.config"}  # fmt: skip
+    assert not unneeded & set(modules), sorted(unneeded & set(modules))

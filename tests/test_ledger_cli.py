@@ -98,10 +98,10 @@ def test_cold_eval_does_not_import_the_ledger(tmp_path: Path) -> None:
     modules_after(tmp_path, "eval")  # fills the compiled-pack cache (a miss imports the compiler's libraries)
     plain = modules_after(tmp_path, "eval")
     assert "stoprule.cli.eval_cmd" in plain
-    ledgerish = {"sqlite3", "_sqlite3", "hmac", "stoprule.cli.log_cmd"}
+    ledgerish = {"sqlite3", "_sqlite3", "hmac", "hashlib", "stoprule.cli.log_cmd"}
     assert not {m for m in plain if m in ledgerish or m.startswith("stoprule.ledger")}
     recorded = modules_after(tmp_path, "eval", "--run", "r")  # the same check sees them when they are used
-    assert {"sqlite3", "hmac", "stoprule.ledger.store", "stoprule.cli.log_cmd"} <= recorded
+    assert {"sqlite3", "stoprule.ledger.sha", "stoprule.ledger.store", "stoprule.cli.log_cmd"} <= recorded
 
 
 def test_envelope_gains_run_node_kind_and_token_for_retryable_blocks(ev, db: Path) -> None:

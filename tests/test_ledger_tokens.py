@@ -31,6 +31,30 @@ def count(ledger: Ledger) -> int:
     return ledger.connection.execute("SELECT count(*) FROM events").fetchone()[0]
 
 
+# ---------------------------------------------------------------------- hashing without OpenSSL
+
+
+def test_sha_agrees_with_hashlib_and_hmac() -> None:
+    """``ledger.sha`` (CPython's built-in SHA-256, no OpenSSL) gives what hashlib and hmac give."""
+    import hashlib
+    import hmac
+    import random
+
+    from stoprule.ledger import sha
+
+    rng = random.Random(7)
+    sizes = [0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 1000, 100_000]
+    for key_size in [0, 1, 32, 63, 64, 65, 200]:
+        key = rng.randbytes(key_size)
+        for size in sizes:
+            msg = rng.randbytes(size)
+            assert sha.sha256_hex(msg) == hashlib.sha256(msg).hexdigest()
+            assert sha.hmac_sha256(key, msg) == hmac.new(key, msg, hashlib.sha256).digest()
+    mac = hmac.new(b"k", b"m", hashlib.sha256).digest()
+    assert sha.compare_digest(mac, bytes(mac)) and not sha.compare_digest(mac, mac[:-1] + b"\0")
+    assert not sha.compare_digest(mac, mac[:-1])
+
+
 # ---------------------------------------------------------------------- the key file
 
 
@@ -155,13 +179,13 @@ def test_malformed_tokens_are_refused(ring: KeyRing, bad: str) -> None:
 
 def test_signatures_are_compared_in_constant_time(ring: KeyRing, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
-    real = tokens.hmac.compare_digest
+    real = tokens.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         seen.append((len(a), len(b)))
         return real(a, b)
 
-    monkeypatch.setattr(tokens.hmac, "compare_digest", spy)
+    monkeypatch.setattr(tokens, "compare_digest", spy)
     tok = tokens.mint(ring, "r", "n1", 1)
     tokens.verify(ring, tok)
     with pytest.raises(TokenError):

@@ -14,6 +14,7 @@ __all__ = ["Record", "record"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers see a frozen, ordered dataclass with the same fields
+    from collections.abc import Iterable
     from typing import Any, ClassVar, TypeVar
 
     from typing_extensions import Self, dataclass_transform
@@ -27,6 +28,8 @@ if TYPE_CHECKING:  # type checkers see a frozen, ordered dataclass with the same
 
         def _replace(self, **changes: Any) -> Self: ...
         def _asdict(self) -> dict[str, Any]: ...
+        @classmethod
+        def _make(cls, iterable: Iterable[Any]) -> Self: ...
 
     @dataclass_transform(frozen_default=True, order_default=True)
     def record(cls: type[_T]) -> type[_T]: ...
@@ -34,7 +37,7 @@ if TYPE_CHECKING:  # type checkers see a frozen, ordered dataclass with the same
 else:
 
     class Record:
-        """Base of records that use the tuple's own helpers (``_replace``, ``_fields``)."""
+        """Base of records that use the tuple's own helpers (``_replace``, ``_fields``, ``_make``)."""
 
         __slots__ = ()
 

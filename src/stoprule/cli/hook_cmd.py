@@ -7,14 +7,16 @@ a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
 
 from __future__ import annotations
 
-import argparse
+import gc
 import json
 import os
+from types import SimpleNamespace
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "parse_simple", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import IO, Any
 
     from ..evaluator import Evaluator
@@ -39,6 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def parse_simple(argv: list[str]) -> SimpleNamespace | None:
+    """``HARNESS`` alone, as harness configs run the hook: what argparse would parse, without
+    importing it (the hook's cold start); None for any other command line."""
+    if len(argv) != 1 or argv[0] not in HARNESSES:
+        return None
+    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False)
+
+
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
     """Append the decision to ``<project>/ledger.db`` as a node of run ``run`` (the session)."""
     from ..ledger.recorder import Recorder
@@ -48,11 +58,13 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)
 
 
-def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         data = stdin.read()
     except (OSError, ValueError):
         data = b""
+    collecting = gc.isenabled()
+    gc.disable()  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
     try:
         from ..hooks.runner import run_hook
 
@@ -62,6 +74,9 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
         stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
         return 0
+    finally:
+        if collecting:
+            gc.enable()
     if output is not None:
         stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
     what = "block" if decision.block else "allow"

@@ -6,7 +6,9 @@ and a :class:`Decision` onto its harness's output.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Decision", "HookEvent", "PayloadError"]
 

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import time
-from typing import Any
 
 from ..project import find_project
 from .adapters import adapter, decode_payload
@@ -28,6 +27,7 @@ from .settings import default_settings, hook_settings
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from typing import Any
 
     from ..evaluator import Evaluator
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER", "default_settings", "hook_settings"]
 

@@ -28,7 +28,10 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "PROJECT_WIDE",
@@ -88,7 +91,7 @@ def _write(path: str, data: Mapping[str, Any], sync: bool) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, sort_keys=True)
+            fh.write(json.dumps(data, ensure_ascii=False, sort_keys=True))  # the C encoder (dump's is Python)
             if sync:
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -19,7 +19,10 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FORMATS", "Scan", "detect", "observations", "scan_file"]
 

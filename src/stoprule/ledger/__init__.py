@@ -3,6 +3,7 @@
 Modules, lowest first (each imports only those above it, and core modules: diagnostics, evaluator)::
 
     errors   LedgerError, TokenError
+    sha      SHA-256, HMAC-SHA256, compare_digest (CPython's built-in SHA-256: no OpenSSL to load)
     events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
     ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
     keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC
@@ -15,14 +16,22 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
 
 Nothing in the evaluator, compiler, engine or analysis imports this package, and it imports
 neither the CLI nor analysis; the CLI imports it only when a command needs the ledger.
+The names below load with their module on first use: recording a decision (the stop
+hook's cold start) does not import ``verify``.
 """
 
 from __future__ import annotations
 
-from .errors import LedgerError, TokenError
-from .recorder import Outcome, Recorder
-from .store import Ledger, Node, RunStatus
-from .verify import Break, Report, verify
+import importlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .errors import LedgerError, TokenError
+    from .recorder import Outcome, Recorder
+    from .store import Ledger, Node, RunStatus
+    from .verify import Break, Report, verify
 
 __all__ = [
     "Break",
@@ -36,3 +45,18 @@ __all__ = [
     "TokenError",
     "verify",
 ]
+
+_EXPORTS = {"LedgerError": "errors", "TokenError": "errors", "Outcome": "recorder", "Recorder": "recorder",
+            "Ledger": "store", "Node": "store", "RunStatus": "store", "Break": "verify", "Report": "verify",
+            "verify": "verify"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = importlib.import_module(f".{module}", __name__)
+    for export, where in _EXPORTS.items():  # all of the module's names; ``verify`` the function, not the module
+        if where == module:
+            globals()[export] = getattr(loaded, export)
+    return globals()[name]

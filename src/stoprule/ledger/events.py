@@ -19,13 +19,16 @@ a whole run, renumbering or reordering events changes it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
 
 from ..evaluator import Match, Verdict
+from .sha import sha256_hex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = [
     "EVENT_TYPE",
@@ -50,7 +53,7 @@ MAX_MATCHED = 32  # matched rules kept per event; the rest are counted, not stor
 _VERDICT_FIELDS = tuple(f for f in Verdict._fields if f not in ("matched", "policy", "warnings"))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled on first use: a text has one only if it is not UTF-8
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -69,22 +72,28 @@ def canonical(value: Any) -> str:
     written as its ``\\uXXXX`` escape, so every canonical text is valid UTF-8 and reads back equal.
     """
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # fails on a lone surrogate only
+    except UnicodeEncodeError:
+        return re.sub(_SURROGATE, _escape, text)
+    return text
 
 
 def digest(text: str) -> str:
     """``sha256:<hex>`` of ``text`` as UTF-8."""
-    return "sha256:" + hashlib.sha256(_utf8(text)).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(text))
 
 
 def link(prev: str, body: str) -> str:
     """The chain hash of an event whose predecessor's hash is ``prev`` (``GENESIS`` for the first)."""
-    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{body}")).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(f"{prev}\n{body}"))
 
 
 def head_link(prev: str, event_id: int, event_hash: str) -> str:
     """The ledger chain's next value after event ``event_id`` (``GENESIS`` before the first event)."""
-    return "sha256:" + hashlib.sha256(_utf8(f"{prev}\n{event_id}\n{event_hash}")).hexdigest()
+    return "sha256:" + sha256_hex(_utf8(f"{prev}\n{event_id}\n{event_hash}"))
 
 
 def truncate_matched(matched: Sequence[Match], cap: int = MAX_MATCHED) -> tuple[list[dict[str, str]], int]:

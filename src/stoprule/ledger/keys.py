@@ -20,16 +20,19 @@ with the first recorded decision, and ``rotate`` signs the head again with the n
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import os
 import stat
 import time
-from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
 
+from ..records import record
 from .errors import LedgerError
+from .sha import hmac_sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from typing import Any, Protocol
 
 __all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "head_mac", "load", "retire", "rotate", "unb64url"]
 
@@ -37,7 +40,8 @@ FORMAT = "stoprule-keys/1"
 SECRET_BYTES = 32
 
 
-class Key(NamedTuple):
+@record
+class Key:
     id: str
     created: str
     retired: str | None
@@ -50,7 +54,8 @@ class Key(NamedTuple):
         return out
 
 
-class KeyRing(NamedTuple):
+@record
+class KeyRing:
     path: str
     active: str | None
     keys: dict[str, Key]
@@ -78,7 +83,7 @@ def unb64url(text: str) -> bytes:
 def head_mac(secret: bytes, events: int, head: str) -> str:
     """The signature of the ledger head: base64url(HMAC-SHA256(secret, "stoprule-head/1\\n<events>\\n<head>"))."""
     text = f"stoprule-head/1\n{events}\n{head}".encode("utf-8", "surrogateescape")  # verify reads damaged text so
-    return b64url(hmac.new(secret, text, hashlib.sha256).digest())
+    return b64url(hmac_sha256(secret, text))
 
 
 def _now() -> str:
@@ -166,15 +171,17 @@ def _write(ring: KeyRing, *, exclusive: bool) -> bool:
             os.unlink(tmp)
 
 
-class Ledger(Protocol):
-    """What ``rotate`` and ``retire`` need of ``store.Ledger`` (which imports this module)."""
+if TYPE_CHECKING:
 
-    @property
-    def keys_path(self) -> str: ...
-    @property
-    def head_key(self) -> str | None: ...
-    def write(self) -> AbstractContextManager[Any]: ...
-    def resign(self, ring: KeyRing) -> None: ...
+    class Ledger(Protocol):
+        """What ``rotate`` and ``retire`` need of ``store.Ledger`` (which imports this module)."""
+
+        @property
+        def keys_path(self) -> str: ...
+        @property
+        def head_key(self) -> str | None: ...
+        def write(self) -> AbstractContextManager[Any]: ...
+        def resign(self, ring: KeyRing) -> None: ...
 
 
 def _new_key(ring: KeyRing) -> Key:

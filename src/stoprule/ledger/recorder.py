@@ -13,22 +13,28 @@ retried it meanwhile (a unique index on ``retry_of`` backs this up).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
-
 from ..diagnostics import EvaluationError
-from ..evaluator import Evaluator, Verdict
+from ..records import record
 from . import keys, tokens
 from .errors import TokenError
 from .events import canonical, digest, verdict_from_event
-from .store import TIP, Ledger, Node, check_run_id
+from .store import TIP, check_run_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    from ..evaluator import Evaluator, Verdict
+    from .store import Ledger, Node
 
 __all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
 
 GROUP = 256  # decisions per transaction in batch mode (each decision stays all-or-nothing)
 
 
-class Outcome(NamedTuple):
+@record
+class Outcome:
     """A recorded decision: the verdict, its node, the retry token (retryable blocks only)."""
 
     verdict: Verdict

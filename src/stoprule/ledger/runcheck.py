@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
 
+from ..records import Record, record
 from .events import EVENT_TYPE, GENESIS, digest, link, well_formed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["Break", "check_runs", "lenient", "shown"]
 
@@ -32,7 +36,8 @@ def shown(value: Any) -> Any:
     return value
 
 
-class Break(NamedTuple):
+@record
+class Break(Record):
     """What is broken: a run's first broken link (the event ``seq`` and node where it is), or,
     with ``run`` None, the ledger as a whole (its head, its file, rows that belong to no run)."""
 
@@ -43,7 +48,7 @@ class Break(NamedTuple):
 
     def printable(self) -> Break:
         """The same break with any byte that was not UTF-8 written as ``\\xNN`` (safe to print)."""
-        return Break._make(shown(v) for v in self)
+        return self._replace(run=shown(self.run), node=shown(self.node), problem=shown(self.problem))
 
     def format(self) -> str:
         if self.run is None:

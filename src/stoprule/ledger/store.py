@@ -13,21 +13,25 @@ owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, NamedTuple
 
-from ..evaluator import Verdict
+from ..records import Record, record
 from . import keys
 from .ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from .errors import LedgerError
 from .events import EVENT_TYPE, GENESIS, canonical, head_link, link, validation_event, well_formed
-from .runcheck import check_runs
+from .sha import compare_digest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from ..evaluator import Verdict
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -64,7 +68,8 @@ def _no_shm(exc: BaseException) -> bool:
 _DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)  # a damaged schema can make SQLite's own messages undecodable
 
 
-class Head(NamedTuple):
+@record
+class Head(Record):
     """The ledger head: how many events it covers (= the last event's id), the chain hash, its signature."""
 
     events: int
@@ -73,7 +78,8 @@ class Head(NamedTuple):
     mac: str | None
 
 
-class RunStatus(NamedTuple):
+@record
+class RunStatus(Record):
     """One run's status, read from its row in ``runs`` (no scan of the event log)."""
 
     run: str
@@ -94,7 +100,8 @@ class RunStatus(NamedTuple):
         return self._asdict()
 
 
-class Node(NamedTuple):
+@record
+class Node(Record):
     """A node of a run's DAG with its incoming edge and the event that recorded it."""
 
     run: str
@@ -380,6 +387,8 @@ class Ledger:
         c.execute("BEGIN IMMEDIATE")
         try:
             if c.execute("PRAGMA user_version").fetchone()[0] == 1:  # else another process upgraded it meanwhile
+                from .runcheck import check_runs  # only here: not on the recording path
+
                 _, breaks = check_runs(c)
                 if breaks:
                     raise corrupt(self.path, f"cannot upgrade from ledger schema 1: {breaks[0].format()}")
@@ -473,7 +482,7 @@ class Ledger:
                 f"the ledger head is signed with key {head.key!r}, which {self.keys_path} does not hold "
                 "(the key file is part of the ledger: restore it), so nothing can be appended",
             )
-        if not isinstance(head.mac, str) or not hmac.compare_digest(
+        if not isinstance(head.mac, str) or not compare_digest(
             head.mac.encode(), keys.head_mac(key.secret, head.events, head.hash).encode()
         ):
             raise corrupt(self.path, "the ledger head's signature does not verify (the head was altered)")

@@ -14,14 +14,13 @@ time, and the payload is read only after its signature verified.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-from typing import NamedTuple
 
+from ..records import record
 from .errors import TokenError
 from .events import canonical
 from .keys import KeyRing, b64url, unb64url
+from .sha import compare_digest, hmac_sha256
 
 __all__ = ["PREFIX", "Claims", "mint", "verify"]
 
@@ -29,7 +28,8 @@ PREFIX = "srt1"
 SIG_CHARS = 43  # base64url of a 32-byte HMAC-SHA256, unpadded
 
 
-class Claims(NamedTuple):
+@record
+class Claims:
     """What a verified token says: the blocked node it may retry, and the key that signed it."""
 
     run: str
@@ -39,7 +39,7 @@ class Claims(NamedTuple):
 
 
 def _sign(secret: bytes, kid: str, payload: str) -> bytes:
-    return hmac.new(secret, f"{PREFIX}.{kid}.{payload}".encode(), hashlib.sha256).digest()
+    return hmac_sha256(secret, f"{PREFIX}.{kid}.{payload}".encode())
 
 
 def mint(ring: KeyRing, run: str, node: str, attempt: int) -> str:
@@ -85,7 +85,7 @@ def verify(ring: KeyRing, token: str) -> Claims:
             "token.retired_key",
             f"the retry token was signed with key {kid}, retired at {key.retired}; it is no longer accepted",
         )
-    if not hmac.compare_digest(mac, _sign(key.secret, kid, payload)):
+    if not compare_digest(mac, _sign(key.secret, kid, payload)):
         raise TokenError("token.forged", "the retry token's signature does not verify: it was forged or altered")
     try:
         run, node, attempt = json.loads(unb64url(payload))

@@ -19,16 +19,20 @@ findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 
 from __future__ import annotations
 
-import hmac
 import sqlite3
-from typing import Any, NamedTuple
 
+from ..records import record
 from . import keys
 from .ddl import STATEMENTS
 from .errors import LedgerError
 from .events import GENESIS, head_link
 from .runcheck import Break, check_runs, lenient
+from .sha import compare_digest
 from .store import Ledger, corrupt, sqlite_error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -52,7 +56,8 @@ _SCHEMA = _expected_schema()
 _SCHEMA_2_ONLY = ("head", "head_insert", "head_forward", "head_no_delete", "events_after_head")
 
 
-class Report(NamedTuple):
+@record
+class Report:
     runs: int
     events: int
     breaks: list[Break]
@@ -130,7 +135,7 @@ def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dic
             f"the ledger head is signed with key {kid!r}, which {ledger.keys_path} does not hold: "
             "its signature cannot be checked"
         )))  # fmt: skip
-    elif not isinstance(mac, str) or not hmac.compare_digest(
+    elif not isinstance(mac, str) or not compare_digest(
         mac.encode("utf-8", "surrogateescape"), keys.head_mac(key.secret, events, head).encode()
     ):
         breaks.append(Break(None, 0, None, (

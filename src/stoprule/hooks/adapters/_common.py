@@ -3,9 +3,11 @@ None), and the ``Stop``/``SubagentStop`` payload and answer that Claude Code and
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import Decision, HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["as_bool", "as_int", "as_str", "parse_stop", "render_block_or_note"]
 

@@ -7,10 +7,12 @@ Block: ``{"decision":"block","reason":M}``; allow: empty stdout; a note for the 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import Decision, HookEvent
 from ._common import parse_stop, render_block_or_note
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse", "render"]
 

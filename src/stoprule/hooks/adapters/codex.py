@@ -6,10 +6,12 @@ The output schema forbids unknown keys and a block needs a non-blank reason. Blo
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import Decision, HookEvent
 from ._common import parse_stop, render_block_or_note
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse", "render"]
 

@@ -7,10 +7,12 @@ are UNCONFIRMED: both ``sessionId`` (SDK) and ``session_id`` are read, and
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import Decision, HookEvent
 from ._common import as_bool, as_str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse", "render"]
 

@@ -7,10 +7,12 @@ stop hook has no user channel: notes go to the log only. The session is
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import Decision, HookEvent
 from ._common import as_int, as_str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse", "render"]
 

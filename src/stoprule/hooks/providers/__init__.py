@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any
 
 from ..event import HookEvent
 from ..settings import PROVIDER_ORDER
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Context", "Provenance", "gather", "merge"]
 

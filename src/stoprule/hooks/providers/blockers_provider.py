@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..event import HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["provide"]
 

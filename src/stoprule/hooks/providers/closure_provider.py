@@ -14,29 +14,33 @@ but blank lines)::
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..event import HookEvent
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["parse_trailer", "provide"]
 
-_LINE = re.compile(r"^\s*stoprule:\s*(closure|review)\s*=\s*(.*?)\s*$")
-_WORD = re.compile(r"^[a-z_]+$")
+# compiled on first use (re's cache): most messages have no trailer
+_LINE = r"^\s*stoprule:\s*(closure|review)\s*=\s*(.*?)\s*$"
+_WORD = r"^[a-z_]+$"
 
 
 def parse_trailer(message: str | None) -> tuple[dict[str, Any], list[str]]:
-    if not message:
+    if not message or "stoprule:" not in message:
         return {}, []
     obs: dict[str, Any] = {}
     notes: list[str] = []
     lines = message.rstrip().split("\n")
     for line in reversed(lines):
-        m = _LINE.match(line)
+        m = re.match(_LINE, line)
         if m is None:
             break
         key, value = m.groups()
         if key == "closure" and "state" not in obs:
-            if _WORD.match(value):
+            if re.match(_WORD, value):
                 obs["state"] = value
             else:
                 notes.append(f"closure value {value!r} is not a word of a-z and _: ignored")

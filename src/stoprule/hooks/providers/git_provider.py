@@ -1,14 +1,21 @@
 """``git``: uncommitted work and the branch of the working tree (``git status``, bounded
 by the provider's deadline; skipped at once outside a repository). Paths under the
-project's ``.stoprule/`` (hook state, log, ledger) do not count as work."""
+project's ``.stoprule/`` (hook state, log, ledger) do not count as work.
+
+``git status`` runs as a background reader should, without optional locks
+(``GIT_OPTIONAL_LOCKS=0``, which gits older than 2.15 ignore): it does not write a refreshed
+index, so it never holds ``index.lock`` while the agent commits."""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from ..event import HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["provide"]
 
@@ -28,23 +35,22 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     root = _repo_root(ctx.workdir)
     if root is None:
         return {}, ["not in a git repository"]
-    import subprocess
+    from ..command import CommandTimeout, capture
 
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
-        p = subprocess.run(
+        code, out, err = capture(
             ["git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal"],
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
+            timeout,
+            {**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
         )
     except FileNotFoundError:
         return {}, ["git is not installed"]
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         return {}, [f"git status took over {timeout * 1000:.0f} ms: skipped"]
-    if p.returncode != 0:
-        return {}, [f"git status failed: {p.stderr.decode('utf-8', 'replace').strip()[:200]}"]
-    lines = p.stdout.decode("utf-8", "replace").splitlines()
+    if code != 0:
+        return {}, [f"git status failed: {err.decode('utf-8', 'replace').strip()[:200]}"]
+    lines = out.decode("utf-8", "replace").splitlines()
     obs: dict[str, Any] = {}
     if lines and lines[0].startswith("## "):
         head = lines.pop(0)[3:].removeprefix("No commits yet on ").removeprefix("Initial commit on ")

@@ -3,9 +3,11 @@ and ``stopping`` (the agent is trying to stop: a task-boundary stop)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["provide"]
 

@@ -3,10 +3,12 @@ read from ``.stoprule/state/facts/`` (see :mod:`stoprule.hooks.state`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..event import HookEvent
 from ..state import read_facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["provide"]
 

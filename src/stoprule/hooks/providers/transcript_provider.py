@@ -4,10 +4,13 @@ from the harness's transcript incrementally (position kept in the session record
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..event import HookEvent
 from ..transcripts import detect, observations, scan_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["provide"]
 
