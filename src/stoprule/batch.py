@@ -19,10 +19,11 @@ from .factio import complete_line, ndjson_items
 
 __all__ = [
     "MIN_PARALLEL_LINES",
-    "SEQUENTIAL_CHUNK_LINES",
+    "CHUNK_LINES",
     "chunk_items",
     "map_ordered",
     "ndjson_items",
+    "parallel_chunks",
     "resolve_jobs",
     "split_ndjson",
 ]
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
 Chunk = tuple[int, int, int]  # (first line number, start offset, end offset)
 
 MIN_PARALLEL_LINES = 2_000  # below this, starting workers costs more than it saves
-SEQUENTIAL_CHUNK_LINES = 5_000  # one process reads large NDJSON in chunks of this many lines
-CHUNKS_PER_JOB = 4  # several chunks per worker: a slow chunk does not hold the others back
+CHUNK_LINES = 5_000  # large NDJSON is read in chunks of about this many lines (less memory live at once)
+CHUNKS_PER_JOB = 4  # at least this many chunks per worker: a slow chunk does not hold the others back
 
 
 def resolve_jobs(jobs: int) -> int:
@@ -78,6 +79,14 @@ def split_ndjson(data: bytes, parts: int, min_lines: int = MIN_PARALLEL_LINES) -
         line_no += data.count(b"\n", start, end) + 1
         start = end + 1
     return out
+
+
+def parallel_chunks(data: bytes, jobs: int) -> list[Chunk] | None:
+    """``data`` cut for ``jobs`` workers (None: not worth it, or not NDJSON): at least
+    :data:`CHUNKS_PER_JOB` chunks per worker, of at most about :data:`CHUNK_LINES` lines."""
+    if jobs < 2:
+        return None
+    return split_ndjson(data, max(jobs * CHUNKS_PER_JOB, data.count(b"\n") // CHUNK_LINES + 1))
 
 
 def chunk_items(data: bytes, chunk: Chunk) -> list[tuple[int, Any]]:

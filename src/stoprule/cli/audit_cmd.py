@@ -46,10 +46,10 @@ def audit_command(
         if data is None:
             return 2
         if jobs != 1:
-            from ..batch import resolve_jobs, split_ndjson
+            from ..batch import parallel_chunks, resolve_jobs
 
             jobs = resolve_jobs(jobs)
-            chunks = split_ndjson(data, jobs * 4) if jobs > 1 else None
+            chunks = parallel_chunks(data, jobs)
         if chunks is None:
             items = parse_facts(data)
     try:

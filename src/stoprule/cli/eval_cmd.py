@@ -59,10 +59,10 @@ def eval_command(
             continue
         name = input_name(file)
         if jobs != 1:
-            from ..batch import resolve_jobs, split_ndjson
+            from ..batch import parallel_chunks, resolve_jobs
 
             n = resolve_jobs(jobs)
-            chunks = split_ndjson(data, n * 4) if n > 1 else None
+            chunks = parallel_chunks(data, n)
             if chunks is not None:
                 code = max(code, _eval_parallel(compiled, name, data, chunks, fmt, stdout, stderr, strict, n))
                 continue
@@ -71,9 +71,9 @@ def eval_command(
 
             evaluator = Evaluator(compiled)
         # large NDJSON a chunk at a time: fewer live objects for the GC to walk, less memory
-        from ..batch import SEQUENTIAL_CHUNK_LINES, chunk_items, split_ndjson
+        from ..batch import CHUNK_LINES, chunk_items, split_ndjson
 
-        parts = split_ndjson(data, data.count(b"\n") // SEQUENTIAL_CHUNK_LINES + 1)
+        parts = split_ndjson(data, data.count(b"\n") // CHUNK_LINES + 1)
         for items in [parse_facts(data)] if parts is None else (chunk_items(data, c) for c in parts):
             code = max(code, eval_items(evaluator, name, items, fmt, stdout, stderr, strict))
     return code
