@@ -35,3 +35,32 @@ def test_version_agrees_with_pyproject() -> None:
     declared = re.search(r'^version = "([^"]+)"$', pyproject, re.MULTILINE)
     assert declared is not None, "no version in pyproject.toml's [project] table"
     assert stoprule.__version__ == version.__version__ == declared.group(1)
+
+
+def test_evaluate_many_pauses_the_garbage_collector_and_restores_it() -> None:
+    """A batch runs without cyclic collections; the collector is left as it was found, when
+    the batch raises too."""
+    import gc
+
+    import pytest
+
+    policy = stoprule.load_policy()
+    seen: list[bool] = []
+
+    def facts():  # noqa: ANN202
+        for status in ("implemented", "blocked"):
+            seen.append(gc.isenabled())
+            yield {"status": status}
+
+    assert gc.isenabled()
+    assert len(policy.evaluate_many(facts())) == 2 and seen == [False, False]
+    assert gc.isenabled()
+    with pytest.raises(stoprule.FactError):
+        policy.evaluate_many([{"status": 3}])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        policy.evaluate_many([{"status": "implemented"}])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -12,6 +12,7 @@ from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine, _float, _string, encode
 from .factschema import MISSING, FactField, strict_error
+from .gcpause import paused_gc
 from .records import Record, record
 from .templates import compile_templates
 
@@ -354,17 +355,18 @@ class Evaluator:
         out: list[Verdict | EvaluationError] = []
         check = self.compiled.schema.check
         match = self._data_matcher()
-        for i, fact in enumerate(facts):
-            try:
-                data, warnings = check(fact)
-                if warnings and strict:
-                    raise strict_error(warnings)
-                out.append(self._decide(data, match(data), tuple(warnings)))
-            except EvaluationError as exc:
-                if on_error == "raise":
-                    raise
-                exc.extra.setdefault("index", i)
-                out.append(exc)
+        with paused_gc():
+            for i, fact in enumerate(facts):
+                try:
+                    data, warnings = check(fact)
+                    if warnings and strict:
+                        raise strict_error(warnings)
+                    out.append(self._decide(data, match(data), tuple(warnings)))
+                except EvaluationError as exc:
+                    if on_error == "raise":
+                        raise
+                    exc.extra.setdefault("index", i)
+                    out.append(exc)
         return out
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:

@@ -130,32 +130,35 @@ def eval_items(
     strict: bool,
 ) -> int:
     """Evaluate parsed ``(line, fact or FactError)`` items, writing envelopes and errors; the exit code."""
+    from ..gcpause import paused_gc
+
     code = 0
-    for line, item in items:
-        result: Verdict | EvaluationError
-        if isinstance(item, FactError):
-            result = item
-        else:
-            try:
-                result = evaluator.evaluate(item, strict=strict)
-            except EvaluationError as exc:
-                exc.line = line
-                result = exc
-            except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
-                result = EvaluationError("internal.error", f"{type(exc).__name__}: {exc}", line=line)
-        if isinstance(result, EvaluationError):
-            code = 2
-            fact_error(result, f"{name}: ", fmt, stdout, stderr)
-            continue
-        for w in result.warnings:
-            at = f"{w['field']}: " if w["field"] else ""
-            stderr.write(f"stoprule: {name}: line {line}: warning: {w['code']}: {at}{w['message']}\n")
-        if not result.ok and code == 0:
-            code = 1
-        if fmt == "json":
-            stdout.write(json.dumps(result.to_dict()) + "\n")
-        else:
-            stdout.write(render_verdict(result) + "\n")
+    with paused_gc():  # see gcpause: the parsed facts would be walked again and again
+        for line, item in items:
+            result: Verdict | EvaluationError
+            if isinstance(item, FactError):
+                result = item
+            else:
+                try:
+                    result = evaluator.evaluate(item, strict=strict)
+                except EvaluationError as exc:
+                    exc.line = line
+                    result = exc
+                except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
+                    result = EvaluationError("internal.error", f"{type(exc).__name__}: {exc}", line=line)
+            if isinstance(result, EvaluationError):
+                code = 2
+                fact_error(result, f"{name}: ", fmt, stdout, stderr)
+                continue
+            for w in result.warnings:
+                at = f"{w['field']}: " if w["field"] else ""
+                stderr.write(f"stoprule: {name}: line {line}: warning: {w['code']}: {at}{w['message']}\n")
+            if not result.ok and code == 0:
+                code = 1
+            if fmt == "json":
+                stdout.write(json.dumps(result.to_dict()) + "\n")
+            else:
+                stdout.write(render_verdict(result) + "\n")
     return code
 
 

@@ -7,7 +7,6 @@ a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from types import SimpleNamespace
@@ -63,20 +62,18 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         data = stdin.read()
     except (OSError, ValueError):
         data = b""
-    collecting = gc.isenabled()
-    gc.disable()  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
-    try:
-        from ..hooks.runner import run_hook
+    from ..gcpause import paused_gc
 
-        result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
+    try:
+        with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
+            from ..hooks.runner import run_hook
+
+            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
         stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
         return 0
-    finally:
-        if collecting:
-            gc.enable()
     if output is not None:
         stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
     what = "block" if decision.block else "allow"
