@@ -14,6 +14,7 @@ Only NDJSON is split: one (possibly pretty-printed) JSON document is a single fa
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from .factio import complete_line, ndjson_items
 
@@ -25,7 +26,9 @@ __all__ = [
     "ndjson_items",
     "parallel_chunks",
     "resolve_jobs",
+    "sequential_chunks",
     "split_ndjson",
+    "started_map",
 ]
 
 TYPE_CHECKING = False
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
 Chunk = tuple[int, int, int]  # (first line number, start offset, end offset)
 
 MIN_PARALLEL_LINES = 2_000  # below this, starting workers costs more than it saves
-CHUNK_LINES = 5_000  # large NDJSON is read in chunks of about this many lines (less memory live at once)
+CHUNK_LINES = 2_500  # large NDJSON is read in chunks of about this many lines (less memory live at once)
 CHUNKS_PER_JOB = 4  # at least this many chunks per worker: a slow chunk does not hold the others back
 
 
@@ -89,6 +92,12 @@ def parallel_chunks(data: bytes, jobs: int) -> list[Chunk] | None:
     return split_ndjson(data, max(jobs * CHUNKS_PER_JOB, data.count(b"\n") // CHUNK_LINES + 1))
 
 
+def sequential_chunks(data: bytes) -> list[Chunk] | None:
+    """``data`` cut for one process into chunks of about :data:`CHUNK_LINES` lines (None: not
+    NDJSON, or small): fewer objects live at once, less memory."""
+    return split_ndjson(data, data.count(b"\n") // CHUNK_LINES + 1)
+
+
 def chunk_items(data: bytes, chunk: Chunk) -> list[tuple[int, Any]]:
     """The parsed lines of one chunk of ``data`` (see :func:`split_ndjson`)."""
     first, start, end = chunk
@@ -121,10 +130,28 @@ def map_ordered(
     the platform can (no re-import, and ``setup_args`` are inherited: nothing is pickled but
     tasks and results): fork before the parent creates engine handles.
     """
+    with started_map(fn, tasks, jobs, setup, setup_args) as results:
+        yield from results
+
+
+@contextmanager
+def started_map(
+    fn: Callable[[Any, T], R],
+    tasks: Sequence[T],
+    jobs: int,
+    setup: Callable[..., Any],
+    setup_args: tuple[Any, ...] = (),
+) -> Iterator[Iterator[R]]:
+    """:func:`map_ordered`, with every task handed to the workers on entry: the caller can do
+    other work before it reads the results. Leaving the block drops the tasks not yet started
+    and waits for the workers."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init, initargs=(setup, setup_args)) as pool:
-        yield from pool.map(_call, [(fn, t) for t in tasks])
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init, initargs=(setup, setup_args))
+    try:
+        yield pool.map(_call, [(fn, t) for t in tasks])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -8,19 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..checked import CheckedPolicy
-from ..compiled import CompiledPolicy
 from ..diagnostics import FactError, NoRuleMatched
 from ..evaluator import Evaluator
+from ..gcpause import paused_gc
 from .queries import catch_all
 
-__all__ = ["corpus_counts", "corpus_report", "corpus_stats", "merge_counts"]
-
-
-def corpus_stats(
-    checked: CheckedPolicy, compiled: CompiledPolicy, items: list[tuple[int, Any]], name: str = ""
-) -> dict[str, Any]:
-    """Statistics over ``(line, fact or FactError)`` pairs (as ``eval`` parses NDJSON)."""
-    return corpus_report(checked, corpus_counts(checked, Evaluator(compiled), items), name)
+__all__ = ["corpus_counts", "corpus_report", "merge_counts"]
 
 
 def corpus_counts(checked: CheckedPolicy, ev: Evaluator, items: list[tuple[int, Any]]) -> dict[str, Any]:
@@ -33,26 +26,27 @@ def corpus_counts(checked: CheckedPolicy, ev: Evaluator, items: list[tuple[int, 
     no_rule: list[int] = []
     invalid: list[dict[str, Any]] = []
     evaluated = 0
-    for line, item in items:
-        if isinstance(item, FactError):
-            invalid.append({**item.to_dict(), "line": line})
-            continue
-        try:
-            v = ev.evaluate(item)
-        except NoRuleMatched:
-            no_rule.append(line)
+    with paused_gc():  # see gcpause
+        for line, item in items:
+            if isinstance(item, FactError):
+                invalid.append({**item.to_dict(), "line": line})
+                continue
+            try:
+                v = ev.evaluate(item)
+            except NoRuleMatched:
+                no_rule.append(line)
+                evaluated += 1
+                continue
+            except FactError as exc:
+                invalid.append({**exc.to_dict(), "line": line})
+                continue
             evaluated += 1
-            continue
-        except FactError as exc:
-            invalid.append({**exc.to_dict(), "line": line})
-            continue
-        evaluated += 1
-        hits[v.rule][1] += 1
-        for m in v.matched:
-            hits[m.rule][0] += 1
-        verdicts[(v.verdict, v.reason)] = verdicts.get((v.verdict, v.reason), 0) + 1
-        if v.rule in fallback:
-            fell.append(line)
+            hits[v.rule][1] += 1
+            for m in v.matched:
+                hits[m.rule][0] += 1
+            verdicts[(v.verdict, v.reason)] = verdicts.get((v.verdict, v.reason), 0) + 1
+            if v.rule in fallback:
+                fell.append(line)
     return {
         "facts": len(items), "evaluated": evaluated, "hits": hits, "verdicts": verdicts,
         "fell": fell, "no_rule": no_rule, "invalid": invalid,

@@ -28,7 +28,6 @@ def audit_command(
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
     from ..analysis import AnalysisLimit, audit_pack
-    from ..analysis.corpus import corpus_stats
     from ..analysis.explore import Progress
     from ..analysis.render import render_audit
     from ..compiler import compile_pack
@@ -39,7 +38,7 @@ def audit_command(
         ctx = compile_pack(root)
     except PolicyError as exc:
         return policy_error(exc, root, stderr)
-    items = None
+    data = None
     chunks = None
     if corpus is not None:
         data = read_input(corpus, stdin, stderr)
@@ -50,21 +49,40 @@ def audit_command(
 
             jobs = resolve_jobs(jobs)
             chunks = parallel_chunks(data, jobs)
-        if chunks is None:
-            items = parse_facts(data)
-    try:
-        report = audit_pack(ctx.checked, Progress(stderr))
-    except AnalysisLimit as exc:
-        diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
-        return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
-    if chunks is not None:  # workers fork here, before this process creates engine handles
-        from ..analysis.corpus import corpus_report, merge_counts
-        from ..batch import map_ordered
+    from contextlib import nullcontext
 
-        parts = list(map_ordered(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled, data)))
-        report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
-    elif items is not None:
-        report.corpus = corpus_stats(ctx.checked, ctx.compiled, items, corpus or "")
+    from ..batch import started_map
+
+    # the workers (forked before this process creates engine handles) evaluate the corpus while
+    # this process analyses the pack
+    running = (
+        started_map(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled, data))
+        if chunks is not None
+        else nullcontext(None)
+    )
+    with running as pending:
+        try:
+            report = audit_pack(ctx.checked, Progress(stderr))
+        except AnalysisLimit as exc:
+            diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
+            return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
+        if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
+            from ..analysis.corpus import corpus_report, merge_counts
+
+            if pending is not None:
+                parts = list(pending)
+            else:
+                from ..batch import sequential_chunks
+
+                context = _corpus_setup(ctx.checked, ctx.compiled, data)
+                pieces = sequential_chunks(data)
+                if pieces is None:
+                    from ..analysis.corpus import corpus_counts
+
+                    parts = [corpus_counts(context[0], context[1], parse_facts(data))]
+                else:
+                    parts = [_corpus_chunk(context, c) for c in pieces]
+            report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

@@ -71,9 +71,9 @@ def eval_command(
 
             evaluator = Evaluator(compiled)
         # large NDJSON a chunk at a time: fewer live objects for the GC to walk, less memory
-        from ..batch import CHUNK_LINES, chunk_items, split_ndjson
+        from ..batch import chunk_items, sequential_chunks
 
-        parts = split_ndjson(data, data.count(b"\n") // CHUNK_LINES + 1)
+        parts = sequential_chunks(data)
         for items in [parse_facts(data)] if parts is None else (chunk_items(data, c) for c in parts):
             code = max(code, eval_items(evaluator, name, items, fmt, stdout, stderr, strict))
     return code
