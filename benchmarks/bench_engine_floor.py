@@ -42,27 +42,20 @@ FLOOR_TARGET = 1.5
 BASELINE_TARGET = 12.0
 
 
-def _project(ev, data):
-    """The projected fact as a dict, whatever the evaluator's projector returns."""
-    project = getattr(ev, "project_dict", None) or ev._project
-    return project(data)
-
-
 def encoded_inputs(ev, facts):
-    """Per ruleset: (texts with a unique id, retract texts by id, texts without id)."""
-    from stoprule.engine import encode
-
-    keys = ev.compiled.ruleset_keys
+    """Per ruleset: (texts with a unique id, retract texts by id, texts without id), each text
+    the projection the evaluator sends that ruleset."""
     validate = ev.compiled.schema.validate
-    projected = [_project(ev, validate(f)) for f in facts]
+    data = [validate(f) for f in facts]
+    parts = ev._project_parts  # one projector for every ruleset, or one per ruleset
     out = []
     for i in range(len(ev.compiled.rulesets)):
+        project = parts[0] if len(parts) == 1 else parts[i]
         with_id, by_id, plain = [], [], []
-        for n, p in enumerate(projected):
-            part = p if keys is None else {k: p[k] for k in keys[i] if k in p}
-            text = encode(part)
-            plain.append(text)
-            with_id.append(f'{{"id":{n},' + text[1:])
+        for n, d in enumerate(data):
+            body = project(d)
+            plain.append("{" + body)
+            with_id.append(f'{{"id":{n},' + body)
             by_id.append(f'{{"id":{n}}}')
         out.append((with_id, by_id, plain))
     return out

@@ -160,19 +160,13 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
     line, so the lines add up to the whole."""
     check = ev.compiled.schema.check
     project_json = ev._project_json
-    project = ev._project
-    match_text = ev._engine.text_matcher() if project_json is not None else None
-    match = ev._engine.matcher()
+    assert project_json is not None, "the default pack's rulesets are sent the whole projection"
+    match_text = ev._engine.text_matcher()
     decide_ = ev._decide
     data = [check(f)[0] for f in facts]
-    if project_json is not None:
-        texts = [project_json(d) for d in data]
-        names = [match_text(t) for t in texts]
-    else:
-        proj = [project(d) for d in data]
-        names = [match(p) for p in proj]
+    texts = [project_json(d) for d in data]
+    names = [match_text(t) for t in texts]
     n = len(facts)
-    from stoprule.engine import encode
 
     def each(fn, items):  # results dropped at once, as evaluate_many does (no GC build-up)
         def run() -> None:
@@ -185,20 +179,12 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
         for d, s in zip(data, names, strict=True):
             decide_(d, s)
 
-    if project_json is not None:
-        stages = [
-            ("validate + unknown fields (FactSchema.check)", each(check, facts)),
-            ("project + JSON-encode (Evaluator._project_json)", each(project_json, data)),
-            ("engine match on the text (Engine.text_matcher)", each(match_text, texts)),
-        ]
-        floor_texts = ["{" + t for t in texts]
-    else:
-        stages = [
-            ("validate + unknown fields (FactSchema.check)", each(check, facts)),
-            ("project (Evaluator._project)", each(project, data)),
-            ("engine match incl. encoding (Engine.match)", each(match, proj)),
-        ]
-        floor_texts = [encode(p) for p in proj]
+    stages = [
+        ("validate + unknown fields (FactSchema.check)", each(check, facts)),
+        ("project + JSON-encode (Evaluator._project_json)", each(project_json, data)),
+        ("engine match on the text (Engine.text_matcher)", each(match_text, texts)),
+    ]
+    floor_texts = ["{" + t for t in texts]
     stages += [
         ("decide (Evaluator._decide: rank, render, Verdict)", decide_all),
         ("  C engine floor: best call sequence, JSON given", engine_floor(ev, floor_texts)),

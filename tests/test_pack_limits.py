@@ -235,6 +235,12 @@ def test_pack_reading_260_fields_evaluates(tmp_path: Path) -> None:
     v = ev.evaluate({f"f{i}": 1 for i in range(260)})
     assert len(v.matched) == 261
     assert [m.rule for m in ev.evaluate({"f7": 1, "f250": 3}).matched] == ["p.r7", "p.r250", "p.z"]
+    from test_fused_projection import same_projection
+
+    for fact in ({}, {"f7": 1, "f250": 3}, {f"f{i}": i for i in range(0, 260, 3)}):
+        same_projection(ev, ev.validate(fact))  # each ruleset is sent its keys of the projection
+    parts = ev.projection({"f7": 1, "f250": 3})
+    assert len(parts) == len(ev.compiled.ruleset_keys) > 1 and all(len(p) <= 252 - 2 for p in parts)
 
 
 def test_one_rule_reading_too_many_fields_is_refused(tmp_path: Path) -> None:

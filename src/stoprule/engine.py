@@ -172,20 +172,15 @@ class _Handles:
 class Engine:
     """Matches projected facts against compiled rulesets; safe to share across threads.
 
-    ``keys``: the projected keys each ruleset reads, when the projection is too wide to be
-    sent whole (the engine takes at most 252 properties per fact, ``id`` and ``sid`` included).
+    A projected fact is given JSON-encoded as :func:`encode` writes it, without its opening
+    brace: one text for every ruleset, or one per ruleset (a projection too wide to send
+    whole: the engine takes at most 252 properties per fact, ``id`` and ``sid`` included).
     ``always``: names of rules whose condition is constant true (not sent to the engine).
     A ruleset may be given already encoded (a ``str``, as :func:`encode` writes it).
     """
 
-    def __init__(
-        self,
-        rulesets: Sequence[dict[str, Any] | str],
-        keys: Sequence[Sequence[str]] | None = None,
-        always: Sequence[str] = (),
-    ) -> None:
+    def __init__(self, rulesets: Sequence[dict[str, Any] | str], always: Sequence[str] = ()) -> None:
         self._defs = [rs if isinstance(rs, str) else encode(rs) for rs in rulesets]
-        self._keys = None if keys is None else [tuple(k) for k in keys]
         self._always = frozenset(always)
         self._local = threading.local()
 
@@ -195,39 +190,29 @@ class Engine:
             hs = self._local.handles = _Handles(self._defs)
         return hs
 
-    def matcher(self) -> Callable[[dict[str, Any]], set[str]]:
-        """A match function bound to this thread's handles (fetch once, call per fact)."""
-        fn = getattr(self._local, "match", None)
-        if fn is None:
-            fn = self._local.match = _make_matcher(self._handles(), self._keys, self._always)
-        return fn
-
     def text_matcher(self) -> Callable[[str], set[str]]:
-        """Like :meth:`matcher`, for a projection already JSON-encoded as :func:`encode` writes
-        it, without its opening brace. Only when every ruleset takes the whole projection
-        (no ``keys``)."""
-        if self._keys is not None:
-            raise ValueError("rulesets read key subsets: match the projected dict")
+        """This thread's ``text -> names of the rules whose condition holds``, one text for every
+        ruleset (fetch once, call per fact)."""
         fn = getattr(self._local, "match_text", None)
         if fn is None:
-            fn = self._local.match_text = _make_matcher(self._handles(), None, self._always, text=True)
-        return fn  # type: ignore[return-value]
+            fn = self._local.match_text = _make_matcher(self._handles(), self._always, per_ruleset=False)
+        return fn
 
-    def match(self, projected: dict[str, Any]) -> set[str]:
-        """Names of every engine rule whose condition holds for ``projected``."""
-        return self.matcher()(projected)
+    def texts_matcher(self) -> Callable[[Sequence[str]], set[str]]:
+        """Like :meth:`text_matcher`, given one text per ruleset, in order."""
+        fn = getattr(self._local, "match_texts", None)
+        if fn is None:
+            fn = self._local.match_texts = _make_matcher(self._handles(), self._always, per_ruleset=True)
+        return fn
 
 
-def _make_matcher(
-    holder: _Handles, keys: list[tuple[str, ...]] | None, always: frozenset[str], text: bool = False
-) -> Callable[[dict[str, Any]], set[str]]:
+def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -> Callable[[Any], set[str]]:
     """Assert the fact, drain the action queue for the matched rule names, retract it.
 
     Each fact goes in under a fresh ``id`` and is retracted by ``{"id": n}``: the engine
     then neither hashes the content to name the fact nor parses it again to retract it.
-    ``always``: rules whose condition is constant true, kept out of the engine. ``text``: the
-    function takes the projection already encoded, without its opening brace (see
-    :meth:`Engine.text_matcher`).
+    ``always``: rules whose condition is constant true, kept out of the engine.
+    ``per_ruleset``: the function takes one text per ruleset instead of one for all.
     """
     assert_fact = _dre.assert_fact
     start = _dre.start_action_for_state
@@ -253,62 +238,52 @@ def _make_matcher(
 
     if not handles:  # every rule is constant true (or there is none)
 
-        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
+        def match_none(body: Any, _holder: _Handles = holder) -> set[str]:
             return set(always)
 
-    elif keys is None and text:
-        if len(handles) == 1:
-            (h0,) = handles
+        return match_none
 
-            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
-                # run() inlined: the common case (one ruleset) saves a call per fact
-                n = next(ids)
-                names = set(always)
-                result = assert_fact(h0, f'{{"id":{n},' + body)
-                if result[0]:  # 1: matched no rule, and the fact was not stored
-                    return names
-                state = result[1]
-                try:
-                    action = start(h0, state)
-                    if action:
-                        msg = action[1]
+    if per_ruleset:
+
+        def match_texts(bodies: Sequence[str], _holder: _Handles = holder) -> set[str]:
+            n = next(ids)
+            names = set(always)
+            for h, body in zip(handles, bodies, strict=True):
+                run(h, f'{{"id":{n},' + body, n, names)
+            return names
+
+        return match_texts
+
+    if len(handles) == 1:
+        (h0,) = handles
+
+        def match_text(body: str, _holder: _Handles = holder) -> set[str]:
+            # run() inlined: the common case (one ruleset) saves a call per fact
+            n = next(ids)
+            names = set(always)
+            result = assert_fact(h0, f'{{"id":{n},' + body)
+            if result[0]:  # 1: matched no rule, and the fact was not stored
+                return names
+            state = result[1]
+            try:
+                action = start(h0, state)
+                if action:
+                    msg = action[1]
+                    names.add(msg[2 : msg.index('"', 2)])
+                    while msg := complete_and_next(h0, state):
                         names.add(msg[2 : msg.index('"', 2)])
-                        while msg := complete_and_next(h0, state):
-                            names.add(msg[2 : msg.index('"', 2)])
-                finally:
-                    retract(h0, f'{{"id":{n}}}')
-                return names
-
-        else:
-
-            def match_text(body: str, _holder: _Handles = holder) -> set[str]:
-                n = next(ids)
-                text = f'{{"id":{n},' + body
-                names = set(always)
-                for h in handles:
-                    run(h, text, n, names)
-                return names
-
-        return match_text  # type: ignore[return-value]
-
-    elif keys is None:
-
-        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            n = next(ids)
-            text = f'{{"id":{n},' + encode(projected)[1:]
-            names = set(always)
-            for h in handles:
-                run(h, text, n, names)
+            finally:
+                retract(h0, f'{{"id":{n}}}')
             return names
 
-    else:
-        pairs = list(zip(handles, keys, strict=True))
+        return match_text
 
-        def match(projected: dict[str, Any], _holder: _Handles = holder) -> set[str]:
-            n = next(ids)
-            names = set(always)
-            for h, ks in pairs:
-                run(h, f'{{"id":{n},' + encode({k: projected[k] for k in ks if k in projected})[1:], n, names)
-            return names
+    def match_shared(body: str, _holder: _Handles = holder) -> set[str]:
+        n = next(ids)
+        text = f'{{"id":{n},' + body
+        names = set(always)
+        for h in handles:
+            run(h, text, n, names)
+        return names
 
-    return match
+    return match_shared

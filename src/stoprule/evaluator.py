@@ -74,7 +74,7 @@ class Verdict(Record):
         }
 
 
-def _reader(lines: list[str], var: str, path: tuple[str, ...], marker: bool, emit: str, indent: str) -> None:
+def _reader(lines: list[str], var: str, path: tuple[str, ...], emit: str, indent: str) -> None:
     """Append code reading ``path`` from ``var`` into ``v`` and, when present, running ``emit``
     (the empty path reads ``var`` itself)."""
     if not path:
@@ -91,20 +91,7 @@ def _reader(lines: list[str], var: str, path: tuple[str, ...], marker: bool, emi
         cur = nxt
     lines.append(f"{indent}v = {cur}.get({path[-1]!r}, M)")
     lines.append(f"{indent}if v is not M:")
-    if marker:
-        lines.append(f"{indent}    {emit.replace('= v', '= True if v is not None else None')}")
-    else:
-        lines.append(f"{indent}    {emit}")
-
-
-def _emit(s: Slot, target: str, tests: dict[str, Any]) -> str:
-    """The statement storing slot ``s`` (value in ``v``) into ``target``."""
-    if s.test is None:
-        return f"{target}[{s.key!r}] = v"
-    name = f"T{len(tests)}"
-    fn, arg = s.test
-    tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
-    return f"if type(v) is str: {target}[{s.key!r}] = {name}(v)"
+    lines.append(f"{indent}    {emit}")
 
 
 def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
@@ -113,9 +100,7 @@ def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
 
 def generated_sources(compiled: CompiledPolicy) -> list[str]:
     """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
-    out = [_projector(compiled.slots, compiled.lists, source=True)]
-    if compiled.ruleset_keys is None:
-        out.append(_json_projector(compiled.slots, compiled.lists, compiled.schema.root)[0])
+    out = [source for source, _ in _projectors(compiled)]
     from .factschema import _fast_validator
 
     out.append(_fast_validator(compiled.schema.root)[0])
@@ -133,51 +118,17 @@ def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str
     return compile_templates(tpls, compiled.sets)
 
 
-def _projector(slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], source: bool = False) -> Any:
-    """Generate straight-line code that copies the fields the rules read under their slot keys.
-
-    Generated once per pack (as namedtuple does); it runs for every fact evaluated.
-    """
-    tests: dict[str, Any] = {}
-    lines = ["def project(fact):", "    out = {'_': 1}"]
-    for s in slots:
-        _reader(lines, "fact", s.path, s.marker, _emit(s, "out", tests), "    ")
-    for n, ls in enumerate(lists):
-        lines.append(f"    seq{n} = fact")
-        for step in ls.path:
-            lines.append(f"    seq{n} = seq{n}.get({step!r}) if type(seq{n}) is dict else None")
-        lines.append(f"    if type(seq{n}) is list:")
-        lines.append(f"        out[{ls.len_key!r}] = len(seq{n})")
-        if not ls.items:
-            pass  # only the length is read
-        elif ls.scalar:
-            lines.append(f"        out[{ls.key!r}] = seq{n}")
-        elif not ls.item_slots:
-            lines.append(f"        out[{ls.key!r}] = [{{}} for _ in seq{n}]")
-        else:
-            lines.append("        rows = []")
-            lines.append(f"        for item in seq{n}:")
-            lines.append("            row = {}")
-            rows_of_scalars = any(not s.path for s in ls.item_slots)
-            lines.append("            if True:" if rows_of_scalars else "            if type(item) is dict:")
-            for s in ls.item_slots:
-                _reader(lines, "item", s.path, s.marker, _emit(s, "row", tests), "                ")
-            lines.append("            rows.append(row)")
-            lines.append(f"        out[{ls.key!r}] = rows")
-        lines.append("    else:")
-        lines.append(f"        out[{ls.len_key!r}] = 0")
-    lines.append("    return out")
-    namespace: dict[str, Any] = {"M": MISSING, **tests}
-    if source:
-        define("\n".join(lines), namespace, "project")
-        return "\n".join(lines)
-    return define("\n".join(lines), namespace, "project")
+def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict], str]]]:
+    """The projectors of ``compiled``: one for every ruleset, or one per ruleset when each
+    reads a subset of the projection (``ruleset_keys``)."""
+    subsets = [None] if compiled.ruleset_keys is None else [frozenset(k) for k in compiled.ruleset_keys]
+    return [_json_projector(compiled.slots, compiled.lists, compiled.schema.root, keys) for keys in subsets]
 
 
 def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any]) -> str:
     """An expression for ``,"KEY":VALUE``, the value ``v`` of slot ``s`` encoded as the engine
-    reads it: what :func:`stoprule.engine.encode` writes for it inside the projected dict,
-    character for character (``consts``: where constants the expression names are added)."""
+    reads it: what :func:`stoprule.engine.encode` writes for it, character for character
+    (``consts``: where constants the expression names are added)."""
     pre = f",{key}:"
     if s.marker:
         return f"{pre + 'true'!r} if v is not None else {pre + 'null'!r}"
@@ -200,16 +151,25 @@ def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any
 
 
 def _json_projector(
-    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField
+    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField, keys: frozenset[str] | None = None
 ) -> tuple[str, Callable[[dict], str]]:
-    """Straight-line code that projects a validated fact and JSON-encodes it in one pass.
+    """Straight-line code projecting a validated fact to the keys the rules read, JSON-encoded
+    in one pass (generated once per pack, as namedtuple does; it runs for every fact).
 
-    Returns the source and the function; the function returns the encoded projection without
-    its opening brace (the engine matcher puts ``{"id":N,`` in front). The text equals
-    ``encode(project(fact))[1:]`` for the dict projector of the same slots.
+    The projection: ``"_": 1`` (a key every fact has), each slot under its key (a value as it
+    is, a marker as ``true``/``null``, a pattern slot as whether a string value passes), and
+    each list's length and its items' slots. ``keys``: only these (the keys one ruleset
+    reads). Returns the source and the function, which returns the encoded projection
+    without its opening brace (the engine matcher puts ``{"id":N,`` in front).
     """
     tests: dict[str, Any] = {}
-    lines = ["def project_json(fact):", "    p = ['\"_\":1']"]
+
+    def wanted(key: str) -> bool:
+        return keys is None or key in keys
+
+    reads = any(wanted(s.key) for s in slots) or any(wanted(ls.len_key) or wanted(ls.key) for ls in lists)
+    anchor = wanted("_") or not reads  # a text with no key is not JSON the engine takes
+    lines = ["def project_json(fact):", "    p = ['\"_\":1']" if anchor else "    p = []"]
 
     def emit_slot(s: Slot, var: str, scope: FactField | None, target: str, indent: str) -> None:
         key = json.dumps(s.key)
@@ -220,7 +180,7 @@ def _json_projector(
             emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
         else:
             emit = f"{target}.append({_json_item(s, scope, key, tests)})"
-        _reader(lines, var, s.path, False, emit, indent)
+        _reader(lines, var, s.path, emit, indent)
 
     parents: dict[tuple[str, ...], str] = {}
 
@@ -238,6 +198,8 @@ def _json_projector(
         return var
 
     for s in slots:
+        if not wanted(s.key):
+            continue
         if len(s.path) < 2:
             emit_slot(s, "fact", root, "p", "    ")
             continue
@@ -245,6 +207,9 @@ def _json_projector(
         lines.append(f"    if type({var}) is dict:")
         emit_slot(Slot(s.key, s.path[-1:], s.marker, s.test), var, _field_of(root, s.path[:-1]), "p", "        ")
     for n, ls in enumerate(lists):
+        length, items = wanted(ls.len_key), ls.items and wanted(ls.key)
+        if not (length or items):
+            continue
         list_field = _field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
         key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
@@ -252,8 +217,8 @@ def _json_projector(
         read = f"{up}.get({ls.path[-1]!r}) if type({up}) is dict else None" if ls.path else up
         lines.append(f"    seq{n} = {read}")
         lines.append(f"    if type(seq{n}) is list:")
-        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))")
-        if not ls.items:
+        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))" if length else "        pass")
+        if not items:
             pass  # only the length is read
         elif ls.scalar:
             lines.append(f"        p.append(',{key}:' + E(seq{n}))")
@@ -269,10 +234,11 @@ def _json_projector(
                 emit_slot(s, "item", item_scope, "row", "                ")
             lines.append("            rows.append('{' + ''.join(row)[1:] + '}')")
             lines.append(f"        p.append(',{key}:[' + ','.join(rows) + ']')")
-        lines.append("    else:")
-        lines.append(f"        p.append(',{len_key}:0')")
+        if length:
+            lines.append("    else:")
+            lines.append(f"        p.append(',{len_key}:0')")
     lines.append("    p.append('}')")
-    lines.append("    return ''.join(p)")
+    lines.append("    return ''.join(p)" if anchor else "    return ''.join(p)[1:]")
     source = "\n".join(lines)
     namespace: dict[str, Any] = {
         "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
@@ -294,14 +260,11 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.ruleset_keys, compiled.always)
-        self._project = _projector(compiled.slots, compiled.lists)
-        # projection fused with JSON encoding, when every ruleset takes the whole projection
-        self._project_json = (
-            _json_projector(compiled.slots, compiled.lists, compiled.schema.root)[1]
-            if compiled.ruleset_keys is None
-            else None
-        )
+        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
+        # the projection, JSON-encoded: one text for every ruleset, or one per ruleset when each
+        # reads a subset of it (a projection too wide for the engine)
+        self._project_parts = [fn for _, fn in _projectors(compiled)]
+        self._project_json = self._project_parts[0] if compiled.ruleset_keys is None else None
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest
         self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
@@ -333,9 +296,7 @@ class Evaluator:
         return self._decide(data, self._match_data(data), tuple(warnings))
 
     def _match_data(self, data: dict[str, Any]) -> set[str]:
-        if self._project_json is not None:
-            return self._engine.text_matcher()(self._project_json(data))
-        return self._engine.match(self._project(data))
+        return self._data_matcher()(data)
 
     def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
         """This thread's ``validated fact -> engine rule names``."""
@@ -343,9 +304,15 @@ class Evaluator:
         if pj is not None:
             mt = self._engine.text_matcher()
             return lambda data: mt(pj(data))
-        m = self._engine.matcher()
-        project = self._project
-        return lambda data: m(project(data))
+        mts = self._engine.texts_matcher()
+        parts = self._project_parts
+        return lambda data: mts([project(data) for project in parts])
+
+    def projection(self, fact: Any) -> list[dict[str, Any]]:
+        """What the engine is given for ``fact`` (validated first): the projected keys, one dict
+        per ruleset (a single dict when every ruleset is given the whole projection)."""
+        data = self.validate(fact)
+        return [json.loads("{" + project(data)) for project in self._project_parts]
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
