@@ -1,6 +1,9 @@
 """Batches: ``stoprule eval --jobs N`` vs ``--jobs 1`` on a large NDJSON file, as fresh processes.
 
-    python benchmarks/bench_jobs.py [--n 100000] [--jobs 2] [--rounds 5] [--seed 11]
+    python benchmarks/bench_jobs.py [--n 100000] [--jobs 2] [--rounds 5] [--seed 11] [--command eval|audit]
+
+``--command audit`` times ``stoprule audit --corpus FILE --format json`` instead (the same
+report is checked, its ``seconds`` aside).
 
 Writes N generated facts (``facts.py``; a few invalid lines mixed in, so errors are on the
 path too) to a temp file, checks once that both commands print the same stdout, the same
@@ -42,12 +45,22 @@ def run(cmd: list[str], env: dict[str, str], out: Path | None = None) -> tuple[f
     return time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(status)
 
 
+def output(path: Path, command: str) -> object:
+    """What a run printed, timings aside (``audit`` reports the seconds its analysis took)."""
+    if command != "audit":
+        return path.read_bytes()
+    report = json.loads(path.read_bytes())
+    report.pop("seconds", None)
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--command", choices=("eval", "audit"), default="eval")
     args = ap.parse_args()
     script = str(venv_bin() / "stoprule")
     tmp = Path(tempfile.mkdtemp(prefix="stoprule-jobs-"))
@@ -61,12 +74,16 @@ def main() -> None:
         env["STOPRULE_CACHE_DIR"] = str(tmp / "cache")
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
-        one = [script, "eval", "--jobs", "1", str(data)]
-        many = [script, "eval", "--jobs", str(args.jobs), str(data)]
+        base = [script, "eval", str(data)]
+        if args.command == "audit":
+            base = [script, "audit", "--corpus", str(data), "--format", "json"]
+        one = [*base, "--jobs", "1"]
+        many = [*base, "--jobs", str(args.jobs)]
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; tree: {tree_state()}")
-        print(f"{args.n} facts, {data.stat().st_size / 1e6:.1f} MB NDJSON; jobs 1 vs jobs {args.jobs}")
+        print(f"stoprule {args.command}: {args.n} facts, {data.stat().st_size / 1e6:.1f} MB NDJSON; "
+              f"jobs 1 vs jobs {args.jobs}")  # fmt: skip
         a, b = run(one, env, tmp / "one"), run(many, env, tmp / "many")  # warm-up and the output check
-        same = (tmp / "one").read_bytes() == (tmp / "many").read_bytes()
+        same = output(tmp / "one", args.command) == output(tmp / "many", args.command)
         same_err = (tmp / "one.err").read_bytes() == (tmp / "many.err").read_bytes()
         print(f"same stdout: {same}; same stderr: {same_err}; exit codes {a[2]} / {b[2]}")
         load0 = os.getloadavg()[0]

@@ -411,3 +411,14 @@ def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:
         capture([sys.executable, "-c", code], 1.5)
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
         os.kill(int(pid_file.read_text()), 0)
+
+
+def test_scan_state_keeps_the_last_fifty_tool_names_in_order() -> None:
+    """``Scan.state`` (saved at every stop, and built at every stop of a replay) keeps the 50
+    tool names seen last, oldest first, read from the end whatever the scan has seen."""
+    from stoprule.hooks.transcripts import Scan
+
+    scan = Scan("claude", full=True)
+    for n in (0, 1, 49, 50, 51, 120, 5000):
+        scan.names = {f"id{i}": f"tool{i % 7}" for i in range(n)}
+        assert scan.state()["names"] == dict(list(scan.names.items())[-50:])

@@ -16,13 +16,16 @@ from .queries import catch_all
 __all__ = ["corpus_counts", "corpus_report", "merge_counts"]
 
 
-def corpus_counts(checked: CheckedPolicy, ev: Evaluator, items: list[tuple[int, Any]]) -> dict[str, Any]:
+def corpus_counts(ev: Evaluator, items: list[tuple[int, Any]]) -> dict[str, Any]:
     """The raw counts over ``items``; counts of consecutive parts of a corpus add up with
-    :func:`merge_counts` (``audit --corpus --jobs``)."""
-    hits: dict[str, list[int]] = {r.id: [0, 0] for r in checked.rules}  # matched, won
-    fallback = {r.id for r in checked.rules if catch_all(r)}
+    :func:`merge_counts` (``audit --corpus --jobs``). Only the compiled pack is needed (a
+    worker counts while the pack is analysed): the lines won by each rule whose condition is
+    constant true are kept, the catch-alls among them (see :func:`corpus_report`)."""
+    compiled = ev.compiled
+    hits: dict[str, list[int]] = {r.id: [0, 0] for r in compiled.rules}  # matched, won
+    always = set(compiled.always)
+    won_lines: dict[str, list[int]] = {r.id: [] for r in compiled.rules if r.engine_name in always}
     verdicts: dict[tuple[str, str], int] = {}
-    fell: list[int] = []
     no_rule: list[int] = []
     invalid: list[dict[str, Any]] = []
     evaluated = 0
@@ -45,11 +48,11 @@ def corpus_counts(checked: CheckedPolicy, ev: Evaluator, items: list[tuple[int, 
             for m in v.matched:
                 hits[m.rule][0] += 1
             verdicts[(v.verdict, v.reason)] = verdicts.get((v.verdict, v.reason), 0) + 1
-            if v.rule in fallback:
-                fell.append(line)
+            if v.rule in won_lines:
+                won_lines[v.rule].append(line)
     return {
         "facts": len(items), "evaluated": evaluated, "hits": hits, "verdicts": verdicts,
-        "fell": fell, "no_rule": no_rule, "invalid": invalid,
+        "won_lines": won_lines, "no_rule": no_rule, "invalid": invalid,
     }  # fmt: skip
 
 
@@ -64,18 +67,22 @@ def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
             out["hits"][rule][1] += won
         for key, n in p["verdicts"].items():  # first-seen order kept (it breaks ties below)
             out["verdicts"][key] = out["verdicts"].get(key, 0) + n
-        for k in ("fell", "no_rule", "invalid"):
+        for rule, lines in p["won_lines"].items():
+            out["won_lines"][rule] += lines
+        for k in ("no_rule", "invalid"):
             out[k] += p[k]
     return out
 
 
 def corpus_report(checked: CheckedPolicy, counts: dict[str, Any], name: str = "") -> dict[str, Any]:
     """The ``corpus`` section of the audit report from :func:`corpus_counts`."""
-    locs = {r.id: str(r.loc) for r in checked.rules}
+    counted = counts["hits"]
     hits = [
-        {"rule": rule, "location": locs[rule], "matched": matched, "won": won}
-        for rule, (matched, won) in counts["hits"].items()
+        {"rule": r.id, "location": str(r.loc), "matched": counted[r.id][0], "won": counted[r.id][1]}
+        for r in checked.rules
     ]
+    # a catch-all's condition is constant true: its lines are among those counted
+    fell = sorted(line for r in checked.rules if catch_all(r) for line in counts["won_lines"][r.id])
     evaluated = counts["evaluated"]
     return {
         "file": name,
@@ -89,7 +96,7 @@ def corpus_report(checked: CheckedPolicy, counts: dict[str, Any], name: str = ""
             for k, n in sorted(counts["verdicts"].items(), key=lambda kv: -kv[1])
         ],
         "catch_all": sorted(r.id for r in checked.rules if catch_all(r)),
-        "fell_through": counts["fell"],
+        "fell_through": fell,
         "no_rule": counts["no_rule"],
         "invalid": counts["invalid"],
     }

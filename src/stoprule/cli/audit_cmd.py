@@ -27,59 +27,57 @@ def audit_command(
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
-    from ..analysis import AnalysisLimit, audit_pack
-    from ..analysis.explore import Progress
-    from ..analysis.render import render_audit
-    from ..compiler import compile_pack
-    from ..packs import select_pack
+    from contextlib import nullcontext
+
+    from ..batch import parallel_chunks, resolve_jobs, started_map
+    from ..packs import compile_policy, select_pack
 
     root = select_pack(policy)
-    try:
-        ctx = compile_pack(root)
-    except PolicyError as exc:
-        return policy_error(exc, root, stderr)
-    data = None
-    chunks = None
-    if corpus is not None:
+    data = chunks = None
+    running: Any = nullcontext(None)
+    if corpus is not None and jobs != 1:
+        try:  # the compiled pack alone (cached): the workers start before the analysis is loaded
+            compiled = compile_policy(root)
+        except PolicyError as exc:
+            return policy_error(exc, root, stderr)
         data = read_input(corpus, stdin, stderr)
         if data is None:
             return 2
-        if jobs != 1:
-            from ..batch import parallel_chunks, resolve_jobs
-
-            jobs = resolve_jobs(jobs)
-            chunks = parallel_chunks(data, jobs)
-    from contextlib import nullcontext
-
-    from ..batch import started_map
-
-    # the workers (forked before this process creates engine handles) evaluate the corpus while
-    # this process analyses the pack
-    running = (
-        started_map(_corpus_chunk, chunks, jobs, _corpus_setup, (ctx.checked, ctx.compiled, data))
-        if chunks is not None
-        else nullcontext(None)
-    )
+        jobs = resolve_jobs(jobs)
+        chunks = parallel_chunks(data, jobs)
+        if chunks is not None:  # forked now: the workers evaluate while this process analyses
+            running = started_map(_corpus_chunk, chunks, jobs, _corpus_setup, (compiled, data))
     with running as pending:
+        from ..analysis import AnalysisLimit, audit_pack
+        from ..analysis.explore import Progress
+        from ..analysis.render import render_audit
+        from ..compiler import compile_pack
+
+        try:
+            ctx = compile_pack(root)
+        except PolicyError as exc:
+            return policy_error(exc, root, stderr)
+        if corpus is not None and data is None:
+            data = read_input(corpus, stdin, stderr)
+            if data is None:
+                return 2
         try:
             report = audit_pack(ctx.checked, Progress(stderr))
         except AnalysisLimit as exc:
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
-            from ..analysis.corpus import corpus_report, merge_counts
+            from ..analysis.corpus import corpus_counts, corpus_report, merge_counts
 
             if pending is not None:
                 parts = list(pending)
             else:
                 from ..batch import sequential_chunks
 
-                context = _corpus_setup(ctx.checked, ctx.compiled, data)
+                context = _corpus_setup(ctx.compiled, data)
                 pieces = sequential_chunks(data)
                 if pieces is None:
-                    from ..analysis.corpus import corpus_counts
-
-                    parts = [corpus_counts(context[0], context[1], parse_facts(data))]
+                    parts = [corpus_counts(context[0], parse_facts(data))]
                 else:
                     parts = [_corpus_chunk(context, c) for c in pieces]
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
@@ -90,18 +88,18 @@ def audit_command(
     return 1 if report.findings else 0
 
 
-def _corpus_setup(checked: Any, compiled: Any, data: bytes) -> tuple[Any, Any, bytes]:
+def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
     from ..evaluator import Evaluator
 
-    return checked, Evaluator(compiled), data
+    return Evaluator(compiled), data
 
 
-def _corpus_chunk(context: tuple[Any, Any, bytes], chunk: Chunk) -> dict[str, Any]:
+def _corpus_chunk(context: tuple[Any, bytes], chunk: Chunk) -> dict[str, Any]:
     from ..analysis.corpus import corpus_counts
     from ..batch import chunk_items
 
-    checked, ev, data = context
-    return corpus_counts(checked, ev, chunk_items(data, chunk))
+    ev, data = context
+    return corpus_counts(ev, chunk_items(data, chunk))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -70,11 +70,20 @@ class Scan:
             "tasks": self.tasks,
             "partial_tasks": self.partial_tasks,
             "pending": self.pending,
-            "names": dict(list(self.names.items())[-50:]),
+            "names": self._recent_names(50),
             "failed": self.failed,
             "last_text": self.last_text[-4000:] if self.last_text else self.last_text,
             "last_turn": self.last_turn,
         }
+
+    def _recent_names(self, n: int) -> dict[str, str]:
+        """The ``n`` tool names seen last (read from the end: a replay's scan keeps them all)."""
+        if len(self.names) <= n:
+            return dict(self.names)
+        items = reversed(self.names.items())
+        last = [next(items) for _ in range(n)]
+        last.reverse()
+        return dict(last)
 
     # ---------------------------------------------------------------- lines
 
