@@ -15,6 +15,16 @@ from stoprule import Evaluator, load_policy
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO / "policies"
 
+# About a thousand tests start `python -m stoprule`. Where PYTHONDONTWRITEBYTECODE is set (it
+# keeps __pycache__ out of the tree), each of them would compile its modules from source again
+# (measured: 68 s for the suite instead of 55 on 2 cores). The processes the tests start write
+# and read their bytecode in a cache outside the tree instead.
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    import tempfile
+
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "stoprule-tests-pycache")
+
 
 @pytest.fixture(scope="session")
 def default_pack() -> Path:
