@@ -190,6 +190,11 @@ class Engine:
             hs = self._local.handles = _Handles(self._defs)
         return hs
 
+    def thread_handles(self) -> tuple[object, list[int]]:
+        """This thread's ruleset handles, in order, and their owner: keep it while using them."""
+        hs = self._handles()
+        return hs, hs.handles
+
     def text_matcher(self) -> Callable[[str], set[str]]:
         """This thread's ``text -> names of the rules whose condition holds``, one text for every
         ruleset (fetch once, call per fact)."""

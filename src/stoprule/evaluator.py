@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 import json
+import threading
 from collections.abc import Callable, Iterable
 
-from . import patterns
+from . import projection
 from .codegen import define
 from .compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from .diagnostics import EvaluationError, NoRuleMatched
 from .engine import Engine, _float, _string, encode
 from .factschema import MISSING, FactField, strict_error
 from .gcpause import paused_gc
+from .limits import SAFE_INT
+from .projection import field_of, slot_encoding
 from .records import Record, record
 from .templates import compile_templates
 
@@ -24,10 +26,10 @@ if TYPE_CHECKING:
 
     from .factschema import FactSchema
 
-    # winner, verdict kind, ranked matches, high-risk stop, message and review renderers
-    _Outcome = tuple[
-        RuleMeta, Any, tuple["Match", ...], str | None, Callable[[dict], str], Callable[[dict], str] | None
-    ]
+    # the verdict for one set of matched rules, given the validated fact (and its warnings)
+    _Maker = Callable[..., "Verdict"]
+    # the same as a prototype verdict, the renderers of its messages by position, the warnings' position
+    _Entry = tuple["Verdict", tuple[tuple[int, Callable[[dict], str]], ...], int]
 
 
 @record
@@ -94,10 +96,6 @@ def _reader(lines: list[str], var: str, path: tuple[str, ...], emit: str, indent
     lines.append(f"{indent}    {emit}")
 
 
-def _run_test(test: Callable[[Any, Any], bool], arg: Any, v: str) -> bool:
-    return test(v, arg)
-
-
 def generated_sources(compiled: CompiledPolicy) -> list[str]:
     """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
     out = [source for source, _ in _projectors(compiled)]
@@ -126,26 +124,24 @@ def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict], st
 
 
 def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any]) -> str:
-    """An expression for ``,"KEY":VALUE``, the value ``v`` of slot ``s`` encoded as the engine
-    reads it: what :func:`stoprule.engine.encode` writes for it, character for character
-    (``consts``: where constants the expression names are added)."""
+    """An expression for ``,"KEY":VALUE``, the value ``v`` of slot ``s`` (not a test) encoded as
+    the engine reads it: what :func:`stoprule.engine.encode` writes for it, character for
+    character (``consts``: where constants the expression names are added)."""
     pre = f",{key}:"
-    if s.marker:
+    enc, extra = slot_encoding(s, scope, pre)
+    if enc == projection.MARKER:
         return f"{pre + 'true'!r} if v is not None else {pre + 'null'!r}"
-    field = _field_of(scope, s.path)
-    t = None if field is None else field.type
-    if t == "bool":
+    if enc == projection.BOOL:
         return f"{pre + 'true'!r} if v is True else {pre + 'false'!r} if v is False else {pre!r} + E(v)"
-    if t == "enum":  # each value's item written once
-        assert field is not None
+    if enc == projection.ENUM:  # each value's item written once
         name = f"K{len(consts)}"
-        consts[name] = {x: pre + _string(x) for x in field.values if type(x) is str}
+        consts[name] = extra
         return f"type(v) is str and {name}.get(v) or {pre!r} + E(v)"
-    if t == "string":
+    if enc == projection.STRING:
         return f"{pre!r} + (S(v) if type(v) is str else E(v))"
-    if t == "int":
+    if enc == projection.INT:
         return f"{pre!r} + (str(v) if type(v) is int else E(v))"
-    if t == "number":
+    if enc == projection.NUMBER:
         return f"{pre!r} + (str(v) if type(v) is int else F(v) if type(v) is float else E(v))"
     return f"{pre!r} + E(v)"
 
@@ -175,8 +171,7 @@ def _json_projector(
         key = json.dumps(s.key)
         if s.test is not None:  # a pattern slot is left out for a value that is not a string
             name = f"T{len(tests)}"
-            fn, arg = s.test
-            tests[name] = functools.partial(_run_test, getattr(patterns, fn), arg)
+            tests[name] = slot_encoding(s, scope, "")[1]
             emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
         else:
             emit = f"{target}.append({_json_item(s, scope, key, tests)})"
@@ -205,12 +200,12 @@ def _json_projector(
             continue
         var = parent(s.path[:-1])
         lines.append(f"    if type({var}) is dict:")
-        emit_slot(Slot(s.key, s.path[-1:], s.marker, s.test), var, _field_of(root, s.path[:-1]), "p", "        ")
+        emit_slot(Slot(s.key, s.path[-1:], s.marker, s.test), var, field_of(root, s.path[:-1]), "p", "        ")
     for n, ls in enumerate(lists):
         length, items = wanted(ls.len_key), ls.items and wanted(ls.key)
         if not (length or items):
             continue
-        list_field = _field_of(root, ls.path)
+        list_field = field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
         key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
         up = parent(ls.path[:-1])
@@ -246,12 +241,10 @@ def _json_projector(
     return source, define(source, namespace, "project_json")
 
 
-def _field_of(scope: FactField | None, path: tuple[str, ...]) -> FactField | None:
-    for step in path:
-        if scope is None or scope.type != "object":
-            return None
-        scope = scope.fields.get(step)
-    return scope
+# positions in a Verdict
+_MESSAGE, _REVIEW, _HIGH_RISK, _WARNINGS = map(
+    Verdict._fields.index, ("message", "review_reason", "high_risk_stop", "warnings")
+)
 
 
 class Evaluator:
@@ -271,7 +264,10 @@ class Evaluator:
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
-        self._outcomes: dict[frozenset[str], _Outcome] = {}
+        # verdicts by set of matched rules: makers by rule names, entries by bits (the C runner's masks)
+        self._makers: dict[frozenset[str], _Maker] = {}
+        self._entries: dict[int, _Entry] = {}
+        self._local = threading.local()  # this thread's C runner (see _run)
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
         self._messages = {
@@ -290,6 +286,11 @@ class Evaluator:
         """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
         ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
         Unknown fields are otherwise listed in the verdict's ``warnings``."""
+        run = self._run(batch=False)
+        if run is not None and (verdict := run(fact)) is not None:
+            if strict and verdict.warnings:
+                raise strict_error(list(verdict.warnings))
+            return verdict
         data, warnings = self.compiled.schema.check(fact)
         if warnings and strict:
             raise strict_error(warnings)
@@ -322,9 +323,16 @@ class Evaluator:
         out: list[Verdict | EvaluationError] = []
         check = self.compiled.schema.check
         match = self._data_matcher()
+        run = self._run(batch=True) or (lambda fact: None)
         with paused_gc():
             for i, fact in enumerate(facts):
                 try:
+                    verdict = run(fact)
+                    if verdict is not None:
+                        if strict and verdict.warnings:
+                            raise strict_error(list(verdict.warnings))
+                        out.append(verdict)
+                        continue
                     data, warnings = check(fact)
                     if warnings and strict:
                         raise strict_error(warnings)
@@ -345,43 +353,99 @@ class Evaluator:
         rank = self._rank
         return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
-    def _outcome(self, names: set[str]) -> _Outcome:
-        """Winner, verdict kind, ranked matches and high-risk stop for a set of engine rule names."""
-        key = frozenset(names)
-        hit = self._outcomes.get(key)
-        if hit is not None:
-            return hit
+    def _outcome(self, names: set[str]) -> _Entry:
+        """The verdict for a set of engine rule names, as ``(prototype, ((index, render), ...),
+        index of the warnings)``: winner, ranked matches and high-risk stop decided once, the
+        message (and review reason) rendered per fact."""
         rank = self._rank
         order = sorted((n for n in names if n in rank), key=rank.__getitem__)
         if not order:
             raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
         win = self._rules[order[0]]
-        message, review = self._messages[win.engine_name]
+        kind = self.compiled.verdicts[win.verdict]
+        render, render_review = self._messages[win.engine_name]
         matched = tuple(self._match[n] for n in order)
-        hit = (win, self.compiled.verdicts[win.verdict], matched, high_risk, message, review)
-        if len(self._outcomes) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
-            self._outcomes.clear()
-        self._outcomes[key] = hit
-        return hit
+        review = kind.requires_user_review
+        proto = Verdict(
+            kind.ok, win.verdict, win.reason, win.id, kind.stop, "", review, None, high_risk, matched, self.digest
+        )
+        fills = ((_MESSAGE, render), (_REVIEW, render_review or render)) if review else ((_MESSAGE, render),)
+        return proto, fills, _WARNINGS
+
+    def _maker(self, names: set[str]) -> _Maker:
+        """The verdict maker for a set of engine rule names: ``(data, warnings=()) -> Verdict``."""
+        key = frozenset(names)
+        hit = self._makers.get(key)
+        if hit is not None:
+            return hit
+        proto, fills, _ = self._outcome(names)
+        head, tail = proto[:_MESSAGE], proto[_HIGH_RISK:_WARNINGS]
+        new = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+        render = fills[0][1]
+
+        if len(fills) == 1:
+
+            def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
+                return new(Verdict, (*head, render(data), False, None, *tail, warnings))
+
+        else:
+            review = fills[1][1]
+
+            def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
+                return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+
+        if len(self._makers) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
+            self._makers.clear()
+        self._makers[key] = make
+        return make
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-        win, kind, matched, high_risk, render_message, render_review = self._outcome(names)
-        message = render_message(data)
-        review = None
-        if kind.requires_user_review:
-            review = render_review(data) if render_review is not None else message
-        return Verdict(
-            kind.ok,
-            win.verdict,
-            win.reason,
-            win.id,
-            kind.stop,
-            message,
-            kind.requires_user_review,
-            review,
-            high_risk,
-            matched,
-            self.digest,
-            warnings,
-        )
+        return self._maker(names)(data, warnings)
+
+    def _run(self, batch: bool) -> Callable[[Any], Verdict | None] | None:
+        """This thread's C runner (:mod:`stoprule.speedups`): ``fact -> Verdict``, or None for
+        a fact left to the Python path; None where the accelerator is not there. Single
+        evaluations build it from the 32nd on (a batch at once): a start pays nothing for it."""
+        local = self._local
+        run = getattr(local, "run", MISSING)
+        if run is not MISSING:
+            return run
+        if not batch:
+            local.calls = getattr(local, "calls", 0) + 1
+            if local.calls < 32:
+                return None
+        run = local.run = self._runner()
+        return run
+
+    def _runner(self) -> Callable[[Any], Verdict | None] | None:
+        from . import speedups
+
+        module = speedups.load()
+        args = None if module is None else speedups.runner_args(self.compiled)
+        if module is None or args is None:
+            return None
+        import durable_rules_engine as dre
+
+        schema, slots, lists, (letters, bits) = args
+        owner, handles = self._engine.thread_handles()
+        engine = (dre.assert_fact, dre.start_action_for_state, dre.complete_and_start_action, dre.retract_fact)
+        always = tuple(bits[n] for n in self.compiled.always)
+
+        def miss(mask: int) -> _Entry:
+            entry = self._outcome({n for n, b in bits.items() if mask >> b & 1})
+            if len(self._entries) >= 4096:  # bounded, as the makers are
+                self._entries.clear()
+            self._entries[mask] = entry
+            return entry
+
+        unknown = self.compiled.schema._unknown_warnings
+
+        def warn(found: list[str]) -> tuple[dict[str, str], ...]:
+            return tuple(unknown(found))
+
+        runner = module.Runner(
+            schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
+            self._entries, miss, warn, owner, SAFE_INT,
+        )  # fmt: skip
+        return runner.run  # type: ignore[no-any-return]

@@ -1,0 +1,1039 @@
+/* stoprule_speedups: one fact validated, projected and matched in C.
+ *
+ * The accelerator behind stoprule's Evaluator (src/stoprule/speedups.py builds the programs
+ * this module runs and is the place to read first). It covers the common case only: a fact
+ * whose every key is a field's own name and whose every value is valid, strings ASCII. For
+ * anything else (an error, an unknown key, an alias, a string to check) Runner.run returns
+ * None and the caller runs the pure-Python path, which names the error or the warning; so
+ * whatever this module accepts, the Python path accepts with the same data.
+ *
+ * Per fact: validate against the schema program (defaults filled, copies made only where
+ * something changed), write the projection as the engine's JSON (the same text, character
+ * for character, as the generated Python projector), assert it into each ruleset under a
+ * fresh id, drain the action queue into a bitmask of matched rules, retract by id, and build
+ * the verdict from the entry registered for the mask (a prototype, and the messages to render).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FORMAT 1 /* the program layout speedups.py writes; bumped when it changes */
+
+enum { K_BOOL = 1, K_STRING, K_INT, K_NUMBER, K_ENUM, K_OBJECT, K_LIST };
+enum { D_NONE = 0, D_CONST, D_LIST, D_DICT, D_CLONE };
+enum { E_MARKER = 0, E_BOOL, E_ENUM, E_STRING, E_INT, E_NUMBER, E_ANY, E_TEST };
+enum { L_LENGTH = 0, L_SCALARS, L_EMPTY_ROWS, L_ROWS };
+
+/* ------------------------------------------------------------------ programs */
+
+typedef struct Spec Spec;
+
+typedef struct {
+    PyObject *name; /* the field's own name */
+    Spec *spec;
+    int required;
+    int dkind;
+    PyObject *dval;
+    Py_ssize_t req_if; /* the field whose true value makes this one required, or -1 */
+} Field;
+
+struct Spec {
+    int kind;
+    int nullable;
+    PyObject *values; /* enum: frozenset */
+    Py_ssize_t nfields;
+    Field *fields;
+    PyObject *lookup; /* object: key (a field's name or alias) -> field index */
+    Spec *item;       /* list */
+};
+
+typedef struct {
+    PyObject *prefix; /* ',"key":' (str) */
+    PyObject *path;   /* tuple of str */
+    int enc;
+    PyObject *extra; /* enum: value -> whole item text; test: the function */
+} Slot;
+
+typedef struct {
+    PyObject *len_prefix; /* or NULL */
+    PyObject *key_prefix; /* or NULL */
+    PyObject *path;
+    int mode;
+    int scalar_rows;
+    Py_ssize_t nslots;
+    Slot *slots;
+} ListOp;
+
+static void spec_free(Spec *s) {
+    if (!s) return;
+    Py_XDECREF(s->values);
+    Py_XDECREF(s->lookup);
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        Py_XDECREF(s->fields[i].name);
+        Py_XDECREF(s->fields[i].dval);
+        spec_free(s->fields[i].spec);
+    }
+    PyMem_Free(s->fields);
+    spec_free(s->item);
+    PyMem_Free(s);
+}
+
+/* (kind, nullable, values, fields, lookup, item); a field: (name, spec, required, dkind, dval, req_if) */
+static Spec *spec_parse(PyObject *t, int depth) {
+    int kind, nullable;
+    PyObject *values, *fields, *lookup, *item;
+    if (depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "schema program nested too deep");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(t, "iiOOOO", &kind, &nullable, &values, &fields, &lookup, &item)) return NULL;
+    Spec *s = PyMem_Calloc(1, sizeof(Spec));
+    if (!s) return (Spec *)PyErr_NoMemory();
+    s->kind = kind;
+    s->nullable = nullable;
+    if (kind == K_ENUM) {
+        if (!PyFrozenSet_Check(values)) {
+            PyErr_SetString(PyExc_TypeError, "enum values: a frozenset");
+            goto fail;
+        }
+        s->values = Py_NewRef(values);
+    }
+    if (kind == K_OBJECT) {
+        if (!PyTuple_Check(fields) || !PyDict_CheckExact(lookup)) {
+            PyErr_SetString(PyExc_TypeError, "object fields: a tuple, and its lookup a dict");
+            goto fail;
+        }
+        s->lookup = Py_NewRef(lookup);
+        s->nfields = PyTuple_GET_SIZE(fields);
+        s->fields = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(Field));
+        if (!s->fields) {
+            s->nfields = 0;
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < s->nfields; i++) {
+            Field *f = &s->fields[i];
+            PyObject *name, *sub, *dval;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "UOiiOn", &name, &sub, &f->required, &f->dkind, &dval,
+                                  &f->req_if))
+                goto fail;
+            f->name = Py_NewRef(name);
+            f->dval = Py_NewRef(dval);
+            if (f->req_if >= s->nfields) {
+                PyErr_SetString(PyExc_ValueError, "req_if out of range");
+                goto fail;
+            }
+            if (!(f->spec = spec_parse(sub, depth + 1))) goto fail;
+        }
+    }
+    if (kind == K_LIST && !(s->item = spec_parse(item, depth + 1))) goto fail;
+    if (kind < K_BOOL || kind > K_LIST) {
+        PyErr_SetString(PyExc_ValueError, "unknown kind");
+        goto fail;
+    }
+    return s;
+fail:
+    spec_free(s);
+    return NULL;
+}
+
+static void slots_free(Slot *slots, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_XDECREF(slots[i].prefix);
+        Py_XDECREF(slots[i].path);
+        Py_XDECREF(slots[i].extra);
+    }
+    PyMem_Free(slots);
+}
+
+/* a tuple of (prefix, path, enc, extra) */
+static Slot *slots_parse(PyObject *t, Py_ssize_t *n) {
+    if (!PyTuple_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "slots: a tuple");
+        return NULL;
+    }
+    *n = PyTuple_GET_SIZE(t);
+    Slot *out = PyMem_Calloc(*n ? *n : 1, sizeof(Slot));
+    if (!out) return (Slot *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *prefix, *path, *extra;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "UO!iO", &prefix, &PyTuple_Type, &path, &out[i].enc, &extra)) {
+            slots_free(out, i);
+            return NULL;
+        }
+        out[i].prefix = Py_NewRef(prefix);
+        out[i].path = Py_NewRef(path);
+        out[i].extra = Py_NewRef(extra);
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ validation */
+
+#define OK 0
+#define BAIL 1
+#define ERR (-1)
+
+static int validate(Spec *s, PyObject *v, PyObject **out, PyObject *clone, long long safe);
+
+static int fill_and_check(Spec *s, PyObject *d, PyObject **copy, PyObject *clone, int absent_default,
+                          int check_required);
+
+/* An object with a key that is not a field's own name: the general walk. Aliases are resolved
+ * (the output has the fields' own names); an unknown key is appended to ``unknown`` (the
+ * fact's top level only: elsewhere, and for a field given twice, the Python path decides). */
+static int walk_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, long long safe, PyObject *unknown) {
+    PyObject *o = PyDict_New(), *k, *v;
+    if (!o) return ERR;
+    Py_ssize_t pos = 0;
+    int r = OK;
+    while (r == OK && PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) { /* a key that could run code while the dict is walked */
+            r = BAIL;
+            break;
+        }
+        PyObject *ix = PyDict_GetItemWithError(s->lookup, k);
+        if (!ix) {
+            r = PyErr_Occurred() ? ERR : !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
+            continue;
+        }
+        Field *f = &s->fields[PyLong_AsSsize_t(ix)];
+        int twice = PyDict_Contains(o, f->name);
+        if (twice) {
+            r = twice < 0 ? ERR : BAIL;
+            break;
+        }
+        PyObject *nv;
+        if ((r = validate(f->spec, v, &nv, clone, safe)) != OK) break;
+        r = PyDict_SetItem(o, f->name, nv) < 0 ? ERR : OK;
+        Py_DECREF(nv);
+    }
+    if (r == OK) r = fill_and_check(s, o, &o, clone, 1, 1);
+    if (r != OK) {
+        Py_XDECREF(o);
+        return r;
+    }
+    *out = o;
+    return OK;
+}
+
+static int null_or_bail(Spec *s, PyObject *v, PyObject **out) {
+    if (v == Py_None && s->nullable) {
+        *out = Py_NewRef(v);
+        return OK;
+    }
+    return BAIL;
+}
+
+static PyObject *make_default(Field *f, PyObject *clone) {
+    switch (f->dkind) {
+    case D_CONST: return Py_NewRef(f->dval);
+    case D_LIST: return PyList_New(0);
+    case D_DICT: return PyDict_New();
+    default: return PyObject_CallOneArg(clone, f->dval);
+    }
+}
+
+/* Defaults for the fields ``d`` lacks (into ``*copy``, made if NULL; only if ``absent_default``),
+ * required fields (if ``check_required``), then required_if. On failure ``*copy`` is left for
+ * the caller to drop. */
+static int fill_and_check(Spec *s, PyObject *d, PyObject **copy, PyObject *clone, int absent_default,
+                          int check_required) {
+    for (Py_ssize_t i = 0; (absent_default || check_required) && i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (f->dkind == D_NONE ? !(f->required && check_required) : !absent_default) continue;
+        int has = PyDict_Contains(d, f->name);
+        if (has < 0) return ERR;
+        if (has) continue;
+        if (f->dkind == D_NONE) return BAIL; /* required, missing */
+        if (!*copy && !(*copy = PyDict_Copy(d))) return ERR;
+        PyObject *dv = make_default(f, clone);
+        if (!dv) return ERR;
+        int r = PyDict_SetItem(*copy, f->name, dv);
+        Py_DECREF(dv);
+        if (r < 0) return ERR;
+    }
+    PyObject *now = *copy ? *copy : d;
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (f->req_if < 0) continue;
+        PyObject *cond = PyDict_GetItemWithError(now, s->fields[f->req_if].name);
+        if (!cond && PyErr_Occurred()) return ERR;
+        if (cond != Py_True) continue;
+        PyObject *x = PyDict_GetItemWithError(now, f->name);
+        if (!x && PyErr_Occurred()) return ERR;
+        if (!x || x == Py_None || (PyUnicode_CheckExact(x) && PyUnicode_GET_LENGTH(x) == 0)) return BAIL;
+    }
+    return OK;
+}
+
+static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, long long safe,
+                           PyObject *unknown) {
+    if (!PyDict_CheckExact(d)) return null_or_bail(s, d, out);
+    Py_ssize_t found = 0;
+    int absent_default = 0, r = OK;
+    PyObject *copy = NULL; /* made on the first change */
+    for (Py_ssize_t i = 0; i < s->nfields && r == OK; i++) {
+        Field *f = &s->fields[i];
+        PyObject *v = PyDict_GetItemWithError(d, f->name);
+        if (!v) {
+            if (PyErr_Occurred()) r = ERR;
+            else if (f->required && f->dkind == D_NONE) r = BAIL;
+            absent_default |= f->dkind != D_NONE;
+            continue;
+        }
+        found++;
+        Py_INCREF(v);
+        PyObject *nv;
+        r = validate(f->spec, v, &nv, clone, safe);
+        if (r == OK) {
+            if (nv != v) {
+                if (!copy && !(copy = PyDict_Copy(d))) r = ERR;
+                if (r == OK && PyDict_SetItem(copy, f->name, nv) < 0) r = ERR;
+            }
+            Py_DECREF(nv);
+        }
+        Py_DECREF(v);
+    }
+    if (r == OK && found != PyDict_GET_SIZE(d)) { /* an unknown key or an alias */
+        Py_XDECREF(copy);
+        return walk_object(s, d, out, clone, safe, unknown);
+    }
+    if (r == OK) r = fill_and_check(s, d, &copy, clone, absent_default, 0);
+    if (r != OK) {
+        Py_XDECREF(copy);
+        return r;
+    }
+    *out = copy ? copy : Py_NewRef(d);
+    return OK;
+}
+
+static int validate_list(Spec *s, PyObject *v, PyObject **out, PyObject *clone, long long safe) {
+    if (!PyList_CheckExact(v)) return null_or_bail(s, v, out);
+    PyObject *copy = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+        PyObject *x = PyList_GET_ITEM(v, i), *nx;
+        Py_INCREF(x);
+        int r = validate(s->item, x, &nx, clone, safe);
+        if (r != OK) {
+            Py_DECREF(x);
+            Py_XDECREF(copy);
+            return r;
+        }
+        if (nx != x) {
+            if (!copy && !(copy = PyList_GetSlice(v, 0, PyList_GET_SIZE(v)))) r = ERR;
+            if (r == OK && i < PyList_GET_SIZE(copy)) {
+                PyList_SET_ITEM(copy, i, nx); /* steals nx; drops the old item's reference below */
+                Py_DECREF(x);
+                nx = NULL;
+            }
+        }
+        Py_XDECREF(nx);
+        Py_DECREF(x);
+        if (r == ERR) {
+            Py_XDECREF(copy);
+            return ERR;
+        }
+    }
+    if (copy && PyList_GET_SIZE(copy) != PyList_GET_SIZE(v)) { /* changed under us: let Python decide */
+        Py_DECREF(copy);
+        return BAIL;
+    }
+    *out = copy ? copy : Py_NewRef(v);
+    return OK;
+}
+
+static int validate(Spec *s, PyObject *v, PyObject **out, PyObject *clone, long long safe) {
+    switch (s->kind) {
+    case K_BOOL:
+        if (v != Py_True && v != Py_False) return null_or_bail(s, v, out);
+        break;
+    case K_STRING:
+        if (!PyUnicode_CheckExact(v)) return null_or_bail(s, v, out);
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(v) < 0) return ERR;
+#endif
+        if (!PyUnicode_IS_ASCII(v) || memchr(PyUnicode_DATA(v), 0, PyUnicode_GET_LENGTH(v))) return BAIL;
+        break;
+    case K_INT:
+    case K_NUMBER:
+        if (PyLong_CheckExact(v)) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (x == -1 && PyErr_Occurred()) return ERR;
+            if (overflow || x < -safe || x > safe) return BAIL;
+        } else if (!(s->kind == K_NUMBER && PyFloat_CheckExact(v) && isfinite(PyFloat_AS_DOUBLE(v)))) {
+            return null_or_bail(s, v, out);
+        }
+        break;
+    case K_ENUM: {
+        if (!PyUnicode_CheckExact(v)) return null_or_bail(s, v, out);
+        int r = PySet_Contains(s->values, v);
+        if (r < 0) return ERR;
+        if (r == 0) return BAIL;
+        break;
+    }
+    case K_OBJECT: return validate_object(s, v, out, clone, safe, NULL);
+    case K_LIST: return validate_list(s, v, out, clone, safe);
+    default: return BAIL;
+    }
+    *out = Py_NewRef(v);
+    return OK;
+}
+
+/* ------------------------------------------------------------------ projection */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Writer;
+
+static int grow(Writer *w, Py_ssize_t more) {
+    if (w->len + more <= w->cap) return 0;
+    Py_ssize_t cap = w->cap ? w->cap : 256;
+    while (cap < w->len + more) cap *= 2;
+    char *b = PyMem_Realloc(w->buf, cap);
+    if (!b) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return 0;
+}
+
+static int put(Writer *w, const char *s, Py_ssize_t n) {
+    if (grow(w, n) < 0) return -1;
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    return 0;
+}
+
+#define PUTS(w, lit) put((w), (lit), (Py_ssize_t)sizeof(lit) - 1)
+
+static int put_str(Writer *w, PyObject *s) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    return u ? put(w, u, n) : -1;
+}
+
+static int put_ll(Writer *w, long long x) {
+    char tmp[24], *p = tmp + sizeof tmp;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do *--p = (char)('0' + u % 10); while (u /= 10);
+    if (x < 0) *--p = '-';
+    return put(w, p, tmp + sizeof tmp - p);
+}
+
+/* an ASCII string as json.encoder.encode_basestring writes it */
+static int put_json_string(Writer *w, PyObject *s) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const unsigned char *p = PyUnicode_DATA(s);
+    if (grow(w, 6 * n + 2) < 0) return -1;
+    char *o = w->buf + w->len;
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = "0123456789abcdef"[c >> 4];
+            *o++ = "0123456789abcdef"[c & 15];
+        }
+    }
+    *o++ = '"';
+    w->len = o - w->buf;
+    return 0;
+}
+
+typedef struct {
+    PyObject *encode;  /* stoprule.engine.encode */
+    PyObject *encode_float;
+} Encoders;
+
+static int put_any(Writer *w, PyObject *v, Encoders *e) {
+    if (v == Py_None) return PUTS(w, "null");
+    PyObject *t = PyObject_CallOneArg(e->encode, v);
+    if (!t) return -1;
+    int r = PyUnicode_Check(t) ? put_str(w, t) : (PyErr_SetString(PyExc_TypeError, "encode: not a str"), -1);
+    Py_DECREF(t);
+    return r;
+}
+
+/* the value at ``path`` below ``cur`` (borrowed), or NULL when a step is missing */
+static PyObject *lookup(PyObject *cur, PyObject *path, int *err) {
+    Py_ssize_t n = PyTuple_GET_SIZE(path);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyDict_CheckExact(cur)) return NULL;
+        cur = PyDict_GetItemWithError(cur, PyTuple_GET_ITEM(path, i));
+        if (!cur) {
+            *err = PyErr_Occurred() != NULL;
+            return NULL;
+        }
+    }
+    return cur;
+}
+
+static int emit_slot(Writer *w, Slot *s, PyObject *v, Encoders *e) {
+    switch (s->enc) {
+    case E_MARKER:
+        if (put_str(w, s->prefix) < 0) return -1;
+        return v == Py_None ? PUTS(w, "null") : PUTS(w, "true");
+    case E_BOOL:
+        if (put_str(w, s->prefix) < 0) return -1;
+        return v == Py_True ? PUTS(w, "true") : v == Py_False ? PUTS(w, "false") : put_any(w, v, e);
+    case E_ENUM:
+        if (PyUnicode_CheckExact(v)) {
+            PyObject *t = PyDict_GetItemWithError(s->extra, v);
+            if (t) return put_str(w, t);
+            if (PyErr_Occurred()) return -1;
+        }
+        return put_str(w, s->prefix) < 0 ? -1 : put_any(w, v, e);
+    case E_STRING:
+        if (put_str(w, s->prefix) < 0) return -1;
+        if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) return put_json_string(w, v);
+        return put_any(w, v, e);
+    case E_INT:
+    case E_NUMBER:
+        if (put_str(w, s->prefix) < 0) return -1;
+        if (PyLong_CheckExact(v)) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (x == -1 && PyErr_Occurred()) return -1;
+            if (!overflow) return put_ll(w, x);
+        }
+        if (s->enc == E_NUMBER && PyFloat_CheckExact(v)) {
+            PyObject *t = PyObject_CallOneArg(e->encode_float, v);
+            if (!t) return -1;
+            int r = put_str(w, t);
+            Py_DECREF(t);
+            return r;
+        }
+        return put_any(w, v, e);
+    case E_TEST: {
+        if (!PyUnicode_CheckExact(v)) return 0; /* left out for a value that is not a string */
+        PyObject *x = PyObject_CallOneArg(s->extra, v);
+        if (!x) return -1;
+        int r = put_str(w, s->prefix);
+        if (r == 0) r = x == Py_True ? PUTS(w, "true") : x == Py_False ? PUTS(w, "false") : put_any(w, x, e);
+        Py_DECREF(x);
+        return r;
+    }
+    default:
+        return put_str(w, s->prefix) < 0 ? -1 : put_any(w, v, e);
+    }
+}
+
+static int emit_slots(Writer *w, Slot *slots, Py_ssize_t n, PyObject *scope, Encoders *e) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int err = 0;
+        PyObject *v = lookup(scope, slots[i].path, &err);
+        if (err) return -1;
+        if (!v) continue;
+        Py_INCREF(v); /* a test or an encoder runs Python code */
+        int r = emit_slot(w, &slots[i], v, e);
+        Py_DECREF(v);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+static int emit_list(Writer *w, ListOp *op, PyObject *data, Encoders *e) {
+    int err = 0;
+    PyObject *seq = lookup(data, op->path, &err);
+    if (err) return -1;
+    if (!seq || !PyList_CheckExact(seq)) return op->len_prefix ? (put_str(w, op->len_prefix) < 0 ? -1 : PUTS(w, "0")) : 0;
+    Py_INCREF(seq);
+    int r = 0;
+    Py_ssize_t n = PyList_GET_SIZE(seq);
+    if (op->len_prefix) r = put_str(w, op->len_prefix) < 0 || put_ll(w, n) < 0 ? -1 : 0;
+    if (r == 0 && op->key_prefix && op->mode != L_LENGTH) {
+        r = put_str(w, op->key_prefix);
+        if (r == 0 && op->mode == L_SCALARS) {
+            r = put_any(w, seq, e);
+        } else if (r == 0) {
+            r = PUTS(w, "[");
+            for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(seq); i++) {
+                if (i) r = PUTS(w, ",");
+                if (r == 0) r = PUTS(w, "{");
+                Py_ssize_t start = w->len;
+                PyObject *item = PyList_GET_ITEM(seq, i);
+                if (r == 0 && op->mode == L_ROWS && (op->scalar_rows || PyDict_CheckExact(item))) {
+                    Py_INCREF(item);
+                    r = emit_slots(w, op->slots, op->nslots, item, e);
+                    Py_DECREF(item);
+                    if (r == 0 && w->len > start) { /* drop the first item's comma */
+                        memmove(w->buf + start, w->buf + start + 1, w->len - start - 1);
+                        w->len--;
+                    }
+                }
+                if (r == 0) r = PUTS(w, "}");
+            }
+            if (r == 0) r = PUTS(w, "]");
+        }
+    }
+    Py_DECREF(seq);
+    return r;
+}
+
+/* ------------------------------------------------------------------ the runner */
+
+typedef struct {
+    PyObject_HEAD
+    Spec *schema;
+    Slot *slots;
+    Py_ssize_t nslots;
+    ListOp *lists;
+    Py_ssize_t nlists;
+    PyObject *handles; /* tuple of ints */
+    PyObject *assert_fact, *start_action, *next_action, *retract_fact;
+    PyObject *clone;
+    Encoders enc;
+    PyObject *makers; /* dict: mask -> verdict entry (see build) */
+    PyObject *miss;   /* mask -> verdict entry, also registering it */
+    PyObject *warn;   /* unknown top-level keys -> the verdict's warnings */
+    PyObject *unknown;
+    PyObject *keep;   /* kept alive with the runner (the handles' owner) */
+    long long safe;
+    unsigned long long next_id;
+    int base[128];  /* bit of rule "<letter>0", or -1 */
+    int count[128]; /* rules named "<letter>N" */
+    Py_ssize_t nwords;
+    uint64_t *mask, *always;
+    Writer w;
+    int busy;
+} Runner;
+
+static int runner_traverse(Runner *r, visitproc visit, void *arg) {
+    Py_VISIT(r->handles);
+    Py_VISIT(r->assert_fact);
+    Py_VISIT(r->start_action);
+    Py_VISIT(r->next_action);
+    Py_VISIT(r->retract_fact);
+    Py_VISIT(r->clone);
+    Py_VISIT(r->enc.encode);
+    Py_VISIT(r->enc.encode_float);
+    Py_VISIT(r->makers);
+    Py_VISIT(r->miss);
+    Py_VISIT(r->warn);
+    Py_VISIT(r->unknown);
+    Py_VISIT(r->keep);
+    return 0;
+}
+
+static int runner_clear(Runner *r) {
+    Py_CLEAR(r->handles);
+    Py_CLEAR(r->assert_fact);
+    Py_CLEAR(r->start_action);
+    Py_CLEAR(r->next_action);
+    Py_CLEAR(r->retract_fact);
+    Py_CLEAR(r->clone);
+    Py_CLEAR(r->enc.encode);
+    Py_CLEAR(r->enc.encode_float);
+    Py_CLEAR(r->makers);
+    Py_CLEAR(r->miss);
+    Py_CLEAR(r->warn);
+    Py_CLEAR(r->unknown);
+    Py_CLEAR(r->keep);
+    return 0;
+}
+
+static void runner_dealloc(Runner *r) {
+    PyObject_GC_UnTrack(r);
+    runner_clear(r);
+    spec_free(r->schema);
+    slots_free(r->slots, r->nslots);
+    for (Py_ssize_t i = 0; i < r->nlists; i++) {
+        Py_XDECREF(r->lists[i].len_prefix);
+        Py_XDECREF(r->lists[i].key_prefix);
+        Py_XDECREF(r->lists[i].path);
+        slots_free(r->lists[i].slots, r->lists[i].nslots);
+    }
+    PyMem_Free(r->lists);
+    PyMem_Free(r->mask);
+    PyMem_Free(r->always);
+    PyMem_Free(r->w.buf);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static int parse_lists(Runner *r, PyObject *lists) {
+    if (!PyTuple_Check(lists)) {
+        PyErr_SetString(PyExc_TypeError, "lists: a tuple");
+        return -1;
+    }
+    r->lists = PyMem_Calloc(PyTuple_GET_SIZE(lists) + 1, sizeof(ListOp));
+    if (!r->lists) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lists); i++) {
+        ListOp *op = &r->lists[i];
+        PyObject *lp, *kp, *path, *slots;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(lists, i), "OOO!iiO", &lp, &kp, &PyTuple_Type, &path, &op->mode,
+                              &op->scalar_rows, &slots))
+            return -1;
+        r->nlists = i + 1;
+        op->len_prefix = lp == Py_None ? NULL : Py_NewRef(lp);
+        op->key_prefix = kp == Py_None ? NULL : Py_NewRef(kp);
+        op->path = Py_NewRef(path);
+        if ((op->len_prefix && !PyUnicode_Check(op->len_prefix)) || (op->key_prefix && !PyUnicode_Check(op->key_prefix))) {
+            PyErr_SetString(PyExc_TypeError, "list prefixes: str or None");
+            return -1;
+        }
+        if (!(op->slots = slots_parse(slots, &op->nslots))) return -1;
+    }
+    return 0;
+}
+
+/* Runner(schema, slots, lists, handles, (assert, start, next, retract), (clone, encode, encode_float),
+ *        names, always, makers, miss, warn, keep, safe) */
+static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *schema, *slots, *lists, *handles, *names, *always, *makers, *miss, *warn, *keep;
+    PyObject *assert_fact, *start_action, *next_action, *retract_fact, *clone, *encode, *encode_float;
+    long long safe;
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "Runner takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O!O!(OOOO)(OOO)O!O!O!OOOL", &schema, &PyTuple_Type, &slots, &PyTuple_Type, &lists,
+                          &PyTuple_Type, &handles, &assert_fact, &start_action, &next_action, &retract_fact, &clone,
+                          &encode, &encode_float, &PyDict_Type, &names, &PyTuple_Type, &always, &PyDict_Type, &makers,
+                          &miss, &warn, &keep, &safe))
+        return NULL;
+    Runner *r = (Runner *)type->tp_alloc(type, 0);
+    if (!r) return NULL;
+    r->handles = Py_NewRef(handles);
+    r->assert_fact = Py_NewRef(assert_fact);
+    r->start_action = Py_NewRef(start_action);
+    r->next_action = Py_NewRef(next_action);
+    r->retract_fact = Py_NewRef(retract_fact);
+    r->clone = Py_NewRef(clone);
+    r->enc.encode = Py_NewRef(encode);
+    r->enc.encode_float = Py_NewRef(encode_float);
+    r->makers = Py_NewRef(makers);
+    r->miss = Py_NewRef(miss);
+    r->warn = Py_NewRef(warn);
+    if (!(r->unknown = PyList_New(0))) goto fail;
+    r->keep = Py_NewRef(keep);
+    r->safe = safe;
+    r->next_id = 1ULL << 50; /* apart from the ids the Python matcher gives on the same handles */
+    if (!(r->schema = spec_parse(schema, 0))) goto fail;
+    if (r->schema->kind != K_OBJECT) {
+        PyErr_SetString(PyExc_ValueError, "the schema program is not an object");
+        goto fail;
+    }
+    if (!(r->slots = slots_parse(slots, &r->nslots))) goto fail;
+    if (parse_lists(r, lists) < 0) goto fail;
+    /* names: {letter: (first bit, count)} for rules named "<letter><number>" */
+    for (int i = 0; i < 128; i++) r->base[i] = -1;
+    Py_ssize_t pos = 0, nbits = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(names, &pos, &k, &v)) {
+        int first, count;
+        if (!PyUnicode_Check(k) || PyUnicode_GET_LENGTH(k) != 1 || PyUnicode_READ_CHAR(k, 0) >= 128 ||
+            !PyArg_ParseTuple(v, "ii", &first, &count) || first < 0 || count < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "names: {letter: (first, count)}");
+            goto fail;
+        }
+        Py_UCS4 c = PyUnicode_READ_CHAR(k, 0);
+        r->base[c] = first;
+        r->count[c] = count;
+        if (first + count > nbits) nbits = first + count;
+    }
+    r->nwords = nbits / 64 + 1;
+    r->mask = PyMem_Calloc(r->nwords, sizeof(uint64_t));
+    r->always = PyMem_Calloc(r->nwords, sizeof(uint64_t));
+    if (!r->mask || !r->always) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(always); i++) {
+        Py_ssize_t bit = PyLong_AsSsize_t(PyTuple_GET_ITEM(always, i));
+        if (bit < 0 || bit >= nbits) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "always: a bit out of range");
+            goto fail;
+        }
+        r->always[bit / 64] |= 1ULL << (bit % 64);
+    }
+    return (PyObject *)r; /* tp_alloc has it tracked */
+fail:
+    Py_DECREF(r);
+    return NULL;
+}
+
+static int note_action(Runner *r, PyObject *msg) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(msg) ? PyUnicode_AsUTF8AndSize(msg, &n) : NULL;
+    if (!s) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the engine's action is not text");
+        return -1;
+    }
+    /* {"r3":{"m":{...}}}: the rule name is the first key */
+    if (n >= 4 && s[0] == '{' && s[1] == '"' && (unsigned char)s[2] < 128 && r->base[(unsigned char)s[2]] >= 0) {
+        int c = (unsigned char)s[2];
+        long num = 0;
+        Py_ssize_t i = 3;
+        for (; i < n && s[i] >= '0' && s[i] <= '9' && num < 1000000; i++) num = num * 10 + (s[i] - '0');
+        if (i > 3 && i < n && s[i] == '"' && num < r->count[c]) {
+            long bit = r->base[c] + num;
+            r->mask[bit / 64] |= 1ULL << (bit % 64);
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_RuntimeError, "unexpected action from the engine: %.80s", s);
+    return -1;
+}
+
+static PyObject *call2(PyObject *f, PyObject *a, PyObject *b) {
+    PyObject *args[2] = {a, b};
+    return PyObject_Vectorcall(f, args, 2, NULL);
+}
+
+/* assert the text into one ruleset, drain its actions into the mask, retract by id */
+static int match_one(Runner *r, PyObject *h, PyObject *text, PyObject *retract) {
+    PyObject *res = call2(r->assert_fact, h, text);
+    if (!res) return -1;
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) < 2) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_RuntimeError, "assert_fact: unexpected result");
+        return -1;
+    }
+    int skip = PyObject_IsTrue(PyTuple_GET_ITEM(res, 0)); /* 1: matched no rule, the fact not stored */
+    if (skip) {
+        Py_DECREF(res);
+        return skip < 0 ? -1 : 0;
+    }
+    PyObject *state = Py_NewRef(PyTuple_GET_ITEM(res, 1));
+    Py_DECREF(res);
+    int rc = 0;
+    PyObject *action = call2(r->start_action, h, state);
+    if (!action) {
+        rc = -1;
+    } else if (action != Py_None) {
+        if (!PyTuple_Check(action) || PyTuple_GET_SIZE(action) < 2) {
+            PyErr_SetString(PyExc_RuntimeError, "start_action_for_state: unexpected result");
+            rc = -1;
+        } else {
+            rc = note_action(r, PyTuple_GET_ITEM(action, 1));
+        }
+        while (rc == 0) {
+            PyObject *msg = call2(r->next_action, h, state);
+            if (!msg) {
+                rc = -1;
+                break;
+            }
+            int more = PyObject_IsTrue(msg);
+            if (more > 0) rc = note_action(r, msg);
+            Py_DECREF(msg);
+            if (more <= 0) {
+                rc = more < 0 ? -1 : rc;
+                break;
+            }
+        }
+    }
+    Py_XDECREF(action);
+    Py_DECREF(state);
+    /* retract whatever happened (an error raised above is kept, the retract's dropped) */
+    PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
+    if (rc < 0) PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *done = call2(r->retract_fact, h, retract);
+    if (rc < 0) {
+        Py_XDECREF(done);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        return -1;
+    }
+    if (!done) return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+static PyObject *mask_value(Runner *r) {
+    if (r->nwords == 1) return PyLong_FromUnsignedLongLong(r->mask[0]);
+    PyObject *out = PyLong_FromLong(0);
+    for (Py_ssize_t i = r->nwords - 1; out && i >= 0; i--) {
+        PyObject *shift = PyLong_FromLong(64), *word = PyLong_FromUnsignedLongLong(r->mask[i]);
+        PyObject *shifted = shift && word ? PyNumber_Lshift(out, shift) : NULL;
+        Py_DECREF(out);
+        out = shifted ? PyNumber_Or(shifted, word) : NULL;
+        Py_XDECREF(shifted);
+        Py_XDECREF(shift);
+        Py_XDECREF(word);
+    }
+    return out;
+}
+
+/* A verdict from its entry ``(prototype, ((index, render), ...), warnings index)``: a copy of
+ * the prototype (a tuple, or an instance of a tuple subclass such as a namedtuple) with each
+ * rendered item and the warnings put in. */
+static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
+    PyObject *proto, *fills;
+    Py_ssize_t wat;
+    if (!PyTuple_Check(entry)) {
+        PyErr_SetString(PyExc_TypeError, "a verdict entry is a tuple");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(entry, "O!O!n", &PyTuple_Type, &proto, &PyTuple_Type, &fills, &wat)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(proto);
+    PyTypeObject *tp = Py_TYPE(proto);
+    PyObject *out = tp == &PyTuple_Type ? PyTuple_New(n) : tp->tp_alloc(tp, n);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(proto, i)));
+    for (Py_ssize_t i = 0; i <= PyTuple_GET_SIZE(fills); i++) {
+        Py_ssize_t at;
+        PyObject *v;
+        if (i == PyTuple_GET_SIZE(fills)) {
+            if (!warnings) break;
+            at = wat;
+            v = Py_NewRef(warnings);
+        } else {
+            PyObject *fn;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fills, i), "nO", &at, &fn) || !(v = PyObject_CallOneArg(fn, data))) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        if (at < 0 || at >= n) {
+            Py_DECREF(v);
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_IndexError, "verdict entry: index out of range");
+            return NULL;
+        }
+        PyObject *old = PyTuple_GET_ITEM(out, at);
+        PyTuple_SET_ITEM(out, at, v);
+        Py_DECREF(old);
+    }
+    return out;
+}
+
+/* run(fact) -> the verdict for this fact, or None: left to the Python path */
+static PyObject *runner_run(Runner *r, PyObject *fact) {
+    if (r->busy || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
+    r->busy = 1;
+    PyObject *data = NULL, *text = NULL, *retract = NULL, *result = NULL;
+    if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0) {
+        r->busy = 0;
+        return NULL;
+    }
+    int v = validate_object(r->schema, fact, &data, r->clone, r->safe, r->unknown);
+    if (v != OK) {
+        r->busy = 0;
+        if (v == ERR) return NULL;
+        Py_RETURN_NONE;
+    }
+    unsigned long long id = r->next_id++;
+    Writer *w = &r->w;
+    w->len = 0;
+    char head[48];
+    int hn = snprintf(head, sizeof head, "{\"id\":%llu,\"_\":1", id);
+    if (put(w, head, hn) < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0) goto done;
+    for (Py_ssize_t i = 0; i < r->nlists; i++)
+        if (emit_list(w, &r->lists[i], data, &r->enc) < 0) goto done;
+    if (PUTS(w, "}") < 0) goto done;
+    if (!(text = PyUnicode_DecodeUTF8(w->buf, w->len, "strict"))) goto done;
+    if (!(retract = PyUnicode_FromFormat("{\"id\":%llu}", id))) goto done;
+    memcpy(r->mask, r->always, r->nwords * sizeof(uint64_t));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->handles); i++)
+        if (match_one(r, PyTuple_GET_ITEM(r->handles, i), text, retract) < 0) goto done;
+    PyObject *mask = mask_value(r);
+    if (!mask) goto done;
+    PyObject *entry = PyDict_GetItemWithError(r->makers, mask);
+    if (entry) {
+        Py_INCREF(entry);
+    } else if (!PyErr_Occurred()) {
+        entry = PyObject_CallOneArg(r->miss, mask);
+    }
+    Py_DECREF(mask);
+    if (entry) {
+        PyObject *warnings = PyList_GET_SIZE(r->unknown) ? PyObject_CallOneArg(r->warn, r->unknown) : NULL;
+        r->busy = 0; /* a render may evaluate other facts (it never does in stoprule) */
+        if (warnings || !PyErr_Occurred()) result = build(entry, data, warnings);
+        Py_XDECREF(warnings);
+        Py_DECREF(entry);
+    }
+done:
+    r->busy = 0;
+    Py_XDECREF(data);
+    Py_XDECREF(text);
+    Py_XDECREF(retract);
+    return result;
+}
+
+/* project(fact) -> the projection text the engine would be given (no id), or None */
+static PyObject *runner_project(Runner *r, PyObject *fact) {
+    if (r->busy || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
+    PyObject *data = NULL;
+    if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0)
+        return NULL;
+    int v = validate_object(r->schema, fact, &data, r->clone, r->safe, r->unknown); /* unknown keys: not projected */
+    if (v != OK) {
+        if (v == ERR) return NULL;
+        Py_RETURN_NONE;
+    }
+    Writer w = {0};
+    PyObject *out = NULL;
+    if (PUTS(&w, "\"_\":1") == 0 && emit_slots(&w, r->slots, r->nslots, data, &r->enc) == 0) {
+        Py_ssize_t i = 0;
+        for (; i < r->nlists; i++)
+            if (emit_list(&w, &r->lists[i], data, &r->enc) < 0) break;
+        if (i == r->nlists && PUTS(&w, "}") == 0) {
+            PyObject *text = PyUnicode_DecodeUTF8(w.buf, w.len, "strict");
+            out = text ? PyTuple_Pack(2, data, text) : NULL;
+            Py_XDECREF(text);
+        }
+    }
+    PyMem_Free(w.buf);
+    Py_DECREF(data);
+    return out;
+}
+
+static PyMethodDef runner_methods[] = {
+    {"run", (PyCFunction)runner_run, METH_O, "run(fact) -> the verdict, or None (left to Python)"},
+    {"project", (PyCFunction)runner_project, METH_O,
+     "project(fact) -> (validated data, projection text without its opening brace), or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RunnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stoprule_speedups.Runner",
+    .tp_basicsize = sizeof(Runner),
+    .tp_dealloc = (destructor)runner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One thread's fact runner over one compiled pack (see stoprule/speedups.py).",
+    .tp_traverse = (traverseproc)runner_traverse,
+    .tp_clear = (inquiry)runner_clear,
+    .tp_methods = runner_methods,
+    .tp_new = runner_new,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "stoprule_speedups", "stoprule's optional accelerator (see stoprule/speedups.py).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit_stoprule_speedups(void) {
+    if (PyType_Ready(&RunnerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&RunnerType);
+    if (PyModule_AddObject(m, "Runner", (PyObject *)&RunnerType) < 0 || PyModule_AddIntConstant(m, "FORMAT", FORMAT) < 0) {
+        Py_DECREF(&RunnerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

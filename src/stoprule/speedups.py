@@ -1,0 +1,147 @@
+"""The optional C accelerator: programs for it, built from a compiled pack.
+
+``stoprule_speedups`` (built from ``native/speedups`` when stoprule is installed) runs one
+fact at a time: it validates the fact against :func:`schema_program`, writes the projection
+from :func:`projection_program` (the same text as the generated Python projector), matches
+it on this thread's engine handles and calls the maker registered for the set of matched
+rules, which builds the verdict. It takes only the common case: every key of the fact a
+field's own name, every value valid, strings ASCII. For anything else it returns None and
+the evaluator takes its Python path, which names the error or the warning.
+
+Where the module is missing or was built for another program layout, or with
+``STOPRULE_SPEEDUPS=0`` in the environment, everything runs in Python, with the same results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from . import projection
+from .compiled import CompiledPolicy, Slot
+from .engine import _float, encode
+from .factschema import FactField, _clone
+
+__all__ = ["FORMAT", "load", "names_program", "projection_program", "schema_program"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FORMAT = 1  # the program layout this module writes (the C module's FORMAT)
+_KINDS = {"bool": 1, "string": 2, "int": 3, "number": 4, "enum": 5, "object": 6, "list": 7}
+_CONST, _LIST, _DICT, _CLONE = 1, 2, 3, 4  # how a default is made
+_LENGTH, _SCALARS, _EMPTY_ROWS, _ROWS = range(4)  # what a list writes beside its length
+
+
+def load() -> Any:
+    """The C module, or None (not built, another layout, or ``STOPRULE_SPEEDUPS=0``)."""
+    if os.environ.get("STOPRULE_SPEEDUPS", "1") == "0":
+        return None
+    try:
+        import stoprule_speedups
+    except ImportError:
+        return None
+    return stoprule_speedups if getattr(stoprule_speedups, "FORMAT", None) == FORMAT else None
+
+
+def schema_program(f: FactField) -> tuple[Any, ...]:
+    """``(kind, nullable, enum values, fields, lookup, list item)``; a field is ``(name, program,
+    required, how its default is made, the default, index of its required_if field or -1)``,
+    the lookup maps each field's name and aliases to its index."""
+    fields = lookup = None
+    if f.type == "object":
+        names = list(f.fields)
+        fields = tuple(
+            (
+                sys.intern(name),  # a fact's keys written in Python source are interned: found by identity
+                schema_program(ff),
+                int(ff.required),
+                *_default(ff),
+                names.index(ff.required_if) if ff.required_if in names else -1,
+            )
+            for name, ff in f.fields.items()
+        )
+        lookup = {sys.intern(key): names.index(name) for key, name in f.lookup.items()}
+    item = schema_program(f.items) if f.type == "list" and f.items is not None else None
+    values = frozenset(f.values) if f.type == "enum" else None
+    return (_KINDS[f.type], int(f.nullable), values, fields, lookup, item)
+
+
+def _default(f: FactField) -> tuple[int, Any]:
+    if not f.has_default:
+        return 0, None
+    dv = f.default
+    if dv is None or type(dv) in (bool, int, str, float):
+        return _CONST, dv
+    if dv == [] and type(dv) is list:
+        return _LIST, None
+    if dv == {} and type(dv) is dict:
+        return _DICT, None
+    return _CLONE, dv
+
+
+def _slot(s: Slot, scope: FactField | None) -> tuple[str, tuple[str, ...], int, Any]:
+    prefix = f",{json.dumps(s.key)}:"  # as the generated projector writes it
+    enc, extra = projection.slot_encoding(s, scope, prefix)
+    return (prefix, tuple(map(sys.intern, s.path)), enc, extra)
+
+
+def projection_program(compiled: CompiledPolicy) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``(slots, lists)`` writing the whole projection (one text for every ruleset), in the
+    generated projector's order: a slot is ``(prefix, path, encoding, extra)``, a list
+    ``(length prefix, items prefix, path, what it writes, rows of scalars, item slots)``."""
+    root = compiled.schema.root
+    slots = tuple(_slot(s, root) for s in compiled.slots)
+    lists = []
+    for ls in compiled.lists:
+        list_field = projection.field_of(root, ls.path)
+        scope = list_field.items if list_field is not None else None
+        if not ls.items:
+            mode = _LENGTH
+        elif ls.scalar:
+            mode = _SCALARS
+        elif not ls.item_slots:
+            mode = _EMPTY_ROWS
+        else:
+            mode = _ROWS
+        item_slots = tuple(_slot(s, scope) for s in ls.item_slots) if mode == _ROWS else ()
+        scalar_rows = int(any(not s.path for s in ls.item_slots))
+        path = tuple(map(sys.intern, ls.path))
+        lists.append((f",{json.dumps(ls.len_key)}:", f",{json.dumps(ls.key)}:", path, mode, scalar_rows, item_slots))
+    return slots, tuple(lists)
+
+
+def names_program(engine_names: list[str]) -> tuple[dict[str, tuple[int, int]], dict[str, int]] | None:
+    """Bits for the engine's rule names, which must each be a letter and a number
+    (``r12``, ``h0``): ``({letter: (first bit, count)}, {name: bit})``, or None."""
+    numbers: dict[str, int] = {}
+    for name in engine_names:
+        m = re.fullmatch(r"([a-z])(0|[1-9][0-9]{0,5})", name)
+        if m is None:
+            return None
+        numbers[m[1]] = max(numbers.get(m[1], 0), int(m[2]) + 1)
+    letters, first = {}, 0
+    for letter in sorted(numbers):
+        letters[letter] = (first, numbers[letter])
+        first += numbers[letter]
+    bits = {name: letters[name[0]][0] + int(name[1:]) for name in engine_names}
+    return letters, bits
+
+
+def runner_args(compiled: CompiledPolicy) -> tuple[Any, ...] | None:
+    """The pack's part of a Runner's arguments (schema, slots, lists, names, bits), or None
+    where the accelerator does not apply: a pack whose rulesets each read a subset."""
+    if compiled.ruleset_keys is not None:
+        return None
+    names = [r.engine_name for r in compiled.rules] + [s.engine_name for s in compiled.stops]
+    naming = names_program(names)
+    if naming is None:
+        return None
+    slots, lists = projection_program(compiled)
+    return schema_program(compiled.schema.root), slots, lists, naming
+
+
+HELPERS = (_clone, encode, _float)  # (clone a default, encode any value, encode a float)

@@ -1,0 +1,153 @@
+"""The C accelerator (stoprule/speedups.py, native/speedups) gives what the Python path gives:
+the same verdict, warnings or error for every fact, the same validated data and the same
+projection text; and it is there in a development install."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+
+from stoprule import EvaluationError, speedups
+from stoprule.compiler import compile_pack
+from stoprule.evaluator import Evaluator
+from test_fast_validator import KEYS, _value
+from test_fast_validator import PACK as VALIDATOR_PACK
+from test_fused_projection import FACTS as PROJECTION_FACTS
+from test_fused_projection import PACK as PROJECTION_PACK
+from test_fuzz_facts import CHECKED, EV, any_json, object_of
+
+REPO = Path(__file__).resolve().parent.parent
+PY_EV = Evaluator(EV.compiled)
+PY_EV._local.run = None  # this thread's evaluations: the Python path only
+
+pytestmark = pytest.mark.skipif(speedups.load() is None, reason="the accelerator is not built or is turned off")
+
+
+def _outcome(ev: Evaluator, fact: Any, strict: bool) -> Any:
+    try:
+        return ev.evaluate(fact, strict=strict)
+    except EvaluationError as exc:
+        return [type(exc).__name__, exc.code, exc.field, str(exc)]  # a list: a Verdict is a tuple
+
+
+def same_as_python(ev: Evaluator, py: Evaluator, fact: Any) -> None:
+    """``ev``'s C runner and ``py``'s Python path agree on ``fact``, with and without strict."""
+    run = ev._run(batch=True)
+    assert run is not None
+    for strict in (False, True):
+        taken = run(fact)  # a verdict, or None: left to the Python path
+        want = _outcome(py, fact, strict)
+        if taken is not None:
+            assert not isinstance(want, list) or (strict and taken.warnings), (fact, want)
+            if not (strict and taken.warnings):
+                assert taken == want, fact
+        assert _outcome(ev, fact, strict) == want, fact
+
+
+def test_the_accelerator_is_built_and_used() -> None:
+    assert speedups.load() is not None
+    assert EV._run(batch=True) is not None
+    fact = {"status": "implemented", "turn": 1, "max_turns": 9, "session": "s1"}
+    verdict = EV._run(batch=True)(fact)  # type: ignore[misc]
+    assert verdict is not None and verdict.warnings[0]["field"] == "session"
+    assert [verdict] == PY_EV.evaluate_many([fact])
+
+
+@settings(settings.get_profile("default-fuzz"))
+@given(object_of(CHECKED.schema.root))
+@example({"status": "implemented", "plan_id": "p", "planId": "q"})  # a field given twice
+@example({"status": "implemented", "blocked_report": {"extra": 1}})  # an unknown key below the top
+@example({"review_reason": "", "requires_user_review": True})  # required_if
+def test_default_pack_facts_agree(fact: dict[str, Any]) -> None:
+    same_as_python(EV, PY_EV, fact)
+
+
+@settings(settings.get_profile("default-fuzz"))
+@given(any_json)
+def test_any_json_value_agrees(fact: Any) -> None:
+    same_as_python(EV, PY_EV, fact)
+
+
+def _pair(tmp_path: Path, pack: str) -> tuple[Evaluator, Evaluator]:
+    (tmp_path / "p.yaml").write_text(pack)
+    compiled = compile_pack(tmp_path).compiled
+    ev, py = Evaluator(compiled), Evaluator(compiled)
+    py._local.run = None
+    return ev, py
+
+
+def test_every_schema_feature_agrees(tmp_path: Path) -> None:
+    """Aliases, defaults, required, required_if, nullable objects, lists of objects: random
+    facts (test_fast_validator's), with the validated data the same too."""
+    ev, py = _pair(tmp_path, VALIDATOR_PACK)
+    rng = random.Random(20251123)
+    taken = 0
+    for _ in range(3000):
+        fact = {rng.choice(KEYS): _value(rng, rng.choice(KEYS)) for _ in range(rng.randrange(7))}
+        if rng.random() < 0.5:
+            fact["name"] = rng.choice(["n", "é", 1])
+        same_as_python(ev, py, fact)
+        run = ev._run(batch=True)
+        assert run is not None
+        taken += run(fact) is not None
+    assert taken >= 50  # the accelerator took its share (most of these facts are invalid)
+
+
+def test_projection_text_and_data_are_the_generated_projectors(tmp_path: Path) -> None:
+    ev, py = _pair(tmp_path, PROJECTION_PACK)
+    module = speedups.load()
+    args = speedups.runner_args(ev.compiled)
+    assert module is not None and args is not None
+    schema, slots, lists, (letters, _) = args
+    owner, handles = ev._engine.thread_handles()
+    runner = module.Runner(
+        schema, slots, lists, tuple(handles), (None, None, None, None), speedups.HELPERS, letters, (), {},
+        None, None, owner, 2**53 - 1,
+    )  # fmt: skip
+    projected = 0
+    for fact in PROJECTION_FACTS:
+        same_as_python(ev, py, fact)
+        got = runner.project(fact)
+        if got is None:  # left to Python (a non-ASCII string, the empty fact)
+            continue
+        projected += 1
+        data, text = got
+        assert data == py.validate(fact)
+        assert ev._project_json is not None and text == ev._project_json(py.validate(fact)), fact
+    assert projected >= 3
+
+
+def test_engine_rule_names_map_to_bits() -> None:
+    assert speedups.names_program(["r0", "r1", "h0"]) == ({"h": (0, 1), "r": (1, 2)}, {"r0": 1, "r1": 2, "h0": 0})
+    assert speedups.names_program(["rule-1"]) is None  # the Python path then
+
+
+def test_the_cli_gives_the_same_output_without_the_accelerator(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    lines = []
+    for i in range(300):
+        fact: dict[str, Any] = {"status": rng.choice(["implemented", "partial", "blocked"]), "turn": i % 9 + 1}
+        fact["max_turns"] = 9
+        if i % 3 == 0:
+            fact["session"] = f"s{i}"  # an unknown field: a warning
+        if i % 5 == 0:
+            fact["plan_id"] = "p"  # an alias
+        lines.append(json.dumps(fact))
+    lines.append('{"status": 3}')  # an error
+    (tmp_path / "facts.ndjson").write_text("\n".join(lines) + "\n")
+    outputs = []
+    for flag in ("1", "0"):
+        env = {**os.environ, "STOPRULE_SPEEDUPS": flag}
+        cmd = [sys.executable, "-m", "stoprule", "eval", "facts.ndjson"]
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        outputs.append((proc.returncode, proc.stdout, proc.stderr))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][1].count("\n") == 301 and '"warnings"' in outputs[0][1]
