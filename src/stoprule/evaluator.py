@@ -242,9 +242,7 @@ def _json_projector(
 
 
 # positions in a Verdict
-_MESSAGE, _REVIEW, _HIGH_RISK, _WARNINGS = map(
-    Verdict._fields.index, ("message", "review_reason", "high_risk_stop", "warnings")
-)
+_MESSAGE, _REVIEW, _WARNINGS = map(Verdict._fields.index, ("message", "review_reason", "warnings"))
 
 
 class Evaluator:
@@ -380,8 +378,9 @@ class Evaluator:
         if hit is not None:
             return hit
         proto, fills, _ = self._outcome(names)
-        head, tail = proto[:_MESSAGE], proto[_HIGH_RISK:_WARNINGS]
-        new = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+        head = (proto.ok, proto.verdict, proto.reason, proto.rule, proto.stop)
+        tail = (proto.high_risk_stop, proto.matched, proto.policy)
+        new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
         render = fills[0][1]
 
         if len(fills) == 1:
@@ -448,4 +447,4 @@ class Evaluator:
             schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
             self._entries, miss, warn, owner, SAFE_INT,
         )  # fmt: skip
-        return runner.run  # type: ignore[no-any-return]
+        return runner.run
