@@ -151,3 +151,36 @@ def test_the_cli_gives_the_same_output_without_the_accelerator(tmp_path: Path) -
         outputs.append((proc.returncode, proc.stdout, proc.stderr))
     assert outputs[0] == outputs[1]
     assert outputs[0][1].count("\n") == 301 and '"warnings"' in outputs[0][1]
+
+
+class _Meddler:
+    """A key that looks like ``name`` and changes the fact when compared (once)."""
+
+    def __init__(self, name: str, act: Any) -> None:
+        self.name, self.act = name, act
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        act, self.act = self.act, None
+        if act is not None:
+            act()
+        return other == self.name
+
+
+def test_a_fact_changed_while_it_is_read_is_left_to_python_or_read_safely() -> None:
+    """Found under AddressSanitizer: the runner held values it had not taken a reference to."""
+    run = EV._run(batch=True)
+    assert run is not None
+    fact: dict[str, Any] = {"status": "partial", "turn": 1, "max_turns": 9, "plan_id": "p"}  # an alias: the walk
+    fact["partial_progress"] = {_Meddler("stage", lambda: fact.pop("partial_progress")): "s"}
+    for _ in range(3):
+        run(fact)  # no crash; the result is the Python path's or None
+    old = {"id": "z"}
+    rows: list[Any] = [{"blocks_progress": True}, {"id": "x"}, old]
+    rows[1][_Meddler("category", lambda: rows.__setitem__(2, {"blocks_progress": False}))] = "c"
+    before = sys.getrefcount(old)
+    verdict = run({"status": "partial", "turn": 1, "max_turns": 9, "openBlockers": rows})
+    assert verdict is None  # changed under the runner: left to Python
+    assert sys.getrefcount(old) == before - 1  # the list's reference, dropped once

@@ -199,14 +199,23 @@ static int walk_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, lo
             r = PyErr_Occurred() ? ERR : !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
             continue;
         }
-        Field *f = &s->fields[PyLong_AsSsize_t(ix)];
+        Py_ssize_t at = PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
+        if (at < 0 || at >= s->nfields) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "schema program: a lookup index out of range");
+            r = ERR;
+            break;
+        }
+        Field *f = &s->fields[at];
         int twice = PyDict_Contains(o, f->name);
         if (twice) {
             r = twice < 0 ? ERR : BAIL;
             break;
         }
         PyObject *nv;
-        if ((r = validate(f->spec, v, &nv, clone, safe)) != OK) break;
+        Py_INCREF(v); /* borrowed from d: validate can run Python code that changes d */
+        r = validate(f->spec, v, &nv, clone, safe);
+        Py_DECREF(v);
+        if (r != OK) break;
         r = PyDict_SetItem(o, f->name, nv) < 0 ? ERR : OK;
         Py_DECREF(nv);
     }
@@ -325,16 +334,18 @@ static int validate_list(Spec *s, PyObject *v, PyObject **out, PyObject *clone, 
         if (nx != x) {
             if (!copy && !(copy = PyList_GetSlice(v, 0, PyList_GET_SIZE(v)))) r = ERR;
             if (r == OK && i < PyList_GET_SIZE(copy)) {
-                PyList_SET_ITEM(copy, i, nx); /* steals nx; drops the old item's reference below */
-                Py_DECREF(x);
+                PyObject *old = PyList_GET_ITEM(copy, i); /* x, unless the list changed under us */
+                PyList_SET_ITEM(copy, i, nx);               /* steals nx */
                 nx = NULL;
+                if (old != x) r = BAIL;                     /* changed under us: let Python decide */
+                Py_DECREF(old);                             /* the copy's reference */
             }
         }
         Py_XDECREF(nx);
         Py_DECREF(x);
-        if (r == ERR) {
+        if (r != OK) {
             Py_XDECREF(copy);
-            return ERR;
+            return r;
         }
     }
     if (copy && PyList_GET_SIZE(copy) != PyList_GET_SIZE(v)) { /* changed under us: let Python decide */
@@ -476,16 +487,20 @@ static int put_any(Writer *w, PyObject *v, Encoders *e) {
     return r;
 }
 
-/* the value at ``path`` below ``cur`` (borrowed), or NULL when a step is missing */
+/* the value at ``path`` below ``cur`` (a new reference), or NULL when a step is missing; each
+ * step is held while the next is looked up (a key's __eq__ can run Python code) */
 static PyObject *lookup(PyObject *cur, PyObject *path, int *err) {
     Py_ssize_t n = PyTuple_GET_SIZE(path);
+    Py_INCREF(cur);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyDict_CheckExact(cur)) return NULL;
-        cur = PyDict_GetItemWithError(cur, PyTuple_GET_ITEM(path, i));
-        if (!cur) {
+        PyObject *next = PyDict_CheckExact(cur) ? PyDict_GetItemWithError(cur, PyTuple_GET_ITEM(path, i)) : NULL;
+        Py_XINCREF(next);
+        Py_DECREF(cur);
+        if (!next) {
             *err = PyErr_Occurred() != NULL;
             return NULL;
         }
+        cur = next;
     }
     return cur;
 }
@@ -545,8 +560,7 @@ static int emit_slots(Writer *w, Slot *slots, Py_ssize_t n, PyObject *scope, Enc
         int err = 0;
         PyObject *v = lookup(scope, slots[i].path, &err);
         if (err) return -1;
-        if (!v) continue;
-        Py_INCREF(v); /* a test or an encoder runs Python code */
+        if (!v) continue; /* v: a new reference (a test or an encoder runs Python code) */
         int r = emit_slot(w, &slots[i], v, e);
         Py_DECREF(v);
         if (r < 0) return -1;
@@ -558,8 +572,10 @@ static int emit_list(Writer *w, ListOp *op, PyObject *data, Encoders *e) {
     int err = 0;
     PyObject *seq = lookup(data, op->path, &err);
     if (err) return -1;
-    if (!seq || !PyList_CheckExact(seq)) return op->len_prefix ? (put_str(w, op->len_prefix) < 0 ? -1 : PUTS(w, "0")) : 0;
-    Py_INCREF(seq);
+    if (!seq || !PyList_CheckExact(seq)) {
+        Py_XDECREF(seq);
+        return op->len_prefix ? (put_str(w, op->len_prefix) < 0 ? -1 : PUTS(w, "0")) : 0;
+    }
     int r = 0;
     Py_ssize_t n = PyList_GET_SIZE(seq);
     if (op->len_prefix) r = put_str(w, op->len_prefix) < 0 || put_ll(w, n) < 0 ? -1 : 0;
@@ -923,7 +939,7 @@ static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
 
 /* run(fact) -> the verdict for this fact, or None: left to the Python path */
 static PyObject *runner_run(Runner *r, PyObject *fact) {
-    if (r->busy || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
+    if (r->busy || !r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
     r->busy = 1;
     PyObject *data = NULL, *text = NULL, *retract = NULL, *result = NULL;
     if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0) {
@@ -976,7 +992,7 @@ done:
 
 /* project(fact) -> the projection text the engine would be given (no id), or None */
 static PyObject *runner_project(Runner *r, PyObject *fact) {
-    if (r->busy || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
+    if (r->busy || !r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
     PyObject *data = NULL;
     if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0)
         return NULL;
