@@ -103,15 +103,8 @@ def test_every_schema_feature_agrees(tmp_path: Path) -> None:
 
 def test_projection_text_and_data_are_the_generated_projectors(tmp_path: Path) -> None:
     ev, py = _pair(tmp_path, PROJECTION_PACK)
-    module = speedups.load()
-    args = speedups.runner_args(ev.compiled)
-    assert module is not None and args is not None
-    schema, slots, lists, (letters, _) = args
-    owner, handles = ev._engine.thread_handles()
-    runner = module.Runner(
-        schema, slots, lists, tuple(handles), (None, None, None, None), speedups.HELPERS, letters, (), {},
-        None, None, owner, 2**53 - 1,
-    )  # fmt: skip
+    runner = ev._runner()
+    assert runner is not None
     projected = 0
     for fact in PROJECTION_FACTS:
         same_as_python(ev, py, fact)

@@ -2,10 +2,10 @@
  *
  * The accelerator behind stoprule's Evaluator (src/stoprule/speedups.py builds the programs
  * this module runs and is the place to read first). It covers the common case only: a fact
- * whose every key is a field's own name and whose every value is valid, strings ASCII. For
- * anything else (an error, an unknown key, an alias, a string to check) Runner.run returns
- * None and the caller runs the pure-Python path, which names the error or the warning; so
- * whatever this module accepts, the Python path accepts with the same data.
+ * whose every value is valid, strings ASCII, aliases resolved and unknown keys listed at its top
+ * level only. For anything else (an error, an unknown key deeper down, a field given twice, a
+ * string to check) Runner.run returns None and the caller runs the pure-Python path, which
+ * names the error; so whatever this module accepts, the Python path accepts with the same data.
  *
  * Per fact: validate against the schema program (defaults filled, copies made only where
  * something changed), write the projection as the engine's JSON (the same text, character
@@ -899,35 +899,32 @@ static PyObject *mask_value(Runner *r) {
  * rendered item and the warnings put in. */
 static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
     PyObject *proto, *fills;
-    Py_ssize_t wat;
-    if (!PyTuple_Check(entry)) {
-        PyErr_SetString(PyExc_TypeError, "a verdict entry is a tuple");
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 ||
+        !PyTuple_Check(proto = PyTuple_GET_ITEM(entry, 0)) || !PyTuple_CheckExact(fills = PyTuple_GET_ITEM(entry, 1))) {
+        PyErr_SetString(PyExc_TypeError, "a verdict entry is (prototype, fills, warnings index)");
         return NULL;
     }
-    if (!PyArg_ParseTuple(entry, "O!O!n", &PyTuple_Type, &proto, &PyTuple_Type, &fills, &wat)) return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(proto);
+    Py_ssize_t n = PyTuple_GET_SIZE(proto), nfills = PyTuple_GET_SIZE(fills);
     PyTypeObject *tp = Py_TYPE(proto);
     PyObject *out = tp == &PyTuple_Type ? PyTuple_New(n) : tp->tp_alloc(tp, n);
     if (!out) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(proto, i)));
-    for (Py_ssize_t i = 0; i <= PyTuple_GET_SIZE(fills); i++) {
-        Py_ssize_t at;
-        PyObject *v;
-        if (i == PyTuple_GET_SIZE(fills)) {
-            if (!warnings) break;
-            at = wat;
-            v = Py_NewRef(warnings);
-        } else {
-            PyObject *fn;
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fills, i), "nO", &at, &fn) || !(v = PyObject_CallOneArg(fn, data))) {
-                Py_DECREF(out);
-                return NULL;
-            }
-        }
-        if (at < 0 || at >= n) {
-            Py_DECREF(v);
+    for (Py_ssize_t i = 0; i <= nfills; i++) {
+        PyObject *fill = i < nfills ? PyTuple_GET_ITEM(fills, i) : NULL, *v;
+        if (fill && (!PyTuple_CheckExact(fill) || PyTuple_GET_SIZE(fill) != 2)) {
+            PyErr_SetString(PyExc_TypeError, "a verdict entry's fill is (index, render)");
             Py_DECREF(out);
-            PyErr_SetString(PyExc_IndexError, "verdict entry: index out of range");
+            return NULL;
+        }
+        if (!fill && !warnings) break;
+        Py_ssize_t at = PyLong_AsSsize_t(fill ? PyTuple_GET_ITEM(fill, 0) : PyTuple_GET_ITEM(entry, 2));
+        if (at < 0 || at >= n) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "verdict entry: index out of range");
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (!(v = fill ? PyObject_CallOneArg(PyTuple_GET_ITEM(fill, 1), data) : Py_NewRef(warnings))) {
+            Py_DECREF(out);
             return NULL;
         }
         PyObject *old = PyTuple_GET_ITEM(out, at);
@@ -937,16 +934,29 @@ static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
     return out;
 }
 
+/* The fact validated into ``*data``, its unknown top-level keys into ``r->unknown``: OK, BAIL
+ * (left to Python) or ERR. */
+static int take(Runner *r, PyObject *fact, PyObject **data) {
+    if (!r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) return BAIL;
+    Py_ssize_t n = PyList_GET_SIZE(r->unknown);
+    if (n && PyList_SetSlice(r->unknown, 0, n, NULL) < 0) return ERR;
+    return validate_object(r->schema, fact, data, r->clone, r->safe, r->unknown);
+}
+
+/* The projection of validated ``data`` appended to ``w``: from "_":1 to the closing brace. */
+static int write_projection(Runner *r, Writer *w, PyObject *data) {
+    if (PUTS(w, "\"_\":1") < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0) return -1;
+    for (Py_ssize_t i = 0; i < r->nlists; i++)
+        if (emit_list(w, &r->lists[i], data, &r->enc) < 0) return -1;
+    return PUTS(w, "}");
+}
+
 /* run(fact) -> the verdict for this fact, or None: left to the Python path */
 static PyObject *runner_run(Runner *r, PyObject *fact) {
-    if (r->busy || !r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
+    if (r->busy) Py_RETURN_NONE;
     r->busy = 1;
     PyObject *data = NULL, *text = NULL, *retract = NULL, *result = NULL;
-    if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0) {
-        r->busy = 0;
-        return NULL;
-    }
-    int v = validate_object(r->schema, fact, &data, r->clone, r->safe, r->unknown);
+    int v = take(r, fact, &data);
     if (v != OK) {
         r->busy = 0;
         if (v == ERR) return NULL;
@@ -955,12 +965,9 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     unsigned long long id = r->next_id++;
     Writer *w = &r->w;
     w->len = 0;
-    char head[48];
-    int hn = snprintf(head, sizeof head, "{\"id\":%llu,\"_\":1", id);
-    if (put(w, head, hn) < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0) goto done;
-    for (Py_ssize_t i = 0; i < r->nlists; i++)
-        if (emit_list(w, &r->lists[i], data, &r->enc) < 0) goto done;
-    if (PUTS(w, "}") < 0) goto done;
+    char head[32];
+    int hn = snprintf(head, sizeof head, "{\"id\":%llu,", id);
+    if (put(w, head, hn) < 0 || write_projection(r, w, data) < 0) goto done;
     if (!(text = PyUnicode_DecodeUTF8(w->buf, w->len, "strict"))) goto done;
     if (!(retract = PyUnicode_FromFormat("{\"id\":%llu}", id))) goto done;
     memcpy(r->mask, r->always, r->nwords * sizeof(uint64_t));
@@ -992,26 +999,18 @@ done:
 
 /* project(fact) -> the projection text the engine would be given (no id), or None */
 static PyObject *runner_project(Runner *r, PyObject *fact) {
-    if (r->busy || !r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) Py_RETURN_NONE;
-    PyObject *data = NULL;
-    if (PyList_GET_SIZE(r->unknown) && PyList_SetSlice(r->unknown, 0, PyList_GET_SIZE(r->unknown), NULL) < 0)
-        return NULL;
-    int v = validate_object(r->schema, fact, &data, r->clone, r->safe, r->unknown); /* unknown keys: not projected */
+    if (r->busy) Py_RETURN_NONE;
+    PyObject *data = NULL, *out = NULL;
+    int v = take(r, fact, &data); /* unknown keys: not projected */
     if (v != OK) {
         if (v == ERR) return NULL;
         Py_RETURN_NONE;
     }
     Writer w = {0};
-    PyObject *out = NULL;
-    if (PUTS(&w, "\"_\":1") == 0 && emit_slots(&w, r->slots, r->nslots, data, &r->enc) == 0) {
-        Py_ssize_t i = 0;
-        for (; i < r->nlists; i++)
-            if (emit_list(&w, &r->lists[i], data, &r->enc) < 0) break;
-        if (i == r->nlists && PUTS(&w, "}") == 0) {
-            PyObject *text = PyUnicode_DecodeUTF8(w.buf, w.len, "strict");
-            out = text ? PyTuple_Pack(2, data, text) : NULL;
-            Py_XDECREF(text);
-        }
+    if (write_projection(r, &w, data) == 0) {
+        PyObject *text = PyUnicode_DecodeUTF8(w.buf, w.len, "strict");
+        out = text ? PyTuple_Pack(2, data, text) : NULL;
+        Py_XDECREF(text);
     }
     PyMem_Free(w.buf);
     Py_DECREF(data);

@@ -414,10 +414,12 @@ class Evaluator:
             local.calls = getattr(local, "calls", 0) + 1
             if local.calls < 32:
                 return None
-        run = local.run = self._runner()
+        runner = self._runner()
+        run = local.run = None if runner is None else runner.run
         return run
 
-    def _runner(self) -> Callable[[Any], Verdict | None] | None:
+    def _runner(self) -> Any:
+        """A new C runner for this thread (``stoprule_speedups.Runner``), or None."""
         from . import speedups
 
         module = speedups.load()
@@ -443,8 +445,7 @@ class Evaluator:
         def warn(found: list[str]) -> tuple[dict[str, str], ...]:
             return tuple(unknown(found))
 
-        runner = module.Runner(
+        return module.Runner(
             schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
             self._entries, miss, warn, owner, SAFE_INT,
         )  # fmt: skip
-        return runner.run

@@ -3,10 +3,12 @@
 ``stoprule_speedups`` (built from ``native/speedups`` when stoprule is installed) runs one
 fact at a time: it validates the fact against :func:`schema_program`, writes the projection
 from :func:`projection_program` (the same text as the generated Python projector), matches
-it on this thread's engine handles and calls the maker registered for the set of matched
-rules, which builds the verdict. It takes only the common case: every key of the fact a
-field's own name, every value valid, strings ASCII. For anything else it returns None and
-the evaluator takes its Python path, which names the error or the warning.
+it on this thread's engine handles (rule names as bits: :func:`names_program`) and builds the
+verdict from the entry the evaluator registered for that set of bits (a prototype verdict and
+its messages' renderers). It takes only the common case: every value valid, strings ASCII,
+aliases resolved, unknown keys at the fact's top level only (the evaluator words their
+warnings). For anything else it returns None and the evaluator takes its Python path, which
+names the error.
 
 Where the module is missing or was built for another program layout, or with
 ``STOPRULE_SPEEDUPS=0`` in the environment, everything runs in Python, with the same results.
@@ -24,7 +26,7 @@ from .compiled import CompiledPolicy, Slot
 from .engine import _float, encode
 from .factschema import FactField, _clone
 
-__all__ = ["FORMAT", "load", "names_program", "projection_program", "schema_program"]
+__all__ = ["FORMAT", "HELPERS", "load", "names_program", "projection_program", "runner_args", "schema_program"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
