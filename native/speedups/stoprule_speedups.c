@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FORMAT 1 /* the program layout speedups.py writes; bumped when it changes */
+#define FORMAT 2 /* the program layout speedups.py writes; bumped when it changes */
 
 enum { K_BOOL = 1, K_STRING, K_INT, K_NUMBER, K_ENUM, K_OBJECT, K_LIST };
 enum { D_NONE = 0, D_CONST, D_LIST, D_DICT, D_CLONE };
@@ -399,6 +399,7 @@ static int validate(Spec *s, PyObject *v, PyObject **out, PyObject *clone, long 
 typedef struct {
     char *buf;
     Py_ssize_t len, cap;
+    int wide; /* a non-ASCII character written */
 } Writer;
 
 static int grow(Writer *w, Py_ssize_t more) {
@@ -427,7 +428,17 @@ static int put(Writer *w, const char *s, Py_ssize_t n) {
 static int put_str(Writer *w, PyObject *s) {
     Py_ssize_t n;
     const char *u = PyUnicode_AsUTF8AndSize(s, &n);
-    return u ? put(w, u, n) : -1;
+    if (!u) return -1;
+    if (!PyUnicode_IS_ASCII(s)) w->wide = 1;
+    return put(w, u, n);
+}
+
+/* the text written so far, as a str */
+static PyObject *writer_text(Writer *w, Py_ssize_t from) {
+    if (w->wide) return PyUnicode_DecodeUTF8(w->buf + from, w->len - from, "strict");
+    PyObject *t = PyUnicode_New(w->len - from, 127);
+    if (t) memcpy(PyUnicode_DATA(t), w->buf + from, w->len - from);
+    return t;
 }
 
 static int put_ll(Writer *w, long long x) {
@@ -621,9 +632,11 @@ typedef struct {
     PyObject *assert_fact, *start_action, *next_action, *retract_fact;
     PyObject *clone;
     Encoders enc;
+    PyObject *show_one, *sep; /* an object in a message (templates._show_one); ", " */
     PyObject *makers; /* dict: mask -> verdict entry (see build) */
     PyObject *miss;   /* mask -> verdict entry, also registering it */
     PyObject *warn;   /* unknown top-level keys -> the verdict's warnings */
+    PyObject *warned; /* dict: tuple of unknown keys -> their warnings (copied for each verdict) */
     PyObject *unknown;
     PyObject *keep;   /* kept alive with the runner (the handles' owner) */
     long long safe;
@@ -645,9 +658,12 @@ static int runner_traverse(Runner *r, visitproc visit, void *arg) {
     Py_VISIT(r->clone);
     Py_VISIT(r->enc.encode);
     Py_VISIT(r->enc.encode_float);
+    Py_VISIT(r->show_one);
+    Py_VISIT(r->sep);
     Py_VISIT(r->makers);
     Py_VISIT(r->miss);
     Py_VISIT(r->warn);
+    Py_VISIT(r->warned);
     Py_VISIT(r->unknown);
     Py_VISIT(r->keep);
     return 0;
@@ -662,9 +678,12 @@ static int runner_clear(Runner *r) {
     Py_CLEAR(r->clone);
     Py_CLEAR(r->enc.encode);
     Py_CLEAR(r->enc.encode_float);
+    Py_CLEAR(r->show_one);
+    Py_CLEAR(r->sep);
     Py_CLEAR(r->makers);
     Py_CLEAR(r->miss);
     Py_CLEAR(r->warn);
+    Py_CLEAR(r->warned);
     Py_CLEAR(r->unknown);
     Py_CLEAR(r->keep);
     return 0;
@@ -717,19 +736,19 @@ static int parse_lists(Runner *r, PyObject *lists) {
     return 0;
 }
 
-/* Runner(schema, slots, lists, handles, (assert, start, next, retract), (clone, encode, encode_float),
+/* Runner(schema, slots, lists, handles, (assert, start, next, retract), (clone, encode, encode_float, show_one),
  *        names, always, makers, miss, warn, keep, safe) */
 static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *schema, *slots, *lists, *handles, *names, *always, *makers, *miss, *warn, *keep;
-    PyObject *assert_fact, *start_action, *next_action, *retract_fact, *clone, *encode, *encode_float;
+    PyObject *assert_fact, *start_action, *next_action, *retract_fact, *clone, *encode, *encode_float, *show;
     long long safe;
     if (kw && PyDict_GET_SIZE(kw)) {
         PyErr_SetString(PyExc_TypeError, "Runner takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OO!O!O!(OOOO)(OOO)O!O!O!OOOL", &schema, &PyTuple_Type, &slots, &PyTuple_Type, &lists,
-                          &PyTuple_Type, &handles, &assert_fact, &start_action, &next_action, &retract_fact, &clone,
-                          &encode, &encode_float, &PyDict_Type, &names, &PyTuple_Type, &always, &PyDict_Type, &makers,
+    if (!PyArg_ParseTuple(args, "OO!O!O!(OOOO)(OOOO)O!O!O!OOOL", &schema, &PyTuple_Type, &slots, &PyTuple_Type,
+                          &lists, &PyTuple_Type, &handles, &assert_fact, &start_action, &next_action, &retract_fact,
+                          &clone, &encode, &encode_float, &show, &PyDict_Type, &names, &PyTuple_Type, &always, &PyDict_Type, &makers,
                           &miss, &warn, &keep, &safe))
         return NULL;
     Runner *r = (Runner *)type->tp_alloc(type, 0);
@@ -742,13 +761,14 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     r->clone = Py_NewRef(clone);
     r->enc.encode = Py_NewRef(encode);
     r->enc.encode_float = Py_NewRef(encode_float);
+    r->show_one = Py_NewRef(show);
     r->makers = Py_NewRef(makers);
     r->miss = Py_NewRef(miss);
     r->warn = Py_NewRef(warn);
-    if (!(r->unknown = PyList_New(0))) goto fail;
+    if (!(r->unknown = PyList_New(0)) || !(r->warned = PyDict_New()) || !(r->sep = PyUnicode_FromString(", ")))
+        goto fail;
     r->keep = Py_NewRef(keep);
     r->safe = safe;
-    r->next_id = 1ULL << 50; /* apart from the ids the Python matcher gives on the same handles */
     if (!(r->schema = spec_parse(schema, 0))) goto fail;
     if (r->schema->kind != K_OBJECT) {
         PyErr_SetString(PyExc_ValueError, "the schema program is not an object");
@@ -894,10 +914,203 @@ static PyObject *mask_value(Runner *r) {
     return out;
 }
 
-/* A verdict from its entry ``(prototype, ((index, render), ...), warnings index)``: a copy of
- * the prototype (a tuple, or an instance of a tuple subclass such as a namedtuple) with each
- * rendered item and the warnings put in. */
-static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
+/* A value in a message, as templates._show_one writes it: a str as itself, a bool as true or
+ * false, a number as str() does, a list's items (bar nulls) joined with ", "; anything else
+ * (an object) by ``show_one``. */
+static PyObject *show_one(Runner *r, PyObject *v, int depth) {
+    if (PyUnicode_CheckExact(v)) return Py_NewRef(v);
+    if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "true" : "false");
+    if (PyLong_CheckExact(v) || PyFloat_CheckExact(v)) return PyObject_Str(v);
+    if (!PyList_CheckExact(v) || depth > 32) return PyObject_CallOneArg(r->show_one, v);
+    PyObject *items = PyList_New(0), *out = NULL;
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+        PyObject *x = Py_NewRef(PyList_GET_ITEM(v, i)), *t = x == Py_None ? NULL : show_one(r, x, depth + 1);
+        int bad = x != Py_None && (!t || PyList_Append(items, t) < 0);
+        Py_DECREF(x);
+        Py_XDECREF(t);
+        if (bad) goto done;
+    }
+    out = PyUnicode_Join(r->sep, items);
+done:
+    Py_DECREF(items);
+    return out;
+}
+
+/* ``v`` shown and appended to ``items``, unless it is None */
+static int append_shown(Runner *r, PyObject *items, PyObject *v) {
+    if (v == Py_None) return 0;
+    PyObject *t = show_one(r, v, 0);
+    int rc = t ? PyList_Append(items, t) : -1;
+    Py_XDECREF(t);
+    return rc;
+}
+
+static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at);
+
+/* The values ``path[at:]`` finds in each item of ``seq`` (bar nulls, lists flattened), shown and
+ * joined with ", "; None if there are none, or ``seq`` is not a list. */
+static PyObject *find_in_items(Runner *r, PyObject *seq, PyObject *path, Py_ssize_t at) {
+    if (!PyList_Check(seq)) return Py_NewRef(Py_None);
+    PyObject *items = PyList_New(0), *out = NULL;
+    for (Py_ssize_t j = 0; items && j < PyList_GET_SIZE(seq); j++) {
+        PyObject *x = Py_NewRef(PyList_GET_ITEM(seq, j));
+        PyObject *y = at < PyTuple_GET_SIZE(path) ? find(r, x, path, at) : Py_NewRef(x);
+        Py_DECREF(x);
+        int rc = y ? 0 : -1;
+        if (y && PyList_Check(y)) {
+            for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(y); k++) {
+                PyObject *z = Py_NewRef(PyList_GET_ITEM(y, k));
+                rc = append_shown(r, items, z);
+                Py_DECREF(z);
+            }
+        } else if (y) {
+            rc = append_shown(r, items, y);
+        }
+        Py_XDECREF(y);
+        if (rc < 0) Py_CLEAR(items);
+    }
+    if (!items) return NULL;
+    out = PyList_GET_SIZE(items) ? PyUnicode_Join(r->sep, items) : Py_NewRef(Py_None);
+    Py_DECREF(items);
+    return out;
+}
+
+/* The value on ``path[at:]`` below ``cur`` (a new reference), as templates._lookup finds it:
+ * None where a step meets something that is not an object; a step ``(name,)`` takes the items
+ * of the list ``name`` (see find_in_items). */
+static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at) {
+    Py_INCREF(cur);
+    for (Py_ssize_t i = at; i < PyTuple_GET_SIZE(path); i++) {
+        if (!PyDict_Check(cur)) {
+            Py_DECREF(cur);
+            return Py_NewRef(Py_None);
+        }
+        PyObject *step = PyTuple_GET_ITEM(path, i);
+        int listed = PyTuple_Check(step) && PyTuple_GET_SIZE(step) == 1;
+        PyObject *next = PyDict_GetItemWithError(cur, listed ? PyTuple_GET_ITEM(step, 0) : step);
+        if (!next && PyErr_Occurred()) {
+            Py_DECREF(cur);
+            return NULL;
+        }
+        next = next ? Py_NewRef(next) : Py_NewRef(Py_None);
+        Py_DECREF(cur);
+        cur = next;
+        if (listed) {
+            PyObject *out = find_in_items(r, cur, path, i + 1);
+            Py_DECREF(cur);
+            return out;
+        }
+    }
+    return cur;
+}
+
+/* A message's field ``(path, shown when empty)`` (a path as find takes it): a non-empty str as
+ * itself, None, "" or [] as the text given, anything else as show_one writes it; the rules of
+ * the generated Python renderer (templates.compile_templates). */
+static PyObject *render_field(Runner *r, PyObject *part, PyObject *data) {
+    PyObject *path, *empty;
+    if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || !PyTuple_CheckExact(path = PyTuple_GET_ITEM(part, 0)) ||
+        !PyUnicode_Check(empty = PyTuple_GET_ITEM(part, 1))) {
+        PyErr_SetString(PyExc_TypeError, "a message's field is (path, text shown when empty)");
+        return NULL;
+    }
+    PyObject *v = find(r, data, path, 0), *out;
+    if (!v) return NULL;
+    if (v == Py_None || (PyUnicode_Check(v) && PyUnicode_GET_LENGTH(v) == 0) || (PyList_Check(v) && PyList_GET_SIZE(v) == 0))
+        out = Py_NewRef(empty);
+    else
+        out = show_one(r, v, 0);
+    Py_DECREF(v);
+    return out;
+}
+
+/* A message from its program: a tuple of literal strs and fields (see render_field). */
+static PyObject *render(Runner *r, PyObject *program, PyObject *data) {
+    if (!PyTuple_CheckExact(program)) {
+        PyErr_SetString(PyExc_TypeError, "a message's program is a tuple");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(program), got = 0, total = 0;
+    PyObject *small[16], **pieces = n <= 16 ? small : PyMem_Malloc(n * sizeof(PyObject *)), *out = NULL;
+    if (!pieces) return PyErr_NoMemory();
+    int ascii = 1;
+    for (; got < n; got++) {
+        PyObject *part = PyTuple_GET_ITEM(program, got);
+        PyObject *piece = PyUnicode_CheckExact(part) ? Py_NewRef(part) : render_field(r, part, data);
+        if (!piece) goto done;
+        if (!PyUnicode_Check(piece)) {
+            Py_DECREF(piece);
+            PyErr_SetString(PyExc_TypeError, "a message's part is not a str");
+            goto done;
+        }
+        pieces[got] = piece;
+        total += PyUnicode_GET_LENGTH(piece);
+        ascii &= PyUnicode_IS_ASCII(piece) != 0;
+    }
+    if (ascii) {
+        if ((out = PyUnicode_New(total, 127))) {
+            char *o = PyUnicode_DATA(out);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                memcpy(o, PyUnicode_DATA(pieces[i]), PyUnicode_GET_LENGTH(pieces[i]));
+                o += PyUnicode_GET_LENGTH(pieces[i]);
+            }
+        }
+    } else {
+        PyObject *seq = PyTuple_New(n);
+        if (seq) {
+            for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(seq, i, Py_NewRef(pieces[i]));
+            PyObject *empty = PyUnicode_New(0, 0);
+            out = empty ? PyUnicode_Join(empty, seq) : NULL;
+            Py_XDECREF(empty);
+            Py_DECREF(seq);
+        }
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) Py_DECREF(pieces[i]);
+    if (pieces != small) PyMem_Free(pieces);
+    return out;
+}
+
+/* The warnings for the unknown keys in ``r->unknown``: worded once by ``warn`` for each set of
+ * keys, then copied (each verdict gets dicts of its own). */
+static PyObject *warnings_for(Runner *r) {
+    PyObject *key = PyList_AsTuple(r->unknown), *out = NULL;
+    if (!key) return NULL;
+    PyObject *worded = PyDict_GetItemWithError(r->warned, key);
+    if (worded) {
+        Py_INCREF(worded);
+    } else if (!PyErr_Occurred() && (worded = PyObject_CallOneArg(r->warn, r->unknown))) {
+        if (!PyTuple_CheckExact(worded)) {
+            PyErr_SetString(PyExc_TypeError, "warn: not a tuple");
+            Py_CLEAR(worded);
+        } else {
+            if (PyDict_GET_SIZE(r->warned) >= 4096) PyDict_Clear(r->warned); /* the key sets are few; bound them */
+            if (PyDict_SetItem(r->warned, key, worded) < 0) Py_CLEAR(worded);
+        }
+    }
+    Py_DECREF(key);
+    if (!worded) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(worded);
+    if ((out = PyTuple_New(n))) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = PyTuple_GET_ITEM(worded, i);
+            PyObject *copy = PyDict_CheckExact(x) ? PyDict_Copy(x) : Py_NewRef(x);
+            if (!copy) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyTuple_SET_ITEM(out, i, copy);
+        }
+    }
+    Py_DECREF(worded);
+    return out;
+}
+
+/* A verdict from its entry ``(prototype, ((index, message program), ...), warnings index)``: a
+ * copy of the prototype (a tuple, or an instance of a tuple subclass such as a namedtuple) with
+ * each message rendered and the warnings put in. */
+static PyObject *build(Runner *r, PyObject *entry, PyObject *data, PyObject *warnings) {
     PyObject *proto, *fills;
     if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 ||
         !PyTuple_Check(proto = PyTuple_GET_ITEM(entry, 0)) || !PyTuple_CheckExact(fills = PyTuple_GET_ITEM(entry, 1))) {
@@ -912,7 +1125,7 @@ static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
     for (Py_ssize_t i = 0; i <= nfills; i++) {
         PyObject *fill = i < nfills ? PyTuple_GET_ITEM(fills, i) : NULL, *v;
         if (fill && (!PyTuple_CheckExact(fill) || PyTuple_GET_SIZE(fill) != 2)) {
-            PyErr_SetString(PyExc_TypeError, "a verdict entry's fill is (index, render)");
+            PyErr_SetString(PyExc_TypeError, "a verdict entry's fill is (index, message program)");
             Py_DECREF(out);
             return NULL;
         }
@@ -923,7 +1136,7 @@ static PyObject *build(PyObject *entry, PyObject *data, PyObject *warnings) {
             Py_DECREF(out);
             return NULL;
         }
-        if (!(v = fill ? PyObject_CallOneArg(PyTuple_GET_ITEM(fill, 1), data) : Py_NewRef(warnings))) {
+        if (!(v = fill ? render(r, PyTuple_GET_ITEM(fill, 1), data) : Py_NewRef(warnings))) {
             Py_DECREF(out);
             return NULL;
         }
@@ -962,14 +1175,19 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
         if (v == ERR) return NULL;
         Py_RETURN_NONE;
     }
-    unsigned long long id = r->next_id++;
     Writer *w = &r->w;
     w->len = 0;
-    char head[32];
-    int hn = snprintf(head, sizeof head, "{\"id\":%llu,", id);
-    if (put(w, head, hn) < 0 || write_projection(r, w, data) < 0) goto done;
-    if (!(text = PyUnicode_DecodeUTF8(w->buf, w->len, "strict"))) goto done;
-    if (!(retract = PyUnicode_FromFormat("{\"id\":%llu}", id))) goto done;
+    w->wide = 0;
+    /* an id unique among the facts on these handles at once: each is retracted before the next
+     * goes in (by this runner or the thread's Python matcher), so short ids can cycle */
+    r->next_id = (r->next_id + 1) % 100000;
+    if (PUTS(w, "{\"id\":") < 0 || put_ll(w, (long long)r->next_id) < 0) goto done;
+    Py_ssize_t id_end = w->len; /* the retract text is {"id":N} */
+    if (PUTS(w, ",") < 0 || write_projection(r, w, data) < 0) goto done;
+    if (!(text = writer_text(w, 0))) goto done;
+    if (!(retract = PyUnicode_New(id_end + 1, 127))) goto done;
+    memcpy(PyUnicode_DATA(retract), w->buf, id_end);
+    PyUnicode_WRITE(PyUnicode_1BYTE_KIND, PyUnicode_DATA(retract), id_end, '}');
     memcpy(r->mask, r->always, r->nwords * sizeof(uint64_t));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->handles); i++)
         if (match_one(r, PyTuple_GET_ITEM(r->handles, i), text, retract) < 0) goto done;
@@ -983,9 +1201,9 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     }
     Py_DECREF(mask);
     if (entry) {
-        PyObject *warnings = PyList_GET_SIZE(r->unknown) ? PyObject_CallOneArg(r->warn, r->unknown) : NULL;
+        PyObject *warnings = PyList_GET_SIZE(r->unknown) ? warnings_for(r) : NULL;
         r->busy = 0; /* a render may evaluate other facts (it never does in stoprule) */
-        if (warnings || !PyErr_Occurred()) result = build(entry, data, warnings);
+        if (warnings || !PyErr_Occurred()) result = build(r, entry, data, warnings);
         Py_XDECREF(warnings);
         Py_DECREF(entry);
     }
@@ -1008,7 +1226,7 @@ static PyObject *runner_project(Runner *r, PyObject *fact) {
     }
     Writer w = {0};
     if (write_projection(r, &w, data) == 0) {
-        PyObject *text = PyUnicode_DecodeUTF8(w.buf, w.len, "strict");
+        PyObject *text = writer_text(&w, 0);
         out = text ? PyTuple_Pack(2, data, text) : NULL;
         Py_XDECREF(text);
     }

@@ -264,7 +264,7 @@ class Evaluator:
         self._stop_order = [s.engine_name for s in compiled.stops]
         # verdicts by set of matched rules: makers by rule names, entries by bits (the C runner's masks)
         self._makers: dict[frozenset[str], _Maker] = {}
-        self._entries: dict[int, _Entry] = {}
+        self._entries: dict[int, tuple[Any, ...]] = {}  # the C runner's (see speedups.runner_entry)
         self._local = threading.local()  # this thread's C runner (see _run)
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
@@ -432,9 +432,15 @@ class Evaluator:
         owner, handles = self._engine.thread_handles()
         engine = (dre.assert_fact, dre.start_action_for_state, dre.complete_and_start_action, dre.retract_fact)
         always = tuple(bits[n] for n in self.compiled.always)
+        programs = {}
+        for rule in self.compiled.rules:
+            render, render_review = self._messages[rule.engine_name]
+            programs[render] = speedups.message_program(rule.message, self.compiled.sets)
+            if render_review is not None:
+                programs[render_review] = speedups.message_program(rule.review_reason, self.compiled.sets)
 
-        def miss(mask: int) -> _Entry:
-            entry = self._outcome({n for n, b in bits.items() if mask >> b & 1})
+        def miss(mask: int) -> tuple[Any, ...]:
+            entry = speedups.runner_entry(self._outcome({n for n, b in bits.items() if mask >> b & 1}), programs)
             if len(self._entries) >= 4096:  # bounded, as the makers are
                 self._entries.clear()
             self._entries[mask] = entry

@@ -25,14 +25,28 @@ from . import projection
 from .compiled import CompiledPolicy, Slot
 from .engine import _float, encode
 from .factschema import FactField, _clone
+from .templates import UNSET, _parts, _show_one
 
-__all__ = ["FORMAT", "HELPERS", "load", "names_program", "projection_program", "runner_args", "schema_program"]
+__all__ = [
+    "FORMAT",
+    "HELPERS",
+    "load",
+    "message_program",
+    "names_program",
+    "projection_program",
+    "runner_args",
+    "runner_entry",
+    "schema_program",
+]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any
 
-FORMAT = 1  # the program layout this module writes (the C module's FORMAT)
+    from .templates import Template
+
+FORMAT = 2  # the program layout this module writes (the C module's FORMAT)
 _KINDS = {"bool": 1, "string": 2, "int": 3, "number": 4, "enum": 5, "object": 6, "list": 7}
 _CONST, _LIST, _DICT, _CLONE = 1, 2, 3, 4  # how a default is made
 _LENGTH, _SCALARS, _EMPTY_ROWS, _ROWS = range(4)  # what a list writes beside its length
@@ -146,4 +160,32 @@ def runner_args(compiled: CompiledPolicy) -> tuple[Any, ...] | None:
     return schema_program(compiled.schema.root), slots, lists, naming
 
 
-HELPERS = (_clone, encode, _float)  # (clone a default, encode any value, encode a float)
+def message_program(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """A message template as the C runner renders it: literal strs (``{@set}`` placeholders
+    written in) and fields ``(path, text shown when the value is missing, null or empty)``;
+    a path step ``name[]`` is written ``(name,)``."""
+    return tuple(part if isinstance(part, str) else _message_field(*part) for part in _parts(tpl, sets))
+
+
+def _message_field(path: tuple[str, ...], fallback: str | None) -> tuple[tuple[Any, ...], str]:
+    steps = tuple((sys.intern(s[:-2]),) if s.endswith("[]") else sys.intern(s) for s in path)
+    return steps, UNSET if fallback is None else fallback
+
+
+def runner_entry(entry: tuple[Any, Any, int], programs: Mapping[Callable[..., str], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The evaluator's verdict entry ``(prototype, ((index, renderer), ...), warnings index)``
+    for the C runner: each renderer replaced by its message program, a constant message
+    written into the prototype."""
+    proto, fills, warnings_at = entry
+    items, left = list(proto), []
+    for at, render in fills:
+        program = programs[render]
+        if all(isinstance(part, str) for part in program):
+            items[at] = "".join(program)
+        else:
+            left.append((at, program))
+    return tuple.__new__(type(proto), items), tuple(left), warnings_at
+
+
+# (clone a default, encode any value, encode a float, write an object into a message)
+HELPERS = (_clone, encode, _float, _show_one)
