@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FORMAT 2 /* the program layout speedups.py writes; bumped when it changes */
+#define FORMAT 3 /* the program layout speedups.py writes; bumped when it changes */
 
 enum { K_BOOL = 1, K_STRING, K_INT, K_NUMBER, K_ENUM, K_OBJECT, K_LIST };
 enum { D_NONE = 0, D_CONST, D_LIST, D_DICT, D_CLONE };
@@ -45,8 +45,11 @@ struct Spec {
     PyObject *values; /* enum: frozenset */
     Py_ssize_t nfields;
     Field *fields;
-    PyObject *lookup; /* object: key (a field's name or alias) -> field index */
+    PyObject *lookup; /* object: a field's name -> its index, an alias -> its field's index + nfields */
     Spec *item;       /* list */
+    PyObject **vals;  /* object: the values being validated (then kept, see validate_object) */
+    char *changed;    /* object: which of them differ from the fact's */
+    int record;       /* object: not inside a list, so the projection reads its vals */
 };
 
 typedef struct {
@@ -54,12 +57,16 @@ typedef struct {
     PyObject *path;   /* tuple of str */
     int enc;
     PyObject *extra; /* enum: value -> whole item text; test: the function */
+    Spec *owner;     /* the object whose validated values hold it (see resolve), or NULL */
+    Py_ssize_t field;
 } Slot;
 
 typedef struct {
     PyObject *len_prefix; /* or NULL */
     PyObject *key_prefix; /* or NULL */
     PyObject *path;
+    Spec *owner; /* as a slot's */
+    Py_ssize_t field;
     int mode;
     int scalar_rows;
     Py_ssize_t nslots;
@@ -71,17 +78,20 @@ static void spec_free(Spec *s) {
     Py_XDECREF(s->values);
     Py_XDECREF(s->lookup);
     for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        if (s->vals) Py_XDECREF(s->vals[i]);
         Py_XDECREF(s->fields[i].name);
         Py_XDECREF(s->fields[i].dval);
         spec_free(s->fields[i].spec);
     }
     PyMem_Free(s->fields);
+    PyMem_Free(s->vals);
+    PyMem_Free(s->changed);
     spec_free(s->item);
     PyMem_Free(s);
 }
 
 /* (kind, nullable, values, fields, lookup, item); a field: (name, spec, required, dkind, dval, req_if) */
-static Spec *spec_parse(PyObject *t, int depth) {
+static Spec *spec_parse(PyObject *t, int depth, int in_list) {
     int kind, nullable;
     PyObject *values, *fields, *lookup, *item;
     if (depth > 64) {
@@ -93,6 +103,7 @@ static Spec *spec_parse(PyObject *t, int depth) {
     if (!s) return (Spec *)PyErr_NoMemory();
     s->kind = kind;
     s->nullable = nullable;
+    s->record = !in_list;
     if (kind == K_ENUM) {
         if (!PyFrozenSet_Check(values)) {
             PyErr_SetString(PyExc_TypeError, "enum values: a frozenset");
@@ -108,7 +119,9 @@ static Spec *spec_parse(PyObject *t, int depth) {
         s->lookup = Py_NewRef(lookup);
         s->nfields = PyTuple_GET_SIZE(fields);
         s->fields = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(Field));
-        if (!s->fields) {
+        s->vals = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(PyObject *));
+        s->changed = PyMem_Calloc(s->nfields ? s->nfields : 1, 1);
+        if (!s->fields || !s->vals || !s->changed) {
             s->nfields = 0;
             PyErr_NoMemory();
             goto fail;
@@ -125,10 +138,10 @@ static Spec *spec_parse(PyObject *t, int depth) {
                 PyErr_SetString(PyExc_ValueError, "req_if out of range");
                 goto fail;
             }
-            if (!(f->spec = spec_parse(sub, depth + 1))) goto fail;
+            if (!(f->spec = spec_parse(sub, depth + 1, in_list))) goto fail;
         }
     }
-    if (kind == K_LIST && !(s->item = spec_parse(item, depth + 1))) goto fail;
+    if (kind == K_LIST && !(s->item = spec_parse(item, depth + 1, 1))) goto fail;
     if (kind < K_BOOL || kind > K_LIST) {
         PyErr_SetString(PyExc_ValueError, "unknown kind");
         goto fail;
@@ -178,56 +191,6 @@ static Slot *slots_parse(PyObject *t, Py_ssize_t *n) {
 
 static int validate(Spec *s, PyObject *v, PyObject **out, PyObject *clone, long long safe);
 
-static int fill_and_check(Spec *s, PyObject *d, PyObject **copy, PyObject *clone, int absent_default,
-                          int check_required);
-
-/* An object with a key that is not a field's own name: the general walk. Aliases are resolved
- * (the output has the fields' own names); an unknown key is appended to ``unknown`` (the
- * fact's top level only: elsewhere, and for a field given twice, the Python path decides). */
-static int walk_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, long long safe, PyObject *unknown) {
-    PyObject *o = PyDict_New(), *k, *v;
-    if (!o) return ERR;
-    Py_ssize_t pos = 0;
-    int r = OK;
-    while (r == OK && PyDict_Next(d, &pos, &k, &v)) {
-        if (!PyUnicode_CheckExact(k)) { /* a key that could run code while the dict is walked */
-            r = BAIL;
-            break;
-        }
-        PyObject *ix = PyDict_GetItemWithError(s->lookup, k);
-        if (!ix) {
-            r = PyErr_Occurred() ? ERR : !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
-            continue;
-        }
-        Py_ssize_t at = PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
-        if (at < 0 || at >= s->nfields) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "schema program: a lookup index out of range");
-            r = ERR;
-            break;
-        }
-        Field *f = &s->fields[at];
-        int twice = PyDict_Contains(o, f->name);
-        if (twice) {
-            r = twice < 0 ? ERR : BAIL;
-            break;
-        }
-        PyObject *nv;
-        Py_INCREF(v); /* borrowed from d: validate can run Python code that changes d */
-        r = validate(f->spec, v, &nv, clone, safe);
-        Py_DECREF(v);
-        if (r != OK) break;
-        r = PyDict_SetItem(o, f->name, nv) < 0 ? ERR : OK;
-        Py_DECREF(nv);
-    }
-    if (r == OK) r = fill_and_check(s, o, &o, clone, 1, 1);
-    if (r != OK) {
-        Py_XDECREF(o);
-        return r;
-    }
-    *out = o;
-    return OK;
-}
-
 static int null_or_bail(Spec *s, PyObject *v, PyObject **out) {
     if (v == Py_None && s->nullable) {
         *out = Py_NewRef(v);
@@ -245,77 +208,94 @@ static PyObject *make_default(Field *f, PyObject *clone) {
     }
 }
 
-/* Defaults for the fields ``d`` lacks (into ``*copy``, made if NULL; only if ``absent_default``),
- * required fields (if ``check_required``), then required_if. On failure ``*copy`` is left for
- * the caller to drop. */
-static int fill_and_check(Spec *s, PyObject *d, PyObject **copy, PyObject *clone, int absent_default,
-                          int check_required) {
-    for (Py_ssize_t i = 0; (absent_default || check_required) && i < s->nfields; i++) {
-        Field *f = &s->fields[i];
-        if (f->dkind == D_NONE ? !(f->required && check_required) : !absent_default) continue;
-        int has = PyDict_Contains(d, f->name);
-        if (has < 0) return ERR;
-        if (has) continue;
-        if (f->dkind == D_NONE) return BAIL; /* required, missing */
-        if (!*copy && !(*copy = PyDict_Copy(d))) return ERR;
-        PyObject *dv = make_default(f, clone);
-        if (!dv) return ERR;
-        int r = PyDict_SetItem(*copy, f->name, dv);
-        Py_DECREF(dv);
-        if (r < 0) return ERR;
-    }
-    PyObject *now = *copy ? *copy : d;
-    for (Py_ssize_t i = 0; i < s->nfields; i++) {
-        Field *f = &s->fields[i];
-        if (f->req_if < 0) continue;
-        PyObject *cond = PyDict_GetItemWithError(now, s->fields[f->req_if].name);
-        if (!cond && PyErr_Occurred()) return ERR;
-        if (cond != Py_True) continue;
-        PyObject *x = PyDict_GetItemWithError(now, f->name);
-        if (!x && PyErr_Occurred()) return ERR;
-        if (!x || x == Py_None || (PyUnicode_CheckExact(x) && PyUnicode_GET_LENGTH(x) == 0)) return BAIL;
-    }
-    return OK;
+/* Drop the values an object's validation holds. */
+static void forget_values(Spec *s) {
+    for (Py_ssize_t i = 0; i < s->nfields; i++) Py_CLEAR(s->vals[i]);
 }
 
+/* An object, read key by key: each key looked up among the fields' names and aliases (so no
+ * key of the fact is ever compared by Python code), each value validated into ``s->vals``,
+ * then defaults filled, required fields and required_if checked. The result is the object
+ * itself when nothing changed, a copy with the changed values when only values changed, and
+ * a new object with the fields' own names when an alias or (at the fact's top level, listed
+ * in ``unknown``) an unknown key was used. A field given twice, or an unknown key below the
+ * top level, is left to the Python path. ``s->vals`` keeps the validated values of an object
+ * the projection reads (``s->record``: not inside a list) until forget_values; any other
+ * object's are dropped on return. */
 static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, long long safe,
                            PyObject *unknown) {
     if (!PyDict_CheckExact(d)) return null_or_bail(s, d, out);
-    Py_ssize_t found = 0;
-    int absent_default = 0, r = OK;
-    PyObject *copy = NULL; /* made on the first change */
-    for (Py_ssize_t i = 0; i < s->nfields && r == OK; i++) {
-        Field *f = &s->fields[i];
-        PyObject *v = PyDict_GetItemWithError(d, f->name);
-        if (!v) {
-            if (PyErr_Occurred()) r = ERR;
-            else if (f->required && f->dkind == D_NONE) r = BAIL;
-            absent_default |= f->dkind != D_NONE;
+    PyObject **vals = s->vals, *k, *v, *res = NULL;
+    char *changed = s->changed;
+    int r = OK, renamed = 0, any_change = 0;
+    Py_ssize_t pos = 0;
+    forget_values(s);
+    memset(changed, 0, s->nfields ? s->nfields : 1);
+    Py_INCREF(d); /* held while it is walked */
+    while (r == OK && PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) { /* a key that could run code when compared */
+            r = BAIL;
+            break;
+        }
+        PyObject *ix = PyDict_GetItemWithError(s->lookup, k);
+        if (!ix) {
+            r = PyErr_Occurred() ? ERR : !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
+            renamed = 1;
             continue;
         }
-        found++;
-        Py_INCREF(v);
+        Py_ssize_t at = PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
+        if (at < 0 || at >= 2 * s->nfields) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "schema program: a lookup index out of range");
+            r = ERR;
+            break;
+        }
+        if (at >= s->nfields) { /* an alias */
+            at -= s->nfields;
+            renamed = 1;
+        }
+        Field *f = &s->fields[at];
+        if (vals[at]) { /* given twice: under its name and an alias */
+            r = BAIL;
+            break;
+        }
         PyObject *nv;
+        Py_INCREF(v);
         r = validate(f->spec, v, &nv, clone, safe);
         if (r == OK) {
-            if (nv != v) {
-                if (!copy && !(copy = PyDict_Copy(d))) r = ERR;
-                if (r == OK && PyDict_SetItem(copy, f->name, nv) < 0) r = ERR;
-            }
-            Py_DECREF(nv);
+            vals[at] = nv;
+            if (nv != v) changed[at] = any_change = 1;
         }
         Py_DECREF(v);
     }
-    if (r == OK && found != PyDict_GET_SIZE(d)) { /* an unknown key or an alias */
-        Py_XDECREF(copy);
-        return walk_object(s, d, out, clone, safe, unknown);
+    for (Py_ssize_t i = 0; r == OK && i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (vals[i]) continue;
+        if (f->dkind == D_NONE) {
+            if (f->required) r = BAIL;
+            continue;
+        }
+        if (!(vals[i] = make_default(f, clone))) r = ERR;
+        changed[i] = any_change = 1;
     }
-    if (r == OK) r = fill_and_check(s, d, &copy, clone, absent_default, 0);
-    if (r != OK) {
-        Py_XDECREF(copy);
-        return r;
+    for (Py_ssize_t i = 0; r == OK && i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (f->req_if < 0 || vals[f->req_if] != Py_True) continue;
+        PyObject *x = vals[i];
+        if (!x || x == Py_None || (PyUnicode_CheckExact(x) && PyUnicode_GET_LENGTH(x) == 0)) r = BAIL;
     }
-    *out = copy ? copy : Py_NewRef(d);
+    if (r == OK && !renamed && !any_change) {
+        res = Py_NewRef(d);
+    } else if (r == OK) {
+        res = renamed ? PyDict_New() : PyDict_Copy(d);
+        for (Py_ssize_t i = 0; res && i < s->nfields; i++) {
+            if (vals[i] && (renamed || changed[i]) && PyDict_SetItem(res, s->fields[i].name, vals[i]) < 0) Py_CLEAR(res);
+        }
+        if (!res) r = ERR;
+    }
+    Py_DECREF(d);
+    if (r != OK || !s->record) forget_values(s);
+    if (r != OK) return r;
+    *out = res;
     return OK;
 }
 
@@ -566,10 +546,17 @@ static int emit_slot(Writer *w, Slot *s, PyObject *v, Encoders *e) {
     }
 }
 
+/* The value a slot or list reads: from its owner's validated values, or looked up on its path
+ * below ``scope`` (a new reference, or NULL: missing, or an error if ``*err``) */
+static PyObject *slot_value(Spec *owner, Py_ssize_t field, PyObject *scope, PyObject *path, int *err) {
+    if (owner) return Py_XNewRef(owner->vals[field]);
+    return lookup(scope, path, err);
+}
+
 static int emit_slots(Writer *w, Slot *slots, Py_ssize_t n, PyObject *scope, Encoders *e) {
     for (Py_ssize_t i = 0; i < n; i++) {
         int err = 0;
-        PyObject *v = lookup(scope, slots[i].path, &err);
+        PyObject *v = slot_value(slots[i].owner, slots[i].field, scope, slots[i].path, &err);
         if (err) return -1;
         if (!v) continue; /* v: a new reference (a test or an encoder runs Python code) */
         int r = emit_slot(w, &slots[i], v, e);
@@ -581,7 +568,7 @@ static int emit_slots(Writer *w, Slot *slots, Py_ssize_t n, PyObject *scope, Enc
 
 static int emit_list(Writer *w, ListOp *op, PyObject *data, Encoders *e) {
     int err = 0;
-    PyObject *seq = lookup(data, op->path, &err);
+    PyObject *seq = slot_value(op->owner, op->field, data, op->path, &err);
     if (err) return -1;
     if (!seq || !PyList_CheckExact(seq)) {
         Py_XDECREF(seq);
@@ -645,6 +632,8 @@ typedef struct {
     int count[128]; /* rules named "<letter>N" */
     Py_ssize_t nwords;
     uint64_t *mask, *always;
+    Spec **recorded; /* the objects whose validated values the projection reads */
+    Py_ssize_t nrecorded;
     Writer w;
     int busy;
 } Runner;
@@ -701,10 +690,60 @@ static void runner_dealloc(Runner *r) {
         slots_free(r->lists[i].slots, r->lists[i].nslots);
     }
     PyMem_Free(r->lists);
+    PyMem_Free(r->recorded);
     PyMem_Free(r->mask);
     PyMem_Free(r->always);
     PyMem_Free(r->w.buf);
     Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+/* The recorded object and field whose validated value is the one at ``path`` from the fact's
+ * top (into ``*owner``, ``*field``); ``*owner`` stays NULL where the path leaves the recorded
+ * objects (the value is then looked up). -1 on error. */
+static int resolve(Spec *root, PyObject *path, Spec **owner, Py_ssize_t *field) {
+    Spec *s = root;
+    Py_ssize_t n = PyTuple_GET_SIZE(path);
+    *owner = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!s || s->kind != K_OBJECT || !s->record) return 0;
+        Py_ssize_t j = 0;
+        for (; j < s->nfields; j++) {
+            int eq = PyObject_RichCompareBool(s->fields[j].name, PyTuple_GET_ITEM(path, i), Py_EQ);
+            if (eq < 0) return -1;
+            if (eq) break;
+        }
+        if (j == s->nfields) return 0;
+        if (i == n - 1) {
+            *owner = s;
+            *field = j;
+        }
+        s = s->fields[j].spec;
+    }
+    return 0;
+}
+
+static int collect_recorded(Runner *r, Spec *s) {
+    if (s->kind != K_OBJECT || !s->record) return 0;
+    Spec **more = PyMem_Realloc(r->recorded, (r->nrecorded + 1) * sizeof(Spec *));
+    if (!more) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->recorded = more;
+    r->recorded[r->nrecorded++] = s;
+    for (Py_ssize_t i = 0; i < s->nfields; i++)
+        if (collect_recorded(r, s->fields[i].spec) < 0) return -1;
+    return 0;
+}
+
+/* Top-level slots and lists read the validated values where they can (see resolve). */
+static int resolve_all(Runner *r) {
+    if (collect_recorded(r, r->schema) < 0) return -1;
+    for (Py_ssize_t i = 0; i < r->nslots; i++)
+        if (resolve(r->schema, r->slots[i].path, &r->slots[i].owner, &r->slots[i].field) < 0) return -1;
+    for (Py_ssize_t i = 0; i < r->nlists; i++)
+        if (resolve(r->schema, r->lists[i].path, &r->lists[i].owner, &r->lists[i].field) < 0) return -1;
+    return 0;
 }
 
 static int parse_lists(Runner *r, PyObject *lists) {
@@ -769,13 +808,13 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         goto fail;
     r->keep = Py_NewRef(keep);
     r->safe = safe;
-    if (!(r->schema = spec_parse(schema, 0))) goto fail;
+    if (!(r->schema = spec_parse(schema, 0, 0))) goto fail;
     if (r->schema->kind != K_OBJECT) {
         PyErr_SetString(PyExc_ValueError, "the schema program is not an object");
         goto fail;
     }
     if (!(r->slots = slots_parse(slots, &r->nslots))) goto fail;
-    if (parse_lists(r, lists) < 0) goto fail;
+    if (parse_lists(r, lists) < 0 || resolve_all(r) < 0) goto fail;
     /* names: {letter: (first bit, count)} for rules named "<letter><number>" */
     for (int i = 0; i < 128; i++) r->base[i] = -1;
     Py_ssize_t pos = 0, nbits = 0;
@@ -1147,21 +1186,31 @@ static PyObject *build(Runner *r, PyObject *entry, PyObject *data, PyObject *war
     return out;
 }
 
+static void forget(Runner *r) {
+    for (Py_ssize_t i = 0; i < r->nrecorded; i++) forget_values(r->recorded[i]);
+}
+
 /* The fact validated into ``*data``, its unknown top-level keys into ``r->unknown``: OK, BAIL
- * (left to Python) or ERR. */
+ * (left to Python) or ERR. On OK the values the projection reads are kept: write_projection
+ * must follow. */
 static int take(Runner *r, PyObject *fact, PyObject **data) {
     if (!r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) return BAIL;
     Py_ssize_t n = PyList_GET_SIZE(r->unknown);
     if (n && PyList_SetSlice(r->unknown, 0, n, NULL) < 0) return ERR;
-    return validate_object(r->schema, fact, data, r->clone, r->safe, r->unknown);
+    forget(r);
+    int v = validate_object(r->schema, fact, data, r->clone, r->safe, r->unknown);
+    if (v != OK) forget(r);
+    return v;
 }
 
-/* The projection of validated ``data`` appended to ``w``: from "_":1 to the closing brace. */
+/* The projection of validated ``data`` appended to ``w``: from "_":1 to the closing brace;
+ * then the values take kept are dropped. */
 static int write_projection(Runner *r, Writer *w, PyObject *data) {
-    if (PUTS(w, "\"_\":1") < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0) return -1;
-    for (Py_ssize_t i = 0; i < r->nlists; i++)
-        if (emit_list(w, &r->lists[i], data, &r->enc) < 0) return -1;
-    return PUTS(w, "}");
+    int rc = PUTS(w, "\"_\":1") < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0 ? -1 : 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < r->nlists; i++) rc = emit_list(w, &r->lists[i], data, &r->enc);
+    if (rc == 0) rc = PUTS(w, "}");
+    forget(r);
+    return rc;
 }
 
 /* run(fact) -> the verdict for this fact, or None: left to the Python path */

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from .templates import Template
 
-FORMAT = 2  # the program layout this module writes (the C module's FORMAT)
+FORMAT = 3  # the program layout this module writes (the C module's FORMAT)
 _KINDS = {"bool": 1, "string": 2, "int": 3, "number": 4, "enum": 5, "object": 6, "list": 7}
 _CONST, _LIST, _DICT, _CLONE = 1, 2, 3, 4  # how a default is made
 _LENGTH, _SCALARS, _EMPTY_ROWS, _ROWS = range(4)  # what a list writes beside its length
@@ -65,8 +65,8 @@ def load() -> Any:
 
 def schema_program(f: FactField) -> tuple[Any, ...]:
     """``(kind, nullable, enum values, fields, lookup, list item)``; a field is ``(name, program,
-    required, how its default is made, the default, index of its required_if field or -1)``,
-    the lookup maps each field's name and aliases to its index."""
+    required, how its default is made, the default, index of its required_if field or -1)``;
+    the lookup maps each field's name to its index and each alias to its index + len(fields)."""
     fields = lookup = None
     if f.type == "object":
         names = list(f.fields)
@@ -80,7 +80,8 @@ def schema_program(f: FactField) -> tuple[Any, ...]:
             )
             for name, ff in f.fields.items()
         )
-        lookup = {sys.intern(key): names.index(name) for key, name in f.lookup.items()}
+        # a field's own name gives its index, an alias its index + the number of fields
+        lookup = {sys.intern(k): names.index(n) + (len(names) if k != n else 0) for k, n in f.lookup.items()}
     item = schema_program(f.items) if f.type == "list" and f.items is not None else None
     values = frozenset(f.values) if f.type == "enum" else None
     return (_KINDS[f.type], int(f.nullable), values, fields, lookup, item)
