@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FORMAT 3 /* the program layout speedups.py writes; bumped when it changes */
+#define FORMAT 4 /* the program layout speedups.py writes; bumped when it changes */
 
 enum { K_BOOL = 1, K_STRING, K_INT, K_NUMBER, K_ENUM, K_OBJECT, K_LIST };
 enum { D_NONE = 0, D_CONST, D_LIST, D_DICT, D_CLONE };
@@ -620,8 +620,9 @@ typedef struct {
     PyObject *clone;
     Encoders enc;
     PyObject *show_one, *sep; /* an object in a message (templates._show_one); ", " */
-    PyObject *makers; /* dict: mask -> verdict entry (see build) */
-    PyObject *miss;   /* mask -> verdict entry, also registering it */
+    PyObject *ranked; /* the rules in winner order: (bit, match, prototype verdict, fills) (see decide) */
+    PyObject *stops;  /* the high-risk stops in order: (bit, id) */
+    Py_ssize_t matched_at, high_risk_at, warnings_at; /* places in a verdict */
     PyObject *warn;   /* unknown top-level keys -> the verdict's warnings */
     PyObject *warned; /* dict: tuple of unknown keys -> their warnings (copied for each verdict) */
     PyObject *unknown;
@@ -632,6 +633,7 @@ typedef struct {
     int count[128]; /* rules named "<letter>N" */
     Py_ssize_t nwords;
     uint64_t *mask, *always;
+    Py_ssize_t *rank_bits, *stop_bits; /* each ranked rule's and stop's bit */
     Spec **recorded; /* the objects whose validated values the projection reads */
     Py_ssize_t nrecorded;
     Writer w;
@@ -649,8 +651,8 @@ static int runner_traverse(Runner *r, visitproc visit, void *arg) {
     Py_VISIT(r->enc.encode_float);
     Py_VISIT(r->show_one);
     Py_VISIT(r->sep);
-    Py_VISIT(r->makers);
-    Py_VISIT(r->miss);
+    Py_VISIT(r->ranked);
+    Py_VISIT(r->stops);
     Py_VISIT(r->warn);
     Py_VISIT(r->warned);
     Py_VISIT(r->unknown);
@@ -669,8 +671,8 @@ static int runner_clear(Runner *r) {
     Py_CLEAR(r->enc.encode_float);
     Py_CLEAR(r->show_one);
     Py_CLEAR(r->sep);
-    Py_CLEAR(r->makers);
-    Py_CLEAR(r->miss);
+    Py_CLEAR(r->ranked);
+    Py_CLEAR(r->stops);
     Py_CLEAR(r->warn);
     Py_CLEAR(r->warned);
     Py_CLEAR(r->unknown);
@@ -691,6 +693,8 @@ static void runner_dealloc(Runner *r) {
     }
     PyMem_Free(r->lists);
     PyMem_Free(r->recorded);
+    PyMem_Free(r->rank_bits);
+    PyMem_Free(r->stop_bits);
     PyMem_Free(r->mask);
     PyMem_Free(r->always);
     PyMem_Free(r->w.buf);
@@ -775,20 +779,37 @@ static int parse_lists(Runner *r, PyObject *lists) {
     return 0;
 }
 
+/* The first item (a bit below ``nbits``) of each of the ``size``-tuples in ``t`` */
+static Py_ssize_t *parse_bits(PyObject *t, Py_ssize_t size, Py_ssize_t nbits, const char *what) {
+    Py_ssize_t n = PyTuple_GET_SIZE(t), *bits = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    if (!bits) return (Py_ssize_t *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(t, i);
+        bits[i] = PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == size ? PyLong_AsSsize_t(PyTuple_GET_ITEM(x, 0)) : -1;
+        if (bits[i] < 0 || bits[i] >= nbits) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, what);
+            PyMem_Free(bits);
+            return NULL;
+        }
+    }
+    return bits;
+}
+
 /* Runner(schema, slots, lists, handles, (assert, start, next, retract), (clone, encode, encode_float, show_one),
- *        names, always, makers, miss, warn, keep, safe) */
+ *        names, always, ranked, stops, (matched at, high-risk stop at, warnings at), warn, keep, safe) */
 static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *schema, *slots, *lists, *handles, *names, *always, *makers, *miss, *warn, *keep;
+    PyObject *schema, *slots, *lists, *handles, *names, *always, *ranked, *stops, *warn, *keep;
     PyObject *assert_fact, *start_action, *next_action, *retract_fact, *clone, *encode, *encode_float, *show;
     long long safe;
+    Py_ssize_t r_matched_at, r_high_risk_at, r_warnings_at;
     if (kw && PyDict_GET_SIZE(kw)) {
         PyErr_SetString(PyExc_TypeError, "Runner takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OO!O!O!(OOOO)(OOOO)O!O!O!OOOL", &schema, &PyTuple_Type, &slots, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "OO!O!O!(OOOO)(OOOO)O!O!O!O!(nnn)OOL", &schema, &PyTuple_Type, &slots, &PyTuple_Type,
                           &lists, &PyTuple_Type, &handles, &assert_fact, &start_action, &next_action, &retract_fact,
-                          &clone, &encode, &encode_float, &show, &PyDict_Type, &names, &PyTuple_Type, &always, &PyDict_Type, &makers,
-                          &miss, &warn, &keep, &safe))
+                          &clone, &encode, &encode_float, &show, &PyDict_Type, &names, &PyTuple_Type, &always, &PyTuple_Type, &ranked,
+                          &PyTuple_Type, &stops, &r_matched_at, &r_high_risk_at, &r_warnings_at, &warn, &keep, &safe))
         return NULL;
     Runner *r = (Runner *)type->tp_alloc(type, 0);
     if (!r) return NULL;
@@ -801,8 +822,11 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     r->enc.encode = Py_NewRef(encode);
     r->enc.encode_float = Py_NewRef(encode_float);
     r->show_one = Py_NewRef(show);
-    r->makers = Py_NewRef(makers);
-    r->miss = Py_NewRef(miss);
+    r->ranked = Py_NewRef(ranked);
+    r->stops = Py_NewRef(stops);
+    r->matched_at = r_matched_at;
+    r->high_risk_at = r_high_risk_at;
+    r->warnings_at = r_warnings_at;
     r->warn = Py_NewRef(warn);
     if (!(r->unknown = PyList_New(0)) || !(r->warned = PyDict_New()) || !(r->sep = PyUnicode_FromString(", ")))
         goto fail;
@@ -846,6 +870,9 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         }
         r->always[bit / 64] |= 1ULL << (bit % 64);
     }
+    if (!(r->rank_bits = parse_bits(ranked, 4, nbits, "ranked: (bit, match, prototype, fills)")) ||
+        !(r->stop_bits = parse_bits(stops, 2, nbits, "stops: (bit, id)")))
+        goto fail;
     return (PyObject *)r; /* tp_alloc has it tracked */
 fail:
     Py_DECREF(r);
@@ -936,21 +963,6 @@ static int match_one(Runner *r, PyObject *h, PyObject *text, PyObject *retract) 
     if (!done) return -1;
     Py_DECREF(done);
     return 0;
-}
-
-static PyObject *mask_value(Runner *r) {
-    if (r->nwords == 1) return PyLong_FromUnsignedLongLong(r->mask[0]);
-    PyObject *out = PyLong_FromLong(0);
-    for (Py_ssize_t i = r->nwords - 1; out && i >= 0; i--) {
-        PyObject *shift = PyLong_FromLong(64), *word = PyLong_FromUnsignedLongLong(r->mask[i]);
-        PyObject *shifted = shift && word ? PyNumber_Lshift(out, shift) : NULL;
-        Py_DECREF(out);
-        out = shifted ? PyNumber_Or(shifted, word) : NULL;
-        Py_XDECREF(shifted);
-        Py_XDECREF(shift);
-        Py_XDECREF(word);
-    }
-    return out;
 }
 
 /* A value in a message, as templates._show_one writes it: a str as itself, a bool as true or
@@ -1146,36 +1158,60 @@ static PyObject *warnings_for(Runner *r) {
     return out;
 }
 
-/* A verdict from its entry ``(prototype, ((index, message program), ...), warnings index)``: a
- * copy of the prototype (a tuple, or an instance of a tuple subclass such as a namedtuple) with
- * each message rendered and the warnings put in. */
-static PyObject *build(Runner *r, PyObject *entry, PyObject *data, PyObject *warnings) {
-    PyObject *proto, *fills;
-    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 ||
-        !PyTuple_Check(proto = PyTuple_GET_ITEM(entry, 0)) || !PyTuple_CheckExact(fills = PyTuple_GET_ITEM(entry, 1))) {
-        PyErr_SetString(PyExc_TypeError, "a verdict entry is (prototype, fills, warnings index)");
+#define HAS(r, bit) ((r)->mask[(bit) / 64] >> ((bit) % 64) & 1)
+
+/* The verdict for the rules in ``r->mask``: the winner's prototype (``ranked``: the first rule
+ * matched in winner order) with every matched rule's match (in that order), the first high-risk
+ * stop matched, the winner's messages rendered and the warnings put in. None if no rule
+ * matched (the Python path raises NoRuleMatched). */
+static PyObject *decide(Runner *r, PyObject *data, PyObject *warnings) {
+    Py_ssize_t nranked = PyTuple_GET_SIZE(r->ranked), win = -1, count = 0;
+    for (Py_ssize_t i = 0; i < nranked; i++) {
+        if (!HAS(r, r->rank_bits[i])) continue;
+        if (win < 0) win = i;
+        count++;
+    }
+    if (win < 0) Py_RETURN_NONE;
+    PyObject *entry = PyTuple_GET_ITEM(r->ranked, win), *proto = PyTuple_GET_ITEM(entry, 2);
+    PyObject *fills = PyTuple_GET_ITEM(entry, 3), *high = Py_None;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->stops); i++) {
+        if (HAS(r, r->stop_bits[i])) {
+            high = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r->stops, i), 1);
+            break;
+        }
+    }
+    Py_ssize_t n = PyTuple_Check(proto) ? PyTuple_GET_SIZE(proto) : -1;
+    if (!PyTuple_CheckExact(fills) || r->matched_at >= n || r->high_risk_at >= n || r->warnings_at >= n ||
+        r->matched_at < 0 || r->high_risk_at < 0 || r->warnings_at < 0) {
+        PyErr_SetString(PyExc_TypeError, "ranked: a prototype verdict (a tuple) with room for the places given, and fills");
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(proto), nfills = PyTuple_GET_SIZE(fills);
+    PyObject *matched = PyTuple_New(count);
+    if (!matched) return NULL;
+    for (Py_ssize_t i = win, at = 0; at < count; i++) {
+        if (HAS(r, r->rank_bits[i])) PyTuple_SET_ITEM(matched, at++, Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(r->ranked, i), 1)));
+    }
     PyTypeObject *tp = Py_TYPE(proto);
     PyObject *out = tp == &PyTuple_Type ? PyTuple_New(n) : tp->tp_alloc(tp, n);
-    if (!out) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(proto, i)));
-    for (Py_ssize_t i = 0; i <= nfills; i++) {
-        PyObject *fill = i < nfills ? PyTuple_GET_ITEM(fills, i) : NULL, *v;
-        if (fill && (!PyTuple_CheckExact(fill) || PyTuple_GET_SIZE(fill) != 2)) {
-            PyErr_SetString(PyExc_TypeError, "a verdict entry's fill is (index, message program)");
-            Py_DECREF(out);
-            return NULL;
-        }
-        if (!fill && !warnings) break;
-        Py_ssize_t at = PyLong_AsSsize_t(fill ? PyTuple_GET_ITEM(fill, 0) : PyTuple_GET_ITEM(entry, 2));
+    if (!out) {
+        Py_DECREF(matched);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = i == r->matched_at ? matched : i == r->high_risk_at ? high
+                      : i == r->warnings_at && warnings ? warnings : PyTuple_GET_ITEM(proto, i);
+        PyTuple_SET_ITEM(out, i, Py_NewRef(v));
+    }
+    Py_DECREF(matched);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fills); i++) {
+        PyObject *fill = PyTuple_GET_ITEM(fills, i), *v;
+        Py_ssize_t at = PyTuple_CheckExact(fill) && PyTuple_GET_SIZE(fill) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(fill, 0)) : -1;
         if (at < 0 || at >= n) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "verdict entry: index out of range");
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a fill is (index in the verdict, message program)");
             Py_DECREF(out);
             return NULL;
         }
-        if (!(v = fill ? render(r, PyTuple_GET_ITEM(fill, 1), data) : Py_NewRef(warnings))) {
+        if (!(v = render(r, PyTuple_GET_ITEM(fill, 1), data))) {
             Py_DECREF(out);
             return NULL;
         }
@@ -1240,22 +1276,10 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     memcpy(r->mask, r->always, r->nwords * sizeof(uint64_t));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->handles); i++)
         if (match_one(r, PyTuple_GET_ITEM(r->handles, i), text, retract) < 0) goto done;
-    PyObject *mask = mask_value(r);
-    if (!mask) goto done;
-    PyObject *entry = PyDict_GetItemWithError(r->makers, mask);
-    if (entry) {
-        Py_INCREF(entry);
-    } else if (!PyErr_Occurred()) {
-        entry = PyObject_CallOneArg(r->miss, mask);
-    }
-    Py_DECREF(mask);
-    if (entry) {
-        PyObject *warnings = PyList_GET_SIZE(r->unknown) ? warnings_for(r) : NULL;
-        r->busy = 0; /* a render may evaluate other facts (it never does in stoprule) */
-        if (warnings || !PyErr_Occurred()) result = build(r, entry, data, warnings);
-        Py_XDECREF(warnings);
-        Py_DECREF(entry);
-    }
+    PyObject *warnings = PyList_GET_SIZE(r->unknown) ? warnings_for(r) : NULL;
+    r->busy = 0; /* a message's object may be shown by Python code, which could evaluate facts */
+    if (warnings || !PyErr_Occurred()) result = decide(r, data, warnings);
+    Py_XDECREF(warnings);
 done:
     r->busy = 0;
     Py_XDECREF(data);

@@ -242,7 +242,9 @@ def _json_projector(
 
 
 # positions in a Verdict
-_MESSAGE, _REVIEW, _WARNINGS = map(Verdict._fields.index, ("message", "review_reason", "warnings"))
+_MESSAGE, _REVIEW, _WARNINGS, _MATCHED, _HIGH_RISK = map(
+    Verdict._fields.index, ("message", "review_reason", "warnings", "matched", "high_risk_stop")
+)
 
 
 class Evaluator:
@@ -262,9 +264,8 @@ class Evaluator:
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
-        # verdicts by set of matched rules: makers by rule names, entries by bits (the C runner's masks)
+        # verdict makers by set of matched rules (the Python path's)
         self._makers: dict[frozenset[str], _Maker] = {}
-        self._entries: dict[int, tuple[Any, ...]] = {}  # the C runner's (see speedups.runner_entry)
         self._local = threading.local()  # this thread's C runner (see _run)
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
@@ -432,20 +433,12 @@ class Evaluator:
         owner, handles = self._engine.thread_handles()
         engine = (dre.assert_fact, dre.start_action_for_state, dre.complete_and_start_action, dre.retract_fact)
         always = tuple(bits[n] for n in self.compiled.always)
-        programs = {}
-        for rule in self.compiled.rules:
-            render, render_review = self._messages[rule.engine_name]
-            programs[render] = speedups.message_program(rule.message, self.compiled.sets)
-            if render_review is not None:
-                programs[render_review] = speedups.message_program(rule.review_reason, self.compiled.sets)
-
-        def miss(mask: int) -> tuple[Any, ...]:
-            entry = speedups.runner_entry(self._outcome({n for n, b in bits.items() if mask >> b & 1}), programs)
-            if len(self._entries) >= 4096:  # bounded, as the makers are
-                self._entries.clear()
-            self._entries[mask] = entry
-            return entry
-
+        programs = speedups.message_programs(self.compiled, self._messages)
+        ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
+            (bits[name], self._match[name], *speedups.verdict_program(self._outcome({name}), programs))
+            for name in sorted(self._rank, key=self._rank.__getitem__)
+        )
+        stops = tuple((bits[name], self._stops[name].id) for name in self._stop_order)
         unknown = self.compiled.schema._unknown_warnings
 
         def warn(found: list[str]) -> tuple[dict[str, str], ...]:
@@ -453,5 +446,5 @@ class Evaluator:
 
         return module.Runner(
             schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
-            self._entries, miss, warn, owner, SAFE_INT,
+            ranked, stops, (_MATCHED, _HIGH_RISK, _WARNINGS), warn, owner, SAFE_INT,
         )  # fmt: skip

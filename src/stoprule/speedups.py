@@ -32,11 +32,12 @@ __all__ = [
     "HELPERS",
     "load",
     "message_program",
+    "message_programs",
     "names_program",
     "projection_program",
     "runner_args",
-    "runner_entry",
     "schema_program",
+    "verdict_program",
 ]
 
 TYPE_CHECKING = False
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
     from .templates import Template
 
-FORMAT = 3  # the program layout this module writes (the C module's FORMAT)
+FORMAT = 4  # the program layout this module writes (the C module's FORMAT)
 _KINDS = {"bool": 1, "string": 2, "int": 3, "number": 4, "enum": 5, "object": 6, "list": 7}
 _CONST, _LIST, _DICT, _CLONE = 1, 2, 3, 4  # how a default is made
 _LENGTH, _SCALARS, _EMPTY_ROWS, _ROWS = range(4)  # what a list writes beside its length
@@ -173,11 +174,28 @@ def _message_field(path: tuple[str, ...], fallback: str | None) -> tuple[tuple[A
     return steps, UNSET if fallback is None else fallback
 
 
-def runner_entry(entry: tuple[Any, Any, int], programs: Mapping[Callable[..., str], tuple[Any, ...]]) -> tuple[Any, ...]:
+def message_programs(
+    compiled: CompiledPolicy, renderers: Mapping[str, tuple[Callable[..., str], Callable[..., str] | None]]
+) -> dict[Callable[..., str], tuple[Any, ...]]:
+    """Each rule's message (and review reason) renderer, by engine name in ``renderers``, mapped
+    to its :func:`message_program`."""
+    programs = {}
+    for rule in compiled.rules:
+        render, render_review = renderers[rule.engine_name]
+        programs[render] = message_program(rule.message, compiled.sets)
+        if render_review is not None and rule.review_reason is not None:
+            programs[render_review] = message_program(rule.review_reason, compiled.sets)
+    return programs
+
+
+def verdict_program(
+    entry: tuple[Any, Any, int], programs: Mapping[Callable[..., str], tuple[Any, ...]]
+) -> tuple[Any, tuple[tuple[int, tuple[Any, ...]], ...]]:
     """The evaluator's verdict entry ``(prototype, ((index, renderer), ...), warnings index)``
-    for the C runner: each renderer replaced by its message program, a constant message
-    written into the prototype."""
-    proto, fills, warnings_at = entry
+    for a winning rule, as the C runner takes it: ``(prototype, ((index, message program), ...))``,
+    a constant message written into the prototype (the runner puts in the matches, the
+    high-risk stop and the warnings)."""
+    proto, fills, _ = entry
     items, left = list(proto), []
     for at, render in fills:
         program = programs[render]
@@ -185,7 +203,7 @@ def runner_entry(entry: tuple[Any, Any, int], programs: Mapping[Callable[..., st
             items[at] = "".join(program)
         else:
             left.append((at, program))
-    return tuple.__new__(type(proto), items), tuple(left), warnings_at
+    return tuple.__new__(type(proto), items), tuple(left)
 
 
 # (clone a default, encode any value, encode a float, write an object into a message)
