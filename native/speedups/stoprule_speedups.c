@@ -221,7 +221,8 @@ static void forget_values(Spec *s) {
  * in ``unknown``) an unknown key was used. A field given twice, or an unknown key below the
  * top level, is left to the Python path. ``s->vals`` keeps the validated values of an object
  * the projection reads (``s->record``: not inside a list) until forget_values; any other
- * object's are dropped on return. */
+ * object's are dropped on return. With ``out`` NULL (for such an object only) the result is
+ * not made: the caller reads ``s->vals``. */
 static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone, long long safe,
                            PyObject *unknown) {
     if (!PyDict_CheckExact(d)) return null_or_bail(s, d, out);
@@ -283,7 +284,9 @@ static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone
         PyObject *x = vals[i];
         if (!x || x == Py_None || (PyUnicode_CheckExact(x) && PyUnicode_GET_LENGTH(x) == 0)) r = BAIL;
     }
-    if (r == OK && !renamed && !any_change) {
+    if (r == OK && !out) {
+        /* the caller reads s->vals */
+    } else if (r == OK && !renamed && !any_change) {
         res = Py_NewRef(d);
     } else if (r == OK) {
         res = renamed ? PyDict_New() : PyDict_Copy(d);
@@ -295,7 +298,7 @@ static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone
     Py_DECREF(d);
     if (r != OK || !s->record) forget_values(s);
     if (r != OK) return r;
-    *out = res;
+    if (out) *out = res;
     return OK;
 }
 
@@ -634,6 +637,7 @@ typedef struct {
     Py_ssize_t nwords;
     uint64_t *mask, *always;
     Py_ssize_t *rank_bits, *stop_bits; /* each ranked rule's and stop's bit */
+    int need_data; /* a top-level slot or list is not among the kept values (see resolve) */
     Spec **recorded; /* the objects whose validated values the projection reads */
     Py_ssize_t nrecorded;
     Writer w;
@@ -743,10 +747,14 @@ static int collect_recorded(Runner *r, Spec *s) {
 /* Top-level slots and lists read the validated values where they can (see resolve). */
 static int resolve_all(Runner *r) {
     if (collect_recorded(r, r->schema) < 0) return -1;
-    for (Py_ssize_t i = 0; i < r->nslots; i++)
+    for (Py_ssize_t i = 0; i < r->nslots; i++) {
         if (resolve(r->schema, r->slots[i].path, &r->slots[i].owner, &r->slots[i].field) < 0) return -1;
-    for (Py_ssize_t i = 0; i < r->nlists; i++)
+        r->need_data |= !r->slots[i].owner;
+    }
+    for (Py_ssize_t i = 0; i < r->nlists; i++) {
         if (resolve(r->schema, r->lists[i].path, &r->lists[i].owner, &r->lists[i].field) < 0) return -1;
+        r->need_data |= !r->lists[i].owner;
+    }
     return 0;
 }
 
@@ -1027,25 +1035,34 @@ static PyObject *find_in_items(Runner *r, PyObject *seq, PyObject *path, Py_ssiz
     return out;
 }
 
-/* The value on ``path[at:]`` below ``cur`` (a new reference), as templates._lookup finds it:
- * None where a step meets something that is not an object; a step ``(name,)`` takes the items
- * of the list ``name`` (see find_in_items). */
+/* The value of ``key`` in ``cur`` (a new reference; None where it is missing or ``cur`` is not
+ * an object). ``cur`` NULL: the fact's validated top level, read from the values take kept. */
+static PyObject *child(Runner *r, PyObject *cur, PyObject *key) {
+    PyObject *v = NULL;
+    if (!cur) {
+        Spec *root = r->schema;
+        PyObject *ix = PyDict_GetItemWithError(root->lookup, key);
+        Py_ssize_t at = ix && PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
+        if (PyErr_Occurred()) return NULL;
+        if (at >= 0 && at < root->nfields) v = root->vals[at]; /* an alias is no key of the validated fact */
+    } else if (PyDict_Check(cur)) {
+        v = PyDict_GetItemWithError(cur, key);
+        if (!v && PyErr_Occurred()) return NULL;
+    }
+    return Py_NewRef(v ? v : Py_None);
+}
+
+/* The value on ``path[at:]`` below ``cur`` (a new reference; ``cur`` as child takes it), as
+ * templates._lookup finds it: None where a step meets something that is not an object; a
+ * step ``(name,)`` takes the items of the list ``name`` (see find_in_items). */
 static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at) {
-    Py_INCREF(cur);
+    Py_XINCREF(cur);
     for (Py_ssize_t i = at; i < PyTuple_GET_SIZE(path); i++) {
-        if (!PyDict_Check(cur)) {
-            Py_DECREF(cur);
-            return Py_NewRef(Py_None);
-        }
         PyObject *step = PyTuple_GET_ITEM(path, i);
         int listed = PyTuple_Check(step) && PyTuple_GET_SIZE(step) == 1;
-        PyObject *next = PyDict_GetItemWithError(cur, listed ? PyTuple_GET_ITEM(step, 0) : step);
-        if (!next && PyErr_Occurred()) {
-            Py_DECREF(cur);
-            return NULL;
-        }
-        next = next ? Py_NewRef(next) : Py_NewRef(Py_None);
-        Py_DECREF(cur);
+        PyObject *next = child(r, cur, listed ? PyTuple_GET_ITEM(step, 0) : step);
+        Py_XDECREF(cur);
+        if (!next) return NULL;
         cur = next;
         if (listed) {
             PyObject *out = find_in_items(r, cur, path, i + 1);
@@ -1053,7 +1070,7 @@ static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at) {
             return out;
         }
     }
-    return cur;
+    return cur ? cur : Py_NewRef(Py_None);
 }
 
 /* A message's field ``(path, shown when empty)`` (a path as find takes it): a non-empty str as
@@ -1226,9 +1243,9 @@ static void forget(Runner *r) {
     for (Py_ssize_t i = 0; i < r->nrecorded; i++) forget_values(r->recorded[i]);
 }
 
-/* The fact validated into ``*data``, its unknown top-level keys into ``r->unknown``: OK, BAIL
- * (left to Python) or ERR. On OK the values the projection reads are kept: write_projection
- * must follow. */
+/* The fact validated, its unknown top-level keys into ``r->unknown``: OK, BAIL (left to Python)
+ * or ERR. On OK the validated values are kept (the projection and the messages read them) until
+ * forget(r), and the validated fact is made into ``*data`` unless ``data`` is NULL. */
 static int take(Runner *r, PyObject *fact, PyObject **data) {
     if (!r->unknown || !PyDict_CheckExact(fact) || PyDict_GET_SIZE(fact) == 0) return BAIL;
     Py_ssize_t n = PyList_GET_SIZE(r->unknown);
@@ -1239,14 +1256,12 @@ static int take(Runner *r, PyObject *fact, PyObject **data) {
     return v;
 }
 
-/* The projection of validated ``data`` appended to ``w``: from "_":1 to the closing brace;
- * then the values take kept are dropped. */
+/* The projection appended to ``w``, from "_":1 to the closing brace: the values take kept, and
+ * the validated fact ``data`` (NULL unless r->need_data) for a slot that is not among them. */
 static int write_projection(Runner *r, Writer *w, PyObject *data) {
     int rc = PUTS(w, "\"_\":1") < 0 || emit_slots(w, r->slots, r->nslots, data, &r->enc) < 0 ? -1 : 0;
     for (Py_ssize_t i = 0; rc == 0 && i < r->nlists; i++) rc = emit_list(w, &r->lists[i], data, &r->enc);
-    if (rc == 0) rc = PUTS(w, "}");
-    forget(r);
-    return rc;
+    return rc == 0 ? PUTS(w, "}") : rc;
 }
 
 /* run(fact) -> the verdict for this fact, or None: left to the Python path */
@@ -1254,7 +1269,7 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     if (r->busy) Py_RETURN_NONE;
     r->busy = 1;
     PyObject *data = NULL, *text = NULL, *retract = NULL, *result = NULL;
-    int v = take(r, fact, &data);
+    int v = take(r, fact, r->need_data ? &data : NULL); /* the kept values serve otherwise */
     if (v != OK) {
         r->busy = 0;
         if (v == ERR) return NULL;
@@ -1277,11 +1292,11 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->handles); i++)
         if (match_one(r, PyTuple_GET_ITEM(r->handles, i), text, retract) < 0) goto done;
     PyObject *warnings = PyList_GET_SIZE(r->unknown) ? warnings_for(r) : NULL;
-    r->busy = 0; /* a message's object may be shown by Python code, which could evaluate facts */
     if (warnings || !PyErr_Occurred()) result = decide(r, data, warnings);
     Py_XDECREF(warnings);
 done:
     r->busy = 0;
+    forget(r);
     Py_XDECREF(data);
     Py_XDECREF(text);
     Py_XDECREF(retract);
@@ -1291,14 +1306,19 @@ done:
 /* project(fact) -> the projection text the engine would be given (no id), or None */
 static PyObject *runner_project(Runner *r, PyObject *fact) {
     if (r->busy) Py_RETURN_NONE;
+    r->busy = 1;
     PyObject *data = NULL, *out = NULL;
     int v = take(r, fact, &data); /* unknown keys: not projected */
     if (v != OK) {
+        r->busy = 0;
         if (v == ERR) return NULL;
         Py_RETURN_NONE;
     }
     Writer w = {0};
-    if (write_projection(r, &w, data) == 0) {
+    int rc = write_projection(r, &w, data);
+    forget(r);
+    r->busy = 0;
+    if (rc == 0) {
         PyObject *text = writer_text(&w, 0);
         out = text ? PyTuple_Pack(2, data, text) : NULL;
         Py_XDECREF(text);
