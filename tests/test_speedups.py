@@ -178,3 +178,74 @@ def test_a_fact_changed_while_it_is_read_is_left_to_python_or_read_safely() -> N
     assert verdict is None  # a key that is not a str: left to Python
     assert rows[2] is old  # the runner never compares a fact's keys by Python code
     assert sys.getrefcount(old) == before  # and holds nothing on to them
+
+
+_RULES = """
+sets:
+  s: {members: [p, q]}
+high_risk_stops:
+  - {id: flagged, description: f, when: {flag: true}}
+  - {id: kind_b, description: k, when: {kind: b}}
+verdicts:
+  pass: {ok: true, stop: allow}
+  review: {ok: false, stop: block, requires_user_review: true}
+rules:
+  - id: a
+    priority: 5
+    when: {flag: true}
+    verdict: review
+    reason: a
+    message: "name {name}, kind {kind}, level {level|none}, n={n}, x={x}, tags {tags}, nums {nums|no nums}"
+    review_reason: "strict {strict} k {strict.k|–} j {strict.j}; items {report.items[].a}, bs {report.items[].b|∅}"
+  - id: b
+    priority: 3
+    when: {kind: b}
+    verdict: pass
+    reason: b
+    message: "{report.items} / {report} / {x|0} / {why} {@s} {{literal}} é"
+  - id: c
+    priority: 2
+    when: {n: 3}
+    verdict: pass
+    reason: c
+    message: "{report.items[]} {tags[]} {nums[]|none}"
+  - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: constant}
+"""
+MESSAGES_PACK = VALIDATOR_PACK.split("verdicts:")[0] + _RULES
+
+
+_SHOWN: list[dict[str, Any]] = [
+    {"report": {"items": [{"a": "s", "b": True}, {"a": "t", "b": False}, {"a": "u", "b": None}, {"a": ""}]}},
+    {"report": {"items": []}, "x": 1.5, "nums": [1, 2.5, -0.0]},
+    {"report": None, "x": 10**20, "nums": [], "tags": ["t", "é", ""]},
+    {"strict": {"k": "v", "j": 2}, "tags": [], "level": None, "x": -3},
+    {"strict": {"k": ""}, "x": 1e300, "nums": None},
+    {"strict": None, "level": "y", "n": 0},
+]
+
+
+def test_messages_matches_and_stops_agree(tmp_path: Path) -> None:
+    """Every kind of message placeholder (nested, list items, fallbacks, sets, objects and lists
+    shown whole, non-ASCII text) and varied sets of matched rules and high-risk stops: the
+    verdicts the runner builds are the Python path's."""
+    ev, py = _pair(tmp_path, MESSAGES_PACK)
+    run = ev._run(batch=True)
+    rng = random.Random(7)
+    taken, winners = 0, set()
+    for _ in range(3000):
+        fact = {rng.choice(KEYS): _value(rng, rng.choice(KEYS)) for _ in range(rng.randrange(9))}
+        fact.setdefault("name", rng.choice(["n", "", "é"]))
+        if rng.random() < 0.3:  # rule a and the stop "flagged"
+            fact.update(flag=True, why=rng.choice(["w", "é"]))
+        if rng.random() < 0.3:  # rule b and the stop "kind_b"
+            fact["kind"] = "b"
+        if rng.random() < 0.5:  # valid values of every shape, for the messages to show
+            fact.update(rng.choice(_SHOWN))
+        same_as_python(ev, py, fact)
+        verdict = run(fact)
+        if verdict is not None:
+            taken += 1
+            winners.add((verdict.rule, verdict.high_risk_stop, len(verdict.matched)))
+    assert taken >= 200  # most random facts are invalid: left to Python
+    assert {w[0] for w in winners} == {"p.a", "p.b", "p.c", "p.z"}
+    assert {w[1] for w in winners} == {None, "flagged", "kind_b"}
