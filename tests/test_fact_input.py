@@ -45,6 +45,16 @@ def test_unknown_fields_are_warned_with_a_suggestion(evaluator: Evaluator) -> No
     assert v.to_dict()["warnings"] == list(v.warnings)
 
 
+def test_a_key_that_is_not_a_string_is_an_unknown_field(evaluator: Evaluator) -> None:
+    """From Python a fact may have any key; it is warned about (strict: refused) by its text,
+    at the top level as below it."""
+    v = evaluator.evaluate({1: 2, "status": "partial", "errors": [{"type": "timeout", (3, 4): 5}]})
+    assert [w["field"] for w in v.warnings] == ["1", "errors[0].(3, 4)"]
+    with pytest.raises(FactError) as info:
+        evaluator.evaluate({None: 1, "status": "partial"}, strict=True)
+    assert (info.value.code, info.value.field) == ("fact.unknown_field", "None")
+
+
 def test_no_warning_no_key(evaluator: Evaluator) -> None:
     assert "warnings" not in evaluator.evaluate({"status": "implemented"}).to_dict()
 

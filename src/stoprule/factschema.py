@@ -544,6 +544,8 @@ class FactSchema:
         messages = self._messages
         out = []
         for f in found:
+            if type(f) is not str:  # a key that is not a string (from Python, never from JSON)
+                f = str(f)
             message = messages.get(f)
             if message is None:  # difflib is slow, and the same unknown fields come back fact after fact
                 if len(messages) >= 4096:
