@@ -249,3 +249,56 @@ def test_messages_matches_and_stops_agree(tmp_path: Path) -> None:
     assert taken >= 200  # most random facts are invalid: left to Python
     assert {w[0] for w in winners} == {"p.a", "p.b", "p.c", "p.z"}
     assert {w[1] for w in winners} == {None, "flagged", "kind_b"}
+
+
+DEFAULTS_PACK = """
+schema:
+  fields:
+    cfg:
+      type: object
+      default: {}
+      fields:
+        mode: {type: string, default: strict}
+        inner: {type: object, default: {}, fields: {level: {type: int, default: 2}}}
+    outer:
+      type: list
+      default: []
+      items:
+        type: object
+        fields:
+          inner: {type: list, nullable: true, items: {type: object, fields: {s: {type: string, nullable: true}}}}
+verdicts:
+  pass: {ok: true, stop: allow}
+  block: {ok: false, stop: block}
+rules:
+  - id: strict
+    priority: 2
+    when: {cfg.mode: {eq: strict}}
+    verdict: block
+    reason: s
+    message: "[{outer[].inner[].s|none}]"
+  - {id: deep, priority: 1, when: {cfg.inner.level: {eq: 2}}, verdict: block, reason: d, message: "d"}
+  - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: "[{outer[].inner[].s|none}]"}
+"""
+
+
+def test_defaulted_objects_and_nested_item_paths_agree(tmp_path: Path) -> None:
+    """The projection reads below an object given its default; an item path's empty text is
+    None before it is joined into the items above (templates._lookup's ``or None``)."""
+    ev, py = _pair(tmp_path, DEFAULTS_PACK)
+    run = ev._runner().run
+    outer = [{"inner": [{"s": ""}]}, {"inner": [{"s": "x"}]}]
+    for fact in ({"outer": []}, {"cfg": {}}, {"cfg": {"inner": {}}}, {"outer": outer}, {"cfg": {"mode": "m"}}):
+        verdict = run(fact)
+        assert verdict is not None and verdict == py.evaluate(fact), fact
+        same_as_python(ev, py, fact)
+
+
+def test_a_pack_that_rejects_unknown_fields_runs_in_python(tmp_path: Path) -> None:
+    """The runner lists unknown top-level keys as warnings; with ``additional_fields: reject``
+    they are errors, so such a pack is left to the Python path."""
+    ev, py = _pair(tmp_path, VALIDATOR_PACK.replace("schema:\n", "schema:\n  additional_fields: reject\n", 1))
+    assert ev._runner() is None
+    out = ev.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")
+    assert isinstance(out[0], EvaluationError) and out[0].code == "fact.unknown_field"
+    assert out == py.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")

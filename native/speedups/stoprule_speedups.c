@@ -213,6 +213,24 @@ static void forget_values(Spec *s) {
     for (Py_ssize_t i = 0; i < s->nfields; i++) Py_CLEAR(s->vals[i]);
 }
 
+/* A recorded object given its default (a fresh copy of the compiler's normalised default: the
+ * fields' own names, their own defaults in): its values kept as if it had been validated, so
+ * the projection reads what the Python projector reads below it (str keys: no Python code). */
+static int remember_default(Spec *s, PyObject *d) {
+    if (s->kind != K_OBJECT || !s->record || !PyDict_CheckExact(d)) return 0;
+    forget_values(s);
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        PyObject *v = PyDict_GetItemWithError(d, s->fields[i].name);
+        if (!v) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        s->vals[i] = Py_NewRef(v);
+        if (remember_default(s->fields[i].spec, v) < 0) return -1;
+    }
+    return 0;
+}
+
 /* An object, read key by key: each key looked up among the fields' names and aliases (so no
  * key of the fact is ever compared by Python code), each value validated into ``s->vals``,
  * then defaults filled, required fields and required_if checked. The result is the object
@@ -275,7 +293,7 @@ static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone
             if (f->required) r = BAIL;
             continue;
         }
-        if (!(vals[i] = make_default(f, clone))) r = ERR;
+        if (!(vals[i] = make_default(f, clone)) || remember_default(f->spec, vals[i]) < 0) r = ERR;
         changed[i] = any_change = 1;
     }
     for (Py_ssize_t i = 0; r == OK && i < s->nfields; i++) {
@@ -1008,7 +1026,7 @@ static int append_shown(Runner *r, PyObject *items, PyObject *v) {
 static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at);
 
 /* The values ``path[at:]`` finds in each item of ``seq`` (bar nulls, lists flattened), shown and
- * joined with ", "; None if there are none, or ``seq`` is not a list. */
+ * joined with ", "; None if that text is empty (templates._lookup's ``or None``) or ``seq`` is not a list. */
 static PyObject *find_in_items(Runner *r, PyObject *seq, PyObject *path, Py_ssize_t at) {
     if (!PyList_Check(seq)) return Py_NewRef(Py_None);
     PyObject *items = PyList_New(0), *out = NULL;
@@ -1030,8 +1048,10 @@ static PyObject *find_in_items(Runner *r, PyObject *seq, PyObject *path, Py_ssiz
         if (rc < 0) Py_CLEAR(items);
     }
     if (!items) return NULL;
-    out = PyList_GET_SIZE(items) ? PyUnicode_Join(r->sep, items) : Py_NewRef(Py_None);
+    out = PyUnicode_Join(r->sep, items);
     Py_DECREF(items);
+    if (out && PyUnicode_GET_LENGTH(out) == 0) /* as templates._lookup: ", ".join(...) or None */
+        Py_SETREF(out, Py_NewRef(Py_None));
     return out;
 }
 
@@ -1279,7 +1299,9 @@ static PyObject *runner_run(Runner *r, PyObject *fact) {
     w->len = 0;
     w->wide = 0;
     /* an id unique among the facts on these handles at once: each is retracted before the next
-     * goes in (by this runner or the thread's Python matcher), so short ids can cycle */
+     * goes in (by this runner or the thread's Python matcher), so short ids can cycle. (Matching
+     * on the same handles from inside a match, e.g. from a gc callback, is not supported either
+     * way: the engine keeps one action queue per handle.) */
     r->next_id = (r->next_id + 1) % 100000;
     if (PUTS(w, "{\"id\":") < 0 || put_ll(w, (long long)r->next_id) < 0) goto done;
     Py_ssize_t id_end = w->len; /* the retract text is {"id":N} */

@@ -151,8 +151,9 @@ def names_program(engine_names: list[str]) -> tuple[dict[str, tuple[int, int]], 
 
 def runner_args(compiled: CompiledPolicy) -> tuple[Any, ...] | None:
     """The pack's part of a Runner's arguments (schema, slots, lists, names, bits), or None
-    where the accelerator does not apply: a pack whose rulesets each read a subset."""
-    if compiled.ruleset_keys is not None:
+    where the accelerator does not apply: a pack whose rulesets each read a subset, or that
+    rejects unknown fields (the runner lists them as warnings)."""
+    if compiled.ruleset_keys is not None or compiled.schema.root.additional == "reject":
         return None
     names = [r.engine_name for r in compiled.rules] + [s.engine_name for s in compiled.stops]
     naming = names_program(names)
