@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import _thread
 import json
-import threading
 from collections.abc import Callable, Iterable
 
 from . import projection
@@ -266,7 +266,7 @@ class Evaluator:
         self._stop_order = [s.engine_name for s in compiled.stops]
         # verdict makers by set of matched rules (the Python path's)
         self._makers: dict[frozenset[str], _Maker] = {}
-        self._local = threading.local()  # this thread's C runner (see _run)
+        self._local = _thread._local()  # threading.local: this thread's C runner (see _run)
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
         self._messages = {

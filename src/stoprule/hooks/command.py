@@ -17,6 +17,7 @@ from contextlib import suppress
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["CommandTimeout", "capture"]
 
@@ -33,7 +34,8 @@ def capture(argv: list[str], timeout: float, env: Mapping[str, str] | None = Non
     if not hasattr(os, "posix_spawnp") or not hasattr(os, "waitstatus_to_exitcode"):
         return _with_subprocess(argv, timeout, env)
     import select
-    import signal
+
+    signal = _signal()
 
     deadline = time.monotonic() + timeout
     out_r, out_w = os.pipe()
@@ -88,6 +90,19 @@ def capture(argv: list[str], timeout: float, env: Mapping[str, str] | None = Non
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+def _signal() -> Any:
+    """The signal constants and functions: the C module ``_signal`` where there is one (the
+    ``signal`` module turns them into enums on import, about 1 ms of a hook's start)."""
+    try:
+        import _signal  # type: ignore[import-not-found]
+
+        return _signal
+    except ImportError:  # pragma: no cover - not CPython
+        import signal
+
+        return signal
 
 
 def _with_subprocess(argv: list[str], timeout: float, env: Mapping[str, str]) -> tuple[int, bytes, bytes]:

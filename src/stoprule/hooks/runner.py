@@ -91,10 +91,10 @@ def _guard(rec: dict[str, Any], event: HookEvent, block: bool, cap: int) -> tupl
 def _alarm(seconds: float) -> Callable[[], None]:
     """Raise BudgetSpent in the main thread after ``seconds`` (POSIX); returns the disarm."""
     try:
-        import signal
-        import threading
+        from .command import _signal
 
-        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        signal = _signal()
+        if not hasattr(signal, "setitimer"):
             return lambda: None
 
         def fire(signum: int, frame: object) -> None:
@@ -108,7 +108,7 @@ def _alarm(seconds: float) -> Callable[[], None]:
             signal.signal(signal.SIGALRM, old)
 
         return disarm
-    except (ImportError, ValueError, OSError):
+    except (ImportError, ValueError, OSError):  # ValueError: not the main thread
         return lambda: None
 
 
