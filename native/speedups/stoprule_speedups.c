@@ -1,4 +1,4 @@
-/* stoprule_speedups: one fact validated, projected and matched in C.
+/* stoprule_speedups: one fact validated, projected, matched and decided in C.
  *
  * The accelerator behind stoprule's Evaluator (src/stoprule/speedups.py builds the programs
  * this module runs and is the place to read first). It covers the common case only: a fact
@@ -7,11 +7,12 @@
  * string to check) Runner.run returns None and the caller runs the pure-Python path, which
  * names the error; so whatever this module accepts, the Python path accepts with the same data.
  *
- * Per fact: validate against the schema program (defaults filled, copies made only where
- * something changed), write the projection as the engine's JSON (the same text, character
- * for character, as the generated Python projector), assert it into each ruleset under a
- * fresh id, drain the action queue into a bitmask of matched rules, retract by id, and build
- * the verdict from the entry registered for the mask (a prototype, and the messages to render).
+ * Per fact: validate against the schema program, key by key, keeping the validated values
+ * (defaults filled; the fact itself is not copied for the runner), write the projection from
+ * them as the engine's JSON (the same text, character for character, as the generated Python
+ * projector), assert it into each ruleset under a fresh id, drain the action queue into a
+ * bitmask of matched rules, retract by id, and decide: the winner's prototype verdict with the
+ * matches, the high-risk stop, the rendered messages and the warnings put in (see decide).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

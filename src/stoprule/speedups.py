@@ -3,12 +3,14 @@
 ``stoprule_speedups`` (built from ``native/speedups`` when stoprule is installed) runs one
 fact at a time: it validates the fact against :func:`schema_program`, writes the projection
 from :func:`projection_program` (the same text as the generated Python projector), matches
-it on this thread's engine handles (rule names as bits: :func:`names_program`) and builds the
-verdict from the entry the evaluator registered for that set of bits (a prototype verdict and
-its messages' renderers). It takes only the common case: every value valid, strings ASCII,
-aliases resolved, unknown keys at the fact's top level only (the evaluator words their
-warnings). For anything else it returns None and the evaluator takes its Python path, which
-names the error.
+it on this thread's engine handles (rule names as bits: :func:`names_program`) and decides
+the verdict: the first matched rule in winner order gives a prototype verdict
+(:func:`verdict_program`) into which go the matches in that order, the first high-risk stop
+matched, the winner's messages (:func:`message_program`, rendered as the generated Python
+renderers render them) and the warnings. It takes only the common case: every value valid,
+strings ASCII, aliases resolved, unknown keys at the fact's top level only (the evaluator words
+their warnings, once per set of keys), some rule matched. For anything else it returns None
+and the evaluator takes its Python path, which names the error.
 
 Where the module is missing or was built for another program layout, or with
 ``STOPRULE_SPEEDUPS=0`` in the environment, everything runs in Python, with the same results.
