@@ -302,3 +302,17 @@ def test_a_pack_that_rejects_unknown_fields_runs_in_python(tmp_path: Path) -> No
     out = ev.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")
     assert isinstance(out[0], EvaluationError) and out[0].code == "fact.unknown_field"
     assert out == py.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")
+
+
+def test_a_malformed_verdict_program_is_refused_when_the_runner_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape of every rule's verdict program is checked once, when the runner is made (so
+    deciding a fact need not check it): a message field that is not (path, text) is refused."""
+    good = speedups.verdict_program
+
+    def bad(entry: Any, programs: Any) -> Any:
+        proto, fills = good(entry, programs)
+        return proto, tuple((at, ("x", ("path-not-a-tuple", "-"))) for at, _ in fills) or ((0, (1,)),)
+
+    monkeypatch.setattr(speedups, "verdict_program", bad)
+    with pytest.raises(ValueError, match="ranked"):
+        Evaluator(EV.compiled)._runner()

@@ -822,6 +822,41 @@ static Py_ssize_t *parse_bits(PyObject *t, Py_ssize_t size, Py_ssize_t nbits, co
     return bits;
 }
 
+/* Each ranked rule's prototype verdict (a tuple with room for the places) and fills ``(index in
+ * the verdict, message program)``, each program's parts a str or ``(path tuple, str)``: checked
+ * once here, so that deciding a fact need not. */
+static int check_ranked(Runner *r) {
+    Py_ssize_t last = r->matched_at > r->high_risk_at ? r->matched_at : r->high_risk_at;
+    last = last > r->warnings_at ? last : r->warnings_at;
+    if (r->matched_at < 0 || r->high_risk_at < 0 || r->warnings_at < 0) goto bad;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->ranked); i++) {
+        PyObject *entry = PyTuple_GET_ITEM(r->ranked, i), *proto = PyTuple_GET_ITEM(entry, 2);
+        PyObject *fills = PyTuple_GET_ITEM(entry, 3);
+        if (!PyTuple_Check(proto) || PyTuple_GET_SIZE(proto) <= last || !PyTuple_CheckExact(fills)) goto bad;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fills); j++) {
+            PyObject *fill = PyTuple_GET_ITEM(fills, j), *program;
+            if (!PyTuple_CheckExact(fill) || PyTuple_GET_SIZE(fill) != 2 || !PyLong_Check(PyTuple_GET_ITEM(fill, 0)) ||
+                !PyTuple_CheckExact(program = PyTuple_GET_ITEM(fill, 1)))
+                goto bad;
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(fill, 0));
+            if (at < 0 || at >= PyTuple_GET_SIZE(proto)) goto bad;
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(program); k++) {
+                PyObject *part = PyTuple_GET_ITEM(program, k);
+                if (PyUnicode_CheckExact(part)) continue;
+                if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || !PyTuple_CheckExact(PyTuple_GET_ITEM(part, 0)) ||
+                    !PyUnicode_Check(PyTuple_GET_ITEM(part, 1)))
+                    goto bad;
+            }
+        }
+    }
+    return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "ranked: (bit, match, prototype verdict with room for the places, fills "
+                                          "((index, (str or (path, str when empty), ...)), ...))");
+    return -1;
+}
+
 /* Runner(schema, slots, lists, handles, (assert, start, next, retract), (clone, encode, encode_float, show_one),
  *        names, always, ranked, stops, (matched at, high-risk stop at, warnings at), warn, keep, safe) */
 static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -898,7 +933,7 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         r->always[bit / 64] |= 1ULL << (bit % 64);
     }
     if (!(r->rank_bits = parse_bits(ranked, 4, nbits, "ranked: (bit, match, prototype, fills)")) ||
-        !(r->stop_bits = parse_bits(stops, 2, nbits, "stops: (bit, id)")))
+        !(r->stop_bits = parse_bits(stops, 2, nbits, "stops: (bit, id)")) || check_ranked(r) < 0)
         goto fail;
     return (PyObject *)r; /* tp_alloc has it tracked */
 fail:
@@ -1098,13 +1133,8 @@ static PyObject *find(Runner *r, PyObject *cur, PyObject *path, Py_ssize_t at) {
  * itself, None, "" or [] as the text given, anything else as show_one writes it; the rules of
  * the generated Python renderer (templates.compile_templates). */
 static PyObject *render_field(Runner *r, PyObject *part, PyObject *data) {
-    PyObject *path, *empty;
-    if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || !PyTuple_CheckExact(path = PyTuple_GET_ITEM(part, 0)) ||
-        !PyUnicode_Check(empty = PyTuple_GET_ITEM(part, 1))) {
-        PyErr_SetString(PyExc_TypeError, "a message's field is (path, text shown when empty)");
-        return NULL;
-    }
-    PyObject *v = find(r, data, path, 0), *out;
+    PyObject *empty = PyTuple_GET_ITEM(part, 1); /* the shape: see check_ranked */
+    PyObject *v = find(r, data, PyTuple_GET_ITEM(part, 0), 0), *out;
     if (!v) return NULL;
     if (v == Py_None || (PyUnicode_Check(v) && PyUnicode_GET_LENGTH(v) == 0) || (PyList_Check(v) && PyList_GET_SIZE(v) == 0))
         out = Py_NewRef(empty);
@@ -1116,10 +1146,6 @@ static PyObject *render_field(Runner *r, PyObject *part, PyObject *data) {
 
 /* A message from its program: a tuple of literal strs and fields (see render_field). */
 static PyObject *render(Runner *r, PyObject *program, PyObject *data) {
-    if (!PyTuple_CheckExact(program)) {
-        PyErr_SetString(PyExc_TypeError, "a message's program is a tuple");
-        return NULL;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(program), got = 0, total = 0;
     PyObject *small[16], **pieces = n <= 16 ? small : PyMem_Malloc(n * sizeof(PyObject *)), *out = NULL;
     if (!pieces) return PyErr_NoMemory();
@@ -1218,12 +1244,7 @@ static PyObject *decide(Runner *r, PyObject *data, PyObject *warnings) {
             break;
         }
     }
-    Py_ssize_t n = PyTuple_Check(proto) ? PyTuple_GET_SIZE(proto) : -1;
-    if (!PyTuple_CheckExact(fills) || r->matched_at >= n || r->high_risk_at >= n || r->warnings_at >= n ||
-        r->matched_at < 0 || r->high_risk_at < 0 || r->warnings_at < 0) {
-        PyErr_SetString(PyExc_TypeError, "ranked: a prototype verdict (a tuple) with room for the places given, and fills");
-        return NULL;
-    }
+    Py_ssize_t n = PyTuple_GET_SIZE(proto);
     PyObject *matched = PyTuple_New(count);
     if (!matched) return NULL;
     for (Py_ssize_t i = win, at = 0; at < count; i++) {
@@ -1243,12 +1264,7 @@ static PyObject *decide(Runner *r, PyObject *data, PyObject *warnings) {
     Py_DECREF(matched);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fills); i++) {
         PyObject *fill = PyTuple_GET_ITEM(fills, i), *v;
-        Py_ssize_t at = PyTuple_CheckExact(fill) && PyTuple_GET_SIZE(fill) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(fill, 0)) : -1;
-        if (at < 0 || at >= n) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a fill is (index in the verdict, message program)");
-            Py_DECREF(out);
-            return NULL;
-        }
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(fill, 0)); /* in range: see check_ranked */
         if (!(v = render(r, PyTuple_GET_ITEM(fill, 1), data))) {
             Py_DECREF(out);
             return NULL;
