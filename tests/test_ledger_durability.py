@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -45,6 +45,12 @@ def popen(args: list[str], tmp_path: Path, stdin: str | None = None) -> subproce
         proc.stdin.close()
         proc.stdin = None
     return proc
+
+
+def finish(procs: Iterable[subprocess.Popen]) -> list[tuple[str, str]]:
+    """Every process's (stdout, stderr), all collected before any is asserted on: a failing
+    assertion must not leave the other processes' pipes open for a later test's GC to report."""
+    return [proc.communicate(timeout=120) for proc in procs]
 
 
 def fork(work: Callable[[], int]) -> int:
@@ -108,8 +114,7 @@ def test_eight_processes_append_to_shared_and_own_runs(tmp_path: Path, run_cli) 
         stdin = "\n".join(json.dumps(f) for f in facts)
         procs.append((p, run, popen(["eval", "--run", run, "--ledger", str(db)], tmp_path, stdin)))
     outs = {}
-    for p, run, proc in procs:
-        out, err = proc.communicate(timeout=120)
+    for (p, run, proc), (out, err) in zip(procs, finish(proc for _, _, proc in procs), strict=True):
         assert proc.returncode == 1, err  # the facts mix ok and blocked verdicts
         assert "Traceback" not in err
         envs = [json.loads(ln) for ln in out.splitlines()]
@@ -170,8 +175,7 @@ def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocke
     procs = [popen(["eval", "--run", "r", "--ledger", str(db), "--retry", token], tmp_path, json.dumps(FIXED))
              for _ in range(8)]  # fmt: skip
     results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
+    for proc, (out, err) in zip(procs, finish(procs), strict=True):
         assert proc.returncode == 0, err
         results.append(json.loads(out))
     assert {r["node"] for r in results} == {"n2"}

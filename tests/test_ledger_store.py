@@ -341,6 +341,38 @@ def test_open_refuses_what_is_not_a_usable_ledger(tmp_path: Path) -> None:
         Ledger.open(str(tmp_path))
 
 
+def test_open_sees_a_ledger_another_writer_creates_meanwhile(tmp_path: Path, monkeypatch, evaluator) -> None:
+    """Two processes race to create a ledger: the loser's first look may fall before the winner's
+    creation and its second after. It must take the file as a ledger, never as "not a ledger"."""
+    path = tmp_path / "l.db"
+    connect = Ledger._connect
+
+    class FirstLookThenCreated:  # the other process creates the ledger right after this one's first read
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self._conn, self._looked = conn, False
+
+        def __getattr__(self, name: str):
+            return getattr(self._conn, name)
+
+        def execute(self, sql: str, *args):
+            cur = self._conn.execute(sql, *args)
+            if self._looked:
+                return cur
+            self._looked = True
+            rows = iter(cur.fetchall())  # the read is over (no lock held) before the other writer starts
+            monkeypatch.setattr(Ledger, "_connect", staticmethod(connect))
+            with Ledger.open(str(path)) as other:
+                Recorder(other, evaluator).record("r", OK)
+            return type("Rows", (), {"fetchone": lambda _self: next(rows, None)})()
+
+    monkeypatch.setattr(Ledger, "_connect", staticmethod(lambda *a: FirstLookThenCreated(connect(*a))))
+    with Ledger.open(str(path)) as led:
+        Recorder(led, evaluator).record("r", REVIEW)
+    with Ledger.open(str(path), readonly=True) as led:
+        assert led.status("r").decisions == 2
+        assert verify(led).ok
+
+
 def test_truncated_ledger_is_refused_and_left_alone(tmp_path: Path, evaluator) -> None:
     path = tmp_path / "l.db"
     with Ledger.open(str(path)) as led:

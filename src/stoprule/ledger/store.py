@@ -52,6 +52,12 @@ __all__ = [
 DEFAULT_PATH = os.path.join(".stoprule", "ledger.db")
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another writer's transaction
 SYNCHRONOUS = "FULL"  # fsync the WAL at every commit: a returned decision survives power loss
+# What marks the file, read in one statement so that a ledger another process is creating is seen
+# before or after its creation, never half-way (three reads could see its id as 0, then its version).
+_STAMP = (
+    "SELECT (SELECT application_id FROM pragma_application_id),"
+    " (SELECT user_version FROM pragma_user_version), EXISTS (SELECT 1 FROM sqlite_master)"
+)
 MAX_RUN_ID = 200
 TIP: Any = object()  # append's default parent: the run's current tip
 # a reader that cannot create the WAL index (-shm) beside a read-only ledger
@@ -320,8 +326,7 @@ class Ledger:
 
     def _prepare(self, readonly: bool) -> None:
         c = self._conn
-        app = c.execute("PRAGMA application_id").fetchone()[0]
-        version = c.execute("PRAGMA user_version").fetchone()[0]
+        app, version, has_tables = c.execute(_STAMP).fetchone()
         if app == APPLICATION_ID and version == SCHEMA_VERSION:
             pass
         elif app == APPLICATION_ID and version == 1:
@@ -333,7 +338,7 @@ class Ledger:
             raise LedgerError(
                 "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
             )
-        elif app == 0 and version == 0 and not c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+        elif app == 0 and version == 0 and not has_tables:
             if readonly:
                 raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
             self._create()
