@@ -479,6 +479,9 @@ def test_ndjson_in_chunks_and_in_processes_gives_the_same_output(run_cli, tmp_pa
         assert len(chunks) == parts
         assert [(n, repr(x)) for c in chunks for n, x in chunk_items(data, c)] == whole
     assert split_ndjson(b'{\n"a": 1\n}\n' * 1000, 4) is None  # one pretty-printed document: not split
+    assert split_ndjson(b"{}\n" * 1999 + b"{}", 4, min_lines=2000) is not None  # 2000 lines: split
+    assert split_ndjson(b"{}\n" * 1998 + b"{}", 4, min_lines=2000) is None  # 1999: not worth it
+    assert split_ndjson(b"{}\n" * 1999, 4, min_lines=2000) is not None  # 1999 facts, but 2000 lines
     f = tmp_path / "facts.ndjson"
     f.write_bytes(data)
     one = run_cli("eval", str(f))

@@ -14,7 +14,9 @@ Only NDJSON is split: one (possibly pretty-printed) JSON document is a single fa
 from __future__ import annotations
 
 import os
+from collections import deque
 from contextlib import contextmanager
+from itertools import islice
 
 from .factio import complete_line, ndjson_items
 
@@ -33,7 +35,8 @@ __all__ = [
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
+    from concurrent.futures import Executor, Future
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -43,6 +46,7 @@ Chunk = tuple[int, int, int]  # (first line number, start offset, end offset)
 
 MIN_PARALLEL_LINES = 2_000  # below this, starting workers costs more than it saves
 CHUNK_LINES = 2_500  # large NDJSON is read in chunks of about this many lines (less memory live at once)
+SAMPLE_BYTES = 1 << 20  # the lines in this much of an input estimate the whole's (see _lines_estimate)
 CHUNKS_PER_JOB = 4  # at least this many chunks per worker: a slow chunk does not hold the others back
 
 
@@ -56,46 +60,69 @@ def split_ndjson(data: bytes, parts: int, min_lines: int = MIN_PARALLEL_LINES) -
     ``(first line number, start, end)`` (the chunk is ``data[start:end]``: see :func:`chunk_items`),
     or None when it should not be split: not NDJSON (its first non-blank line is not a JSON
     value on its own) or fewer than ``min_lines`` lines. Nothing is copied."""
-    if parts < 2 or data.count(b"\n") + 1 < min_lines:
-        return None
-    first = b""
-    pos = 0
-    while pos <= len(data):  # the first non-blank line decides, as in parse_facts
-        nl = data.find(b"\n", pos)
-        line = data[pos:] if nl < 0 else data[pos:nl]
-        if line.strip():
-            first = line
-            break
-        pos = len(data) + 1 if nl < 0 else nl + 1
-    if not complete_line(first):
+    if parts < 2 or not _is_ndjson(data):
         return None
     size = len(data)
-    out: list[Chunk] = []
-    start, line_no = 0, 1
-    for k in range(1, parts + 1):
-        end = size if k == parts else data.find(b"\n", max(start, size * k // parts))
-        if end < 0:
-            end = size
-        out.append((line_no, start, end))
-        if end >= size:
-            break
-        line_no += data.count(b"\n", start, end) + 1
-        start = end + 1
-    return out
+    cuts = [size * k // parts for k in range(1, parts)]
+    out = list(_cut(data, lambda start, _left: cuts.pop(0) if cuts else size))
+    lines = out[-1][0] + data.count(b"\n", out[-1][1])  # the last chunk's first line, and its own
+    return out if lines >= min_lines else None
 
 
-def parallel_chunks(data: bytes, jobs: int) -> list[Chunk] | None:
-    """``data`` cut for ``jobs`` workers (None: not worth it, or not NDJSON): at least
-    :data:`CHUNKS_PER_JOB` chunks per worker, of at most about :data:`CHUNK_LINES` lines."""
-    if jobs < 2:
+def parallel_chunks(data: bytes, jobs: int) -> Iterator[Chunk] | None:
+    """``data`` cut for ``jobs`` workers (None: not worth it, or not NDJSON), as the workers
+    take the chunks: the first ones start while the rest is still being cut. Chunks hold about
+    :data:`CHUNK_LINES` lines, fewer towards the end (1/``CHUNKS_PER_JOB`` of what is left per
+    worker, down to 1/8 of that) so that the workers finish at about the same time."""
+    lines = _lines_estimate(data)
+    if jobs < 2 or lines < MIN_PARALLEL_LINES or not _is_ndjson(data):
         return None
-    return split_ndjson(data, max(jobs * CHUNKS_PER_JOB, data.count(b"\n") // CHUNK_LINES + 1))
+    big = max(1, len(data) * CHUNK_LINES // lines)  # bytes of a chunk of CHUNK_LINES lines
+    return _cut(data, lambda start, left: start + max(big // 8, min(big, left // (jobs * CHUNKS_PER_JOB))))
 
 
 def sequential_chunks(data: bytes) -> list[Chunk] | None:
     """``data`` cut for one process into chunks of about :data:`CHUNK_LINES` lines (None: not
     NDJSON, or small): fewer objects live at once, less memory."""
-    return split_ndjson(data, data.count(b"\n") // CHUNK_LINES + 1)
+    return split_ndjson(data, _lines_estimate(data) // CHUNK_LINES + 1)
+
+
+def _is_ndjson(data: bytes) -> bool:
+    """Whether :func:`~stoprule.factio.parse_facts` reads ``data`` as NDJSON: its first
+    non-blank line holds a JSON value by itself."""
+    pos = 0
+    while pos <= len(data):
+        nl = data.find(b"\n", pos)
+        line = data[pos:] if nl < 0 else data[pos:nl]
+        if line.strip():
+            return complete_line(line)
+        pos = len(data) + 1 if nl < 0 else nl + 1
+    return False  # blank: nothing to split
+
+
+def _cut(data: bytes, cut_at: Callable[[int, int], int]) -> Iterator[Chunk]:
+    """``data``'s chunks, made one at a time: each ends at the first line end at or after
+    ``cut_at(start, bytes left)`` (the last one at the end of ``data``)."""
+    size = len(data)
+    start, line_no = 0, 1
+    while True:
+        end = data.find(b"\n", max(start, cut_at(start, size - start)))
+        if end < 0:
+            end = size
+        yield (line_no, start, end)
+        if end >= size:
+            return
+        line_no += data.count(b"\n", start, end) + 1
+        start = end + 1
+
+
+def _lines_estimate(data: bytes) -> int:
+    """About how many lines ``data`` has, to size its chunks: counted in its first
+    :data:`SAMPLE_BYTES` and scaled (exact below that). Counting them all would be one more
+    pass over the input before the workers can start; the chunks count their own exactly."""
+    if len(data) <= SAMPLE_BYTES:
+        return data.count(b"\n") + 1
+    return data.count(b"\n", 0, SAMPLE_BYTES) * len(data) // SAMPLE_BYTES + 1
 
 
 def chunk_items(data: bytes, chunk: Chunk) -> list[tuple[int, Any]]:
@@ -118,10 +145,11 @@ def _call(task: tuple[Callable[..., Any], Any]) -> Any:
 
 def map_ordered(
     fn: Callable[[Any, T], R],
-    tasks: Sequence[T],
+    tasks: Iterable[T],
     jobs: int,
     setup: Callable[..., Any],
     setup_args: tuple[Any, ...] = (),
+    ahead: int | None = None,
 ) -> Iterator[R]:
     """``fn(context, task)`` for every task in ``jobs`` worker processes, results in task order.
 
@@ -129,22 +157,28 @@ def map_ordered(
     evaluator). ``fn`` and ``setup`` must be module-level functions. Workers are forked where
     the platform can (no re-import, and ``setup_args`` are inherited: nothing is pickled but
     tasks and results): fork before the parent creates engine handles.
+
+    Every task is handed out at once, or with ``ahead``, only that many ahead of the result
+    waited for: a lazy ``tasks`` (e.g. :func:`parallel_chunks`) is then made while the workers
+    run rather than before they start. That suits tasks of about equal size: a slow one holds
+    the others back once the workers are ``ahead`` tasks past it.
     """
-    with started_map(fn, tasks, jobs, setup, setup_args) as results:
+    with started_map(fn, tasks, jobs, setup, setup_args, ahead) as results:
         yield from results
 
 
 @contextmanager
 def started_map(
     fn: Callable[[Any, T], R],
-    tasks: Sequence[T],
+    tasks: Iterable[T],
     jobs: int,
     setup: Callable[..., Any],
     setup_args: tuple[Any, ...] = (),
+    ahead: int | None = None,
 ) -> Iterator[Iterator[R]]:
-    """:func:`map_ordered`, with every task handed to the workers on entry: the caller can do
-    other work before it reads the results. Leaving the block drops the tasks not yet started
-    and waits for the workers."""
+    """:func:`map_ordered`, with every task (with ``ahead``, that many) handed to the workers
+    on entry: the caller can do other work before it reads the results. Leaving the block
+    drops the tasks not yet started and waits for the workers."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -152,6 +186,17 @@ def started_map(
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init, initargs=(setup, setup_args))
     try:
-        yield pool.map(_call, [(fn, t) for t in tasks])
+        todo = iter(tasks)
+        handed = deque(pool.submit(_call, (fn, t)) for t in (todo if ahead is None else islice(todo, ahead)))
+        yield _in_order(pool, fn, todo, handed)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_order(pool: Executor, fn: Callable[..., R], todo: Iterator[Any], handed: deque[Future[R]]) -> Iterator[R]:
+    """The results of the ``handed`` futures in order, handing out one more task before each wait."""
+    while handed:
+        first = handed.popleft()
+        for task in islice(todo, 1):
+            handed.append(pool.submit(_call, (fn, task)))
+        yield first.result()

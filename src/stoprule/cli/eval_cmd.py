@@ -22,6 +22,7 @@ __all__ = ["add_arguments", "eval_command", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import IO, Any
 
     from ..batch import Chunk
@@ -83,7 +84,7 @@ def _eval_parallel(
     compiled: CompiledPolicy,
     name: str,
     data: bytes,
-    chunks: list[Chunk],
+    chunks: Iterable[Chunk],
     fmt: str,
     stdout: IO[str],
     stderr: IO[str],
@@ -93,7 +94,8 @@ def _eval_parallel(
     from ..batch import map_ordered
 
     code = 0
-    for out, err, c in map_ordered(_eval_chunk, chunks, jobs, _worker_setup, (compiled, data, name, fmt, strict)):
+    setup = (compiled, data, name, fmt, strict)
+    for out, err, c in map_ordered(_eval_chunk, chunks, jobs, _worker_setup, setup, ahead=4 * jobs):
         stderr.write(err)
         stdout.write(out)
         code = max(code, c)
