@@ -1,7 +1,8 @@
 """Large NDJSON inputs spread over processes, results in input order.
 
-The helpers are generic: :func:`split_ndjson` cuts NDJSON bytes into chunks at line
-boundaries (offsets, each with the number of its first line), :func:`chunk_items` parses one
+The helpers are generic: :func:`split_ndjson` and :func:`parallel_chunks` cut NDJSON bytes
+into chunks at line boundaries (offsets, each with the number of its first line; the second
+as the workers take them, smaller towards the end), :func:`chunk_items` parses one
 chunk exactly as :func:`stoprule.factio.parse_facts` parses NDJSON, and :func:`map_ordered`
 runs a function over chunks in N worker processes and yields the results in chunk order.
 ``eval --jobs`` and ``audit --corpus`` use them: a worker gets its pack and the input once,
@@ -47,7 +48,7 @@ Chunk = tuple[int, int, int]  # (first line number, start offset, end offset)
 MIN_PARALLEL_LINES = 2_000  # below this, starting workers costs more than it saves
 CHUNK_LINES = 2_500  # large NDJSON is read in chunks of about this many lines (less memory live at once)
 SAMPLE_BYTES = 1 << 20  # the lines in this much of an input estimate the whole's (see _lines_estimate)
-CHUNKS_PER_JOB = 4  # at least this many chunks per worker: a slow chunk does not hold the others back
+CHUNKS_PER_JOB = 4  # a chunk is at most 1/this of what is left per worker: the last ones are small
 
 
 def resolve_jobs(jobs: int) -> int:
