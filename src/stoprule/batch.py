@@ -64,8 +64,8 @@ def split_ndjson(data: bytes, parts: int, min_lines: int = MIN_PARALLEL_LINES) -
     if parts < 2 or not _is_ndjson(data):
         return None
     size = len(data)
-    cuts = [size * k // parts for k in range(1, parts)]
-    out = list(_cut(data, lambda start, _left: cuts.pop(0) if cuts else size))
+    cuts = iter([size * k // parts for k in range(1, parts)])
+    out = list(_cut(data, lambda _start, _left: next(cuts, size)))
     lines = out[-1][0] + data.count(b"\n", out[-1][1])  # the last chunk's first line, and its own
     return out if lines >= min_lines else None
 
@@ -74,7 +74,7 @@ def parallel_chunks(data: bytes, jobs: int) -> Iterator[Chunk] | None:
     """``data`` cut for ``jobs`` workers (None: not worth it, or not NDJSON), as the workers
     take the chunks: the first ones start while the rest is still being cut. Chunks hold about
     :data:`CHUNK_LINES` lines, fewer towards the end (1/``CHUNKS_PER_JOB`` of what is left per
-    worker, down to 1/8 of that) so that the workers finish at about the same time."""
+    worker, down to 1/8 of a full chunk) so that the workers finish at about the same time."""
     lines = _lines_estimate(data)
     if jobs < 2 or lines < MIN_PARALLEL_LINES or not _is_ndjson(data):
         return None
@@ -188,7 +188,7 @@ def started_map(
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init, initargs=(setup, setup_args))
     try:
         todo = iter(tasks)
-        handed = deque(pool.submit(_call, (fn, t)) for t in (todo if ahead is None else islice(todo, ahead)))
+        handed = deque(pool.submit(_call, (fn, t)) for t in (todo if ahead is None else islice(todo, max(1, ahead))))
         yield _in_order(pool, fn, todo, handed)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
