@@ -75,8 +75,10 @@ def parallel_chunks(data: bytes, jobs: int) -> Iterator[Chunk] | None:
     take the chunks: the first ones start while the rest is still being cut. Chunks hold about
     :data:`CHUNK_LINES` lines, fewer towards the end (1/``CHUNKS_PER_JOB`` of what is left per
     worker, down to 1/8 of a full chunk) so that the workers finish at about the same time."""
+    if jobs < 2:
+        return None
     lines = _lines_estimate(data)
-    if jobs < 2 or lines < MIN_PARALLEL_LINES or not _is_ndjson(data):
+    if lines < MIN_PARALLEL_LINES or not _is_ndjson(data):
         return None
     big = max(1, len(data) * CHUNK_LINES // lines)  # bytes of a chunk of CHUNK_LINES lines
     return _cut(data, lambda start, left: start + max(big // 8, min(big, left // (jobs * CHUNKS_PER_JOB))))
