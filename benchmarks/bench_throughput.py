@@ -158,8 +158,8 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
     The stages are the evaluator's own steps of its Python path on pre-computed inputs; what
     the whole run of that path costs beyond their sum (the loop, result list, GC, per-call
     glue) is printed as its own line, so the lines add up to the whole. evaluate_many with the
-    C accelerator (stoprule/speedups.py: every stage in one call) is timed beside them."""
-    from stoprule.evaluator import Evaluator
+    C accelerator (stoprule/engine/speedups.py: every stage in one call) is timed beside them."""
+    from stoprule.engine.evaluator import Evaluator
 
     fast = ev
     ev = Evaluator(ev.compiled)

@@ -545,8 +545,8 @@ def _pack_for(how: str, fragment: str, root: Path) -> Path:
 
 
 def test_policy_language_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stoprule.compiler import compile_pack
     from stoprule.diagnostics import PolicyError
+    from stoprule.engine.build import compile_pack
 
     examples = _diagnostic_examples()
     assert len(examples) >= 35, "the §18 examples were not found"

@@ -1,6 +1,6 @@
 /* stoprule_speedups: one fact validated, projected, matched and decided in C.
  *
- * The accelerator behind stoprule's Evaluator (src/stoprule/speedups.py builds the programs
+ * The accelerator behind stoprule's Evaluator (src/stoprule/engine/speedups.py builds the programs
  * this module runs and is the place to read first). It covers the common case only: a fact
  * whose every value is valid, strings ASCII, aliases resolved and unknown keys listed at its top
  * level only. For anything else (an error, an unknown key deeper down, a field given twice, a
@@ -487,7 +487,7 @@ static int put_json_string(Writer *w, PyObject *s) {
 }
 
 typedef struct {
-    PyObject *encode;  /* stoprule.engine.encode */
+    PyObject *encode;  /* stoprule.engine.durable.encode */
     PyObject *encode_float;
 } Encoders;
 
@@ -1379,7 +1379,7 @@ static PyTypeObject RunnerType = {
     .tp_basicsize = sizeof(Runner),
     .tp_dealloc = (destructor)runner_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "One thread's fact runner over one compiled pack (see stoprule/speedups.py).",
+    .tp_doc = "One thread's fact runner over one compiled pack (see stoprule/engine/speedups.py).",
     .tp_traverse = (traverseproc)runner_traverse,
     .tp_clear = (inquiry)runner_clear,
     .tp_methods = runner_methods,
@@ -1387,7 +1387,7 @@ static PyTypeObject RunnerType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "stoprule_speedups", "stoprule's optional accelerator (see stoprule/speedups.py).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "stoprule_speedups", "stoprule's optional accelerator (see stoprule/engine/speedups.py).", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit_stoprule_speedups(void) {

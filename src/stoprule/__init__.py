@@ -9,7 +9,7 @@ Public API::
 
 from __future__ import annotations
 
-from .diagnostics import (
+from stoprule.diagnostics import (
     AnalysisLimit,
     Diagnostic,
     EvaluationError,
@@ -18,9 +18,9 @@ from .diagnostics import (
     PolicyError,
     StopruleError,
 )
-from .evaluator import Evaluator, Match, Verdict
-from .packs import bundled_pack, compile_policy, load_policy, select_pack
-from .version import __version__
+from stoprule.engine.evaluator import Evaluator, Match, Verdict
+from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
+from stoprule.version import __version__
 
 __all__ = [
     "AnalysisLimit",

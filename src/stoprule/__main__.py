@@ -1,3 +1,3 @@
-from .cli.main import main
+from stoprule.cli.main import main
 
 raise SystemExit(main())

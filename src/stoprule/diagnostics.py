@@ -12,7 +12,7 @@ StopruleError
 
 from __future__ import annotations
 
-from .records import record
+from stoprule._util.records import record
 
 __all__ = [
     "MAX_DIAGNOSTICS",

@@ -1,6 +1,6 @@
 """Analysis of checked packs, apart from evaluation: ``audit`` (one pack), ``diff`` (two),
 ``coverage`` (a pack by its test cases) and ``explain`` (one fact). All of them read the
-:class:`~stoprule.checked.CheckedPolicy` only.
+:class:`~stoprule.language.checked.CheckedPolicy` only.
 
 Modules, lowest first::
 
@@ -22,8 +22,8 @@ Nothing on the evaluation path imports this package.
 
 from __future__ import annotations
 
-from ..diagnostics import AnalysisLimit
-from .audit import AuditReport, Finding, audit_pack
-from .diff import DiffReport, diff_packs
+from stoprule.analysis.audit import AuditReport, Finding, audit_pack
+from stoprule.analysis.diff import DiffReport, diff_packs
+from stoprule.diagnostics import AnalysisLimit
 
 __all__ = ["AnalysisLimit", "AuditReport", "DiffReport", "Finding", "audit_pack", "diff_packs"]

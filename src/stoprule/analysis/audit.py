@@ -11,13 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import conditions as C
-from ..checked import CheckedPolicy
-from ..compiled import rank_key
-from ..interpret import evaluate
-from .domain import Space, build_space
-from .explore import Cell, Decider, Explorer, Outcome, Progress, widen_regions
-from .queries import (
+from stoprule.analysis.domain import Space, build_space
+from stoprule.analysis.explore import Cell, Decider, Explorer, Outcome, Progress, widen_regions
+from stoprule.analysis.queries import (
     Refs,
     catch_all,
     drop_member,
@@ -27,6 +23,10 @@ from .queries import (
     references,
     uses_stops,
 )
+from stoprule.engine.compiled import rank_key
+from stoprule.engine.interpret import evaluate
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy
 
 __all__ = ["AuditReport", "Finding", "audit_pack"]
 
@@ -408,7 +408,7 @@ class _Audit:
 
 
 def audit_pack(checked: CheckedPolicy, progress: Progress | None = None) -> AuditReport:
-    """Audit a checked pack (:func:`stoprule.compiler.check_pack`)."""
+    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`)."""
     start = time.perf_counter()
     report = AuditReport(checked.root, checked.name, checked.digest)
     a = _Audit(checked, progress)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checked import CheckedPolicy
-from ..diagnostics import FactError, NoRuleMatched
-from ..evaluator import Evaluator
-from ..gcpause import paused_gc
-from .queries import catch_all
+from stoprule._util.gcpause import paused_gc
+from stoprule.analysis.queries import catch_all
+from stoprule.diagnostics import FactError, NoRuleMatched
+from stoprule.engine.evaluator import Evaluator
+from stoprule.language.checked import CheckedPolicy
 
 __all__ = ["corpus_counts", "corpus_report", "merge_counts"]
 

@@ -24,7 +24,7 @@ Definitions (docs/testing.md has the long form):
   carried in a field compared against their set; high-risk stops no fact triggered;
   verdict kinds no fact received.
 
-Built on :mod:`stoprule.interpret` (the engine's reference semantics); only the CLI's
+Built on :mod:`stoprule.engine.interpret` (the engine's reference semantics); only the CLI's
 ``test --coverage`` imports this module.
 """
 
@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .. import conditions as C
-from ..checked import CheckedPolicy, CheckedSet
-from ..evaluator import Verdict
-from ..interpret import evaluate, get_path
-from ..operators import OPERATORS
+from stoprule.engine.evaluator import Verdict
+from stoprule.engine.interpret import evaluate, get_path
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy, CheckedSet
+from stoprule.language.operators import OPERATORS
 
 __all__ = ["MAX_ENUMERATED", "Condition", "Coverage", "Observation", "RuleCoverage", "Unexercised", "compute_coverage"]
 

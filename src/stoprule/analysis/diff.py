@@ -13,15 +13,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checked import CheckedPolicy, CheckedRule
-from ..compiled import rank_key
-from ..diagnostics import FactError
-from ..factschema import FactField
-from .decls import diff_declarations
-from .domain import build_space
-from .explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions
-from .formula import FALSE
-from .queries import outcome_of
+from stoprule.analysis.decls import diff_declarations
+from stoprule.analysis.domain import build_space
+from stoprule.analysis.explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions
+from stoprule.analysis.formula import FALSE
+from stoprule.analysis.queries import outcome_of
+from stoprule.diagnostics import FactError
+from stoprule.engine.compiled import rank_key
+from stoprule.facts.schema import FactField
+from stoprule.language.checked import CheckedPolicy, CheckedRule
 
 __all__ = ["DiffReport", "diff_packs", "union_schema"]
 
@@ -119,7 +119,7 @@ def _text(label: Label) -> str:
 
 
 def diff_packs(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
-    """Compare two checked packs (:func:`stoprule.compiler.check_pack` results)."""
+    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results)."""
     start = time.perf_counter()
     report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)

@@ -30,15 +30,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .. import conditions as C
-from ..diagnostics import AnalysisLimit
-from ..factschema import MISSING, FactField, can_be_absent
-from ..interpret import evaluate
-from ..operators import OPERATORS
-from .formula import FALSE, TRUE, Store
-from .numeric import regions
-from .strings import string_classes
-from .values import (
+from stoprule.analysis.formula import FALSE, TRUE, Store
+from stoprule.analysis.numeric import regions
+from stoprule.analysis.strings import string_classes
+from stoprule.analysis.values import (
     Reads,
     field_at,
     fill_required,
@@ -48,6 +43,11 @@ from .values import (
     subtree_candidates,
     valid_item,
 )
+from stoprule.diagnostics import AnalysisLimit
+from stoprule.engine.interpret import evaluate
+from stoprule.facts.schema import MISSING, FactField, can_be_absent
+from stoprule.language import conditions as C
+from stoprule.language.operators import OPERATORS
 
 __all__ = ["Space", "Value", "Var", "build_space", "cond_key"]
 

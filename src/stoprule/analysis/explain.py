@@ -1,19 +1,19 @@
 """Why a fact got its verdict: the winner, what lost on priority, and for every other
 rule the first atomic condition that failed, with the fact's value and what was wanted.
 
-The engine decides; the reference interpreter (:mod:`stoprule.interpret`) explains.
+The engine decides; the reference interpreter (:mod:`stoprule.engine.interpret`) explains.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import conditions as C
-from ..checked import CheckedPolicy
-from ..compiled import rank
-from ..evaluator import Evaluator, Verdict
-from ..factschema import MISSING
-from ..interpret import evaluate, get_path
+from stoprule.engine.compiled import rank
+from stoprule.engine.evaluator import Evaluator, Verdict
+from stoprule.engine.interpret import evaluate, get_path
+from stoprule.facts.schema import MISSING
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy
 
 __all__ = ["Explanation", "explain", "render_pretty"]
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from .domain import Space
-from .formula import FALSE, TRUE
+from stoprule.analysis.domain import Space
+from stoprule.analysis.formula import FALSE, TRUE
 
 __all__ = ["SAME", "Cell", "Decider", "Explorer", "Outcome", "Progress", "widen_regions"]
 

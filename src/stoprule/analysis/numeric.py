@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..limits import SAFE_INT
+from stoprule.limits import SAFE_INT
 
 __all__ = ["Prim", "regions"]
 

@@ -11,10 +11,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import conditions as C
-from ..checked import CheckedPolicy, CheckedRule, FieldPath
-from ..factschema import FactField
-from ..interpret import evaluate
+from stoprule.engine.interpret import evaluate
+from stoprule.facts.schema import FactField
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy, CheckedRule, FieldPath
 
 __all__ = [
     "Refs",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .audit import AuditReport
-from .diff import DiffReport
+from stoprule.analysis.audit import AuditReport
+from stoprule.analysis.diff import DiffReport
 
 __all__ = ["render_audit", "render_diff"]
 

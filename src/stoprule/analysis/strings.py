@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..diagnostics import AnalysisLimit
-from ..operators import glob_regex
-from ..patterns import glob_tokens
+from stoprule.diagnostics import AnalysisLimit
+from stoprule.language.operators import glob_regex
+from stoprule.language.patterns import glob_tokens
 
 __all__ = ["AnalysisLimit", "fresh_names", "string_classes"]
 

@@ -10,13 +10,13 @@ import itertools
 from fractions import Fraction
 from typing import Any
 
-from .. import conditions as C
-from ..diagnostics import AnalysisLimit, FactError
-from ..factschema import MISSING, FactField, FactSchema
-from ..limits import SAFE_INT
-from ..operators import OPERATORS
-from .numeric import regions
-from .strings import string_classes
+from stoprule.analysis.numeric import regions
+from stoprule.analysis.strings import string_classes
+from stoprule.diagnostics import AnalysisLimit, FactError
+from stoprule.facts.schema import MISSING, FactField, FactSchema
+from stoprule.language import conditions as C
+from stoprule.language.operators import OPERATORS
+from stoprule.limits import SAFE_INT
 
 __all__ = [
     "MAX_ITEMS",

@@ -6,14 +6,14 @@ import argparse
 import json
 from typing import IO, TYPE_CHECKING, Any
 
-from ..diagnostics import Diagnostic, PolicyError
-from ..factio import parse_facts, read_input
-from .common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "audit_command", "run"]
 
 if TYPE_CHECKING:
-    from ..batch import Chunk
+    from stoprule.facts.batch import Chunk
 
 
 def audit_command(
@@ -29,8 +29,8 @@ def audit_command(
     exit 0 clean, 1 findings, 2 bad input."""
     from contextlib import nullcontext
 
-    from ..batch import parallel_chunks, resolve_jobs, started_map
-    from ..packs import compile_policy, select_pack
+    from stoprule.engine.packs import compile_policy, select_pack
+    from stoprule.facts.batch import parallel_chunks, resolve_jobs, started_map
 
     root = select_pack(policy)
     data = chunks = None
@@ -48,10 +48,10 @@ def audit_command(
         if chunks is not None:  # forked now: the workers evaluate while this process analyses
             running = started_map(_corpus_chunk, chunks, jobs, _corpus_setup, (compiled, data))
     with running as pending:
-        from ..analysis import AnalysisLimit, audit_pack
-        from ..analysis.explore import Progress
-        from ..analysis.render import render_audit
-        from ..compiler import compile_pack
+        from stoprule.analysis import AnalysisLimit, audit_pack
+        from stoprule.analysis.explore import Progress
+        from stoprule.analysis.render import render_audit
+        from stoprule.engine.build import compile_pack
 
         try:
             ctx = compile_pack(root)
@@ -67,12 +67,12 @@ def audit_command(
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
-            from ..analysis.corpus import corpus_counts, corpus_report, merge_counts
+            from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 
             if pending is not None:
                 parts = list(pending)
             else:
-                from ..batch import sequential_chunks
+                from stoprule.facts.batch import sequential_chunks
 
                 context = _corpus_setup(ctx.compiled, data)
                 pieces = sequential_chunks(data)
@@ -89,14 +89,14 @@ def audit_command(
 
 
 def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
-    from ..evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator
 
     return Evaluator(compiled), data
 
 
 def _corpus_chunk(context: tuple[Any, bytes], chunk: Chunk) -> dict[str, Any]:
-    from ..analysis.corpus import corpus_counts
-    from ..batch import chunk_items
+    from stoprule.analysis.corpus import corpus_counts
+    from stoprule.facts.batch import chunk_items
 
     ev, data = context
     return corpus_counts(ev, chunk_items(data, chunk))

@@ -38,8 +38,8 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     in the project's ledger (``$STOPRULE_LEDGER``, else ``.stoprule/ledger.db``)."""
     import os
 
-    from ..ledger.recorder import Recorder
-    from ..ledger.store import Ledger
+    from stoprule.ledger.recorder import Recorder
+    from stoprule.ledger.store import Ledger
 
     path = os.environ.get("STOPRULE_LEDGER") or os.path.join(service.project_dir, ".stoprule", "ledger.db")
     with Ledger.open(path, create=True) as ledger:
@@ -47,8 +47,8 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..blockers.service import open_service
-    from ..diagnostics import PolicyError
+    from stoprule.agent.blocker_service import open_service
+    from stoprule.diagnostics import PolicyError
 
     try:
         service = open_service(policy=args.policy, recorder=record_in_ledger)

@@ -34,10 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..blockers.redact import redact
-    from ..blockers.service import open_service
-    from ..blockers.store import StoreWriteError, render_markdown
-    from ..diagnostics import PolicyError
+    from stoprule.agent.blocker_service import open_service
+    from stoprule.agent.blocker_store import StoreWriteError, render_markdown
+    from stoprule.agent.redact import redact
+    from stoprule.diagnostics import PolicyError
 
     try:
         service = open_service()

@@ -6,16 +6,16 @@ import argparse
 import json
 from typing import IO
 
-from ..diagnostics import PolicyError
-from .common import add_policy_flags
+from stoprule.cli.common import add_policy_flags
+from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "check_command", "run"]
 
 
 def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
     """Compile the selected pack; print a summary (exit 0) or its diagnostics (exit 2)."""
-    from ..compiler import compile_pack
-    from ..packs import select_pack
+    from stoprule.engine.build import compile_pack
+    from stoprule.engine.packs import select_pack
 
     root = select_pack(policy)
     try:
@@ -30,7 +30,7 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         return 2
     c = ctx.compiled
     assert c is not None
-    from ..project import find_project
+    from stoprule.project import find_project
 
     project = find_project()
     summary = {

@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO
 
-    from ..diagnostics import EvaluationError, PolicyError
-    from ..evaluator import Verdict
-    from ..ledger.errors import LedgerError
+    from stoprule.diagnostics import EvaluationError, PolicyError
+    from stoprule.engine.evaluator import Verdict
+    from stoprule.ledger.errors import LedgerError
 
 
 def add_policy_flags(
@@ -62,7 +62,7 @@ def add_policy_flags(
 
 
 def add_jobs_flag(p: argparse.ArgumentParser, help_text: str) -> None:
-    """``--jobs N`` / ``-j N`` (``eval``, ``audit --corpus``): see :mod:`stoprule.batch`."""
+    """``--jobs N`` / ``-j N`` (``eval``, ``audit --corpus``): see :mod:`stoprule.facts.batch`."""
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help=help_text)
 
 

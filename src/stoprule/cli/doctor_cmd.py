@@ -67,11 +67,11 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from ..diagnostics import PolicyError
-    from ..hooks.settings import hook_settings
-    from ..hooks.wiring import TARGETS, find_entry
-    from ..packs import load_policy, select_pack
-    from ..project import find_project
+    from stoprule.agent.settings import hook_settings
+    from stoprule.agent.wiring import TARGETS, find_entry
+    from stoprule.diagnostics import PolicyError
+    from stoprule.engine.packs import load_policy, select_pack
+    from stoprule.project import find_project
 
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()

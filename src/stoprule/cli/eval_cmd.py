@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..diagnostics import EvaluationError, FactError, PolicyError
-from ..evaluator import Verdict
-from ..factio import parse_facts, read_input
-from .common import (
+from stoprule.cli.common import (
     add_jobs_flag,
     add_ledger_flag,
     add_policy_flags,
@@ -17,6 +14,9 @@ from .common import (
     policy_error,
     render_verdict,
 )
+from stoprule.diagnostics import EvaluationError, FactError, PolicyError
+from stoprule.engine.evaluator import Verdict
+from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "eval_command", "run"]
 
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import IO, Any
 
-    from ..batch import Chunk
-    from ..compiled import CompiledPolicy
-    from ..evaluator import Evaluator
+    from stoprule.engine.compiled import CompiledPolicy
+    from stoprule.engine.evaluator import Evaluator
+    from stoprule.facts.batch import Chunk
 
 
 def eval_command(
@@ -45,7 +45,7 @@ def eval_command(
 
     ``jobs`` > 1 (0: one per CPU): a large NDJSON input is evaluated in that many processes;
     the output is the same, in the same order."""
-    from ..packs import compile_policy, select_pack
+    from stoprule.engine.packs import compile_policy, select_pack
 
     try:
         compiled = compile_policy(policy)
@@ -60,7 +60,7 @@ def eval_command(
             continue
         name = input_name(file)
         if jobs != 1:
-            from ..batch import parallel_chunks, resolve_jobs
+            from stoprule.facts.batch import parallel_chunks, resolve_jobs
 
             n = resolve_jobs(jobs)
             chunks = parallel_chunks(data, n)
@@ -68,11 +68,11 @@ def eval_command(
                 code = max(code, _eval_parallel(compiled, name, data, chunks, fmt, stdout, stderr, strict, n))
                 continue
         if evaluator is None:
-            from ..evaluator import Evaluator
+            from stoprule.engine.evaluator import Evaluator
 
             evaluator = Evaluator(compiled)
         # large NDJSON a chunk at a time: fewer live objects for the GC to walk, less memory
-        from ..batch import chunk_items, sequential_chunks
+        from stoprule.facts.batch import chunk_items, sequential_chunks
 
         parts = sequential_chunks(data)
         for items in [parse_facts(data)] if parts is None else (chunk_items(data, c) for c in parts):
@@ -91,7 +91,7 @@ def _eval_parallel(
     strict: bool,
     jobs: int,
 ) -> int:
-    from ..batch import map_ordered
+    from stoprule.facts.batch import map_ordered
 
     code = 0
     setup = (compiled, data, name, fmt, strict)
@@ -105,7 +105,7 @@ def _eval_parallel(
 def _worker_setup(
     compiled: CompiledPolicy, data: bytes, name: str, fmt: str, strict: bool
 ) -> tuple[Evaluator, bytes, str, str, bool]:
-    from ..evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator
 
     return Evaluator(compiled), data, name, fmt, strict
 
@@ -114,7 +114,7 @@ def _eval_chunk(context: tuple[Evaluator, bytes, str, str, bool], chunk: Chunk) 
     """One chunk of NDJSON evaluated in a worker: (stdout text, stderr text, exit code)."""
     import io
 
-    from ..batch import chunk_items
+    from stoprule.facts.batch import chunk_items
 
     evaluator, data, name, fmt, strict = context
     out, err = io.StringIO(), io.StringIO()
@@ -132,7 +132,7 @@ def eval_items(
     strict: bool,
 ) -> int:
     """Evaluate parsed ``(line, fact or FactError)`` items, writing envelopes and errors; the exit code."""
-    from ..gcpause import paused_gc
+    from stoprule._util.gcpause import paused_gc
 
     code = 0
     with paused_gc():  # see gcpause: the parsed facts would be walked again and again
@@ -184,7 +184,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if args.checkpoint or any(v is not None for v in (args.run, args.parent, args.retry, args.ledger)):
-        from .log_cmd import record_command  # the ledger (sqlite3, hmac) loads only when recording
+        from stoprule.cli.log_cmd import record_command  # the ledger (sqlite3, hmac) loads only when recording
 
         return record_command(args, stdin, stdout, stderr)
     if args.jobs < 0:

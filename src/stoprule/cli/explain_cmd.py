@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import IO
 
-from ..diagnostics import EvaluationError, FactError, PolicyError
-from ..factio import parse_facts, read_input
-from .common import add_policy_flags, input_name, policy_error
+from stoprule.cli.common import add_policy_flags, input_name, policy_error
+from stoprule.diagnostics import EvaluationError, FactError, PolicyError
+from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "run"]
 
@@ -27,10 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Explain every fact in ``args.fact``; exit codes as for ``eval``."""
-    from ..analysis.explain import explain, render_pretty
-    from ..compiler import compile_pack
-    from ..evaluator import Evaluator
-    from ..packs import select_pack
+    from stoprule.analysis.explain import explain, render_pretty
+    from stoprule.engine.build import compile_pack
+    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.packs import select_pack
 
     data = read_input(args.fact, stdin, stderr)
     if data is None:

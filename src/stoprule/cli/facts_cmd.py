@@ -42,8 +42,8 @@ def _value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..hooks.runner import state_home
-    from ..hooks.state import StateError, clear_facts, read_facts, set_facts
+    from stoprule.agent.runner import state_home
+    from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
 
     session = args.session or os.environ.get("STOPRULE_SESSION") or None
     project, home = state_home(None, os.environ)

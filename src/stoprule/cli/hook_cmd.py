@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO, Any
 
-    from ..evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot")
 
@@ -50,8 +50,8 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
     """Append the decision to ``<project>/ledger.db`` as a node of run ``run`` (the session)."""
-    from ..ledger.recorder import Recorder
-    from ..ledger.store import Ledger
+    from stoprule.ledger.recorder import Recorder
+    from stoprule.ledger.store import Ledger
 
     with Ledger.open(os.path.join(project, "ledger.db"), create=True) as ledger:
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)
@@ -62,11 +62,11 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         data = stdin.read()
     except (OSError, ValueError):
         data = b""
-    from ..gcpause import paused_gc
+    from stoprule._util.gcpause import paused_gc
 
     try:
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
-            from ..hooks.runner import run_hook
+            from stoprule.agent.runner import run_hook
 
             result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
         output, entry, decision = result.output, result.entry, result.decision

@@ -48,7 +48,7 @@ def default_command(harness: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ..hooks.wiring import TARGETS
+    from stoprule.agent.wiring import TARGETS
 
     p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
     p.add_argument("--harness", required=True, choices=tuple(TARGETS), metavar="HARNESS", help=" | ".join(TARGETS))
@@ -133,8 +133,8 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from ..hooks.wiring import TARGETS, add_entry
-    from ..project import STATE_DIR, find_project
+    from stoprule.agent.wiring import TARGETS, add_entry
+    from stoprule.project import STATE_DIR, find_project
 
     t = TARGETS[args.harness]
     state = find_project()

@@ -16,7 +16,7 @@ import json
 import os
 from typing import IO
 
-from .common import add_ledger_flag
+from stoprule.cli.common import add_ledger_flag
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,9 +51,9 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..ledger import keys
-    from ..ledger.errors import LedgerError
-    from ..ledger.store import Ledger, keys_path, resolve_path
+    from stoprule.ledger import keys
+    from stoprule.ledger.errors import LedgerError
+    from stoprule.ledger.store import Ledger, keys_path, resolve_path
 
     path, _ = resolve_path(args.ledger, os.environ)
     try:

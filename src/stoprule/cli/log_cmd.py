@@ -18,8 +18,16 @@ import json
 import os
 from typing import IO, Any
 
-from ..factio import parse_facts, read_input
-from .common import add_ledger_flag, fact_error, input_name, json_line, line_safe, policy_error, render_verdict
+from stoprule.cli.common import (
+    add_ledger_flag,
+    fact_error,
+    input_name,
+    json_line,
+    line_safe,
+    policy_error,
+    render_verdict,
+)
+from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -63,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
-    from ..ledger.store import Ledger, resolve_path
+    from stoprule.ledger.store import Ledger, resolve_path
 
     path, default = resolve_path(explicit, os.environ)
     if write and default:
@@ -76,7 +84,7 @@ def _dump(value: Any) -> str:
 
 
 def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from ..ledger.render import status_line
+    from stoprule.ledger.render import status_line
 
     st = ledger.require(args.run)
     stdout.write((_dump(st.to_dict()) if args.format == "json" else status_line(st)) + "\n")
@@ -84,7 +92,7 @@ def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from ..ledger.render import run_json, run_mermaid, run_tree
+    from stoprule.ledger.render import run_json, run_mermaid, run_tree
 
     st = ledger.require(args.run)
     nodes = ledger.nodes(args.run)
@@ -98,7 +106,7 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from ..ledger.render import runs_table
+    from stoprule.ledger.render import runs_table
 
     rows = ledger.runs(args.limit if args.limit > 0 else None)
     if args.format == "json":
@@ -109,7 +117,7 @@ def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from ..ledger.events import verdict_from_event
+    from stoprule.ledger.events import verdict_from_event
 
     if args.run is not None:
         ledger.require(args.run)
@@ -125,7 +133,7 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
         try:
             rec["fact"] = json.loads(fact)
         except (TypeError, ValueError):
-            from ..ledger.store import corrupt
+            from stoprule.ledger.store import corrupt
 
             damaged = f"the stored fact {node.fact} of run {node.run!r} node {node.node} is damaged"
             raise corrupt(ledger.path, damaged) from None
@@ -134,7 +142,7 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from ..ledger import verify  # the function (the package binds it over its module's name)
+    from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
     report = verify(ledger, args.run)
     if args.format == "json":
@@ -169,11 +177,11 @@ _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..ledger.errors import LedgerError
+    from stoprule.ledger.errors import LedgerError
 
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
-            from ..ledger.store import Ledger, resolve_path
+            from stoprule.ledger.store import Ledger, resolve_path
 
             with Ledger.open(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
                 return _upgrade(ledger, args, stdout)
@@ -216,8 +224,8 @@ def _misuse(args: argparse.Namespace) -> str | None:
         return f"{given} needs --run RUN_ID (without --run eval records nothing)"
     if args.retry is not None and args.parent is not None:
         return "--retry and --parent cannot be combined: a retry's parent is the node its token names"
-    from ..ledger.errors import LedgerError
-    from ..ledger.store import check_run_id
+    from stoprule.ledger.errors import LedgerError
+    from stoprule.ledger.store import check_run_id
 
     try:
         check_run_id(args.run)
@@ -227,7 +235,7 @@ def _misuse(args: argparse.Namespace) -> str | None:
 
 
 def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from ..diagnostics import EvaluationError
+    from stoprule.diagnostics import EvaluationError
 
     line, fact = items[0]
     try:
@@ -243,8 +251,8 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 
 def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from ..diagnostics import EvaluationError
-    from ..ledger.store import TIP
+    from stoprule.diagnostics import EvaluationError
+    from stoprule.ledger.store import TIP
 
     code = 0
     parent = TIP if args.parent is None else args.parent
@@ -263,7 +271,7 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
-    from ..diagnostics import EvaluationError, PolicyError
+    from stoprule.diagnostics import EvaluationError, PolicyError
 
     problem = _misuse(args)
     if problem:
@@ -284,14 +292,14 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
         for _, err in items:
             fact_error(err, f"{name}: ", args.format, stdout, stderr)
         return 2
-    from ..packs import load_policy, select_pack
+    from stoprule.engine.packs import load_policy, select_pack
 
     try:
         evaluator = load_policy(args.policy)
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
-    from ..ledger.errors import LedgerError
-    from ..ledger.recorder import Recorder
+    from stoprule.ledger.errors import LedgerError
+    from stoprule.ledger.recorder import Recorder
 
     try:
         with _open(args.ledger, write=True) as ledger:

@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-from ..version import __version__
+from stoprule.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "main", "run"]
 

@@ -17,12 +17,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
-        from ..blockers.mcp_server import serve
+        from stoprule.agent.mcp_server import serve
     except ImportError as exc:
         stderr.write(f"stoprule: `stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})\n")
         return 2
-    from ..diagnostics import PolicyError
-    from .blocker_cmd import record_in_ledger
+    from stoprule.cli.blocker_cmd import record_in_ledger
+    from stoprule.diagnostics import PolicyError
 
     try:
         serve(project=args.project, policy=args.policy, recorder=record_in_ledger)

@@ -22,7 +22,7 @@ def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> 
     """
     import shutil
 
-    from ..packs import bundled_pack
+    from stoprule.engine.packs import bundled_pack
 
     source = bundled_pack()
     if os.path.exists(target) and not force:
@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.action == "path":
-        from ..packs import bundled_pack
+        from stoprule.engine.packs import bundled_pack
 
         stdout.write(f"{bundled_pack()}\n")
         return 0

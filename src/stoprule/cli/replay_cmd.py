@@ -12,15 +12,15 @@ import argparse
 import json
 from typing import IO, Any
 
-from ..diagnostics import EvaluationError, PolicyError
-from .common import add_jobs_flag, policy_error
+from stoprule.cli.common import add_jobs_flag, policy_error
+from stoprule.diagnostics import EvaluationError, PolicyError
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..compiled import CompiledPolicy
-    from ..evaluator import Evaluator
+    from stoprule.engine.compiled import CompiledPolicy
+    from stoprule.engine.evaluator import Evaluator
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,9 +52,9 @@ class _Tally:
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     import os
 
-    from ..hooks.runner import state_home
-    from ..hooks.settings import hook_settings
-    from ..packs import compile_policy, select_pack
+    from stoprule.agent.runner import state_home
+    from stoprule.agent.settings import hook_settings
+    from stoprule.engine.packs import compile_policy, select_pack
 
     if args.jobs < 0:
         stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
@@ -72,11 +72,11 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     total = _Tally()
     options = (mapping, args.harness, args.format)
     paths: list[str] = args.transcripts
-    from ..batch import resolve_jobs
+    from stoprule.facts.batch import resolve_jobs
 
     jobs = min(resolve_jobs(args.jobs), len(paths))
     if jobs > 1:  # workers fork here, before this process creates engine handles
-        from ..batch import map_ordered
+        from stoprule.facts.batch import map_ordered
 
         for out, err, c, tally in map_ordered(_replay_task, paths, jobs, _replay_setup, (compiled, *options)):
             stderr.write(err)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             code = max(code, c)
             total.add(tally)
     else:
-        from ..evaluator import Evaluator
+        from stoprule.engine.evaluator import Evaluator
 
         evaluator = Evaluator(compiled)
         for path in paths:
@@ -108,7 +108,7 @@ _Options = tuple[dict[str, str | None], str | None, str]  # field mapping, harne
 
 
 def _replay_setup(compiled: CompiledPolicy, *options: Any) -> tuple[Evaluator, _Options]:
-    from ..evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator
 
     mapping, harness, fmt = options
     return Evaluator(compiled), (mapping, harness, fmt)
@@ -134,8 +134,8 @@ def replay_one(
     stderr: IO[str],
 ) -> tuple[int, _Tally]:
     """Replay one transcript, writing its lines; its exit code (0 or 2) and tally."""
-    from ..hooks.replay import boundaries
-    from ..hooks.transcripts import detect
+    from stoprule.agent.replay import boundaries
+    from stoprule.agent.transcripts import detect
 
     tally = _Tally()
     kind = detect(path, harness)

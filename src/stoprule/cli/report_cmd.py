@@ -26,10 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from ..blockers.fields import FIELDS
-    from ..blockers.reports import load_report, render_report
-    from ..diagnostics import StopruleError
-    from ..project import project_root
+    from stoprule.agent.fields import FIELDS
+    from stoprule.agent.reports import load_report, render_report
+    from stoprule.diagnostics import StopruleError
+    from stoprule.project import project_root
 
     root = project_root()
     found = load_report(root, args.task) if root else None
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stdout.write(f"Task {task}\n" + render_report(report))
         return 0
     try:  # the pack's own words for "the turn limit is reached and there is no report"
-        from ..packs import load_policy, select_pack
+        from stoprule.engine.packs import load_policy, select_pack
 
         ev = load_policy(select_pack(args.policy, cwd=root))
         verdict = ev.evaluate({FIELDS["turn"]: 1, FIELDS["max_turns"]: 1})

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import IO
 
-from ..diagnostics import PolicyError
-from .common import policy_error
+from stoprule.cli.common import policy_error
+from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "run"]
 
@@ -22,12 +22,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from ..schema_export import fact_json_schema, policy_json_schema
+    from stoprule.language.schema_export import fact_json_schema, policy_json_schema
 
     if args.kind == "policy":
         schema = policy_json_schema()
     else:
-        from ..packs import compile_policy, select_pack
+        from stoprule.engine.packs import compile_policy, select_pack
 
         try:
             compiled = compile_policy(args.policy)

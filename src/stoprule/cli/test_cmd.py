@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..diagnostics import PolicyError
-from .common import add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
+from stoprule.diagnostics import PolicyError
 
 if TYPE_CHECKING:
-    from ..analysis.coverage import Coverage
-    from ..cases import CaseResult
+    from stoprule.analysis.cases import CaseResult
+    from stoprule.analysis.coverage import Coverage
 
 __all__ = ["add_arguments", "run", "test_command"]
 
@@ -106,7 +106,7 @@ def _pretty_coverage(cov: Coverage, root: Path, threshold: float | None) -> list
 
 
 def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None) -> str:
-    from ..cases import diff_line
+    from stoprule.analysis.cases import diff_line
 
     lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
     s = _summary(results)
@@ -126,7 +126,7 @@ def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, thresho
 def _junit(results: list[CaseResult], cov: Coverage | None, threshold: float | None) -> str:
     import xml.etree.ElementTree as ET
 
-    from ..cases import format_mismatches
+    from stoprule.analysis.cases import format_mismatches
 
     root = ET.Element("testsuites", name="stoprule")
     by_file: dict[str, list[CaseResult]] = {}
@@ -206,10 +206,10 @@ def test_command(
     stderr: IO[str],
 ) -> int:
     """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input."""
-    from ..cases import load_cases, run_case
-    from ..compiler import compile_pack
-    from ..evaluator import Evaluator
-    from ..packs import select_pack
+    from stoprule.analysis.cases import load_cases, run_case
+    from stoprule.engine.build import compile_pack
+    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.packs import select_pack
 
     root = select_pack(policy)
     coverage = coverage or threshold is not None
@@ -234,7 +234,7 @@ def test_command(
     results = [run_case(evaluator, c) for c in cases]
     cov = None
     if coverage:
-        from ..analysis.coverage import Observation, compute_coverage
+        from stoprule.analysis.coverage import Observation, compute_coverage
 
         obs = [
             Observation(_label(r, run.index), run.data, run.verdict)

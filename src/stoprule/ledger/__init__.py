@@ -28,10 +28,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .errors import LedgerError, TokenError
-    from .recorder import Outcome, Recorder
-    from .store import Ledger, Node, RunStatus
-    from .verify import Break, Report, verify
+    from stoprule.ledger.errors import LedgerError, TokenError
+    from stoprule.ledger.recorder import Outcome, Recorder
+    from stoprule.ledger.store import Ledger, Node, RunStatus
+    from stoprule.ledger.verify import Break, Report, verify
 
 __all__ = [
     "Break",

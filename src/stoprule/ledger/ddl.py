@@ -20,7 +20,7 @@ upgraded in place on the first write (see ``store.Ledger._upgrade``).
 
 from __future__ import annotations
 
-from .events import GENESIS
+from stoprule.ledger.events import GENESIS
 
 __all__ = ["APPLICATION_ID", "DDL", "HEAD_DDL", "SCHEMA_VERSION", "STATEMENTS"]
 

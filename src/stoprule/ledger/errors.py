@@ -7,7 +7,7 @@ StopruleError
 
 from __future__ import annotations
 
-from ..diagnostics import StopruleError
+from stoprule.diagnostics import StopruleError
 
 __all__ = ["LedgerError", "TokenError"]
 

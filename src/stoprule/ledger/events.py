@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..evaluator import Match, Verdict
-from .sha import sha256_hex
+from stoprule.engine.evaluator import Match, Verdict
+from stoprule.ledger.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ import os
 import stat
 import time
 
-from ..records import record
-from .errors import LedgerError
-from .sha import hmac_sha256
+from stoprule._util.records import record
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.sha import hmac_sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,20 +13,20 @@ retried it meanwhile (a unique index on ``retry_of`` backs this up).
 
 from __future__ import annotations
 
-from ..diagnostics import EvaluationError
-from ..records import record
-from . import keys, tokens
-from .errors import TokenError
-from .events import canonical, digest, verdict_from_event
-from .store import TIP, check_run_id
+from stoprule._util.records import record
+from stoprule.diagnostics import EvaluationError
+from stoprule.ledger import keys, tokens
+from stoprule.ledger.errors import TokenError
+from stoprule.ledger.events import canonical, digest, verdict_from_event
+from stoprule.ledger.store import TIP, check_run_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from typing import Any
 
-    from ..evaluator import Evaluator, Verdict
-    from .store import Ledger, Node
+    from stoprule.engine.evaluator import Evaluator, Verdict
+    from stoprule.ledger.store import Ledger, Node
 
 __all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .store import Node, RunStatus
+from stoprule.ledger.store import Node, RunStatus
 
 __all__ = ["node_line", "run_json", "run_mermaid", "run_tree", "runs_table", "status_line"]
 

@@ -16,8 +16,8 @@ import re
 import sqlite3
 from contextlib import contextmanager
 
-from ..records import Record, record
-from .events import EVENT_TYPE, GENESIS, digest, link, well_formed
+from stoprule._util.records import Record, record
+from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, link, well_formed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

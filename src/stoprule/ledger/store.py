@@ -19,19 +19,27 @@ import sqlite3
 import time
 from contextlib import contextmanager, suppress
 
-from ..records import Record, record
-from . import keys
-from .ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
-from .errors import LedgerError
-from .events import EVENT_TYPE, GENESIS, canonical, head_link, link, validation_event, well_formed
-from .sha import compare_digest
+from stoprule._util.records import Record, record
+from stoprule.ledger import keys
+from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.events import (
+    EVENT_TYPE,
+    GENESIS,
+    canonical,
+    head_link,
+    link,
+    validation_event,
+    well_formed,
+)
+from stoprule.ledger.sha import compare_digest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from ..evaluator import Verdict
+    from stoprule.engine.evaluator import Verdict
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -189,7 +197,7 @@ def resolve_path(explicit: str | None, env: dict[str, str] | os._Environ[str]) -
         return explicit, False
     if env.get("STOPRULE_LEDGER"):
         return env["STOPRULE_LEDGER"], False
-    from ..project import find_project
+    from stoprule.project import find_project
 
     project = find_project()
     return (os.path.join(project, "ledger.db") if project else DEFAULT_PATH), True
@@ -392,7 +400,7 @@ class Ledger:
         c.execute("BEGIN IMMEDIATE")
         try:
             if c.execute("PRAGMA user_version").fetchone()[0] == 1:  # else another process upgraded it meanwhile
-                from .runcheck import check_runs  # only here: not on the recording path
+                from stoprule.ledger.runcheck import check_runs  # only here: not on the recording path
 
                 _, breaks = check_runs(c)
                 if breaks:

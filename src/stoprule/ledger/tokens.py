@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 
-from ..records import record
-from .errors import TokenError
-from .events import canonical
-from .keys import KeyRing, b64url, unb64url
-from .sha import compare_digest, hmac_sha256
+from stoprule._util.records import record
+from stoprule.ledger.errors import TokenError
+from stoprule.ledger.events import canonical
+from stoprule.ledger.keys import KeyRing, b64url, unb64url
+from stoprule.ledger.sha import compare_digest, hmac_sha256
 
 __all__ = ["PREFIX", "Claims", "mint", "verify"]
 

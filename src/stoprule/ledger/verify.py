@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..records import record
-from . import keys
-from .ddl import STATEMENTS
-from .errors import LedgerError
-from .events import GENESIS, head_link
-from .runcheck import Break, check_runs, lenient
-from .sha import compare_digest
-from .store import Ledger, corrupt, sqlite_error
+from stoprule._util.records import record
+from stoprule.ledger import keys
+from stoprule.ledger.ddl import STATEMENTS
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.events import GENESIS, head_link
+from stoprule.ledger.runcheck import Break, check_runs, lenient
+from stoprule.ledger.sha import compare_digest
+from stoprule.ledger.store import Ledger, corrupt, sqlite_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,0 +1,45 @@
+"""One module per harness, each with ``parse(payload, event) -> HookEvent`` and
+``render(decision, event) -> dict | None`` (None: print nothing, which means allow).
+
+Adding a harness is one module here, one row in :data:`ADAPTERS` and one fixture folder
+(``tests/fixtures/hooks/<harness>/``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["ADAPTERS", "adapter", "decode_payload"]
+
+ADAPTERS: dict[str, str] = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "gemini": "gemini",
+    "cursor": "cursor",
+    "copilot": "copilot",
+}
+
+
+def adapter(harness: str) -> ModuleType:
+    """The adapter module of ``harness`` (KeyError if unknown)."""
+    return importlib.import_module(f".{ADAPTERS[harness]}", __name__)
+
+
+def decode_payload(data: bytes) -> dict:
+    """The payload object from stdin bytes: one UTF-8 BOM stripped, empty input is ``{}``."""
+    import json
+
+    from stoprule.agent.event import PayloadError
+
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        return {}
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PayloadError(f"stdin is not a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise PayloadError("stdin is not a JSON object")
+    return value

@@ -1,0 +1,24 @@
+"""Codex ``Stop`` / ``SubagentStop`` (HARNESSES.md § 2; wire schemas in ``codex-hooks/``).
+
+The output schema forbids unknown keys and a block needs a non-blank reason. Block:
+``{"decision":"block","reason":M}``; allow: empty stdout; a note: ``{"systemMessage":R}``.
+"""
+
+from __future__ import annotations
+
+from stoprule.agent.adapters._common import parse_stop, render_block_or_note
+from stoprule.agent.event import Decision, HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["parse", "render"]
+
+
+def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
+    return parse_stop(payload, event, harness="codex", turn_key="turn_id")
+
+
+def render(decision: Decision, event: HookEvent) -> dict[str, Any] | None:
+    return render_block_or_note(decision)

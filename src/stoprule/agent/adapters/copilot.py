@@ -1,0 +1,39 @@
+"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (HARNESSES.md § 5).
+
+Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. The stdin fields
+are UNCONFIRMED: both ``sessionId`` (SDK) and ``session_id`` are read, and
+``stop_hook_active`` when present. No user channel is confirmed: notes go to the log.
+"""
+
+from __future__ import annotations
+
+from stoprule.agent.adapters._common import as_bool, as_str
+from stoprule.agent.event import Decision, HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["parse", "render"]
+
+
+def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
+    name = payload.get("hook_event_name") or payload.get("hookEventName")
+    return HookEvent(
+        harness="copilot",
+        event=event or ("subagent-stop" if name in ("subagentStop", "SubagentStop") else "stop"),
+        session_id=as_str(payload.get("sessionId")) or as_str(payload.get("session_id")),
+        turn_id=as_str(payload.get("turn_id")) or as_str(payload.get("turnId")),
+        cwd=as_str(payload.get("cwd")),
+        transcript_path=as_str(payload.get("transcript_path")) or as_str(payload.get("transcriptPath")),
+        stop_hook_active=as_bool(payload.get("stop_hook_active")) or as_bool(payload.get("stopHookActive")),
+        last_message=as_str(payload.get("last_assistant_message")) or as_str(payload.get("lastAssistantMessage")),
+        flag_known="stop_hook_active" in payload or "stopHookActive" in payload,
+        raw=payload,
+    )
+
+
+def render(decision: Decision, event: HookEvent) -> dict[str, Any] | None:
+    if decision.block:
+        return {"decision": "block", "reason": decision.message or "Continue working."}
+    return {}

@@ -1,0 +1,43 @@
+"""Cursor ``stop`` / ``subagentStop`` (HARNESSES.md § 4).
+
+Block: ``{"followup_message":M}`` (sent as the next *user* message); allow: ``{}``. The
+stop hook has no user channel: notes go to the log only. The session is
+``conversation_id``; ``loop_count`` is Cursor's own follow-up count.
+"""
+
+from __future__ import annotations
+
+from stoprule.agent.adapters._common import as_int, as_str
+from stoprule.agent.event import Decision, HookEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["parse", "render"]
+
+
+def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
+    name = payload.get("hook_event_name")
+    roots = payload.get("workspace_roots")
+    cwd = as_str(payload.get("cwd")) or (as_str(roots[0]) if isinstance(roots, list) and roots else None)
+    loop_count = as_int(payload.get("loop_count"))
+    return HookEvent(
+        harness="cursor",
+        event=event or ("subagent-stop" if name == "subagentStop" else "stop"),
+        session_id=as_str(payload.get("conversation_id")) or as_str(payload.get("session_id")),
+        turn_id=None,
+        cwd=cwd,
+        transcript_path=as_str(payload.get("transcript_path")),  # newer builds only (UNCONFIRMED)
+        stop_hook_active=bool(loop_count),
+        loop_count=loop_count,
+        last_message=as_str(payload.get("last_assistant_message")),
+        status=as_str(payload.get("status")),
+        raw=payload,
+    )
+
+
+def render(decision: Decision, event: HookEvent) -> dict[str, Any] | None:
+    if decision.block:
+        return {"followup_message": decision.message or "Continue working."}
+    return {}

@@ -1,0 +1,94 @@
+"""The ``blockers`` fact provider: what the stop check sees of blockers and reports.
+
+:func:`blockers_facts` is a plain function the hook's provider registry (issue 8)
+calls. It returns fact fields only (names from :data:`.fields.FIELDS`):
+
+- ``openBlockers``: open blockers of the session, each ``{id, category, question, blocksProgress}``
+- ``openBlockerCount``: their number
+- ``resolvedBlockers``: resolved ones (soft choices, or resolved by a person), each
+  ``{id, category, question, chosenOption}``
+- ``blocked_report``: the four sections of the latest report this session filed (if any)
+
+A session's blockers are those logged with its id, plus those logged without one
+(:data:`.service.DEFAULT_SESSION`: an agent whose MCP server does not know the
+session). With blocker logging off (``stoprule blockers off`` or ``enabled: false``)
+it returns ``{}``. It never raises for a missing or damaged store: no fields, then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
+
+__all__ = ["blockers_facts"]
+
+DEFAULT_SESSION = "default"
+
+
+def blockers_facts(project_dir: str, session_id: str | None, settings: Any = None) -> dict[str, Any]:
+    """Fact fields for ``session_id`` in the project at ``project_dir`` (the directory holding ``.stoprule/``).
+
+    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None."""
+    from stoprule.agent.blocker_store import BlockerStore
+    from stoprule.diagnostics import ConfigError
+
+    if settings is None:
+        from stoprule.agent.config import load_config
+
+        try:
+            settings = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("blockers",))[
+                "blockers"
+            ]
+        except ConfigError:
+            return {}
+    try:
+        store = BlockerStore(project_dir, settings)
+    except ConfigError:
+        return {}
+    if not store.enabled():
+        return {}
+    sessions = {DEFAULT_SESSION, session_id} if session_id else None
+    mine = [b for b in store.blockers() if sessions is None or b.session in sessions]
+    open_ = [{"id": b.id, "category": b.category, "question": b.question, "blocksProgress": b.blocksProgress}
+             for b in mine if b.open]  # fmt: skip
+    resolved = [{"id": b.id, "category": b.category, "question": b.question,
+                 **({"chosenOption": b.chosenOption} if b.chosenOption is not None else {})}
+                for b in mine if not b.open]  # fmt: skip
+    out: dict[str, Any] = {
+        FIELDS["open_blockers"]: open_,
+        FIELDS["open_blocker_count"]: len(open_),
+        FIELDS["resolved_blockers"]: resolved,
+    }
+    report = _latest_report(project_dir, session_id)
+    if report is not None:
+        out[FIELDS["blocked_report"]] = report
+    return out
+
+
+def _latest_report(project_dir: str, session_id: str | None) -> dict[str, Any] | None:
+    base = os.path.join(project_dir, ".stoprule", "reports")
+    best: tuple[float, dict[str, Any]] | None = None
+    try:
+        tasks = os.listdir(base)
+    except OSError:
+        return None
+    for task in tasks:
+        path = os.path.join(base, task, "blocked_report.json")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            mtime = os.stat(path).st_mtime
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        meta = data.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        if session_id and meta.get("session") not in (session_id, DEFAULT_SESSION):
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, {k: data[k] for k in REPORT_SECTIONS if k in data})
+    return best[1] if best else None

@@ -1,0 +1,384 @@
+"""The blockers store: an append-only JSONL record under ``.stoprule/blockers/``, and ``blockers.md``.
+
+- ``blockers.jsonl`` is the record: one JSON object per line, ``{"op": "add", ...}`` for
+  a logged blocker and ``{"op": "resolve", "id": ...}`` when one is resolved. Every
+  change takes an exclusive ``fcntl`` lock on ``.stoprule/blockers/.lock``, appends one
+  whole line with a single ``write`` (truncated back if the write fails: nothing
+  half-written), then re-renders ``blockers.md`` to a temp file and renames it over the
+  old one: readers see the old or the new file, never a torn one.
+- Dedupe: an ``add`` whose hash (category, question, context) was logged within the
+  cooldown is acknowledged with the earlier id and not written again.
+- Per-run limit: a session (run) may log at most ``max_per_run`` blockers.
+- Rotation: when the record reaches ``rotate_entries`` lines or ``rotate_bytes``, it and
+  ``blockers.md`` are renamed with a UTC time stamp (kept, never deleted) and a new
+  record starts with the blockers still open, so nothing open is forgotten.
+- Path confinement: ``blockers.md`` must resolve inside the project (no ``..``, no
+  symlink out); otherwise :class:`~stoprule.diagnostics.ConfigError`.
+
+Everything that reaches this module is already redacted (:mod:`.service` does it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from stoprule.agent.blocker_config import BlockerSettings
+from stoprule.diagnostics import ConfigError, Diagnostic
+
+__all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
+
+RECORD = "blockers.jsonl"
+
+
+class StoreWriteError(Exception):
+    """The record or ``blockers.md`` could not be written (read-only, disk full): nothing was half-written."""
+
+
+def blocker_hash(category: str, question: str, context: str) -> str:
+    import hashlib
+
+    return hashlib.sha256("\x00".join((category, question, context)).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Blocker:
+    id: str
+    session: str
+    at: str
+    ts: float
+    hash: str
+    category: str
+    soft: bool
+    question: str
+    context: str
+    blocksProgress: bool  # noqa: N815 - the tool's field name
+    options: list[str] = field(default_factory=list)
+    chosenOption: str | None = None  # noqa: N815
+    chosenReasoning: str | None = None  # noqa: N815
+    resolved_at: str | None = None
+    resolution: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return not self.soft and self.resolved_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "session": self.session,
+            "at": self.at,
+            "category": self.category,
+            "kind": "soft" if self.soft else "hard",
+            "status": "open" if self.open else "resolved",
+            "question": self.question,
+            "context": self.context,
+            "blocksProgress": self.blocksProgress,
+        }
+        if self.options:
+            out["options"] = list(self.options)
+        if self.chosenOption is not None:
+            out["chosenOption"] = self.chosenOption
+        if self.chosenReasoning is not None:
+            out["chosenReasoning"] = self.chosenReasoning
+        if self.resolved_at is not None:
+            out["resolved_at"] = self.resolved_at
+            if self.resolution:
+                out["resolution"] = self.resolution
+        return out
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "op": "add", "id": self.id, "session": self.session, "at": self.at, "ts": self.ts, "hash": self.hash,
+            "category": self.category, "soft": self.soft, "question": self.question, "context": self.context,
+            "blocksProgress": self.blocksProgress, "options": self.options, "chosenOption": self.chosenOption,
+            "chosenReasoning": self.chosenReasoning,
+        }  # fmt: skip
+
+
+@dataclass
+class AddResult:
+    status: str  # "logged" | "duplicate" | "limit"
+    blocker: Blocker | None
+    count: int  # blockers this session has logged
+    render_error: str | None = None  # logged in the record, but blockers.md could not be rewritten
+
+
+def _now() -> tuple[str, float]:
+    ts = time.time()
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), ts
+
+
+def _one_line(text: str) -> str:
+    """Markdown-safe single line: user text cannot start a new checklist item or heading."""
+    return " ".join(text.split())
+
+
+def render_markdown(blockers: list[Blocker]) -> str:
+    """``blockers.md`` in seed 003's checklist format, one section per session."""
+    out = ["# Blockers", "", "<!-- Rendered by stoprule from .stoprule/blockers/blockers.jsonl; edits here are"
+           " overwritten. Resolve with `stoprule blockers resolve ID`. -->", ""]  # fmt: skip
+    sessions: dict[str, list[Blocker]] = {}
+    for b in blockers:
+        sessions.setdefault(b.session, []).append(b)
+    for session, items in sessions.items():
+        first = items[0].at.replace("T", " ").rstrip("Z")
+        out += [f"## Session: {_one_line(session)} — {first}", ""]
+        hard = [b for b in items if not b.soft]
+        soft = [b for b in items if b.soft]
+        if hard:
+            out += ["### Hard Blockers (require user decision)"]
+            for b in hard:
+                box = "x" if b.resolved_at else " "
+                out.append(f"- [{box}] **[{b.category}]** {_one_line(b.question)} (id: {b.id})")
+                out.append(f"  - **Context**: {_one_line(b.context)}")
+                out.append(f"  - **Blocks**: {'Yes — progress on this task is blocked' if b.blocksProgress else 'No'}")
+                if b.options:
+                    out.append("  - **Options**:")
+                    out += [f"    {i}. {_one_line(o)}" for i, o in enumerate(b.options, 1)]
+                if b.resolved_at:
+                    note = f" — {_one_line(b.resolution)}" if b.resolution else ""
+                    out.append(f"  - **Resolved**: {b.resolved_at}{note}")
+            out.append("")
+        if soft:
+            out += ["### Soft Blockers (AI made choice)"]
+            for b in soft:
+                out.append(f"- [x] **[{b.category}]** {_one_line(b.question)} (id: {b.id})")
+                if b.context:
+                    out.append(f"  - **Context**: {_one_line(b.context)}")
+                if b.options:
+                    out.append("  - **Options**:")
+                    out += [f"    {i}. {_one_line(o)}" for i, o in enumerate(b.options, 1)]
+                out.append(f"  - **✓ Chosen**: {_one_line(b.chosenOption or '')}")
+                if b.chosenReasoning:
+                    out.append(f"  - **Reasoning**: {_one_line(b.chosenReasoning)}")
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _parse(lines: Iterator[str]) -> list[Blocker]:
+    found: dict[str, Blocker] = {}
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line another tool damaged: skipped, never fatal
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("op") == "add" and isinstance(rec.get("id"), str):
+            try:
+                found[rec["id"]] = Blocker(
+                    id=rec["id"], session=str(rec.get("session", "")), at=str(rec.get("at", "")),
+                    ts=float(rec.get("ts", 0)), hash=str(rec.get("hash", "")), category=str(rec.get("category", "")),
+                    soft=bool(rec.get("soft")), question=str(rec.get("question", "")),
+                    context=str(rec.get("context", "")), blocksProgress=bool(rec.get("blocksProgress")),
+                    options=[str(o) for o in rec.get("options") or []], chosenOption=rec.get("chosenOption"),
+                    chosenReasoning=rec.get("chosenReasoning"),
+                )  # fmt: skip
+            except (TypeError, ValueError):
+                continue
+        elif rec.get("op") == "resolve" and rec.get("id") in found:
+            b = found[rec["id"]]
+            b.resolved_at = str(rec.get("at", ""))
+            b.resolution = rec.get("note")
+    return list(found.values())
+
+
+class BlockerStore:
+    """The blockers of one project (``project_dir`` holds ``.stoprule/``)."""
+
+    def __init__(self, project_dir: str, settings: BlockerSettings, config_file: str | None = None) -> None:
+        self.project_dir = os.path.abspath(project_dir)
+        self.settings = settings
+        self.dir = os.path.join(self.project_dir, ".stoprule", "blockers")
+        self.record_path = os.path.join(self.dir, RECORD)
+        self.lock_path = os.path.join(self.dir, ".lock")
+        self.switch_path = os.path.join(self.dir, "switch.json")
+        self.markdown_path = self._confine(settings.file, config_file)
+
+    # ------------------------------------------------------------ paths and switch
+
+    def _confine(self, rel: str, config_file: str | None) -> str:
+        root = os.path.realpath(self.project_dir)
+        target = os.path.realpath(os.path.join(self.project_dir, rel))
+        if os.path.commonpath([root, target]) != root or target == root:
+            name = config_file or os.path.join(self.project_dir, ".stoprule", "config.yaml")
+            raise ConfigError(
+                [Diagnostic(name, 1, 1, "config.invalid", f"the blockers file {rel!r} resolves to {target}, "
+                            f"outside the project {root} (a '..' step or a symlink out)", "blockers.file")]
+            )  # fmt: skip
+        return target
+
+    def enabled(self) -> bool:
+        """The switch (``stoprule blockers on|off``) if set, else the config's ``enabled``."""
+        try:
+            with open(self.switch_path, encoding="utf-8") as fh:
+                value = json.load(fh).get("enabled")
+            if isinstance(value, bool):
+                return value
+        except (OSError, ValueError, AttributeError):
+            pass
+        return self.settings.enabled
+
+    def set_enabled(self, value: bool) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        self._atomic_write(self.switch_path, json.dumps({"enabled": value}) + "\n")
+
+    # ------------------------------------------------------------ reading
+
+    def blockers(self) -> list[Blocker]:
+        """Every blocker of the current record, in order (a missing record: none)."""
+        try:
+            with open(self.record_path, encoding="utf-8") as fh:
+                return _parse(iter(fh))
+        except FileNotFoundError:
+            return []
+
+    # ------------------------------------------------------------ writing
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            lock = open(self.lock_path, "a")  # noqa: SIM115 - held for the with-block
+        except OSError as exc:
+            raise StoreWriteError(f"cannot open {self.lock_path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            lock.close()
+
+    def _append(self, records: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        try:
+            fd = os.open(self.record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot open {self.record_path}: {exc.strerror or exc}") from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(28, "short write")
+                os.fsync(fd)
+            except OSError as exc:
+                with suppress(OSError):
+                    os.ftruncate(fd, size)  # nothing half-written
+                raise StoreWriteError(f"cannot write {self.record_path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def _atomic_write(self, path: str, text: str) -> None:
+        folder = os.path.dirname(path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise StoreWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def _render(self, blockers: list[Blocker]) -> None:
+        self._atomic_write(self.markdown_path, render_markdown(blockers))
+
+    def _rotate_if_due(self, blockers: list[Blocker]) -> list[Blocker]:
+        try:
+            st = os.stat(self.record_path)
+            with open(self.record_path, "rb") as fh:
+                lines = sum(1 for _ in fh)
+        except FileNotFoundError:
+            return blockers
+        except OSError as exc:
+            raise StoreWriteError(f"cannot read {self.record_path}: {exc.strerror or exc}") from None
+        if lines < self.settings.rotate_entries and st.st_size < self.settings.rotate_bytes:
+            return blockers
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        keep = [b for b in blockers if b.open]
+        try:
+            os.rename(self.record_path, os.path.join(self.dir, f"blockers-{stamp}.jsonl"))
+            if os.path.exists(self.markdown_path):
+                stem, ext = os.path.splitext(self.markdown_path)
+                os.rename(self.markdown_path, f"{stem}-{stamp}{ext or '.md'}")
+        except OSError as exc:
+            raise StoreWriteError(f"cannot rotate {self.record_path}: {exc.strerror or exc}") from None
+        if keep:
+            self._append([b.record() for b in keep])  # still open: carried into the new record
+        return keep
+
+    def add(
+        self,
+        *,
+        session: str,
+        category: str,
+        soft: bool,
+        question: str,
+        context: str,
+        blocks_progress: bool,
+        options: list[str] | None = None,
+        chosen_option: str | None = None,
+        chosen_reasoning: str | None = None,
+    ) -> AddResult:
+        """Log one blocker (already validated and redacted). Raises :class:`StoreWriteError`."""
+        h = blocker_hash(category, question, context)
+        with self._locked():
+            blockers = self.blockers()
+            at, ts = _now()
+            cooldown = self.settings.cooldown_seconds
+            for b in reversed(blockers):
+                if b.hash == h and ts - b.ts < cooldown:
+                    return AddResult("duplicate", b, sum(1 for x in blockers if x.session == session))
+            count = sum(1 for b in blockers if b.session == session)
+            if count >= self.settings.max_per_run:
+                return AddResult("limit", None, count)
+            blockers = self._rotate_if_due(blockers)
+            new = Blocker(
+                id="b-" + secrets.token_hex(4), session=session, at=at, ts=ts, hash=h, category=category, soft=soft,
+                question=question, context=context, blocksProgress=bool(blocks_progress) and not soft,
+                options=list(options or []), chosenOption=chosen_option, chosenReasoning=chosen_reasoning,
+            )  # fmt: skip
+            if soft:
+                new.resolved_at = at
+            self._append([new.record()])
+            blockers.append(new)
+            try:
+                self._render(blockers)
+            except StoreWriteError as exc:  # the record holds it; the next change renders again
+                return AddResult("logged", new, count + 1, str(exc))
+            return AddResult("logged", new, count + 1)
+
+    def resolve(self, blocker_id: str, note: str | None = None) -> Blocker | None:
+        """Mark an open blocker resolved; None if no blocker has that id."""
+        with self._locked():
+            blockers = self.blockers()
+            hit = next((b for b in blockers if b.id == blocker_id), None)
+            if hit is None:
+                return None
+            if hit.resolved_at is None:
+                at, _ = _now()
+                self._append([{"op": "resolve", "id": blocker_id, "at": at, "note": note}])
+                hit.resolved_at, hit.resolution = at, note
+                self._render(blockers)
+            return hit
+
+    def rerender(self) -> None:
+        """Write ``blockers.md`` again from the record (after a failed render, or on demand)."""
+        with self._locked():
+            self._render(self.blockers())

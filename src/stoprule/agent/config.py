@@ -1,0 +1,89 @@
+"""A project's settings: ``.stoprule/config.yaml``, one top-level section per layer.
+
+Each section is a pydantic model owned by the layer it configures and named in
+:data:`SECTIONS` (imported only when a config is read); a missing section takes its
+model's defaults. Unknown keys, at the top or inside a section, are errors naming the
+file, line and key (:class:`~stoprule.diagnostics.ConfigError`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.project import find_project
+
+__all__ = ["CONFIG_FILE", "SECTIONS", "config_path", "load_config"]
+
+CONFIG_FILE = "config.yaml"
+
+# section -> "module:Model"; each model validates its section (extra keys forbidden)
+SECTIONS: dict[str, str] = {
+    "hook": "stoprule.agent.hook_config:HookSettings",
+    "providers": "stoprule.agent.hook_config:ProviderSettings",
+    "blockers": "stoprule.agent.blocker_config:BlockerSettings",
+}
+
+
+def config_path(start: str | os.PathLike[str] | None = None) -> str | None:
+    """``config.yaml`` of the nearest ``.stoprule/`` (which need not exist yet), or None."""
+    state = find_project(start)
+    return os.path.join(state, CONFIG_FILE) if state else None
+
+
+def _model(section: str) -> Any:
+    module, _, name = SECTIONS[section].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Every section (or only ``sections``) of the config at ``path``, validated; defaults
+    where the file or a section is absent. Raises :class:`ConfigError` naming file and line."""
+    from pydantic import ValidationError
+
+    from stoprule.language.source import format_path, parse_yaml
+
+    wanted = sections if sections is not None else tuple(SECTIONS)
+    data: dict[str, Any] = {}
+    diags: list[Diagnostic] = []
+    name = os.fspath(path) if path is not None else CONFIG_FILE
+    src = None
+    if path is not None and os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError([Diagnostic(name, 1, 1, "config.unreadable", str(exc))]) from None
+        src = parse_yaml(name, text, diags)
+        if diags:
+            raise ConfigError(diags)
+        if src.data is None or src.data == {}:
+            data = {}
+        elif not isinstance(src.data, dict):
+            raise ConfigError([src.diag((), "config.not_mapping", "the config must be a YAML mapping")])
+        else:
+            data = src.data
+    for key in data:
+        if key not in SECTIONS:
+            known = ", ".join(SECTIONS)
+            diags.append(src.diag((key,), "config.unknown_key", f"unknown section {key!r} (known: {known})"))  # type: ignore[union-attr]
+    out: dict[str, Any] = {}
+    for section in wanted:
+        model = _model(section)
+        raw = data.get(section) or {}
+        try:
+            out[section] = model.model_validate(raw)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = (section, *err["loc"])
+                code = "config.unknown_key" if err["type"] == "extra_forbidden" else "config.invalid"
+                msg = f"unknown key {loc[-1]!r}" if code == "config.unknown_key" else err["msg"]
+                if src is not None:
+                    diags.append(src.diag(loc, code, msg))
+                else:
+                    diags.append(Diagnostic(name, 1, 1, code, msg, format_path(loc)))
+    if diags:
+        raise ConfigError(diags)
+    return out

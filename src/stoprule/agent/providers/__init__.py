@@ -1,0 +1,125 @@
+"""Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
+
+Order (:data:`stoprule.agent.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
+``closure``, ``transcript``, ``git`` — what was declared (the payload, facts declared for
+the session, blockers the agent logged, the agent's closure trailer) before what is
+inferred (the transcript, the working tree).
+A provider reports neutral observations (``transcript.turns`` ...); ``providers.fields``
+in the config maps each to a fact field of the pack (or to nothing). The ``state``
+provider's observations are fact fields already (``state.<field>`` may rename one).
+
+The first provider to set a field wins; a later provider with a different value is
+recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
+it is told its deadline, and one that overruns it has its observations dropped (noted).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from stoprule.agent.event import HookEvent
+from stoprule.agent.settings import PROVIDER_ORDER
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["Context", "Provenance", "gather", "merge"]
+
+
+class Context:
+    """What a provider may use besides the event: ``project`` (the .stoprule/ directory or
+    None), ``home`` (where session state lives: the project, else the user's state
+    directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
+    ``session`` (the hook's record for this session; providers may update it) and
+    ``deadline`` (``time.monotonic()`` by which the running provider must be done)."""
+
+    __slots__ = ("deadline", "home", "project", "session", "settings", "workdir")
+
+    def __init__(
+        self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
+    ) -> None:
+        self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
+        self.deadline = 0.0
+
+
+class Provenance:
+    """Which provider set each fact field, what else was observed, conflicts and notes."""
+
+    __slots__ = ("conflicts", "fields", "notes", "observed", "timings_ms")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, dict[str, Any]] = {}
+        self.observed: list[dict[str, Any]] = []
+        self.conflicts: list[dict[str, Any]] = []
+        self.notes: dict[str, list[str]] = {}
+        self.timings_ms: dict[str, float] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fields": self.fields,
+            "observed": self.observed,
+            "conflicts": self.conflicts,
+            "notes": self.notes,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
+    module = importlib.import_module(f".{name}_provider", __name__)
+    result: tuple[dict[str, Any], list[str]] = module.provide(event, ctx)
+    return result
+
+
+def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
+    """Run the enabled providers in order; the merged fact and its provenance."""
+    enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
+    budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
+    results: list[tuple[str, dict[str, Any], list[str]]] = []
+    timings: dict[str, float] = {}
+    for name in PROVIDER_ORDER:
+        if name not in enabled:
+            continue
+        t0 = time.monotonic()
+        ctx.deadline = t0 + budget
+        try:
+            obs, notes = _run(name, event, ctx)
+        except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
+            obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+        spent = time.monotonic() - t0
+        timings[name] = round(spent * 1000, 2)
+        if spent > budget:
+            obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+        results.append((name, obs, notes))
+    fact, prov = merge(results, ctx.settings.get("fields", {}))
+    prov.timings_ms = timings
+    return fact, prov
+
+
+def merge(
+    results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
+) -> tuple[dict[str, Any], Provenance]:
+    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    fact: dict[str, Any] = {}
+    prov = Provenance()
+    for name, obs, notes in results:
+        if notes:
+            prov.notes[name] = notes
+        for key, value in obs.items():
+            target = mapping.get(f"{name}.{key}", key if name == "state" else None)
+            if target is None:
+                prov.observed.append({"provider": name, "key": key, "value": value})
+                continue
+            if target in fact:
+                if fact[target] != value:
+                    kept = prov.fields[target]
+                    prov.conflicts.append({
+                        "field": target,
+                        "kept": {"provider": kept["provider"], "value": kept["value"]},
+                        "ignored": {"provider": name, "key": key, "value": value},
+                    })  # fmt: skip
+                continue
+            fact[target] = value
+            prov.fields[target] = {"provider": name, "key": key, "value": value}
+    return fact, prov

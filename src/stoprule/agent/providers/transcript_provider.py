@@ -1,0 +1,41 @@
+"""``transcript``: turns, the latest task list and this turn's failed tool results, read
+from the harness's transcript incrementally (position kept in the session record)."""
+
+from __future__ import annotations
+
+import os
+
+from stoprule.agent.event import HookEvent
+from stoprule.agent.transcripts import detect, observations, scan_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["provide"]
+
+
+def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+    path = event.transcript_path
+    if not path:
+        return {}, ["no transcript path in the payload"]
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        return {}, [f"transcript {path} not found"]
+    fmt = detect(path, event.harness)
+    if fmt is None:
+        return {}, [f"transcript {path}: unknown format"]
+    saved = ctx.session.get("transcript")
+    try:
+        state, notes = scan_file(
+            path,
+            fmt,
+            saved if isinstance(saved, dict) else None,
+            tail=int(ctx.settings.get("transcript_tail_bytes", 262144)),
+            max_scan=int(ctx.settings.get("transcript_max_scan_bytes", 8388608)),
+            deadline=ctx.deadline,
+        )
+    except OSError as exc:
+        return {}, [f"transcript {path} unreadable: {exc.strerror or exc}"]
+    ctx.session["transcript"] = state
+    return observations(state["scan"]), notes

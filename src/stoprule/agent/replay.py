@@ -1,0 +1,54 @@
+"""Replay a recorded transcript: the fact each stop would have seen, boundary by boundary.
+
+A boundary is the end of a turn: just before each new user turn, and the end of the file.
+The fact is built as the hook builds it, from what a transcript can tell: the ``hook``
+observations of a stop, the ``closure`` trailer of the last assistant text, and the
+``transcript`` observations up to that point (no ``state``, no ``git``: they are not
+recorded in a transcript), mapped by the same ``providers.fields``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stoprule.agent.providers import Provenance, merge
+from stoprule.agent.providers.closure_provider import parse_trailer
+from stoprule.agent.transcripts import Scan, observations
+
+__all__ = ["Boundary", "boundaries"]
+
+FORMAT_HARNESS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
+
+
+class Boundary:
+    def __init__(self, index: int, line: int, fact: dict[str, Any], provenance: Provenance) -> None:
+        self.index, self.line, self.fact, self.provenance = index, line, fact, provenance
+
+
+def _fact(scan: Scan, fmt: str, mapping: dict[str, str | None]) -> tuple[dict[str, Any], Provenance]:
+    hook = {"harness": FORMAT_HARNESS[fmt], "event": "stop", "stop_hook_active": False, "stopping": True}
+    closure, cnotes = parse_trailer(scan.last_text)
+    return merge([("hook", hook, []), ("closure", closure, cnotes),
+                  ("transcript", observations(scan.state()), [])], mapping)  # fmt: skip
+
+
+def boundaries(path: str, fmt: str, mapping: dict[str, str | None]) -> list[Boundary]:
+    """Every stop of the transcript at ``path`` (OSError if unreadable)."""
+    out: list[Boundary] = []
+    scan = Scan(fmt, full=True)
+    line_no = 0
+
+    def at_turn(s: Scan) -> None:
+        fact, prov = _fact(s, fmt, mapping)
+        out.append(Boundary(len(out) + 1, line_no, fact, prov))
+
+    scan.on_turn = at_turn
+    with open(path, "rb") as fh:
+        for raw in fh:
+            line_no += 1
+            if raw.endswith(b"\n") and raw.strip():
+                scan.feed(raw)
+    if scan.turns:
+        fact, prov = _fact(scan, fmt, mapping)
+        out.append(Boundary(len(out) + 1, line_no, fact, prov))
+    return out

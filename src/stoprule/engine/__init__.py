@@ -1,0 +1,11 @@
+"""The engine: checked policy -> compiled policy -> verdict, on durable_rules.
+
+    lowering, simplify   conditions -> durable_rules JSON over a projected fact
+    build                the compile stages after the checks: lower, build
+    compiled             what the evaluator runs on (plain, picklable data)
+    durable              the durable_rules boundary: assert, collect matches, retract
+    projection           how each projected slot is written for the engine
+    evaluator            validate -> project -> match -> decide -> render
+    interpret            the reference interpreter (conditions evaluated directly)
+    packs                finding a pack and loading it compiled, through a cache
+"""

@@ -1,0 +1,128 @@
+"""What the compiler produces: plain, picklable data the evaluator runs on.
+
+No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
+"""
+
+from __future__ import annotations
+
+from stoprule._util.records import Record, record
+from stoprule.facts.schema import FactSchema
+from stoprule.language.templates import Template
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, Protocol, TypeVar
+
+    class Ranked(Protocol):
+        @property
+        def priority(self) -> int: ...
+        @property
+        def index(self) -> int: ...
+
+    R = TypeVar("R", bound=Ranked)
+
+__all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta", "rank", "rank_key"]
+
+
+def rank_key(rule: Ranked) -> tuple[int, int]:
+    """Which matching rule wins: the highest priority, then the earliest declared (sorts first).
+
+    The one ordering for the evaluator (compiled rules) and analysis (checked rules)."""
+    return (-rule.priority, rule.index)
+
+
+def rank(rules: Iterable[R]) -> list[R]:
+    """``rules`` winner first."""
+    return sorted(rules, key=rank_key)
+
+
+@record
+class Slot:
+    """A scalar the rules read: projected under ``key`` from ``path`` (object steps).
+
+    ``marker``: the field is an object or list and only its presence is read
+    (projected as ``true``, or ``null`` when null). ``test``: ``(function, argument)`` of
+    an operator decided while projecting (``glob``, ``starts_with``, ``ends_with``; the
+    function is named in :mod:`stoprule.language.patterns`): the slot holds whether a string value
+    passes it, and is left out for other values.
+    """
+
+    key: str
+    path: tuple[str, ...]
+    marker: bool = False
+    test: tuple[str, Any] | None = None  # (function of stoprule.language.patterns, argument)
+
+
+@record
+class ListSlot(Record):
+    """A list the rules quantify over: items under ``key``, length under ``len_key``.
+
+    ``scalar``: items are projected as they are; otherwise each item is projected
+    to its ``item_slots`` (an item slot with the empty path reads a scalar item itself).
+    ``items``: false when the rules read only the length.
+    """
+
+    key: str
+    len_key: str
+    path: tuple[str, ...]
+    scalar: bool
+    item_slots: tuple[Slot, ...] = ()
+    items: bool = True
+
+
+@record
+class VerdictMeta:
+    name: str
+    ok: bool
+    stop: str
+    requires_user_review: bool
+    retryable: bool
+    description: str | None = None
+
+
+@record
+class RuleMeta:
+    id: str
+    index: int
+    priority: int
+    verdict: str
+    reason: str
+    message: Template
+    review_reason: Template | None
+    file: str
+    line: int
+    engine_name: str
+
+
+@record
+class StopMeta:
+    id: str
+    description: str
+    file: str
+    line: int
+    engine_name: str
+
+
+@record
+class CompiledPolicy:
+    name: str
+    digest: str
+    files: tuple[str, ...]
+    schema: FactSchema
+    slots: tuple[Slot, ...]
+    lists: tuple[ListSlot, ...]
+    rulesets: tuple[dict[str, Any], ...]
+    rules: tuple[RuleMeta, ...]
+    stops: tuple[StopMeta, ...]
+    verdicts: dict[str, VerdictMeta]
+    sets: dict[str, tuple[Any, ...]]
+    declarations: dict[str, Any]
+    # the projected keys each ruleset reads, when the whole projection is wider than the
+    # engine takes in one fact (None: every ruleset gets the whole projection)
+    ruleset_keys: tuple[tuple[str, ...], ...] | None = None
+    # engine names of the rules and stops whose condition is constant true: not sent to
+    # the engine (they would fire on every fact), added to every match by the evaluator
+    always: tuple[str, ...] = ()
+    # each ruleset as the engine is given it (stoprule.engine.durable.encode), kept with the pack
+    ruleset_json: tuple[str, ...] = ()

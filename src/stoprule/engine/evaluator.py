@@ -1,0 +1,450 @@
+"""Evaluate facts against a compiled pack: validate, project, match, pick the winner."""
+
+from __future__ import annotations
+
+import _thread
+import json
+from collections.abc import Callable, Iterable
+
+from stoprule._util.codegen import define
+from stoprule._util.gcpause import paused_gc
+from stoprule._util.records import Record, record
+from stoprule.diagnostics import EvaluationError, NoRuleMatched
+from stoprule.engine import projection
+from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
+from stoprule.engine.durable import Engine, _float, _string, encode
+from stoprule.engine.projection import field_of, slot_encoding
+from stoprule.facts.schema import MISSING, FactField, strict_error
+from stoprule.language.templates import compile_templates
+from stoprule.limits import SAFE_INT
+
+__all__ = ["Evaluator", "Match", "Verdict"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from stoprule.facts.schema import FactSchema
+
+    # the verdict for one set of matched rules, given the validated fact (and its warnings)
+    _Maker = Callable[..., "Verdict"]
+    # the same as a prototype verdict, the renderers of its messages by position, the warnings' position
+    _Entry = tuple["Verdict", tuple[tuple[int, Callable[[dict], str]], ...], int]
+
+
+@record
+class Match:
+    rule: str
+    verdict: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "verdict": self.verdict, "reason": self.reason}
+
+
+@record
+class Verdict(Record):
+    """The decision for one fact; ``matched`` lists every matching rule, winner first."""
+
+    ok: bool
+    verdict: str
+    reason: str
+    rule: str
+    stop: str
+    message: str
+    requires_user_review: bool
+    review_reason: str | None
+    high_risk_stop: str | None
+    matched: tuple[Match, ...]
+    policy: str
+    warnings: tuple[dict[str, str], ...] = ()  # unknown fields and the like (see FactSchema.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "rule": self.rule,
+            "stop": self.stop,
+            "message": self.message,
+            "requires_user_review": self.requires_user_review,
+            "review_reason": self.review_reason,
+            "high_risk_stop": self.high_risk_stop,
+            "matched": [m.to_dict() for m in self.matched],
+            "policy": self.policy,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
+        }
+
+
+def _reader(lines: list[str], var: str, path: tuple[str, ...], emit: str, indent: str) -> None:
+    """Append code reading ``path`` from ``var`` into ``v`` and, when present, running ``emit``
+    (the empty path reads ``var`` itself)."""
+    if not path:
+        lines.append(f"{indent}v = {var}")
+        lines.append(f"{indent}if True:")
+        lines.append(f"{indent}    {emit}")
+        return
+    cur = var
+    for depth, step in enumerate(path[:-1]):
+        nxt = f"o{depth}"
+        lines.append(f"{indent}{nxt} = {cur}.get({step!r})")
+        lines.append(f"{indent}if type({nxt}) is dict:")
+        indent += "    "
+        cur = nxt
+    lines.append(f"{indent}v = {cur}.get({path[-1]!r}, M)")
+    lines.append(f"{indent}if v is not M:")
+    lines.append(f"{indent}    {emit}")
+
+
+def generated_sources(compiled: CompiledPolicy) -> list[str]:
+    """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
+    out = [source for source, _ in _projectors(compiled)]
+    from stoprule.facts.schema import _fast_validator
+
+    out.append(_fast_validator(compiled.schema.root)[0])
+    out.append(_templates(compiled)[0])
+    return out
+
+
+def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str]]]:
+    """The rules' message (and review reason, where given) renderers, in rule order."""
+    tpls = []
+    for r in compiled.rules:
+        tpls.append(r.message)
+        if r.review_reason:
+            tpls.append(r.review_reason)
+    return compile_templates(tpls, compiled.sets)
+
+
+def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict], str]]]:
+    """The projectors of ``compiled``: one for every ruleset, or one per ruleset when each
+    reads a subset of the projection (``ruleset_keys``)."""
+    subsets = [None] if compiled.ruleset_keys is None else [frozenset(k) for k in compiled.ruleset_keys]
+    return [_json_projector(compiled.slots, compiled.lists, compiled.schema.root, keys) for keys in subsets]
+
+
+def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any]) -> str:
+    """An expression for ``,"KEY":VALUE``, the value ``v`` of slot ``s`` (not a test) encoded as
+    the engine reads it: what :func:`stoprule.engine.durable.encode` writes for it, character for
+    character (``consts``: where constants the expression names are added)."""
+    pre = f",{key}:"
+    enc, extra = slot_encoding(s, scope, pre)
+    if enc == projection.MARKER:
+        return f"{pre + 'true'!r} if v is not None else {pre + 'null'!r}"
+    if enc == projection.BOOL:
+        return f"{pre + 'true'!r} if v is True else {pre + 'false'!r} if v is False else {pre!r} + E(v)"
+    if enc == projection.ENUM:  # each value's item written once
+        name = f"K{len(consts)}"
+        consts[name] = extra
+        return f"type(v) is str and {name}.get(v) or {pre!r} + E(v)"
+    if enc == projection.STRING:
+        return f"{pre!r} + (S(v) if type(v) is str else E(v))"
+    if enc == projection.INT:
+        return f"{pre!r} + (str(v) if type(v) is int else E(v))"
+    if enc == projection.NUMBER:
+        return f"{pre!r} + (str(v) if type(v) is int else F(v) if type(v) is float else E(v))"
+    return f"{pre!r} + E(v)"
+
+
+def _json_projector(
+    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField, keys: frozenset[str] | None = None
+) -> tuple[str, Callable[[dict], str]]:
+    """Straight-line code projecting a validated fact to the keys the rules read, JSON-encoded
+    in one pass (generated once per pack, as namedtuple does; it runs for every fact).
+
+    The projection: ``"_": 1`` (a key every fact has), each slot under its key (a value as it
+    is, a marker as ``true``/``null``, a pattern slot as whether a string value passes), and
+    each list's length and its items' slots. ``keys``: only these (the keys one ruleset
+    reads). Returns the source and the function, which returns the encoded projection
+    without its opening brace (the engine matcher puts ``{"id":N,`` in front).
+    """
+    tests: dict[str, Any] = {}
+
+    def wanted(key: str) -> bool:
+        return keys is None or key in keys
+
+    reads = any(wanted(s.key) for s in slots) or any(wanted(ls.len_key) or wanted(ls.key) for ls in lists)
+    anchor = wanted("_") or not reads  # a text with no key is not JSON the engine takes
+    lines = ["def project_json(fact):", "    p = ['\"_\":1']" if anchor else "    p = []"]
+
+    def emit_slot(s: Slot, var: str, scope: FactField | None, target: str, indent: str) -> None:
+        key = json.dumps(s.key)
+        if s.test is not None:  # a pattern slot is left out for a value that is not a string
+            name = f"T{len(tests)}"
+            tests[name] = slot_encoding(s, scope, "")[1]
+            emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
+        else:
+            emit = f"{target}.append({_json_item(s, scope, key, tests)})"
+        _reader(lines, var, s.path, emit, indent)
+
+    parents: dict[tuple[str, ...], str] = {}
+
+    def parent(path: tuple[str, ...]) -> str:
+        """The variable holding the value at ``path`` (read once per fact)."""
+        if not path:
+            return "fact"
+        var = parents.get(path)
+        if var is None:
+            up = parent(path[:-1])
+            var = parents[path] = f"P{len(parents)}"
+            read = f"{up}.get({path[-1]!r})"
+            guard = "" if up == "fact" else f" if type({up}) is dict else None"
+            lines.append(f"    {var} = {read}{guard}")
+        return var
+
+    for s in slots:
+        if not wanted(s.key):
+            continue
+        if len(s.path) < 2:
+            emit_slot(s, "fact", root, "p", "    ")
+            continue
+        var = parent(s.path[:-1])
+        lines.append(f"    if type({var}) is dict:")
+        emit_slot(Slot(s.key, s.path[-1:], s.marker, s.test), var, field_of(root, s.path[:-1]), "p", "        ")
+    for n, ls in enumerate(lists):
+        length, items = wanted(ls.len_key), ls.items and wanted(ls.key)
+        if not (length or items):
+            continue
+        list_field = field_of(root, ls.path)
+        item_scope = list_field.items if list_field is not None else None
+        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        up = parent(ls.path[:-1])
+        read = f"{up}.get({ls.path[-1]!r}) if type({up}) is dict else None" if ls.path else up
+        lines.append(f"    seq{n} = {read}")
+        lines.append(f"    if type(seq{n}) is list:")
+        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))" if length else "        pass")
+        if not items:
+            pass  # only the length is read
+        elif ls.scalar:
+            lines.append(f"        p.append(',{key}:' + E(seq{n}))")
+        elif not ls.item_slots:
+            lines.append(f"        p.append(',{key}:[' + ','.join(['{{}}'] * len(seq{n})) + ']')")
+        else:
+            lines.append("        rows = []")
+            lines.append(f"        for item in seq{n}:")
+            lines.append("            row = []")
+            rows_of_scalars = any(not s.path for s in ls.item_slots)
+            lines.append("            if True:" if rows_of_scalars else "            if type(item) is dict:")
+            for s in ls.item_slots:
+                emit_slot(s, "item", item_scope, "row", "                ")
+            lines.append("            rows.append('{' + ''.join(row)[1:] + '}')")
+            lines.append(f"        p.append(',{key}:[' + ','.join(rows) + ']')")
+        if length:
+            lines.append("    else:")
+            lines.append(f"        p.append(',{len_key}:0')")
+    lines.append("    p.append('}')")
+    lines.append("    return ''.join(p)" if anchor else "    return ''.join(p)[1:]")
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = {
+        "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
+    }  # fmt: skip
+    return source, define(source, namespace, "project_json")
+
+
+# positions in a Verdict
+_MESSAGE, _REVIEW, _WARNINGS, _MATCHED, _HIGH_RISK = map(
+    Verdict._fields.index, ("message", "review_reason", "warnings", "matched", "high_risk_stop")
+)
+
+
+class Evaluator:
+    """A compiled pack ready to evaluate facts (compile once, evaluate many)."""
+
+    def __init__(self, compiled: CompiledPolicy) -> None:
+        self.compiled = compiled
+        self.digest = compiled.digest
+        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
+        # the projection, JSON-encoded: one text for every ruleset, or one per ruleset when each
+        # reads a subset of it (a projection too wide for the engine)
+        self._project_parts = [fn for _, fn in _projectors(compiled)]
+        self._project_json = self._project_parts[0] if compiled.ruleset_keys is None else None
+        self._rules = {r.engine_name: r for r in compiled.rules}
+        # position in the winner order; the winner has the lowest
+        self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
+        self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
+        self._stops = {s.engine_name: s for s in compiled.stops}
+        self._stop_order = [s.engine_name for s in compiled.stops]
+        # verdict makers by set of matched rules (the Python path's)
+        self._makers: dict[frozenset[str], _Maker] = {}
+        self._local = _thread._local()  # threading.local: this thread's C runner (see _run)
+        # message templates, compiled once: rendered only for the winning rule
+        renderers = iter(_templates(compiled)[1])
+        self._messages = {
+            r.engine_name: (next(renderers), next(renderers) if r.review_reason else None) for r in compiled.rules
+        }
+
+    @property
+    def schema(self) -> FactSchema:
+        return self.compiled.schema
+
+    def validate(self, fact: Any) -> dict[str, Any]:
+        """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
+        return self.compiled.schema.validate(fact)
+
+    def evaluate(self, fact: Any, *, strict: bool = False) -> Verdict:
+        """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
+        ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
+        Unknown fields are otherwise listed in the verdict's ``warnings``."""
+        run = self._run(batch=False)
+        if run is not None and (verdict := run(fact)) is not None:
+            if strict and verdict.warnings:
+                raise strict_error(list(verdict.warnings))
+            return verdict
+        data, warnings = self.compiled.schema.check(fact)
+        if warnings and strict:
+            raise strict_error(warnings)
+        return self._decide(data, self._match_data(data), tuple(warnings))
+
+    def _match_data(self, data: dict[str, Any]) -> set[str]:
+        return self._data_matcher()(data)
+
+    def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
+        """This thread's ``validated fact -> engine rule names``."""
+        pj = self._project_json
+        if pj is not None:
+            mt = self._engine.text_matcher()
+            return lambda data: mt(pj(data))
+        mts = self._engine.texts_matcher()
+        parts = self._project_parts
+        return lambda data: mts([project(data) for project in parts])
+
+    def projection(self, fact: Any) -> list[dict[str, Any]]:
+        """What the engine is given for ``fact`` (validated first): the projected keys, one dict
+        per ruleset (a single dict when every ruleset is given the whole projection)."""
+        data = self.validate(fact)
+        return [json.loads("{" + project(data)) for project in self._project_parts]
+
+    def evaluate_many(
+        self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
+    ) -> list[Verdict | EvaluationError]:
+        """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
+        yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
+        out: list[Verdict | EvaluationError] = []
+        check = self.compiled.schema.check
+        match = self._data_matcher()
+        run = self._run(batch=True) or (lambda fact: None)
+        with paused_gc():
+            for i, fact in enumerate(facts):
+                try:
+                    verdict = run(fact)
+                    if verdict is not None:
+                        if strict and verdict.warnings:
+                            raise strict_error(list(verdict.warnings))
+                        out.append(verdict)
+                        continue
+                    data, warnings = check(fact)
+                    if warnings and strict:
+                        raise strict_error(warnings)
+                    out.append(self._decide(data, match(data), tuple(warnings)))
+                except EvaluationError as exc:
+                    if on_error == "raise":
+                        raise
+                    exc.extra.setdefault("index", i)
+                    out.append(exc)
+        return out
+
+    def matched_rules(self, fact: Any) -> list[RuleMeta]:
+        """Every rule whose condition holds, winner first."""
+        data = self.compiled.schema.validate(fact)
+        return self._ranked(self._match_data(data))
+
+    def _ranked(self, names: set[str]) -> list[RuleMeta]:
+        rank = self._rank
+        return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
+
+    def _outcome(self, names: set[str]) -> _Entry:
+        """The verdict for a set of engine rule names, as ``(prototype, ((index, render), ...),
+        index of the warnings)``: winner, ranked matches and high-risk stop decided once, the
+        message (and review reason) rendered per fact."""
+        rank = self._rank
+        order = sorted((n for n in names if n in rank), key=rank.__getitem__)
+        if not order:
+            raise NoRuleMatched()
+        high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
+        win = self._rules[order[0]]
+        kind = self.compiled.verdicts[win.verdict]
+        render, render_review = self._messages[win.engine_name]
+        matched = tuple(self._match[n] for n in order)
+        review = kind.requires_user_review
+        proto = Verdict(
+            kind.ok, win.verdict, win.reason, win.id, kind.stop, "", review, None, high_risk, matched, self.digest
+        )
+        fills = ((_MESSAGE, render), (_REVIEW, render_review or render)) if review else ((_MESSAGE, render),)
+        return proto, fills, _WARNINGS
+
+    def _maker(self, names: set[str]) -> _Maker:
+        """The verdict maker for a set of engine rule names: ``(data, warnings=()) -> Verdict``."""
+        key = frozenset(names)
+        hit = self._makers.get(key)
+        if hit is not None:
+            return hit
+        proto, fills, _ = self._outcome(names)
+        head = (proto.ok, proto.verdict, proto.reason, proto.rule, proto.stop)
+        tail = (proto.high_risk_stop, proto.matched, proto.policy)
+        new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+        render = fills[0][1]
+
+        if len(fills) == 1:
+
+            def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
+                return new(Verdict, (*head, render(data), False, None, *tail, warnings))
+
+        else:
+            review = fills[1][1]
+
+            def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
+                return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+
+        if len(self._makers) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
+            self._makers.clear()
+        self._makers[key] = make
+        return make
+
+    def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
+        return self._maker(names)(data, warnings)
+
+    def _run(self, batch: bool) -> Callable[[Any], Verdict | None] | None:
+        """This thread's C runner (:mod:`stoprule.engine.speedups`): ``fact -> Verdict``, or None for
+        a fact left to the Python path; None where the accelerator is not there. Single
+        evaluations build it from the 32nd on (a batch at once): a start pays nothing for it."""
+        local = self._local
+        run = getattr(local, "run", MISSING)
+        if run is not MISSING:
+            return run
+        if not batch:
+            local.calls = getattr(local, "calls", 0) + 1
+            if local.calls < 32:
+                return None
+        runner = self._runner()
+        run = local.run = None if runner is None else runner.run
+        return run
+
+    def _runner(self) -> Any:
+        """A new C runner for this thread (``stoprule_speedups.Runner``), or None."""
+        from stoprule.engine import speedups
+
+        module = speedups.load()
+        args = None if module is None else speedups.runner_args(self.compiled)
+        if module is None or args is None:
+            return None
+        import durable_rules_engine as dre
+
+        schema, slots, lists, (letters, bits) = args
+        owner, handles = self._engine.thread_handles()
+        engine = (dre.assert_fact, dre.start_action_for_state, dre.complete_and_start_action, dre.retract_fact)
+        always = tuple(bits[n] for n in self.compiled.always)
+        programs = speedups.message_programs(self.compiled, self._messages)
+        ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
+            (bits[name], self._match[name], *speedups.verdict_program(self._outcome({name}), programs))
+            for name in sorted(self._rank, key=self._rank.__getitem__)
+        )
+        stops = tuple((bits[name], self._stops[name].id) for name in self._stop_order)
+        unknown = self.compiled.schema._unknown_warnings
+
+        def warn(found: list[str]) -> tuple[dict[str, str], ...]:
+            return tuple(unknown(found))
+
+        return module.Runner(
+            schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
+            ranked, stops, (_MATCHED, _HIGH_RISK, _WARNINGS), warn, owner, SAFE_INT,
+        )  # fmt: skip

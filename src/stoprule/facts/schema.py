@@ -1,0 +1,619 @@
+"""The fact schema at run time: typed fields and a fast validator (no pydantic).
+
+Kept free of pydantic and YAML so a cached compiled pack evaluates facts without
+importing either (the CLI's cold start).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from stoprule.diagnostics import FactError
+from stoprule.limits import SAFE_INT  # fact integers: exact as doubles, offset sums far from 64-bit overflow
+
+__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field", "strict_error"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Checker = Callable[[Any], Any]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+MAX_DEPTH = 32
+
+
+def format_field(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+class FactField:
+    """A typed field; ``object`` fields hold children, ``list`` fields an item type."""
+
+    __slots__ = (
+        "name", "type", "required", "nullable", "has_default", "default", "aliases", "values",
+        "items", "fields", "required_if", "description", "additional", "lookup",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        *,
+        required: bool = False,
+        nullable: bool = False,
+        has_default: bool = False,
+        default: Any = None,
+        aliases: tuple[str, ...] = (),
+        values: tuple[str, ...] = (),
+        items: FactField | None = None,
+        fields: dict[str, FactField] | None = None,
+        required_if: str | None = None,
+        description: str | None = None,
+        additional: str = "allow",
+    ) -> None:
+        self.name = name
+        self.type = type
+        self.required = required
+        self.nullable = nullable
+        self.has_default = has_default
+        self.default = default
+        self.aliases = aliases
+        self.values = values
+        self.items = items
+        self.fields: dict[str, FactField] = fields if fields is not None else {}
+        self.required_if = required_if
+        self.description = description
+        self.additional = additional
+        self.lookup: dict[str, str] = {}
+        self.reindex()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"FactField({self.name!r}, {self.describe()!r})"
+
+    def reindex(self) -> None:
+        self.lookup = {}
+        for name, f in self.fields.items():
+            self.lookup[name] = name
+            for a in f.aliases:
+                self.lookup[a] = name
+
+    @property
+    def may_be_absent(self) -> bool:
+        return not self.required and not self.has_default
+
+    def describe(self) -> str:
+        if self.type == "list" and self.items is not None:
+            return f"list of {self.items.describe()}"
+        if self.type == "enum":
+            return "enum(" + ", ".join(self.values) + ")"
+        return self.type
+
+
+def can_be_absent(scope: FactField, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` can be missing from a valid value of ``scope``: an optional step
+    without default, or a nullable object on the way (null parents drop their children)."""
+    cur = scope
+    for i, name in enumerate(path):
+        f = cur.fields[name]
+        if f.may_be_absent or (i < len(path) - 1 and f.nullable):
+            return True
+        cur = f
+    return False
+
+
+def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactError:
+    kind = type(got).__name__ if got is not None else "null"
+    kinds = {"dict": "object", "list": "list", "str": "string", "float": "number"}
+    return FactError(
+        "fact.type",
+        f"expected {want.describe()}, got {kinds.get(kind, kind)}",
+        format_field(path),
+    )
+
+
+def _prefix(exc: FactError, step: str | int) -> FactError:
+    """Put ``step`` in front of the error's field path (errors are built innermost first)."""
+    exc.field = format_field((step,)) + ("" if not exc.field else exc.field if exc.field[0] == "[" else "." + exc.field)
+    return exc
+
+
+def _null_or(spec: FactField, v: Any) -> None:
+    """The error for a value of the wrong type (None when null is allowed)."""
+    if v is None:
+        if spec.nullable:
+            return None
+        raise FactError("fact.null", "must not be null")
+    raise _type_error(spec, v, ())
+
+
+def _show(text: str) -> str:
+    """``text`` quoted for a message, with characters that cannot be printed escaped."""
+    return ascii(text) if not text.isascii() or not text.isprintable() else repr(text)
+
+
+def _check_text(text: str) -> None:
+    """Strings the engine and every output can carry: no NUL, no lone surrogate."""
+    if "\x00" in text:
+        raise FactError("fact.string", "contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FactError("fact.string", f"contains a lone surrogate (\\u{ord(text[exc.start]):04x})") from None
+
+
+def _compile(spec: FactField) -> Checker:
+    """A function that validates one value of ``spec`` and returns it normalised.
+
+    Built once per schema (closures over precomputed tables): the per-fact path does
+    no schema interpretation.
+    """
+    t = spec.type
+    if t == "bool":
+
+        def check_bool(v: Any) -> Any:
+            return v if type(v) is bool else _null_or(spec, v)
+
+        return check_bool
+    if t == "string":
+
+        def check_string(v: Any) -> Any:
+            if type(v) is not str:
+                return _null_or(spec, v)
+            if not v.isascii() or "\x00" in v:
+                _check_text(v)
+            return v
+
+        return check_string
+    if t in ("int", "number"):
+        floats = t == "number"
+
+        def check_number(v: Any) -> Any:
+            tv = type(v)
+            if tv is int:
+                if -SAFE_INT <= v <= SAFE_INT:
+                    return v
+                raise FactError("fact.range", f"integer outside the safe range ±{SAFE_INT} (2^53 - 1)")
+            if floats and tv is float and math.isfinite(v):
+                return v
+            return _null_or(spec, v)
+
+        return check_number
+    if t == "enum":
+        values = frozenset(spec.values)
+
+        def check_enum(v: Any) -> Any:
+            if type(v) is not str:  # a list or object is not hashable: test the type first
+                return _null_or(spec, v)
+            if v in values:
+                return v
+            raise FactError("fact.enum", f"{_show(v)} is not one of: " + ", ".join(spec.values))
+
+        return check_enum
+    if t == "list":
+        assert spec.items is not None
+        item = _compile(spec.items)
+
+        def check_list(v: Any) -> Any:
+            if type(v) is not list:
+                return _null_or(spec, v)
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item(x))
+                except FactError as exc:
+                    raise _prefix(exc, i) from None
+            return out
+
+        return check_list
+    return _compile_object(spec)
+
+
+def _compile_object(spec: FactField) -> Checker:
+    lookup = spec.lookup
+    reject = spec.additional == "reject"
+    checkers = {name: _compile(f) for name, f in spec.fields.items()}
+    defaults = [(n, f.default) for n, f in spec.fields.items() if f.has_default]
+    required = [n for n, f in spec.fields.items() if f.required]
+    required_if = [(n, f.required_if) for n, f in spec.fields.items() if f.required_if]
+
+    def check_object(data: Any) -> Any:
+        if type(data) is not dict:
+            return _null_or(spec, data)
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            name = lookup.get(key)
+            if name is None:
+                if reject:
+                    raise FactError("fact.unknown_field", "not a field of the schema", format_field((key,)))
+                continue
+            if name in out:
+                raise FactError("fact.duplicate_field", f"given twice (as {name!r} and an alias)", name)
+            try:
+                out[name] = checkers[name](value)
+            except FactError as exc:
+                raise _prefix(exc, name) from None
+        for name, default in defaults:
+            if name not in out:
+                out[name] = _clone(default)
+        for name in required:
+            if name not in out:
+                raise FactError("fact.required", "required field is missing", name)
+        for name, cond in required_if:
+            if out.get(cond) is True and out.get(name) in (None, ""):
+                raise FactError("fact.required", f"required when {cond} is true", name)
+        return out
+
+    return check_object
+
+
+def _compile_unknown(spec: FactField) -> Callable[[Any, str, list[str]], None] | None:
+    """A function collecting the keys of a value of ``spec`` that the schema does not know
+    (as field paths), or None where nothing below ``spec`` is an object."""
+    if spec.type == "list":
+        assert spec.items is not None
+        item = _compile_unknown(spec.items)
+        if item is None:
+            return None
+
+        def walk_list(v: Any, at: str, out: list[str]) -> None:
+            if type(v) is list:
+                for i, x in enumerate(v):
+                    item(x, f"{at}[{i}]", out)
+
+        return walk_list
+    if spec.type != "object":
+        return None
+    lookup = spec.lookup
+    children = {name: w for name, f in spec.fields.items() if (w := _compile_unknown(f)) is not None}
+
+    def walk_object(v: Any, at: str, out: list[str]) -> None:
+        if type(v) is not dict:
+            return
+        for key, x in v.items():
+            name = lookup.get(key)
+            if name is None:
+                out.append(f"{at}.{key}" if at else key)
+            elif name in children:
+                children[name](x, f"{at}.{name}" if at else name, out)
+
+    return walk_object
+
+
+class _Bail(Exception):
+    """The fast validator met something it leaves to the closures (an error, or a case it
+    does not handle): the fact is validated again by them, which name the error."""
+
+
+def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], Any]]:
+    """Generated straight-line code validating a fact as :func:`_compile_object` does and
+    collecting its unknown field paths as :func:`_compile_unknown` does, in one walk.
+
+    It returns the very dict the closures return (same keys, order and values) for every
+    fact they accept; it raises for anything else, and the caller falls back to the closures
+    (for the error and its message). Returns the source and the function ``(fact, unknown)``.
+    """
+    lines: list[str] = []
+    ns: dict[str, Any] = {
+        "_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": math.isfinite, "M": MISSING,
+    }  # fmt: skip
+    counter = [0]
+
+    def const(value: Any) -> str:
+        name = f"C{len(ns)}"
+        ns[name] = value
+        return name
+
+    def scalar_check(f: FactField, v: str, indent: str) -> list[str]:
+        """Statements that accept a valid scalar ``v`` of ``f`` and raise for anything else."""
+        bad = f"{indent}    raise _Bail" if not f.nullable else f"{indent}    if {v} is not None: raise _Bail"
+        t = f.type
+        if t == "bool":
+            return [f"{indent}if type({v}) is not bool:", bad]
+        if t == "string":
+            return [
+                f"{indent}if type({v}) is str:",
+                f"{indent}    if not {v}.isascii() or '\\x00' in {v}: CT({v})",
+                f"{indent}else:",
+                bad,
+            ]
+        if t in ("int", "number"):
+            out = [
+                f"{indent}if type({v}) is int:",
+                f"{indent}    if not -SAFE <= {v} <= SAFE: raise _Bail",
+            ]
+            if t == "number":
+                out.append(f"{indent}elif type({v}) is float and fin({v}): pass")
+            return [*out, f"{indent}else:", bad]
+        assert t == "enum"
+        values = const(frozenset(f.values))
+        return [
+            f"{indent}if type({v}) is str:",
+            f"{indent}    if {v} not in {values}: raise _Bail",
+            f"{indent}else:",
+            bad,
+        ]
+
+    def func(f: FactField) -> str:
+        """Define the function checking a value of ``f`` (an object or a list): ``(v, u, at)``."""
+        counter[0] += 1
+        name = f"V{counter[0]}"
+        if f.type == "list":
+            assert f.items is not None
+            item = f.items
+            body = [f"def {name}(v, u, at):", "    if type(v) is not list:"]
+            body.append("        if v is None and " + repr(f.nullable) + ": return None")
+            body.append("        raise _Bail")
+            if item.type in ("list", "object") or item.type not in ("bool", "string", "int", "number", "enum"):
+                sub = func(item)
+                # item paths are written only when an item has unknown keys (then it runs again)
+                body.append("    m = len(u)")
+                body.append(f"    out = [{sub}(x, u, None) for x in v]")
+                body.append("    if len(u) == m: return out")
+                body.append("    del u[m:]")
+                body.append(f"    return [{sub}(x, u, f'{{at}}[{{i}}]') for i, x in enumerate(v)]")
+            else:
+                body.append("    for x in v:")
+                body += scalar_check(item, "x", "        ")
+                body.append("    return list(v)")
+            lines.extend(body)
+            return name
+        lookup = f.lookup
+        reject = f.additional == "reject"
+        # fields checked alike share a code: same scalar type and nullability (an enum: also
+        # the same values); objects and lists call their own function (code 0)
+        codes: dict[tuple[Any, ...], int] = {}
+        code_of: dict[str, int] = {}
+        example: dict[int, FactField] = {}
+        subs: dict[str, str] = {}
+        for fname, ff in f.fields.items():
+            if ff.type in ("bool", "string", "int", "number", "enum"):
+                sig = (ff.type, ff.nullable, ff.values if ff.type == "enum" else ())
+                code = codes.setdefault(sig, len(codes) + 1)
+                example[code] = ff
+            else:
+                subs[fname] = func(ff)
+                code = 0
+            code_of[fname] = code
+        table = const({key: (fname, code_of[fname]) for key, fname in lookup.items()})
+        # the general walk (aliases, unknown keys): a function returning ``out`` before defaults
+        loop = [f"def L{name}(d, u, at):", "    out = {}", "    for key, v in d.items():"]
+        loop.append(f"        e = {table}.get(key)")
+        loop.append("        if e is None:")
+        unknown = "raise _Bail" if reject else "u.append(f'{at}.{key}' if at else key); continue"
+        loop.append(f"            {unknown}")
+        loop.append("        n, c = e")
+        loop.append("        if n in out: raise _Bail")
+        # the most common codes first
+        order = sorted(set(code_of.values()), key=lambda c: -sum(1 for x in code_of.values() if x == c))
+        for j, code in enumerate(order):
+            loop.append(f"        {'if' if j == 0 else 'elif'} c == {code}:")
+            if code == 0:  # a per-field function: dispatch on the name (few object and list fields)
+                members = [fname for fname, c in code_of.items() if c == 0]
+                for k, fname in enumerate(members):
+                    loop.append(
+                        f"            {'if' if k == 0 else 'elif'} n == {fname!r}:"
+                        f" v = {subs[fname]}(v, u, f'{{at}}.{{n}}' if at else n)"
+                    )
+            else:
+                loop += scalar_check(example[code], "v", "            ")
+        loop.append("        out[n] = v")
+        loop.append("    return out")
+        lines.extend(loop)
+        body = [f"def {name}(d, u, at):", "    if type(d) is not dict:"]
+        body.append("        if d is None and " + repr(f.nullable) + ": return None")
+        body.append("        raise _Bail")
+        # the common cases: every key a field's own name, or else no alias among them. Scalars
+        # are checked in place, the dict copied (same keys and order as the walk, unknown keys
+        # left out), objects and lists below replaced. Unknown keys are listed in the order of
+        # the keys: where they come from more than one place, the walk lists them instead.
+        canon = frozenset(k for k, fname in lookup.items() if k == fname)
+        aliases = frozenset(lookup) - canon
+
+        def fast(indent: str, unknown: bool) -> None:
+            for fname, ff in f.fields.items():
+                if fname not in subs:
+                    body.append(f"{indent}v = d.get({fname!r}, M)")
+                    body.append(f"{indent}if v is not M:")
+                    body.extend(scalar_check(ff, "v", indent + "    "))
+            body.append(f"{indent}out = d.copy()")
+            if unknown:
+                body.append(f"{indent}extra = [k for k in d if k not in {const(canon)}]")
+                body.append(f"{indent}for k in extra: del out[k]")
+            guarded = unknown or len(subs) > 1
+            if guarded:
+                body.append(f"{indent}start = m = len(u)")
+                body.append(f"{indent}hits = {int(unknown)}")
+            for fname, sub in subs.items():
+                body.append(f"{indent}if {fname!r} in out:")
+                at = f"at + {'.' + fname!r} if at else {fname!r}"
+                body.append(f"{indent}    out[{fname!r}] = {sub}(out[{fname!r}], u, {at})")
+                if guarded:
+                    body.append(f"{indent}    if len(u) != m: hits += 1; m = len(u)")
+            if guarded:
+                body.append(f"{indent}if hits > 1:")
+                body.append(f"{indent}    del u[start:]")
+                body.append(f"{indent}    out = L{name}(d, u, at)")
+            if unknown:
+                body.append(f"{indent}elif extra:")
+                body.append(f"{indent}    u.extend([f'{{at}}.{{k}}' if at else k for k in extra])")
+
+        body.append(f"    if d.keys() <= {const(canon)}:")
+        fast("        ", False)
+        if not reject:
+            body.append(f"    elif d.keys().isdisjoint({const(aliases)}):")
+            fast("        ", True)
+        body.append("    else:")
+        body.append(f"        out = L{name}(d, u, at)")
+        for fname, ff in f.fields.items():
+            if ff.has_default:
+                dv = ff.default
+                if dv is None or type(dv) in (bool, int, str):
+                    val = repr(dv)
+                else:  # a fresh copy per fact (an empty list or object written as a literal)
+                    val = "[]" if dv == [] else "{}" if dv == {} else f"CL({const(dv)})"
+                body.append(f"    if {fname!r} not in out: out[{fname!r}] = {val}")
+        for fname, ff in f.fields.items():
+            if ff.required:
+                body.append(f"    if {fname!r} not in out: raise _Bail")
+        for fname, ff in f.fields.items():
+            if ff.required_if:
+                cond = f"out.get({ff.required_if!r}) is True and out.get({fname!r}) in (None, '')"
+                body.append(f"    if {cond}: raise _Bail")
+        body.append("    return out")
+        lines.extend(body)
+        return name
+
+    top = func(root)
+    lines.append(f"def validate(fact, u):\n    return {top}(fact, u, '')")
+    source = "\n".join(lines)
+    from stoprule._util.codegen import define
+
+    return source, define(source, ns, "validate")
+
+
+def _suggest(schema: FactField, path: str) -> str:
+    """`` (did you mean 'x'?)`` for the field name closest to the last step of ``path``."""
+    import difflib
+
+    scope: FactField | None = schema
+    steps = path.replace("]", "").replace("[", ".").split(".")
+    for step in steps[:-1]:
+        if scope is None or step.isdigit():
+            scope = scope.items if scope is not None and scope.type == "list" else scope
+            continue
+        scope = scope.fields.get(scope.lookup.get(step, ""))
+        scope = scope.items if scope is not None and scope.type == "list" else scope
+    if scope is None or scope.type != "object":
+        return ""
+    best = difflib.get_close_matches(steps[-1], list(scope.lookup), n=1, cutoff=0.7)
+    return f" (did you mean {scope.lookup[best[0]]!r}?)" if best else ""
+
+
+class FactSchema:
+    """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
+
+    def __init__(self, root: FactField) -> None:
+        self.root = root
+        self._check = _compile_object(root)
+        self._unknown = _compile_unknown(root)
+        self._messages: dict[str, str] = {}  # unknown field path -> its warning message
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_fast":  # generated on first use: after a cached pack's code is loaded
+            self._fast = _fast_validator(self.root)[1]
+            return self._fast
+        raise AttributeError(name)
+
+    def warnings(self, fact: dict[str, Any]) -> list[dict[str, str]]:
+        """What to warn about in a valid fact: fields the schema does not know (with a
+        did-you-mean), and a fact with no fields at all."""
+        if not fact:
+            return [{"code": "fact.empty", "field": "", "message": "the fact has no fields: only defaults decide"}]
+        found: list[str] = []
+        if self._unknown is not None:
+            self._unknown(fact, "", found)
+        return self._unknown_warnings(found)
+
+    def _unknown_warnings(self, found: list[str]) -> list[dict[str, str]]:
+        if not found:
+            return []
+        messages = self._messages
+        out = []
+        for f in found:
+            if type(f) is not str:  # a key that is not a string (from Python, never from JSON)
+                f = str(f)
+            message = messages.get(f)
+            if message is None:  # difflib is slow, and the same unknown fields come back fact after fact
+                if len(messages) >= 4096:
+                    messages.clear()
+                message = messages[f] = "not a field of the schema" + _suggest(self.root, f)
+            out.append({"code": "fact.unknown_field", "field": f, "message": message})
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["root"])  # type: ignore[misc]
+
+    def validate(self, fact: Any) -> dict[str, Any]:
+        try:
+            return self._fast(fact, [])
+        except Exception:  # noqa: BLE001, S110 - the closures below name the error
+            pass
+        return self._validate(fact)
+
+    def check(self, fact: Any) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """:meth:`validate` and :meth:`warnings` in one walk of the fact."""
+        found: list[str] = []
+        try:
+            data = self._fast(fact, found)
+        except Exception:  # noqa: BLE001 - the closures name the error
+            data = self._validate(fact)
+            return data, self.warnings(fact)
+        if not fact:
+            return data, self.warnings(fact)
+        return data, self._unknown_warnings(found)
+
+    def _validate(self, fact: Any) -> dict[str, Any]:
+        if not isinstance(fact, dict):
+            raise FactError("fact.not_object", "a fact must be a JSON object")
+        return self._check(fact)
+
+    def check_value(self, spec: FactField, value: Any) -> Any:
+        """Validate one value against a field (used to normalise defaults)."""
+        return _compile(spec)(value)
+
+
+def _clone(v: Any) -> Any:
+    """A deep copy of a JSON value (defaults must not be shared between facts)."""
+    if type(v) is list:
+        return [_clone(x) for x in v]
+    if type(v) is dict:
+        return {k: _clone(x) for k, x in v.items()}
+    return v
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True if ``value`` nests no deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
+def strict_error(warnings: list[dict[str, str]]) -> FactError:
+    """The error a warning becomes under ``--strict``."""
+    w = warnings[0]
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    return FactError(w["code"], w["message"] + more, w["field"])
