@@ -103,10 +103,15 @@ def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> 
     if not argv:  # bare `stoprule`: what it can do
         parser.print_help(stdout)
         return 0
+    # argparse writes --help, --version and usage errors to sys.stdout / sys.stderr: the given streams
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = stdout, stderr
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    finally:
+        sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
     return int(command.run(args, stdin, stdout, stderr))
