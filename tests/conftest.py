@@ -16,10 +16,6 @@ from stoprule import Evaluator, load_policy
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO / "policies"
 
-# TEMPORARY (layout move): some test modules still import helpers from other test modules
-for _layer in ("analysis", "engine", "facts"):
-    sys.path.insert(0, str(Path(__file__).resolve().parent / _layer))
-
 # About a thousand tests start `python -m stoprule`. Where PYTHONDONTWRITEBYTECODE is set (it
 # keeps __pycache__ out of the tree), each of them would compile its modules from source again
 # (measured: 68 s for the suite instead of 55 on 2 cores). The processes the tests start write

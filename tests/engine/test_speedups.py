@@ -14,18 +14,19 @@ from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
-from test_fast_validator import KEYS, _value
-from test_fast_validator import PACK as VALIDATOR_PACK
-from test_fused_projection import FACTS as PROJECTION_FACTS
-from test_fused_projection import PACK as PROJECTION_PACK
-from test_fuzz_facts import CHECKED, EV, any_json, object_of
 
+from factgen import any_json, default_build, object_of
+from samplepacks import FEATURE_PACK as VALIDATOR_PACK
+from samplepacks import KEYS, PROJECTION_FACTS, PROJECTION_PACK
+from samplepacks import feature_value as _value
 from stoprule import EvaluationError
 from stoprule.engine import speedups
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 
 REPO = Path(__file__).resolve().parents[2]
+EV = Evaluator(default_build().compiled)
+CHECKED = default_build().checked
 PY_EV = Evaluator(EV.compiled)
 PY_EV._local.run = None  # this thread's evaluations: the Python path only
 
