@@ -12,9 +12,16 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 
-import durable_rules_engine as _dre
+try:  # compiled into stoprule at install (hatch_build.py)
+    import stoprule.engine.durable_rules_engine as _dre
 
-__all__ = ["Engine", "EngineError", "check_rulesets", "encode"]
+    ENGINE_SOURCE = "built into stoprule"
+except ImportError:  # a source tree run in place, not built: the engine installed beside it
+    import durable_rules_engine as _dre
+
+    ENGINE_SOURCE = "installed beside stoprule"
+
+__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

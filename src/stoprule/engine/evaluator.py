@@ -16,7 +16,7 @@ from stoprule.engine.projection import field_of, slot_encoding
 from stoprule.facts.schema import MISSING, FactField, strict_error
 from stoprule.language.templates import compile_templates
 
-__all__ = ["BACKEND", "Evaluator", "Match", "Runner", "Verdict"]
+__all__ = ["BACKEND", "Evaluator", "Match", "Runner", "Verdict", "describe_backend"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -238,6 +238,13 @@ def _json_projector(
 
 
 BACKEND = "python"  # the evaluation backend of a default install (shown by --version and doctor)
+
+
+def describe_backend() -> str:
+    """What evaluates facts, for ``--version`` and ``doctor``."""
+    from stoprule.engine.durable import ENGINE_SOURCE
+
+    return f"evaluation backend: {BACKEND} (durable_rules engine {ENGINE_SOURCE})"
 
 
 if TYPE_CHECKING:
