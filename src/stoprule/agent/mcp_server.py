@@ -11,11 +11,13 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import Strict, ValidationError
 
+from stoprule._util.redact import redact
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
 from stoprule.version import __version__
 
@@ -36,9 +38,32 @@ def _answer(reply: Reply) -> str:
     return reply.text
 
 
+StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the agent's to fix
+
+
+class _Server(MCPServer):
+    """The SDK's server, but an argument error names fields and problems, never echoes the
+    rejected values (they may hold secrets), and every tool error text is redacted."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                    for err in cause.errors(include_input=False, include_url=False)
+                )
+                raise ToolError(redact(f"Error executing tool {name}: invalid arguments: {problems}")) from None
+            raise ToolError(redact(str(exc))) from None
+
+
 def build_server(service: BlockerService) -> MCPServer:
     hard, soft = service.categories()
-    server: MCPServer = MCPServer(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
+    server: MCPServer = _Server(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(
         name="blocker",
@@ -53,7 +78,7 @@ def build_server(service: BlockerService) -> MCPServer:
         category: str,
         question: str,
         context: str,
-        blocksProgress: bool,  # noqa: N803 - seed 003's field names
+        blocksProgress: StrictBool,  # noqa: N803 - seed 003's field names
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803
@@ -118,7 +143,7 @@ def build_server(service: BlockerService) -> MCPServer:
         return _answer(service.file_report(session, args))
 
     @server.tool(name="blockers_list", description="Open and resolved blockers of this session (or of all sessions).")
-    def blockers_list(session: str | None = None, all_sessions: bool = False) -> str:
+    def blockers_list(session: str | None = None, all_sessions: StrictBool = False) -> str:
         return _answer(service.list_blockers(session, every=all_sessions))
 
     return server
