@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -179,14 +179,7 @@ def run_hook(
         verdict = evaluator.evaluate(fact, strict=hook["strict"])
         disarm()
         entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
-        if verdict.stop == "block":
-            decision = Decision(True, verdict.message)
-        elif verdict.requires_user_review:
-            decision = Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
-        elif not verdict.ok:
-            decision = Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
-        else:
-            decision = Decision(False)
+        decision = decision_of(verdict)
         observe = hook["mode"] == "observe"
         entry["mode"] = hook["mode"]
         decision = _apply_guard(home, event, decision, hook["loop_cap"], entry, ctx.session, observe)
@@ -232,6 +225,17 @@ def run_hook(
         output = {}
     _log(home, settings["hook"].get("log", True), entry)
     return HookResult(output, decision, entry)
+
+
+def decision_of(verdict: Verdict) -> Decision:
+    """What a verdict tells the harness, before the loop guard and observe mode."""
+    if verdict.stop == "block":
+        return Decision(True, verdict.message)
+    if verdict.requires_user_review:
+        return Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
+    if not verdict.ok:
+        return Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
+    return Decision(False)
 
 
 def _apply_guard(
