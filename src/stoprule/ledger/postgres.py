@@ -190,15 +190,18 @@ class PgLedger(Ledger):
     backend = "postgresql"
 
     def __init__(self, conn: Any, path: str, keys_file: str) -> None:
+        import psycopg
+
         super().__init__(_Conn(conn), path)
         self._keys_file = keys_file
+        self._errors = (psycopg.Error,)
 
     @property
     def keys_path(self) -> str:
         return self._keys_file
 
     @classmethod
-    def open(  # type: ignore[override]
+    def open(
         cls, path: str, *, create: bool = True, readonly: bool = False, keys_file: str | None = None
     ) -> PgLedger:
         import psycopg
@@ -252,12 +255,6 @@ class PgLedger(Ledger):
 
     # ------------------------------------------------------------------ what differs from SQLite
 
-    @property
-    def _errors(self) -> tuple[type[BaseException], ...]:  # type: ignore[override]
-        import psycopg
-
-        return (psycopg.Error,)
-
     def _error(self, exc: BaseException) -> LedgerError:
         import psycopg
 
@@ -295,7 +292,7 @@ class PgLedger(Ledger):
             raise corrupt(self.path, "the ledger head is missing")
         return Head(*rows[0])
 
-    def runs(self, limit: int | None = None) -> list:  # type: ignore[type-arg]
+    def runs(self, limit: int | None = None) -> list:
         from stoprule.ledger.store import _RUN_SQL, _run
 
         sql = _RUN_SQL + " ORDER BY last_event DESC" + (f" LIMIT {int(limit)}" if limit else "")

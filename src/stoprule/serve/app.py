@@ -269,6 +269,7 @@ def create_app(config: ServeConfig) -> Starlette:
                             result = exc
                     out.append(_line(svc, result, line))
                 continue
+            assert run is not None
             results = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
             next_parent = TIP
             for (line, _), result in zip(group, results, strict=True):

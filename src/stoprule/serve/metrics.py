@@ -24,7 +24,7 @@ class Metrics:
         self.errors: Counter[str] = Counter()  # by error code
         self.requests: Counter[tuple[str, int]] = Counter()  # by (route, status)
         self.latency: dict[str, list[int]] = {}  # route -> bucket counts (+Inf last)
-        self.latency_sum: Counter[str] = Counter()
+        self.latency_sum: dict[str, float] = {}
         self.reloads = 0
         self.reload_failures = 0
         self.pack_refused = False  # the last pack change failed check: the previous pack keeps serving
@@ -38,7 +38,7 @@ class Metrics:
                 break
         else:
             counts[-1] += 1
-        self.latency_sum[route] += seconds
+        self.latency_sum[route] = self.latency_sum.get(route, 0.0) + seconds
 
     def render(self, policy: str, compiled_at: float) -> str:
         w = f'worker="{os.getpid()}"'
