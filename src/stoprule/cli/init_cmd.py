@@ -40,11 +40,20 @@ providers:
 GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
 
 
+def stoprule_argv() -> list[str]:
+    """How a harness runs this stoprule, also when it starts without this venv on PATH: the
+    absolute path of the console script beside this interpreter, else of the one on PATH,
+    else this interpreter with ``-m stoprule``."""
+    here = shutil.which("stoprule", path=os.path.dirname(sys.executable))
+    found = here or shutil.which("stoprule")
+    if found:
+        return [os.path.abspath(found)]
+    return [sys.executable, "-m", "stoprule"]
+
+
 def default_command(harness: str) -> str:
-    """``stoprule hook H`` when ``stoprule`` is on PATH, else this interpreter's ``-m stoprule``."""
-    if shutil.which("stoprule"):
-        return f"stoprule hook {harness}"
-    return f"{shlex.quote(sys.executable)} -m stoprule hook {harness}"
+    """``/abs/path/stoprule hook H`` (see :func:`stoprule_argv`)."""
+    return shlex.join([*stoprule_argv(), "hook", harness])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,10 +76,9 @@ CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
 
 
 def mcp_server() -> dict[str, Any]:
-    """The MCP server entry: ``stoprule mcp`` when ``stoprule`` is on PATH, else this interpreter's."""
-    if shutil.which("stoprule"):
-        return {"command": "stoprule", "args": ["mcp"]}
-    return {"command": sys.executable, "args": ["-m", "stoprule", "mcp"]}
+    """The MCP server entry: ``stoprule mcp`` by absolute path (see :func:`stoprule_argv`)."""
+    argv = stoprule_argv()
+    return {"command": argv[0], "args": [*argv[1:], "mcp"]}
 
 
 def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, stdout: IO[str], backed: set[str]) -> None:
@@ -180,7 +188,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
     if args.harness == "cursor":
         stdout.write("note: restart Cursor to load an edited hooks.json\n")
-    if not shutil.which(command.split()[0]) and not os.path.exists(shlex.split(command)[0]):
-        stderr.write(f"stoprule: warning: {command.split()[0]} is not on this PATH; the harness may not find it\n")
+    exe = shlex.split(command)[0]
+    if not shutil.which(exe) and not os.path.exists(exe):
+        stderr.write(f"stoprule: warning: {exe} is not on this PATH; the harness may not find it\n")
     stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
     return 0
