@@ -15,6 +15,8 @@ Engine limits, measured on durable_rules 2.0.28 (see tests/test_pack_limits.py):
   negated classes after ``.*`` conflict (error 507);
 - integers are C ``long long`` (``$add``/``$sub`` wrap around) and a comparison of an
   integer with a float is done in C ``double``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

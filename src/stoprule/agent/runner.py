@@ -10,6 +10,8 @@ pack that does not compile, an invalid merged fact, the time budget spent) is an
 error: with ``fail: open`` (default) the stop is allowed and the user told why (where
 the harness has a user channel); with ``fail: closed`` it is blocked with the fixed
 ``closed_message``. The loop guard applies to every block, so neither loops forever.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

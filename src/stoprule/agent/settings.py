@@ -2,6 +2,8 @@
 loader that validates ``.stoprule/config.yaml`` (through :mod:`stoprule.agent.hook_config`) once
 per distinct file content and caches the result as JSON, so a warm ``stoprule hook``
 imports neither pydantic nor YAML (as ``packs.py`` caches compiled packs).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 import zlib
 
+from stoprule.agent.defaults import DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
 from stoprule.agent.fields import DEFAULT_FIELDS
 
 TYPE_CHECKING = False
@@ -16,32 +19,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER", "default_settings", "hook_settings"]
-
-# Providers run in this fixed order; the first to set a field wins, and a later provider
-# with another value is recorded as a conflict. Declarations (hook payload, declared
-# state, the agent's closure trailer) come before inference (transcript, git).
-PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "blockers", "closure", "transcript", "git")
-
-DEFAULT_HOOK: dict[str, Any] = {
-    "mode": "enforce",
-    "fail": "open",
-    "loop_cap": 3,
-    "ledger": False,
-    "budget_ms": 5000,
-    "log": True,
-    "strict": False,
-    "closed_message": (
-        "stoprule could not decide whether you may stop (an internal error; see .stoprule/hook.log). "
-        "Do not start new work: summarize the current state for the user, then stop."
-    ),
-}
-DEFAULT_PROVIDERS: dict[str, Any] = {
-    "enabled": list(PROVIDER_ORDER),
-    "timeout_ms": 1500,
-    "fields": {},
-    "transcript_tail_bytes": 262144,
-    "transcript_max_scan_bytes": 8388608,
-}
 
 
 def default_settings() -> dict[str, dict[str, Any]]:

@@ -1,4 +1,7 @@
-"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out."""
+"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Reads the harness's stop payload on stdin, prints exactly the JSON that harness expects
 (or nothing, where that means allow), always exits 0. Diagnostics: one line on stderr and
 a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ command runs (the CLI's cold start). Adding a command is one module and one row.
 A module may also define ``parse_simple(argv) -> namespace | None``: its most common
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

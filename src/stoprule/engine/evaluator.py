@@ -1,4 +1,7 @@
-"""Evaluate facts against a compiled pack: validate, project, match, pick the winner."""
+"""Evaluate facts against a compiled pack: validate, project, match, pick the winner.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ The same transaction advances the ledger head (the chain over every event, HMAC-
 key file): a write transaction first checks that the head's signature verifies, so a head
 rewritten by someone without the key is refused rather than re-signed. The file is created
 owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
