@@ -105,7 +105,7 @@ class BlockerService:
     # ------------------------------------------------------------ blocker
 
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 003's ``blocker`` tool."""
+        """The ``blocker`` tool: log a blocker of the session."""
         session = session_id(session)
         args = _inbound(args)
         problem = self._check_blocker(args)
@@ -253,7 +253,7 @@ class BlockerService:
     # ------------------------------------------------------------ blocked_report
 
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 001's blocked report: judged by the pack; a valid one saved per task."""
+        """The blocked report: judged by the pack; a valid one saved per task."""
         session = session_id(session)
         args = _inbound(args)
         state = read_session_facts(self.project_dir, session)

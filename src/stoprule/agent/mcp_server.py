@@ -134,7 +134,7 @@ def build_server(service: BlockerService) -> MCPServer:
         category: str,
         question: str,
         context: str,
-        blocksProgress: StrictBool,  # noqa: N803 - seed 003's field names
+        blocksProgress: StrictBool,  # noqa: N803 - the blocker tool's field names
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803

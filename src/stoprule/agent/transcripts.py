@@ -10,7 +10,7 @@ first seen when it is already longer than ``max_scan`` bytes is read from its la
 
 Lines are prefiltered on their bytes before being decoded; a line that is not JSON, of an
 unknown type, or incomplete (the last line without its newline) is skipped with a note,
-never an error. Formats: HARNESSES.md § 1.5, § 2.6, § 3.5.
+never an error. Formats: Claude Code's, Codex's and Gemini CLI's session transcripts (JSONL).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

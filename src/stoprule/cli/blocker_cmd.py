@@ -1,4 +1,4 @@
-"""``stoprule blocker add``: log a blocker from a script or an agent without MCP (seed 003's tool).
+"""``stoprule blocker add``: log a blocker from a script or an agent without MCP (the MCP ``blocker`` tool's fields).
 
 Exit codes: 0 logged (or already logged within the cooldown), 1 not logged (limit
 reached, logging off, or the write failed), 2 invalid arguments or config.

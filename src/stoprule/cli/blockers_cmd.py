@@ -1,4 +1,4 @@
-"""``stoprule blockers on|off|status|list|export|resolve ID`` (seed 003's ``/blockers`` command).
+"""``stoprule blockers on|off|status|list|export|resolve ID`` (the ``/blockers`` command).
 
 Exit codes: 0 ok, 1 no blocker with that id (resolve), 2 invalid config.
 """

@@ -44,7 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay_cmd", "what a policy would have decided at each stop of recorded transcripts"),
     "blocker": ("blocker_cmd", "log a blocker (same fields as the MCP blocker tool)"),
     "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
-    "report": ("report_cmd", "show a task's blocked report (seed 001)"),
+    "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
 }

@@ -1,4 +1,4 @@
-"""``stoprule report show [TASK]``: seed 001's blocked report, rendered for people.
+"""``stoprule report show [TASK]``: a task's blocked report, rendered for people.
 
 Without TASK, the most recently filed report. A task without a report shows the
 pack's fallback (the review reason of a stop at the turn limit without a report).
@@ -13,7 +13,7 @@ from typing import IO
 
 __all__ = ["add_arguments", "run"]
 
-HELP = "show a task's blocked report (seed 001)"
+HELP = "show a task's blocked report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""Claude Code ``Stop`` / ``SubagentStop`` (HARNESSES.md § 1).
+"""Claude Code ``Stop`` / ``SubagentStop`` (its hooks reference; docs/agents.md).
 
 Block: ``{"decision":"block","reason":M}``; allow: empty stdout; a note for the user:
 ``{"systemMessage":R}`` (the model does not see it). The turn is the user prompt

@@ -1,4 +1,5 @@
-"""Codex ``Stop`` / ``SubagentStop`` (HARNESSES.md § 2; wire schemas in ``codex-hooks/``).
+"""Codex ``Stop`` / ``SubagentStop`` (its hooks documentation; wire schemas vendored in
+``tests/fixtures/codex-hooks/``).
 
 The output schema forbids unknown keys and a block needs a non-blank reason. Block:
 ``{"decision":"block","reason":M}``; allow: empty stdout; a note: ``{"systemMessage":R}``.

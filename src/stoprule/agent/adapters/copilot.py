@@ -1,4 +1,4 @@
-"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (HARNESSES.md § 5).
+"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. The stdin fields
 are UNCONFIRMED: both ``sessionId`` (SDK) and ``session_id`` are read, and

@@ -1,4 +1,4 @@
-"""Cursor ``stop`` / ``subagentStop`` (HARNESSES.md § 4).
+"""Cursor ``stop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"followup_message":M}`` (sent as the next *user* message); allow: ``{}``. The
 stop hook has no user channel: notes go to the log only. The session is

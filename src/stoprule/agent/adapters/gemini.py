@@ -1,4 +1,4 @@
-"""Gemini CLI ``AfterAgent`` (HARNESSES.md § 3).
+"""Gemini CLI ``AfterAgent`` (its hooks documentation).
 
 Block: ``{"decision":"deny","reason":M}`` (never with ``stopReason``: Gemini would send
 that instead); allow: ``{}``; a note: ``{"systemMessage":R}``. There is no turn id:
