@@ -10,6 +10,11 @@ import json
 import os
 from typing import IO
 
+from stoprule.agent.blocker_service import open_service
+from stoprule.agent.blocker_store import StoreWriteError, render_markdown
+from stoprule.agent.redact import redact
+from stoprule.diagnostics import PolicyError
+
 __all__ = ["add_arguments", "run"]
 
 HELP = "the project's blockers: on, off, status, list, export, resolve ID"
@@ -34,11 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.blocker_service import open_service
-    from stoprule.agent.blocker_store import StoreWriteError, render_markdown
-    from stoprule.agent.redact import redact
-    from stoprule.diagnostics import PolicyError
-
     try:
         service = open_service()
     except PolicyError as exc:

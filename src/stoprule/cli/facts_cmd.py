@@ -16,6 +16,12 @@ import json
 import os
 from typing import IO, Any
 
+from stoprule.agent.runner import state_home
+from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
+from stoprule.cli.common import policy_error
+from stoprule.diagnostics import FactError, PolicyError, closest
+from stoprule.engine.packs import load_policy
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -46,9 +52,6 @@ def _value(text: str) -> Any:
 def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
     """What the pack the hook would use says against each field, as ``eval`` says it (a declared
     value the schema refuses would make every stop of the session fail)."""
-    from stoprule.diagnostics import FactError, closest
-    from stoprule.engine.packs import load_policy
-
     schema = load_policy(policy).schema
     root = schema.root
     out: list[Exception] = []
@@ -69,11 +72,6 @@ def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.runner import state_home
-    from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
-    from stoprule.cli.common import policy_error
-    from stoprule.diagnostics import PolicyError
-
     session = args.session or os.environ.get("STOPRULE_SESSION") or None
     project, home = state_home(None, os.environ)
     try:

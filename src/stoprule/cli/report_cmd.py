@@ -11,6 +11,11 @@ import argparse
 import json
 from typing import IO
 
+from stoprule.agent.fields import FIELDS
+from stoprule.agent.reports import load_report, render_report
+from stoprule.diagnostics import StopruleError
+from stoprule.project import project_root
+
 __all__ = ["add_arguments", "run"]
 
 HELP = "show a task's blocked report"
@@ -26,11 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.fields import FIELDS
-    from stoprule.agent.reports import load_report, render_report
-    from stoprule.diagnostics import StopruleError
-    from stoprule.project import project_root
-
     root = project_root()
     found = load_report(root, args.task) if root else None
     if found is not None:
