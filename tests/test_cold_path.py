@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hookharness import FIXTURES
+from hookharness import FIXTURES, HARNESSES, payload
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
@@ -52,8 +52,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _hook_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:
-    """A Stop of Claude Code in a project as ``stoprule init`` leaves it (ledger on, every provider),
-    in a git repository, with a transcript that has an open task (the agent is told to go on)."""
+    """A Stop in a project as ``stoprule init`` leaves it (ledger on, every provider), in a git
+    repository: Claude Code's with a transcript that has an open task (the agent is told to go
+    on), and each other harness's (its adapter)."""
     if shutil.which("git") is None:
         pytest.skip("no git")
     root = tmp_path / "wired"
@@ -63,11 +64,21 @@ def _hook_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:
                           capture_output=True, text=True)  # fmt: skip
     assert init.returncode == 0, init.stderr
     shutil.copy(FIXTURES / "claude-code" / "transcript.jsonl", root / "t.jsonl")
-    stop = json.loads((FIXTURES / "claude-code" / "stop.json").read_text())
-    stop.update(cwd=str(root), transcript_path=str(root / "t.jsonl"))
-    result = _warm(["hook", "claude-code"], json.dumps(stop).encode(), root, {**env, "CLAUDE_PROJECT_DIR": str(root)})
-    assert result["code"] == 0 and json.loads(result["out"])["decision"] == "block", result
-    return set(result["modules"])
+    found: set[str] = set()
+    for harness in HARNESSES:
+        stop = payload(harness)
+        stop["cwd"] = str(root)
+        if harness == "claude-code":
+            stop["transcript_path"] = str(root / "t.jsonl")
+        if harness == "cursor":
+            stop["workspace_roots"] = [str(root)]
+        extra = {"CLAUDE_PROJECT_DIR": str(root), "GEMINI_PROJECT_DIR": str(root), "GEMINI_CWD": str(root)}
+        result = _warm(["hook", harness], json.dumps(stop).encode(), root, {**env, **extra})
+        assert result["code"] == 0, result
+        if harness == "claude-code":
+            assert json.loads(result["out"])["decision"] == "block", result
+        found |= set(result["modules"])
+    return found
 
 
 def _eval_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:

@@ -69,9 +69,9 @@ AGENT_IMPORTS = ("base", "facts", "language", "engine", "agent")
 DYNAMIC_OK = ("stoprule.cli.main",)
 MARK = "cold path"  # what a cold-path module's docstring says
 
-#: Every stoprule module a warm ``stoprule hook`` (a project as ``stoprule init`` leaves it: the
-#: ledger on, every provider) and a warm ``stoprule eval`` import; nothing else may join them
-#: there (tests/test_cold_path.py). Each says so in its docstring.
+#: Every stoprule module a warm ``stoprule hook HARNESS`` (each harness; a project as ``stoprule
+#: init`` leaves it: the ledger on, every provider) and a warm ``stoprule eval`` import; nothing
+#: else may join them there (tests/test_cold_path.py). Each says so in its docstring.
 COLD_PATH: tuple[str, ...] = (
     "stoprule",
     "stoprule._util",
@@ -86,6 +86,10 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.adapters",
     "stoprule.agent.adapters._common",
     "stoprule.agent.adapters.claude_code",
+    "stoprule.agent.adapters.codex",
+    "stoprule.agent.adapters.copilot",
+    "stoprule.agent.adapters.cursor",
+    "stoprule.agent.adapters.gemini",
     "stoprule.agent.defaults",
     "stoprule.agent.event",
     "stoprule.agent.fields",

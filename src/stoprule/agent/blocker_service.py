@@ -24,11 +24,8 @@ from stoprule.agent.redact import redact, redact_obj
 from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
+from stoprule.engine.evaluator import Evaluator
 from stoprule.project import STATE_DIR, project_root
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.evaluator import Evaluator
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 

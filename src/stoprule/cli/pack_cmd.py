@@ -5,14 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+from typing import IO
 
 from stoprule.engine.packs import bundled_pack
 
 __all__ = ["add_arguments", "init_command", "run"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO
 
 DEFAULT_TARGET = os.path.join(".stoprule", "policies")
 

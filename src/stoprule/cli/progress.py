@@ -13,15 +13,11 @@ Stdlib only at import time (this module is imported on ``eval``'s path).
 
 from __future__ import annotations
 
+import argparse
 import time
+from typing import IO, Any
 
 __all__ = ["Bar", "add_quiet_flag", "on_terminal"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from typing import IO, Any
-
 
 def add_quiet_flag(p: argparse.ArgumentParser) -> None:
     """``--quiet`` / ``-q``: no progress bar (nothing else changes)."""

@@ -20,16 +20,12 @@ from stoprule.agent.settings import hook_settings
 from stoprule.agent.transcripts import detect
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
 from stoprule.facts.batch import resolve_jobs
 
 __all__ = ["add_arguments", "replay_one", "run"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.compiled import CompiledPolicy
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Walk recorded transcripts stop by stop and print the verdicts the policy would have given."

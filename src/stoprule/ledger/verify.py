@@ -20,6 +20,7 @@ findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from stoprule._util.records import record
 from stoprule.ledger import keys
@@ -29,10 +30,6 @@ from stoprule.ledger.events import GENESIS, head_link
 from stoprule.ledger.runcheck import Break, check_runs, lenient
 from stoprule.ledger.sha import compare_digest
 from stoprule.ledger.store import Ledger, corrupt, sqlite_error
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 

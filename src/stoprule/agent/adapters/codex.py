@@ -3,6 +3,8 @@
 
 The output schema forbids unknown keys and a block needs a non-blank reason. Block:
 ``{"decision":"block","reason":M}``; allow: empty stdout; a note: ``{"systemMessage":R}``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
