@@ -25,6 +25,7 @@ from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
 from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import STATE_DIR, project_root
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
@@ -87,8 +88,6 @@ class BlockerService:
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
-            from stoprule.engine.packs import load_policy, select_pack
-
             self._evaluator = load_policy(select_pack(self.policy, cwd=self.project_dir))
         return self._evaluator
 

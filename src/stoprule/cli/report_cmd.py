@@ -14,6 +14,7 @@ from typing import IO
 from stoprule.agent.fields import FIELDS
 from stoprule.agent.reports import load_report, render_report
 from stoprule.diagnostics import StopruleError
+from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import project_root
 
 __all__ = ["add_arguments", "run"]
@@ -41,7 +42,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stdout.write(f"Task {task}\n" + render_report(report))
         return 0
     try:  # the pack's own words for "the turn limit is reached and there is no report"
-        from stoprule.engine.packs import load_policy, select_pack
 
         ev = load_policy(select_pack(args.policy, cwd=root))
         verdict = ev.evaluate({FIELDS["turn"]: 1, FIELDS["max_turns"]: 1})

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
+from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.build import compile_pack
@@ -228,8 +229,6 @@ def test_command(
     results = [run_case(evaluator, c) for c in cases]
     cov = None
     if coverage:
-        from stoprule.analysis.coverage import Observation, compute_coverage
-
         obs = [
             Observation(_label(r, run.index), run.data, run.verdict)
             for r in results
