@@ -23,7 +23,10 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_detect_secrets"]
 

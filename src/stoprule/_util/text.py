@@ -9,7 +9,10 @@ the same for every string (keys included) of a JSON-like value, bounded in depth
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_DEPTH", "clean", "clean_obj", "is_clean"]
 

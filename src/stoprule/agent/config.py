@@ -43,6 +43,8 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
     where the file or a section is absent. Raises :class:`ConfigError` naming file and line."""
     from pydantic import ValidationError
 
+    from stoprule._util.files import read_bounded
+    from stoprule.agent.settings import MAX_CONFIG_BYTES
     from stoprule.language.source import format_path, parse_yaml
 
     wanted = sections if sections is not None else tuple(SECTIONS)
@@ -52,8 +54,7 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
     src = None
     if path is not None and os.path.exists(path):
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_bounded(os.fspath(path), MAX_CONFIG_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError([Diagnostic(name, 1, 1, "config.unreadable", str(exc))]) from None
         src = parse_yaml(name, text, diags)
