@@ -6,7 +6,8 @@
     stoprule facts show [--session ID]                 what the hook would read, as JSON
 
 Without ``--session`` (or ``$STOPRULE_SESSION``) facts hold for every session of the project.
-Stored in the nearest ``.stoprule/`` (else the user state directory), ``state/facts/``.
+Stored in the nearest ``.stoprule/`` (else the user state directory), ``state/facts/``,
+normalised and redacted (a secret in a value is stored as ``[REDACTED]``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from typing import IO, Any
 
 __all__ = ["add_arguments", "run"]
+
+MAX_FACTS_FILE_BYTES = 16 << 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +45,9 @@ def _value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from stoprule._util.files import read_bounded
+    from stoprule._util.redact import redact
+    from stoprule._util.text import clean
     from stoprule.agent.runner import state_home
     from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
 
@@ -54,8 +60,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 if args.json == "-":
                     raw = stdin.read()
                 else:
-                    with open(args.json, "rb") as fh:
-                        raw = fh.read()
+                    raw = read_bounded(args.json, MAX_FACTS_FILE_BYTES)  # a FIFO or a huge file: refused
                 obj = json.loads(raw)
                 if not isinstance(obj, dict):
                     stderr.write("stoprule: --json must hold a JSON object\n")
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             for item in args.fields:
                 name, eq, value = item.partition("=")
                 if not eq or not name:
-                    stderr.write(f"stoprule: {item!r} is not FIELD=VALUE\n")
+                    stderr.write(f"stoprule: {redact(repr(item))} is not FIELD=VALUE\n")
                     return 2
                 fields[name] = _value(value)
             if not fields:
@@ -78,5 +83,5 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stderr.write(f"stoprule: no .stoprule/ found upward; facts are kept in {home}\n")
         return 0
     except (StateError, OSError, ValueError) as exc:
-        stderr.write(f"stoprule: {exc}\n")
+        stderr.write(f"stoprule: {redact(clean(str(exc)))}\n")
         return 2

@@ -14,6 +14,7 @@ retried it meanwhile (a unique index on ``retry_of`` backs this up).
 from __future__ import annotations
 
 from stoprule._util.records import record
+from stoprule._util.redact import redact_obj
 from stoprule.diagnostics import EvaluationError
 from stoprule.ledger import keys, tokens
 from stoprule.ledger.errors import TokenError
@@ -56,8 +57,9 @@ class Outcome:
 
 
 def fact_identity(fact: Any) -> tuple[str, str]:
-    """``(digest, canonical JSON)`` of a fact as submitted: key order and spacing do not matter."""
-    text = canonical(fact)
+    """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
+    keeps): key order and spacing do not matter."""
+    text = canonical(redact_obj(fact))
     return digest(text), text
 
 

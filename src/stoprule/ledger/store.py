@@ -20,6 +20,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
+from stoprule._util.redact import redact_obj
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -572,7 +573,7 @@ class Ledger:
             verdict=verdict,
             at=at,
         )
-        text = canonical(body)
+        text = canonical(redact_obj(body))  # a verdict's message may quote a fact's secret
         h = link(head, text)
         c.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, fact_body))
         event_id = c.execute(
