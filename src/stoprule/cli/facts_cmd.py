@@ -57,10 +57,8 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         if args.facts_command == "set":
             fields: dict[str, Any] = {}
             if args.json:
-                if args.json == "-":
-                    raw = stdin.read()
-                else:
-                    raw = read_bounded(args.json, MAX_FACTS_FILE_BYTES)  # a FIFO or a huge file: refused
+                # a FIFO or a huge file is refused unread
+                raw = stdin.read() if args.json == "-" else read_bounded(args.json, MAX_FACTS_FILE_BYTES)
                 obj = json.loads(raw)
                 if not isinstance(obj, dict):
                     stderr.write("stoprule: --json must hold a JSON object\n")
