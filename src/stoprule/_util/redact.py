@@ -133,6 +133,7 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
     r"|changeme|redacted|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
 )
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
 _SNAKE = re.compile(r"[a-z]+(?:_[a-z]+)+$")
 _CODE_REF = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
@@ -156,7 +157,7 @@ def _high_entropy(value: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex digests and UUIDs: only under a secret-named key
         return False
-    if "/" in value and value.count("/") >= 2 and not re.search(r"\d", value):  # a path
+    if _PATH.match(value):  # a file path
         return False
     return _classes(value) >= 3 and _entropy(value) >= 4.0
 

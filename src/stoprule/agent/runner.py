@@ -182,7 +182,7 @@ def run_hook(
     ledger = st.settings["hook"].get("ledger") and st.project is not None and st.evaluator is not None
     if record is not None and ledger and st.fact is not None:
         try:
-            run = st.event.session_id or f"{harness}-unknown-session"
+            run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
             entry["ledger_node"] = record(st.project, run, st.evaluator, st.fact)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
             entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
@@ -251,10 +251,14 @@ def _decide(
     entry["pack"] = pack
     st.evaluator = evaluator = load_policy(pack)
     from stoprule.agent.providers import Context, gather
-    from stoprule.agent.state import read_session
+    from stoprule.agent.state import StateError, read_session
 
     notes: list[str] = []
-    rec = read_session(st.home, event.session_id, notes)
+    try:
+        rec = read_session(st.home, event.session_id, notes)
+    except StateError as exc:  # unreadable: decide without it (the guard then goes stateless)
+        rec = {}
+        notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
     ctx = Context(st.project, st.home, workdir, st.settings["providers"], rec)
