@@ -308,17 +308,26 @@ def detect_secrets_enabled() -> bool:
     return use_detect_secrets(None) if _detect_secrets is None else _detect_secrets
 
 
+# words of code, any string (scan_line skips the entropy filter), public addresses: not credentials
+_DS_NOISY = ("KeywordDetector", "IPPublicDetector", "Base64HighEntropyString", "HexHighEntropyString")
+
+
 def _detect_secrets_values(text: str) -> list[str]:
     """The secrets ``detect-secrets``' plugins find in ``text`` (longest first)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
+    from detect_secrets.settings import transient_settings
 
+    names = sorted(c.__name__ for c in get_mapping_from_secret_type_to_class().values())
+    plugins = [{"name": n} for n in names if n not in _DS_NOISY]  # its credential-shape detectors
     found: set[str] = set()
-    with default_settings():
+    with transient_settings({"plugins_used": plugins}):
         for line in text.splitlines()[:10_000]:
             if len(line) <= 10_000:
-                found.update(s.secret_value for s in scan_line(line) if s.secret_value and len(s.secret_value) >= 6)
-    return sorted((v for v in found if v not in REDACTED), key=len, reverse=True)
+                found.update(s.secret_value for s in scan_line(line) if s.secret_value)
+    # its keyword plugin also reports code (``password = user``): keep what looks like a credential
+    keep = (v for v in found if len(v) >= 8 and v not in REDACTED and _tokenish(v) and not _SNAKE.match(v))
+    return sorted(keep, key=len, reverse=True)
 
 
 def _markers(pattern: re.Pattern[str]) -> tuple[str, ...]:
@@ -364,8 +373,8 @@ def redact(text: str) -> str:
                 out, low = new, new.lower()
     if ":" in out or "=" in out:
         out = _assignments(out)
-    for value in extra:
-        out = out.replace(value, REDACTED)
+    for value in extra:  # whole occurrences only
+        out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
     return out
 
 
