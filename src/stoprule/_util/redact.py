@@ -91,7 +91,7 @@ def _after_mysql(m: re.Match[str]) -> bool:
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[re.Pattern[str], int, Any]] = [
     (re.compile(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
-    (re.compile(r"(?<!\S)-p([^\s'\"-][^\s'\"]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
+    (re.compile(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
     (
         re.compile(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
@@ -141,7 +141,7 @@ _DIGEST = re.compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # h
 _CODE_CHARS = re.compile(r"[()\[\]{},;<>]")
 _TEMPLATE = re.compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
 _CONCAT = re.compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
-_NUMBERS = re.compile(r"[\d.:]+$")
+_NUMBERS = re.compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
 _FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z]{1,5}$")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
 _SNAKE = re.compile(r"[a-z]+(?:_[a-z]+)+$")
@@ -239,6 +239,8 @@ def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> boo
             return True  # 'get' + name: an expression
         return inner.count(" ") >= 3 and "phrase" not in key.lower()  # a sentence (a label, a prompt)
     bare = inner.rstrip("`'\".,;:)")
+    if _NUMBERS.match(bare):
+        return True  # a port, a count, a flag
     if inner[:1] in "([{%*.&|!<>@`" or bare.isupper() and bare.replace("_", "").isalpha():
         return True  # an expression or a PLACEHOLDER, not a value
     if " " in sep and "*" in inner:
