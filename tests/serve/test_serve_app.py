@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from starlette.testclient import TestClient
 
+from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule.serve.app import create_app
 from stoprule.serve.config import Limits, ServeConfig, hash_token, load_config, new_token
 

@@ -12,11 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from stoprule._util.files import read_bounded
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.hook_config import HookSettings, ProviderSettings
 from stoprule.agent.server_config import ServerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic
 from stoprule.language.source import format_path, parse_yaml
+from stoprule.limits import MAX_CONFIG_BYTES
 from stoprule.project import find_project
 
 __all__ = ["CONFIG_FILE", "SECTIONS", "config_path", "load_config"]
@@ -48,8 +50,7 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
     src = None
     if path is not None and os.path.exists(path):
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_bounded(os.fspath(path), MAX_CONFIG_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError([Diagnostic(name, 1, 1, "config.unreadable", str(exc))]) from None
         src = parse_yaml(name, text, diags)

@@ -61,8 +61,10 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
 
 
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from stoprule.agent.runner import MAX_PAYLOAD_BYTES
+
     try:
-        data = stdin.read()
+        data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
     except (OSError, ValueError):
         data = b""
     from stoprule._util.gcpause import paused_gc
