@@ -188,3 +188,14 @@ def test_many_writers_append_to_one_run_with_nothing_lost_or_reordered(pg_url: s
         for pid in {w for w, _ in seen}:  # each writer's own order kept
             assert [i for w, i in seen if w == pid] == list(range(per))
     assert _cli("log", "verify", "--ledger", pg_url)[0] == 0
+
+
+def test_writers_racing_to_create_the_ledger_agree_on_one(pg_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def open_close(_: int) -> None:
+        PgLedger.open(pg_url).close()
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(open_close, range(6)))  # none fails: one creates, the others find it
+    assert _cli("log", "verify", "--ledger", pg_url)[1].startswith("ok: 0 run(s)")
