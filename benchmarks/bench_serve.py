@@ -236,6 +236,8 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
 
         async def fault() -> None:
             await asyncio.sleep(seconds / 3)
+            if kind == "none":
+                return
             if kind == "kill":
                 os.kill(srv.workers()[0], signal.SIGKILL)
             else:
@@ -251,6 +253,10 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
         with PgLedger.open(url) as led:
             recorded = [json.loads(fact)["i"] for _, fact in led.records("fault")]
             report = verify(led)
+            size = led.connection.execute(
+                "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['facts','events','nodes','edges','runs',"
+                "'head']) AS c"
+            ).fetchone()[0]
     ok = {i for i, s in sent.items() if s == 200}
     return {
         "requests": len(sent),
@@ -261,6 +267,8 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
         "lost": len(ok - set(recorded)),
         "duplicated": len(recorded) - len(set(recorded)),
         "verify": "ok" if report.ok else report.breaks[0].format(),
+        "recorded/s": round(len(recorded) / seconds),
+        "bytes/event": round(int(size) / max(len(recorded), 1)),
     }
 
 
@@ -282,7 +290,7 @@ def main() -> None:
     print(f"200 concurrent clients, 2 workers: {m['c200_rate']:,.0f} requests/s, p50 {m['c200_p50_ms']:.1f} ms, "
           f"p99 {m['c200_p99_ms']:.1f} ms")  # fmt: skip
     if not args.no_faults:
-        for kind, what in (("kill", "kill -9 of a worker"), ("pg", "PostgreSQL restart")):
+        for kind, what in (("none", "no fault"), ("kill", "kill -9 of a worker"), ("pg", "PostgreSQL restart")):
             print(f"fault run, {what} under load: {json.dumps(fault_run(kind))}")
 
 

@@ -277,20 +277,19 @@ def create_app(config: ServeConfig) -> Starlette:
                     out.append(json.dumps({"error": {"code": "serve.timeout", "message": msg, "line": line}}))
                 break
             if recorder is None:
+                good = [fact for _, fact in group if not isinstance(fact, EvaluationError)]
+                decided = iter(served.evaluator.evaluate_many(good, on_error="return", strict=strict))
                 for line, fact in group:
-                    result: Any = fact
-                    if not isinstance(fact, EvaluationError):
-                        try:
-                            result = served.evaluator.evaluate(fact, strict=strict)
-                        except EvaluationError as exc:
-                            result = exc
+                    result = fact if isinstance(fact, EvaluationError) else next(decided)
+                    if isinstance(result, EvaluationError):
+                        result.extra.pop("index", None)
                     out.append(_line(svc, result, line))
                 continue
             assert run is not None
-            results = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
+            recorded = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
             next_parent = TIP
-            for (line, _), result in zip(group, results, strict=True):
-                out.append(_line(svc, result, line))
+            for (line, _), outcome in zip(group, recorded, strict=True):
+                out.append(_line(svc, outcome, line))
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
@@ -337,10 +336,10 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, answer, served)
 
     def team_kind(request: Request) -> str:
-        kind = request.path_params["kind"]
-        if kind not in ("blockers", "reports"):
-            raise Refused(404, "serve.not_found", f"{request.method} {request.url.path}: no such route")
-        return kind[:-1]  # blockers -> blocker, reports -> report
+        return request.url.path.rsplit("/", 1)[1][:-1]  # /v1/blockers -> blocker, /v1/reports -> report
+
+    async def team(request: Request) -> Response:
+        return await (team_list(request) if request.method == "GET" else team_put(request))
 
     async def team_put(request: Request) -> Response:
         kind = team_kind(request)
@@ -363,7 +362,7 @@ def create_app(config: ServeConfig) -> Starlette:
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
         items = svc.team().list(kind, only_open=not _flag(request, "all"), project=request.query_params.get("project"))
-        return svc.respond(200, {request.path_params["kind"]: items, "policy": svc.pack.current.digest})
+        return svc.respond(200, {kind + "s": items, "policy": svc.pack.current.digest})
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
@@ -380,8 +379,8 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/evaluate", timed("/v1/evaluate", evaluate), methods=["POST"]),
         Route("/v1/evaluate/batch", timed("/v1/evaluate/batch", batch), methods=["POST"]),
         Route("/v1/hooks/{harness}", timed("/v1/hooks", hook), methods=["POST"]),
-        Route("/v1/{kind:str}", timed("/v1/team", team_put), methods=["PUT"]),
-        Route("/v1/{kind:str}", timed("/v1/team", team_list), methods=["GET"]),
+        Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
+        Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
 
     async def lifespan(app: Starlette) -> Any:
