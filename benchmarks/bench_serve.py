@@ -211,6 +211,7 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
         url = pg.new_database()
         srv = Server(2, ledger=url, env={"STOPRULE_LEDGER_KEYS": keys})
         sent: dict[int, int] = {}  # i -> status
+        info: dict[str, object] = {}
         stop_at = time.monotonic() + seconds
         counter = iter(range(10**9))
 
@@ -239,7 +240,11 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
             if kind == "none":
                 return
             if kind == "kill":
-                os.kill(srv.workers()[0], signal.SIGKILL)
+                before = srv.workers()
+                os.kill(before[0], signal.SIGKILL)
+                info["killed"] = before[0]
+                await asyncio.sleep(seconds / 3)
+                info["workers"] = f"{len(before)} before, {len(srv.workers())} after (replaced)"
             else:
                 await asyncio.to_thread(pg.ctl, "-m", "fast", "restart")
 
@@ -269,6 +274,7 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
         "verify": "ok" if report.ok else report.breaks[0].format(),
         "recorded/s": round(len(recorded) / seconds),
         "bytes/event": round(int(size) / max(len(recorded), 1)),
+        **info,
     }
 
 
