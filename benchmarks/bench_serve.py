@@ -89,6 +89,17 @@ class Server:
                 out.append(int(pid))
         return out
 
+    def cpu(self) -> float:
+        """CPU seconds (user + system) used so far by the server's worker processes."""
+        total = 0
+        for pid in self.workers():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -153,23 +164,28 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
     lines = [json.dumps(f).encode() for f in facts]
     batch = request("/v1/evaluate/batch", b"\n".join(lines))
     out: dict[str, float] = {}
-    inproc = []
+    inproc, inproc_cpu = [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for f in facts:
             ev.evaluate(f)
         inproc.append(args.facts / (time.perf_counter() - t0))
+        inproc_cpu.append((time.process_time() - c0) / args.facts)
     out["inproc"] = statistics.median(inproc)
+    out["inproc_cpu_us"] = statistics.median(inproc_cpu) * 1e6
     rates: dict[int, float] = {}
     for workers in (1, 2):
         srv = Server(workers)
         try:
             load(srv.port, [[batch]] * workers)  # warm every worker
-            runs = []
+            runs, cpu = [], []
             for _ in range(args.repeats):
+                c0 = srv.cpu()
                 wall, _ = load(srv.port, [[batch] * 2 for _ in range(4)])  # 4 connections, 8 batches
                 runs.append(8 * args.facts / wall)
+                cpu.append((srv.cpu() - c0) / (8 * args.facts))
             rates[workers] = statistics.median(runs)
+            out[f"cpu_us_{workers}w"] = statistics.median(cpu) * 1e6
             if workers == 1:
                 single = [request("/v1/evaluate", ln) for ln in lines[:2000]]
                 p50s = []
@@ -290,6 +306,8 @@ def main() -> None:
     print(f"in-process evaluate:              {m['inproc']:>9,.0f} decisions/s ({per_in:.1f} us each)")
     print(f"batch endpoint, 1 worker:         {m['batch_1w']:>9,.0f} decisions/s ({per_1:.1f} us each): "
           f"{per_1 / per_in:.2f}x in-process (target <= 3x)")  # fmt: skip
+    print(f"server CPU per decision (batch):   1 worker {m['cpu_us_1w']:.1f} us, 2 workers {m['cpu_us_2w']:.1f} us; "
+          f"in-process {m['inproc_cpu_us']:.1f} us: {m['cpu_us_1w'] / m['inproc_cpu_us']:.2f}x")  # fmt: skip
     print(f"batch endpoint, 2 workers:        {m['batch_2w']:>9,.0f} decisions/s: {m['batch_2w'] / m['batch_1w']:.2f}x "
           "one worker (target >= 1.8x)")  # fmt: skip
     print(f"single fact, 1 connection:        p50 {m['single_p50_ms']:.2f} ms (target <= 2 ms)")
