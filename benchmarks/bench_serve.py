@@ -92,7 +92,7 @@ class Server:
     def cpu(self) -> float:
         """CPU seconds (user + system) used so far by the server's worker processes."""
         total = 0
-        for pid in self.workers():
+        for pid in self.workers() or [self.proc.pid]:  # one worker: uvicorn runs it in its own process
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
