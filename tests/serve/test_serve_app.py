@@ -49,7 +49,9 @@ def client(tmp_path: Path):  # noqa: ANN201
         ("GET", "/metrics", {}),
     ],
 )
-def test_no_valid_token_is_401_and_nothing_is_decided(client: TestClient, method: str, path: str, headers: dict) -> None:
+def test_no_valid_token_is_401_and_nothing_is_decided(
+    client: TestClient, method: str, path: str, headers: dict
+) -> None:
     r = client.request(method, path, headers=headers, content=json.dumps(OK))
     assert r.status_code == 401
     assert r.json()["error"]["code"] == "serve.unauthorized"

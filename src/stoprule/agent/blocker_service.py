@@ -81,6 +81,8 @@ class BlockerService:
         self._evaluator: Evaluator | None = None
         self.pending: list[dict[str, Any]] = []  # blockers kept in the session state after a failed write
         self.recorder = recorder
+        # (service, "blocker" | "report", item) -> None: copies them to a team server (set by the CLI)
+        self.mirror: Callable[[BlockerService, str, dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------ pack
 
@@ -151,6 +153,8 @@ class BlockerService:
             if result.render_error:
                 text += f" (The record holds it; {where} will be rewritten on the next change: {result.render_error}.)"
             self._record_ledger(session)
+            if self.mirror is not None:
+                self.mirror(self, "blocker", b.to_dict())
         if retried:
             text += f" {retried} earlier pending blocker(s) were written too."
         data = {"status": result.status, "id": b.id, "file": where, "blocker": b.to_dict(),
@@ -278,6 +282,8 @@ class BlockerService:
             return Reply(False, f"could not save the report: {exc.strerror or exc}; retry.", {"error": str(exc)})
         rel = os.path.relpath(path, self.project_dir)
         self._record_ledger(session, {FIELDS["blocked_report"]: report})
+        if self.mirror is not None:
+            self.mirror(self, "report", {**meta, "report": report})
         return Reply(True, f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
                      f"`stoprule report show {task}`.", {"task_id": task, "file": rel})  # fmt: skip
 

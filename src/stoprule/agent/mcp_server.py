@@ -11,6 +11,7 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -209,7 +210,18 @@ def build_server(service: BlockerService) -> MCPServer:
     return server
 
 
-def serve(project: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes it."""
+def serve(
+    project: str | None = None,
+    policy: str | None = None,
+    recorder: LedgerRecorder | None = None,
+    server: str | None = None,
+) -> None:
+    """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
+    team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
+    from stoprule.agent.remote import Mirror, project_remote
+
+    remote, name = project_remote(service.project_dir, server, os.environ)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)
     build_server(service).run("stdio")
