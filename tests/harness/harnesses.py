@@ -61,6 +61,11 @@ def install(harness: str) -> None:
                     f"{package}@{version}"], check=True)  # fmt: skip
 
 
+def stoprule_exe() -> str:
+    """The console script of this install (what init writes into the harness configs)."""
+    return shutil.which("stoprule", path=os.path.dirname(sys.executable)) or shutil.which("stoprule") or "stoprule"
+
+
 def harness_path() -> str:
     """PATH for a harness: node, git and the system, not this Python's venv."""
     dirs = [os.path.dirname(p) for p in (shutil.which("node"), shutil.which("git")) if p]
@@ -157,7 +162,7 @@ class Codex(Driver):
         return Turn(calls=[Call("exec_command", {"cmd": command})])
 
     def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
-        return [Turn(calls=[Call(f"mcp__stoprule__{tool}", args)])]
+        return [Turn(calls=[Call(tool, args, namespace="mcp__stoprule")])]
 
     def configure(self, s: Session) -> None:
         codex_home = s.home / ".codex"
@@ -167,6 +172,10 @@ class Codex(Driver):
                 f'model = "scripted"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
                 f'name = "scripted"\nbase_url = "{s.url}/v1"\nwire_api = "responses"\n'
                 f'env_key = "SCRIPTED_API_KEY"\n\n[projects."{s.project}"]\ntrust_level = "trusted"\n'
+            )
+            # what `stoprule init --harness codex` tells the user to add for the blocker tools
+            fh.write(
+                f'\n[mcp_servers.stoprule]\ncommand = {json.dumps(stoprule_exe())}\nargs = ["mcp"]\nrequired = true\n'
             )
 
     def environment(self, s: Session) -> dict[str, str]:

@@ -40,6 +40,7 @@ class Call:
     name: str
     args: dict[str, Any]
     id: str = field(default_factory=lambda: f"call_{next(_ids):04d}")
+    namespace: str | None = None  # Responses API: a tool inside a namespace (Codex's MCP servers)
 
 
 @dataclass
@@ -168,6 +169,8 @@ def responses(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
     for call in turn.calls:
         item = {"type": "function_call", "id": f"fc_{call.id}", "call_id": call.id, "name": call.name,
                 "arguments": json.dumps(call.args), "status": "completed"}  # fmt: skip
+        if call.namespace:
+            item["namespace"] = call.namespace
         yield _sse(
             "response.output_item.added",
             {"type": "response.output_item.added", "output_index": len(output), "item": item},
