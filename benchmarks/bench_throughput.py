@@ -39,8 +39,8 @@ sys.path.insert(0, str(HERE))
 
 from _common import print_header, timed  # noqa: E402
 from baseline import decide, matched  # noqa: E402
-from facts import EDGE_FACTS, ROWS, generate_with_targets  # noqa: E402
 
+from facts import EDGE_FACTS, ROWS, generate_with_targets  # noqa: E402
 from stoprule import load_policy  # noqa: E402
 
 TARGET = 50_000

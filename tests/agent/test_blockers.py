@@ -205,12 +205,12 @@ def test_invalid_blocker_calls_say_what_to_fix(svc, args: dict, fragment: str) -
 
 
 def test_categories_come_from_the_pack_and_config(tmp_path: Path, ev) -> None:
-    s = make_project(tmp_path, "blockers:\n  soft_categories: [naming]\n")
+    s = make_project(tmp_path, "blockers:\n  soft_categories: [wording]\n")
     s._evaluator = ev
     hard, soft = s.categories()
     assert set(hard) == set(ev.compiled.sets["blocker_categories.hard"])
-    assert soft == [*ev.compiled.sets["blocker_categories.soft"], "naming"]
-    assert s.log_blocker("s1", {**SOFT, "category": "naming"}).data["blocker"]["kind"] == "soft"
+    assert soft == [*ev.compiled.sets["blocker_categories.soft"], "wording"]
+    assert s.log_blocker("s1", {**SOFT, "category": "wording"}).data["blocker"]["kind"] == "soft"
 
 
 def test_resolve_closes_an_open_blocker(svc) -> None:

@@ -1,4 +1,7 @@
-"""End to end: the installed ``stoprule hook`` run as each harness runs it, read by its rules."""
+"""End to end: ``stoprule hook`` run as each harness runs it, read by its rules. In process,
+except where the process boundary is the point (``shell=True``: the installed console script in
+the harness's shell form: each harness once, raw bytes on stdin, a fail-closed hook that still
+exits 0; and a fresh interpreter where the warm hook's imports are counted)."""
 
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def _validate_codex(raw: dict | None) -> None:
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_allow_when_nothing_is_left(harness: str, project: Path, env: dict[str, str]) -> None:
-    out = run_hook(harness, _stop(harness, project), project / "sub" / "dir", env)
+    out = run_hook(harness, _stop(harness, project), project / "sub" / "dir", env, shell=True)
     assert out.stops and out.instruction is None
     assert "pack" in out.stderr and str(project / ".stoprule") in out.stderr
 
@@ -160,7 +163,7 @@ def test_an_agent_that_never_complies_is_let_go_after_the_cap(harness: str, proj
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_garbage_stdin_fails_open_without_a_traceback(harness: str, project: Path, env: dict[str, str]) -> None:
-    out = run_hook(harness, b"\x00not json{{", project, env)
+    out = run_hook(harness, b"\x00not json{{", project, env, shell=True)
     assert out.stops and "Traceback" not in out.stdout + out.stderr
 
 
@@ -169,10 +172,10 @@ def test_fail_closed_blocks_with_the_fixed_instruction_and_still_ends(project: P
     pol = project / ".stoprule" / "policies"
     pol.mkdir()
     (pol / "broken.yaml").write_text("rules: [this is: not a pack\n")
-    first = run_hook("codex", _stop("codex", project), project, env)
+    first = run_hook("codex", _stop("codex", project), project, env, shell=True)
     assert not first.stops and first.instruction and "could not decide" in first.instruction
     _validate_codex(first.raw)
-    second = run_hook("codex", _stop("codex", project, stop_hook_active=True), project, env)
+    second = run_hook("codex", _stop("codex", project, stop_hook_active=True), project, env, shell=True)
     assert second.stops and "loop cap 1" in (second.user_sees or "")
 
 

@@ -1,4 +1,4 @@
-"""`stoprule test` through real subprocesses, and the coverage / MC/DC computation on tiny packs."""
+"""`stoprule test` in process (``run_cli``), and the coverage / MC/DC computation on tiny packs."""
 
 from __future__ import annotations
 

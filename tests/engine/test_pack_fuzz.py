@@ -25,8 +25,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_vs_interpreter import random_fact
 
+from factgen import random_fact
 from packgen import DIAG_LINE, facts, mutated_pack, packs
 from stoprule.diagnostics import FactError, PolicyError
 from stoprule.engine.build import compile_pack

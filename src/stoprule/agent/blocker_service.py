@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.blocker_facts import DEFAULT_SESSION, blockers_facts
 from stoprule.agent.blocker_store import Blocker, BlockerStore, StoreWriteError
@@ -40,8 +41,17 @@ class Reply:
 
 
 def session_id(explicit: str | None = None) -> str:
-    """The session: ``explicit``, else ``$STOPRULE_SESSION``, else ``default``."""
-    return explicit or os.environ.get("STOPRULE_SESSION") or DEFAULT_SESSION
+    """The session: ``explicit``, else ``$STOPRULE_SESSION``, else ``default`` (normalised and
+    redacted: it is written into the record, ``blockers.md`` and the ledger)."""
+    raw = explicit or os.environ.get("STOPRULE_SESSION") or DEFAULT_SESSION
+    return redact(" ".join(clean(str(raw)).split())[:200]) or DEFAULT_SESSION
+
+
+def _inbound(args: dict[str, Any]) -> dict[str, Any]:
+    """A caller's arguments as they may be stored: every string normalised (no NUL, control
+    character or lone surrogate) and redacted."""
+    out: dict[str, Any] = redact_obj(clean_obj(args))
+    return out
 
 
 def open_service(
@@ -97,7 +107,7 @@ class BlockerService:
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Seed 003's ``blocker`` tool."""
         session = session_id(session)
-        args = redact_obj(args)
+        args = _inbound(args)
         problem = self._check_blocker(args)
         if problem:
             return Reply(False, problem, {"error": problem})
@@ -172,6 +182,9 @@ class BlockerService:
         if cat in soft and not (args.get("chosenOption") or "").strip():
             return (f"category {cat!r} is soft: research the options, pick one, and pass chosenOption (with options "
                     "and chosenReasoning); then continue with your choice.")
+        if opts and args.get("chosenOption") is not None and args["chosenOption"] not in opts:
+            return (f"chosenOption {args['chosenOption']!r} is not one of the options ({', '.join(map(repr, opts))}): "
+                    "pass the option you chose, exactly as listed.")
         return None
 
     def _flush_pending(self) -> int:
@@ -219,7 +232,7 @@ class BlockerService:
     def report_status(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Declare the session's status, errors, turn/max_turns, closure state (the `state` provider)."""
         session = session_id(session)
-        args = redact_obj({k: v for k, v in args.items() if v is not None})
+        args = _inbound({k: v for k, v in args.items() if v is not None})
         unknown = sorted(set(args) - set(FIELDS))
         if unknown:
             return Reply(False, f"unknown field(s): {', '.join(unknown)}", {"error": "unknown fields"})
@@ -242,7 +255,7 @@ class BlockerService:
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Seed 001's blocked report: judged by the pack; a valid one saved per task."""
         session = session_id(session)
-        args = redact_obj(args)
+        args = _inbound(args)
         state = read_session_facts(self.project_dir, session)
         task = args.get("task_id") or state.get(FIELDS["task_id"])
         if not task:

@@ -24,6 +24,7 @@ SECTIONS: dict[str, str] = {
     "hook": "stoprule.agent.hook_config:HookSettings",
     "providers": "stoprule.agent.hook_config:ProviderSettings",
     "blockers": "stoprule.agent.blocker_config:BlockerSettings",
+    "server": "stoprule.agent.server_config:ServerSettings",
 }
 
 

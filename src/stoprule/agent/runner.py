@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -132,9 +132,11 @@ def run_hook(
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
     record: Callable[[str, str, Evaluator, dict[str, Any]], str | None] | None = None,
+    server: str | None = None,
 ) -> HookResult:
     """Decide one stop. ``record(ledger_dir, run, evaluator, fact)`` records the decision
-    (when the ledger is on) and returns the node id."""
+    (when the ledger is on) and returns the node id. With a server (``server`` URL, or the
+    config's ``server:`` section) the facts are gathered here and the server decides."""
     t0 = time.monotonic()
     env = os.environ if env is None else env
     mod = adapter(harness)
@@ -149,7 +151,8 @@ def run_hook(
     evaluator = None
     fact: dict[str, Any] | None = None
     try:
-        event = mod.parse(decode_payload(data), event_name)
+        payload = decode_payload(data)
+        event = mod.parse(payload, event_name)
         entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
         project, home = state_home(workdir, env)
@@ -163,11 +166,19 @@ def run_hook(
         hook = settings["hook"]
         fail_closed = hook["fail"] == "closed"
         disarm = _alarm(hook["budget_ms"] / 1000.0)
-        from stoprule.engine.packs import load_policy, pack_path
+        remote = None
+        if server or settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
+            from stoprule.agent.remote import Remote
 
-        pack = pack_path(policy, env, workdir)
-        entry["pack"] = pack
-        evaluator = load_policy(pack)
+            remote = Remote.configured(settings.get("server"), server, env, hook["budget_ms"] / 1000.0)
+        if remote is None:
+            from stoprule.engine.packs import load_policy, pack_path
+
+            pack = pack_path(policy, env, workdir)
+            entry["pack"] = pack
+            evaluator = load_policy(pack)
+        else:
+            entry["pack"] = remote.url
         from stoprule.agent.providers import Context, gather
         from stoprule.agent.state import read_session
 
@@ -176,17 +187,20 @@ def run_hook(
         fact, prov = gather(event, ctx)
         entry["fact"] = fact
         entry["provenance"] = prov.to_dict()
-        verdict = evaluator.evaluate(fact, strict=hook["strict"])
+        if remote is None:
+            assert evaluator is not None
+            verdict = evaluator.evaluate(fact, strict=hook["strict"])
+        else:
+            from stoprule.agent.remote import verdict_from_envelope
+
+            recorded = settings.get("server", {}).get("record", True)
+            run = (event.session_id or f"{harness}-unknown-session") if recorded else None
+            answer = remote.hook(harness, payload, fact, event.event, run)
+            verdict = verdict_from_envelope(answer["verdict"])
+            entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
         disarm()
         entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
-        if verdict.stop == "block":
-            decision = Decision(True, verdict.message)
-        elif verdict.requires_user_review:
-            decision = Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
-        elif not verdict.ok:
-            decision = Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
-        else:
-            decision = Decision(False)
+        decision = decision_of(verdict)
         observe = hook["mode"] == "observe"
         entry["mode"] = hook["mode"]
         decision = _apply_guard(home, event, decision, hook["loop_cap"], entry, ctx.session, observe)
@@ -232,6 +246,17 @@ def run_hook(
         output = {}
     _log(home, settings["hook"].get("log", True), entry)
     return HookResult(output, decision, entry)
+
+
+def decision_of(verdict: Verdict) -> Decision:
+    """What a verdict tells the harness, before the loop guard and observe mode."""
+    if verdict.stop == "block":
+        return Decision(True, verdict.message)
+    if verdict.requires_user_review:
+        return Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
+    if not verdict.ok:
+        return Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
+    return Decision(False)
 
 
 def _apply_guard(

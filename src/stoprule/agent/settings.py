@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import zlib
 
+from stoprule.agent.fields import DEFAULT_FIELDS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -19,33 +21,6 @@ __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDE
 # with another value is recorded as a conflict. Declarations (hook payload, declared
 # state, the agent's closure trailer) come before inference (transcript, git).
 PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "blockers", "closure", "transcript", "git")
-
-# What each provider observes (``provider.key``) -> the pack's fact field (None: observed,
-# shown in the provenance, not put in the fact). The default pack's field names.
-DEFAULT_FIELDS: dict[str, str | None] = {
-    "hook.session_id": None,
-    "hook.harness": None,
-    "hook.event": None,
-    "hook.stop_hook_active": None,
-    "hook.last_message": None,
-    "hook.stopping": "taskBoundaryStop",
-    "closure.state": "replyClosureState",
-    "closure.review": "requires_user_review",
-    "closure.review_reason": "review_reason",
-    "transcript.turns": "turn",
-    "transcript.current_task": "currentTask",
-    "transcript.task_state": "taskState",
-    "transcript.next_task": "nextTaskId",
-    "transcript.next_task_known": "nextTaskKnown",
-    "transcript.available_tasks": "availableTasks",
-    "transcript.failed_tools": None,
-    "blockers.openBlockers": "openBlockers",
-    "blockers.openBlockerCount": "openBlockerCount",
-    "blockers.resolvedBlockers": "resolvedBlockers",
-    "blockers.blocked_report": "blocked_report",
-    "git.dirty": "uncommittedWork",
-    "git.branch": None,
-}
 
 DEFAULT_HOOK: dict[str, Any] = {
     "mode": "enforce",
@@ -112,8 +87,9 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
             pass
     from stoprule.agent.config import load_config  # pydantic + YAML: only on a cache miss
 
-    sections = load_config(path, sections=("hook", "providers", "blockers"))
+    sections = load_config(path, sections=("hook", "providers", "blockers", "server"))
     settings = {"hook": sections["hook"].model_dump(), "providers": sections["providers"].model_dump()}
+    settings["server"] = sections["server"].model_dump()
     settings["providers"]["fields"] = {**DEFAULT_FIELDS, **settings["providers"]["fields"]}
     settings["providers"]["blockers"] = sections["blockers"].model_dump()  # for the blockers provider
     if cache is not None:

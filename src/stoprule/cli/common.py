@@ -71,7 +71,7 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     sp.add_argument(
         "--ledger",
         metavar="PATH",
-        help="ledger file (default: $STOPRULE_LEDGER, then ledger.db in the nearest .stoprule/ upward)",
+        help="ledger file or postgresql:// URL (default: $STOPRULE_LEDGER, then .stoprule/ledger.db found upward)",
     )
 
 

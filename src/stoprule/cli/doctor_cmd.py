@@ -70,6 +70,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     from stoprule.agent.settings import hook_settings
     from stoprule.agent.wiring import TARGETS, find_entry
     from stoprule.diagnostics import PolicyError
+    from stoprule.engine.evaluator import describe_backend
     from stoprule.engine.packs import load_policy, select_pack
     from stoprule.project import find_project
 
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     try:
         ev = load_policy(pack)
         _line(stdout, True, f"pack {pack} compiles ({ev.digest[:19]}...)")
+        _line(stdout, True, describe_backend())
     except PolicyError as exc:
         good = _line(stdout, False, f"pack {pack} does not compile:\n{exc.render()}")
     found = 0

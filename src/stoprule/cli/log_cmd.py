@@ -5,6 +5,7 @@
     stoprule log runs                   recent runs with their status
     stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
     stoprule log verify [RUN]           recompute hash chains and the signed ledger head; exit 1 naming what broke
+    stoprule log import [FILE]          append `log export` records to another ledger (SQLite <-> PostgreSQL)
     stoprule log upgrade                bring a ledger made by an older stoprule to the current schema
 
 The read-only commands never create anything: where there is no ledger they say so (exit 2).
@@ -66,17 +67,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
     add_ledger_flag(sp)
 
+    sp = sub.add_parser("import", help="append exported records (`log export`) to this ledger, exactly as recorded")
+    sp.add_argument("file", nargs="?", default="-", metavar="FILE", help="NDJSON from `log export` (default: stdin)")
+    add_ledger_flag(sp)
+
     sp = sub.add_parser("upgrade", help="upgrade a ledger made by an older stoprule (checks every run first)")
     add_ledger_flag(sp)
 
 
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
-    from stoprule.ledger.store import Ledger, resolve_path
+    from stoprule.ledger.backend import open_ledger
+    from stoprule.ledger.store import resolve_path
 
     path, default = resolve_path(explicit, os.environ)
     if write and default:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-    return Ledger.open(path, create=write, readonly=not write)
+    return open_ledger(path, create=write, readonly=not write)
 
 
 def _dump(value: Any) -> str:
@@ -173,6 +179,17 @@ def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa:
     return 0
 
 
+def _import(ledger, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from stoprule.ledger.transfer import import_records
+
+    data = read_input(args.file, stdin, stderr)
+    if data is None:
+        return 2
+    runs, events = import_records(ledger, data, input_name(args.file))
+    stdout.write(f"imported {events} decision(s) of {runs} run(s) into {ledger.path}\n")
+    return 0
+
+
 _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 
 
@@ -181,10 +198,14 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
-            from stoprule.ledger.store import Ledger, resolve_path
+            from stoprule.ledger.backend import open_ledger
+            from stoprule.ledger.store import resolve_path
 
-            with Ledger.open(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
+            with open_ledger(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
                 return _upgrade(ledger, args, stdout)
+        if args.log_command == "import":
+            with _open(args.ledger, write=True) as ledger:
+                return _import(ledger, args, stdin, stdout, stderr)
         with _open(args.ledger) as ledger:
             if args.log_command == "verify":
                 return _verify(ledger, args, stdout, stderr)

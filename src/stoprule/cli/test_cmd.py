@@ -223,7 +223,7 @@ def test_command(
         stderr.write(f"stoprule: no test files: {files[0]} is not a directory (name case files or folders)\n")
         return 2
     try:
-        cases = load_cases(files)
+        cases = load_cases(files, ctx.compiled)
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)

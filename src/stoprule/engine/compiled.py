@@ -126,3 +126,9 @@ class CompiledPolicy:
     always: tuple[str, ...] = ()
     # each ruleset as the engine is given it (stoprule.engine.durable.encode), kept with the pack
     ruleset_json: tuple[str, ...] = ()
+    # engine names of the rules and stops the engine cannot hold (it refuses their lowered
+    # condition): decided by the reference interpreter (stoprule.engine.interpret) per fact
+    in_python: tuple[str, ...] = ()
+    # every rule's and stop's checked condition by engine name, pickled: read only where the
+    # engine cannot decide (``in_python``, or a fact that meets an engine limit while matching)
+    conditions: bytes = b""
