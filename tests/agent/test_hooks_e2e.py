@@ -220,7 +220,7 @@ def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, st
                    capture_output=True)  # fmt: skip
     p = subprocess.run([stoprule_exe(), "doctor"], cwd=project / "sub", env=full, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "gemini: synthetic stop: answered {}" in p.stdout
+    assert "gemini: synthetic stop: allow: {}" in p.stdout
 
 
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:

@@ -15,11 +15,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harnesses import DRIVERS, TIMEOUT_S, Session, binary, harness_path  # noqa: E402
-from model_servers import Script, Turn, serve  # noqa: E402
+from harnesses import DRIVERS, TIMEOUT_S, Session, binary, harness_path
+from model_servers import Script, Turn, serve
 
 PROMPT = "Write notes.txt, then finish."
 

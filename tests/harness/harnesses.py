@@ -144,6 +144,7 @@ class ClaudeCode(Driver):
     def environment(self, s: Session) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
                 "CLAUDE_CONFIG_DIR": str(s.home / ".claude")}  # fmt: skip
 
     def command(self, s: Session, prompt: str) -> list[str]:
@@ -210,3 +211,30 @@ class Gemini(Driver):
 
 
 DRIVERS: dict[str, Driver] = {d.name: d for d in (ClaudeCode(), Codex(), Gemini())}
+
+
+class Copilot(Driver):
+    """``copilot -p`` offline with a BYOK provider (``COPILOT_PROVIDER_BASE_URL``, Chat
+    Completions) and ``--trust-folder`` for the project's hooks."""
+
+    name = "copilot"
+    shell_tool = "bash"
+
+    def shell(self, command: str) -> Turn:
+        return Turn(calls=[Call("bash", {"command": command, "description": "run"})])
+
+    def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
+        return [Turn(calls=[Call(f"stoprule-{tool}", args)])]
+
+    def environment(self, s: Session) -> dict[str, str]:
+        return {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{s.url}/v1",
+                "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_API_KEY": "sk-test-dummy",
+                "COPILOT_MODEL": "gpt-4.1", "COPILOT_HOME": str(s.home / ".copilot"),
+                "COPILOT_AUTO_UPDATE": "false"}  # fmt: skip
+
+    def command(self, s: Session, prompt: str) -> list[str]:
+        return [str(binary(self.name)), "-p", prompt, "--allow-all-tools", "--trust-folder",
+                "--disable-client-telemetry"]  # fmt: skip
+
+
+DRIVERS["copilot"] = Copilot()

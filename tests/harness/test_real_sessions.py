@@ -68,7 +68,7 @@ def test_an_agent_that_never_complies_is_let_go_at_the_loop_cap(
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_the_blocker_tool_over_mcp_logs_the_blocker_redacted(harness: str, run_session: Callable[..., Session]) -> None:
     d = DRIVERS[harness]
-    args = {"category": "missing_dependency", "question": "Which staging database should the migration use?",
+    args = {"category": "permission", "question": "Which staging database should the migration use?",
             "context": f"config has password={SECRET} and key {AWS_KEY}", "blocksProgress": True}  # fmt: skip
     s = run_session(harness, [*d.mcp("blocker", args), Turn("Logged the blocker for the user.")])
     assert s.result is not None and s.result.returncode == 0, s.describe()

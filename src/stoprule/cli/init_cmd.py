@@ -104,7 +104,9 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     server = mcp_server()
     if harness == "codex":
         snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        stdout.write(f"for the blocker tools, add to ~/.codex/config.toml:\n{snippet}")
+        where = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \
+            else "~/.codex/config.toml"  # fmt: skip
+        stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
         return
     name = MCP_FILES.get(harness)
     if name is None:
