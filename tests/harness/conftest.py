@@ -76,7 +76,8 @@ def run_session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
             for k, v in os.environ.items()
             if not k.startswith(("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_"))
         }
-        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1")
+        # PWD too: OpenCode takes its directory from $PWD, not from the process's cwd
+        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project))
         env.update(driver.environment(s))
         s.env = env
         s.result = subprocess.run(driver.command(s, prompt), cwd=project, env=env, capture_output=True, text=True,

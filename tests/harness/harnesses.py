@@ -238,3 +238,40 @@ class Copilot(Driver):
 
 
 DRIVERS["copilot"] = Copilot()
+
+
+class OpenCode(Driver):
+    """``opencode run`` with an OpenAI-compatible provider (Chat Completions) in the user's
+    ``opencode.json``; the project's plugin and MCP entry come from ``stoprule init``."""
+
+    name = "opencode"
+    shell_tool = "bash"
+
+    def shell(self, command: str) -> Turn:
+        return Turn(calls=[Call("bash", {"command": command, "description": "run"})])
+
+    def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
+        return [Turn(calls=[Call(f"stoprule_{tool}", args)])]
+
+    def configure(self, s: Session) -> None:
+        d = s.home / ".config" / "opencode"
+        d.mkdir(parents=True, exist_ok=True)
+        config = {"provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
+                                            "options": {"baseURL": f"{s.url}/v1", "apiKey": "sk-test-dummy"},
+                                            "models": {"scripted": {"name": "scripted", "tool_call": True}}}},
+                  "model": "scripted/scripted", "autoupdate": False, "share": "disabled",
+                  "permission": {"bash": "allow", "edit": "allow"}}  # fmt: skip
+        (d / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
+
+    def environment(self, s: Session) -> dict[str, str]:
+        return {"XDG_CONFIG_HOME": str(s.home / ".config"), "XDG_DATA_HOME": str(s.home / ".local" / "share"),
+                # shared between runs: OpenCode installs the provider package there on first use
+                "XDG_CACHE_HOME": str(install_dir(self.name) / "xdg-cache"),
+                "XDG_STATE_HOME": str(s.home / ".local" / "state"),
+                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1", "OPENCODE_FAST_BOOT": "1",
+                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}  # fmt: skip
+
+    def command(self, s: Session, prompt: str) -> list[str]:
+        return [str(binary(self.name)), "run", "--model", "scripted/scripted", prompt]

@@ -102,7 +102,7 @@ def record(harness: str) -> None:
         env = {
             k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "ANTHROPIC_", "CODEX_", "COPILOT_"))
         }
-        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", **d.environment(s))
+        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project), **d.environment(s))
         s.env = env
         s.result = subprocess.run(d.command(s, "Write notes.txt and commit it."), cwd=project, env=env,
                                   capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)  # fmt: skip
