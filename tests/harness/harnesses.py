@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model_servers import Call, Script, Turn
+from model_servers import Call, Script, Turn, serve
 
-__all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir"]
+__all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "make_project", "run_session"]
 
 # harness -> (npm package, pinned version, executable); the versions the tier was verified with
 PINNED: dict[str, tuple[str, str, str]] = {
@@ -96,12 +96,40 @@ class Session:
     def git(self, *args: str) -> str:
         return subprocess.run(["git", *args], cwd=self.project, capture_output=True, text=True, check=True).stdout
 
+    def transcript(self, width: int = 160) -> list[str]:
+        """The session as the model and the hook saw it, in order: what the model was sent,
+        what it answered, each stop's decision."""
+        events: list[tuple[float, str]] = []
+        for r in self.script.main:
+            for text in r.last_input():
+                events.append((r.at, f"  -> model   {_one_line(text, width)}"))
+            t = r.turn
+            if t is not None:
+                if t.text:
+                    events.append((r.at + 1e-6, f"  <- model   {_one_line(t.text, width)}"))
+                for c in t.calls:
+                    events.append((r.at + 2e-6, f"  <- model   call {c.name} {_one_line(json.dumps(c.args), width)}"))
+        for e in self.stops():
+            d, v = e["decision"], e.get("verdict") or {}
+            what = (
+                f"block: {d['message']}"
+                if d["block"]
+                else "allow" + (f" (notice: {d['notice']})" if d["notice"] else "")
+            )
+            events.append((e["ts"], f"  stop      {v.get('verdict')}/{v.get('reason')} -> {_one_line(what, width)}"))
+        return [line for _, line in sorted(events, key=lambda x: x[0])]
+
     def describe(self) -> str:
         """What happened, for an assertion message."""
         out = self.result.stdout[-1500:] if self.result else ""
         err = self.result.stderr[-1500:] if self.result else ""
         decisions = [(s.get("verdict", {}).get("reason"), s.get("decision"), s.get("error")) for s in self.stops()]
         return f"stdout: {out}\nstderr: {err}\nstops: {decisions}\nrequests: {len(self.script.main)} main"
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Driver:
@@ -275,3 +303,48 @@ class OpenCode(Driver):
 
     def command(self, s: Session, prompt: str) -> list[str]:
         return [str(binary(self.name)), "run", "--model", "scripted/scripted", prompt]
+
+
+PROMPT = "Write notes.txt, then finish."
+
+
+def make_project(root: Path, harness: str) -> Path:
+    """A git project wired with ``stoprule init --harness H`` (run as a user would, from the
+    venv), everything committed: a clean tree before the session."""
+    project = root / "project"
+    project.mkdir()
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.email", "agent@example.invalid"], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.name", "agent"], cwd=project, check=True)
+    (project / "README.md").write_text("# demo\n", encoding="utf-8")
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env["HOME"] = str(root / "home")
+    p = subprocess.run([stoprule_exe(), "init", "--harness", harness], cwd=project, env=env, capture_output=True,
+                       text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "wire stoprule"], cwd=project, check=True)
+    return project
+
+
+def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
+                prompt: str = PROMPT) -> Session:  # fmt: skip
+    """A headless run of ``harness`` to its end in a fresh project under ``root``."""
+    driver = DRIVERS[harness]
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    project = make_project(root, harness)
+    s = Session(harness, project, home, Script(turns, default))
+    with serve(s.script) as url:
+        s.url = url
+        driver.configure(s)
+        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        # PWD too: OpenCode takes its directory from $PWD, not from the process's cwd
+        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project))
+        env.update(driver.environment(s))
+        s.env = env
+        s.result = subprocess.run(driver.command(s, prompt), cwd=project, env=env, capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    return s

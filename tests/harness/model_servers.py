@@ -22,6 +22,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,10 +56,44 @@ class Request:
     body: dict[str, Any]
     main: bool
     turn: Turn | None  # what was answered (main requests)
+    at: float = field(default_factory=time.time)
 
     @property
     def text(self) -> str:
         return json.dumps(self.body, ensure_ascii=False)
+
+    def last_input(self) -> list[str]:
+        """What the harness sent last (the newest message of the conversation), as short texts."""
+        b = self.body
+        if isinstance(b.get("messages"), list) and b["messages"]:  # Anthropic, Chat Completions
+            last = b["messages"][-1]
+            content = last.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            out = []
+            for blk in blocks:
+                if not isinstance(blk, dict):
+                    continue
+                if blk.get("type") == "tool_result" or last.get("role") == "tool":
+                    c = blk.get("content") if blk.get("type") == "tool_result" else blk.get("text")
+                    out.append(f"[tool result] {_flat(c)}")
+                elif blk.get("type") == "text" and isinstance(blk.get("text"), str):
+                    out.append(blk["text"])
+            texts = [t for t in out if not t.startswith("[tool result]")]
+            return [t for t in out if t.startswith("[tool result]")] + texts[-1:]  # the newest text block
+        if isinstance(b.get("input"), list) and b["input"]:  # Responses
+            item = b["input"][-1]
+            if item.get("type") == "function_call_output":
+                return [f"[tool result] {_flat(item.get('output'))}"]
+            return [_flat(c.get("text")) for c in item.get("content") or [] if isinstance(c, dict)]
+        if isinstance(b.get("contents"), list) and b["contents"]:  # Gemini
+            out = []
+            for part in b["contents"][-1].get("parts") or []:
+                if "functionResponse" in part:
+                    out.append(f"[tool result] {_flat(part['functionResponse'].get('response'))}")
+                elif isinstance(part.get("text"), str):
+                    out.append(part["text"])
+            return out
+        return []
 
 
 class Script:
@@ -89,6 +124,14 @@ class Script:
 
     def exhausted(self) -> bool:
         return not self.turns
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, list):
+        value = " ".join(_flat(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value)
+    elif not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    return value
 
 
 def _offers_tools(path: str, body: dict[str, Any]) -> bool:

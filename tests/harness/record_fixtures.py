@@ -23,11 +23,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harnesses import DRIVERS, PINNED, Session, harness_path  # noqa: E402
+from harnesses import DRIVERS, PINNED, Session, harness_path, make_project  # noqa: E402
 from model_servers import Call, Script, Turn, serve  # noqa: E402
 
 FIXTURES = HERE.parent / "fixtures" / "hooks"
-import conftest  # noqa: E402
 
 
 def todo_turn(harness: str, done: bool = False) -> Turn:
@@ -82,7 +81,7 @@ def record(harness: str) -> None:
     root = Path(tempfile.mkdtemp(prefix="stoprule-record-"))
     home = root / "home"
     home.mkdir()
-    project = conftest.make_project(root, harness)
+    project = make_project(root, harness)
     log = root / "payloads.jsonl"
     wrap_hook(project, harness, log)
     subprocess.run(["git", "commit", "-qam", "record payloads"], cwd=project, check=True)
