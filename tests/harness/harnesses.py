@@ -129,6 +129,9 @@ class Session:
 
 def _one_line(text: str, width: int) -> str:
     text = " ".join(text.split())
+    if text.startswith("<system-reminder>"):  # Claude Code wraps hook output: its end is what matters
+        text = text.removeprefix("<system-reminder>").removesuffix("</system-reminder>").strip()
+        return text if len(text) <= width else "…" + text[-(width - 1) :]
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

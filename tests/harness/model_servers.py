@@ -65,8 +65,9 @@ class Request:
     def last_input(self) -> list[str]:
         """What the harness sent last (the newest message of the conversation), as short texts."""
         b = self.body
-        if isinstance(b.get("messages"), list) and b["messages"]:  # Anthropic, Chat Completions
-            last = b["messages"][-1]
+        convo = [m for m in b.get("messages") or [] if isinstance(m, dict) and m.get("role") != "system"]
+        if convo:  # Anthropic, Chat Completions (Claude Code appends a system-role message: not the conversation)
+            last = convo[-1]
             content = last.get("content")
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
             out = []

@@ -23,7 +23,7 @@ def main(harness: str, names: list[str]) -> None:
     for name in names or list(SCENARIOS):
         turns, default = SCENARIOS[name](__import__("harnesses").DRIVERS[harness])
         s = run_session(harness, Path(tempfile.mkdtemp(prefix="stoprule-show-")), turns, default)
-        print(f"$ # {name}: {package} {version}, exit {s.result.returncode if s.result else '?'}")
+        print(f"# {name}: {package} {version}, exit {s.result.returncode if s.result else '?'}")
         print("\n".join(s.transcript()))
         print()
 
