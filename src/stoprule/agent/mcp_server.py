@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
 from stoprule.version import __version__
@@ -36,9 +37,30 @@ def _answer(reply: Reply) -> str:
     return reply.text
 
 
+class _Server(MCPServer):
+    """The SDK's server, with tool arguments that fail validation reported in stoprule's words
+    (the SDK would pass on pydantic's text, links to its documentation included)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            from pydantic import ValidationError
+
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            from stoprule.language.source import format_path
+            from stoprule.language.spec import validation_messages
+
+            parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
+                                                                                         cause.errors())]
+            raise ToolError(f"Error executing tool {name}: " + "; ".join(parts)) from None
+
+
 def build_server(service: BlockerService) -> MCPServer:
     hard, soft = service.categories()
-    server: MCPServer = MCPServer(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
+    server: MCPServer = _Server(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(
         name="blocker",
