@@ -27,9 +27,12 @@ def audit_command(
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
+    import time
     from contextlib import nullcontext
 
     from stoprule.engine.packs import compile_policy, select_pack
+
+    started = time.monotonic()  # the time reported is the whole command's, the corpus included
     from stoprule.facts.batch import parallel_chunks, resolve_jobs, started_map
 
     root = select_pack(policy)
@@ -81,6 +84,7 @@ def audit_command(
                 else:
                     parts = [_corpus_chunk(context, c) for c in pieces]
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
+    report.seconds = time.monotonic() - started
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

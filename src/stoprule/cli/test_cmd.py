@@ -204,6 +204,7 @@ def test_command(
     threshold: float | None,
     stdout: IO[str],
     stderr: IO[str],
+    quiet: bool = False,
 ) -> int:
     """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input."""
     from stoprule.analysis.cases import load_cases, run_case
@@ -231,7 +232,13 @@ def test_command(
         stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
         return 2
     evaluator = Evaluator(ctx.compiled)
-    results = [run_case(evaluator, c) for c in cases]
+    from stoprule.cli.progress import Bar
+
+    with Bar(stderr, "test", len(cases), unit="cases", quiet=quiet) as bar:
+        results = []
+        for c in cases:
+            results.append(run_case(evaluator, c))
+            bar.advance()
     cov = None
     if coverage:
         from stoprule.analysis.coverage import Observation, compute_coverage
@@ -297,7 +304,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="fail (exit 1) when MC/DC coverage is below PCT percent (implies --coverage)",
     )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    return test_command(args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr)
+    return test_command(
+        args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet
+    )
