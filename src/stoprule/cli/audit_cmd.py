@@ -85,10 +85,13 @@ def audit_command(
                     parts = [_corpus_chunk(context, c) for c in pieces]
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     report.seconds = time.monotonic() - started
+    from stoprule.cli.inspect_cmd import layering
+
+    layers = layering(ctx.checked, str(root))  # the global pack under this one: what it adds, shadows, ties
     if fmt == "json":
-        stdout.write(json.dumps(report.to_dict()) + "\n")
+        stdout.write(json.dumps({**report.to_dict(), **({"layers": layers[0]} if layers else {})}) + "\n")
     else:
-        stdout.write(render_audit(report) + "\n")
+        stdout.write(render_audit(report) + "\n" + "".join(f"{ln}\n" for ln in (layers[1] if layers else [])))
     return 1 if report.findings else 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import IO
 
 from stoprule.cli.common import add_policy_flags
@@ -55,6 +56,13 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         )
         if project:  # which project state the hook and the ledger use from here
             stdout.write(f"project state: {project}\n")
+        from stoprule.language.files import layers
+
+        used, shadowed, glob = layers(root)
+        if glob is not None:  # `stoprule inspect layers` tells more
+            names = ", ".join(os.path.basename(p) for p in used) or "no file"
+            hidden = f"; shadowed: {', '.join(os.path.basename(p) for p in shadowed)}" if shadowed else ""
+            stdout.write(f"global pack: {glob} (layered under it: {names}{hidden})\n")
     return 0
 
 

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
     "report": ("report_cmd", "show a task's blocked report (seed 001)"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
+    "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
 }
 
 

@@ -105,10 +105,20 @@ def _pretty_coverage(cov: Coverage, root: Path, threshold: float | None) -> list
     return lines
 
 
-def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None) -> str:
+def _pretty(
+    results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None, verbose: bool = False
+) -> str:
     from stoprule.analysis.cases import diff_line
 
-    lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
+    if verbose:
+        lines = [
+            f"{r.case.file}:{r.case.line}: PASS {r.case.name} ({r.seconds * 1000:.1f} ms)"
+            if r.passed
+            else diff_line(r.case, r.mismatches)
+            for r in results
+        ]
+    else:
+        lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
     s = _summary(results)
     counts = f"({_plural(s['facts'], 'fact')}, {_plural(s['files'], 'file')})"
     if s["failed"]:
@@ -205,8 +215,13 @@ def test_command(
     stdout: IO[str],
     stderr: IO[str],
     quiet: bool = False,
+    pattern: str | None = None,
+    verbose: bool = False,
 ) -> int:
-    """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input."""
+    """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input.
+
+    ``pattern``: only the cases whose ``file::name`` it matches (a regular expression, searched);
+    ``verbose``: every case's outcome, not only the failures (pretty)."""
     from stoprule.analysis.cases import load_cases, run_case
     from stoprule.engine.build import compile_pack
     from stoprule.engine.evaluator import Evaluator
@@ -228,6 +243,18 @@ def test_command(
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)
+    if pattern is not None:
+        import re
+
+        try:
+            wanted = re.compile(pattern)
+        except re.error as exc:
+            stderr.write(f"stoprule: --run {pattern!r} is not a regular expression: {exc}\n")
+            return 2
+        cases = [c for c in cases if wanted.search(c.id)]
+        if not cases:
+            stderr.write(f"stoprule: no case matches --run {pattern!r}\n")
+            return 2
     if not cases:
         stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
         return 2
@@ -269,7 +296,7 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        stdout.write(_pretty(results, cov, root, threshold))
+        stdout.write(_pretty(results, cov, root, threshold, verbose))
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
@@ -305,9 +332,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="fail (exit 1) when MC/DC coverage is below PCT percent (implies --coverage)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
+    p.add_argument(
+        "--run", metavar="PATTERN", help="only the cases whose FILE::NAME matches this regular expression (searched)"
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help="list every case (PASS or FAIL), not only failures")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     return test_command(
-        args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet
+        args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet,
+        pattern=args.run, verbose=args.verbose,
     )
