@@ -69,7 +69,14 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Validate and compile a pack; print diagnostics. Exit 0 clean, 2 on any error."
     add_policy_flags(p, default_format="pretty")
+    p.add_argument("--watch", "-w", action="store_true", help="check again whenever a pack file changes (Ctrl-C stops)")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    if args.watch:
+        from stoprule.cli.watch import watch
+        from stoprule.engine.packs import select_pack
+
+        return watch([str(select_pack(args.policy))], lambda: check_command(args.policy, args.format, stdout, stderr),
+                     stderr)  # fmt: skip
     return check_command(args.policy, args.format, stdout, stderr)

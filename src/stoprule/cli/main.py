@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report (seed 001)"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
+    "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
+    "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
 }
 
 

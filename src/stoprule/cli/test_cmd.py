@@ -336,9 +336,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--run", metavar="PATTERN", help="only the cases whose FILE::NAME matches this regular expression (searched)"
     )
     p.add_argument("--verbose", "-v", action="store_true", help="list every case (PASS or FAIL), not only failures")
+    p.add_argument(
+        "--watch", "-w", action="store_true", help="run again whenever a pack or case file changes (Ctrl-C stops)"
+    )
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    if args.watch:
+        from stoprule.cli.watch import watch
+        from stoprule.engine.packs import select_pack
+
+        args.watch = False
+        return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
     return test_command(
         args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet,
         pattern=args.run, verbose=args.verbose,
