@@ -151,10 +151,15 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             exe = shlex.split(command)[0]
             resolved = shutil.which(exe, path=harness_env()["PATH"])
-            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to "
-                          f"{resolved or 'nothing on a PATH without this venv (run stoprule init again)'}")  # fmt: skip
+            from stoprule.cli.doctor_mcp import path_remedy
+
+            where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
+            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
             ok, what = _synthetic(command, name, root)
             good &= _line(stdout, ok, f"{name}: synthetic stop: {what}")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
+    from stoprule.cli.doctor_mcp import check_mcp
+
+    good &= check_mcp(root, _line, stdout)
     return 0 if good else 1
