@@ -75,6 +75,17 @@ class BlockerService:
         self.pending: list[dict[str, Any]] = []  # blockers kept in the session state after a failed write
         self.recorder = recorder
 
+    def session_of(self, explicit: str | None = None) -> str:
+        """The session a call belongs to: ``explicit``, else ``$STOPRULE_SESSION``, else the session
+        the harness process running this server linked at session start (:mod:`.procs`), else
+        ``default``."""
+        if explicit or os.environ.get("STOPRULE_SESSION"):
+            return session_id(explicit)
+        from stoprule.agent.procs import linked_session
+
+        link = linked_session(os.path.join(self.project_dir, STATE_DIR))
+        return link["session"] if link else DEFAULT_SESSION
+
     # ------------------------------------------------------------ pack
 
     @property
@@ -96,7 +107,7 @@ class BlockerService:
 
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Seed 003's ``blocker`` tool."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = redact_obj(args)
         problem = self._check_blocker(args)
         if problem:
@@ -218,7 +229,7 @@ class BlockerService:
 
     def report_status(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Declare the session's status, errors, turn/max_turns, closure state (the `state` provider)."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = redact_obj({k: v for k, v in args.items() if v is not None})
         unknown = sorted(set(args) - set(FIELDS))
         if unknown:
@@ -241,7 +252,7 @@ class BlockerService:
 
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Seed 001's blocked report: judged by the pack; a valid one saved per task."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = redact_obj(args)
         state = read_session_facts(self.project_dir, session)
         task = args.get("task_id") or state.get(FIELDS["task_id"])
@@ -274,7 +285,7 @@ class BlockerService:
     # ------------------------------------------------------------ listing
 
     def list_blockers(self, session: str | None = None, every: bool = False) -> Reply:
-        session = session_id(session)
+        session = self.session_of(session)
         items: list[Blocker] = self.store.blockers()
         if not every:
             items = [b for b in items if b.session in (session, DEFAULT_SESSION)]

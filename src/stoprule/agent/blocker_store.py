@@ -32,8 +32,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pydantic: never on the hook's path
+    from stoprule.agent.blocker_config import BlockerSettings
 
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 

@@ -173,6 +173,7 @@ def run_hook(
 
         rec = read_session(home, event.session_id)
         ctx = Context(project, home, workdir, settings["providers"], rec)
+        ctx.pack = pack
         fact, prov = gather(event, ctx)
         entry["fact"] = fact
         entry["provenance"] = prov.to_dict()

@@ -18,6 +18,7 @@ ADAPTERS: dict[str, str] = {
     "gemini": "gemini",
     "cursor": "cursor",
     "copilot": "copilot",
+    "opencode": "opencode",
 }
 
 
