@@ -235,7 +235,7 @@ def test_pretty_coverage_summary(run_cli, default_pack: Path, pack_copy: Path) -
     _write(pack_copy / "tests" / "zz_redundant.yaml", REDUNDANT_CASES)
     proc = run_cli("test", "--policy", str(pack_copy), "--coverage", "--threshold", "100")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "  rules       100.0%  25/25 won by some fact" in proc.stdout
+    assert "  rules       100.0%  26/26 won by some fact" in proc.stdout
     assert "infeasible conditions (not counted in MC/DC):" in proc.stdout
     assert "task_id exists true  [zz_redundant.redundant]" in proc.stdout
 
