@@ -145,3 +145,151 @@ def test_the_trailer_and_the_question_are_read_from_the_transcript_when_the_payl
     payload["sessionId"] = "s2"
     out = run_hook("copilot", None, json.dumps(payload).encode(), cwd=str(tmp_path), env=_env(tmp_path))
     assert not out.decision.block and out.entry["fact"]["replyClosureState"] == "waiting_user"
+
+
+# ---------------------------------------------------------------- session start: whose work
+
+from stoprule.agent.lifecycle import run_permission, run_session_start  # noqa: E402
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
+def _start(tmp_path: Path, harness: str = "claude-code", session: str = "s1") -> Any:
+    data = {"session_id": session, "sessionId": session, "cwd": str(tmp_path), "hook_event_name": "SessionStart",
+            "source": "startup"}  # fmt: skip
+    return run_session_start(harness, json.dumps(data).encode(), cwd=str(tmp_path), env=_env(tmp_path))
+
+
+def test_only_work_changed_since_the_session_started_counts_and_is_named(tmp_path: Path) -> None:
+    _project(tmp_path)
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "app.py").write_text("v1\n")
+    _git(tmp_path, "add", "app.py")
+    _git(tmp_path, "commit", "-qm", "init")
+    (tmp_path / "notes.md").write_text("the user's own work in progress\n")  # dirty before the session
+    (tmp_path / "app.py").write_text("v2 (the user's)\n")
+    _start(tmp_path)
+    assert not _stop(tmp_path, last_assistant_message="Done.").decision.block  # not the agent's work
+    svc = BlockerService(str(tmp_path), policy=str(DEFAULT_PACK))  # the blockers view: stoprule's own file
+    assert svc.log_blocker("s1", {"category": "question", "question": "Which region?", "context": "c",
+                                  "blocksProgress": False}).ok  # fmt: skip
+    assert (tmp_path / ".stoprule" / "blockers.md").exists()
+    out = _stop(tmp_path, last_assistant_message="Done.")
+    assert out.entry["fact"].get("uncommittedWork") is False
+    for i in range(7):
+        (tmp_path / f"new{i}.py").write_text("x\n")
+    (tmp_path / "app.py").write_text("v3 (the agent's)\n")  # the user's file, changed again by the agent
+    out = _stop(tmp_path, last_assistant_message="Done.")
+    assert out.decision.block and out.entry["verdict"]["reason"] == "uncommitted_work"
+    assert "8 files: app.py, new0.py, new1.py, new2.py, new3.py" in out.decision.message
+    assert "notes.md" not in out.decision.message
+
+
+def test_session_start_answers_each_harness_with_the_instructions(tmp_path: Path) -> None:
+    _project(tmp_path)
+    for harness in ("claude-code", "codex", "gemini"):
+        out = _start(tmp_path, harness)
+        ctx = out["hookSpecificOutput"]
+        assert ctx["hookEventName"] == "SessionStart"
+        text = ctx["additionalContext"]
+        assert "`blocker`" in text and "permission, architecture" in text and "minor-refactor" in text
+        assert "stoprule: closure=" in text and "waiting_user" in text  # the trailer is announced
+    assert "blocker" in _start(tmp_path, "copilot")["additionalContext"]
+    assert "blocker" in _start(tmp_path, "opencode")["system"]
+
+
+def test_permission_requests_are_denied_with_the_triage_only_when_opted_in(tmp_path: Path) -> None:
+    _project(tmp_path)
+    req = {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+           "tool_input": {"command": "rm -rf build"}}  # fmt: skip
+    raw = json.dumps(req).encode()
+    assert run_permission("claude-code", raw, cwd=str(tmp_path), env=_env(tmp_path)) is None  # off: no decision
+    _project(tmp_path, "hook:\n  log: false\n  permission_triage: true\n")
+    out = run_permission("claude-code", raw, cwd=str(tmp_path), env=_env(tmp_path))
+    decision = out["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny" and "Bash" in decision["message"] and "permission" in decision["message"]
+    assert run_permission("copilot", raw, cwd=str(tmp_path), env=_env(tmp_path))["behavior"] == "deny"
+    assert run_permission("opencode", raw, cwd=str(tmp_path), env=_env(tmp_path))["status"] == "deny"
+    for harness in ("claude-code", "codex", "copilot", "opencode", "gemini", "cursor"):  # never an allow
+        assert "allow" not in json.dumps(run_permission(harness, raw, cwd=str(tmp_path), env=_env(tmp_path)))
+
+
+# ---------------------------------------------------------------- MCP writes land in the session
+
+
+def test_report_status_lands_in_the_session_the_hook_reads_and_two_sessions_never_mix(tmp_path: Path) -> None:
+    """Two harness processes (here: two shells) in one project, each starting its session and then
+    calling report_status the way its MCP server would (a child of the harness, no session given)."""
+    _project(tmp_path)
+    env = {**os.environ, **_env(tmp_path)}
+    env.pop("STOPRULE_SESSION", None)
+    declare = ("import sys; from stoprule.agent.blocker_service import BlockerService; "
+               f"s = BlockerService({str(tmp_path)!r}, policy={str(DEFAULT_PACK)!r}); "
+               "r = s.report_status(None, {'status': sys.argv[1]}); print(r.data['session'])")  # fmt: skip
+    sessions = {"sess-a": "failed", "sess-b": "partial"}
+    for session, status in sessions.items():
+        start = json.dumps({"session_id": session, "cwd": str(tmp_path), "hook_event_name": "SessionStart"})
+        script = (f"echo '{start}' | {sys.executable} -m stoprule hook claude-code --event session-start >/dev/null"
+                  f" && {sys.executable} -c \"{declare}\" {status}")  # fmt: skip
+        proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == session  # the server knew its session without being told
+    a = _stop(tmp_path, session_id="sess-a", last_assistant_message="Done.")
+    b = _stop(tmp_path, session_id="sess-b", last_assistant_message="Done.")
+    assert a.entry["verdict"]["reason"] == "unrecoverable_failure"  # the declared status decides the stop
+    assert b.decision.block and b.entry["verdict"]["reason"] == "soft_blocker"
+
+
+# ---------------------------------------------------------------- OpenCode: the generated plugin
+
+from stoprule.agent.wiring import opencode_plugin  # noqa: E402
+
+DRIVER = Path(__file__).resolve().parent / "opencode" / "drive_plugin.mjs"
+
+
+@pytest.mark.skipif(not __import__("shutil").which("node"), reason="node is not installed")
+def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client(tmp_path: Path) -> None:
+    _project(tmp_path, "hook:\n  log: false\n  loop_cap: 3\n  permission_triage: true\n")
+    plugin = tmp_path / "stoprule.mjs"
+    plugin.write_text(opencode_plugin([sys.executable, "-m", "stoprule"]))
+    env = {**os.environ, **_env(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(["node", str(DRIVER), str(plugin), str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["system"][0] == "base prompt" and "`blocker`" in out["system"][1]  # the standing instructions
+    assert out["after_child_idle"] == 0  # a subagent's idle is not a stop
+    main = [p for p in out["prompts"] if p["id"] == "main"]
+    # todos from todo.updated: the next task is pushed, 3 times in a row (loop_cap), then the stop is allowed
+    assert len(main) == 4 and all("Run the production migration" in p["text"] for p in main[:3])
+    assert "permission" in main[3]["text"]  # the permission triage (denied, then told why)
+    assert out["tool_args"] == {"question": "q", "session": "main"}
+    assert out["permission"] == "deny"
+
+
+def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from stoprule.cli import init_cmd
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        args = SimpleNamespace(harness="opencode", user=False, dry_run=False, command="/opt/bin/stoprule",
+                               no_mcp=False, permission_triage=False)  # fmt: skip
+        for _ in range(2):
+            out = io.StringIO()
+            assert init_cmd.run(args, None, out, io.StringIO()) == 0  # type: ignore[arg-type]
+    finally:
+        os.chdir(cwd)
+    text = (tmp_path / ".opencode" / "plugins" / "stoprule.js").read_text()
+    assert 'const COMMAND = ["/opt/bin/stoprule"]' in text and "session.idle" in text
+    assert "already there; unchanged" in out.getvalue()
+    server = json.loads((tmp_path / "opencode.json").read_text())["mcp"]["stoprule"]
+    assert server["type"] == "local" and server["command"][-1] == "mcp" and server["enabled"] is True
+    assert (tmp_path / ".stoprule" / "config.yaml").exists()
