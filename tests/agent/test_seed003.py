@@ -293,3 +293,53 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
     server = json.loads((tmp_path / "opencode.json").read_text())["mcp"]["stoprule"]
     assert server["type"] == "local" and server["command"][-1] == "mcp" and server["enabled"] is True
     assert (tmp_path / ".stoprule" / "config.yaml").exists()
+
+
+# ---------------------------------------------------------------- tasks and blockers agree
+
+
+def test_the_blocker_tool_and_the_hook_see_the_same_tasks_and_never_send_the_agent_to_a_blocked_one(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path)
+    todos = [{"content": "Migrate staging", "status": "completed"},
+             {"content": "Run the production migration", "status": "in_progress"},
+             {"content": "Write the release notes", "status": "pending"}]  # fmt: skip
+    lines = [
+        {"sessionId": "s1", "type": "user", "uuid": "u1", "parentUuid": None,
+         "message": {"role": "user", "content": "Ship it"}},
+        {"sessionId": "s1", "type": "assistant", "uuid": "u2", "parentUuid": "u1",
+         "message": {"id": "m1", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": todos}},
+             {"type": "text", "text": "Working on the production migration."}]}},
+    ]  # fmt: skip
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+    before = _stop(tmp_path, transcript_path=str(transcript), last_assistant_message="Working on it.")
+    assert "Run the production migration" in before.decision.message  # the first open task
+    svc = BlockerService(str(tmp_path), policy=str(DEFAULT_PACK))
+    reply = svc.log_blocker("s1", {"category": "permission", "question": "Production credentials?",
+                                   "context": "migration", "blocksProgress": True})  # fmt: skip
+    # the tool sees the transcript's todos, and not the task its blocker is about (the one in progress)
+    assert "Next available tasks:\n1. Write the release notes" in reply.text
+    assert "Run the production migration" not in reply.text.split("Next available tasks:")[1]
+    after = _stop(tmp_path, transcript_path=str(transcript), last_assistant_message="Blocked; logged it.")
+    assert after.decision.block and after.entry["fact"]["availableTasks"] == ["Write the release notes"]
+    assert "Run the production migration" not in after.decision.message
+
+
+def test_a_stop_in_a_project_with_blockers_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
+    svc = BlockerService(str(_project(tmp_path)), policy=str(DEFAULT_PACK))
+    assert svc.log_blocker("s1", {"category": "question", "question": "Q?", "context": "c",
+                                  "blocksProgress": True}).ok  # fmt: skip
+    payload = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "Stop",
+                          "last_assistant_message": "Done."})  # fmt: skip
+    code = ("import io, sys; from stoprule.cli.main import run; out = io.StringIO();"
+            f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"  # warm the caches
+            f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"
+            "print(sorted(m for m in ('pydantic', 'yaml') if m in sys.modules))")  # fmt: skip
+    env = {**os.environ, **_env(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    warm = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert warm.stdout.strip().splitlines()[-1] == "[]", warm.stdout + warm.stderr

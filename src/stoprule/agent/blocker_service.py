@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from stoprule.agent.blocker_config import BlockerSettings
-from stoprule.agent.blocker_facts import DEFAULT_SESSION, blockers_facts
+from stoprule.agent.blocker_facts import DEFAULT_SESSION, bind_task, blockers_facts
 from stoprule.agent.blocker_store import Blocker, BlockerStore, StoreWriteError
 from stoprule.agent.config import load_config
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
@@ -145,6 +145,10 @@ class BlockerService:
             return Reply(True, text, {"status": "limit", "count": result.count})
         b = result.blocker
         assert b is not None
+        task = args.get("task") if _str(args.get("task")) and args["task"].strip() else self._current_task(session)
+        if task and result.status == "logged":
+            bind_task(self.project_dir, b.id, task)
+        entry["task"] = task
         if result.status == "duplicate":
             text = (f"Already logged as {b.id} within the last {self.settings.cooldown_seconds:g} s; not written "
                     "twice.")  # fmt: skip
@@ -177,7 +181,7 @@ class BlockerService:
         opts = args.get("options")
         if opts is not None and (not isinstance(opts, list) or not all(_str(o) for o in opts)):
             return "options must be a list of strings."
-        for key in ("chosenOption", "chosenReasoning"):
+        for key in ("chosenOption", "chosenReasoning", "task"):
             if args.get(key) is not None and not _str(args[key]):
                 return f"{key} must be a string."
         if cat in soft and not (args.get("chosenOption") or "").strip():
@@ -196,15 +200,44 @@ class BlockerService:
             done += 1
         return done
 
+    def _session_tasks(self, session: str) -> list[dict[str, Any]]:
+        """The task list the hook sees for the session: the transcript's (kept in the hook's
+        session record at each stop), else none."""
+        from stoprule.agent.state import StateError, read_session
+
+        try:
+            rec = read_session(os.path.join(self.project_dir, STATE_DIR), session)
+        except (StateError, OSError):
+            return []
+        scan = (rec.get("transcript") or {}).get("scan") or {}
+        tasks = scan.get("tasks") if isinstance(scan, dict) else None
+        return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+    def _current_task(self, session: str) -> str | None:
+        """The task in progress: the transcript's, else the declared ``currentTask``/``task_id``."""
+        for t in self._session_tasks(session):
+            if t.get("status") == "in_progress" and isinstance(t.get("title"), str):
+                return str(t["title"])
+        facts = read_session_facts(self.project_dir, session)
+        for key in ("currentTask", FIELDS["task_id"]):
+            if isinstance(facts.get(key), str) and facts[key]:
+                return str(facts[key])
+        return None
+
     def _next_tasks(self, session: str) -> list[str]:
-        """Tasks the session declared as available (the `state` provider's availableTasks)."""
-        tasks = read_session_facts(self.project_dir, session).get(FIELDS["available_tasks"]) or []
-        return [str(t) for t in tasks] if isinstance(tasks, list) else []
+        """The tasks the hook would offer next: declared ``availableTasks``, then the transcript's
+        open tasks, never one an open progress-blocking blocker is about."""
+        declared = read_session_facts(self.project_dir, session).get(FIELDS["available_tasks"]) or []
+        tasks = [str(t) for t in declared] if isinstance(declared, list) else []
+        tasks += [str(t["title"]) for t in self._session_tasks(session)
+                  if t.get("status") in ("pending", "in_progress") and isinstance(t.get("title"), str)]  # fmt: skip
+        blocked = set(blockers_facts(self.project_dir, session, self.settings).get("blockedTasks", []))
+        return [t for t in dict.fromkeys(tasks) if t not in blocked]
 
     def _next_tasks_text(self, session: str, entry: dict[str, Any]) -> str:
         if entry["soft"]:
             return " Continue with your choice."
-        tasks = self._next_tasks(session)
+        tasks = [t for t in self._next_tasks(session) if not (entry["blocks_progress"] and t == entry.get("task"))]
         if tasks:
             listed = "\n".join(f"{i}. {t}" for i, t in enumerate(tasks, 1))
             return f"\nNext available tasks:\n{listed}\nSwitch to the first one that does not depend on this blocker."

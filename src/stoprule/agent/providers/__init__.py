@@ -100,9 +100,25 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
         results.append((name, obs, notes))
-    fact, prov = merge(results, ctx.settings.get("fields", {}))
+    fields = ctx.settings.get("fields", {})
+    fact, prov = merge(results, fields)
     prov.timings_ms = timings
+    _skip_blocked(fact, prov, fields)
     return fact, prov
+
+
+def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:
+    """Tasks an open progress-blocking blocker is about are never offered as the next task:
+    they leave the available tasks (noted in the provenance)."""
+    blocked = next((o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"),
+                   None)  # fmt: skip
+    target = fields.get("transcript.available_tasks")
+    if not blocked or not target or not isinstance(fact.get(target), list):
+        return
+    kept = [t for t in fact[target] if t not in blocked]
+    if len(kept) < len(fact[target]):
+        prov.notes.setdefault("blockers", []).append(f"left out of {target} (blocked): {', '.join(map(str, blocked))}")
+        fact[target] = kept
 
 
 def merge(
