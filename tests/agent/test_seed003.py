@@ -343,3 +343,50 @@ def test_a_stop_in_a_project_with_blockers_imports_neither_pydantic_nor_yaml(tmp
     assert first.returncode == 0, first.stderr
     warm = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert warm.stdout.strip().splitlines()[-1] == "[]", warm.stdout + warm.stderr
+
+
+# ---------------------------------------------------------------- false positives, measured
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _assistant_texts() -> list[str]:
+    """Every assistant text of the hook fixtures (payload messages and transcript lines)."""
+    out: list[str] = []
+
+    def walk(x: Any, assistant: bool) -> None:
+        if isinstance(x, dict):
+            role = x.get("role") or x.get("type")
+            mine = assistant or role in ("assistant", "gemini")
+            for k, v in x.items():
+                if k in ("last_assistant_message", "prompt_response") and isinstance(v, str):
+                    out.append(v)
+                elif mine and k in ("text", "content") and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v, mine)
+        elif isinstance(x, list):
+            for y in x:
+                walk(y, assistant)
+
+    for path in sorted((FIXTURES / "hooks").glob("*/*.json*")):
+        for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            try:
+                walk(json.loads(line), False)
+            except ValueError:
+                continue
+    return out
+
+
+def test_question_patterns_measured_on_labelled_endings_and_the_fixture_transcripts() -> None:
+    from stoprule.agent.pack_data import pack_data
+    from stoprule.agent.providers.closure_provider import find_question
+
+    spec = pack_data(str(DEFAULT_PACK))["question"]
+    rows = [json.loads(x) for x in (FIXTURES / "questions" / "endings.jsonl").read_text().splitlines()]
+    asks = [r["text"] for r in rows if r["asks"]]
+    plain = [r["text"] for r in rows if not r["asks"]] + _assistant_texts()
+    false_positives = [t for t in plain if find_question(t, spec)]
+    missed = [t for t in asks if not find_question(t, spec)]
+    assert len(plain) >= 40 and len(asks) >= 30
+    assert false_positives == [] and missed == []
