@@ -359,7 +359,8 @@ def _assistant_texts() -> list[str]:
             role = x.get("role") or x.get("type")
             mine = assistant or role in ("assistant", "gemini")
             for k, v in x.items():
-                if k in ("last_assistant_message", "prompt_response") and isinstance(v, str) or mine and k in ("text", "content") and isinstance(v, str):
+                said = k in ("last_assistant_message", "prompt_response") or (mine and k in ("text", "content"))
+                if said and isinstance(v, str):
                     out.append(v)
                 else:
                     walk(v, mine)
