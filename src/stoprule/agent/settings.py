@@ -11,19 +11,31 @@ from __future__ import annotations
 import os
 import zlib
 
-from stoprule.agent.defaults import DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
+from stoprule.agent.defaults import DEFAULT_BLOCKERS, DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
 from stoprule.agent.fields import DEFAULT_FIELDS
+from stoprule.limits import MAX_CONFIG_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER", "default_settings", "hook_settings"]
+__all__ = [
+    "DEFAULT_BLOCKERS",
+    "DEFAULT_FIELDS",
+    "DEFAULT_HOOK",
+    "DEFAULT_PROVIDERS",
+    "PROVIDER_ORDER",
+    "default_settings",
+    "hook_settings",
+]
+
+
 
 
 def default_settings() -> dict[str, dict[str, Any]]:
     """The settings when there is no config file (plain dicts, as :func:`hook_settings` returns)."""
     providers = dict(DEFAULT_PROVIDERS, enabled=list(PROVIDER_ORDER), fields=dict(DEFAULT_FIELDS))
+    providers["blockers"] = dict(DEFAULT_BLOCKERS, soft_categories=[])
     return {"hook": dict(DEFAULT_HOOK), "providers": providers}
 
 
@@ -46,18 +58,24 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
     """
     import json
 
+    from stoprule._util.files import read_bounded
     from stoprule.version import __version__
 
-    if path is None or not os.path.exists(path):
+    if path is None:
         return default_settings()
-    with open(path, "rb") as fh:
-        data = fh.read()
+    try:
+        data = read_bounded(path, MAX_CONFIG_BYTES)  # a FIFO or a huge file is refused unread
+    except FileNotFoundError:
+        return default_settings()
+    except OSError as exc:
+        from stoprule.diagnostics import ConfigError, Diagnostic
+
+        raise ConfigError([Diagnostic(path, 1, 1, "config.unreadable", str(exc))]) from None
     key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
     cache = _cache_file(key)
     if cache is not None:
         try:
-            with open(cache, encoding="utf-8") as fh:
-                hit = json.load(fh)
+            hit = json.loads(read_bounded(cache, 1 << 20))
             if hit.get("version") == __version__ and hit.get("path") == os.path.abspath(path):
                 return hit["settings"]
         except (OSError, ValueError, KeyError, AttributeError):
@@ -77,11 +95,9 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
 def _write_cache(cache: str, entry: dict[str, Any]) -> None:
     import json
 
+    from stoprule._util.files import atomic_write
+
     try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(entry, fh)
-        os.replace(tmp, cache)
+        atomic_write(cache, json.dumps(entry), sync=False)
     except OSError:
         return

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 
-from stoprule._util.files import atomic_write, locked, read_bounded
+from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
 
@@ -88,10 +88,16 @@ def _read(path: str, notes: list[str] | None = None) -> dict[str, Any]:
     too large, not a regular file) is moved aside as ``<name>.corrupt-<time>`` and read as {}
     with a note; only when it cannot be moved aside is it a :class:`StateError`."""
     try:
-        data = json.loads(read_bounded(path, MAX_STATE_BYTES))
+        raw = read_bounded(path, MAX_STATE_BYTES)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, RecursionError) as exc:
+    except (NotRegular, FileTooLarge) as exc:
+        return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
+    except OSError as exc:  # unreadable (permissions, a file where a folder should be): not damage
+        raise StateError(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
     if not isinstance(data, dict):
         return _quarantine(path, "not a JSON object", notes)
@@ -102,7 +108,7 @@ def _quarantine(path: str, why: str, notes: list[str] | None) -> dict[str, Any]:
     """Move a damaged state file aside (keeping the newest few) so the next write rebuilds it."""
     aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     try:
-        os.replace(path, aside)
+        os.rename(path, aside)
     except OSError as exc:
         raise StateError(f"cannot read {path} ({why}) nor move it aside: {exc}") from None
     folder, name = os.path.split(path)

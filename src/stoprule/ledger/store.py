@@ -22,6 +22,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
+from stoprule._util.redact import redact_obj
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -597,6 +598,7 @@ class Ledger:
             verdict=verdict,
             at=at,
         )
+        body = redact_obj(body)  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
 
     def append_recorded(self, body: dict[str, Any], fact_body: str) -> Node:
