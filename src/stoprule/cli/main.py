@@ -87,8 +87,7 @@ def _version_action(argparse: Any) -> type:
 
 
 def command_module(name: str) -> Any:
-    """The module of command ``name`` (of :data:`COMMANDS`), imported now: the one import by a
-    computed name in stoprule (the CLI's cold start imports only the command that runs)."""
+    """The module of command ``name`` (imported now: the table names modules, the cold path imports one)."""
     return importlib.import_module(f".{COMMANDS[name][0]}", __package__)
 
 
