@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["STATE_DIR", "find_project", "project_root"]
+__all__ = ["MAX_CONFIG_BYTES", "STATE_DIR", "find_project", "project_root"]
 
 STATE_DIR = ".stoprule"
+MAX_CONFIG_BYTES = 1 << 20  # .stoprule/config.yaml: larger (or not a regular file) is refused unread
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from stoprule.diagnostics import ConfigError, Diagnostic
-from stoprule.project import find_project
+from stoprule.project import MAX_CONFIG_BYTES, find_project
 
 __all__ = ["CONFIG_FILE", "SECTIONS", "config_path", "load_config"]
 
@@ -44,7 +44,6 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
     from pydantic import ValidationError
 
     from stoprule._util.files import read_bounded
-    from stoprule.agent.settings import MAX_CONFIG_BYTES
     from stoprule.language.source import format_path, parse_yaml
 
     wanted = sections if sections is not None else tuple(SECTIONS)

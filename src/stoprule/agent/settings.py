@@ -69,9 +69,6 @@ DEFAULT_PROVIDERS: dict[str, Any] = {
 }
 
 
-MAX_CONFIG_BYTES = 1 << 20  # a config file larger than 1 MiB (or not a regular file) is refused unread
-
-
 def default_settings() -> dict[str, dict[str, Any]]:
     """The settings when there is no config file (plain dicts, as :func:`hook_settings` returns)."""
     providers = dict(DEFAULT_PROVIDERS, enabled=list(PROVIDER_ORDER), fields=dict(DEFAULT_FIELDS))
@@ -98,6 +95,7 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
     import json
 
     from stoprule._util.files import read_bounded
+    from stoprule.project import MAX_CONFIG_BYTES
     from stoprule.version import __version__
 
     if path is None:
