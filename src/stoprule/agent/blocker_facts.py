@@ -21,11 +21,14 @@ import json
 import os
 from typing import Any
 
+from stoprule._util.files import read_bounded
+from stoprule._util.text import clean_obj
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
 
 __all__ = ["blockers_facts"]
 
 DEFAULT_SESSION = "default"
+MAX_REPORT_BYTES = 4 << 20
 
 
 def blockers_facts(project_dir: str, session_id: str | None, settings: Any = None) -> dict[str, Any]:
@@ -78,10 +81,9 @@ def _latest_report(project_dir: str, session_id: str | None) -> dict[str, Any] |
     for task in tasks:
         path = os.path.join(base, task, "blocked_report.json")
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(read_bounded(path, MAX_REPORT_BYTES))  # a FIFO or a huge file: skipped unread
             mtime = os.stat(path).st_mtime
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(data, dict):
             continue
@@ -90,5 +92,5 @@ def _latest_report(project_dir: str, session_id: str | None) -> dict[str, Any] |
         if session_id and meta.get("session") not in (session_id, DEFAULT_SESSION):
             continue
         if best is None or mtime > best[0]:
-            best = (mtime, {k: data[k] for k in REPORT_SECTIONS if k in data})
+            best = (mtime, clean_obj({k: data[k] for k in REPORT_SECTIONS if k in data}))
     return best[1] if best else None
