@@ -4,16 +4,17 @@ Found the way git finds ``.git``: agent hooks run from subdirectories and worktr
 It holds ``config.yaml`` (hook, provider and blocker settings), ``policies/`` (an
 optional pack), the ledger, session state, blockers and reports. On the CLI's
 cold-start path: ``os`` only.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["MAX_CONFIG_BYTES", "STATE_DIR", "find_project", "project_root"]
+__all__ = ["STATE_DIR", "find_project", "project_root"]
 
 STATE_DIR = ".stoprule"
-MAX_CONFIG_BYTES = 1 << 20  # .stoprule/config.yaml: larger (or not a regular file) is refused unread
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:

@@ -8,6 +8,8 @@ Readers see the old or the new file, never a torn one; a failed write leaves the
 file and no temp file behind. ``read_bounded`` refuses a FIFO, a device or a directory
 before reading a byte (opened non-blocking, so a FIFO never stalls the caller) and a
 file over ``limit`` (:class:`FileTooLarge`, an ``OSError``).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ no input makes the regex engine backtrack over it twice):
 ``detect-secrets`` package installed, its plugins run as well, on top of these patterns.
 Redaction is deliberately greedy where a value looks like a secret: a false positive costs
 a word, a false negative leaks a key into a file people share.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

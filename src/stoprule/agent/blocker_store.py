@@ -42,6 +42,10 @@ from stoprule._util.text import clean
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pydantic: never on the hook's path
+    from stoprule.agent.blocker_config import BlockerSettings
+
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 
 RECORD = "blockers.jsonl"
@@ -134,7 +138,7 @@ def _one_line(text: str) -> str:
 
 
 def render_markdown(blockers: list[Blocker]) -> str:
-    """``blockers.md`` in seed 003's checklist format, one section per session."""
+    """``blockers.md`` as a checklist, one section per session."""
     out = ["# Blockers", "", "<!-- Rendered by stoprule from .stoprule/blockers/blockers.jsonl; edits here are"
            " overwritten. Resolve with `stoprule blockers resolve ID`. -->", ""]  # fmt: skip
     sessions: dict[str, list[Blocker]] = {}

@@ -1,4 +1,4 @@
-"""Blocked reports (seed 001): judged by the pack, saved per task, rendered for people.
+"""Blocked reports: judged by the pack, saved per task, rendered for people.
 
 A report is judged by evaluating a fact built from it and the session's ``turn`` /
 ``max_turns`` with the same pack that gates the stop. The rules that match only
@@ -167,7 +167,7 @@ def _ok(result: Any) -> bool:
 
 
 def render_report(report: dict[str, Any], width: int = 68) -> str:
-    """Seed 001's "Task Blocked - Structured Report", as plain text."""
+    """The "Task Blocked - Structured Report", as plain text."""
     title = "Task Blocked - Structured Report"
     inner = max(width, len(title) + 4)
     pad = inner - len(title)

@@ -10,6 +10,8 @@ pack that does not compile, an invalid merged fact, the time budget spent) is an
 error: with ``fail: open`` (default) the stop is allowed and the user told why (where
 the harness has a user channel); with ``fail: closed`` it is blocked with the fixed
 ``closed_message``. The loop guard applies to every block, so neither loops forever.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -158,10 +160,13 @@ def run_hook(
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
     record: Callable[[str, str, Evaluator, dict[str, Any]], str | None] | None = None,
+    server: str | None = None,
 ) -> HookResult:
     """Decide one stop. ``record(ledger_dir, run, evaluator, fact)`` records the decision
-    (when the ledger is on) and returns the node id. Never raises: every failure goes
-    through one error path that honours ``fail: open|closed`` and is logged."""
+    (when the ledger is on) and returns the node id. With a server (``server`` URL, or the
+    config's ``server:`` section) the facts are gathered here and the server decides.
+    Never raises: every failure goes through one error path that honours ``fail: open|closed``
+    and is logged."""
     t0 = time.monotonic()
     env = os.environ if env is None else env
     mod = adapter(harness)
@@ -169,7 +174,7 @@ def run_hook(
     st = _Stop(harness, event_name)
     disarm = _alarm(DEFAULT_HOOK["budget_ms"] / 1000.0)  # armed before anything is read
     try:
-        decision = _decide(st, mod, data, entry, cwd, env, policy, t0)
+        decision = _decide(st, mod, data, entry, cwd, env, policy, t0, server)
     except BaseException as exc:  # noqa: BLE001 - the one error path: the hook never fails the harness
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, BudgetSpent):
             disarm()
@@ -201,6 +206,7 @@ class _Stop:
     """What one stop has learnt so far (read by the error path)."""
 
     def __init__(self, harness: str, event_name: str | None) -> None:
+        self.harness = harness
         self.event = HookEvent(harness=harness, event=event_name or "stop")
         self.event_name = event_name
         self.settings = default_settings()
@@ -214,7 +220,7 @@ class _Stop:
 
 def _decide(
     st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
-    policy: str | None, t0: float,
+    policy: str | None, t0: float, server: str | None,
 ) -> Decision:  # fmt: skip
     st.home = user_state_dir(env)
     payload_error: BaseException | None = None
@@ -223,9 +229,11 @@ def _decide(
             from stoprule.agent.event import PayloadError
 
             raise PayloadError(f"stdin holds more than {MAX_PAYLOAD_BYTES} bytes: not parsed")
-        st.event = mod.parse(decode_payload(data), st.event_name)
+        payload = decode_payload(data)
+        st.event = mod.parse(payload, st.event_name)
     except Exception as exc:  # noqa: BLE001 - raised below, once the fail policy is known
         payload_error = exc
+        payload = None
     event = st.event
     entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
     workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
@@ -245,11 +253,19 @@ def _decide(
     if remaining <= 0:
         raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
     st.disarm = _alarm(remaining)
+    remote = None
+    if server or st.settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
+        from stoprule.agent.remote import Remote
+
+        remote = Remote.configured(st.settings.get("server"), server, env, remaining)
     from stoprule.engine.packs import load_policy, pack_path
 
-    pack = pack_path(policy, env, workdir)
-    entry["pack"] = pack
-    st.evaluator = evaluator = load_policy(pack)
+    if remote is None:
+        pack = pack_path(policy, env, workdir)
+        entry["pack"] = pack
+        st.evaluator = load_policy(pack)
+    else:
+        entry["pack"] = remote.url
     from stoprule.agent.providers import Context, gather
     from stoprule.agent.state import StateError, read_session
 
@@ -262,20 +278,24 @@ def _decide(
     if notes:
         entry["state_notes"] = notes
     ctx = Context(st.project, st.home, workdir, st.settings["providers"], rec)
+    ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
     entry["provenance"] = prov.to_dict()
-    verdict = evaluator.evaluate(st.fact, strict=hook["strict"])
+    if remote is None:
+        assert st.evaluator is not None
+        verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
+    else:
+        from stoprule.agent.remote import verdict_from_envelope
+
+        recorded = st.settings.get("server", {}).get("record", True)
+        run = (event.session_id or f"{st.harness}-unknown-session") if recorded else None
+        answer = remote.hook(st.harness, payload or {}, st.fact, event.event, run)
+        verdict = verdict_from_envelope(answer["verdict"])
+        entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
     st.disarm()
     entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
-    if verdict.stop == "block":
-        decision = Decision(True, verdict.message)
-    elif verdict.requires_user_review:
-        decision = Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
-    elif not verdict.ok:
-        decision = Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
-    else:
-        decision = Decision(False)
+    decision = decision_of(verdict)
     observe = hook["mode"] == "observe"
     entry["mode"] = hook["mode"]
     decision = _apply_guard(st.home, event, decision, hook["loop_cap"], entry, ctx.session, observe)
@@ -316,6 +336,17 @@ def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
                 "log_error": f"{type(exc).__name__}"}  # fmt: skip
+
+
+def decision_of(verdict: Verdict) -> Decision:
+    """What a verdict tells the harness, before the loop guard and observe mode."""
+    if verdict.stop == "block":
+        return Decision(True, verdict.message)
+    if verdict.requires_user_review:
+        return Decision(False, notice=f"stoprule: user review needed: {verdict.review_reason}")
+    if not verdict.ok:
+        return Decision(False, notice=f"stoprule: {verdict.verdict} ({verdict.reason}): {verdict.message}")
+    return Decision(False)
 
 
 def _apply_guard(

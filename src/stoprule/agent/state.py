@@ -17,6 +17,8 @@ Every change is a read-modify-write under an exclusive lock (``fcntl.flock`` on 
 writers (several hooks, an MCP server, the CLI) never lose an update or leave a torn file.
 The hook's own session record (loop-guard counter, transcript read position) lives in
 ``state/sessions/<session>.json`` and is changed the same way (:func:`update_session`).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

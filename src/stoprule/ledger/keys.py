@@ -15,6 +15,8 @@ verifying. Both run under the ledger's write lock so concurrent changes serialis
 
 The active key also signs the ledger head (``head_mac``; see ``store``), so the file is made
 with the first recorded decision, and ``rotate`` signs the head again with the new key.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

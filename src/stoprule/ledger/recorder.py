@@ -9,6 +9,8 @@ was already retried, the same fact (by digest) gets the recorded outcome back an
 appended, a different fact is refused (the token is consumed). Otherwise the corrected fact is
 evaluated and appended as the blocked node's child, in a transaction that re-checks that no one
 retried it meanwhile (a unique index on ``retry_of`` backs this up).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
