@@ -39,7 +39,6 @@ from typing import Any
 
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
-from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic
 
 TYPE_CHECKING = False

@@ -16,6 +16,8 @@ import json
 import os
 import time
 
+from stoprule._util.files import atomic_write
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -70,11 +72,8 @@ def link_session(home: str, session: str, harness: str) -> int:
     os.makedirs(folder, exist_ok=True)
     linked = 0
     for pid, start in ancestors(depth=DEPTH):
-        path = os.path.join(folder, f"{pid}.json")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}, fh)
-        os.replace(tmp, path)
+        record = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
+        atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(record), sync=False)
         linked += 1
     return linked
 

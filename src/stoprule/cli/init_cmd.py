@@ -227,7 +227,6 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    t = TARGETS[args.harness]
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
     prefix = "would " if args.dry_run else ""
