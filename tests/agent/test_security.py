@@ -101,6 +101,8 @@ def test_a_damaged_record_entry_is_normalised_or_skipped_never_fatal(tmp_path: P
     assert "error" not in res.entry, res.entry.get("error")
     open_ = res.entry["fact"]["openBlockers"]
     assert [b["question"] for b in open_ if b["id"] == "b-1"] == ["ab"]
+    notes = " ".join(res.entry["provenance"]["notes"]["blockers"])
+    assert "skipped: not JSON" in notes and "skipped: a malformed entry" in notes
 
 
 # ------------------------------------------------------------------ 2. a lone surrogate drops the decision

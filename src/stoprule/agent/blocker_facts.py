@@ -33,10 +33,13 @@ DEFAULT_SESSION = "default"
 MAX_REPORT_BYTES = 4 << 20
 
 
-def blockers_facts(project_dir: str, session_id: str | None, settings: Any = None) -> dict[str, Any]:
+def blockers_facts(
+    project_dir: str, session_id: str | None, settings: Any = None, notes: list[str] | None = None
+) -> dict[str, Any]:
     """Fact fields for ``session_id`` in the project at ``project_dir`` (the directory holding ``.stoprule/``).
 
-    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None."""
+    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None.
+    ``notes`` gets a line per kind of damaged record line skipped."""
     from stoprule.agent.blocker_store import BlockerStore
     from stoprule.diagnostics import ConfigError
 
@@ -57,6 +60,8 @@ def blockers_facts(project_dir: str, session_id: str | None, settings: Any = Non
         return {}
     sessions = {DEFAULT_SESSION, session_id} if session_id else None
     mine = [b for b in store.blockers() if sessions is None or b.session in sessions]
+    if notes is not None:
+        notes += [f"{n} blocker record line(s) skipped: {why}" for why, n in store.notes.items()]
     open_ = [{"id": b.id, "category": b.category, "question": b.question, "blocksProgress": b.blocksProgress}
              for b in mine if b.open]  # fmt: skip
     resolved = [{"id": b.id, "category": b.category, "question": b.question,
