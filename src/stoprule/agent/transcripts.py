@@ -505,8 +505,8 @@ _HEAD = 4096  # bytes fingerprinted at the start of the file, and before the rea
 def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
     """The records of complete lines in ``data``: ``(record, offset after it)`` (``base`` +
     the position in ``data``). A record is one line of JSONL, or the lines of a pretty-printed
-    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). Blank
-    lines yield nothing; an object still open at the end of ``data`` is not yielded (nor
+    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). A blank
+    line is a blank record; an object still open at the end of ``data`` is not yielded (nor
     consumed: the returned offsets stop before it)."""
     pos, start, n = 0, -1, len(data)
     while pos < n:
@@ -528,8 +528,8 @@ def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
         stripped = line.strip()
         if stripped.startswith(b"{") and not stripped.endswith(b"}") and not _complete(stripped):
             start = pos  # an object opened on this line and continued on the next ones
-        elif stripped:
-            yield line, base + end
+        else:
+            yield line, base + end  # a blank line too (empty record: the position moves past it)
         pos = end
 
 
@@ -637,7 +637,8 @@ def scan_file(
                 notes.append("transcript reading stopped: time budget spent")
                 break
             offset = end  # advances past every record, decoded or skipped
-            scan.feed(record)
+            if record.strip():
+                scan.feed(record)
         mark = _fingerprint(fh, offset)
     for why, count in scan.skipped.items():
         notes.append(f"{count} transcript line(s) skipped: {why}")
