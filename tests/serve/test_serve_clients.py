@@ -145,3 +145,18 @@ def test_a_bad_server_section_is_a_config_error(tmp_path: Path) -> None:
     proj = _project(tmp_path / "proj", "server:\n  url: ftp://x\n")
     with pytest.raises(ConfigError):
         project_remote(str(proj), None, {})
+
+
+def test_eval_in_a_project_with_a_server_section_asks_the_server(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = _project(tmp_path / "p", f"server:\n  url: {url}\n  token_env: TEAM_TOKEN\n")
+    monkeypatch.chdir(proj)
+    monkeypatch.setenv("TEAM_TOKEN", TOKEN)
+    monkeypatch.delenv("STOPRULE_SERVER", raising=False)
+    code, out, err = _cli(["eval", "--run", "from-config", "-"], json.dumps(OK).encode())
+    assert code == 0 and json.loads(out)["run"] == "from-config", err  # recorded by the server
+    assert not (proj / ".stoprule" / "ledger.db").exists()
+    monkeypatch.delenv("TEAM_TOKEN")
+    code, _, err = _cli(["eval", "-"], json.dumps(OK).encode())
+    assert code == 2 and "serve.unauthorized" in err
