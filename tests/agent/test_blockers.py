@@ -57,7 +57,7 @@ def test_config_defaults_and_unknown_key(tmp_path: Path) -> None:
     cfg.write_text("blockers:\n  max_per_run: 5\n")
     s = load_config(cfg, sections=("blockers",))["blockers"]
     assert (s.max_per_run, s.cooldown_seconds, s.rotate_entries, s.rotate_bytes, s.file) == (5, 30, 1000, 10485760,
-                                                                                            "blockers.md")
+                                                                                            ".stoprule/blockers.md")
     cfg.write_text("blockers:\n  enabled: true\n  colour: red\n")
     with pytest.raises(ConfigError) as err:
         load_config(cfg, sections=("blockers",))
@@ -140,7 +140,7 @@ def test_rotation_keeps_old_files_and_carries_open_blockers(tmp_path: Path, ev) 
     d = tmp_path / ".stoprule" / "blockers"
     old = sorted(d.glob("blockers-*.jsonl"))
     assert len(old) == 1 and len(old[0].read_text().splitlines()) == 3
-    assert len(list(tmp_path.glob("blockers-*.md"))) == 1
+    assert len(list((tmp_path / ".stoprule").glob("blockers-*.md"))) == 1
     # the open hard blocker is in the current record; rotated soft ones are not
     now = s.store.blockers()
     assert [b.question for b in now] == ["Which auth framework?", "soft 4?"]
@@ -258,7 +258,7 @@ def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Pat
     ledger = run_cli("log", "export", "--ledger", str(tmp_path / ".stoprule" / "ledger.db"), env=env).stdout
     assert ledger.count("\n") >= len(SECRETS)
     texts = {
-        "blockers.md": (tmp_path / "blockers.md").read_text(),
+        "blockers.md": (tmp_path / ".stoprule" / "blockers.md").read_text(),
         "record": (tmp_path / ".stoprule" / "blockers" / "blockers.jsonl").read_text(),
         "export": export,
         "list": listing,
@@ -301,7 +301,7 @@ SEED_003 = [
     # (name, session facts, blocker calls, expected verdict/reason, stop, message or review fragment)
     ("soft question logged with a choice", {}, [SOFT], "pass/ok", "allow", "Nothing requires further work"),
     ("hard blocker then switch task", {"available_tasks": ["task-13", "task-14"]}, [HARD],
-     "auto_continue/available_tasks", "block", "switch to the next one, the first listed; 1 blockers are logged"),
+     "auto_continue/available_tasks", "block", "the first listed; blockers logged for the user: 1"),
     ("stop refused while work remains", {"status": "partial"}, [HARD], "auto_continue/soft_blocker", "block",
      "Soft blocker"),
     ("stop allowed when all remaining tasks are blocked", {}, [HARD, {**HARD, "question": "Is /v2 in scope?"}],
@@ -376,7 +376,8 @@ def test_001_4_saved_as_json_per_task(svc) -> None:
 
 def test_001_5_generic_fallback_without_a_report(svc, ev, run_cli) -> None:
     r = run_cli("report", "show", "T-none", cwd=Path(svc.project_dir))
-    assert r.returncode == 1 and r.stdout.strip() == "Max turns exceeded. Human intervention required."
+    assert r.returncode == 1 and r.stdout == "" and "no blocked report for task T-none" in r.stderr
+    assert "Max turns exceeded" not in r.stderr  # that is the stop's fallback, not a report
     v = ev.evaluate({"turn": 5, "max_turns": 5, **blockers_facts(svc.project_dir, "s1")})
     assert v.review_reason == "Max turns exceeded. Human intervention required."
     assert svc.file_report("s1", {**REPORT, "task_id": "T-1"}).ok  # with a report: its human action
@@ -429,7 +430,7 @@ def _race(tmp_path: Path, procs: int, each: int) -> None:
     questions = [json.loads(line)["question"] for line in lines]
     expected = {f"w{n} q{i}?" for n in range(procs) for i in range(each)}
     assert sorted(questions) == sorted(expected)
-    md = (tmp_path / "blockers.md").read_text()
+    md = (tmp_path / ".stoprule" / "blockers.md").read_text()
     for q in expected:
         assert md.count(f"** {q} (id:") == 1, q
 

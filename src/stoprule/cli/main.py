@@ -47,6 +47,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
+    "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
+    "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
 }
 
 
@@ -83,6 +86,11 @@ def _version_action(argparse: Any) -> type:
     return _Version
 
 
+def command_module(name: str) -> Any:
+    """The module of command ``name`` (imported now: the table names modules, the cold path imports one)."""
+    return importlib.import_module(f".{COMMANDS[name][0]}", __package__)
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     import argparse
 
@@ -92,17 +100,20 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("-V", "--version", action=_version_action(argparse), nargs=0, help="show the version and exit")
+    p.add_argument(
+        "-V", "--version", action=_version_action(argparse), nargs=0, default=argparse.SUPPRESS,
+        help="show the version and exit",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
     module = None
     # a known command builds only its own sub-parser (cold start); otherwise all, for usage and help
     for name in [chosen] if chosen in COMMANDS else COMMANDS:
-        mod, help_text = COMMANDS[name]
+        help_text = COMMANDS[name][1]
         sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
         if name == chosen:  # only the command that runs is imported and wired in full
-            module = importlib.import_module(f".{mod}", __package__)
+            module = command_module(name)
             module.add_arguments(sp)
     return p, module
 
@@ -110,7 +121,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code."""
     if argv and argv[0] in COMMANDS:
-        command: Any = importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__)
+        command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)
         args = simple(argv[1:]) if simple is not None else None
         if args is not None:  # the command's usual line, argparse not needed (cold start)
