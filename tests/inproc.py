@@ -24,9 +24,10 @@ class Result:
     err: str
 
 
-def cli(*argv: str, stdin: bytes = b"", tty: bool = False) -> Result:
-    """``stoprule ARGV`` in this process (the environment and cwd are the test's: use monkeypatch)."""
-    out = Terminal() if tty else io.StringIO()
+def cli(*argv: str, stdin: bytes = b"", tty: bool | str = False) -> Result:
+    """``stoprule ARGV`` in this process (the environment and cwd are the test's: use monkeypatch).
+    ``tty``: stdout and stderr say they are terminals (``"err"``: only stderr)."""
+    out = Terminal() if tty is True else io.StringIO()
     err = Terminal() if tty else io.StringIO()
     code = run(list(argv), io.BytesIO(stdin), out, err)
     return Result(code, out.getvalue(), err.getvalue())
