@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inproc import cli
+from clirunner import cli
 
 ORG = """\
 rules:

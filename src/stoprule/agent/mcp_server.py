@@ -11,12 +11,14 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import BaseModel, Strict, ValidationError
 
+from stoprule._util.redact import redact
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
 from stoprule.version import __version__
 
@@ -31,31 +33,91 @@ Near your turn limit, file a `blocked_report`. Declare status, errors and turns 
 `report_status`. `blockers_list` shows what is open."""
 
 
+# Every argument's description, by tool (published in each tool's input schema).
+DESCRIPTIONS: dict[str, dict[str, str]] = {
+    "blocker": {
+        "category": "The blocker's category: a hard one needs the user, a soft one you decide yourself.",
+        "question": "The question or permission you would ask the user, in one sentence.",
+        "context": "What you were doing and why this came up.",
+        "blocksProgress": "True if the current task cannot go on without an answer; false if you can continue "
+        "or switch to other work.",
+        "options": "For a soft blocker: the options you researched (about three).",
+        "chosenOption": "For a soft blocker: the option you chose (required for soft categories).",
+        "chosenReasoning": "For a soft blocker: why you chose it.",
+        "task": "The task this blocker is about (default: the task in progress); it is not offered as the next task "
+        "while the blocker is open.",
+        "session": "The session id; leave it out (stoprule knows the session it runs in).",
+    },
+    "report_status": {
+        "status": "Overall state of the task: implemented, partial, blocked or failed.",
+        "errors": "Structured errors, each {type: a blocker category, message}.",
+        "turn": "Your current turn.",
+        "max_turns": "Your turn budget.",
+        "closure_state": "How your reply closes: one of the policy's closure states (a legal closure "
+        "ends the push to other work).",
+        "task_id": "The task being worked on.",
+        "available_tasks": "Tasks still to do (the next one first).",
+        "session": "The session id; leave it out (stoprule knows the session it runs in).",
+    },
+    "blocked_report": {
+        "blocking_issues": "What blocks the task: each {issue, category, details, location?}.",
+        "attempts_made": "What you tried: each {turn, action, result, why_failed?}.",
+        "suggested_alternatives": "Ways forward a human could take.",
+        "human_action_required": "What the human must do.",
+        "task_id": "The task the report is for (default: the declared task_id).",
+        "turn": "Your current turn (default: the declared turn).",
+        "max_turns": "Your turn budget (default: the declared max_turns).",
+        "session": "The session id; leave it out (stoprule knows the session it runs in).",
+    },
+    "blockers_list": {
+        "session": "The session id; leave it out (stoprule knows the session it runs in).",
+        "all_sessions": "List the blockers of every session, not only this one.",
+    },
+}
+
+
+def _polish(schema: dict[str, Any], descriptions: dict[str, str], enums: dict[str, list[str]]) -> None:
+    """Give every property its description (and enum), and drop the generated titles."""
+    schema.pop("title", None)
+    for name, prop in (schema.get("properties") or {}).items():
+        prop.pop("title", None)
+        if name in descriptions:
+            prop["description"] = descriptions[name]
+        if name in enums:
+            prop["enum"] = list(enums[name])
+            prop.pop("anyOf", None)
+            prop["type"] = "string"
+
+
 def _answer(reply: Reply) -> str:
     if not reply.ok:
         raise ToolError(reply.text)
     return reply.text
 
 
+StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the agent's to fix
+
+
 class _Server(MCPServer):
-    """The SDK's server, with tool arguments that fail validation reported in stoprule's words
-    (the SDK would pass on pydantic's text, links to its documentation included)."""
+    """The SDK's server, but tool arguments that fail validation are reported in stoprule's
+    words (never pydantic's text or links), naming fields and problems without echoing the
+    rejected values (they may hold secrets), and every tool error text is redacted."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
         except ToolError as exc:
-            from pydantic import ValidationError
-
             cause = exc.__cause__
-            if not isinstance(cause, ValidationError):
-                raise
-            from stoprule.language.source import format_path
-            from stoprule.language.spec import validation_messages
+            if isinstance(cause, ValidationError):
+                from stoprule.language.source import format_path
+                from stoprule.language.spec import validation_messages
 
-            parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
-                                                                                         cause.errors())]
-            raise ToolError(f"Error executing tool {name}: " + "; ".join(parts)) from None
+                parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
+                                                                                             cause.errors())]
+                raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
+            raise ToolError(redact(str(exc))) from None
 
 
 def build_server(service: BlockerService) -> MCPServer:
@@ -75,15 +137,16 @@ def build_server(service: BlockerService) -> MCPServer:
         category: str,
         question: str,
         context: str,
-        blocksProgress: bool,  # noqa: N803 - seed 003's field names
+        blocksProgress: StrictBool,  # noqa: N803 - the blocker tool's field names
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803
+        task: str | None = None,
         session: str | None = None,
     ) -> str:
         return _answer(service.log_blocker(session, {
             "category": category, "question": question, "context": context, "blocksProgress": blocksProgress,
-            "options": options, "chosenOption": chosenOption, "chosenReasoning": chosenReasoning,
+            "options": options, "chosenOption": chosenOption, "chosenReasoning": chosenReasoning, "task": task,
         }))  # fmt: skip
 
     @server.tool(
@@ -140,13 +203,28 @@ def build_server(service: BlockerService) -> MCPServer:
         return _answer(service.file_report(session, args))
 
     @server.tool(name="blockers_list", description="Open and resolved blockers of this session (or of all sessions).")
-    def blockers_list(session: str | None = None, all_sessions: bool = False) -> str:
+    def blockers_list(session: str | None = None, all_sessions: StrictBool = False) -> str:
         return _answer(service.list_blockers(session, every=all_sessions))
 
+    for name, descriptions in DESCRIPTIONS.items():
+        tool = server._tool_manager.get_tool(name)
+        if tool is not None:
+            _polish(tool.parameters, descriptions, {"category": [*hard, *soft]} if name == "blocker" else {})
     return server
 
 
-def serve(project: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes it."""
+def serve(
+    project: str | None = None,
+    policy: str | None = None,
+    recorder: LedgerRecorder | None = None,
+    server: str | None = None,
+) -> None:
+    """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
+    team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
+    from stoprule.agent.remote import Mirror, project_remote
+
+    remote, name = project_remote(service.project_dir, server, os.environ)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)
     build_server(service).run("stdio")

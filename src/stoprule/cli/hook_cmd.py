@@ -3,6 +3,8 @@
 Reads the harness's stop payload on stdin, prints exactly the JSON that harness expects
 (or nothing, where that means allow), always exits 0. Diagnostics: one line on stderr and
 a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 
     from stoprule.engine.evaluator import Evaluator
 
-HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot")
+HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
+EVENTS = ("stop", "subagent-stop", "session-start", "permission")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,10 +32,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Settings: .stoprule/config.yaml (found upward). See docs/agents.md."
     )
     p.add_argument("harness", choices=HARNESSES, metavar="HARNESS", help=" | ".join(HARNESSES))
-    p.add_argument("--event", choices=("stop", "subagent-stop"), help="default: from the payload, else stop")
+    p.add_argument(
+        "--event",
+        choices=EVENTS,
+        help="default: from the payload, else stop; session-start: record the session's baseline and answer with "
+        "the triage instructions; permission: deny a permission request with the triage (hook.permission_triage)",
+    )
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
     )
+    p.add_argument("--server", metavar="URL", help="ask this stoprule server (default: config's server.url)")
     p.add_argument(
         "--explain-facts",
         action="store_true",
@@ -45,7 +54,7 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     importing it (the hook's cold start); None for any other command line."""
     if len(argv) != 1 or argv[0] not in HARNESSES:
         return None
-    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False)
+    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
 
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
@@ -57,18 +66,37 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)
 
 
-def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:
+    """``--event session-start`` / ``permission``: their answers (:mod:`stoprule.agent.lifecycle`)."""
     try:
-        data = stdin.read()
+        from stoprule.agent import lifecycle
+
+        fn = lifecycle.run_session_start if args.event == "session-start" else lifecycle.run_permission
+        output = fn(args.harness, data, policy=args.policy)
+    except Exception as exc:  # noqa: BLE001 - never a traceback, always exit 0
+        stderr.write(f"stoprule hook: internal error ({args.event}): {type(exc).__name__}: {exc}\n")
+        output = None
+    if output is not None:
+        stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    return 0
+
+
+def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from stoprule.agent.runner import MAX_PAYLOAD_BYTES
+
+    try:
+        data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
     except (OSError, ValueError):
         data = b""
+    if args.event in ("session-start", "permission"):
+        return _lifecycle(args, data, stdout, stderr)
     from stoprule._util.gcpause import paused_gc
 
     try:
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
             from stoprule.agent.runner import run_hook
 
-            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
+            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server)
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
@@ -85,6 +113,8 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     )
     if entry.get("error"):
         stderr.write(f"stoprule hook: {entry['error'].splitlines()[0]}\n")
+    if decision.notice and not (output or {}).get("systemMessage"):  # no user channel (Copilot, Cursor): stderr
+        stderr.write(f"stoprule hook: {decision.notice}\n")
     if args.explain_facts:
         explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
         stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -1,11 +1,16 @@
-"""``stoprule init --harness H [--user] [--dry-run] [--no-mcp]``: wire the stop hook into a harness.
+"""``stoprule init --harness H [--user] [--dry-run] [--no-mcp] [--permission-triage]``: wire the
+stop hook into a harness, with its session-start hook (the triage instructions, the session's
+baseline) and, with ``--permission-triage``, its permission hook (and ``permission_triage: true``
+in a new config). OpenCode gets a generated plugin (``.opencode/plugins/stoprule.js``) and its
+MCP server in ``opencode.json``.
 
 Writes or merges stoprule's entry into the harness's hook config (existing entries kept,
 a ``.bak`` copy of a file it changes, nothing written when the entry is already there)
 and creates ``.stoprule/config.yaml`` (with a ``.gitignore`` for the hook's state) when
 missing. Beside the hook it registers the blocker tools' MCP server (``stoprule mcp``) in
 the harness's MCP config where that is a project JSON file (Claude Code ``.mcp.json``,
-Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``), and prints the
+Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``, Copilot CLI
+``.github/mcp.json``), and prints the
 snippet for Codex (TOML in ``~/.codex/config.toml``); ``--no-mcp`` skips it.
 ``--dry-run`` prints what would change instead.
 """
@@ -20,6 +25,9 @@ import shutil
 import sys
 from typing import IO, Any
 
+from stoprule.agent.wiring import EXTRA_EVENTS, TARGETS, add_entry
+from stoprule.project import STATE_DIR, find_project
+
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
 
 CONFIG_TEMPLATE = """\
@@ -30,8 +38,9 @@ hook:
   loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
   ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
   budget_ms: 5000    # the whole hook's time budget
+  permission_triage: {triage}  # deny permission requests with the triage (autonomous sessions only)
 providers:
-  enabled: [hook, state, blockers, closure, transcript, git]
+  enabled: [hook, state, blockers, transcript, closure, git]
   timeout_ms: 1500   # each provider's budget
   # fields:          # observation -> fact field of the pack (null: observe only)
   #   transcript.turns: turn
@@ -40,37 +49,49 @@ providers:
 GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
 
 
+def stoprule_argv() -> list[str]:
+    """How a harness runs this stoprule, also when it starts without this venv on PATH: the
+    absolute path of the console script beside this interpreter, else of the one on PATH,
+    else this interpreter with ``-m stoprule``."""
+    here = shutil.which("stoprule", path=os.path.dirname(sys.executable))
+    found = here or shutil.which("stoprule")
+    if found:
+        return [os.path.abspath(found)]
+    return [sys.executable, "-m", "stoprule"]
+
+
 def default_command(harness: str) -> str:
-    """``stoprule hook H`` when ``stoprule`` is on PATH, else this interpreter's ``-m stoprule``."""
-    if shutil.which("stoprule"):
-        return f"stoprule hook {harness}"
-    return f"{shlex.quote(sys.executable)} -m stoprule hook {harness}"
+    """``/abs/path/stoprule hook H`` (see :func:`stoprule_argv`)."""
+    return shlex.join([*stoprule_argv(), "hook", harness])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from stoprule.agent.wiring import TARGETS
-
+    harnesses = (*TARGETS, "opencode")
     p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
-    p.add_argument("--harness", required=True, choices=tuple(TARGETS), metavar="HARNESS", help=" | ".join(TARGETS))
+    p.add_argument("--harness", required=True, choices=harnesses, metavar="HARNESS", help=" | ".join(harnesses))
     p.add_argument(
         "--user", action="store_true", help="the harness's user-level config (home) instead of the project's"
     )
     p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
     p.add_argument("--command", metavar="CMD", help="the hook command (default: stoprule hook HARNESS)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the blocker tools' MCP server")
+    p.add_argument(
+        "--permission-triage",
+        action="store_true",
+        help="also wire the permission hook: permission requests are denied with the triage (autonomous sessions)",
+    )
 
 
 # harness -> its project MCP config file (JSON with an ``mcpServers`` object)
 MCP_FILES = {"claude-code": ".mcp.json", "gemini": os.path.join(".gemini", "settings.json"),
-             "cursor": os.path.join(".cursor", "mcp.json")}  # fmt: skip
+             "cursor": os.path.join(".cursor", "mcp.json"), "copilot": os.path.join(".github", "mcp.json")}  # fmt: skip
 CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
 
 
 def mcp_server() -> dict[str, Any]:
-    """The MCP server entry: ``stoprule mcp`` when ``stoprule`` is on PATH, else this interpreter's."""
-    if shutil.which("stoprule"):
-        return {"command": "stoprule", "args": ["mcp"]}
-    return {"command": sys.executable, "args": ["-m", "stoprule", "mcp"]}
+    """The MCP server entry: ``stoprule mcp`` by absolute path (see :func:`stoprule_argv`)."""
+    argv = stoprule_argv()
+    return {"command": argv[0], "args": [*argv[1:], "mcp"]}
 
 
 def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, stdout: IO[str], backed: set[str]) -> None:
@@ -96,7 +117,9 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     server = mcp_server()
     if harness == "codex":
         snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        stdout.write(f"for the blocker tools, add to ~/.codex/config.toml:\n{snippet}")
+        where = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \
+            else "~/.codex/config.toml"  # fmt: skip
+        stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
         return
     name = MCP_FILES.get(harness)
     if name is None:
@@ -119,6 +142,27 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     _write_json(path, config, dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
 
 
+def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
+    """``.stoprule/config.yaml`` (and its ``.gitignore``) when missing."""
+    cfg = os.path.join(state_dir, "config.yaml")
+    text = CONFIG_TEMPLATE.replace("{triage}", "true" if triage else "false")
+    if os.path.exists(cfg):
+        stdout.write(f"{cfg}: exists; unchanged\n")
+        if triage:
+            stdout.write(f"note: set `hook.permission_triage: true` in {cfg} to turn the permission triage on\n")
+    elif dry_run:
+        stdout.write(f"would create {cfg}:\n{text}")
+    else:
+        os.makedirs(state_dir, exist_ok=True)
+        with open(cfg, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        gi = os.path.join(state_dir, ".gitignore")
+        if not os.path.exists(gi):
+            with open(gi, "w", encoding="utf-8") as fh:
+                fh.write(GITIGNORE)
+        stdout.write(f"created {cfg} (hook settings) and {gi}\n")
+
+
 def _load(path: str) -> dict[str, Any]:
     if not os.path.exists(path):
         return {}
@@ -132,45 +176,89 @@ def _load(path: str) -> dict[str, Any]:
     return data
 
 
-def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.wiring import TARGETS, add_entry
-    from stoprule.project import STATE_DIR, find_project
+def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr: IO[str], backed: set[str]) -> int:
+    """The generated plugin and the MCP server in ``opencode.json`` (project, or ``--user``)."""
+    from stoprule.agent.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, opencode_plugin
 
-    t = TARGETS[args.harness]
+    base = os.path.expanduser("~") if args.user else root
+    if args.command:  # how to run stoprule (a trailing `hook opencode` is dropped)
+        argv = shlex.split(args.command)
+        if argv[-2:] == ["hook", "opencode"]:
+            argv = argv[:-2]
+    else:
+        argv = ["stoprule"] if shutil.which("stoprule") else [sys.executable, "-m", "stoprule"]
+    plugin = os.path.join(base, OPENCODE_PLUGIN[1 if args.user else 0])
+    text = opencode_plugin(argv)
+    old = None
+    if os.path.exists(plugin):
+        with open(plugin, encoding="utf-8") as fh:
+            old = fh.read()
+    if old == text:
+        stdout.write(f"{plugin}: the stoprule plugin is already there; unchanged\n")
+    elif args.dry_run:
+        stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
+    else:
+        os.makedirs(os.path.dirname(plugin), exist_ok=True)
+        tmp = plugin + ".stoprule-tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, plugin)
+        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
+    if args.no_mcp:
+        return 0
+    path = os.path.join(base, OPENCODE_CONFIG[1 if args.user else 0])
+    try:
+        config = _load(path)
+        servers = config.setdefault("mcp", {})
+        if not isinstance(servers, dict):
+            raise ValueError("its 'mcp' is not an object")
+    except (OSError, ValueError) as exc:
+        stderr.write(f"stoprule: cannot use {path}: {exc}; MCP server not registered\n")
+        return 0
+    if "stoprule" in servers:
+        stdout.write(f"{path}: the stoprule MCP server is already there; unchanged\n")
+        return 0
+    server = mcp_server()
+    servers["stoprule"] = {"type": "local", "command": [server["command"], *server["args"]], "enabled": True}
+    _write_json(path, config, args.dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
+    if not args.user:
+        stdout.write("note: OpenCode asks you to approve a project's MCP servers once (`opencode mcp approve`)\n")
+    return 0
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
+    prefix = "would " if args.dry_run else ""
+    backed: set[str] = set()
+    triage = getattr(args, "permission_triage", False)
+    if args.harness == "opencode":
+        _init_opencode(args, root, stdout, stderr, backed)
+        _write_config(state or os.path.join(root, STATE_DIR), args.dry_run, triage, stdout)
+        stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
+        return 0
+    t = TARGETS[args.harness]
     path = t.path(root, args.user)
     command = args.command or default_command(args.harness)
+    events = {k: v for k, v in EXTRA_EVENTS.get(args.harness, {}).items() if k != "permission" or triage}
     try:
         config = _load(path)
         changed = add_entry(config, t, command)
+        added = [name for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)]
     except (OSError, ValueError) as exc:
         stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
         return 2
     state_dir = state or os.path.join(root, STATE_DIR)
-    cfg = os.path.join(state_dir, "config.yaml")
-    prefix = "would " if args.dry_run else ""
-    backed: set[str] = set()
-    if not changed:
+    if not changed and not added:
         stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")
     else:
-        _write_json(path, config, args.dry_run, f"added `{command}` as a {t.event} hook", stdout, backed)
+        what = f"added `{command}` as a {t.event} hook" if changed else f"kept stoprule's {t.event} hook"
+        if added:
+            what += f" (and its {', '.join(added)} hooks)"
+        _write_json(path, config, args.dry_run, what, stdout, backed)
     if not args.no_mcp and not args.user:
         _wire_mcp(args.harness, root, args.dry_run, stdout, stderr, backed)
-    if os.path.exists(cfg):
-        stdout.write(f"{cfg}: exists; unchanged\n")
-    else:
-        if args.dry_run:
-            stdout.write(f"would create {cfg}:\n{CONFIG_TEMPLATE}")
-        else:
-            os.makedirs(state_dir, exist_ok=True)
-            with open(cfg, "w", encoding="utf-8") as fh:
-                fh.write(CONFIG_TEMPLATE)
-            gi = os.path.join(state_dir, ".gitignore")
-            if not os.path.exists(gi):
-                with open(gi, "w", encoding="utf-8") as fh:
-                    fh.write(GITIGNORE)
-            stdout.write(f"created {cfg} (hook settings) and {gi}\n")
+    _write_config(state_dir, args.dry_run, triage, stdout)
     if args.harness == "codex":
         toml = os.path.join(os.path.dirname(path), "config.toml")
         if os.path.exists(toml):
@@ -180,7 +268,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
     if args.harness == "cursor":
         stdout.write("note: restart Cursor to load an edited hooks.json\n")
-    if not shutil.which(command.split()[0]) and not os.path.exists(shlex.split(command)[0]):
-        stderr.write(f"stoprule: warning: {command.split()[0]} is not on this PATH; the harness may not find it\n")
+    exe = shlex.split(command)[0]
+    if not shutil.which(exe) and not os.path.exists(exe):
+        stderr.write(f"stoprule: warning: {exe} is not on this PATH; the harness may not find it\n")
     stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
     return 0

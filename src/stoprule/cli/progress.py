@@ -13,15 +13,11 @@ Stdlib only at import time (this module is imported on ``eval``'s path).
 
 from __future__ import annotations
 
+import argparse
 import time
+from typing import IO, Any
 
 __all__ = ["Bar", "ByteBar", "add_quiet_flag", "on_terminal"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from typing import IO, Any
-
 
 DELAY = 1.0  # seconds of work before a bar is drawn: a short run shows nothing
 REFRESH = 0.1  # seconds between redraws

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import select_pack
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -115,8 +120,6 @@ def _pretty(
     verbose: bool = False,
     paint: Callable[[str, str], str] = lambda text, style: text,
 ) -> str:
-    from stoprule.analysis.cases import diff_line
-
     def fail(r: CaseResult) -> str:
         return diff_line(r.case, r.mismatches).replace(": FAIL ", ": " + paint("FAIL", "bold red") + " ", 1)
 
@@ -144,10 +147,6 @@ def _pretty(
 
 
 def _junit(results: list[CaseResult], cov: Coverage | None, threshold: float | None) -> str:
-    import xml.etree.ElementTree as ET
-
-    from stoprule.analysis.cases import format_mismatches
-
     root = ET.Element("testsuites", name="stoprule")
     by_file: dict[str, list[CaseResult]] = {}
     for r in results:
@@ -232,11 +231,6 @@ def test_command(
 
     ``pattern``: only the cases whose ``file::name`` it matches (a regular expression, searched);
     ``verbose``: every case's outcome, not only the failures (pretty)."""
-    from stoprule.analysis.cases import load_cases, run_case
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.evaluator import Evaluator
-    from stoprule.engine.packs import select_pack
-
     root = select_pack(policy)
     coverage = coverage or threshold is not None
     try:

@@ -5,6 +5,8 @@ A pack is its directory's YAML files, layered over the user's global pack when t
 ``$XDG_CONFIG_HOME/stoprule/policies``, else ``~/.config/stoprule/policies``. A global file
 whose name the pack also has is shadowed by the pack's; the others join the pack, named
 ``global/NAME`` in diagnostics (their rule ids are ``<file stem>.<id>`` as any file's).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
