@@ -179,7 +179,11 @@ class BlockerService:
         hard, soft = self.categories()
         cat = args.get("category")
         if not _str(cat) or cat not in (*hard, *soft):
-            return (f"category {cat!r} is not a blocker category of this pack. Hard (needs the user): "
+            from stoprule.diagnostics import closest
+
+            best = closest(str(cat), (*hard, *soft)) if _str(cat) else None
+            meant = f" Did you mean {best!r}?" if best else ""
+            return (f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
                     f"{', '.join(hard)}. Soft (decide yourself and log the choice): {', '.join(soft) or '(none)'}.")
         if not _str(args.get("question")) or not args["question"].strip():
             return "question is required: the question or permission you would ask the user, in one sentence."

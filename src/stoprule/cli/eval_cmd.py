@@ -157,6 +157,11 @@ def eval_items(
     from stoprule._util.gcpause import paused_gc
 
     code = 0
+    paint = None
+    if fmt == "pretty":  # colour on a terminal only (rich is imported then)
+        from stoprule.cli.style import painter
+
+        paint = painter(stdout)
     with paused_gc():  # see gcpause: the parsed facts would be walked again and again
         for line, item in items:
             result: Verdict | EvaluationError
@@ -182,7 +187,7 @@ def eval_items(
             if fmt == "json":
                 stdout.write(json.dumps(result.to_dict()) + "\n")
             else:
-                stdout.write(render_verdict(result) + "\n")
+                stdout.write(render_verdict(result, paint) + "\n")
     return code
 
 
