@@ -65,6 +65,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _common import tree_state  # noqa: E402
+
 from facts import generate  # noqa: E402
 
 TARGET_MS = 30.0

@@ -33,8 +33,8 @@ sys.path.insert(0, str(HERE))
 
 from _common import print_header, timed  # noqa: E402
 from baseline import decide  # noqa: E402
-from facts import generate  # noqa: E402
 
+from facts import generate  # noqa: E402
 from stoprule import load_policy  # noqa: E402
 
 PACK = HERE.parent / "policies"

@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import tree_state  # noqa: E402
 from bench_coldstart import venv_bin  # noqa: E402
+
 from facts import generate  # noqa: E402
 
 TARGET = 1.8

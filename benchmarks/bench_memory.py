@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _common import tree_state  # noqa: E402
-from facts import generate  # noqa: E402
 
+from facts import generate  # noqa: E402
 from stoprule import load_policy  # noqa: E402
 
 TARGET_MB = 5.0

@@ -10,14 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from clirunner import invoke
 from stoprule import Evaluator, load_policy
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO / "policies"
-
-# TEMPORARY (layout move): some test modules still import helpers from other test modules
-for _layer in ("analysis", "engine", "facts"):
-    sys.path.insert(0, str(Path(__file__).resolve().parent / _layer))
 
 # About a thousand tests start `python -m stoprule`. Where PYTHONDONTWRITEBYTECODE is set (it
 # keeps __pycache__ out of the tree), each of them would compile its modules from source again
@@ -40,9 +37,16 @@ def evaluator() -> Evaluator:
     return load_policy(DEFAULT_PACK, cache=False)
 
 
+def _cli_env(tmp_path: Path, env: dict[str, str] | None) -> dict[str, str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
+    full_env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
+    full_env.update(env or {})
+    return full_env
+
+
 @pytest.fixture
-def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m stoprule ARGS`` as a real subprocess (cache in a temp dir)."""
+def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """``stoprule ARGS`` in process (:func:`clirunner.invoke`): cwd ``tmp_path``, cache in a temp dir."""
 
     def run(
         *args: str,
@@ -50,16 +54,28 @@ def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess:
-        full_env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
-        full_env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
-        full_env.update(env or {})
-        text = not isinstance(input, bytes)
+        return invoke(args, input=input, env=_cli_env(tmp_path, env), cwd=cwd or tmp_path)
+
+    return run
+
+
+@pytest.fixture
+def run_cli_process(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """``python -m stoprule ARGS`` as a real subprocess, for tests where the process boundary is
+    the point (each says why); otherwise as :func:`run_cli`."""
+
+    def run(
+        *args: str,
+        input: str | bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "stoprule", *args],
             input=input,
             capture_output=True,
-            text=text,
-            env=full_env,
+            text=not isinstance(input, bytes),
+            env=_cli_env(tmp_path, env),
             cwd=cwd or tmp_path,
             timeout=120,
         )

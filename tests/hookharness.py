@@ -1,6 +1,6 @@
-"""Run the installed ``stoprule hook`` as each real harness does, and read its answer by
-that harness's rules (HARNESSES.md § 0 table): would the agent stop, with which
-instruction, and what would the user see?"""
+"""Run ``stoprule hook`` as each real harness does (in process, or the installed console script
+through the harness's shell form), and read its answer by that harness's rules: would the agent
+stop, with which instruction, and what would the user see?"""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from clirunner import invoke
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hooks"
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot")
@@ -68,16 +70,23 @@ def run_hook(
     cwd: Path,
     env: dict[str, str],
     extra: tuple[str, ...] = (),
+    *,
+    shell: bool = False,
 ) -> Outcome:
-    """stdin JSON, the session's cwd, the harness's environment, its timeout; shell form."""
+    """stdin JSON, the session's cwd, the harness's environment. ``shell``: the installed console
+    script in a subprocess, in the harness's shell form with its timeout (where the process
+    boundary is the point); otherwise ``stoprule hook`` in process."""
     raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-    cmd = " ".join([stoprule_exe(), "hook", harness, *extra])
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
     full_env.update(env)
     if harness == "claude-code":
         full_env["CLAUDE_PROJECT_DIR"] = str(cwd)
     elif harness == "gemini":
         full_env.update(GEMINI_PROJECT_DIR=str(cwd), GEMINI_CWD=str(cwd))
+    if not shell:
+        p = invoke(["hook", harness, *extra], input=raw, env=full_env, cwd=cwd)
+        return interpret(harness, p.returncode, p.stdout.decode(), p.stderr.decode())
+    cmd = " ".join([stoprule_exe(), "hook", harness, *extra])
     p = subprocess.run(["/bin/sh", "-c", cmd], input=raw, capture_output=True, cwd=cwd, env=full_env,
                        timeout=TIMEOUT_S[harness])  # fmt: skip
     return interpret(harness, p.returncode, p.stdout.decode(), p.stderr.decode())

@@ -1,8 +1,9 @@
-"""Pack fuzzing helpers: a structure-aware mutator of the default pack, and a generator of
-small random packs and facts at the edges of every range (hypothesis strategies).
+"""Pack fuzzing helpers: a structure-aware mutator of the default pack, a generator of
+small random packs and facts at the edges of every range (hypothesis strategies), and the
+small random packs and facts of the audit and diff tests (:func:`random_pack`,
+:func:`random_small_fact`).
 
-Used by tests/test_pack_fuzz.py; ``python -m tests.packgen`` is not needed: the tests
-print their figures with ``-s``.
+Used by tests/engine/test_pack_fuzz.py and tests/analysis/; the tests print their figures with ``-s``.
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ def mutated_pack(root: Path, rng: random.Random) -> Path:
 # ---------------------------------------------------------------- generated packs
 
 EDGE_INTS = [0, 1, -1, 2, SAFE_INT, -SAFE_INT, SAFE_INT - 1, -SAFE_INT + 1, 2**31, -(2**31) - 1, 2**53 - 2]
-EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e-9, 1e-300, 5e-324, 1e300, -1e300, 2.0**53, 1.7976931348623157e308, 1e16]
+EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e-9, 1e-300, 5e-324, 1e300, -1e300, 2.0**53, 1.7976931348623157e308, 1e16,
+               2.0**53 + 2, -(2.0**53), -(2.0**53) - 2, 2.0**53 - 1]  # beside int + offset sums past 2**53
 CHARS = 'ab]!-^%*?[\\"\n\u2028é日 '
 GLOB_PARTS = ["*", "?", "a", "b", "[!]]", "[]]", "[a-c]", "[]-a]", "[^]", "[!^-]", "\\*", "\\\\", "[%]", "é", '"', "\n"]
 
@@ -187,7 +189,15 @@ SCHEMA = {
     "objs": {
         "type": "list",
         "default": [],
-        "items": {"type": "object", "fields": {"k": {"type": "string"}, "v": {"type": "int", "nullable": True}}},
+        "items": {
+            "type": "object",
+            "fields": {
+                "k": {"type": "string"},
+                "v": {"type": "int", "nullable": True},
+                # an object field of the items: its presence is read inside some/every
+                "o": {"type": "object", "nullable": True, "fields": {"c": {"type": "int"}}},
+            },
+        },
     },
     "o": {"type": "object", "nullable": True, "fields": {"x": {"type": "int"}, "y": {"type": "string"}}},
 }
@@ -255,7 +265,8 @@ def _atoms() -> st.SearchStrategy[dict[str, Any]]:
     item_tags = st.one_of(_scalar_atom("", "string"))
     item_nums = _scalar_atom("", "number").filter(lambda a: not isinstance(next(iter(a[""].values())), dict))
     item_objs = st.one_of(_scalar_atom("k", "string"), _scalar_atom("v", "int").filter(
-        lambda a: not isinstance(next(iter(a["v"].values())), dict)))  # fmt: skip
+        lambda a: not isinstance(next(iter(a["v"].values())), dict)),
+        _presence("o", ["exists", "null", "absent"]), _presence("v", ["exists", "null", "absent"]))  # fmt: skip
     for lst, where in (("tags", item_tags), ("nums", item_nums), ("objs", item_objs)):
         parts.append(st.builds(lambda k, w, lst=lst: {k: lst, "where": w}, st.sampled_from(["some", "every"]), where))
     return st.one_of(parts)
@@ -272,6 +283,29 @@ conditions = st.recursive(
 )
 
 
+# wide disjunctions: more alternatives than the engine holds at once when all of them match
+wide_any = st.builds(
+    lambda field, op, width, start: {"any": [{field: {op: start + k}} for k in range(width)]},
+    st.sampled_from(["i1", "n1", "o.x"]),
+    st.sampled_from(["gt", "gte", "lt", "ne"]),
+    st.integers(30, 90),
+    st.integers(-50, 5),
+)
+# long sequences: many field comparisons under one rule (the engine's expressions per rule)
+_ref = st.builds(
+    lambda a, op, b, off: {a: {op: {"field": b, "offset": off}}},
+    st.sampled_from(sorted(NUMERIC)),
+    st.sampled_from(["eq", "ne", "lt", "gte"]),
+    st.sampled_from(sorted(NUMERIC)),
+    st.one_of(st.just(0), st.integers(-3, 3), st.sampled_from([0.5, -1.5])),
+)
+long_sequences = st.builds(
+    lambda groups: {"all": [{"any": g} for g in groups]},
+    st.lists(st.lists(_ref, min_size=2, max_size=4), min_size=2, max_size=4),
+)
+rule_conditions = st.one_of(conditions, conditions, conditions, wide_any, long_sequences)
+
+
 @st.composite
 def packs(draw: st.DrawFn) -> dict[str, Any]:
     """One pack file's data: the fixed schema, 1-6 random rules and a catch-all."""
@@ -279,7 +313,7 @@ def packs(draw: st.DrawFn) -> dict[str, Any]:
         {
             "id": f"r{i}",
             "priority": i + 1,
-            "when": draw(conditions),
+            "when": draw(rule_conditions),
             "verdict": "hit",
             "reason": f"r{i}",
             "message": "m",
@@ -318,7 +352,95 @@ def facts(draw: st.DrawFn) -> dict[str, Any]:
         draw,
         f,
         "objs",
-        st.lists(st.fixed_dictionaries({}, optional={"k": texts, "v": st.one_of(st.none(), ints)}), max_size=3),
+        st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "k": texts,
+                    "v": st.one_of(st.none(), ints),
+                    "o": st.one_of(st.none(), st.fixed_dictionaries({}, optional={"c": ints})),
+                },
+            ),
+            max_size=3,
+        ),
     )
     _maybe(draw, f, "o", st.one_of(st.none(), st.fixed_dictionaries({}, optional={"x": ints, "y": texts})))
+    return f
+
+
+# ---------------------------------------------------------------- small random packs (audit, diff)
+
+RANDOM_SCHEMA = """
+schema:
+  fields:
+    s: {type: string, nullable: true}
+    t: {type: string}
+    e: {type: enum, values: [a, b, c]}
+    b: {type: bool, default: false}
+    n: {type: int}
+    m: {type: int, default: 5}
+    x: {type: number, nullable: true}
+    flag: {type: bool, default: false}
+    note: {type: string, nullable: true, required_if: flag}
+    o: {type: object, nullable: true, fields: {k: {type: string}, f: {type: bool, default: false}}}
+    l:
+      type: list
+      default: []
+      items: {type: object, fields: {k: {type: string, required: true}, v: {type: int, nullable: true}}}
+    tags: {type: list, items: {type: string}}
+verdicts:
+  pass: {ok: true, stop: allow}
+"""
+RANDOM_ATOMS = [
+    "{s: lit1}", "{s: {in: [lit1, lit2]}}", '{s: {glob: "a*"}}', "{s: {eq: {field: t}}}", "{s: {ne: {field: t}}}",
+    "{s: {exists: true}}", "{s: {null: true}}", "{t: lit2}", '{t: {glob: "*z"}}', "{e: {in: [a, b]}}", "{e: c}",
+    "{b: true}", "{n: {gte: 3}}", "{n: {lt: {field: m, offset: -1}}}", "{x: {gt: 0.5}}",
+    "{x: {lte: {field: n, offset: 1}}}", "{o: {exists: true}}", "{o.k: lit1}", "{o.f: true}", '{"l[].k": lit1}',
+    "{every: l, where: {v: {gte: 2}}}", '{"tags[]": {glob: "t*"}}', "{tags: {empty: false}}",
+    "{tags: {absent: true}}", '{note: {glob: "*x*"}}', "{flag: true}", "{m: {eq: {field: n}}}",
+    '{"l[].v": {null: true}}',
+]  # fmt: skip
+
+
+def random_cond(rng: random.Random, depth: int = 0) -> str:
+    r = rng.random()
+    if depth >= 2 or r < 0.45:
+        return rng.choice(RANDOM_ATOMS)
+    if r < 0.9:
+        parts = ", ".join(random_cond(rng, depth + 1) for _ in range(rng.randint(2, 3)))
+        return ("{all: [" if r < 0.7 else "{any: [") + parts + "]}"
+    return "{not: " + random_cond(rng, depth + 1) + "}"
+
+
+def random_pack(rng: random.Random) -> str:
+    rules = [
+        f"  - {{id: r{i}, priority: {rng.randint(1, 3)}, when: {random_cond(rng)}, verdict: pass, "
+        f"reason: x{rng.randint(0, 3)}, message: m}}"
+        for i in range(rng.randint(3, 7))
+    ]
+    if rng.random() < 0.3:
+        rules.append("  - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: m}")
+    return RANDOM_SCHEMA + "rules:\n" + "\n".join(rules) + "\n"
+
+
+def random_small_fact(rng: random.Random) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    strs = ["lit1", "lit2", "abc", "a", "zz", "tz", "", "q"]
+    pools = {
+        "s": [*strs, None], "t": strs, "e": ["a", "b", "c"], "b": [True, False],
+        "n": list(range(-1, 8)), "m": list(range(8)), "x": [None, 0, 0.5, 0.75, 1, 2.5, 5],
+    }  # fmt: skip
+    for key, pool in pools.items():
+        if rng.random() < 0.7:
+            f[key] = rng.choice(pool)
+    if rng.random() < 0.3:
+        f["flag"], f["note"] = True, rng.choice(["x", "axb"])
+    elif rng.random() < 0.5:
+        f["note"] = rng.choice(["x", None, "", "zxz"])
+    if rng.random() < 0.6:
+        f["o"] = None if rng.random() < 0.2 else {"k": rng.choice(["lit1", "q"]), "f": rng.random() < 0.5}
+    if rng.random() < 0.6:
+        f["l"] = [{"k": rng.choice(["lit1", "q"]), "v": rng.choice([None, 1, 2, 3])} for _ in range(rng.randint(0, 3))]
+    if rng.random() < 0.6:
+        f["tags"] = [rng.choice(["t1", "x", "t", ""]) for _ in range(rng.randint(0, 3))]
     return f

@@ -497,6 +497,20 @@ KNOWN_CRASHES = {
 }
 
 
+#: Diagnostics whose message is a dependency's own wording (PyYAML's parser): only the place
+#: and the code are compared, so another PyYAML release cannot fail the docs.
+DEPENDENCY_WORDING = ("yaml.syntax",)
+
+
+def _wording_elided(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        m = _DIAG.match(line)
+        code = m[0].split(": ")[1] if m else None
+        out.append(m[0] + "…" if code in DEPENDENCY_WORDING else line)
+    return out
+
+
 def _diagnostic_examples() -> list[tuple[Block, str, str]]:
     """(expected text block, how the pack is made, fragment) for each example of §18."""
     doc = REPO / "docs" / "policy-language.md"
@@ -571,7 +585,7 @@ def test_policy_language_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyP
             code = block.text.split(": ")[1]
             if code in KNOWN_CRASHES:
                 continue
-        expected = block.text.splitlines()
+        expected, actual = _wording_elided(block.text.splitlines()), _wording_elided(actual)
         if not matches(expected, actual):
             failures.append(f"{block.id}: {fragment}\n{diff(expected, actual)}")
     assert not failures, "\n\n".join(["§18 diagnostics disagree with the compiler:", *failures])

@@ -8,11 +8,17 @@ StopruleError
  │    └── NoRuleMatched   a valid fact no rule decides (a gap in the pack: policy.no_rule)
  ├── AnalysisLimit        a pack beyond what audit/diff can represent exactly
  └── LedgerError          (stoprule.ledger) a ledger or retry token problem
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 from stoprule._util.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "MAX_DIAGNOSTICS",
@@ -24,6 +30,8 @@ __all__ = [
     "NoRuleMatched",
     "PolicyError",
     "StopruleError",
+    "closest",
+    "unknown_hint",
 ]
 
 MAX_DIAGNOSTICS = 50
@@ -40,6 +48,28 @@ def one_line(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The known name ``name`` most likely misspells (case-insensitive), or None."""
+    import difflib
+
+    names = {k.lower(): k for k in known if isinstance(k, str)}
+    best = difflib.get_close_matches(str(name).lower(), list(names), n=1, cutoff=cutoff)
+    return names[best[0]] if best else None
+
+
+def unknown_hint(name: str, known: Iterable[str], *, listed: int = 16) -> str:
+    """What follows ``unknown X 'name'``: `` (did you mean 'y'?)`` when one known name is close,
+    else the known names (the first ``listed`` of them), or `` (none declared)``."""
+    names = sorted(known)
+    best = closest(name, names)
+    if best is not None:
+        return f" (did you mean {best!r}?)"
+    if not names:
+        return " (none declared)"
+    more = f", and {len(names) - listed} more" if len(names) > listed else ""
+    return f" (known: {', '.join(names[:listed])}{more})"
 
 
 @record

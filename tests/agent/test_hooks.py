@@ -32,7 +32,9 @@ DECISIONS = [
 
 
 def _schemas(kind: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(CODEX_SCHEMAS.glob(f"*stop.command.{kind}.schema.json"))]
+    found = sorted(CODEX_SCHEMAS.glob(f"*stop.command.{kind}.schema.json"))
+    assert len(found) == 2, f"the Stop and SubagentStop {kind} schemas are vendored in {CODEX_SCHEMAS}"
+    return [json.loads(p.read_text()) for p in found]
 
 
 @pytest.mark.parametrize("decision", DECISIONS, ids=range(len(DECISIONS)))

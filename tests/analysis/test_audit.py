@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_vs_interpreter import random_fact
 
+from factgen import random_fact
+from packgen import random_pack, random_small_fact
 from stoprule import Evaluator, NoRuleMatched, PolicyError, load_policy
 from stoprule.analysis import audit_pack
 from stoprule.analysis.explore import Progress
@@ -403,84 +404,6 @@ def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None
     }
     proc = run_cli("audit", "--policy", str(default_pack), "--corpus", str(tmp_path / "missing.ndjson"))
     assert proc.returncode == 2
-
-
-# ---------------------------------------------------------------- random packs
-
-RANDOM_SCHEMA = """
-schema:
-  fields:
-    s: {type: string, nullable: true}
-    t: {type: string}
-    e: {type: enum, values: [a, b, c]}
-    b: {type: bool, default: false}
-    n: {type: int}
-    m: {type: int, default: 5}
-    x: {type: number, nullable: true}
-    flag: {type: bool, default: false}
-    note: {type: string, nullable: true, required_if: flag}
-    o: {type: object, nullable: true, fields: {k: {type: string}, f: {type: bool, default: false}}}
-    l:
-      type: list
-      default: []
-      items: {type: object, fields: {k: {type: string, required: true}, v: {type: int, nullable: true}}}
-    tags: {type: list, items: {type: string}}
-verdicts:
-  pass: {ok: true, stop: allow}
-"""
-RANDOM_ATOMS = [
-    "{s: lit1}", "{s: {in: [lit1, lit2]}}", '{s: {glob: "a*"}}', "{s: {eq: {field: t}}}", "{s: {ne: {field: t}}}",
-    "{s: {exists: true}}", "{s: {null: true}}", "{t: lit2}", '{t: {glob: "*z"}}', "{e: {in: [a, b]}}", "{e: c}",
-    "{b: true}", "{n: {gte: 3}}", "{n: {lt: {field: m, offset: -1}}}", "{x: {gt: 0.5}}",
-    "{x: {lte: {field: n, offset: 1}}}", "{o: {exists: true}}", "{o.k: lit1}", "{o.f: true}", '{"l[].k": lit1}',
-    "{every: l, where: {v: {gte: 2}}}", '{"tags[]": {glob: "t*"}}', "{tags: {empty: false}}",
-    "{tags: {absent: true}}", '{note: {glob: "*x*"}}', "{flag: true}", "{m: {eq: {field: n}}}",
-    '{"l[].v": {null: true}}',
-]  # fmt: skip
-
-
-def random_cond(rng: random.Random, depth: int = 0) -> str:
-    r = rng.random()
-    if depth >= 2 or r < 0.45:
-        return rng.choice(RANDOM_ATOMS)
-    if r < 0.9:
-        parts = ", ".join(random_cond(rng, depth + 1) for _ in range(rng.randint(2, 3)))
-        return ("{all: [" if r < 0.7 else "{any: [") + parts + "]}"
-    return "{not: " + random_cond(rng, depth + 1) + "}"
-
-
-def random_pack(rng: random.Random) -> str:
-    rules = [
-        f"  - {{id: r{i}, priority: {rng.randint(1, 3)}, when: {random_cond(rng)}, verdict: pass, "
-        f"reason: x{rng.randint(0, 3)}, message: m}}"
-        for i in range(rng.randint(3, 7))
-    ]
-    if rng.random() < 0.3:
-        rules.append("  - {id: z, priority: 0, when: true, verdict: pass, reason: z, message: m}")
-    return RANDOM_SCHEMA + "rules:\n" + "\n".join(rules) + "\n"
-
-
-def random_small_fact(rng: random.Random) -> dict[str, Any]:
-    f: dict[str, Any] = {}
-    strs = ["lit1", "lit2", "abc", "a", "zz", "tz", "", "q"]
-    pools = {
-        "s": [*strs, None], "t": strs, "e": ["a", "b", "c"], "b": [True, False],
-        "n": list(range(-1, 8)), "m": list(range(8)), "x": [None, 0, 0.5, 0.75, 1, 2.5, 5],
-    }  # fmt: skip
-    for key, pool in pools.items():
-        if rng.random() < 0.7:
-            f[key] = rng.choice(pool)
-    if rng.random() < 0.3:
-        f["flag"], f["note"] = True, rng.choice(["x", "axb"])
-    elif rng.random() < 0.5:
-        f["note"] = rng.choice(["x", None, "", "zxz"])
-    if rng.random() < 0.6:
-        f["o"] = None if rng.random() < 0.2 else {"k": rng.choice(["lit1", "q"]), "f": rng.random() < 0.5}
-    if rng.random() < 0.6:
-        f["l"] = [{"k": rng.choice(["lit1", "q"]), "v": rng.choice([None, 1, 2, 3])} for _ in range(rng.randint(0, 3))]
-    if rng.random() < 0.6:
-        f["tags"] = [rng.choice(["t1", "x", "t", ""]) for _ in range(rng.randint(0, 3))]
-    return f
 
 
 def test_random_packs(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import random_cond, random_pack, random_small_fact
 
+from packgen import random_cond, random_pack, random_small_fact
 from stoprule import Evaluator, NoRuleMatched, PolicyError, load_policy
 from stoprule.analysis import diff_packs
 from stoprule.analysis.queries import outcome_of
@@ -201,7 +201,7 @@ def test_cli_bad_input_exit_2(run_cli: RunCli, old: Path, new: Path, tmp_path: P
 def test_random_pack_pairs(tmp_path: Path) -> None:
     """A random pack and a one-rule mutation of it: every random fact whose verdict or reason differs
     falls in a reported group, and every example differs as claimed (reference semantics; see
-    test_audit.test_random_packs for why not the engine)."""
+    tests/analysis/test_audit.py's test_random_packs for why not the engine)."""
     checked = 0
     for seed in range(150):
         rng = random.Random(seed)

@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 import pytest
-from test_engine_vs_interpreter import random_fact
 
+from factgen import random_fact
 from stoprule.analysis.explain import explain, render_pretty
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator

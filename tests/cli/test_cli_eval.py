@@ -1,4 +1,4 @@
-"""`stoprule eval` through real subprocesses: exit codes, envelopes, bad input, NDJSON, pack selection."""
+"""`stoprule eval` in process (``run_cli``): exit codes, envelopes, bad input, NDJSON, pack selection."""
 
 from __future__ import annotations
 
@@ -414,6 +414,7 @@ def test_missing_pack_given_to_eval(run_cli, tmp_path: Path) -> None:
 
 
 def test_shell_if_uses_exit_codes(tmp_path: Path) -> None:
+    # a subprocess: the console script's exit status as a shell's `if` sees it
     bindir = Path(sys.executable).parent
     exe = shutil.which("stoprule", path=str(bindir))
     if exe is None:
@@ -445,6 +446,7 @@ COLD_EVAL = (
 @pytest.mark.parametrize("fmt", ["json", "pretty"])
 def test_cold_eval_imports_nothing_heavy(tmp_path: Path, fmt: str) -> None:
     """A cache hit loads neither the compiler's libraries nor typing/dataclasses/sqlite3 (cold start)."""
+    # a subprocess: a fresh interpreter's sys.modules is what the cold start pays for
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("STOPRULE_POLICY", None)
     for _ in range(2):  # the first run fills the compiled-pack cache

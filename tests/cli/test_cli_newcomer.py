@@ -1,6 +1,6 @@
 """A newcomer's path through the CLI (issue 11): help, version, the pack copy, several
 inputs, stdin for explain, content-keyed cache, warnings, --strict and NDJSON line
-accounting. Every case runs the real CLI in a subprocess."""
+accounting. Every case runs the CLI in process (``run_cli``)."""
 
 from __future__ import annotations
 

@@ -91,6 +91,7 @@ def test_any_stdin_long(argv: list[str], data: bytes) -> None:
 
 @pytest.mark.parametrize("data", [b"\xff\n" + FACT, b'{"status": [] }', b"{" * 5000, FACT + b"\n\xc3(\n" + FACT])
 def test_real_subprocess_never_prints_a_traceback(tmp_path: Path, data: bytes) -> None:
+    # a subprocess: the process's own stdin/stdout bytes and their encoding, not Python streams
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "stoprule", "eval", "-"], input=data, capture_output=True, env=env,
                           cwd=tmp_path, timeout=60)  # fmt: skip

@@ -12,95 +12,11 @@ from typing import Any
 
 import pytest
 
+from factgen import random_fact
+from samplepacks import same_projection
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.interpret import evaluate
-
-TYPES = ["timeout", "mcp_transient", "mathematically_false", "strategy_failed", "weird", "phase_incomplete"]
-CLOSURES = ["completed", "waiting_user", "blocked", "pending_verification", None]
-ACTIONS = ["message_subagent", "deploy_production", "force_push", "rotate_secrets", None]
-
-
-def _maybe(rng: random.Random, value: Any, p: float = 0.5) -> Any:
-    return value if rng.random() < p else None
-
-
-def random_fact(rng: random.Random) -> dict[str, Any]:
-    f: dict[str, Any] = {}
-    put = f.__setitem__
-    if rng.random() < 0.7:
-        put("status", rng.choice(["implemented", "partial", "failed", "blocked"]))
-    if rng.random() < 0.15:
-        put("requires_user_review", True)
-        put("review_reason", "why")
-    if rng.random() < 0.5:
-        put("errors", [{"type": rng.choice(TYPES)} for _ in range(rng.randint(0, 3))])
-    if rng.random() < 0.5:
-        mt = rng.randint(3, 8)
-        put("max_turns", mt)
-        put("turn", mt + rng.randint(-4, 1))
-    elif rng.random() < 0.2:
-        put("turn", rng.randint(0, 5))
-    if rng.random() < 0.3:
-        report: dict[str, Any] = {}
-        if rng.random() < 0.8:
-            report["blocking_issues"] = [
-                {
-                    k: v
-                    for k, v in {
-                        "issue": _maybe(rng, "i", 0.9),
-                        "category": rng.choice(["external_dependency", "architectural", "bogus", None]),
-                        "details": _maybe(rng, "d", 0.9),
-                    }.items()
-                    if v is not None or rng.random() < 0.3
-                }
-                for _ in range(rng.randint(0, 2))
-            ]
-        if rng.random() < 0.8:
-            report["attempts_made"] = [
-                {"turn": 1, "action": "a", "result": _maybe(rng, "r", 0.8)} for _ in range(rng.randint(0, 2))
-            ]
-        if rng.random() < 0.8:
-            report["suggested_alternatives"] = ["s"] * rng.randint(0, 2)
-        if rng.random() < 0.8:
-            report["human_action_required"] = rng.choice(["do x", "", None])
-        put("blocked_report", report if rng.random() < 0.9 else None)
-    if rng.random() < 0.6:
-        put("taskState", rng.choice(["complete", "complete", "in_progress"]))
-        put("planId", rng.choice(["p1", "p2"]))
-        put("nextTaskId", rng.choice(["t9", "t10", None]))
-        for k in ("nextTaskKnown", "sameApprovedPlan", "taskBoundaryStop"):
-            put(k, rng.random() < 0.8)
-        put("highRiskStop", rng.random() < 0.15)
-        put("replyClosureState", rng.choice(CLOSURES))
-        if rng.random() < 0.6:
-            put("nextDerivedAction", {"type": rng.choice(ACTIONS)} if rng.random() < 0.9 else None)
-        if rng.random() < 0.3:
-            put("derivedAction", {"type": "x"})
-        if rng.random() < 0.6:
-            put(
-                "dispatchReceipt",
-                {
-                    k: v
-                    for k, v in {
-                        "planId": rng.choice(["p1", "p2", None]),
-                        "taskId": rng.choice(["t9", "t10", None]),
-                        "boundAt": rng.choice(["2026-01-01", None]),
-                    }.items()
-                    if v is not None or rng.random() < 0.5
-                }
-                if rng.random() < 0.9
-                else None,
-            )
-    if rng.random() < 0.2:
-        put("uncommittedWork", True)
-    if rng.random() < 0.2:
-        put("availableTasks", ["a"] * rng.randint(0, 2))
-    if rng.random() < 0.3:  # blockers logged with the blocker tool (rows 14 and 15)
-        n = rng.randint(0, 2)
-        put("openBlockers", [{"question": "q", "blocksProgress": rng.random() < 0.5} for _ in range(n)])
-        put("openBlockerCount", n)
-    return f
 
 
 @pytest.fixture(scope="module")
@@ -279,8 +195,6 @@ def test_set_membership_under_quantifiers_agrees_with_reference(tmp_path: Path) 
 def test_projection_is_the_reference_projection(compiled_ctx) -> None:  # noqa: ANN001
     """The generated projector sends the engine the very text a plain reading of the pack's
     slots gives (the engine matches strings byte for byte)."""
-    from test_fused_projection import same_projection
-
     ev = Evaluator(compiled_ctx.compiled)
     rng = random.Random(5)
     for _ in range(3000):

@@ -13,6 +13,7 @@ from pathlib import Path
 import durable_rules_engine as dre
 import pytest
 
+from samplepacks import same_projection
 from stoprule import load_policy
 from stoprule.analysis.strings import string_classes
 from stoprule.diagnostics import Diagnostic, PolicyError
@@ -236,8 +237,6 @@ def test_pack_reading_260_fields_evaluates(tmp_path: Path) -> None:
     v = ev.evaluate({f"f{i}": 1 for i in range(260)})
     assert len(v.matched) == 261
     assert [m.rule for m in ev.evaluate({"f7": 1, "f250": 3}).matched] == ["p.r7", "p.r250", "p.z"]
-    from test_fused_projection import same_projection
-
     for fact in ({}, {"f7": 1, "f250": 3}, {f"f{i}": i for i in range(0, 260, 3)}):
         same_projection(ev, ev.validate(fact))  # each ruleset is sent its keys of the projection
     parts = ev.projection({"f7": 1, "f250": 3})

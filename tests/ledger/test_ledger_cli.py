@@ -1,4 +1,5 @@
-"""`stoprule eval --run`, `stoprule log` and `stoprule keys` through real subprocesses."""
+"""`stoprule eval --run`, `stoprule log` and `stoprule keys` in process (``run_cli``); a fresh
+interpreter where its imports are the point, a process without write privileges for read-only files."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ MODULES_AFTER = (
 
 
 def modules_after(tmp_path: Path, *argv: str) -> set[str]:
-    """The modules a real ``stoprule ARGV`` process has imported when it finishes."""
+    """The modules a real ``stoprule ARGV`` process has imported when it finishes (a subprocess:
+    a fresh interpreter's sys.modules is what the cold start pays for)."""
     proc = subprocess.run(
         [sys.executable, "-c", MODULES_AFTER, *argv],
         input=json.dumps(OK), capture_output=True, text=True, cwd=tmp_path,
@@ -413,7 +415,7 @@ def test_read_only_ledger(ev, db: Path, tmp_path: Path, writable_dir: bool) -> N
     env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
     env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
 
-    def run(*argv: str) -> subprocess.CompletedProcess:
+    def run(*argv: str) -> subprocess.CompletedProcess:  # a subprocess: privileges are per process
         cmd = [*_drop_write_privilege(), sys.executable, "-m", "stoprule", *argv, "--ledger", str(path)]
         proc = subprocess.run(cmd, input=json.dumps(OK), capture_output=True, text=True, env=env, cwd=tmp_path)
         no_traceback(proc)

@@ -1,4 +1,4 @@
-"""Regressions from issue 11 (the ledger part): file modes, read-only commands where there is
+"""Ledger regressions: file modes, read-only commands where there is
 no ledger, line separators and lone surrogates in exported facts, error mapping, the signed
 ledger head across key rotation, and upgrading schema-1 ledgers."""
 
@@ -10,11 +10,11 @@ import os
 import sqlite3
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from clirunner import invoke
 from ledger_facts import CONTINUITY, OK, REVIEW
 from stoprule.ledger import Ledger, LedgerError, Recorder, keys, verify
 from stoprule.ledger.store import sqlite_error
@@ -53,9 +53,11 @@ def test_ledger_and_its_side_files_are_owner_only_under_umask_022(tmp_path: Path
 def test_cli_creates_the_default_ledger_owner_only_under_umask_022(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("STOPRULE_POLICY", "STOPRULE_LEDGER")}
     env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
-    proc = subprocess.run([sys.executable, "-m", "stoprule", "eval", "--run", "r", "-"], input=json.dumps(OK),
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
-                          preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    old = os.umask(0o022)
+    try:
+        proc = invoke(["eval", "--run", "r", "-"], input=json.dumps(OK), cwd=tmp_path, env=env)
+    finally:
+        os.umask(old)
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / ".stoprule").iterdir())
     assert files and {p.name: mode(p) for p in files} == {p.name: 0o600 for p in files}, [

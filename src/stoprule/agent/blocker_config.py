@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from stoprule.agent.settings import DEFAULT_BLOCKERS
+from stoprule.agent.defaults import DEFAULT_BLOCKERS
 
 __all__ = ["BlockerSettings"]
 
@@ -16,7 +16,7 @@ class BlockerSettings(BaseModel):
     never dirty the agent's work tree) is relative to the project (the directory holding ``.stoprule/``); an
     absolute path, a ``..`` step, or a symlink that leads out of the project is an error.
     ``soft_categories`` adds soft categories to the pack's ``blocker_categories.soft``
-    (seed 003's ``softBlockerCategories``: naming, formatting, ...): the categories the
+    (choices an agent may make itself, such as naming or formatting): the categories the
     ``blocker`` tool accepts are the pack's blocker categories plus these.
     """
 

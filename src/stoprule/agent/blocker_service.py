@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.blocker_facts import DEFAULT_SESSION, bind_task, blockers_facts
 from stoprule.agent.blocker_store import Blocker, BlockerStore, StoreWriteError
@@ -23,11 +24,8 @@ from stoprule.agent.redact import redact, redact_obj
 from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
+from stoprule.engine.evaluator import Evaluator
 from stoprule.project import STATE_DIR, project_root
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.evaluator import Evaluator
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
@@ -40,8 +38,17 @@ class Reply:
 
 
 def session_id(explicit: str | None = None) -> str:
-    """The session: ``explicit``, else ``$STOPRULE_SESSION``, else ``default``."""
-    return explicit or os.environ.get("STOPRULE_SESSION") or DEFAULT_SESSION
+    """The session: ``explicit``, else ``$STOPRULE_SESSION``, else ``default`` (normalised and
+    redacted: it is written into the record, ``blockers.md`` and the ledger)."""
+    raw = explicit or os.environ.get("STOPRULE_SESSION") or DEFAULT_SESSION
+    return redact(" ".join(clean(str(raw)).split())[:200]) or DEFAULT_SESSION
+
+
+def _inbound(args: dict[str, Any]) -> dict[str, Any]:
+    """A caller's arguments as they may be stored: every string normalised (no NUL, control
+    character or lone surrogate) and redacted."""
+    out: dict[str, Any] = redact_obj(clean_obj(args))
+    return out
 
 
 def open_service(
@@ -74,6 +81,8 @@ class BlockerService:
         self._evaluator: Evaluator | None = None
         self.pending: list[dict[str, Any]] = []  # blockers kept in the session state after a failed write
         self.recorder = recorder
+        # (service, "blocker" | "report", item) -> None: copies them to a team server (set by the CLI)
+        self.mirror: Callable[[BlockerService, str, dict[str, Any]], None] | None = None
 
     def session_of(self, explicit: str | None = None) -> str:
         """The session a call belongs to: ``explicit``, else ``$STOPRULE_SESSION``, else the session
@@ -106,9 +115,9 @@ class BlockerService:
     # ------------------------------------------------------------ blocker
 
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 003's ``blocker`` tool."""
+        """The ``blocker`` tool: log a blocker of the session."""
         session = self.session_of(session)
-        args = redact_obj(args)
+        args = _inbound(args)
         problem = self._check_blocker(args)
         if problem:
             return Reply(False, problem, {"error": problem})
@@ -159,6 +168,8 @@ class BlockerService:
             if result.render_error:
                 text += f" (The record holds it; {where} will be rewritten on the next change: {result.render_error}.)"
             self._record_ledger(session)
+            if self.mirror is not None:
+                self.mirror(self, "blocker", b.to_dict())
         if retried:
             text += f" {retried} earlier pending blocker(s) were written too."
         data = {"status": result.status, "id": b.id, "file": where, "blocker": b.to_dict(),
@@ -187,6 +198,9 @@ class BlockerService:
         if cat in soft and not (args.get("chosenOption") or "").strip():
             return (f"category {cat!r} is soft: research the options, pick one, and pass chosenOption (with options "
                     "and chosenReasoning); then continue with your choice.")
+        if opts and args.get("chosenOption") is not None and args["chosenOption"] not in opts:
+            return (f"chosenOption {args['chosenOption']!r} is not one of the options ({', '.join(map(repr, opts))}): "
+                    "pass the option you chose, exactly as listed.")
         return None
 
     def _flush_pending(self) -> int:
@@ -263,7 +277,7 @@ class BlockerService:
     def report_status(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Declare the session's status, errors, turn/max_turns, closure state (the `state` provider)."""
         session = self.session_of(session)
-        args = redact_obj({k: v for k, v in args.items() if v is not None})
+        args = _inbound({k: v for k, v in args.items() if v is not None})
         unknown = sorted(set(args) - set(FIELDS))
         if unknown:
             return Reply(False, f"unknown field(s): {', '.join(unknown)}", {"error": "unknown fields"})
@@ -284,9 +298,9 @@ class BlockerService:
     # ------------------------------------------------------------ blocked_report
 
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 001's blocked report: judged by the pack; a valid one saved per task."""
+        """The blocked report: judged by the pack; a valid one saved per task."""
         session = self.session_of(session)
-        args = redact_obj(args)
+        args = _inbound(args)
         state = read_session_facts(self.project_dir, session)
         task = args.get("task_id") or state.get(FIELDS["task_id"])
         if not task:
@@ -312,6 +326,8 @@ class BlockerService:
             return Reply(False, f"could not save the report: {exc.strerror or exc}; retry.", {"error": str(exc)})
         rel = os.path.relpath(path, self.project_dir)
         self._record_ledger(session, {FIELDS["blocked_report"]: report})
+        if self.mirror is not None:
+            self.mirror(self, "report", {**meta, "report": report})
         return Reply(True, f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
                      f"`stoprule report show {task}`.", {"task_id": task, "file": rel})  # fmt: skip
 

@@ -9,29 +9,36 @@
 - Dedupe: an ``add`` whose hash (category, question, context) was logged within the
   cooldown is acknowledged with the earlier id and not written again.
 - Per-run limit: a session (run) may log at most ``max_per_run`` blockers.
-- Rotation: when the record reaches ``rotate_entries`` lines or ``rotate_bytes``, it and
-  ``blockers.md`` are renamed with a UTC time stamp (kept, never deleted) and a new
-  record starts with the blockers still open, so nothing open is forgotten.
+- Rotation: when the record reaches ``rotate_entries`` lines or ``rotate_bytes`` and at
+  least half of it is history (resolved or soft blockers), it and ``blockers.md`` are
+  renamed with a UTC time stamp and a new record starts with the blockers still open, so
+  nothing open is forgotten. Only the newest :data:`MAX_ROTATED` rotated pairs are kept,
+  so the files and bytes stay bounded whatever the number of open blockers.
+- Reading is tolerant: a damaged line or entry is skipped (counted in ``notes``), every
+  stored string is normalised (:func:`stoprule._util.text.clean`), so nothing in the
+  record can make the stop check fail.
 - Path confinement: ``blockers.md`` must resolve inside the project (no ``..``, no
   symlink out); otherwise :class:`~stoprule.diagnostics.ConfigError`.
 
-Everything that reaches this module is already redacted (:mod:`.service` does it).
+Everything that reaches this module is already redacted (:mod:`.service` does it); the
+markdown escapes HTML, so a question cannot inject markup into ``blockers.md``.
 """
 
 from __future__ import annotations
 
-import fcntl
+import html
 import json
 import os
 import secrets
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.files import atomic_write, locked, read_bounded
+from stoprule._util.text import clean
 from stoprule.diagnostics import ConfigError, Diagnostic
 
 TYPE_CHECKING = False
@@ -41,6 +48,8 @@ if TYPE_CHECKING:  # pydantic: never on the hook's path
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 
 RECORD = "blockers.jsonl"
+MAX_ROTATED = 10  # rotated record/markdown pairs kept
+MAX_RECORD_BYTES = 256 << 20  # a record larger than this is not read (rotation keeps it far smaller)
 
 
 class StoreWriteError(Exception):
@@ -122,12 +131,13 @@ def _now() -> tuple[str, float]:
 
 
 def _one_line(text: str) -> str:
-    """Markdown-safe single line: user text cannot start a new checklist item or heading."""
-    return " ".join(text.split())
+    """Markdown-safe single line: user text cannot start a new checklist item or heading, nor
+    carry HTML (escaped) into the rendered file."""
+    return html.escape(" ".join(text.split()), quote=False)
 
 
 def render_markdown(blockers: list[Blocker]) -> str:
-    """``blockers.md`` in seed 003's checklist format, one section per session."""
+    """``blockers.md`` as a checklist, one section per session."""
     out = ["# Blockers", "", "<!-- Rendered by stoprule from .stoprule/blockers/blockers.jsonl; edits here are"
            " overwritten. Resolve with `stoprule blockers resolve ID`. -->", ""]  # fmt: skip
     sessions: dict[str, list[Blocker]] = {}
@@ -168,31 +178,54 @@ def render_markdown(blockers: list[Blocker]) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _parse(lines: Iterator[str]) -> list[Blocker]:
+def _text(value: Any) -> str:
+    return clean(value if isinstance(value, str) else "" if value is None else str(value))
+
+
+def _opt_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _parse(lines: Iterable[str], notes: dict[str, int] | None = None) -> list[Blocker]:
+    """The blockers of a record; a damaged line or entry is skipped (counted in ``notes``)."""
     found: dict[str, Blocker] = {}
+
+    def skip(why: str) -> None:
+        if notes is not None:
+            notes[why] = notes.get(why, 0) + 1
+
     for line in lines:
+        if not line.strip():
+            continue
         try:
             rec = json.loads(line)
-        except ValueError:
-            continue  # a line another tool damaged: skipped, never fatal
+        except (ValueError, RecursionError):
+            skip("not JSON")  # a line another tool damaged: skipped, never fatal
+            continue
         if not isinstance(rec, dict):
+            skip("not a JSON object")
             continue
         if rec.get("op") == "add" and isinstance(rec.get("id"), str):
             try:
-                found[rec["id"]] = Blocker(
-                    id=rec["id"], session=str(rec.get("session", "")), at=str(rec.get("at", "")),
-                    ts=float(rec.get("ts", 0)), hash=str(rec.get("hash", "")), category=str(rec.get("category", "")),
-                    soft=bool(rec.get("soft")), question=str(rec.get("question", "")),
-                    context=str(rec.get("context", "")), blocksProgress=bool(rec.get("blocksProgress")),
-                    options=[str(o) for o in rec.get("options") or []], chosenOption=rec.get("chosenOption"),
-                    chosenReasoning=rec.get("chosenReasoning"),
+                options = rec.get("options") or []
+                found[clean(rec["id"])] = Blocker(
+                    id=clean(rec["id"]), session=_text(rec.get("session")), at=_text(rec.get("at")),
+                    ts=float(rec.get("ts") or 0), hash=_text(rec.get("hash")), category=_text(rec.get("category")),
+                    soft=rec.get("soft") is True, question=_text(rec.get("question")),
+                    context=_text(rec.get("context")), blocksProgress=rec.get("blocksProgress") is True,
+                    options=[_text(o) for o in options] if isinstance(options, list) else [],
+                    chosenOption=_opt_text(rec.get("chosenOption")),
+                    chosenReasoning=_opt_text(rec.get("chosenReasoning")),
                 )  # fmt: skip
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
+                skip("a malformed entry")
                 continue
-        elif rec.get("op") == "resolve" and rec.get("id") in found:
-            b = found[rec["id"]]
-            b.resolved_at = str(rec.get("at", ""))
-            b.resolution = rec.get("note")
+        elif rec.get("op") == "resolve" and isinstance(rec.get("id"), str) and clean(rec["id"]) in found:
+            b = found[clean(rec["id"])]
+            b.resolved_at = _text(rec.get("at"))
+            b.resolution = _opt_text(rec.get("note"))
+        else:
+            skip("an unknown entry")
     return list(found.values())
 
 
@@ -207,6 +240,7 @@ class BlockerStore:
         self.lock_path = os.path.join(self.dir, ".lock")
         self.switch_path = os.path.join(self.dir, "switch.json")
         self.markdown_path = self._confine(settings.file, config_file)
+        self.notes: dict[str, int] = {}  # why -> count of record lines skipped by the last read
 
     # ------------------------------------------------------------ paths and switch
 
@@ -224,8 +258,7 @@ class BlockerStore:
     def enabled(self) -> bool:
         """The switch (``stoprule blockers on|off``) if set, else the config's ``enabled``."""
         try:
-            with open(self.switch_path, encoding="utf-8") as fh:
-                value = json.load(fh).get("enabled")
+            value = json.loads(read_bounded(self.switch_path, 4096)).get("enabled")
             if isinstance(value, bool):
                 return value
         except (OSError, ValueError, AttributeError):
@@ -239,27 +272,29 @@ class BlockerStore:
     # ------------------------------------------------------------ reading
 
     def blockers(self) -> list[Blocker]:
-        """Every blocker of the current record, in order (a missing record: none)."""
+        """Every blocker of the current record, in order (a missing or unreadable record: none,
+        noted in ``notes``); damaged lines are skipped and counted in ``notes``."""
+        self.notes = {}
         try:
-            with open(self.record_path, encoding="utf-8") as fh:
-                return _parse(iter(fh))
+            data = read_bounded(self.record_path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            self.notes[f"the record cannot be read ({exc.strerror or exc})"] = 1
+            return []
+        return _parse(data.decode("utf-8", "replace").splitlines(), self.notes)
 
     # ------------------------------------------------------------ writing
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            os.makedirs(self.dir, exist_ok=True)
-            lock = open(self.lock_path, "a")  # noqa: SIM115 - held for the with-block
+            with locked(self.lock_path):
+                yield
         except OSError as exc:
-            raise StoreWriteError(f"cannot open {self.lock_path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
-        finally:
-            lock.close()
+            if isinstance(exc, StoreWriteError):
+                raise
+            raise StoreWriteError(f"cannot lock {self.lock_path}: {exc.strerror or exc}") from None
 
     def _append(self, records: list[dict[str, Any]]) -> None:
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
@@ -282,21 +317,9 @@ class BlockerStore:
             os.close(fd)
 
     def _atomic_write(self, path: str, text: str) -> None:
-        folder = os.path.dirname(path)
         try:
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+            atomic_write(path, text)
         except OSError as exc:
-            raise StoreWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            with suppress(OSError):
-                os.unlink(tmp)
             raise StoreWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def _render(self, blockers: list[Blocker]) -> None:
@@ -311,10 +334,12 @@ class BlockerStore:
             return blockers
         except OSError as exc:
             raise StoreWriteError(f"cannot read {self.record_path}: {exc.strerror or exc}") from None
+        keep = [b for b in blockers if b.open]
         if lines < self.settings.rotate_entries and st.st_size < self.settings.rotate_bytes:
             return blockers
+        if lines <= 2 * len(keep):
+            return blockers  # mostly open blockers: rotating would only copy them (a rotation storm)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        keep = [b for b in blockers if b.open]
         try:
             os.rename(self.record_path, os.path.join(self.dir, f"blockers-{stamp}.jsonl"))
             if os.path.exists(self.markdown_path):
@@ -322,9 +347,22 @@ class BlockerStore:
                 os.rename(self.markdown_path, f"{stem}-{stamp}{ext or '.md'}")
         except OSError as exc:
             raise StoreWriteError(f"cannot rotate {self.record_path}: {exc.strerror or exc}") from None
+        self._prune_rotated()
         if keep:
             self._append([b.record() for b in keep])  # still open: carried into the new record
         return keep
+
+    def _prune_rotated(self) -> None:
+        """Keep the newest :data:`MAX_ROTATED` rotated records and markdown files."""
+        stem, ext = os.path.splitext(self.markdown_path)
+        md_dir, md_name = os.path.split(stem)
+        groups = ((self.dir, "blockers-", ".jsonl"), (md_dir, md_name + "-", ext or ".md"))
+        for folder, prefix, suffix in groups:
+            with suppress(OSError):
+                names = sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(suffix)
+                               and n[len(prefix) : len(prefix) + 8].isdigit())  # fmt: skip
+                for n in names[:-MAX_ROTATED]:
+                    os.unlink(os.path.join(folder, n))
 
     def add(
         self,
@@ -346,7 +384,7 @@ class BlockerStore:
             at, ts = _now()
             cooldown = self.settings.cooldown_seconds
             for b in reversed(blockers):
-                if b.hash == h and ts - b.ts < cooldown:
+                if b.hash == h and 0 <= ts - b.ts < cooldown:
                     return AddResult("duplicate", b, sum(1 for x in blockers if x.session == session))
             count = sum(1 for b in blockers if b.session == session)
             if count >= self.settings.max_per_run:

@@ -11,11 +11,14 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import Strict, ValidationError
 
+from stoprule._util.redact import redact
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
 from stoprule.version import __version__
 
@@ -92,9 +95,32 @@ def _answer(reply: Reply) -> str:
     return reply.text
 
 
+StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the agent's to fix
+
+
+class _Server(MCPServer):
+    """The SDK's server, but an argument error names fields and problems, never echoes the
+    rejected values (they may hold secrets), and every tool error text is redacted."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                    for err in cause.errors(include_input=False, include_url=False)
+                )
+                raise ToolError(redact(f"Error executing tool {name}: invalid arguments: {problems}")) from None
+            raise ToolError(redact(str(exc))) from None
+
+
 def build_server(service: BlockerService) -> MCPServer:
     hard, soft = service.categories()
-    server: MCPServer = MCPServer(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
+    server: MCPServer = _Server(name="stoprule", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(
         name="blocker",
@@ -109,7 +135,7 @@ def build_server(service: BlockerService) -> MCPServer:
         category: str,
         question: str,
         context: str,
-        blocksProgress: bool,  # noqa: N803 - seed 003's field names
+        blocksProgress: StrictBool,  # noqa: N803 - the blocker tool's field names
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803
@@ -175,7 +201,7 @@ def build_server(service: BlockerService) -> MCPServer:
         return _answer(service.file_report(session, args))
 
     @server.tool(name="blockers_list", description="Open and resolved blockers of this session (or of all sessions).")
-    def blockers_list(session: str | None = None, all_sessions: bool = False) -> str:
+    def blockers_list(session: str | None = None, all_sessions: StrictBool = False) -> str:
         return _answer(service.list_blockers(session, every=all_sessions))
 
     for name, descriptions in DESCRIPTIONS.items():
@@ -185,7 +211,18 @@ def build_server(service: BlockerService) -> MCPServer:
     return server
 
 
-def serve(project: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes it."""
+def serve(
+    project: str | None = None,
+    policy: str | None = None,
+    recorder: LedgerRecorder | None = None,
+    server: str | None = None,
+) -> None:
+    """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
+    team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
+    from stoprule.agent.remote import Mirror, project_remote
+
+    remote, name = project_remote(service.project_dir, server, os.environ)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)
     build_server(service).run("stdio")

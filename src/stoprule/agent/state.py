@@ -17,6 +17,8 @@ Every change is a read-modify-write under an exclusive lock (``fcntl.flock`` on 
 writers (several hooks, an MCP server, the CLI) never lose an update or leave a torn file.
 The hook's own session record (loop-guard counter, transcript read position) lives in
 ``state/sessions/<session>.json`` and is changed the same way (:func:`update_session`).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
+
+from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
+from stoprule._util.redact import redact_obj
+from stoprule._util.text import clean_obj
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,54 +79,56 @@ def session_file(project: str, session: str | None) -> str:
     return os.path.join(project, "state", "sessions", _name(session) + ".json")
 
 
-def _read(path: str) -> dict[str, Any]:
+MAX_STATE_BYTES = 4 << 20  # one state file; larger is damage (quarantined)
+MAX_QUARANTINED = 5  # damaged copies kept per state file
+
+
+def _read(path: str, notes: list[str] | None = None) -> dict[str, Any]:
+    """The JSON object in ``path`` ({} when missing). A damaged file (not JSON, not an object,
+    too large, not a regular file) is moved aside as ``<name>.corrupt-<time>`` and read as {}
+    with a note; only when it cannot be moved aside is it a :class:`StateError`."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        raw = read_bounded(path, MAX_STATE_BYTES)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except (NotRegular, FileTooLarge) as exc:
+        return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
+    except OSError as exc:  # unreadable (permissions, a file where a folder should be): not damage
         raise StateError(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
     if not isinstance(data, dict):
-        raise StateError(f"{path} does not hold a JSON object")
+        return _quarantine(path, "not a JSON object", notes)
     return data
 
 
+def _quarantine(path: str, why: str, notes: list[str] | None) -> dict[str, Any]:
+    """Move a damaged state file aside (keeping the newest few) so the next write rebuilds it."""
+    aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    try:
+        os.rename(path, aside)
+    except OSError as exc:
+        raise StateError(f"cannot read {path} ({why}) nor move it aside: {exc}") from None
+    folder, name = os.path.split(path)
+    with suppress(OSError):
+        old = sorted(f for f in os.listdir(folder) if f.startswith(name + ".corrupt-"))
+        for f in old[:-MAX_QUARANTINED]:
+            os.unlink(os.path.join(folder, f))
+    if notes is not None:
+        notes.append(f"state file {path} was damaged ({why[:200]}): moved aside to {aside}, rebuilt")
+    return {}
+
+
 def _write(path: str, data: Mapping[str, Any], sync: bool) -> None:
-    tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data, ensure_ascii=False, sort_keys=True))  # the C encoder (dump's is Python)
-            if sync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextmanager
-def _locked(path: str) -> Iterator[None]:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - Windows: rename is still atomic
-            pass
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    text = json.dumps(redact_obj(clean_obj(dict(data))), ensure_ascii=False, sort_keys=True)
+    atomic_write(path, text, sync=sync)  # the C encoder (dump's is Python)
 
 
 def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]], sync: bool = True) -> dict[str, Any]:
     try:
-        with _locked(path):
+        with locked(path + ".lock"):
             new = fn(_read(path))
             _write(path, new, sync)
             return new
@@ -152,17 +160,20 @@ def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = 
     })  # fmt: skip
 
 
-def read_facts(project: str, session: str | None) -> dict[str, Any]:
-    """The facts declared for ``session``: project-wide ones overlaid with the session's own."""
-    out = _read(facts_file(project, None))
+def read_facts(project: str, session: str | None, notes: list[str] | None = None) -> dict[str, Any]:
+    """The facts declared for ``session``: project-wide ones overlaid with the session's own
+    (a damaged file is moved aside and read as none, with a note in ``notes``)."""
+    out = _read(facts_file(project, None), notes)
     if session is not None:
-        out.update(_read(facts_file(project, session)))
-    return out
+        out.update(_read(facts_file(project, session), notes))
+    cleaned: dict[str, Any] = clean_obj(out)  # a hand-edited NUL or lone surrogate cannot fail the stop check
+    return cleaned
 
 
-def read_session(project: str, session: str | None) -> dict[str, Any]:
-    """The hook's own record for ``session`` (loop guard, transcript position)."""
-    return _read(session_file(project, session))
+def read_session(project: str, session: str | None, notes: list[str] | None = None) -> dict[str, Any]:
+    """The hook's own record for ``session`` (loop guard, transcript position); a damaged
+    record is moved aside and started afresh (noted in ``notes``)."""
+    return _read(session_file(project, session), notes)
 
 
 def update_session(project: str, session: str | None, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:

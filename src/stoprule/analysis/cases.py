@@ -48,7 +48,8 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError
+from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError, closest
+from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator, Verdict
 from stoprule.language.source import SourceFile, parse_yaml
 
@@ -171,9 +172,10 @@ def _is_str_list(v: Any) -> bool:
 class _Reader:
     """Checks one parsed case file, collecting diagnostics instead of raising."""
 
-    def __init__(self, src: SourceFile, diags: list[Diagnostic]) -> None:
+    def __init__(self, src: SourceFile, diags: list[Diagnostic], pack: CompiledPolicy | None = None) -> None:
         self.src = src
         self.diags = diags
+        self.pack = pack
 
     def err(self, path: PathKey, code: str, message: str) -> None:
         self.diags.append(self.src.diag(path, code, message))
@@ -181,8 +183,9 @@ class _Reader:
     def keys(self, data: dict[str, Any], allowed: frozenset[str], path: PathKey, what: str) -> None:
         for k in data:
             if k not in allowed:
-                listed = ", ".join(sorted(allowed))
-                self.err((*path, k), "cases.unknown_key", f"unknown key {k!r} in {what} (allowed: {listed})")
+                best = closest(str(k), allowed)
+                hint = f"did you mean {best!r}?" if best else "allowed: " + ", ".join(sorted(allowed))
+                self.err((*path, k), "cases.unknown_key", f"unknown key {k!r} in {what} ({hint})")
 
     def read(self) -> list[Case]:
         data = self.src.data
@@ -253,6 +256,8 @@ class _Reader:
         if not _is_str_list(without):
             self.err((*path, "without"), "cases.type", "'without' must be a list of field names")
             without = []
+        error = entry.get("expect_error")
+        unknown_expected = isinstance(error, dict) and error.get("code") == "fact.unknown_field"
         out = []
         for fact, fpath in zip(raw, paths, strict=True):
             if fact is None:
@@ -263,8 +268,30 @@ class _Reader:
             merged = {**base, **fact}
             for key in without:
                 merged.pop(key, None)
+            if self.pack is not None and not unknown_expected:
+                self.known_fields(merged, fact, fpath)
             out.append(merged)
+        if self.pack is not None:
+            for j, key in enumerate(without):
+                if self.pack.schema.root.lookup.get(key) is None:
+                    hint = _hint(key, self.pack.schema.root.lookup)
+                    msg = f"{key!r} is not a field of the schema{hint}"
+                    self.err((*path, "without", j), "cases.unknown_field", msg)
         return out
+
+    def known_fields(self, merged: dict[str, Any], fact: dict[str, Any], fpath: PathKey) -> None:
+        """An unknown field in a case's fact is an error: a typo would make the case test nothing."""
+        assert self.pack is not None
+        try:
+            warnings = self.pack.schema.warnings(merged)
+        except Exception:  # noqa: BLE001 - a fact the schema refuses: running the case names the error
+            return
+        for w in warnings:
+            if w["code"] != "fact.unknown_field":
+                continue
+            top = w["field"].split(".")[0].split("[")[0]
+            where: PathKey = (*fpath, top) if top in fact else ("base", top)
+            self.err(where, "cases.unknown_field", f"fact field {w['field']}: {w['message']}")
 
     def expect(self, exp: Any, path: PathKey) -> dict[str, Any] | None:
         if not isinstance(exp, dict) or not exp:
@@ -283,7 +310,30 @@ class _Reader:
                 self.err(kpath, "cases.type", f"'{key}' must be a string or a list of strings")
             elif key in _NULLABLE_EXPECT and not (v is None or isinstance(v, str)):
                 self.err(kpath, "cases.type", f"'{key}' must be a string or null")
+            elif self.pack is not None:
+                self.known_names(key, v, kpath)
         return dict(exp)
+
+    def known_names(self, key: str, value: Any, path: PathKey) -> None:
+        """Verdict kinds, rule ids and stops the pack does not declare are errors, with a did-you-mean."""
+        assert self.pack is not None
+        rules = [r.id for r in self.pack.rules]
+        known = {
+            "verdict": ("verdict kind", list(self.pack.verdicts)),
+            "rule": ("rule", rules),
+            "matched": ("rule", rules),
+            "not_matched": ("rule", rules),
+            "stop": ("stop", ["allow", "block"]),
+            "high_risk_stop": ("high-risk stop", [s.id for s in self.pack.stops]),
+        }.get(key)
+        if known is None or value is None:
+            return
+        what, names = known
+        values = value if isinstance(value, list) else [value]
+        for j, name in enumerate(values):
+            if name not in names:
+                where = (*path, j) if isinstance(value, list) else path
+                self.err(where, "cases.unknown_name", f"{what} {name!r} is not in the pack{_hint(name, names)}")
 
     def expect_error(self, exp: Any, path: PathKey) -> dict[str, Any] | None:
         if not isinstance(exp, dict):
@@ -298,9 +348,17 @@ class _Reader:
         return dict(exp)
 
 
-def load_cases(paths: Iterable[Path]) -> list[Case]:
+def _hint(name: str, known: Iterable[str]) -> str:
+    best = closest(str(name), known)
+    return f" (did you mean {best!r}?)" if best else ""
+
+
+def load_cases(paths: Iterable[Path], pack: CompiledPolicy | None = None) -> list[Case]:
     """Load every case of the given files (a directory means its ``*.yaml``, sorted).
 
+    With ``pack``, the cases are also checked against it: a fact field its schema does not
+    know (unless the case expects ``fact.unknown_field``), and a verdict kind, rule id or
+    stop it does not declare, are errors (``cases.unknown_field``, ``cases.unknown_name``).
     Raises :class:`PolicyError` listing every problem if any file is malformed.
     """
     diags: list[Diagnostic] = []
@@ -316,7 +374,7 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
         src = parse_yaml(name, text, diags)
         if len(diags) > n:
             continue
-        cases.extend(_Reader(src, diags).read())
+        cases.extend(_Reader(src, diags, pack).read())
     if diags:
         raise PolicyError(diags)
     return cases

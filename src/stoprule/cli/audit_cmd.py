@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.corpus import corpus_counts
 from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import compile_policy, select_pack
+from stoprule.facts.batch import chunk_items, parallel_chunks, resolve_jobs, started_map
 from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "audit_command", "run"]
@@ -27,10 +32,6 @@ def audit_command(
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
-    from contextlib import nullcontext
-
-    from stoprule.engine.packs import compile_policy, select_pack
-    from stoprule.facts.batch import parallel_chunks, resolve_jobs, started_map
 
     root = select_pack(policy)
     data = chunks = None
@@ -89,15 +90,10 @@ def audit_command(
 
 
 def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
-    from stoprule.engine.evaluator import Evaluator
-
     return Evaluator(compiled), data
 
 
 def _corpus_chunk(context: tuple[Any, bytes], chunk: Chunk) -> dict[str, Any]:
-    from stoprule.analysis.corpus import corpus_counts
-    from stoprule.facts.batch import chunk_items
-
     ev, data = context
     return corpus_counts(ev, chunk_items(data, chunk))
 

@@ -1,4 +1,4 @@
-"""``stoprule blockers on|off|status|list|export|resolve ID`` (seed 003's ``/blockers`` command).
+"""``stoprule blockers on|off|status|list|export|resolve ID`` (the ``/blockers`` command).
 
 Exit codes: 0 ok, 1 no blocker with that id (resolve), 2 invalid config.
 """
@@ -9,6 +9,11 @@ import argparse
 import json
 import os
 from typing import IO
+
+from stoprule.agent.blocker_service import open_service
+from stoprule.agent.blocker_store import StoreWriteError, render_markdown
+from stoprule.agent.redact import redact
+from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "run"]
 
@@ -25,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("list", help="open and resolved blockers of a session (or --all)")
     sp.add_argument("--session", metavar="ID", help="session (default: $STOPRULE_SESSION, then 'default')")
     sp.add_argument("--all", action="store_true", help="every session")
+    sp.add_argument("--server", metavar="URL", help="the team's open blockers on this server, from every machine")
     sp.add_argument("--format", choices=("text", "json"), default="text")
     sp = sub.add_parser("export", help="every blocker of the current record: NDJSON (json) or blockers.md (md)")
     sp.add_argument("--format", choices=("json", "md"), default="json")
@@ -34,11 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.blocker_service import open_service
-    from stoprule.agent.blocker_store import StoreWriteError, render_markdown
-    from stoprule.agent.redact import redact
-    from stoprule.diagnostics import PolicyError
-
+    if getattr(args, "server", None):
+        return _team_list(args, stdout, stderr)
     try:
         service = open_service()
     except PolicyError as exc:
@@ -99,4 +102,25 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
         return 1
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
+    return 0
+
+
+def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
+    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
+
+    try:
+        remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
+        items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]
+    except RemoteError as exc:
+        stderr.write(f"stoprule: {args.server}: {exc}\n")
+        return 2
+    if args.format == "json":
+        stdout.write(json.dumps({"blockers": items}, ensure_ascii=False) + "\n")
+        return 0
+    lines = [f"Team blockers on {remote.url} ({len(items)}):"]
+    lines += [f"  [{' ' if b.get('status', 'open') == 'open' else 'x'}] {b['project']}@{b['machine']} {b['id']} "
+              f"[{b.get('category')}] {b.get('question')}" + (" (blocks progress)" if b.get("blocksProgress") else "")
+              for b in items]  # fmt: skip
+    stdout.write("\n".join(lines) + "\n")
     return 0

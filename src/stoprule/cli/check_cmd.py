@@ -8,15 +8,15 @@ from typing import IO
 
 from stoprule.cli.common import add_policy_flags
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.packs import select_pack
+from stoprule.project import find_project
 
 __all__ = ["add_arguments", "check_command", "run"]
 
 
 def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
     """Compile the selected pack; print a summary (exit 0) or its diagnostics (exit 2)."""
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.packs import select_pack
-
     root = select_pack(policy)
     try:
         ctx = compile_pack(root)
@@ -30,7 +30,6 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         return 2
     c = ctx.compiled
     assert c is not None
-    from stoprule.project import find_project
 
     project = find_project()
     summary = {

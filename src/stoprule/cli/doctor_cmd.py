@@ -14,8 +14,16 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from typing import IO, Any
+
+from stoprule.agent.settings import hook_settings
+from stoprule.agent.wiring import TARGETS, find_entry
+from stoprule.diagnostics import PolicyError
+from stoprule.engine.evaluator import describe_backend
+from stoprule.engine.packs import load_policy, select_pack
+from stoprule.project import find_project
 
 __all__ = ["SYNTHETIC", "add_arguments", "run"]
 
@@ -44,8 +52,6 @@ def _line(stdout: IO[str], ok: bool, text: str) -> bool:
 
 
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
-    import subprocess
-
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
         p = subprocess.run(command, shell=True, input=json.dumps(payload).encode(), capture_output=True,
@@ -67,12 +73,6 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.settings import hook_settings
-    from stoprule.agent.wiring import TARGETS, find_entry
-    from stoprule.diagnostics import PolicyError
-    from stoprule.engine.packs import load_policy, select_pack
-    from stoprule.project import find_project
-
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     try:
         ev = load_policy(pack)
         _line(stdout, True, f"pack {pack} compiles ({ev.digest[:19]}...)")
+        _line(stdout, True, describe_backend())
     except PolicyError as exc:
         good = _line(stdout, False, f"pack {pack} does not compile:\n{exc.render()}")
     found = 0

@@ -1,4 +1,7 @@
-"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out."""
+"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
@@ -174,6 +177,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--strict", action="store_true", help="an unknown fact field (or an empty fact) is an error, not a warning"
     )
     add_jobs_flag(p, "evaluate large NDJSON inputs in N processes (0: one per CPU); output order is kept")
+    p.add_argument(
+        "--server", metavar="URL", help="ask this server (default $STOPRULE_SERVER; token $STOPRULE_SERVER_TOKEN)"
+    )
     g = p.add_argument_group("decision ledger (see `stoprule log`)")
     g.add_argument("--run", metavar="RUN_ID", help="record each decision in this run of the ledger")
     g.add_argument("--parent", metavar="NODE_ID", help="the recorded decision's parent node (default: the run's tip)")
@@ -183,6 +189,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    import os
+
+    server = args.server or os.environ.get("STOPRULE_SERVER")
+    if server:
+        return remote_eval(server, args, stdin, stdout, stderr)
     if args.checkpoint or any(v is not None for v in (args.run, args.parent, args.retry, args.ledger)):
         from stoprule.cli.log_cmd import record_command  # the ledger (sqlite3, hmac) loads only when recording
 
@@ -193,3 +204,53 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     return eval_command(
         args.policy, args.file, args.format, stdin, stdout, stderr, strict=args.strict, jobs=args.jobs
     )
+
+
+def remote_eval(server: str, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    """``eval --server URL``: the same output and exit codes, decided (and with ``--run`` recorded) by the server."""
+    import os
+    from urllib.parse import urlencode
+
+    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, verdict_from_envelope
+
+    query = {k: v for k, v in (("run", args.run), ("parent", args.parent), ("retry", args.retry)) if v}
+    if args.checkpoint:
+        query["checkpoint"] = "1"
+    if args.strict:
+        query["strict"] = "1"
+    if args.ledger:
+        stderr.write("stoprule: --ledger cannot be combined with --server (the server records in its own ledger)\n")
+        return 2
+    code = 0
+    try:
+        remote = Remote(server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
+        for file in args.file:
+            data = read_input(file, stdin, stderr)
+            if data is None:
+                code = 2
+                continue
+            name = input_name(file)
+            qs = "?" + urlencode(query) if query else ""
+            if args.retry:
+                answers = [remote.call("POST", "/v1/evaluate" + qs, data)]
+            else:
+                status, body = remote.batch(data, qs)
+                if status != 200:
+                    err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
+                    raise RemoteError(err.get("code", "server.bad_answer"), err.get("message", f"HTTP {status}"))
+                answers = [json.loads(line) for line in body.splitlines() if line.strip()]
+            for answer in answers:
+                if "error" in answer:
+                    e = answer["error"]
+                    exc = EvaluationError(e["code"], e["message"], e.get("field", ""), e.get("line"))
+                    fact_error(exc, f"{name}: ", args.format, stdout, stderr)
+                    code = 2
+                    continue
+                verdict = verdict_from_envelope(answer)
+                if not verdict.ok and code == 0:
+                    code = 1
+                stdout.write((json.dumps(answer) if args.format == "json" else render_verdict(verdict)) + "\n")
+    except RemoteError as exc:
+        stderr.write(f"stoprule: {server}: {exc}\n")
+        return 2
+    return code

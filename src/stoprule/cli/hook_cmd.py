@@ -3,6 +3,8 @@
 Reads the harness's stop payload on stdin, prints exactly the JSON that harness expects
 (or nothing, where that means allow), always exits 0. Diagnostics: one line on stderr and
 a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
     )
+    p.add_argument("--server", metavar="URL", help="ask this stoprule server (default: config's server.url)")
     p.add_argument(
         "--explain-facts",
         action="store_true",
@@ -51,7 +54,7 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     importing it (the hook's cold start); None for any other command line."""
     if len(argv) != 1 or argv[0] not in HARNESSES:
         return None
-    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False)
+    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
 
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
@@ -79,8 +82,10 @@ def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: 
 
 
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from stoprule.agent.runner import MAX_PAYLOAD_BYTES
+
     try:
-        data = stdin.read()
+        data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
     except (OSError, ValueError):
         data = b""
     if args.event in ("session-start", "permission"):
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
             from stoprule.agent.runner import run_hook
 
-            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record)
+            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server)
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")

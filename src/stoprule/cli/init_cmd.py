@@ -24,6 +24,9 @@ import shutil
 import sys
 from typing import IO, Any
 
+from stoprule.agent.wiring import EXTRA_EVENTS, OPENCODE_CONFIG, OPENCODE_PLUGIN, TARGETS, add_entry, opencode_plugin
+from stoprule.project import STATE_DIR, find_project
+
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
 
 CONFIG_TEMPLATE = """\
@@ -45,16 +48,23 @@ providers:
 GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
 
 
+def stoprule_argv() -> list[str]:
+    """How a harness runs this stoprule, also when it starts without this venv on PATH: the
+    absolute path of the console script beside this interpreter, else of the one on PATH,
+    else this interpreter with ``-m stoprule``."""
+    here = shutil.which("stoprule", path=os.path.dirname(sys.executable))
+    found = here or shutil.which("stoprule")
+    if found:
+        return [os.path.abspath(found)]
+    return [sys.executable, "-m", "stoprule"]
+
+
 def default_command(harness: str) -> str:
-    """``stoprule hook H`` when ``stoprule`` is on PATH, else this interpreter's ``-m stoprule``."""
-    if shutil.which("stoprule"):
-        return f"stoprule hook {harness}"
-    return f"{shlex.quote(sys.executable)} -m stoprule hook {harness}"
+    """``/abs/path/stoprule hook H`` (see :func:`stoprule_argv`)."""
+    return shlex.join([*stoprule_argv(), "hook", harness])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from stoprule.agent.wiring import TARGETS
-
     harnesses = (*TARGETS, "opencode")
     p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
     p.add_argument("--harness", required=True, choices=harnesses, metavar="HARNESS", help=" | ".join(harnesses))
@@ -78,10 +88,9 @@ CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
 
 
 def mcp_server() -> dict[str, Any]:
-    """The MCP server entry: ``stoprule mcp`` when ``stoprule`` is on PATH, else this interpreter's."""
-    if shutil.which("stoprule"):
-        return {"command": "stoprule", "args": ["mcp"]}
-    return {"command": sys.executable, "args": ["-m", "stoprule", "mcp"]}
+    """The MCP server entry: ``stoprule mcp`` by absolute path (see :func:`stoprule_argv`)."""
+    argv = stoprule_argv()
+    return {"command": argv[0], "args": [*argv[1:], "mcp"]}
 
 
 def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, stdout: IO[str], backed: set[str]) -> None:
@@ -166,15 +175,13 @@ def _load(path: str) -> dict[str, Any]:
 
 def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr: IO[str], backed: set[str]) -> int:
     """The generated plugin and the MCP server in ``opencode.json`` (project, or ``--user``)."""
-    from stoprule.agent.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, opencode_plugin
-
     base = os.path.expanduser("~") if args.user else root
     if args.command:  # how to run stoprule (a trailing `hook opencode` is dropped)
         argv = shlex.split(args.command)
         if argv[-2:] == ["hook", "opencode"]:
             argv = argv[:-2]
     else:
-        argv = ["stoprule"] if shutil.which("stoprule") else [sys.executable, "-m", "stoprule"]
+        argv = stoprule_argv()
     plugin = os.path.join(base, OPENCODE_PLUGIN[1 if args.user else 0])
     text = opencode_plugin(argv)
     old = None
@@ -215,9 +222,6 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.wiring import EXTRA_EVENTS, TARGETS, add_entry
-    from stoprule.project import STATE_DIR, find_project
-
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
     prefix = "would " if args.dry_run else ""
@@ -259,7 +263,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
     if args.harness == "cursor":
         stdout.write("note: restart Cursor to load an edited hooks.json\n")
-    if not shutil.which(command.split()[0]) and not os.path.exists(shlex.split(command)[0]):
-        stderr.write(f"stoprule: warning: {command.split()[0]} is not on this PATH; the harness may not find it\n")
+    exe = shlex.split(command)[0]
+    if not shutil.which(exe) and not os.path.exists(exe):
+        stderr.write(f"stoprule: warning: {exe} is not on this PATH; the harness may not find it\n")
     stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
     return 0

@@ -17,6 +17,10 @@ import os
 from typing import IO
 
 from stoprule.cli.common import add_ledger_flag
+from stoprule.ledger import keys
+from stoprule.ledger.backend import keys_file, open_ledger
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.store import resolve_path
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,17 +55,13 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.ledger import keys
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.store import Ledger, keys_path, resolve_path
-
     path, _ = resolve_path(args.ledger, os.environ)
     try:
         if args.keys_command == "list":
-            ring = keys.load(keys_path(path))
+            ring = keys.load(keys_file(path))
             note = ""
         else:  # both need the ledger (it holds the head the keys sign), and neither creates one
-            with Ledger.open(path, create=False) as ledger:
+            with open_ledger(path, create=False) as ledger:
                 if args.keys_command == "rotate":
                     ring, key = keys.rotate(ledger)
                     note = f"{key.id} now signs new retry tokens; older keys keep verifying until retired"

@@ -5,6 +5,7 @@
     stoprule log runs                   recent runs with their status
     stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
     stoprule log verify [RUN]           recompute hash chains and the signed ledger head; exit 1 naming what broke
+    stoprule log import [FILE]          append `log export` records to another ledger (SQLite <-> PostgreSQL)
     stoprule log upgrade                bring a ledger made by an older stoprule to the current schema
 
 The read-only commands never create anything: where there is no ledger they say so (exit 2).
@@ -27,7 +28,16 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
+from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.engine.packs import load_policy, select_pack
 from stoprule.facts.parse import parse_facts, read_input
+from stoprule.ledger.backend import open_ledger
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.events import verdict_from_event
+from stoprule.ledger.recorder import Recorder
+from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
+from stoprule.ledger.store import TIP, check_run_id, resolve_path
+from stoprule.ledger.transfer import import_records
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -66,17 +76,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
     add_ledger_flag(sp)
 
+    sp = sub.add_parser("import", help="append exported records (`log export`) to this ledger, exactly as recorded")
+    sp.add_argument("file", nargs="?", default="-", metavar="FILE", help="NDJSON from `log export` (default: stdin)")
+    add_ledger_flag(sp)
+
     sp = sub.add_parser("upgrade", help="upgrade a ledger made by an older stoprule (checks every run first)")
     add_ledger_flag(sp)
 
 
-def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
-    from stoprule.ledger.store import Ledger, resolve_path
-
+def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
     path, default = resolve_path(explicit, os.environ)
     if write and default:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-    return Ledger.open(path, create=write, readonly=not write)
+    return open_ledger(path, create=write, readonly=not write)
 
 
 def _dump(value: Any) -> str:
@@ -84,16 +96,12 @@ def _dump(value: Any) -> str:
 
 
 def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import status_line
-
     st = ledger.require(args.run)
     stdout.write((_dump(st.to_dict()) if args.format == "json" else status_line(st)) + "\n")
     return 0
 
 
 def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import run_json, run_mermaid, run_tree
-
     st = ledger.require(args.run)
     nodes = ledger.nodes(args.run)
     if args.format == "json":
@@ -106,8 +114,6 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import runs_table
-
     rows = ledger.runs(args.limit if args.limit > 0 else None)
     if args.format == "json":
         stdout.write(_dump([r.to_dict() for r in rows]) + "\n")
@@ -117,8 +123,6 @@ def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.events import verdict_from_event
-
     if args.run is not None:
         ledger.require(args.run)
     for node, fact in ledger.records(args.run):
@@ -173,18 +177,29 @@ def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa:
     return 0
 
 
+def _import(ledger, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    data = read_input(args.file, stdin, stderr)
+    if data is None:
+        return 2
+    runs, events = import_records(ledger, data, input_name(args.file))
+    stdout.write(f"imported {events} decision(s) of {runs} run(s) into {ledger.path}\n")
+    return 0
+
+
 _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.ledger.errors import LedgerError
-
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
-            from stoprule.ledger.store import Ledger, resolve_path
+            from stoprule.ledger.backend import open_ledger
+            from stoprule.ledger.store import resolve_path
 
-            with Ledger.open(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
+            with open_ledger(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
                 return _upgrade(ledger, args, stdout)
+        if args.log_command == "import":
+            with _open(args.ledger, write=True) as ledger:
+                return _import(ledger, args, stdin, stdout, stderr)
         with _open(args.ledger) as ledger:
             if args.log_command == "verify":
                 return _verify(ledger, args, stdout, stderr)
@@ -224,8 +239,6 @@ def _misuse(args: argparse.Namespace) -> str | None:
         return f"{given} needs --run RUN_ID (without --run eval records nothing)"
     if args.retry is not None and args.parent is not None:
         return "--retry and --parent cannot be combined: a retry's parent is the node its token names"
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.store import check_run_id
 
     try:
         check_run_id(args.run)
@@ -235,8 +248,6 @@ def _misuse(args: argparse.Namespace) -> str | None:
 
 
 def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.diagnostics import EvaluationError
-
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -251,9 +262,6 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 
 def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.diagnostics import EvaluationError
-    from stoprule.ledger.store import TIP
-
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)
@@ -271,8 +279,6 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
-    from stoprule.diagnostics import EvaluationError, PolicyError
-
     problem = _misuse(args)
     if problem:
         stderr.write(f"stoprule: {problem}\n")
@@ -292,14 +298,11 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
         for _, err in items:
             fact_error(err, f"{name}: ", args.format, stdout, stderr)
         return 2
-    from stoprule.engine.packs import load_policy, select_pack
 
     try:
         evaluator = load_policy(args.policy)
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.recorder import Recorder
 
     try:
         with _open(args.ledger, write=True) as ledger:

@@ -6,6 +6,8 @@ command runs (the CLI's cold start). Adding a command is one module and one row.
 A module may also define ``parse_simple(argv) -> namespace | None``: its most common
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay_cmd", "what a policy would have decided at each stop of recorded transcripts"),
     "blocker": ("blocker_cmd", "log a blocker (same fields as the MCP blocker tool)"),
     "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
-    "report": ("report_cmd", "show a task's blocked report (seed 001)"),
+    "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
+    "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
 }
 
 
@@ -67,6 +70,19 @@ def _formatter() -> type[argparse.HelpFormatter]:
     return _Formatter
 
 
+def _version_action(argparse: Any) -> type:
+    """``--version``: the version and the evaluation backend (the engine imported only then)."""
+
+    class _Version(argparse.Action):
+        def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
+            from stoprule.engine.evaluator import describe_backend
+
+            sys.stdout.write(f"stoprule {__version__}\n{describe_backend()}\n")
+            parser.exit()
+
+    return _Version
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     import argparse
 
@@ -76,7 +92,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("-V", "--version", action="version", version=f"stoprule {__version__}")
+    p.add_argument("-V", "--version", action=_version_action(argparse), nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
@@ -103,10 +119,15 @@ def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> 
     if not argv:  # bare `stoprule`: what it can do
         parser.print_help(stdout)
         return 0
+    # argparse writes --help, --version and usage errors to sys.stdout / sys.stderr: the given streams
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = stdout, stderr
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    finally:
+        sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
     return int(command.run(args, stdin, stdout, stderr))

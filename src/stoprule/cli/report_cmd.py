@@ -1,4 +1,4 @@
-"""``stoprule report show [TASK]``: seed 001's blocked report, rendered for people.
+"""``stoprule report show [TASK]``: a task's blocked report, rendered for people.
 
 Without TASK, the most recently filed report. A task without a report shows the
 pack's fallback (the review reason of a stop at the turn limit without a report).
@@ -11,9 +11,14 @@ import argparse
 import json
 from typing import IO
 
+from stoprule.agent.fields import FIELDS
+from stoprule.agent.reports import load_report, render_report
+from stoprule.diagnostics import StopruleError
+from stoprule.project import project_root
+
 __all__ = ["add_arguments", "run"]
 
-HELP = "show a task's blocked report (seed 001)"
+HELP = "show a task's blocked report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,11 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.fields import FIELDS
-    from stoprule.agent.reports import load_report, render_report
-    from stoprule.diagnostics import StopruleError
-    from stoprule.project import project_root
-
     root = project_root()
     found = load_report(root, args.task) if root else None
     if found is not None:

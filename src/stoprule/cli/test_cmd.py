@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import select_pack
 
 if TYPE_CHECKING:
     from stoprule.analysis.cases import CaseResult
@@ -106,8 +111,6 @@ def _pretty_coverage(cov: Coverage, root: Path, threshold: float | None) -> list
 
 
 def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None) -> str:
-    from stoprule.analysis.cases import diff_line
-
     lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
     s = _summary(results)
     counts = f"({_plural(s['facts'], 'fact')}, {_plural(s['files'], 'file')})"
@@ -124,10 +127,6 @@ def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, thresho
 
 
 def _junit(results: list[CaseResult], cov: Coverage | None, threshold: float | None) -> str:
-    import xml.etree.ElementTree as ET
-
-    from stoprule.analysis.cases import format_mismatches
-
     root = ET.Element("testsuites", name="stoprule")
     by_file: dict[str, list[CaseResult]] = {}
     for r in results:
@@ -206,11 +205,6 @@ def test_command(
     stderr: IO[str],
 ) -> int:
     """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input."""
-    from stoprule.analysis.cases import load_cases, run_case
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.evaluator import Evaluator
-    from stoprule.engine.packs import select_pack
-
     root = select_pack(policy)
     coverage = coverage or threshold is not None
     try:
@@ -223,7 +217,7 @@ def test_command(
         stderr.write(f"stoprule: no test files: {files[0]} is not a directory (name case files or folders)\n")
         return 2
     try:
-        cases = load_cases(files)
+        cases = load_cases(files, ctx.compiled)
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)

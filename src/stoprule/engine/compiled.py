@@ -1,6 +1,8 @@
 """What the compiler produces: plain, picklable data the evaluator runs on.
 
 No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -126,3 +128,9 @@ class CompiledPolicy:
     always: tuple[str, ...] = ()
     # each ruleset as the engine is given it (stoprule.engine.durable.encode), kept with the pack
     ruleset_json: tuple[str, ...] = ()
+    # engine names of the rules and stops the engine cannot hold (it refuses their lowered
+    # condition): decided by the reference interpreter (stoprule.engine.interpret) per fact
+    in_python: tuple[str, ...] = ()
+    # every rule's and stop's checked condition by engine name, pickled: read only where the
+    # engine cannot decide (``in_python``, or a fact that meets an engine limit while matching)
+    conditions: bytes = b""

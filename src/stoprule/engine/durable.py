@@ -2,6 +2,8 @@
 
 One set of ruleset handles per thread (handles are not thread-safe). Rules carry
 no ``run`` action: the matched rule names are read from the engine's action queue.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -12,9 +14,16 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 
-import durable_rules_engine as _dre
+try:  # compiled into stoprule at install (hatch_build.py)
+    import stoprule.engine.durable_rules_engine as _dre
 
-__all__ = ["Engine", "check_rulesets", "encode"]
+    ENGINE_SOURCE = "built into stoprule"
+except ImportError:  # a source tree run in place, not built: the engine installed beside it
+    import durable_rules_engine as _dre
+
+    ENGINE_SOURCE = "installed beside stoprule"
+
+__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,6 +37,7 @@ _string = json.encoder.encode_basestring
 # Compiled on first use (a start with a cached pack may encode nothing).
 _BARE_EXPONENT: Any = None
 _names = itertools.count()
+EngineError = _dre.error  # what the engine raises, with its numeric code in the message
 _names_lock = _thread.allocate_lock()
 
 
@@ -226,8 +236,23 @@ def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -
     handles = holder.handles
     ids = itertools.count()
 
+    def _drop(h: int, n: int) -> None:
+        """After an engine error (a limit met while matching): retract the fact, in case
+        part of it was stored."""
+        try:  # noqa: SIM105 - importing contextlib costs the cold start 1-2 ms
+            retract(h, f'{{"id":{n}}}')
+        except EngineError:
+            pass
+
+    def _assert(h: int, text: str, n: int) -> Any:
+        try:
+            return assert_fact(h, text)
+        except EngineError:
+            _drop(h, n)
+            raise
+
     def run(h: int, text: str, n: int, names: set[str]) -> None:
-        result = assert_fact(h, text)
+        result = _assert(h, text, n)
         if result[0]:  # 1: matched no rule, and the fact was not stored
             return
         state = result[1]
@@ -266,7 +291,11 @@ def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -
             # run() inlined: the common case (one ruleset) saves a call per fact
             n = next(ids)
             names = set(always)
-            result = assert_fact(h0, f'{{"id":{n},' + body)
+            try:
+                result = assert_fact(h0, f'{{"id":{n},' + body)
+            except EngineError:
+                _drop(h0, n)
+                raise
             if result[0]:  # 1: matched no rule, and the fact was not stored
                 return names
             state = result[1]

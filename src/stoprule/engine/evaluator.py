@@ -1,8 +1,10 @@
-"""Evaluate facts against a compiled pack: validate, project, match, pick the winner."""
+"""Evaluate facts against a compiled pack: validate, project, match, pick the winner.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
-import _thread
 import json
 from collections.abc import Callable, Iterable
 
@@ -12,24 +14,21 @@ from stoprule._util.records import Record, record
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
 from stoprule.engine import projection
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
-from stoprule.engine.durable import Engine, _float, _string, encode
+from stoprule.engine.durable import Engine, EngineError, _float, _string, encode
 from stoprule.engine.projection import field_of, slot_encoding
 from stoprule.facts.schema import MISSING, FactField, strict_error
 from stoprule.language.templates import compile_templates
-from stoprule.limits import SAFE_INT
 
-__all__ = ["Evaluator", "Match", "Verdict"]
+__all__ = ["BACKEND", "Evaluator", "Match", "Runner", "Verdict", "describe_backend"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any, Literal, Protocol
 
     from stoprule.facts.schema import FactSchema
 
     # the verdict for one set of matched rules, given the validated fact (and its warnings)
     _Maker = Callable[..., "Verdict"]
-    # the same as a prototype verdict, the renderers of its messages by position, the warnings' position
-    _Entry = tuple["Verdict", tuple[tuple[int, Callable[[dict], str]], ...], int]
 
 
 @record
@@ -241,16 +240,41 @@ def _json_projector(
     return source, define(source, namespace, "project_json")
 
 
-# positions in a Verdict
-_MESSAGE, _REVIEW, _WARNINGS, _MATCHED, _HIGH_RISK = map(
-    Verdict._fields.index, ("message", "review_reason", "warnings", "matched", "high_risk_stop")
-)
+BACKEND = "python"  # the evaluation backend of a default install (shown by --version and doctor)
+
+
+def describe_backend() -> str:
+    """What evaluates facts, for ``--version`` and ``doctor``."""
+    from stoprule.engine.durable import ENGINE_SOURCE
+
+    return f"evaluation backend: {BACKEND} (durable_rules engine {ENGINE_SOURCE})"
+
+
+if TYPE_CHECKING:
+
+    class Runner(Protocol):
+        """The one seam for a faster evaluation backend: ``fact -> Verdict`` exactly as
+        :meth:`Evaluator.evaluate` (not strict) gives it, or None to leave that fact to the
+        Python path (which then names its error). A backend is a callable
+        ``(evaluator) -> Runner`` given to :class:`Evaluator`; it is asked for one runner per
+        thread, for batches only. The conformance corpus (tests/conformance) holds every
+        backend to the Python path."""
+
+        def __call__(self, fact: Any) -> Verdict | None: ...
+
+else:
+    Runner = Callable  # the protocol above, for type checkers (typing costs the cold start)
 
 
 class Evaluator:
-    """A compiled pack ready to evaluate facts (compile once, evaluate many)."""
+    """A compiled pack ready to evaluate facts (compile once, evaluate many).
 
-    def __init__(self, compiled: CompiledPolicy) -> None:
+    One path per fact: validate (:class:`~stoprule.facts.schema.FactSchema`), project
+    (:func:`_json_projector`), match (the engine; rules it cannot hold, and a fact that meets
+    one of its limits, by the reference interpreter), decide and render (:meth:`_maker`).
+    """
+
+    def __init__(self, compiled: CompiledPolicy, backend: Callable[[Evaluator], Runner] | None = None) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
         self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
@@ -264,9 +288,11 @@ class Evaluator:
         self._match = {r.engine_name: Match(r.id, r.verdict, r.reason) for r in compiled.rules}
         self._stops = {s.engine_name: s for s in compiled.stops}
         self._stop_order = [s.engine_name for s in compiled.stops]
-        # verdict makers by set of matched rules (the Python path's)
+        # verdict makers by set of matched rules
         self._makers: dict[frozenset[str], _Maker] = {}
-        self._local = _thread._local()  # threading.local: this thread's C runner (see _run)
+        self._conditions: dict[str, Any] | None = None  # unpickled on first need
+        self._backend = backend
+        self._runners: Any = None  # threading.local: this thread's backend runner
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
         self._messages = {
@@ -277,6 +303,11 @@ class Evaluator:
     def schema(self) -> FactSchema:
         return self.compiled.schema
 
+    @property
+    def backend(self) -> str:
+        """The name of the backend evaluating batches (``python`` unless one is plugged in)."""
+        return BACKEND if self._backend is None else getattr(self._backend, "name", type(self._backend).__name__)
+
     def validate(self, fact: Any) -> dict[str, Any]:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
         return self.compiled.schema.validate(fact)
@@ -285,28 +316,62 @@ class Evaluator:
         """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
         ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
         Unknown fields are otherwise listed in the verdict's ``warnings``."""
-        run = self._run(batch=False)
-        if run is not None and (verdict := run(fact)) is not None:
-            if strict and verdict.warnings:
-                raise strict_error(list(verdict.warnings))
-            return verdict
         data, warnings = self.compiled.schema.check(fact)
         if warnings and strict:
             raise strict_error(warnings)
-        return self._decide(data, self._match_data(data), tuple(warnings))
+        return self._decide(data, self._data_matcher()(data), tuple(warnings))
 
     def _match_data(self, data: dict[str, Any]) -> set[str]:
         return self._data_matcher()(data)
 
     def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
-        """This thread's ``validated fact -> engine rule names``."""
+        """This thread's ``validated fact -> engine rule names``: the engine's matches, plus the
+        rules decided in Python (``in_python``); every rule by the reference interpreter for a
+        fact that meets one of the engine's limits while matching."""
+        interpreted = self._interpreted
+        in_python = self.compiled.in_python
         pj = self._project_json
+        if pj is not None and not in_python:  # the common case, one call per fact
+            mt = self._engine.text_matcher()
+
+            def match_one(data: dict[str, Any]) -> set[str]:
+                try:
+                    return mt(pj(data))
+                except EngineError:
+                    return interpreted(data, None)
+
+            return match_one
         if pj is not None:
             mt = self._engine.text_matcher()
-            return lambda data: mt(pj(data))
-        mts = self._engine.texts_matcher()
-        parts = self._project_parts
-        return lambda data: mts([project(data) for project in parts])
+            engine: Callable[[dict[str, Any]], set[str]] = lambda data: mt(pj(data))  # noqa: E731
+        else:
+            mts = self._engine.texts_matcher()
+            parts = self._project_parts
+            engine = lambda data: mts([project(data) for project in parts])  # noqa: E731
+
+        def match(data: dict[str, Any]) -> set[str]:
+            try:
+                names = engine(data)
+            except EngineError:
+                return interpreted(data, None)
+            if in_python:
+                names |= interpreted(data, in_python)
+            return names
+
+        return match
+
+    def _interpreted(self, data: dict[str, Any], only: tuple[str, ...] | None) -> set[str]:
+        """The rules and stops (``only`` these, or all) whose condition holds for ``data``, by
+        the reference interpreter."""
+        conds = self._conditions
+        if conds is None:
+            import pickle
+
+            conds = self._conditions = pickle.loads(self.compiled.conditions)
+        from stoprule.engine.interpret import evaluate
+
+        names = conds if only is None else only
+        return {n for n in names if evaluate(conds[n], data)}
 
     def projection(self, fact: Any) -> list[dict[str, Any]]:
         """What the engine is given for ``fact`` (validated first): the projected keys, one dict
@@ -320,28 +385,42 @@ class Evaluator:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
         yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
         out: list[Verdict | EvaluationError] = []
+        append = out.append
         check = self.compiled.schema.check
         match = self._data_matcher()
-        run = self._run(batch=True) or (lambda fact: None)
+        decide = self._decide
+        run = self._runner()
         with paused_gc():
             for i, fact in enumerate(facts):
                 try:
-                    verdict = run(fact)
-                    if verdict is not None:
-                        if strict and verdict.warnings:
-                            raise strict_error(list(verdict.warnings))
-                        out.append(verdict)
-                        continue
-                    data, warnings = check(fact)
-                    if warnings and strict:
-                        raise strict_error(warnings)
-                    out.append(self._decide(data, match(data), tuple(warnings)))
+                    verdict = None if run is None else run(fact)
+                    if verdict is None:
+                        data, warnings = check(fact)
+                        if warnings and strict:
+                            raise strict_error(warnings)
+                        verdict = decide(data, match(data), tuple(warnings))
+                    elif strict and verdict.warnings:
+                        raise strict_error(list(verdict.warnings))
+                    append(verdict)
                 except EvaluationError as exc:
                     if on_error == "raise":
                         raise
                     exc.extra.setdefault("index", i)
-                    out.append(exc)
+                    append(exc)
         return out
+
+    def _runner(self) -> Runner | None:
+        """This thread's runner of the plugged-in backend, or None (the Python path)."""
+        if self._backend is None:
+            return None
+        if self._runners is None:
+            import threading
+
+            self._runners = threading.local()
+        run = getattr(self._runners, "run", None)
+        if run is None:
+            run = self._runners.run = self._backend(self)
+        return run
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
@@ -352,10 +431,14 @@ class Evaluator:
         rank = self._rank
         return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
 
-    def _outcome(self, names: set[str]) -> _Entry:
-        """The verdict for a set of engine rule names, as ``(prototype, ((index, render), ...),
-        index of the warnings)``: winner, ranked matches and high-risk stop decided once, the
-        message (and review reason) rendered per fact."""
+    def _maker(self, names: set[str]) -> _Maker:
+        """The verdict maker for a set of engine rule names: ``(data, warnings=()) -> Verdict``:
+        winner, ranked matches and high-risk stop decided once per set, the winner's message
+        (and review reason) rendered per fact."""
+        key = frozenset(names)
+        hit = self._makers.get(key)
+        if hit is not None:
+            return hit
         rank = self._rank
         order = sorted((n for n in names if n in rank), key=rank.__getitem__)
         if not order:
@@ -365,32 +448,17 @@ class Evaluator:
         kind = self.compiled.verdicts[win.verdict]
         render, render_review = self._messages[win.engine_name]
         matched = tuple(self._match[n] for n in order)
-        review = kind.requires_user_review
-        proto = Verdict(
-            kind.ok, win.verdict, win.reason, win.id, kind.stop, "", review, None, high_risk, matched, self.digest
-        )
-        fills = ((_MESSAGE, render), (_REVIEW, render_review or render)) if review else ((_MESSAGE, render),)
-        return proto, fills, _WARNINGS
-
-    def _maker(self, names: set[str]) -> _Maker:
-        """The verdict maker for a set of engine rule names: ``(data, warnings=()) -> Verdict``."""
-        key = frozenset(names)
-        hit = self._makers.get(key)
-        if hit is not None:
-            return hit
-        proto, fills, _ = self._outcome(names)
-        head = (proto.ok, proto.verdict, proto.reason, proto.rule, proto.stop)
-        tail = (proto.high_risk_stop, proto.matched, proto.policy)
+        head = (kind.ok, win.verdict, win.reason, win.id, kind.stop)
+        tail = (high_risk, matched, self.digest)
         new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
-        render = fills[0][1]
 
-        if len(fills) == 1:
+        if not kind.requires_user_review:
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
                 return new(Verdict, (*head, render(data), False, None, *tail, warnings))
 
         else:
-            review = fills[1][1]
+            review = render_review or render
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
                 return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
@@ -402,49 +470,3 @@ class Evaluator:
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
         return self._maker(names)(data, warnings)
-
-    def _run(self, batch: bool) -> Callable[[Any], Verdict | None] | None:
-        """This thread's C runner (:mod:`stoprule.engine.speedups`): ``fact -> Verdict``, or None for
-        a fact left to the Python path; None where the accelerator is not there. Single
-        evaluations build it from the 32nd on (a batch at once): a start pays nothing for it."""
-        local = self._local
-        run = getattr(local, "run", MISSING)
-        if run is not MISSING:
-            return run
-        if not batch:
-            local.calls = getattr(local, "calls", 0) + 1
-            if local.calls < 32:
-                return None
-        runner = self._runner()
-        run = local.run = None if runner is None else runner.run
-        return run
-
-    def _runner(self) -> Any:
-        """A new C runner for this thread (``stoprule_speedups.Runner``), or None."""
-        from stoprule.engine import speedups
-
-        module = speedups.load()
-        args = None if module is None else speedups.runner_args(self.compiled)
-        if module is None or args is None:
-            return None
-        import durable_rules_engine as dre
-
-        schema, slots, lists, (letters, bits) = args
-        owner, handles = self._engine.thread_handles()
-        engine = (dre.assert_fact, dre.start_action_for_state, dre.complete_and_start_action, dre.retract_fact)
-        always = tuple(bits[n] for n in self.compiled.always)
-        programs = speedups.message_programs(self.compiled, self._messages)
-        ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
-            (bits[name], self._match[name], *speedups.verdict_program(self._outcome({name}), programs))
-            for name in sorted(self._rank, key=self._rank.__getitem__)
-        )
-        stops = tuple((bits[name], self._stops[name].id) for name in self._stop_order)
-        unknown = self.compiled.schema._unknown_warnings
-
-        def warn(found: list[str]) -> tuple[dict[str, str], ...]:
-            return tuple(unknown(found))
-
-        return module.Runner(
-            schema, slots, lists, tuple(handles), engine, speedups.HELPERS, letters, always,
-            ranked, stops, (_MATCHED, _HIGH_RISK, _WARNINGS), warn, owner, SAFE_INT,
-        )  # fmt: skip

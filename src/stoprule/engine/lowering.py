@@ -38,6 +38,8 @@ class Lowered(NamedTuple):
     rules: list[tuple[str, Json]]
     slots: tuple[Slot, ...]
     lists: tuple[ListSlot, ...]
+    # rules and stops the engine would decide inexactly: decided by the reference interpreter
+    in_python: tuple[str, ...] = ()
 
 
 def _diag(loc: C.Loc, code: str, message: str) -> Diagnostic:
@@ -59,6 +61,7 @@ class _Lowerer:
         self.diags = diags
         self.slots: dict[tuple[Any, ...], Slot] = {}
         self.lists: dict[ListKey, ListSlot] = {}
+        self.inexact = False  # the condition being lowered has a comparison the engine rounds
 
     def slot(self, path: tuple[str, ...], fld: FactField, test: tuple[str, Any] | None = None) -> str:
         k = (path, _freeze(test))
@@ -79,14 +82,18 @@ class _Lowerer:
             self.lists[k] = ListSlot(f"l{n}", f"n{n}", path, fld.items.type != "object" and not rows)
         return k
 
-    def item_key(self, lk: ListKey, path: tuple[str, ...], test: tuple[str, Any] | None = None) -> str:
+    def item_key(
+        self, lk: ListKey, path: tuple[str, ...], test: tuple[str, Any] | None = None, fld: FactField | None = None
+    ) -> str:
         ls = self.lists[lk]  # always the current slot: it is replaced as items are added
         if ls.scalar:
             return "$i"
         for s in ls.item_slots:
             if s.path == path and _freeze(s.test) == _freeze(test):
                 return "$i." + s.key
-        s = Slot(f"g{len(ls.item_slots)}", path, False, test)
+        # an object or list field of the items is read only for its presence: a marker, as at the top
+        marker = test is None and fld is not None and fld.type in ("object", "list")
+        s = Slot(f"g{len(ls.item_slots)}", path, marker, test)
         self.lists[lk] = ls._replace(item_slots=(*ls.item_slots, s))
         return "$i." + s.key
 
@@ -132,7 +139,7 @@ class _Lowerer:
             key = self.slot(a.path, fld, test)
             absent = can_be_absent(self.root, a.path)
         else:
-            key = self.item_key(ls, a.path, test) if a.path or test or not self.lists[ls].scalar else "$i"
+            key = self.item_key(ls, a.path, test, fld) if a.path or test or not self.lists[ls].scalar else "$i"
             absent = bool(a.path)
         missing = self.missing(key, absent, fld.nullable)
         if op.presence:
@@ -143,6 +150,11 @@ class _Lowerer:
         if a.ref_path is not None:
             rkey = self.slot(a.ref_path, a.ref_fld)
             off = a.arg.get("offset", 0)
+            # the engine adds in doubles: an integer value plus an integer offset is rounded
+            # past 2**53, where a number field's float can tell the difference (an int field
+            # cannot: its values stay within 2**53 - 1)
+            if type(off) is int and off and fld.type == "number" and a.ref_fld.type in ("int", "number"):
+                self.inexact = True
             value = {"$m": rkey}
             if off:
                 value = {"$add" if off > 0 else "$sub": {"$l": {"$m": rkey}, "$r": abs(off)}}
@@ -193,11 +205,18 @@ def lower_policy(checked: CheckedPolicy, diags: list[Diagnostic]) -> Lowered:
     """Engine JSON for every stop and rule; problems go to ``diags``."""
     low = _Lowerer(checked.schema.root, diags)
     rules: list[tuple[str, Json]] = []
+    in_python: list[str] = []
     for i, stop in enumerate(checked.stops):
+        low.inexact = False
         rules.append((f"h{i}", {"all": [{"m": low.body(stop.when, stop.when_loc)}]}))
+        if low.inexact:
+            in_python.append(f"h{i}")
     for i, rule in enumerate(checked.rules):
+        low.inexact = False
         m = low.body(rule.when, rule.when_loc)
         rules.append((f"r{i}", {"all": [{"m": m}], "pri": ENGINE_PRI_MAX - rule.priority}))
+        if low.inexact:
+            in_python.append(f"r{i}")
     # project only what the final rules read: simplification can drop conditions
     used = _used_keys([body for _, body in rules], set())
     slots = tuple(s for s in low.slots.values() if s.key in used)
@@ -206,7 +225,7 @@ def lower_policy(checked: CheckedPolicy, diags: list[Diagnostic]) -> Lowered:
         for ls in low.lists.values()
         if ls.key in used or ls.len_key in used
     )
-    return Lowered(rules, slots, lists)
+    return Lowered(rules, slots, lists, tuple(in_python))
 
 
 def _used_keys(node: Any, out: set[str]) -> set[str]:
@@ -290,22 +309,28 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         return None
     # a constant-true rule (a catch-all) would fire on every fact: the evaluator adds it
     always = tuple(name for name, body in lowered.rules if body["all"][0]["m"] == ALWAYS)
-    in_engine = lowered._replace(rules=[(n, b) for n, b in lowered.rules if n not in always])
+    in_python: list[str] = [n for n in lowered.in_python if n not in always]
+    in_engine = lowered._replace(rules=[(n, b) for n, b in lowered.rules if n not in always and n not in in_python])
     parts, part_keys = _chunks(checked, in_engine, diags)
     if diags:
         return None
     chunks = [dict(part) for part in parts]
-    locs = {f"h{s.index}": s.when_loc for s in checked.stops} | {f"r{r.index}": r.when_loc for r in checked.rules}
+    # a rule the engine refuses on its own (one of its limits: expressions per rule, ...) is
+    # decided in Python by the reference interpreter instead: a valid pack is never refused
     for chunk in chunks:
         if check_ruleset(chunk) is None:
             continue
-        for name, body in chunk.items():  # name the rule the engine refuses
-            problem = check_ruleset({name: body})
-            if problem:
-                diags.append(_diag(locs[name], "engine.rejected", f"the engine rejected this rule: {problem}"))
-        if not diags:
+        for name, body in list(chunk.items()):
+            if check_ruleset({name: body}) is not None:
+                del chunk[name]
+                in_python.append(name)
+        if check_ruleset(chunk) is not None:
             diags.append(_diag(checked.loc, "engine.rejected", "the engine rejected a ruleset"))
-        return None
+            return None
+    if any(not c for c in chunks):
+        keep = [i for i, c in enumerate(chunks) if c]
+        chunks = [chunks[i] for i in keep]
+        part_keys = [part_keys[i] for i in keep]
     width = len(set().union(*part_keys)) if part_keys else 0
     ruleset_keys = None if width <= ENGINE_MAX_FACT_PROPERTIES else tuple(tuple(sorted(k)) for k in part_keys)
     return CompiledPolicy(
@@ -333,4 +358,14 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         ruleset_keys=ruleset_keys,
         always=always,
         ruleset_json=tuple(encode(c) for c in chunks),
+        in_python=tuple(in_python),
+        conditions=_conditions(checked),
     )
+
+
+def _conditions(checked: CheckedPolicy) -> bytes:
+    """Every rule's and stop's condition by engine name, pickled (see ``CompiledPolicy.conditions``)."""
+    import pickle
+
+    conds = {f"h{s.index}": s.when for s in checked.stops} | {f"r{r.index}": r.when for r in checked.rules}
+    return pickle.dumps(conds, protocol=pickle.HIGHEST_PROTOCOL)

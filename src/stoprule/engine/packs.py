@@ -3,6 +3,8 @@
 Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the nearest
 ``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
 imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Kept free of pydantic and YAML so a cached compiled pack evaluates facts without
 importing either (the CLI's cold start).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -563,7 +565,7 @@ class FactSchema:
     def validate(self, fact: Any) -> dict[str, Any]:
         try:
             return self._fast(fact, [])
-        except Exception:  # noqa: BLE001, S110 - the closures below name the error
+        except (_Bail, FactError):  # the closures below name the error
             pass
         return self._validate(fact)
 
@@ -572,7 +574,7 @@ class FactSchema:
         found: list[str] = []
         try:
             data = self._fast(fact, found)
-        except Exception:  # noqa: BLE001 - the closures name the error
+        except (_Bail, FactError):  # the closures name the error
             data = self._validate(fact)
             return data, self.warnings(fact)
         if not fact:

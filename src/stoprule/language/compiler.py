@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.diagnostics import Diagnostic, PolicyError, closest, unknown_hint
 from stoprule.facts.schema import FactField, FactSchema, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import (
@@ -42,7 +42,6 @@ from stoprule.language.templates import Template, parse_template
 from stoprule.limits import MAX_CONDITION_DEPTH, MAX_CONDITION_NODES, MAX_RULES, MAX_SET_MEMBERS
 
 __all__ = ["STAGES", "Context", "check_pack", "run"]
-
 
 
 @dataclass
@@ -89,6 +88,12 @@ class Context:
     checked: CheckedPolicy | None = None
     lowered: Any = None  # the engine's stages: lowered conditions, then the compiled policy
     compiled: Any = None
+
+
+def _at(src: SourceFile, path: tuple) -> str:
+    """``file:line:col`` of ``path`` in ``src``: where a first declaration is, for a duplicate."""
+    line, col = src.where(path)
+    return f"{src.name}:{line}:{col}"
 
 
 def _loc(src: SourceFile, path: tuple) -> C.Loc:
@@ -210,7 +215,10 @@ def stage_load(ctx: Context) -> None:
             for name, spec in pf.fact_schema.fields.items():
                 path: tuple[str | int, ...] = ("schema", "fields", name)
                 if name in fields:
-                    ctx.diags.append(src.diag(path, "duplicate.field", f"field {name!r} declared twice"))
+                    first = _at(field_src[name], path)
+                    ctx.diags.append(
+                        src.diag(path, "duplicate.field", f"field {name!r} declared twice (first at {first})")
+                    )
                     continue
                 fields[name] = _build_field(name, spec, decl, path, ctx.diags)
                 field_src[name] = src
@@ -247,19 +255,24 @@ def stage_load(ctx: Context) -> None:
             _declare(ctx, ctx.verdicts, name, src, ("verdicts", name), v, "verdict")
         for i, stop in enumerate(pf.high_risk_stops):
             path = ("high_risk_stops", i)
-            if any(d.name == stop.id for d in ctx.stops):
+            prev_stop = next((d for d in ctx.stops if d.name == stop.id), None)
+            if prev_stop is not None:
+                first_stop = _at(prev_stop.src, (*prev_stop.path, "id"))
                 ctx.diags.append(
                     src.diag(
                         (*path, "id"),
                         "duplicate.high_risk_stop",
-                        f"high-risk stop {stop.id!r} declared twice",
+                        f"high-risk stop {stop.id!r} declared twice (first at {first_stop})",
                     )
                 )
             ctx.stops.append(_Decl(stop.id, src, path, stop))
         for i, rule in enumerate(pf.rules):
             rid = f"{stem}.{rule.id}"
-            if any(r.id == rid for r in ctx.rules):
-                ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", f"rule id {rid!r} is not unique"))
+            prev = next((r for r in ctx.rules if r.id == rid), None)
+            if prev is not None:
+                first = _at(prev.src, (*prev.path, "id"))
+                msg = f"rule id {rid!r} is not unique (first at {first})"
+                ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", msg))
             ctx.rules.append(_RuleDecl(rid, rule, src, ("rules", i)))
     nrules = len(ctx.rules) + len(ctx.stops)
     if nrules > MAX_RULES:
@@ -294,7 +307,8 @@ def _field_locs(src: SourceFile, path: FieldPath, key: tuple, spec: FieldSpec, o
 def _declare(ctx: Context, table: dict, name: str, src: SourceFile, path: tuple, value: Any, kind: str) -> None:
     if name in table:
         prev = table[name]
-        ctx.diags.append(src.diag(path, f"duplicate.{kind}", f"{kind} {name!r} already declared in {prev.src.name}"))
+        first = _at(prev.src, prev.path)
+        ctx.diags.append(src.diag(path, f"duplicate.{kind}", f"{kind} {name!r} already declared at {first}"))
         return
     table[name] = _Decl(name, src, path, value)
 
@@ -321,8 +335,8 @@ class _Resolver:
             return self.done[name]
         decl = self.ctx.conditions.get(name)
         if decl is None:
-            known = ", ".join(sorted(self.ctx.conditions)) or "none declared"
-            self.err(loc, "condition.unknown", f"unknown condition {name!r} (known: {known})")
+            hint = unknown_hint(name, self.ctx.conditions)
+            self.err(loc, "condition.unknown", f"unknown condition {name!r}{hint}")
             return None
         if name in self.stack:
             cycle = " -> ".join([*self.stack[self.stack.index(name) :], name])
@@ -361,8 +375,8 @@ class _Resolver:
         if isinstance(c, C.Atom) and OPERATORS[c.op].set_operand and isinstance(c.arg, str):
             decl = self.ctx.sets.get(c.arg)
             if decl is None:
-                known = ", ".join(sorted(self.ctx.sets)) or "none declared"
-                self.err(c.loc, "set.unknown", f"unknown set {c.arg!r} (known: {known})")
+                hint = unknown_hint(c.arg, self.ctx.sets)
+                self.err(c.loc, "set.unknown", f"unknown set {c.arg!r}{hint}")
                 return None
             return dataclasses.replace(c, arg=tuple(decl.value), set=c.arg)
         return C.map_children(c, self.walk)
@@ -431,12 +445,12 @@ def stage_resolve(ctx: Context) -> None:
         cond = C.parse_condition(rule.src, rule.spec.when, (*rule.path, "when"), ctx.diags)
         rule.cond = _check_size(ctx, r.walk(cond) if cond is not None else None, rule.src, (*rule.path, "when"))
         if rule.spec.verdict not in ctx.verdicts:
-            known = ", ".join(sorted(ctx.verdicts)) or "none declared"
+            hint = unknown_hint(rule.spec.verdict, ctx.verdicts)
             ctx.diags.append(
                 rule.src.diag(
                     (*rule.path, "verdict"),
                     "verdict.unknown",
-                    f"unknown verdict {rule.spec.verdict!r} (known: {known})",
+                    f"unknown verdict {rule.spec.verdict!r}{hint}",
                 )
             )
 
@@ -466,9 +480,9 @@ class _Checker:
                 return None
             name = cur.lookup.get(part)
             if name is None:
-                known = ", ".join(sorted(cur.fields)) or "none"
                 where = f" of {'.'.join(names)}" if names else ""
-                self.err(loc, "field.unknown", f"unknown field {part!r}{where} (known: {known})")
+                hint = unknown_hint(part, cur.fields)
+                self.err(loc, "field.unknown", f"unknown field {part!r}{where}{hint}")
                 return None
             names.append(name)
             cur = cur.fields[name]
@@ -595,6 +609,12 @@ class _Checker:
         return dataclasses.replace(a, arg=arg, fld=fld, path=path, ref_path=ref_path, ref_fld=ref_fld)
 
 
+def _maybe(name: str, known: Any) -> str:
+    """`` (did you mean 'x'?)`` when a known name is close to ``name``, else nothing."""
+    best = closest(name, known)
+    return f" (did you mean {best!r}?)" if best else ""
+
+
 def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Template:
     tpl, errors = parse_template(text)
     for e in errors:
@@ -608,7 +628,7 @@ def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Templ
                     rule.src.diag(
                         (*rule.path, key),
                         "template.unknown_set",
-                        f"placeholder {{@{path[0]}}} names no set",
+                        f"placeholder {{@{path[0]}}} names no set{_maybe(path[0], ctx.sets)}",
                     )
                 )
             if kind == "field":
@@ -623,7 +643,10 @@ def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Templ
                             rule.src.diag(
                                 (*rule.path, key),
                                 "template.unknown_field",
-                                f"placeholder {{{'.'.join(path)}}} is not a field of the fact schema",
+                                f"placeholder {{{'.'.join(path)}}} is not a field of the fact schema"
+                                + _maybe(
+                                    name[:-2] if listy else name, cur.fields if cur and cur.type == "object" else ()
+                                ),
                             )
                         )
                         break
@@ -700,8 +723,17 @@ def _checked_policy(ctx: Context) -> CheckedPolicy:
         field_locs=MappingProxyType(dict(ctx.field_locs)),
         rules=tuple(
             CheckedRule(
-                r.id, i, r.spec.priority, r.spec.verdict, r.spec.reason, r.cond,  # type: ignore[arg-type]
-                r.message, r.review_reason, _loc(r.src, r.path), _loc(r.src, (*r.path, "when")), r.spec.description,
+                r.id,
+                i,
+                r.spec.priority,
+                r.spec.verdict,
+                r.spec.reason,
+                r.cond,  # type: ignore[arg-type]
+                r.message,
+                r.review_reason,
+                _loc(r.src, r.path),
+                _loc(r.src, (*r.path, "when")),
+                r.spec.description,
             )
             for i, r in enumerate(ctx.rules)
         ),  # fmt: skip
@@ -710,13 +742,20 @@ def _checked_policy(ctx: Context) -> CheckedPolicy:
         conditions=MappingProxyType(
             {name: NamedCondition(name, d.cond, d.loc()) for name, d in ctx.conditions.items()}  # type: ignore[arg-type]
         ),
-        verdicts=MappingProxyType({
-            name: CheckedVerdict(
-                name, d.value.ok, d.value.stop, d.value.requires_user_review, d.value.retryable,
-                d.value.description, d.loc(),
-            )
-            for name, d in ctx.verdicts.items()
-        }),  # fmt: skip
+        verdicts=MappingProxyType(
+            {
+                name: CheckedVerdict(
+                    name,
+                    d.value.ok,
+                    d.value.stop,
+                    d.value.requires_user_review,
+                    d.value.retryable,
+                    d.value.description,
+                    d.loc(),
+                )
+                for name, d in ctx.verdicts.items()
+            }
+        ),  # fmt: skip
         declarations=MappingProxyType(ctx.declarations),
         inventory=MappingProxyType(_inventory(ctx)),
     )

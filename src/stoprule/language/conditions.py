@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic
+from stoprule.diagnostics import Diagnostic, unknown_hint
 from stoprule.language.operators import OPERATORS
 from stoprule.language.source import SourceFile, format_path
 
@@ -249,11 +249,10 @@ class _Parser:
         atoms: list[Cond] = []
         for op, arg in ops.items():
             if op not in OPERATORS:
-                known = ", ".join(sorted(OPERATORS))
                 self.err(
                     (*path, op),
                     "condition.unknown_operator",
-                    f"unknown operator {op!r} (known: {known})",
+                    f"unknown operator {op!r}{unknown_hint(str(op), OPERATORS, listed=len(OPERATORS))}",
                 )
                 return None
             atoms.append(Atom(key, op, arg, self.loc((*path, op)) if isinstance(value, dict) else loc))

@@ -1,4 +1,7 @@
-"""Which files make up a pack, and a cheap key over their raw bytes (no YAML parsing)."""
+"""Which files make up a pack, and a cheap key over their raw bytes (no YAML parsing).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -169,6 +169,28 @@ def _scan(name: str, text: str, diags: list[Diagnostic]) -> bool:
     return True
 
 
+_OPENERS = {
+    "while parsing a flow mapping": ("'{'", "'}'"),
+    "while parsing a flow sequence": ("'['", "']'"),
+    "while scanning a quoted scalar": ("quote", "closing quote"),
+}
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError) -> tuple[int, int, str]:
+    """Where a syntax error is and what it is. A bracket or quote left open is reported where it
+    opens (the parser notices only where the text next fails to continue it, often lines later)."""
+    line, col = _mark(exc.problem_mark or exc.context_mark)
+    problem = exc.problem or exc.context or "invalid YAML"
+    opener = _OPENERS.get(exc.context or "")
+    if opener is not None and exc.context_mark is not None:
+        at_line, at_col = _mark(exc.context_mark)
+        if at_line != line:
+            return at_line, at_col, f"unclosed {opener[0]}: no {opener[1]} before line {line}, column {col}"
+        if opener[0] != "quote":
+            problem += f" (to close the {opener[0]} at column {at_col})"
+    return line, col, problem
+
+
 def parse_yaml(name: str, text: str, diags: list[Diagnostic]) -> SourceFile:
     """Parse one YAML document; syntax errors and exceeded limits become diagnostics."""
     src = SourceFile(name, None)
@@ -177,8 +199,7 @@ def parse_yaml(name: str, text: str, diags: list[Diagnostic]) -> SourceFile:
             return src
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        line, col = _mark(exc.problem_mark or exc.context_mark)
-        problem = exc.problem or exc.context or "invalid YAML"
+        line, col, problem = _syntax_error(exc)
         diags.append(Diagnostic(name, line, col, "yaml.syntax", problem))
         return src
     except yaml.YAMLError as exc:

@@ -14,15 +14,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from stoprule._util.records import Record, record
 from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, link, well_formed
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
 
 __all__ = ["Break", "check_runs", "lenient", "shown"]
 

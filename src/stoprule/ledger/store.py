@@ -9,6 +9,8 @@ The same transaction advances the ledger head (the chain over every event, HMAC-
 key file): a write transaction first checks that the head's signature verifies, so a head
 rewritten by someone without the key is refused rather than re-signed. The file is created
 owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
+from stoprule._util.redact import redact_obj
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -251,7 +254,7 @@ def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerEr
 class Ledger:
     """An open ledger file. Use :meth:`open`; appends go inside :meth:`write`."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: Any, path: str) -> None:
         self._conn = conn
         self.path = path
         self.schema = SCHEMA_VERSION  # what the file holds (1: a schema-1 ledger opened read-only, not upgraded)
@@ -436,8 +439,11 @@ class Ledger:
         return keys_path(self.path)
 
     @property
-    def connection(self) -> sqlite3.Connection:
+    def connection(self) -> Any:
+        """The DB-API connection (``sqlite3``; for PostgreSQL an adapter that reads ``?`` parameters)."""
         return self._conn
+
+    backend = "sqlite"
 
     # ------------------------------------------------------------------ writing
 
@@ -447,23 +453,44 @@ class Ledger:
         if self._in_tx:
             raise RuntimeError("write transactions do not nest")
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except _DB_ERRORS as exc:
-            raise sqlite_error(self.path, exc) from None
+            self._begin()
+        except self._errors as exc:
+            raise self._error(exc) from None
         self._in_tx = True
         try:
             self._head = self._checked_head()
             yield self
             self._conn.execute("COMMIT")
         except BaseException as exc:
-            with suppress(sqlite3.Error):  # the connection may be gone; the transaction is void either way
+            with suppress(*self._errors):  # the connection may be gone; the transaction is void either way
                 self._conn.execute("ROLLBACK")
-            if isinstance(exc, _DB_ERRORS):
-                raise sqlite_error(self.path, exc) from None
+            if isinstance(exc, self._errors):
+                raise self._error(exc) from None
             raise
         finally:
             self._in_tx = False
             self._head = None
+
+    # the database's errors, and how they read as a LedgerError (the PostgreSQL backend overrides these)
+    _errors: tuple[type[BaseException], ...] = _DB_ERRORS
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        assert isinstance(exc, _DB_ERRORS)
+        return sqlite_error(self.path, exc)
+
+    def _begin(self) -> None:
+        """Start a write transaction holding the ledger's write lock."""
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _insert_fact(self, fact: str, body: str) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
+
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str]) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id (the next after the head's)."""
+        cur = self._conn.execute(
+            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
+        )
+        return int(cur.lastrowid or 0)
 
     # ------------------------------------------------------------------ the ledger head
 
@@ -543,7 +570,7 @@ class Ledger:
             raise RuntimeError("append must run inside Ledger.write()")
         c = self._conn
         row = c.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
-        events, head, tip, blocked = row if row else (0, GENESIS, None, 0)
+        events, tip = (row[0], row[2]) if row else (0, None)
         attempt = 1
         if retry_of is not None:
             parent = retry_of
@@ -555,7 +582,6 @@ class Ledger:
                 raise self.unknown_node(run, parent, exists=row is not None)
             if retry_of is not None:
                 attempt = found[0] + 1
-        edge = "root" if parent is None else ("retry" if retry_of is not None else "next")
         seq = events + 1
         node = f"n{seq}"
         at = _now()
@@ -572,19 +598,42 @@ class Ledger:
             verdict=verdict,
             at=at,
         )
+        body = redact_obj(body)  # a verdict's message may quote a fact's secret
+        return self._store(body, fact_body, row)
+
+    def append_recorded(self, body: dict[str, Any], fact_body: str) -> Node:
+        """Append an event exactly as another ledger recorded it (``log import``); inside :meth:`write`.
+
+        The body must extend the run here: its ``seq`` the run's next, its ``prev`` the run's head.
+        """
+        if not self._in_tx or self._head is None:
+            raise RuntimeError("append_recorded must run inside Ledger.write()")
+        run = body["run"]
+        row = self._conn.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
+        if body["seq"] != (row[0] if row else 0) + 1:
+            raise LedgerError("ledger.import", f"run {run!r}: event {body['seq']} does not follow the run's "
+                                               f"{row[0] if row else 0} event(s) in {self.path}")  # fmt: skip
+        return self._store(body, fact_body, row)
+
+    def _store(self, body: dict[str, Any], fact_body: str, row: tuple | None) -> Node:
+        """Insert the fact, the event, its node and edge; advance the ledger head and the run's status."""
+        assert self._head is not None
+        c = self._conn
+        run, seq, node, parent, kind = body["run"], body["seq"], body["node"], body["parent"], body["kind"]
+        retryable, attempt, retry_of = body["retryable"], body["attempt"], body["retry_of"]
+        fact, at = body["fact"], body["at"]
+        v = body["verdict"]
+        _, head, _, blocked = row if row else (0, GENESIS, None, 0)
+        edge = "root" if parent is None else ("retry" if retry_of is not None else "next")
         text = canonical(body)
         h = link(head, text)
-        c.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, fact_body))
-        event_id = c.execute(
-            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run, seq, EVENT_TYPE, node, text, head, h),
-        ).lastrowid
+        self._insert_fact(fact, fact_body)
+        event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h))
         c.execute(
             "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run, node, seq, kind, retryable, attempt, retry_of, verdict.ok, verdict.verdict, verdict.reason, fact,
-             event_id),
-        )  # fmt: skip
+            (run, node, seq, kind, retryable, attempt, retry_of, v["ok"], v["verdict"], v["reason"], fact, event_id),
+        )
         c.execute("INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)", (run, node, parent, edge))
         if event_id != self._head.events + 1:
             raise corrupt(self.path, f"event id {event_id} does not follow the head's {self._head.events} events")
@@ -592,7 +641,7 @@ class Ledger:
         key, mac = self._sign(event_id, head)
         c.execute("UPDATE head SET events = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (event_id, head, key, mac))
         self._head = Head(event_id, head, key, mac)
-        status = (seq, h, node, kind, retryable, attempt, verdict.ok, verdict.verdict, verdict.reason,
+        status = (seq, h, node, kind, retryable, attempt, v["ok"], v["verdict"], v["reason"],
                   blocked + (kind == "blocked_attempt"), at, event_id)  # fmt: skip
         if row is None:
             c.execute(
@@ -606,8 +655,8 @@ class Ledger:
                 " verdict = ?, reason = ?, blocked = ?, updated = ?, last_event = ? WHERE run = ?",
                 (*status, run),
             )
-        return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, verdict.ok, verdict.verdict,
-                    verdict.reason, fact, h, body)  # fmt: skip
+        return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, v["ok"], v["verdict"],
+                    v["reason"], fact, h, body)  # fmt: skip
 
     def unknown_node(self, run: str, node: str, *, exists: bool | None = None) -> LedgerError:
         """The error for a node id the run does not have."""
@@ -624,8 +673,8 @@ class Ledger:
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
             return self._conn.execute(sql, args).fetchall()
-        except _DB_ERRORS as exc:
-            raise sqlite_error(self.path, exc) from None
+        except self._errors as exc:
+            raise self._error(exc) from None
 
     def status(self, run: str) -> RunStatus | None:
         """The run's status: one primary-key lookup in ``runs``."""
@@ -665,5 +714,5 @@ class Ledger:
             cur = self._conn.execute(sql, (run,) if run is not None else ())
             for row in cur:
                 yield _node(row[1:], self.path), row[0]
-        except _DB_ERRORS as exc:
-            raise sqlite_error(self.path, exc) from None
+        except self._errors as exc:
+            raise self._error(exc) from None

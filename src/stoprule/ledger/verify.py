@@ -20,6 +20,7 @@ findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from stoprule._util.records import record
 from stoprule.ledger import keys
@@ -29,10 +30,6 @@ from stoprule.ledger.events import GENESIS, head_link
 from stoprule.ledger.runcheck import Break, check_runs, lenient
 from stoprule.ledger.sha import compare_digest
 from stoprule.ledger.store import Ledger, corrupt, sqlite_error
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -77,7 +74,7 @@ def _ranges(ids: list[int]) -> str:
     return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-def _check_head(ledger: Ledger, c: sqlite3.Connection) -> tuple[list[Break], dict[str, Any] | None]:
+def _check_head(ledger: Ledger, c: Any) -> tuple[list[Break], dict[str, Any] | None]:
     """The ledger chain over every event in id order against the signed head."""
     if ledger.schema < 2:
         return [Break(None, 0, None, (
@@ -178,24 +175,52 @@ def verify(ledger: Ledger, run: str | None = None) -> Report:
     Each broken run is named once; ledger-wide findings have ``run`` None. A file SQLite
     cannot read is LedgerError ``ledger.corrupt``, never an exception from below.
     """
+    if ledger.backend != "sqlite":
+        return _verify_other(ledger, run)
     c = ledger.connection
     try:
         with lenient(c):
             if run is not None:
-                if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
-                                 (run, run)).fetchone():  # fmt: skip
-                    raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
-                total, breaks = check_runs(c, [run])
-                return Report(1, total, breaks)
-            names = [r[0] for r in c.execute(
-                "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
-                " UNION SELECT run FROM edges ORDER BY 1"
-            ).fetchall()]  # fmt: skip
+                return _one_run(ledger, c, run)
+            names = _names(c)
             total, breaks = check_runs(c, names)
             head_breaks, head = _check_head(ledger, c)
             breaks += head_breaks + _check_file(c, ledger.schema)
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         raise sqlite_error(ledger.path, exc) from None
     except RecursionError:  # a body nested beyond what json can read
+        raise corrupt(ledger.path, "an event body is nested too deeply to read") from None
+    return Report(len(names), total, [b.printable() for b in breaks], head if not breaks else None)
+
+
+def _names(c: Any) -> list[str]:
+    return [r[0] for r in c.execute(
+        "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+        " UNION SELECT run FROM edges ORDER BY 1"
+    ).fetchall()]  # fmt: skip
+
+
+def _one_run(ledger: Ledger, c: Any, run: str) -> Report:
+    if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
+                     (run, run)).fetchone():  # fmt: skip
+        raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
+    total, breaks = check_runs(c, [run])
+    return Report(1, total, breaks)
+
+
+def _verify_other(ledger: Any, run: str | None) -> Report:
+    """The same checks on a database server (PostgreSQL): in one read-only snapshot; the storage
+    check is the backend's (its guards), in place of SQLite's schema and integrity check."""
+    try:
+        with ledger.snapshot() as c:
+            if run is not None:
+                return _one_run(ledger, c, run)
+            names = _names(c)
+            total, breaks = check_runs(c, names)
+            head_breaks, head = _check_head(ledger, c)
+            breaks += head_breaks + ledger.check_storage()
+    except ledger._errors as exc:
+        raise ledger._error(exc) from None
+    except RecursionError:
         raise corrupt(ledger.path, "an event body is nested too deeply to read") from None
     return Report(len(names), total, [b.printable() for b in breaks], head if not breaks else None)

@@ -1,8 +1,10 @@
-"""Claude Code ``Stop`` / ``SubagentStop`` (HARNESSES.md § 1).
+"""Claude Code ``Stop`` / ``SubagentStop`` (its hooks reference; docs/agents.md).
 
 Block: ``{"decision":"block","reason":M}``; allow: empty stdout; a note for the user:
 ``{"systemMessage":R}`` (the model does not see it). The turn is the user prompt
 (``prompt_id``, Claude Code 2.1.196 and later).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

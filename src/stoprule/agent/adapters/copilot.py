@@ -1,8 +1,10 @@
-"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (HARNESSES.md § 5).
+"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. The stdin fields
 are UNCONFIRMED: both ``sessionId`` (SDK) and ``session_id`` are read, and
 ``stop_hook_active`` when present. No user channel is confirmed: notes go to the log.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""Cursor ``stop`` / ``subagentStop`` (HARNESSES.md § 4).
+"""Cursor ``stop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"followup_message":M}`` (sent as the next *user* message); allow: ``{}``. The
 stop hook has no user channel: notes go to the log only. The session is
 ``conversation_id``; ``loop_count`` is Cursor's own follow-up count.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

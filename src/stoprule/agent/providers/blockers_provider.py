@@ -2,7 +2,10 @@
 (the blocker tool of :mod:`stoprule.agent`), as fact fields; ``logged_this_turn``: how many
 the agent logged since the user's last prompt (the count at the turn's first stop is kept
 in the hook's session record); ``blocked_tasks``: the tasks open progress-blocking blockers
-are about (never offered as the next task). Imports neither pydantic nor YAML."""
+are about (never offered as the next task). Imports neither pydantic nor YAML.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +26,8 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     from types import SimpleNamespace
 
     from stoprule.agent.blocker_facts import blockers_facts
+    from stoprule.agent.defaults import DEFAULT_BLOCKERS
     from stoprule.agent.providers._turn import fresh_turn
-    from stoprule.agent.settings import DEFAULT_BLOCKERS
 
     cfg = ctx.settings.get("blockers") or DEFAULT_BLOCKERS  # the config's validated section, cached with the hook's
     obs = blockers_facts(os.path.dirname(ctx.project), event.session_id, SimpleNamespace(**cfg))

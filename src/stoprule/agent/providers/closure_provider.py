@@ -16,6 +16,8 @@ matched) and ``closure.question_again`` (a question was already seen at an earli
 this turn: the policy pushes back once). The patterns are the pack's data
 (``agent/triage.json`` ``question``: ``asks`` match the last sentence, ``requests`` one of
 the last ``window`` sentences, ``ignore`` excludes a sentence), never code.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """``hook``: what the payload says — session, harness, event, the loop flag, the last message,
-and ``stopping`` (the agent is trying to stop: a task-boundary stop)."""
+and ``stopping`` (the agent is trying to stop: a task-boundary stop).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """``transcript``: turns, the latest task list and this turn's failed tool results, read
 from the harness's transcript incrementally (position kept in the session record). A
 harness whose plugin sends its task list and turn count in the payload (OpenCode:
-``todos`` from ``todo.updated`` events, ``turns``) is read from there."""
+``todos`` from ``todo.updated`` events, ``turns``) is read from there.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

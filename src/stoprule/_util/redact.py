@@ -1,0 +1,395 @@
+"""Secrets become ``[REDACTED]`` before anything is written to disk, recorded, exported or echoed.
+
+Three kinds of pattern, all linear-time (every pattern starts at a literal prefix or at the
+start of a run guarded by a look-behind, and every repetition is possessive or bounded, so
+no input makes the regex engine backtrack over it twice):
+
+- the shapes of well-known credentials wherever they appear (cloud and service keys,
+  private-key blocks, JWTs, bearer/basic tokens, Slack/GitHub/GitLab/Stripe/OpenAI/... keys);
+- credentials on command lines and in URLs (``scheme://user:pass@host``, ``curl -u u:p``,
+  ``mysql -pPASS``, ``aws configure set ... VALUE``, ``--password VALUE``);
+- ``key = value`` / ``key: value`` / ``"key": "value"`` assignments whose key names a secret
+  (the key is kept, the value replaced), and quoted high-entropy values of any key.
+
+``redact_obj`` applies it to every string of a JSON-like value (keys too). With
+``STOPRULE_REDACT_DETECT_SECRETS=1`` (or :func:`use_detect_secrets`) and the optional
+``detect-secrets`` package installed, its plugins run as well, on top of these patterns.
+Redaction is deliberately greedy where a value looks like a secret: a false positive costs
+a word, a false negative leaks a key into a file people share.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_detect_secrets"]
+
+REDACTED = "[REDACTED]"
+_MARK = "[REDACTED"
+MAX_DEPTH = 64
+
+# ---------------------------------------------------------------- credential shapes
+_B64 = r"A-Za-z0-9+/"
+_SHAPES: list[re.Pattern[str]] = [
+    re.compile(
+        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY"
+        r"(?: BLOCK)?-----|\Z)",
+        re.S,
+    ),  # fmt: skip
+    re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    re.compile(r"\bABSK[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
+    re.compile(r"\bbedrock-api-key-[A-Za-z0-9+/=_-]{16,}+"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,255}+"),  # GitHub
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,255}+"),
+    re.compile(r"\bgl(?:pat|ptt|rt|dt|ft|oas|cbt|imt|soat|agent)-[A-Za-z0-9_.-]{16,}+"),  # GitLab
+    re.compile(r"\bGR1348941[A-Za-z0-9_-]{20}"),
+    re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}+"),  # Slack
+    re.compile(r"\bxoxe(?:\.xox[a-z])?-\d-[A-Za-z0-9-]{10,}+"),
+    re.compile(r"\bxapp-\d-[A-Za-z0-9-]{10,}+"),
+    re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/+_-]{8,}+"),
+    re.compile(r"\b[srp]k_(?:live|test|prod)_[A-Za-z0-9]{16,}+"),  # Stripe
+    re.compile(r"\bsk-(?:ant-[a-z]{2,10}\d{0,3}-|proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}+"),  # OpenAI/Anthropic
+    re.compile(r"\bAIza[A-Za-z0-9_-]{35}"),  # Google API key (may end in '-')
+    re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}+"),  # Google OAuth access token
+    re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}+"),  # Google OAuth client secret
+    re.compile(r"\beyJ[A-Za-z0-9_-]{6,}+\.[A-Za-z0-9_-]{2,}+(?:\.[A-Za-z0-9_-]*+)?"),  # JWT: 2 or 3 parts, alg none
+    re.compile(r"\bnpm_[A-Za-z0-9]{36}"),
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}+"),  # Hugging Face
+    re.compile(r"\bapi_org_[A-Za-z0-9]{30,}+"),
+    re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
+    re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),  # SendGrid
+    re.compile(r"\bSK[0-9a-fA-F]{32}\b"),  # Twilio API key
+    re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
+    re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),  # Shopify
+    re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?"),  # Databricks
+    re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
+    re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
+    re.compile(rf"(?i)\bAccountKey=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
+    re.compile(r"(?i)\bSharedAccess(?:Key|Signature)=[^\s;\"']{8,}+"),
+    re.compile(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
+]
+
+# ---------------------------------------------------------------- command lines and URLs
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
+_HOST_TAIL = re.compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
+_FLAG_KEY = re.compile(r"(?i)(?:password|passwd|passphrase|secret|token|api-?key|access-?key)$")
+
+
+def _after_mysql(m: re.Match[str]) -> bool:
+    text, end = m.string, m.start()
+    lo = max(text.rfind("\n", max(0, end - 200), end) + 1, end - 200)
+    return text.rfind("mysql", lo, end) >= 0 or text.rfind("mariadb", lo, end) >= 0
+
+
+# (pattern, group holding the secret, a test the match must pass)
+_CLI: list[tuple[re.Pattern[str], int, Any]] = [
+    (re.compile(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
+    (re.compile(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
+    (
+        re.compile(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
+        1,
+        lambda m: re.search(r"(?i)secret|token|key", m.group(0)[: m.start(1) - m.start()]) is not None,
+    ),
+    (re.compile(r"\bsshpass\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
+    (
+        re.compile(r"(?<![\w-])--?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
+        2,
+        lambda m: _FLAG_KEY.search(m.group(1)) is not None,
+    ),
+    (
+        re.compile(r"(?i)\b(?:bearer|basic|token|digest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
+        1,
+        lambda m: _tokenish(m.group(1)),
+    ),  # "token generation": a word, not a token
+]
+
+# ---------------------------------------------------------------- key = value assignments
+# a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
+# case-sensitive alternation of literals lets the regex engine skip most positions)
+_NAMED = re.compile(
+    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
+    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:|=(?!=))[ \t]*+)"
+)
+# any separator before a quoted token-like value of 20+ characters (high entropy?)
+_QUOTED = re.compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+# an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
+_LINE_VALUE = re.compile(
+    r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
+)
+_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
+_VALUE = re.compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
+_SECRET_KEY = re.compile(
+    r"(?i)(?:passw(?:or)?d|passphrase|secret|token|credential|api[_-]?key|apikey|private[_-]?key|privatekey"
+    r"|access[_-]?key|accesskey|account[_-]?key|auth|authorization|session[_-]?(?:id|key)|sas"
+    r"|(?:^|[_.-])(?:pwd|pass|sig|signature|key)$|(?-i:[a-z](?:Pwd|Pass|Key))$)"
+)
+_COUNT_KEY = re.compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
+                        r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
+    r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
+)
+_DIGEST = re.compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
+_CODE_CHARS = re.compile(r"[()\[\]{},;<>]")
+_TEMPLATE = re.compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
+_CONCAT = re.compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
+_NUMBERS = re.compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
+_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z]{1,5}$")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
+_SNAKE = re.compile(r"[a-z]+(?:_[a-z]+)+$")
+_CODE_REF = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
+
+
+def _entropy(text: str) -> float:
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
+
+
+def _classes(text: str) -> int:
+    return sum(1 for p in _CLASS_RES if p.search(text))
+
+
+_CLASS_RES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"\d"), re.compile(r"[^A-Za-z0-9]"))
+_DIGITS = re.compile(r"\d.*\d", re.S)
+
+
+def _high_entropy(value: str) -> bool:
+    """A value of any key that looks like a random credential (not code, a digest or a sentence)."""
+    if len(value) < 20 or len(value) > 1024 or len(set(value)) < 16:  # entropy >= 4 needs 16 symbols
+        return False
+    if " " in value or _DIGEST.match(value) or _PATH.match(value) or _CODE_CHARS.search(value):
+        return False
+    if not _DIGITS.search(value):  # code (``socket._GLOBAL_DEFAULT_TIMEOUT``), not random
+        return False
+    return _classes(value) >= 3 and _entropy(value) >= 4.0
+
+
+def _secretish(value: str) -> bool:
+    """A bare value that plausibly is a password or token (not an English word)."""
+    return len(value) >= 16 or _classes(value) >= 2 and not value.isalpha()
+
+
+def _tokenish(value: str) -> bool:
+    """After ``Bearer``/``Basic``/``Token``: a credential, not a word or a file name."""
+    if _FILE_NAME.match(value):
+        return False
+    return any(c.isdigit() for c in value) or "=" in value or (value != value.lower() and value != value.upper())
+
+
+def _assignments(text: str) -> str:
+    """Redact the values of ``key = value`` assignments: each value read at most once."""
+    out: list[str] = []
+    done = 0
+    for m in _NAMED.finditer(text.translate(_ASCII_LOWER)):  # same length and offsets as ``text``
+        if m.start() < done:
+            continue
+        head = text[max(0, m.start() - 128) : m.start()]
+        begin = m.start() - (len(head) - len(head.rstrip(_KEY_CHARS)))
+        if begin > 0 and text[begin - 1] in _KEY_CHARS:
+            continue  # a key of more than 128 characters: not a name
+        key = text[begin : m.start("q")]
+        if _SECRET_KEY.search(key.lstrip("-.")) is None or _COUNT_KEY.search(key):
+            continue
+        v = _VALUE.match(text, m.end())
+        if v is None or _keep(key, v.group(0), True, m.group("sep"), text, v.end()):
+            continue
+        val = v.group(0)
+        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if val[:1] in ("'", '"') else REDACTED]
+        done = v.end()
+    if out:
+        out.append(text[done:])
+        text = "".join(out)
+    out, done = [], 0
+    if "\n" in text or len(text) <= 1100:
+        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _high_entropy(m.group(1)) else
+                               m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
+                               text)  # fmt: skip
+    for m in _QUOTED.finditer(text):
+        v = _VALUE.match(text, m.end())
+        if v is None or m.start() < done or not _high_entropy(v.group(0)[1:-1]):
+            continue
+        out += [text[done : m.end()], f"{v.group(0)[0]}{REDACTED}{v.group(0)[-1]}"]
+        done = v.end()
+    if out:
+        out.append(text[done:])
+        text = "".join(out)
+    return text
+
+
+def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> bool:
+    """Whether the value of an assignment is not a secret (code, a placeholder, prose, a count)."""
+    quoted = val[:1] in ("'", '"')
+    inner = val[1:-1] if quoted else val
+    if inner.startswith(_MARK) or _PLACEHOLDER.match(inner.strip()) or _NUMBERS.match(inner):
+        return True  # a placeholder, a count, a version, an OID or an address
+    if not named:
+        return not (quoted and _high_entropy(inner))
+    if quoted:
+        if inner != inner.strip() and inner.strip().isalpha() or _TEMPLATE.search(inner):
+            return True  # a fragment or a template of a string being built ("Basic " + ..., "%s:%s")
+        if _CONCAT.match(text, end):
+            return True  # 'get' + name: an expression
+        return inner.count(" ") >= 3 and "phrase" not in key.lower()  # a sentence (a label, a prompt)
+    bare = inner.rstrip("`'\".,;:)")
+    if _NUMBERS.match(bare):
+        return True  # a port, a count, a flag
+    if inner[:1] in "([{%*.&|!<>@`" or bare.isupper() and bare.replace("_", "").isalpha():
+        return True  # an expression or a PLACEHOLDER, not a value
+    if " " in sep and "*" in inner:
+        return True  # x = 2*y
+    plain_name = " " in sep and not any(c.isdigit() for c in inner)  # ``x = y``
+    if _CODE_REF.match(inner) and (any(c in inner for c in ".([") or _SECRET_KEY.search(inner)
+                                    or _SNAKE.match(inner) or plain_name):  # fmt: skip
+        return True  # a variable, attribute or call (``x = y``): code, not a value
+    # prose ("token: the next word") unless the value ends its line (YAML)
+    return ":" in sep and not _secretish(inner) and text[end : end + 1] not in ("", "\n", "\r")
+
+
+def _url(m: re.Match[str]) -> str:
+    url = m.group(0)
+    scheme_end = url.index("://") + 3
+    rest = url[scheme_end:]
+    colon = rest.find(":")
+    if colon <= 0 or "/" in rest[:colon] or "@" in rest[:colon]:
+        return url
+    at = -1  # the last '@' followed by a host: the password may hold '@', '/' or '#'
+    i = rest.rfind("@")
+    while i > colon:
+        if _HOST_TAIL.match(rest, i + 1):
+            at = i
+            break
+        i = rest.rfind("@", colon, i)
+    if at < 0:
+        return url
+    password = rest[colon + 1 : at]
+    if not password or password.startswith(_MARK) or _PLACEHOLDER.match(password):
+        return url
+    return url[:scheme_end] + rest[: colon + 1] + REDACTED + rest[at:]
+
+
+def _group(index: int, test: Any) -> Any:
+    def sub(m: re.Match[str]) -> str:
+        value = m.group(index)
+        if value.startswith(_MARK) or _PLACEHOLDER.match(value) or (test is not None and not test(m)):
+            return m.group(0)
+        s, e = m.start(index) - m.start(), m.end(index) - m.start()
+        whole = m.group(0)
+        return whole[:s] + REDACTED + whole[e:]
+
+    return sub
+
+
+_CLI_SUBS = [(p, _group(g, t)) for p, g, t in _CLI]
+_detect_secrets: bool | None = None
+
+
+def use_detect_secrets(enabled: bool | None = True) -> bool:
+    """Switch the optional ``detect-secrets`` pass on or off (None: from the environment);
+    returns whether it is on (False when the package is not installed)."""
+    global _detect_secrets
+    if enabled is None:
+        enabled = os.environ.get("STOPRULE_REDACT_DETECT_SECRETS", "") not in ("", "0", "false", "no")
+    if enabled:
+        try:
+            import detect_secrets  # noqa: F401
+        except ImportError:
+            enabled = False
+    _detect_secrets = enabled
+    return enabled
+
+
+def detect_secrets_enabled() -> bool:
+    return use_detect_secrets(None) if _detect_secrets is None else _detect_secrets
+
+
+# words of code, any string (scan_line skips the entropy filter), public addresses: not credentials
+_DS_NOISY = ("KeywordDetector", "IPPublicDetector", "Base64HighEntropyString", "HexHighEntropyString")
+
+
+def _detect_secrets_values(text: str) -> list[str]:
+    """The secrets ``detect-secrets``' plugins find in ``text`` (longest first)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import transient_settings
+
+    names = sorted(c.__name__ for c in get_mapping_from_secret_type_to_class().values())
+    plugins = [{"name": n} for n in names if n not in _DS_NOISY]  # its credential-shape detectors
+    found: set[str] = set()
+    with transient_settings({"plugins_used": plugins}):
+        for line in text.splitlines()[:10_000]:
+            if len(line) <= 10_000:
+                found.update(s.secret_value for s in scan_line(line) if s.secret_value)
+    # its keyword plugin also reports code (``password = user``): keep what looks like a credential
+    keep = (v for v in found if len(v) >= 8 and v not in REDACTED and _tokenish(v) and not _SNAKE.match(v))
+    return sorted(keep, key=len, reverse=True)
+
+
+def _markers(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """Literal strings one of which every match contains (lower case): a pattern runs only
+    on text holding one (a C substring search, so most patterns cost nothing on most text)."""
+    src = pattern.pattern
+    for literal, markers in _MARKERS:
+        if literal in src:
+            return markers
+    return ()
+
+
+_MARKERS: list[tuple[str, tuple[str, ...]]] = [
+    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ("a3t", "akia", "asia", "abia", "acca", "agpa", "aida",
+    "aroa", "anpa", "anva", "aipa")), ("ABSK", ("absk",)), ("bedrock-api", ("bedrock-api-key-",)),
+    ("gh[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("gl(?:pat", ("gl",)), ("GR1348941", ("gr1348941",)),
+    ("xox[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)), ("hooks\\.slack", ("hooks.slack.com/",)),
+    ("k_(?:live", ("k_live_", "k_test_", "k_prod_")), ("sk-(?:ant", ("sk-",)), ("AIza", ("aiza",)),
+    ("ya29", ("ya29.",)), ("GOCSPX", ("gocspx-",)), ("eyJ", ("eyj",)), ("npm_", ("npm_",)), ("hf_", ("hf_",)),
+    ("api_org_", ("api_org_",)), ("do[opr]_v1", ("_v1_",)), ("SG\\.", ("sg.",)), ("SK[0-9a-fA-F]", ("sk",)),
+    ("pypi-", ("pypi-",)), ("shp(?:at", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
+    (":AA", (":aa",)), ("Q~", ("q~",)), ("AccountKey", ("accountkey=",)), ("SharedAccess", ("sharedaccess",)),
+    ("sig=", ("sig=",)), ("--user", ("-u", "--user")), ("-p([", ("mysql", "mariadb")), ("configure", ("configure",)),
+    ("sshpass", ("sshpass",)), ("([\\w-]{1,48}+)", ("-",)), ("bearer|basic", ("bearer", "basic", "token", "digest")),
+]  # fmt: skip
+_GATED: list[tuple[tuple[str, ...], re.Pattern[str], Any]] = [
+    *((_markers(p), p, REDACTED) for p in _SHAPES),
+    *((_markers(p), p, sub) for p, sub in _CLI_SUBS),
+]
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret it carries replaced by ``[REDACTED]`` (linear time)."""
+    if not text or len(text) < 6:
+        return text
+    extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
+    out = _URL.sub(_url, text) if "://" in text else text
+    low = out.lower()
+    for markers, pattern, sub in _GATED:
+        if not markers or any(m in low for m in markers):
+            new = pattern.sub(sub, out)
+            if new is not out and new != out:
+                out, low = new, new.lower()
+    if ":" in out or "=" in out:
+        out = _assignments(out)
+    for value in extra:  # whole occurrences only
+        out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
+    return out
+
+
+def redact_obj(value: Any, depth: int = 0) -> Any:
+    """A copy of a JSON-like value with every string redacted (keys of objects too)."""
+    if isinstance(value, str):
+        return redact(value)
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return "[too deeply nested]"
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_obj(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_obj(v, depth + 1) for v in value]
+    return value

@@ -1,0 +1,49 @@
+"""Strings safe to store: what every write path applies before a string reaches disk.
+
+``clean(text)`` drops NUL and the other C0/C1 control characters (tab, newline and
+carriage return are kept) and replaces each lone surrogate with U+FFFD, so the result
+always encodes as UTF-8 and passes the fact schema's string check. ``clean_obj`` does
+the same for every string (keys included) of a JSON-like value, bounded in depth.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["MAX_DEPTH", "clean", "clean_obj", "is_clean"]
+
+MAX_DEPTH = 64  # nesting kept by clean_obj; deeper values become a marker string
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def is_clean(text: str) -> bool:
+    """Whether ``clean(text) == text``."""
+    return _BAD.search(text) is None
+
+
+def clean(text: str) -> str:
+    """``text`` without control characters (but tab, newline, CR) and lone surrogates (U+FFFD)."""
+    if _BAD.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+
+
+def clean_obj(value: Any, depth: int = 0) -> Any:
+    """A copy of a JSON-like value with every string cleaned (tuples become lists)."""
+    if isinstance(value, str):
+        return clean(value)
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return "[too deeply nested]"
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_obj(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_obj(v, depth + 1) for v in value]
+    return value

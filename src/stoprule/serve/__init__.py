@@ -1,0 +1,13 @@
+"""``stoprule serve``: the decision service over HTTP (starlette on uvicorn, process workers).
+
+Modules, lowest first::
+
+    config   ServeConfig: pack directory, hashed bearer tokens, limits, ledger; read from YAML
+    metrics  counters and a latency histogram per worker, in Prometheus text format
+    policy   the served pack: compiled aside, swapped atomically when its files change
+    app      the ASGI application: routes, authentication, limits, JSON errors
+    run      start uvicorn with N worker processes
+
+The layer sits above ``agent`` (the harness adapters) and ``ledger``, below the CLI. Nothing on
+the hook's path imports it: clients speak plain HTTP (``stoprule.agent.remote``).
+"""

@@ -1,0 +1,104 @@
+"""stoprule inside the real harness programs, each against a scripted model on 127.0.0.1.
+
+Every scenario runs the harness headless in a fresh git project wired by
+``stoprule init --harness H``; it asserts on what the harness did (the hook's decisions,
+the commits) and on what it sent back to the model (a block's reason is the content of
+the model's next request). Run alone: ``python -m pytest -m harness -n 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from harnesses import DRIVERS, Session
+from model_servers import Turn
+
+pytestmark = pytest.mark.harness
+
+HARNESSES = list(DRIVERS)
+UNCOMMITTED = "Uncommitted work remains"
+SECRET = "hunter2-s3cret"
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def blocks(s: Session) -> list[bool]:
+    return [e["decision"]["block"] for e in s.stops()]
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
+    harness: str, run_session: Callable[..., Session]
+) -> None:
+    d = DRIVERS[harness]
+    s = run_session(harness, [
+        d.shell("echo hello > notes.txt"),
+        Turn("Done: notes.txt is written."),
+        d.shell("git add notes.txt && git commit -qm 'add notes'"),
+        Turn("Committed notes.txt."),
+    ])  # fmt: skip
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    stops = s.stops()
+    assert blocks(s) == [True, False], s.describe()
+    assert stops[0]["verdict"]["reason"] == "uncommitted_work"
+    assert stops[0]["fact"]["uncommittedWork"] is True
+    # the reason came back to the model as the content of the request after the stop
+    assert s.script.first_seeing(UNCOMMITTED) == 2, s.describe()
+    assert s.script.exhausted()
+    assert "add notes" in s.git("log", "--format=%s")
+    assert s.git("status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_an_agent_that_never_complies_is_let_go_at_the_loop_cap(
+    harness: str, run_session: Callable[..., Session]
+) -> None:
+    d = DRIVERS[harness]
+    s = run_session(harness, [d.shell("echo hello > notes.txt")], default=Turn("Done: notes.txt is written."))
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    stops = s.stops()
+    assert blocks(s) == [True, True, True, False], s.describe()  # loop_cap 3 (init's config)
+    assert [e["loop"]["capped"] for e in stops] == [False, False, False, True]
+    assert "allowed this stop after 3 consecutive blocks" in (stops[-1]["decision"]["notice"] or "")
+    # one request for the tool, one for each stop: the fourth stop ended the session
+    assert len(s.script.main) == 5, s.describe()
+    assert "notes.txt" in s.git("status", "--porcelain")
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_the_blocker_tool_over_mcp_logs_the_blocker_redacted(harness: str, run_session: Callable[..., Session]) -> None:
+    d = DRIVERS[harness]
+    args = {"category": "missing_dependency", "question": "Which staging database should the migration use?",
+            "context": f"config has password={SECRET} and key {AWS_KEY}", "blocksProgress": True}  # fmt: skip
+    s = run_session(harness, [*d.mcp("blocker", args), Turn("Logged the blocker for the user.")])
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    # the tool's answer reached the model
+    answered = s.script.first_seeing("Blocker logged")
+    assert answered is not None, s.describe()
+    # logged, redacted: the question is in the project's files, the secrets nowhere
+    texts = {p: p.read_bytes() for p in s.project.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert any(b"Which staging database" in t for t in texts.values()), sorted(map(str, texts))
+    leaked = [str(p) for p, t in texts.items() if SECRET.encode() in t or AWS_KEY.encode() in t]
+    assert leaked == []
+    # the stop after it reports the blocker (user review), it does not demand a commit
+    last = s.stops()[-1]
+    assert last["verdict"]["reason"] == "open_blockers", s.describe()
+    assert last["decision"]["block"] is False
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_report_status_facts_decide_the_next_stop(harness: str, run_session: Callable[..., Session]) -> None:
+    d = DRIVERS[harness]
+    s = run_session(harness, [
+        *d.mcp("report_status", {"status": "partial"}),
+        Turn("Stopping here for now."),
+        *d.mcp("report_status", {"status": "implemented"}),
+        Turn("All done."),
+    ])  # fmt: skip
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    stops = s.stops()
+    assert blocks(s) == [True, False], s.describe()
+    assert stops[0]["fact"].get("status") == "partial"
+    assert stops[0]["verdict"]["reason"] == "soft_blocker"
+    assert stops[1]["fact"].get("status") == "implemented"
+    assert s.script.first_seeing(stops[0]["verdict"]["message"][:40]) is not None

@@ -1,0 +1,105 @@
+"""The clients against a real server process: ``eval --server``, ``hook --server`` (and its fail
+modes when the server is unreachable or slow), never a hang."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from servehelp import TOKEN, server
+
+from ledger_facts import CONTINUITY, OK, REVIEW
+from stoprule.agent.runner import run_hook
+from stoprule.cli.main import run as cli
+
+PAYLOAD = {"session_id": "sess-1", "hook_event_name": "Stop", "stop_hook_active": False}
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with server(tmp_path_factory.mktemp("srv"), ledger=str(tmp_path_factory.mktemp("led") / "l.db")) as u:
+        yield u
+
+
+def _cli(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli(argv, io.BytesIO(stdin), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["json", "pretty"])
+def test_eval_server_prints_what_local_eval_prints(url: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
+    data = "\n".join(json.dumps(f) for f in (OK, {"status": "bogus"}, CONTINUITY, REVIEW)).encode() + b"\n"
+    local = _cli(["eval", "--format", fmt, "-"], data)
+    remote = _cli(["eval", "--server", url, "--format", fmt, "-"], data)
+    assert remote[:2] == local[:2] and local[0] == 2
+
+
+def test_eval_server_records_in_the_servers_ledger(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
+    code, out, _ = _cli(["eval", "--server", url, "--run", "client-run", "-"], json.dumps(OK).encode())
+    assert code == 0 and json.loads(out)["run"] == "client-run"
+
+
+def test_eval_server_without_a_token_is_refused(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STOPRULE_SERVER_TOKEN", raising=False)
+    code, out, err = _cli(["eval", "--server", url, "-"], json.dumps(OK).encode())
+    assert code == 2 and "serve.unauthorized" in err and out == ""
+
+
+def _project(tmp: Path, config: str = "") -> Path:
+    (tmp / ".stoprule").mkdir(parents=True)
+    (tmp / ".stoprule" / "config.yaml").write_text(config)
+    return tmp
+
+
+def _hook(tmp: Path, harness: str, server: str | None, env: dict[str, str]) -> tuple[dict | None, dict]:
+    payload = {**PAYLOAD, "cwd": str(tmp)}
+    res = run_hook(harness, None, json.dumps(payload).encode(), cwd=str(tmp), env=env, server=server)
+    return res.output, res.entry
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "cursor", "copilot"])
+def test_hook_server_answers_as_the_local_hook(url: str, tmp_path: Path, harness: str) -> None:
+    env = {"STOPRULE_SERVER_TOKEN": TOKEN, "STOPRULE_NO_CACHE": "1"}
+    local, _ = _hook(_project(tmp_path / "a"), harness, None, env)
+    remote, entry = _hook(_project(tmp_path / "b"), harness, url, env)
+    assert "error" not in entry and entry["server"]["policy"].startswith("sha256:")
+    assert remote == local
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again when this returns: nothing listens there
+
+
+@pytest.mark.parametrize(
+    ("fail", "blocks"),
+    [("open", False), ("closed", True)],
+)
+@pytest.mark.parametrize("kind", ["unreachable", "silent"])
+def test_hook_server_down_or_slow_takes_the_fail_mode_without_hanging(
+    tmp_path: Path, fail: str, blocks: bool, kind: str
+) -> None:
+    silent = socket.socket()  # accepts connections (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1] if kind == "silent" else _closed_port()
+    cfg = f"hook:\n  fail: {fail}\nserver:\n  url: http://127.0.0.1:{port}\n  timeout_ms: 300\n"
+    t0 = time.monotonic()
+    try:
+        out, entry = _hook(_project(tmp_path, cfg), "claude-code", None, {"STOPRULE_NO_CACHE": "1"})
+    finally:
+        silent.close()
+    assert time.monotonic() - t0 < 5
+    assert entry["fail"] == fail and ("server.timeout" if kind == "silent" else "server.unreachable") in entry["error"]
+    assert entry["decision"]["block"] is blocks
+    if not blocks:
+        assert out is not None and "fail open" in out.get("systemMessage", "")
