@@ -154,6 +154,10 @@ SKIP_BLOCKS: dict[tuple[str, str], str] = {
         "ledger.md",
         "stoprule eval --run RUN_ID fact.json",
     ): "synopsis: RUN_ID, TOKEN, KEY_ID and [a|b] are placeholders; the retry-token block below runs for real",
+    (
+        "agents.md",
+        "python tests/harness/install.py",
+    ): "the real-harness tier: npm installs and minutes of real sessions; .ci/run runs it (pytest -m harness)",
 }
 #: bash block set-ups: (doc, line) -> shell run after that line (its output is in "$LAST_OUT").
 AFTER: dict[tuple[str, str], str] = {

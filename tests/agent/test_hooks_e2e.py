@@ -217,7 +217,7 @@ def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, st
     assert invoke(["init", "--harness", "gemini"], cwd=project, env=full).returncode == 0
     p = invoke(["doctor"], cwd=project / "sub", env=full)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "gemini: synthetic stop: answered {}" in p.stdout
+    assert "gemini: synthetic stop: allow: {}" in p.stdout
 
 
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:

@@ -197,8 +197,7 @@ def test_facts_set_and_eval_run_redact(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(root)
     monkeypatch.setenv("STOPRULE_POLICY", str(DEFAULT_PACK))
     out, err = io.StringIO(), io.StringIO()
-    code = cli_run(["facts", "set", "--session", "s", f"note=deploy with {SECRET}", "x\x00y=1"], io.BytesIO(),
-                   out, err)  # fmt: skip
+    code = cli_run(["facts", "set", "--session", "s", f"review_reason=deploy with {SECRET}"], io.BytesIO(), out, err)
     assert code == 0, err.getvalue()
     stored = (root / ".stoprule" / "state" / "facts" / "s.json").read_text()
     assert SECRET_VALUE not in stored and SECRET_VALUE not in out.getvalue() and REDACTED in stored

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model_servers import Call, Script, Turn
+from model_servers import Call, Script, Turn, serve
 
-__all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir"]
+__all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "make_project", "run_session"]
 
 # harness -> (npm package, pinned version, executable); the versions the tier was verified with
 PINNED: dict[str, tuple[str, str, str]] = {
@@ -61,6 +61,11 @@ def install(harness: str) -> None:
                     f"{package}@{version}"], check=True)  # fmt: skip
 
 
+def stoprule_exe() -> str:
+    """The console script of this install (what init writes into the harness configs)."""
+    return shutil.which("stoprule", path=os.path.dirname(sys.executable)) or shutil.which("stoprule") or "stoprule"
+
+
 def harness_path() -> str:
     """PATH for a harness: node, git and the system, not this Python's venv."""
     dirs = [os.path.dirname(p) for p in (shutil.which("node"), shutil.which("git")) if p]
@@ -91,12 +96,43 @@ class Session:
     def git(self, *args: str) -> str:
         return subprocess.run(["git", *args], cwd=self.project, capture_output=True, text=True, check=True).stdout
 
+    def transcript(self, width: int = 160) -> list[str]:
+        """The session as the model and the hook saw it, in order: what the model was sent,
+        what it answered, each stop's decision."""
+        events: list[tuple[float, str]] = []
+        for r in self.script.main:
+            for text in r.last_input():
+                events.append((r.at, f"  -> model   {_one_line(text, width)}"))
+            t = r.turn
+            if t is not None:
+                if t.text:
+                    events.append((r.at + 1e-6, f"  <- model   {_one_line(t.text, width)}"))
+                for c in t.calls:
+                    events.append((r.at + 2e-6, f"  <- model   call {c.name} {_one_line(json.dumps(c.args), width)}"))
+        for e in self.stops():
+            d, v = e["decision"], e.get("verdict") or {}
+            what = (
+                f"block: {d['message']}"
+                if d["block"]
+                else "allow" + (f" (notice: {d['notice']})" if d["notice"] else "")
+            )
+            events.append((e["ts"], f"  stop      {v.get('verdict')}/{v.get('reason')} -> {_one_line(what, width)}"))
+        return [line for _, line in sorted(events, key=lambda x: x[0])]
+
     def describe(self) -> str:
         """What happened, for an assertion message."""
         out = self.result.stdout[-1500:] if self.result else ""
         err = self.result.stderr[-1500:] if self.result else ""
         decisions = [(s.get("verdict", {}).get("reason"), s.get("decision"), s.get("error")) for s in self.stops()]
         return f"stdout: {out}\nstderr: {err}\nstops: {decisions}\nrequests: {len(self.script.main)} main"
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    if text.startswith("<system-reminder>"):  # Claude Code wraps hook output: its end is what matters
+        text = text.removeprefix("<system-reminder>").removesuffix("</system-reminder>").strip()
+        return text if len(text) <= width else "…" + text[-(width - 1) :]
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Driver:
@@ -139,6 +175,7 @@ class ClaudeCode(Driver):
     def environment(self, s: Session) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
                 "CLAUDE_CONFIG_DIR": str(s.home / ".claude")}  # fmt: skip
 
     def command(self, s: Session, prompt: str) -> list[str]:
@@ -157,7 +194,7 @@ class Codex(Driver):
         return Turn(calls=[Call("exec_command", {"cmd": command})])
 
     def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
-        return [Turn(calls=[Call(f"mcp__stoprule__{tool}", args)])]
+        return [Turn(calls=[Call(tool, args, namespace="mcp__stoprule")])]
 
     def configure(self, s: Session) -> None:
         codex_home = s.home / ".codex"
@@ -167,6 +204,10 @@ class Codex(Driver):
                 f'model = "scripted"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
                 f'name = "scripted"\nbase_url = "{s.url}/v1"\nwire_api = "responses"\n'
                 f'env_key = "SCRIPTED_API_KEY"\n\n[projects."{s.project}"]\ntrust_level = "trusted"\n'
+            )
+            # what `stoprule init --harness codex` tells the user to add for the blocker tools
+            fh.write(
+                f'\n[mcp_servers.stoprule]\ncommand = {json.dumps(stoprule_exe())}\nargs = ["mcp"]\nrequired = true\n'
             )
 
     def environment(self, s: Session) -> dict[str, str]:
@@ -201,3 +242,112 @@ class Gemini(Driver):
 
 
 DRIVERS: dict[str, Driver] = {d.name: d for d in (ClaudeCode(), Codex(), Gemini())}
+
+
+class Copilot(Driver):
+    """``copilot -p`` offline with a BYOK provider (``COPILOT_PROVIDER_BASE_URL``, Chat
+    Completions) and ``--trust-folder`` for the project's hooks."""
+
+    name = "copilot"
+    shell_tool = "bash"
+
+    def shell(self, command: str) -> Turn:
+        return Turn(calls=[Call("bash", {"command": command, "description": "run"})])
+
+    def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
+        return [Turn(calls=[Call(f"stoprule-{tool}", args)])]
+
+    def environment(self, s: Session) -> dict[str, str]:
+        return {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{s.url}/v1",
+                "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_API_KEY": "sk-test-dummy",
+                "COPILOT_MODEL": "gpt-4.1", "COPILOT_HOME": str(s.home / ".copilot"),
+                "COPILOT_AUTO_UPDATE": "false"}  # fmt: skip
+
+    def command(self, s: Session, prompt: str) -> list[str]:
+        return [str(binary(self.name)), "-p", prompt, "--allow-all-tools", "--trust-folder",
+                "--disable-client-telemetry"]  # fmt: skip
+
+
+DRIVERS["copilot"] = Copilot()
+
+
+class OpenCode(Driver):
+    """``opencode run`` with an OpenAI-compatible provider (Chat Completions) in the user's
+    ``opencode.json``; the project's plugin and MCP entry come from ``stoprule init``."""
+
+    name = "opencode"
+    shell_tool = "bash"
+
+    def shell(self, command: str) -> Turn:
+        return Turn(calls=[Call("bash", {"command": command, "description": "run"})])
+
+    def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
+        return [Turn(calls=[Call(f"stoprule_{tool}", args)])]
+
+    def configure(self, s: Session) -> None:
+        d = s.home / ".config" / "opencode"
+        d.mkdir(parents=True, exist_ok=True)
+        config = {"provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
+                                            "options": {"baseURL": f"{s.url}/v1", "apiKey": "sk-test-dummy"},
+                                            "models": {"scripted": {"name": "scripted", "tool_call": True}}}},
+                  "model": "scripted/scripted", "autoupdate": False, "share": "disabled",
+                  "permission": {"bash": "allow", "edit": "allow"}}  # fmt: skip
+        (d / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
+
+    def environment(self, s: Session) -> dict[str, str]:
+        return {"XDG_CONFIG_HOME": str(s.home / ".config"), "XDG_DATA_HOME": str(s.home / ".local" / "share"),
+                # shared between runs: OpenCode installs the provider package there on first use
+                "XDG_CACHE_HOME": str(install_dir(self.name) / "xdg-cache"),
+                "XDG_STATE_HOME": str(s.home / ".local" / "state"),
+                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1", "OPENCODE_FAST_BOOT": "1",
+                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}  # fmt: skip
+
+    def command(self, s: Session, prompt: str) -> list[str]:
+        return [str(binary(self.name)), "run", "--model", "scripted/scripted", prompt]
+
+
+PROMPT = "Write notes.txt, then finish."
+
+
+def make_project(root: Path, harness: str) -> Path:
+    """A git project wired with ``stoprule init --harness H`` (run as a user would, from the
+    venv), everything committed: a clean tree before the session."""
+    project = root / "project"
+    project.mkdir()
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.email", "agent@example.invalid"], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.name", "agent"], cwd=project, check=True)
+    (project / "README.md").write_text("# demo\n", encoding="utf-8")
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env["HOME"] = str(root / "home")
+    p = subprocess.run([stoprule_exe(), "init", "--harness", harness], cwd=project, env=env, capture_output=True,
+                       text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "wire stoprule"], cwd=project, check=True)
+    return project
+
+
+def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
+                prompt: str = PROMPT) -> Session:  # fmt: skip
+    """A headless run of ``harness`` to its end in a fresh project under ``root``."""
+    driver = DRIVERS[harness]
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    project = make_project(root, harness)
+    s = Session(harness, project, home, Script(turns, default))
+    with serve(s.script) as url:
+        s.url = url
+        driver.configure(s)
+        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        # PWD too: OpenCode takes its directory from $PWD, not from the process's cwd
+        env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project))
+        env.update(driver.environment(s))
+        s.env = env
+        s.result = subprocess.run(driver.command(s, prompt), cwd=project, env=env, capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    return s

@@ -22,6 +22,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ class Call:
     name: str
     args: dict[str, Any]
     id: str = field(default_factory=lambda: f"call_{next(_ids):04d}")
+    namespace: str | None = None  # Responses API: a tool inside a namespace (Codex's MCP servers)
 
 
 @dataclass
@@ -54,10 +56,45 @@ class Request:
     body: dict[str, Any]
     main: bool
     turn: Turn | None  # what was answered (main requests)
+    at: float = field(default_factory=time.time)
 
     @property
     def text(self) -> str:
         return json.dumps(self.body, ensure_ascii=False)
+
+    def last_input(self) -> list[str]:
+        """What the harness sent last (the newest message of the conversation), as short texts."""
+        b = self.body
+        convo = [m for m in b.get("messages") or [] if isinstance(m, dict) and m.get("role") != "system"]
+        if convo:  # Anthropic, Chat Completions (Claude Code appends a system-role message: not the conversation)
+            last = convo[-1]
+            content = last.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            out = []
+            for blk in blocks:
+                if not isinstance(blk, dict):
+                    continue
+                if blk.get("type") == "tool_result" or last.get("role") == "tool":
+                    c = blk.get("content") if blk.get("type") == "tool_result" else blk.get("text")
+                    out.append(f"[tool result] {_flat(c)}")
+                elif blk.get("type") == "text" and isinstance(blk.get("text"), str):
+                    out.append(blk["text"])
+            texts = [t for t in out if not t.startswith("[tool result]")]
+            return [t for t in out if t.startswith("[tool result]")] + texts[-1:]  # the newest text block
+        if isinstance(b.get("input"), list) and b["input"]:  # Responses
+            item = b["input"][-1]
+            if item.get("type") == "function_call_output":
+                return [f"[tool result] {_flat(item.get('output'))}"]
+            return [_flat(c.get("text")) for c in item.get("content") or [] if isinstance(c, dict)]
+        if isinstance(b.get("contents"), list) and b["contents"]:  # Gemini
+            out = []
+            for part in b["contents"][-1].get("parts") or []:
+                if "functionResponse" in part:
+                    out.append(f"[tool result] {_flat(part['functionResponse'].get('response'))}")
+                elif isinstance(part.get("text"), str):
+                    out.append(part["text"])
+            return out
+        return []
 
 
 class Script:
@@ -88,6 +125,14 @@ class Script:
 
     def exhausted(self) -> bool:
         return not self.turns
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, list):
+        value = " ".join(_flat(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value)
+    elif not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    return value
 
 
 def _offers_tools(path: str, body: dict[str, Any]) -> bool:
@@ -168,6 +213,8 @@ def responses(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
     for call in turn.calls:
         item = {"type": "function_call", "id": f"fc_{call.id}", "call_id": call.id, "name": call.name,
                 "arguments": json.dumps(call.args), "status": "completed"}  # fmt: skip
+        if call.namespace:
+            item["namespace"] = call.namespace
         yield _sse(
             "response.output_item.added",
             {"type": "response.output_item.added", "output_index": len(output), "item": item},

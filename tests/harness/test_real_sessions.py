@@ -12,14 +12,12 @@ from collections.abc import Callable
 
 import pytest
 from harnesses import DRIVERS, Session
-from model_servers import Turn
+from scenarios import AWS_KEY, QUESTION, SECRET, blocker, commit, never_complies, report_status
 
 pytestmark = pytest.mark.harness
 
 HARNESSES = list(DRIVERS)
 UNCOMMITTED = "Uncommitted work remains"
-SECRET = "hunter2-s3cret"
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
 def blocks(s: Session) -> list[bool]:
@@ -28,15 +26,9 @@ def blocks(s: Session) -> list[bool]:
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
-    harness: str, run_session: Callable[..., Session]
+    harness: str, run_session_: Callable[..., Session]
 ) -> None:
-    d = DRIVERS[harness]
-    s = run_session(harness, [
-        d.shell("echo hello > notes.txt"),
-        Turn("Done: notes.txt is written."),
-        d.shell("git add notes.txt && git commit -qm 'add notes'"),
-        Turn("Committed notes.txt."),
-    ])  # fmt: skip
+    s = run_session_(harness, *commit(DRIVERS[harness]))
     assert s.result is not None and s.result.returncode == 0, s.describe()
     stops = s.stops()
     assert blocks(s) == [True, False], s.describe()
@@ -51,10 +43,9 @@ def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_an_agent_that_never_complies_is_let_go_at_the_loop_cap(
-    harness: str, run_session: Callable[..., Session]
+    harness: str, run_session_: Callable[..., Session]
 ) -> None:
-    d = DRIVERS[harness]
-    s = run_session(harness, [d.shell("echo hello > notes.txt")], default=Turn("Done: notes.txt is written."))
+    s = run_session_(harness, *never_complies(DRIVERS[harness]))
     assert s.result is not None and s.result.returncode == 0, s.describe()
     stops = s.stops()
     assert blocks(s) == [True, True, True, False], s.describe()  # loop_cap 3 (init's config)
@@ -66,18 +57,16 @@ def test_an_agent_that_never_complies_is_let_go_at_the_loop_cap(
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_the_blocker_tool_over_mcp_logs_the_blocker_redacted(harness: str, run_session: Callable[..., Session]) -> None:
-    d = DRIVERS[harness]
-    args = {"category": "missing_dependency", "question": "Which staging database should the migration use?",
-            "context": f"config has password={SECRET} and key {AWS_KEY}", "blocksProgress": True}  # fmt: skip
-    s = run_session(harness, [*d.mcp("blocker", args), Turn("Logged the blocker for the user.")])
+def test_the_blocker_tool_over_mcp_logs_the_blocker_redacted(
+    harness: str, run_session_: Callable[..., Session]
+) -> None:
+    s = run_session_(harness, *blocker(DRIVERS[harness]))
     assert s.result is not None and s.result.returncode == 0, s.describe()
     # the tool's answer reached the model
-    answered = s.script.first_seeing("Blocker logged")
-    assert answered is not None, s.describe()
+    assert s.script.first_seeing("Blocker logged") is not None, s.describe()
     # logged, redacted: the question is in the project's files, the secrets nowhere
     texts = {p: p.read_bytes() for p in s.project.rglob("*") if p.is_file() and ".git" not in p.parts}
-    assert any(b"Which staging database" in t for t in texts.values()), sorted(map(str, texts))
+    assert any(QUESTION.encode() in t for t in texts.values()), sorted(map(str, texts))
     leaked = [str(p) for p, t in texts.items() if SECRET.encode() in t or AWS_KEY.encode() in t]
     assert leaked == []
     # the stop after it reports the blocker (user review), it does not demand a commit
@@ -87,14 +76,8 @@ def test_the_blocker_tool_over_mcp_logs_the_blocker_redacted(harness: str, run_s
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_report_status_facts_decide_the_next_stop(harness: str, run_session: Callable[..., Session]) -> None:
-    d = DRIVERS[harness]
-    s = run_session(harness, [
-        *d.mcp("report_status", {"status": "partial"}),
-        Turn("Stopping here for now."),
-        *d.mcp("report_status", {"status": "implemented"}),
-        Turn("All done."),
-    ])  # fmt: skip
+def test_report_status_facts_decide_the_next_stop(harness: str, run_session_: Callable[..., Session]) -> None:
+    s = run_session_(harness, *report_status(DRIVERS[harness]))
     assert s.result is not None and s.result.returncode == 0, s.describe()
     stops = s.stops()
     assert blocks(s) == [True, False], s.describe()

@@ -16,7 +16,7 @@ from stoprule._util.files import read_bounded
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.hook_config import HookSettings, ProviderSettings
 from stoprule.agent.server_config import ServerSettings
-from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
 from stoprule.language.source import format_path, parse_yaml
 from stoprule.limits import MAX_CONFIG_BYTES
 from stoprule.project import find_project
@@ -64,8 +64,8 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
             data = src.data
     for key in data:
         if key not in SECTIONS:
-            known = ", ".join(SECTIONS)
-            diags.append(src.diag((key,), "config.unknown_key", f"unknown section {key!r} (known: {known})"))  # type: ignore[union-attr]
+            hint = unknown_hint(str(key), SECTIONS)
+            diags.append(src.diag((key,), "config.unknown_key", f"unknown section {key!r}{hint}"))  # type: ignore[union-attr]
     out: dict[str, Any] = {}
     for section in wanted:
         model = SECTIONS[section]
@@ -73,10 +73,11 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
         try:
             out[section] = model.model_validate(raw)
         except ValidationError as exc:
-            for err in exc.errors():
-                loc = (section, *err["loc"])
-                code = "config.unknown_key" if err["type"] == "extra_forbidden" else "config.invalid"
-                msg = f"unknown key {loc[-1]!r}" if code == "config.unknown_key" else err["msg"]
+            from stoprule.language.spec import validation_messages
+
+            for sub, kind, msg in validation_messages(model, raw, exc.errors()):
+                loc = (section, *sub)
+                code = "config.unknown_key" if kind == "policy.unknown_key" else "config.invalid"
                 if src is not None:
                     diags.append(src.diag(loc, code, msg))
                 else:

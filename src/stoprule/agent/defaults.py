@@ -13,8 +13,8 @@ __all__ = ["DEFAULT_BLOCKERS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_OR
 
 # Providers run in this fixed order; the first to set a field wins, and a later provider
 # with another value is recorded as a conflict. Declarations (hook payload, declared
-# state, the agent's closure trailer) come before inference (git); the transcript comes before
-# the closure trailer, which is read from the transcript's last text when the payload has none.
+# state, the agent's closure trailer) come before inference (git); the transcript comes before the
+# closure trailer, which is read from the transcript's last text when the payload has none.
 PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "blockers", "transcript", "closure", "git")
 
 DEFAULT_HOOK: dict[str, Any] = {

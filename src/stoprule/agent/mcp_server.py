@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from pydantic import Strict, ValidationError
+from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
@@ -99,7 +99,8 @@ StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the
 
 
 class _Server(MCPServer):
-    """The SDK's server, but an argument error names fields and problems, never echoes the
+    """The SDK's server, but tool arguments that fail validation are reported in stoprule's
+    words (never pydantic's text or links), naming fields and problems without echoing the
     rejected values (they may hold secrets), and every tool error text is redacted."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -110,11 +111,12 @@ class _Server(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                    for err in cause.errors(include_input=False, include_url=False)
-                )
-                raise ToolError(redact(f"Error executing tool {name}: invalid arguments: {problems}")) from None
+                from stoprule.language.source import format_path
+                from stoprule.language.spec import validation_messages
+
+                parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
+                                                                                             cause.errors())]
+                raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
             raise ToolError(redact(str(exc))) from None
 
 

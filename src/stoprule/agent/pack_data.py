@@ -2,6 +2,8 @@
 the hook reads it without YAML), else the bundled pack's. The default pack's is
 ``policies/agent/triage.json``: question patterns, the standing instructions, the answer to a
 permission request. Code here knows the file's shape, never its words.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

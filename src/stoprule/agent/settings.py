@@ -31,6 +31,7 @@ __all__ = [
 
 
 
+
 def default_settings() -> dict[str, dict[str, Any]]:
     """The settings when there is no config file (plain dicts, as :func:`hook_settings` returns)."""
     providers = dict(DEFAULT_PROVIDERS, enabled=list(PROVIDER_ORDER), fields=dict(DEFAULT_FIELDS))

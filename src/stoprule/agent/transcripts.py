@@ -1,4 +1,5 @@
-"""Reading agent transcripts (Claude Code JSONL, Codex rollout JSONL, Gemini chats JSONL).
+"""Reading agent transcripts (Claude Code JSONL, Codex rollout JSONL, Gemini chats JSONL,
+Copilot CLI ``events.jsonl``, Cursor agent transcripts JSONL).
 
 A :class:`Scan` consumes complete lines in order and keeps what the stop decision needs:
 the number of user turns, the latest task list, the failed tool results of the current
@@ -18,12 +19,20 @@ the bytes before the read position, and read again from the start.
 Formats: Claude Code's, Codex's and Gemini CLI's session transcripts (JSONL).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+
+
+Lines are prefiltered on their bytes before being decoded; a line that is not JSON, of an
+unknown type, or incomplete (the last line without its newline) is skipped with a note,
+never an error. The prefilter tolerates JSON written with spaces (``"type": "user"``), so the
+hook (prefiltered) and ``replay`` (every line) read the same. Formats: HARNESSES.md § 1.5,
+§ 2.6, § 3.5, § 11 (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 import zlib
@@ -33,13 +42,38 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-__all__ = ["FORMATS", "Scan", "detect", "observations", "records", "scan_file"]
+__all__ = ["FORMATS", "Scan", "detect", "last_text", "observations", "records", "scan_file"]
 
-FORMATS = ("claude", "codex", "gemini")
+FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
+# Copilot's and Cursor's formats are sniffed from the file (they are not documented)
 HARNESS_FORMAT = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 MAX_FAILED = 5
+MAX_FAILED_IDS = 50
+
+
+def _kv(key: bytes, value: bytes) -> re.Pattern[bytes]:
+    """``"key":"value"`` / ``"key": value`` in a raw line, whatever the spacing."""
+    return re.compile(rb'"' + key + rb'"\s*:\s*' + value)
+
+
+_USER = _kv(b"type", b'"user"')
+_ASSISTANT = _kv(b"type", b'"assistant"')
+_GEMINI = _kv(b"type", b'"gemini"')
+_IS_ERROR = _kv(b"is_error", b"true")
+# Claude Code user lines that are not a human prompt (HARNESSES.md § 11)
+_NOT_PROMPT = ("[Request interrupted by user", "<command-name>", "<command-message>", "<command-args>",
+               "<local-command-stdout>", "<local-command-stderr>", "Caveat: The messages below were generated")
+# a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
+_EXIT = re.compile(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
 _OPEN = ("pending", "in_progress")
+
+
+# Claude Code line types that carry nothing the stop decision reads (seen in 2.1.332's transcripts)
+_CLAUDE_OTHER = frozenset({
+    "system", "summary", "attachment", "file-history-snapshot", "progress", "queue-operation", "atis-latch",
+    "api-request", "api-request-shape", "api-request-blob", "tools-used", "last-prompt", "cost-state", None,
+})  # fmt: skip
 
 
 def _status(value: Any) -> str:
@@ -70,6 +104,9 @@ class Scan:
         self.failed: list[dict[str, str]] = s.get("failed", [])
         self.last_text: str | None = s.get("last_text")
         self.last_turn: str | None = s.get("last_turn")
+        self.failed_ids: list[str] = s.get("failed_ids", [])  # call ids already counted (records repeat)
+        self.after_block: bool = s.get("after_block", False)  # Copilot: the next user message is a hook's
+        self.todo_undo: dict[str, Any] = s.get("todo_undo", {})  # the last todo call's id -> the list before it
         self.skipped: dict[str, int] = {}
         self.on_turn: Callable[[Scan], None] | None = None  # called before a new turn starts (replay)
 
@@ -83,6 +120,9 @@ class Scan:
             "failed": self.failed,
             "last_text": self.last_text[-4000:] if self.last_text else self.last_text,
             "last_turn": self.last_turn,
+            "failed_ids": self.failed_ids[-MAX_FAILED_IDS:],
+            "after_block": self.after_block,
+            "todo_undo": self.todo_undo,
         }
 
     def _recent_names(self, n: int) -> dict[str, str]:
@@ -124,18 +164,23 @@ class Scan:
         if b'": ' in line or b'" :' in line or b"\n" in line.rstrip():
             return True  # spaced or pretty-printed JSON: the byte prefilter below assumes compact lines
         if self.fmt == "claude":
-            if b'"type":"user"' in line:
+            if _USER.search(line):
                 return (
                     b'"tool_result"' not in line
-                    or b'"is_error":true' in line
+                    or _IS_ERROR.search(line) is not None
                     or any(k.encode() in line for k in self.pending)
                 )
-            if b'"type":"assistant"' in line:
-                return b'"text"' in line or b"TodoWrite" in line or b"TaskCreate" in line or b"TaskUpdate" in line
+            if _ASSISTANT.search(line):  # text, todos, and tool names (a failed tool is named by its tool_use)
+                return b'"text"' in line or b'"tool_use"' in line
             return False
         if self.fmt == "codex":
-            return any(k in line for k in (b"turn_context", b"update_plan", b"exec_command_end", b'"assistant"'))
-        return b'"type":"user"' in line or b'"type":"gemini"' in line
+            return any(k in line for k in (b"turn_context", b"function_call", b"exec_command_end", b'"assistant"'))
+        if self.fmt == "gemini":
+            return _USER.search(line) is not None or _GEMINI.search(line) is not None
+        if self.fmt == "copilot":
+            return any(k in line for k in (b'"user.message"', b'"assistant.message"', b'"tool.execution_complete"',
+                                           b'"hook.end"'))  # fmt: skip
+        return True
 
     def _turn(self) -> None:
         if self.on_turn is not None and self.turns:
@@ -144,13 +189,23 @@ class Scan:
             self.turns += 1
         self.failed = []
 
-    def _fail(self, tool: str, error: Any) -> None:
+    def _fail(self, tool: str, error: Any, call_id: Any = None) -> None:
+        if isinstance(call_id, str) and call_id in self.todo_undo:  # the todo call was refused
+            undo = self.todo_undo.pop(call_id)
+            self.tasks, self.partial_tasks = undo["tasks"], undo["partial"]
+        if isinstance(call_id, str):
+            if call_id in self.failed_ids:
+                return
+            self.failed_ids = (self.failed_ids + [call_id])[-MAX_FAILED_IDS:]
         text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)[:400]
         self.failed = (self.failed + [{"tool": tool, "error": text.strip()[:200]}])[-MAX_FAILED:]
 
-    def _set_tasks(self, items: Any, *title_keys: str) -> None:
+    def _set_tasks(self, items: Any, *title_keys: str, call_id: Any = None) -> None:
         if not isinstance(items, list):
             return
+        # kept until the call's result: a todo call the harness refused leaves the list as it was
+        self.todo_undo = {call_id: {"tasks": self.tasks, "partial": self.partial_tasks}} if isinstance(call_id, str) \
+            else {}  # fmt: skip
         self.tasks = [
             {"id": None, "title": _title(t, *title_keys), "status": _status(t.get("status"))}
             for t in items
@@ -169,7 +224,8 @@ class Scan:
             if obj.get("isMeta") or obj.get("isCompactSummary"):
                 return
             if isinstance(content, str):
-                self._turn()
+                if not content.lstrip().startswith(_NOT_PROMPT):
+                    self._turn()
                 return
             if not isinstance(content, list):
                 return
@@ -181,11 +237,12 @@ class Scan:
                     tid = block.get("tool_use_id")
                     if block.get("is_error") is True:
                         name = self.names.get(tid, "tool") if isinstance(tid, str) else "tool"
-                        self._fail(name, block.get("content"))
+                        self._fail(name, block.get("content"), tid)
                     if isinstance(tid, str) and tid in self.pending:
                         self._created(tid, obj.get("toolUseResult"), block.get("content"))
                 elif block.get("type") == "text":
-                    human = True
+                    text = block.get("text")
+                    human = human or not (isinstance(text, str) and text.lstrip().startswith(_NOT_PROMPT))
             if human:
                 self._turn()
         elif kind == "assistant" and isinstance(content, list):
@@ -196,7 +253,7 @@ class Scan:
                     self.last_text = block["text"]
                 elif block.get("type") == "tool_use":
                     self._claude_tool(block)
-        elif kind not in ("system", "summary", "attachment", "file-history-snapshot", "progress", None):
+        elif kind not in _CLAUDE_OTHER:
             self._skip(f"unknown line type {kind!r}")
 
     def _claude_tool(self, block: dict[str, Any]) -> None:
@@ -205,7 +262,7 @@ class Scan:
         if isinstance(tid, str) and isinstance(name, str):
             self.names[tid] = name
         if name == "TodoWrite":
-            self._set_tasks(inp.get("todos"), "content", "activeForm")
+            self._set_tasks(inp.get("todos"), "content", "activeForm", call_id=tid)
         elif name == "TaskCreate":
             self.tasks.append({"id": None, "title": _title(inp, "subject", "description", "activeForm"),
                                "status": "pending"})  # fmt: skip
@@ -257,7 +314,14 @@ class Scan:
                 self._turn()
             self.last_turn = turn if isinstance(turn, str) else None
         elif kind == "response_item":
-            if ptype == "function_call" and payload.get("name") == "update_plan":
+            if ptype == "function_call" and isinstance(payload.get("call_id"), str):
+                name = payload.get("name")
+                ns = payload.get("namespace")
+                if isinstance(name, str):
+                    self.names[payload["call_id"]] = f"{ns}.{name}" if isinstance(ns, str) and ns else name
+            if ptype == "function_call_output":
+                self._codex_output(payload)
+            elif ptype == "function_call" and payload.get("name") == "update_plan":
                 args = payload.get("arguments")
                 try:
                     parsed = json.loads(args) if isinstance(args, str) else args
@@ -265,7 +329,7 @@ class Scan:
                     self._skip("update_plan arguments not JSON")
                     return
                 if isinstance(parsed, dict):
-                    self._set_tasks(parsed.get("plan"), "step")
+                    self._set_tasks(parsed.get("plan"), "step", call_id=payload.get("call_id"))
             elif ptype == "message" and payload.get("role") == "assistant":
                 parts = payload.get("content")
                 texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
@@ -276,15 +340,46 @@ class Scan:
             if ptype == "exec_command_end":
                 code = payload.get("exit_code")
                 if isinstance(code, int) and code != 0:
-                    self._fail("shell", payload.get("aggregated_output") or f"exit code {code}")
+                    cid = payload.get("call_id")
+                    name = self.names.get(cid, "shell") if isinstance(cid, str) else "shell"
+                    self._fail(name, payload.get("aggregated_output") or f"exit code {code}", cid)
         elif kind not in ("session_meta", "compacted"):
             self._skip(f"unknown line type {kind!r}")
+
+    def _codex_output(self, payload: dict[str, Any]) -> None:
+        """A tool's output: a failed command says ``Process exited with code N`` (or, in older
+        versions, carries JSON with ``metadata.exit_code``)."""
+        out, cid = payload.get("output"), payload.get("call_id")
+        code: int | None = None
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False) if out is not None else ""
+        if isinstance(out, str) and out.startswith("{"):
+            try:
+                parsed = json.loads(out)
+            except ValueError:
+                parsed = None
+            meta = parsed.get("metadata") if isinstance(parsed, dict) else None
+            if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+                code = meta["exit_code"]
+                text = parsed.get("output") if isinstance(parsed.get("output"), str) else text
+        if code is None:
+            m = _EXIT.search(text)
+            code = int(m.group(1)) if m else None
+        if code is None and text.startswith("unsupported call:"):
+            code = -1
+        if code:
+            name = self.names.get(cid, "shell") if isinstance(cid, str) else "shell"
+            self._fail(name, _after_output(text), cid)
 
     # ---------------------------------------------------------------- Gemini
 
     def _gemini(self, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
         if kind == "user":
+            # tool responses are recorded as user records too (Gemini CLI >= 0.44): not a turn
+            content = obj.get("content")
+            parts = content if isinstance(content, list) else []
+            if parts and all(isinstance(p, dict) and "text" not in p for p in parts):
+                return
             self._turn()
         elif kind == "gemini":
             content = obj.get("content")
@@ -296,12 +391,81 @@ class Scan:
             for call in calls if isinstance(calls, list) else []:
                 if not isinstance(call, dict):
                     continue
-                if call.get("name") == "write_todos" and isinstance(call.get("args"), dict):
+                name = str(call.get("name") or "tool")
+                if name == "write_todos" and isinstance(call.get("args"), dict) and call.get("status") != "error":
                     self._set_tasks(call["args"].get("todos"), "description")
                 if call.get("status") == "error":
-                    self._fail(str(call.get("name") or "tool"), call.get("result"))
+                    self._fail(name, call.get("result"), call.get("id"))
+                elif call.get("status") == "success":
+                    m = _EXIT.search(_gemini_output(call.get("result")))
+                    if m and int(m.group(1)) != 0:
+                        self._fail(name, _gemini_output(call.get("result")), call.get("id"))
         elif kind not in ("info", "error", "warning", None):
             self._skip(f"unknown line type {kind!r}")
+
+    # ---------------------------------------------------------------- Copilot CLI
+
+    def _copilot(self, obj: dict[str, Any]) -> None:
+        kind, data = obj.get("type"), obj.get("data")
+        if not isinstance(data, dict):
+            return
+        if kind == "user.message":
+            if not self.after_block:  # a hook's block reason comes back as a user message
+                self._turn()
+            self.after_block = False
+        elif kind == "hook.end":
+            out = data.get("output")
+            self.after_block = isinstance(out, dict) and out.get("decision") == "block"
+        elif kind == "assistant.message":
+            text = data.get("content")
+            if isinstance(text, str) and text.strip():
+                self.last_text = text
+            for req in data.get("toolRequests") or []:
+                cid = req.get("toolCallId") if isinstance(req, dict) else None
+                if isinstance(cid, str) and isinstance(req.get("name"), str):
+                    self.names[cid] = req["name"]
+        elif kind == "tool.execution_complete":
+            shell = data.get("shellExecution")
+            code = shell.get("exitCode") if isinstance(shell, dict) else None
+            if data.get("success") is False or (isinstance(code, int) and code != 0):
+                cid = data.get("toolCallId")
+                name = self.names.get(cid, "tool") if isinstance(cid, str) else "tool"
+                result = data.get("result")
+                text = result.get("content") if isinstance(result, dict) else result
+                self._fail(name, text if text is not None else data.get("error"), cid)
+
+    # ---------------------------------------------------------------- Cursor
+
+    def _cursor(self, obj: dict[str, Any]) -> None:
+        """Cursor agent transcripts: ``{"role":"user"|"assistant","message":{"content":[{"type":"text",...}]}}``
+        (no tool blocks; third-party descriptions, UNCONFIRMED against Cursor itself)."""
+        role = obj.get("role")
+        msg = obj.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"] \
+            if isinstance(content, list) else [content]  # fmt: skip
+        text = "\n".join(t for t in texts if isinstance(t, str))
+        if role == "user" and text.strip():
+            self._turn()
+        elif role == "assistant" and text.strip():
+            self.last_text = text
+
+
+def _after_output(text: str) -> str:
+    """The command's own output in a Codex tool result (after its ``Output:`` header)."""
+    head, sep, rest = text.partition("\nOutput:\n")
+    return rest if sep and rest.strip() else text
+
+
+def _gemini_output(result: Any) -> str:
+    """The text of a Gemini tool call's result (``[{"functionResponse":{"response":{"output":...}}}]``)."""
+    out: list[str] = []
+    for part in result if isinstance(result, list) else [result]:
+        resp = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        value = resp.get("output") if isinstance(resp, dict) else part
+        if isinstance(value, str):
+            out.append(value)
+    return "\n".join(out)
 
 
 def detect(path: str, harness: str | None = None) -> str | None:
@@ -323,6 +487,10 @@ def detect(path: str, harness: str | None = None) -> str | None:
             continue
         if {"timestamp", "type", "payload"} <= obj.keys():
             return "codex"
+        if {"type", "data", "id"} <= obj.keys() and "." in str(obj.get("type")):
+            return "copilot"
+        if "role" in obj and "message" in obj and "type" not in obj:
+            return "cursor"
         if "parentUuid" in obj or "sessionId" in obj and "message" in obj:
             return "claude"
         if obj.get("type") in ("user", "gemini", "info") and "content" in obj:
@@ -394,6 +562,30 @@ def _resumable(saved: Any, path: str, fmt: str, st: os.stat_result) -> bool:
         and isinstance(saved.get("scan"), dict)
         and isinstance(saved.get("mark"), list)
     )
+
+
+def last_text(path: str, harness: str | None = None, tail: int = 262144) -> str | None:
+    """The last assistant text of the transcript at ``path`` (read from its last ``tail``
+    bytes), or None (no such file, unknown format, no text)."""
+    path = os.path.expanduser(path)
+    fmt = detect(path, harness)
+    if fmt is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - tail))
+            data = fh.read()
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if size > tail:
+        lines = lines[1:]  # the first is cut
+    scan = Scan(fmt)
+    for line in lines[:-1]:  # the last is incomplete (or empty)
+        if line.strip():
+            scan.feed(line)
+    return scan.last_text
 
 
 def scan_file(

@@ -12,6 +12,7 @@ and registers the MCP server in ``opencode.json``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +23,22 @@ __all__ = ["EXTRA_EVENTS", "OPENCODE_PLUGIN", "TARGETS", "Target", "add_entry", 
 class Target:
     harness: str
     project_file: str  # relative to the project root
-    user_file: str  # relative to the home directory
+    user_file: str  # relative to the home directory (its first part is the harness's config directory)
     event: str  # the key under "hooks"
     grouped: bool  # Claude-style {"hooks": [handler]} groups
     versioned: bool  # root needs "version": 1
+    user_env: str | None = None  # the variable that moves the harness's config directory
 
-    def path(self, root: str, user: bool) -> str:
-        return os.path.join(os.path.expanduser("~"), self.user_file) if user else os.path.join(root, self.project_file)
+    def path(self, root: str, user: bool, env: Mapping[str, str] | None = None) -> str:
+        """The config file: the project's, or the user's (``$CLAUDE_CONFIG_DIR``, ``$CODEX_HOME``,
+        ``$COPILOT_HOME`` when set, else in the home directory)."""
+        if not user:
+            return os.path.join(root, self.project_file)
+        env = os.environ if env is None else env
+        moved = env.get(self.user_env) if self.user_env else None
+        if moved:
+            return os.path.join(os.path.expanduser(moved), *self.user_file.split("/")[1:])
+        return os.path.join(os.path.expanduser("~"), self.user_file)
 
     def handler(self, command: str) -> dict[str, Any]:
         if self.harness == "gemini":
@@ -41,12 +51,15 @@ class Target:
 
 
 TARGETS: dict[str, Target] = {
-    "claude-code": Target("claude-code", ".claude/settings.json", ".claude/settings.json", "Stop", True, False),
-    "codex": Target("codex", ".codex/hooks.json", ".codex/hooks.json", "Stop", True, False),
+    "claude-code": Target(
+        "claude-code", ".claude/settings.json", ".claude/settings.json", "Stop", True, False, "CLAUDE_CONFIG_DIR"
+    ),
+    "codex": Target("codex", ".codex/hooks.json", ".codex/hooks.json", "Stop", True, False, "CODEX_HOME"),
     "gemini": Target("gemini", ".gemini/settings.json", ".gemini/settings.json", "AfterAgent", True, False),
     "cursor": Target("cursor", ".cursor/hooks.json", ".cursor/hooks.json", "stop", False, True),
     "copilot": Target(
-        "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True
+        "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True,
+        "COPILOT_HOME",
     ),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ def audit_command(
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
+    started = time.monotonic()  # the time reported is the whole command's, the corpus included
 
     root = select_pack(policy)
     data = chunks = None
@@ -82,10 +84,14 @@ def audit_command(
                 else:
                     parts = [_corpus_chunk(context, c) for c in pieces]
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
+    report.seconds = time.monotonic() - started
+    from stoprule.cli.inspect_cmd import layering
+
+    layers = layering(ctx.checked, str(root))  # the global pack under this one: what it adds, shadows, ties
     if fmt == "json":
-        stdout.write(json.dumps(report.to_dict()) + "\n")
+        stdout.write(json.dumps({**report.to_dict(), **({"layers": layers[0]} if layers else {})}) + "\n")
     else:
-        stdout.write(render_audit(report) + "\n")
+        stdout.write(render_audit(report) + "\n" + "".join(f"{ln}\n" for ln in (layers[1] if layers else [])))
     return 1 if report.findings else 0
 
 

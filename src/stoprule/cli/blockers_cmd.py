@@ -77,14 +77,22 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 stdout.write(
                     f"blockers: {'on' if info['enabled'] else 'off'} ({info['project']})\n"
                     f"  file {info['file']} (record {info['record']})\n"
-                    f"  {info['open']} open, {info['resolved']} resolved\n"
+                    f"  {info['open']} open, {info['resolved']} resolved (all sessions)\n"
                     f"  limits: {s.max_per_run} per run, cooldown {s.cooldown_seconds:g} s, rotation at "
                     f"{s.rotate_entries} entries or {s.rotate_bytes} bytes\n"
                 )
             return 0
         if cmd == "list":
             reply = service.list_blockers(args.session, every=args.all)
-            stdout.write((json.dumps(reply.data, ensure_ascii=False) if args.format == "json" else reply.text) + "\n")
+            if args.format == "json":
+                stdout.write(json.dumps(reply.data, ensure_ascii=False) + "\n")
+                return 0
+            shown = len(reply.data["open"]) + len(reply.data["resolved"])
+            others = len(store.blockers()) - shown
+            head = "All sessions:" if args.all else f"Session {reply.data['session']}:"
+            if others:  # `status` counts every session: say where the rest are
+                head += f" ({others} more in other sessions: stoprule blockers list --all)"
+            stdout.write(f"{head}\n{reply.text}\n")
             return 0
         if cmd == "export":
             items = store.blockers()

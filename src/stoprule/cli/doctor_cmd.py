@@ -1,9 +1,12 @@
 """``stoprule doctor``: is the stop hook wired, and does it answer?
 
 For each harness whose project or user config holds stoprule's entry: the entry, whether
-its command resolves on PATH, then one synthetic stop run through that very command
-(payload on stdin, project root as cwd, 30 s timeout) and its answer read by the harness's
-rules. Also: Python version, ``.stoprule/`` and its config, the pack compiles.
+its command resolves on the PATH a harness started outside this venv has (this venv's
+``bin`` removed: that is how a harness started from a desktop or another shell runs it),
+then one synthetic stop run through that very command the same way (``sh -c``, payload on
+stdin, project root as cwd, 30 s timeout) and its answer read by the harness's rules: a
+synthetic stop must be allowed (a hook that would block it would block every stop of a
+clean session). Also: Python version, ``.stoprule/`` and its config, the pack compiles.
 Exit 0 when every check passes, 1 otherwise.
 """
 
@@ -51,11 +54,45 @@ def _line(stdout: IO[str], ok: bool, text: str) -> bool:
     return ok
 
 
+def harness_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a harness started outside this venv: ``PATH`` without this venv's
+    ``bin`` (nor ``$VIRTUAL_ENV/bin``), no ``VIRTUAL_ENV``."""
+    env = dict(os.environ if env is None else env)
+    drop = set()
+    if sys.prefix != sys.base_prefix:
+        drop.add(os.path.normpath(os.path.dirname(sys.executable)))
+    venv = env.pop("VIRTUAL_ENV", None)
+    if venv:
+        drop.add(os.path.normpath(os.path.join(venv, "bin")))
+    kept = [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.normpath(p) not in drop]
+    env["PATH"] = os.pathsep.join(kept)
+    return env
+
+
+def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
+    """The instruction of a blocking answer (by the harness's rules), else None."""
+    if harness == "cursor":
+        return obj.get("followup_message") or None
+    if obj.get("decision") in ("block", "deny"):
+        return str(obj.get("reason") or "(no reason)")
+    return None
+
+
+def _dirty(root: str) -> bool:
+    import subprocess
+
+    try:
+        p = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0 and bool(p.stdout.strip())
+
+
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
-        p = subprocess.run(command, shell=True, input=json.dumps(payload).encode(), capture_output=True,
-                           cwd=root, timeout=30)  # fmt: skip
+        p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload).encode(), capture_output=True,
+                           cwd=root, timeout=30, env=harness_env())  # fmt: skip
     except subprocess.TimeoutExpired:
         return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
@@ -69,7 +106,11 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
         return False, f"stdout is not one JSON object: {out[:200]!r}"
     if not isinstance(obj, dict):
         return False, "stdout is not a JSON object"
-    return True, f"answered {json.dumps(obj)[:200]}"
+    reason = _blocked(harness, obj)
+    if reason is not None:
+        why = " (this working tree has uncommitted changes)" if _dirty(root) else ""
+        return False, f"a synthetic stop is blocked{why}: {reason[:300]}"
+    return True, f"allow: {json.dumps(obj)[:200]}"
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
@@ -109,10 +150,16 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             found += 1
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             exe = shlex.split(command)[0]
-            resolved = shutil.which(exe)
-            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {resolved or 'nothing on PATH'}")
+            resolved = shutil.which(exe, path=harness_env()["PATH"])
+            from stoprule.cli.doctor_mcp import path_remedy
+
+            where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
+            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
             ok, what = _synthetic(command, name, root)
             good &= _line(stdout, ok, f"{name}: synthetic stop: {what}")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
+    from stoprule.cli.doctor_mcp import check_mcp
+
+    good &= check_mcp(root, _line, stdout)
     return 0 if good else 1

@@ -113,6 +113,8 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     )
     if entry.get("error"):
         stderr.write(f"stoprule hook: {entry['error'].splitlines()[0]}\n")
+    if decision.notice and not (output or {}).get("systemMessage"):  # no user channel (Copilot, Cursor): stderr
+        stderr.write(f"stoprule hook: {decision.notice}\n")
     if args.explain_facts:
         explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
         stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")

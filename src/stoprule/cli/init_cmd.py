@@ -9,7 +9,8 @@ a ``.bak`` copy of a file it changes, nothing written when the entry is already 
 and creates ``.stoprule/config.yaml`` (with a ``.gitignore`` for the hook's state) when
 missing. Beside the hook it registers the blocker tools' MCP server (``stoprule mcp``) in
 the harness's MCP config where that is a project JSON file (Claude Code ``.mcp.json``,
-Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``), and prints the
+Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``, Copilot CLI
+``.github/mcp.json``), and prints the
 snippet for Codex (TOML in ``~/.codex/config.toml``); ``--no-mcp`` skips it.
 ``--dry-run`` prints what would change instead.
 """
@@ -83,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # harness -> its project MCP config file (JSON with an ``mcpServers`` object)
 MCP_FILES = {"claude-code": ".mcp.json", "gemini": os.path.join(".gemini", "settings.json"),
-             "cursor": os.path.join(".cursor", "mcp.json")}  # fmt: skip
+             "cursor": os.path.join(".cursor", "mcp.json"), "copilot": os.path.join(".github", "mcp.json")}  # fmt: skip
 CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
 
 
@@ -116,7 +117,9 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     server = mcp_server()
     if harness == "codex":
         snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        stdout.write(f"for the blocker tools, add to ~/.codex/config.toml:\n{snippet}")
+        where = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \
+            else "~/.codex/config.toml"  # fmt: skip
+        stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
         return
     name = MCP_FILES.get(harness)
     if name is None:

@@ -74,6 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "run", metavar="RUN", nargs="?", help="only this run's chain (default: every run and the ledger head)"
     )
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    sp.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
     add_ledger_flag(sp)
 
     sp = sub.add_parser("import", help="append exported records (`log export`) to this ledger, exactly as recorded")
@@ -146,9 +147,11 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from stoprule.cli.progress import Bar
     from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
-    report = verify(ledger, args.run)
+    with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
+        report = verify(ledger, args.run, bar)
     if args.format == "json":
         stdout.write(_dump(report.to_dict()) + "\n")
     elif report.ok:

@@ -47,6 +47,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
+    "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
+    "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
 }
 
 
@@ -92,7 +95,10 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("-V", "--version", action=_version_action(argparse), nargs=0, help="show the version and exit")
+    p.add_argument(
+        "-V", "--version", action=_version_action(argparse), nargs=0, default=argparse.SUPPRESS,
+        help="show the version and exit",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)

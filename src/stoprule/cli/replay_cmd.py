@@ -19,6 +19,7 @@ from stoprule.agent.runner import state_home
 from stoprule.agent.settings import hook_settings
 from stoprule.agent.transcripts import detect
 from stoprule.cli.common import add_jobs_flag, policy_error
+from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
                      "output order is kept")  # fmt: skip
+    add_quiet_flag(p)
 
 
 class _Tally:
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     paths: list[str] = args.transcripts
 
     jobs = min(resolve_jobs(args.jobs), len(paths))
+    bar = Bar(stderr, "replay", len(paths), unit="transcripts", quiet=args.quiet)
     if jobs > 1:  # workers fork here, before this process creates engine handles
         from stoprule.facts.batch import map_ordered
 
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             stdout.write(out)
             code = max(code, c)
             total.add(tally)
+            bar.advance()
     else:
         from stoprule.engine.evaluator import Evaluator
 
@@ -88,6 +92,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             c, tally = replay_one(evaluator, path, *options, stdout, stderr)
             code = max(code, c)
             total.add(tally)
+            bar.advance()
+    bar.close()
     summary: dict[str, Any] = {"stops": total.stops, "blocked": total.blocked, "allowed": total.stops - total.blocked,
                "blocked_by_rule": dict(sorted(total.by_rule.items(), key=lambda kv: -kv[1]))}  # fmt: skip
     if args.format == "summary":

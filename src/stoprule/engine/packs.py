@@ -114,7 +114,7 @@ def _stamp(root: str) -> str | None:
     for path in pack_files(root):
         with open(path, "rb") as fh:
             data = fh.read()
-        parts.append(f"{os.path.basename(path)}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
+        parts.append(f"{path}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
     return "\n".join(parts)
 
 

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["as_bool", "as_int", "as_str", "parse_stop", "render_block_or_note"]
+__all__ = ["as_bool", "as_int", "as_str", "foreign_shape", "parse_stop", "render_block_or_note"]
 
 
 def as_str(value: Any) -> str | None:
@@ -25,6 +25,18 @@ def as_bool(value: Any) -> bool:
 
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def foreign_shape(payload: dict[str, Any]) -> str | None:
+    """The harness whose stop payload this is, when it is not Claude Code's or Codex's shape:
+    Cursor and Copilot also run ``.claude/settings.json`` hooks (HARNESSES.md § 11)."""
+    if "conversation_id" in payload and any(k in payload for k in ("workspace_roots", "cursor_version",
+                                                                    "loop_count", "generation_id")):  # fmt: skip
+        return "cursor"
+    copilot_keys = ("stopReason", "transcriptPath", "timestamp", "stopHookActive")
+    if "sessionId" in payload and "session_id" not in payload and any(k in payload for k in copilot_keys):
+        return "copilot"
+    return None
 
 
 def parse_stop(payload: dict[str, Any], event: str | None, *, harness: str, turn_key: str) -> HookEvent:

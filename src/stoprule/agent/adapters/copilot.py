@@ -1,8 +1,9 @@
 """GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (its hooks documentation).
 
-Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. The stdin fields
-are UNCONFIRMED: both ``sessionId`` (SDK) and ``session_id`` are read, and
-``stop_hook_active`` when present. No user channel is confirmed: notes go to the log.
+Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. Copilot CLI 1.0.102
+sends ``sessionId, timestamp, cwd, transcriptPath, stopReason, stop_hook_active`` (seen in
+its ``events.jsonl``; the SDK types name it ``stopHookActive``): both spellings are read. Its
+output has no user channel (``decision``/``reason`` only): notes go to stderr and the log.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

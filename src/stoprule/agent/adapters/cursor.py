@@ -2,7 +2,10 @@
 
 Block: ``{"followup_message":M}`` (sent as the next *user* message); allow: ``{}``. The
 stop hook has no user channel: notes go to the log only. The session is
-``conversation_id``; ``loop_count`` is Cursor's own follow-up count.
+``conversation_id``; ``loop_count`` is Cursor's own follow-up count. Cursor submits any
+non-empty ``followup_message``, so none is sent unless ``status`` is ``completed`` (the user
+aborted, or the turn ended in an error: the stop stands). Cursor sends no last message: the
+``hook`` provider reads it from the transcript.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -40,6 +43,6 @@ def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
 
 
 def render(decision: Decision, event: HookEvent) -> dict[str, Any] | None:
-    if decision.block:
+    if decision.block and event.status in (None, "completed"):
         return {"followup_message": decision.message or "Continue working."}
     return {}

@@ -1,4 +1,7 @@
-"""Which stops belong to one user turn (for the providers that keep per-turn marks)."""
+"""Which stops belong to one user turn (for the providers that keep per-turn marks).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
