@@ -67,14 +67,12 @@ def _dir(home: str) -> str:
 def link_session(home: str, session: str, harness: str) -> int:
     """Link this process's nearest ancestors to ``session``; returns how many were linked."""
     folder = _dir(home)
-    os.makedirs(folder, exist_ok=True)
     linked = 0
+    from stoprule._util.files import atomic_write
+
     for pid, start in ancestors(depth=DEPTH):
-        path = os.path.join(folder, f"{pid}.json")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}, fh)
-        os.replace(tmp, path)
+        link = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
+        atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(link), sync=False)
         linked += 1
     return linked
 
