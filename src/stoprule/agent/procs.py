@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ancestors", "link_session", "linked_session"]
 
-DEPTH = 4  # ancestors linked: the shell a hook runs in, the harness, its wrappers
+DEPTH = 3  # ancestors linked: the shell a hook runs in, the harness, one wrapper
 
 
 def _proc(pid: int) -> tuple[int, str] | None:
