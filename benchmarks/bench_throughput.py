@@ -157,13 +157,7 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
 
     The stages are the evaluator's own steps of its Python path on pre-computed inputs; what
     the whole run of that path costs beyond their sum (the loop, result list, GC, per-call
-    glue) is printed as its own line, so the lines add up to the whole. evaluate_many with the
-    C accelerator (stoprule/engine/speedups.py: every stage in one call) is timed beside them."""
-    from stoprule.engine.evaluator import Evaluator
-
-    fast = ev
-    ev = Evaluator(ev.compiled)
-    ev._local.run = None  # this thread: the Python path only
+    glue) is printed as its own line, so the lines add up to the whole."""
     check = ev.compiled.schema.check
     project_json = ev._project_json
     assert project_json is not None, "the default pack's rulesets are sent the whole projection"
@@ -194,7 +188,6 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
     stages += [
         ("decide (Evaluator._decide: rank, render, Verdict)", decide_all),
         ("  C engine floor: best call sequence, JSON given", engine_floor(ev, floor_texts)),
-        ("with the C accelerator", lambda: fast.evaluate_many(facts)),
         ("whole evaluate_many", lambda: ev.evaluate_many(facts)),
     ]
     cpu: dict[str, list[float]] = {label: [] for label, _ in stages}
@@ -203,19 +196,17 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
             cpu[label].append(timed(fn)[1])
     print(f"\n== stage breakdown over {n} facts (CPU time, median of {repeats}, stages interleaved)")
     total = 0.0
-    for label, _ in stages[:-3]:
+    for label, _ in stages[:-2]:
         us = statistics.median(cpu[label]) / n * 1e6
         total += us
         print(f"  {label:<52} {us:7.2f} us/fact")
     whole = statistics.median(cpu["whole evaluate_many"]) / n * 1e6
     print(f"  {'rest: loop, result list, GC, per-call glue':<52} {whole - total:7.2f} us/fact  (whole - stages)")
     print(f"  {'= whole evaluate_many, Python path':<52} {whole:7.2f} us/fact  (= {1e6 / whole:,.0f} facts/s)")
-    c_path = statistics.median(cpu["with the C accelerator"]) / n * 1e6
-    print(f"  {'evaluate_many with the C accelerator':<52} {c_path:7.2f} us/fact  (= {1e6 / c_path:,.0f} facts/s)")
-    floor = statistics.median(cpu[stages[-3][0]]) / n * 1e6
+    floor = statistics.median(cpu[stages[-2][0]]) / n * 1e6
     print(
         f"  C engine floor (best call sequence, no Python work): {floor:.2f} us/fact (~{1e6 / floor:,.0f} facts/s);"
-        f" Python path / floor = {whole / floor:.2f}x, with the accelerator {c_path / floor:.2f}x"
+        f" evaluate_many / floor = {whole / floor:.2f}x"
     )
 
 

@@ -170,7 +170,8 @@ def mutated_pack(root: Path, rng: random.Random) -> Path:
 # ---------------------------------------------------------------- generated packs
 
 EDGE_INTS = [0, 1, -1, 2, SAFE_INT, -SAFE_INT, SAFE_INT - 1, -SAFE_INT + 1, 2**31, -(2**31) - 1, 2**53 - 2]
-EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e-9, 1e-300, 5e-324, 1e300, -1e300, 2.0**53, 1.7976931348623157e308, 1e16]
+EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e-9, 1e-300, 5e-324, 1e300, -1e300, 2.0**53, 1.7976931348623157e308, 1e16,
+               2.0**53 + 2, -(2.0**53), -(2.0**53) - 2, 2.0**53 - 1]  # beside int + offset sums past 2**53
 CHARS = 'ab]!-^%*?[\\"\n\u2028é日 '
 GLOB_PARTS = ["*", "?", "a", "b", "[!]]", "[]]", "[a-c]", "[]-a]", "[^]", "[!^-]", "\\*", "\\\\", "[%]", "é", '"', "\n"]
 
@@ -188,7 +189,15 @@ SCHEMA = {
     "objs": {
         "type": "list",
         "default": [],
-        "items": {"type": "object", "fields": {"k": {"type": "string"}, "v": {"type": "int", "nullable": True}}},
+        "items": {
+            "type": "object",
+            "fields": {
+                "k": {"type": "string"},
+                "v": {"type": "int", "nullable": True},
+                # an object field of the items: its presence is read inside some/every
+                "o": {"type": "object", "nullable": True, "fields": {"c": {"type": "int"}}},
+            },
+        },
     },
     "o": {"type": "object", "nullable": True, "fields": {"x": {"type": "int"}, "y": {"type": "string"}}},
 }
@@ -256,7 +265,8 @@ def _atoms() -> st.SearchStrategy[dict[str, Any]]:
     item_tags = st.one_of(_scalar_atom("", "string"))
     item_nums = _scalar_atom("", "number").filter(lambda a: not isinstance(next(iter(a[""].values())), dict))
     item_objs = st.one_of(_scalar_atom("k", "string"), _scalar_atom("v", "int").filter(
-        lambda a: not isinstance(next(iter(a["v"].values())), dict)))  # fmt: skip
+        lambda a: not isinstance(next(iter(a["v"].values())), dict)),
+        _presence("o", ["exists", "null", "absent"]), _presence("v", ["exists", "null", "absent"]))  # fmt: skip
     for lst, where in (("tags", item_tags), ("nums", item_nums), ("objs", item_objs)):
         parts.append(st.builds(lambda k, w, lst=lst: {k: lst, "where": w}, st.sampled_from(["some", "every"]), where))
     return st.one_of(parts)
@@ -273,6 +283,29 @@ conditions = st.recursive(
 )
 
 
+# wide disjunctions: more alternatives than the engine holds at once when all of them match
+wide_any = st.builds(
+    lambda field, op, width, start: {"any": [{field: {op: start + k}} for k in range(width)]},
+    st.sampled_from(["i1", "n1", "o.x"]),
+    st.sampled_from(["gt", "gte", "lt", "ne"]),
+    st.integers(30, 90),
+    st.integers(-50, 5),
+)
+# long sequences: many field comparisons under one rule (the engine's expressions per rule)
+_ref = st.builds(
+    lambda a, op, b, off: {a: {op: {"field": b, "offset": off}}},
+    st.sampled_from(sorted(NUMERIC)),
+    st.sampled_from(["eq", "ne", "lt", "gte"]),
+    st.sampled_from(sorted(NUMERIC)),
+    st.one_of(st.just(0), st.integers(-3, 3), st.sampled_from([0.5, -1.5])),
+)
+long_sequences = st.builds(
+    lambda groups: {"all": [{"any": g} for g in groups]},
+    st.lists(st.lists(_ref, min_size=2, max_size=4), min_size=2, max_size=4),
+)
+rule_conditions = st.one_of(conditions, conditions, conditions, wide_any, long_sequences)
+
+
 @st.composite
 def packs(draw: st.DrawFn) -> dict[str, Any]:
     """One pack file's data: the fixed schema, 1-6 random rules and a catch-all."""
@@ -280,7 +313,7 @@ def packs(draw: st.DrawFn) -> dict[str, Any]:
         {
             "id": f"r{i}",
             "priority": i + 1,
-            "when": draw(conditions),
+            "when": draw(rule_conditions),
             "verdict": "hit",
             "reason": f"r{i}",
             "message": "m",
@@ -319,7 +352,17 @@ def facts(draw: st.DrawFn) -> dict[str, Any]:
         draw,
         f,
         "objs",
-        st.lists(st.fixed_dictionaries({}, optional={"k": texts, "v": st.one_of(st.none(), ints)}), max_size=3),
+        st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "k": texts,
+                    "v": st.one_of(st.none(), ints),
+                    "o": st.one_of(st.none(), st.fixed_dictionaries({}, optional={"c": ints})),
+                },
+            ),
+            max_size=3,
+        ),
     )
     _maybe(draw, f, "o", st.one_of(st.none(), st.fixed_dictionaries({}, optional={"x": ints, "y": texts})))
     return f

@@ -18,7 +18,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-__all__ = ["Cluster", "cluster", "find_bin"]
+import pytest
+
+__all__ = ["Cluster", "cluster", "find_bin", "pg", "pg_url"]
 
 
 def find_bin(name: str) -> str | None:
@@ -86,3 +88,16 @@ def cluster() -> Iterator[Cluster]:
                 c.stop("immediate")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[Cluster]:
+    """One cluster per test session (per xdist worker)."""
+    with cluster() as c:
+        yield c
+
+
+@pytest.fixture
+def pg_url(pg: Cluster) -> str:
+    """A fresh empty database on the session's cluster."""
+    return pg.new_database()

@@ -5,6 +5,8 @@ Public API::
     policy = stoprule.load_policy()          # the selected pack, compiled once
     verdict = policy.evaluate(fact)          # -> Verdict
     verdicts = policy.evaluate_many(facts)   # batch
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

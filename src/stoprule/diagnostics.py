@@ -8,6 +8,8 @@ StopruleError
  │    └── NoRuleMatched   a valid fact no rule decides (a gap in the pack: policy.no_rule)
  ├── AnalysisLimit        a pack beyond what audit/diff can represent exactly
  └── LedgerError          (stoprule.ledger) a ledger or retry token problem
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

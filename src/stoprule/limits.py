@@ -15,6 +15,8 @@ Engine limits, measured on durable_rules 2.0.28 (see tests/test_pack_limits.py):
   negated classes after ``.*`` conflict (error 507);
 - integers are C ``long long`` (``$add``/``$sub`` wrap around) and a comparison of an
   integer with a float is done in C ``double``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -61,3 +63,6 @@ SAFE_INT = (1 << 53) - 1  # integer literals and offsets in conditions, and fact
 # ---- the engine (stages lower and build)
 MAX_PACK_ALTERNATIVES = 50_000  # engine alternatives (DNF conjunctions) of all rules together
 ENGINE_MAX_FACT_PROPERTIES = 252  # projected properties one ruleset reads (engine error 302 above)
+
+# a project's config file larger than this (or not a regular file) is refused unread
+MAX_CONFIG_BYTES = 1 << 20

@@ -4,6 +4,8 @@ Found the way git finds ``.git``: agent hooks run from subdirectories and worktr
 It holds ``config.yaml`` (hook, provider and blocker settings), ``policies/`` (an
 optional pack), the ledger, session state, blockers and reports. On the CLI's
 cold-start path: ``os`` only.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def test_open_blockers_decide_the_stop(run_cli, tmp_path: Path) -> None:
     # other work remains: keep working on it, the blocker stays logged (row 14)
     assert run_cli("facts", "set", "--session", "s1", 'availableTasks=["T2"]', cwd=tmp_path).returncode == 0
     out = _stop(run_cli, tmp_path)
-    assert out["decision"] == "block" and "T2" in out["reason"] and "1 blockers are logged" in out["reason"]
+    assert out["decision"] == "block" and "T2" in out["reason"] and "blockers logged for the user: 1" in out["reason"]
 
 
 def test_init_registers_the_mcp_server_once(run_cli, tmp_path: Path) -> None:

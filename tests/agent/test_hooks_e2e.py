@@ -6,12 +6,15 @@ exits 0; and a fresh interpreter where the warm hook's imports are counted)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from clirunner import invoke
 from hookharness import FIXTURES, HARNESSES, payload, run_hook
 
 CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # vendored: see its SOURCE.md
@@ -209,24 +212,15 @@ def test_observe_mode_records_but_never_blocks(project: Path, env: dict[str, str
 
 
 def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, str]) -> None:
-    import os
-    import sys
-
-    from hookharness import stoprule_exe
-
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
-    full["PATH"] = str(Path(sys.executable).parent) + os.pathsep + full.get("PATH", "")
-    subprocess.run([stoprule_exe(), "init", "--harness", "gemini"], cwd=project, env=full, check=True,
-                   capture_output=True)  # fmt: skip
-    p = subprocess.run([stoprule_exe(), "doctor"], cwd=project / "sub", env=full, capture_output=True, text=True)
+    full["PATH"] = str(Path(sys.executable).parent) + os.pathsep + full.get("PATH", "")  # doctor runs the wired hook
+    assert invoke(["init", "--harness", "gemini"], cwd=project, env=full).returncode == 0
+    p = invoke(["doctor"], cwd=project / "sub", env=full)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "gemini: synthetic stop: allow: {}" in p.stdout
 
 
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:
-    import os
-    import sys
-
     (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 4\nproviders:\n  timeout_ms: 900\n")
     run_hook("claude-code", _stop("claude-code", project), project, env)  # fills the caches
     code = (
@@ -243,17 +237,13 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     """A project as ``stoprule init`` leaves it (ledger on, every provider) in a git repository:
     a warm stop records the decision and reads git, but imports nothing it does not need (the
     hook's cold start: no typing, argparse, subprocess, OpenSSL, ledger verification, YAML)."""
-    import os
-    import sys
-
     if shutil.which("git") is None:
         pytest.skip("no git")
     root = tmp_path / "wired"
     root.mkdir()
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run([sys.executable, "-m", "stoprule", "init", "--harness", "claude-code"], cwd=root, env=full,
-                   check=True, capture_output=True)  # fmt: skip
+    assert invoke(["init", "--harness", "claude-code"], cwd=root, env=full).returncode == 0
     stop = _stop("claude-code", root, "transcript.jsonl")
     run_hook("claude-code", stop, root, env)  # fills the caches
     code = (

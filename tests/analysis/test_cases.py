@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -255,9 +253,3 @@ def test_expect_error_mismatches(evaluator: Evaluator) -> None:
         [{"status": "weird"}], expect_error={"code": "fact.enum", "field": "status", "message_contains": "weird"}
     )
     assert check_case(evaluator, ok) == []
-
-
-def test_cases_module_does_not_import_the_cli() -> None:
-    code = "import sys, stoprule.analysis.cases; print(sorted(m for m in sys.modules if m.startswith('stoprule.cli')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

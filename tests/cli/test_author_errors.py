@@ -6,12 +6,18 @@ Through ``stoprule check`` / ``test`` / ``facts set`` in process (``stoprule.cli
 from __future__ import annotations
 
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from inproc import cli
+from clirunner import invoke
+
+
+def cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """``stoprule ARGV`` in process, in this test's environment and working directory."""
+    return invoke(argv, input=stdin.decode())
 
 VOCAB = """\
 schema:
@@ -53,8 +59,8 @@ def _pack(tmp_path: Path, rules: str = RULES, vocab: str = VOCAB) -> Path:
 
 def _check(pack: Path) -> list[str]:
     r = cli("check", "--policy", str(pack))
-    assert r.code == (0 if not r.out.strip() or r.out.startswith("ok:") else 2)
-    return r.out.strip().splitlines() if r.code else []
+    assert r.returncode == (0 if not r.stdout.strip() or r.stdout.startswith("ok:") else 2)
+    return r.stdout.strip().splitlines() if r.returncode else []
 
 
 # (what is wrong, the edit to RULES, the one expected line (its start), text that must not appear)
@@ -120,12 +126,12 @@ def test_our_own_wording(tmp_path: Path) -> None:
         "[implemented, failed]", "[implemented, 1.5]"
     )
     r = cli("check", "--policy", str(_pack(tmp_path, vocab=vocab)), "--format", "json")
-    assert r.code == 2
-    assert "must be 'allow' or 'block', not the string 'halt'" in r.out
-    assert "must be true or false, not the string 'maybe'" in r.out
-    assert "must be a string or an integer, not the number 1.5" in r.out
+    assert r.returncode == 2
+    assert "must be 'allow' or 'block', not the string 'halt'" in r.stdout
+    assert "must be true or false, not the string 'maybe'" in r.stdout
+    assert "must be a string or an integer, not the number 1.5" in r.stdout
     for leaked in ("Input should", "Field required", "pydantic", "[type=", ".str)", ".int)"):
-        assert leaked not in r.out
+        assert leaked not in r.stdout
 
 
 def test_duplicate_declarations_name_the_first(tmp_path: Path) -> None:
@@ -163,8 +169,8 @@ def test_case_files_are_checked_against_the_pack(tmp_path: Path) -> None:
     (pack / "tests").mkdir()
     (pack / "tests" / "cases.yaml").write_text(CASES)
     r = cli("test", "--policy", str(pack))
-    assert r.code == 2 and r.out == ""
-    lines = [ln.split(": ", 1)[1] for ln in r.err.splitlines()[:-1]]
+    assert r.returncode == 2 and r.stdout == ""
+    lines = [ln.split(": ", 1)[1] for ln in r.stderr.splitlines()[:-1]]
     assert lines == [
         "cases.unknown_field: fact field uncomittedWork: not a field of the schema"
         " (did you mean 'uncommittedWork'?) (at cases[0].fact.uncomittedWork)",
@@ -175,7 +181,7 @@ def test_case_files_are_checked_against_the_pack(tmp_path: Path) -> None:
         " (at cases[2].expect.rule)",
         "cases.unknown_key: unknown key 'expct' in a case (did you mean 'expect'?) (at cases[3].expct)",
     ]
-    assert r.err.splitlines()[-1] == "stoprule: 5 error(s) in the case files"
+    assert r.stderr.splitlines()[-1] == "stoprule: 5 error(s) in the case files"
 
 
 def test_facts_set_refuses_what_eval_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,15 +190,15 @@ def test_facts_set_refuses_what_eval_refuses(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("STOPRULE_POLICY", raising=False)
     monkeypatch.setenv("STOPRULE_NO_CACHE", "1")
     bad = cli("facts", "set", "--session", "s", "turn=abc", "uncomittedWork=true")
-    assert bad.code == 2 and bad.out == ""
+    assert bad.returncode == 2 and bad.stdout == ""
     ev = cli("eval", stdin=b'{"turn": "abc"}')
-    eval_reason = ev.err.strip().split("line 1: ", 1)[1]
-    assert bad.err.splitlines() == [
+    eval_reason = ev.stderr.strip().split("line 1: ", 1)[1]
+    assert bad.stderr.splitlines() == [
         f"stoprule: {eval_reason}",
         "stoprule: fact.unknown_field: uncomittedWork: not a field of the schema (did you mean 'uncommittedWork'?)",
         "stoprule: nothing set (the pack's fact schema refuses these values)",
     ]
-    assert cli("facts", "show", "--session", "s").out.strip() == "{}"
+    assert cli("facts", "show", "--session", "s").stdout.strip() == "{}"
     good = cli("facts", "set", "--session", "s", "turn=3")
-    assert good.code == 0 and '"turn": 3' in good.out
+    assert good.returncode == 0 and '"turn": 3' in good.stdout
     shutil.rmtree(tmp_path / ".stoprule")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
+from inproc import cli
 
+from stoprule.cli import progress
 from stoprule.cli.progress import Bar
 
 
@@ -53,3 +56,51 @@ def test_no_bar_before_the_delay_and_rich_not_imported() -> None:
             bar(i + 1)
     assert stream.getvalue() == ""
     assert "rich.progress" not in sys.modules
+
+
+# --- the commands: a bar on a terminal (stderr), nothing otherwise, nothing with --quiet ----------
+
+REPO = Path(__file__).resolve().parents[2]
+TRANSCRIPT = REPO / "tests" / "fixtures" / "hooks" / "claude-code" / "transcript.jsonl"
+
+
+def _commands(tmp: Path) -> dict[str, tuple[list[str], str]]:
+    facts = tmp / "facts.ndjson"
+    facts.write_text("".join(f'{{"status": "implemented", "turn": {i}}}\n' for i in range(6000)))
+    cases = tmp / "cases.yaml"
+    cases.write_text(
+        "cases:\n" + "".join(f"  - {{name: c{i}, fact: {{status: implemented}}, expect: {{verdict: pass}}}}\n"
+                             for i in range(50))  # fmt: skip
+    )
+    ledger = tmp / "ledger.db"
+    assert cli("eval", "--run", "r1", "--ledger", str(ledger), str(facts.parent / "one.json")).code in (0, 1)
+    return {
+        "eval": (["eval", str(facts)], "6000/6000"),
+        "eval --jobs": (["eval", "--jobs", "2", str(facts)], "6000/6000"),
+        "test": (["test", str(cases)], "50/50"),
+        "replay": (["replay", str(TRANSCRIPT), str(TRANSCRIPT)], "2/2"),
+        "log verify": (["log", "verify", "--ledger", str(ledger)], "1/1"),
+    }
+
+
+@pytest.fixture
+def commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_pack: Path) -> dict[str, tuple[list[str], str]]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STOPRULE_POLICY", str(default_pack))
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "REFRESH", 0.0)
+    (tmp_path / "one.json").write_text('{"status": "implemented"}')
+    return _commands(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["eval", "eval --jobs", "test", "replay", "log verify"])
+def test_long_commands_show_progress_on_a_terminal_only(commands: dict, command: str) -> None:
+    argv, done = commands[command]
+    plain = cli(*argv)
+    drawn = cli(*argv, tty=True)
+    quiet = cli(*argv, "--quiet", tty=True)
+    assert plain.code == drawn.code == quiet.code and plain.code != 2, plain.err
+    assert plain.out == drawn.out == quiet.out  # the product is the same
+    assert done in drawn.err and "ETA" in drawn.err
+    assert done not in plain.err and done not in quiet.err and "ETA" not in plain.err + quiet.err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -453,15 +452,3 @@ def test_quantifier_is_one_condition_with_its_where_measured_per_element(tmp_pat
     k = conds[2]
     assert (k.true, k.false) == (1, 3)
     assert k.pair == ("f0 items[1]", "f0 items[0]")
-
-
-# --- layering ----------------------------------------------------------------------------------------
-
-
-def test_eval_path_does_not_import_coverage_or_the_test_command() -> None:
-    code = (
-        "import sys, stoprule, stoprule.cli.main, stoprule.cli.eval_cmd, stoprule.analysis.cases; "
-        "print(sorted(m for m in sys.modules if m in ('stoprule.analysis.coverage', 'stoprule.cli.test_cmd')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from stoprule.serve.config import hash_token
@@ -61,10 +61,8 @@ def server(tmp: Path, *, workers: int = 1, ledger: str | None = None, extra: str
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=15)
         except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
+            with suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait()
         if proc.stderr:
             proc.stderr.close()

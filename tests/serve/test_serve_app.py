@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from starlette.testclient import TestClient
 
+from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule.serve.app import create_app
 from stoprule.serve.config import Limits, ServeConfig, hash_token, load_config, new_token
 
@@ -49,7 +49,9 @@ def client(tmp_path: Path):  # noqa: ANN201
         ("GET", "/metrics", {}),
     ],
 )
-def test_no_valid_token_is_401_and_nothing_is_decided(client: TestClient, method: str, path: str, headers: dict) -> None:
+def test_no_valid_token_is_401_and_nothing_is_decided(
+    client: TestClient, method: str, path: str, headers: dict
+) -> None:
     r = client.request(method, path, headers=headers, content=json.dumps(OK))
     assert r.status_code == 401
     assert r.json()["error"]["code"] == "serve.unauthorized"

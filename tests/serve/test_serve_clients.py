@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ledger_facts import CONTINUITY, OK, REVIEW
 from servehelp import TOKEN, server
 
+from ledger_facts import CONTINUITY, OK, REVIEW
 from stoprule.agent.runner import run_hook
 from stoprule.cli.main import run as cli
 

@@ -4,6 +4,8 @@ Generating a pack's code is cheap; compiling it is not (about 3 ms for the defau
 on every start). Compiled code objects are kept by source text, and the compiled-pack
 cache stores them (``marshal``, the format of ``.pyc`` files; the cache is keyed on the
 Python version) so a start with a warm cache compiles nothing.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ POSIX: ``os.posix_spawnp`` with two pipes read under ``poll`` until the deadline
 Python ignores (SIGPIPE, SIGXFSZ) are reset to their defaults in the child, as ``subprocess``
 does. Elsewhere: :mod:`subprocess`. Whatever ends the wait early (the deadline, an exception
 such as the hook's own time budget), the child is killed and reaped.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

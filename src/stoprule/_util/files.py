@@ -8,6 +8,8 @@ Readers see the old or the new file, never a torn one; a failed write leaves the
 file and no temp file behind. ``read_bounded`` refuses a FIFO, a device or a directory
 before reading a byte (opened non-blocking, so a FIFO never stalls the caller) and a
 file over ``limit`` (:class:`FileTooLarge`, an ``OSError``).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -28,8 +30,18 @@ class FileTooLarge(OSError):
     """The file is larger than the caller allows."""
 
 
-def atomic_write(path: str, data: str | bytes, *, sync: bool = True, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically (the folder is created). Raises ``OSError``."""
+def atomic_write(
+    path: str,
+    data: str | bytes,
+    *,
+    sync: bool = True,
+    mode: int = 0o644,
+    exclusive: bool = False,
+    sync_folder: bool = False,
+) -> bool:
+    """Replace ``path`` with ``data`` atomically (the folder is created); with ``exclusive``, only
+    create it (False when it exists: nothing written). ``sync`` flushes the file to disk,
+    ``sync_folder`` the folder too (the rename itself survives a crash). Raises ``OSError``."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -47,7 +59,22 @@ def atomic_write(path: str, data: str | bytes, *, sync: bool = True, mode: int =
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+        if sync_folder:
+            dfd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        return True
     except BaseException:
         with suppress(OSError):
             os.unlink(tmp)

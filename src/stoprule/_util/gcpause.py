@@ -1,4 +1,7 @@
-"""Batches run with the cyclic garbage collector paused."""
+"""Batches run with the cyclic garbage collector paused.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

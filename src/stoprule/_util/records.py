@@ -3,6 +3,8 @@
 ``typing`` costs several milliseconds to import; the records on the CLI's cold-start
 path (verdicts, diagnostics, the compiled pack) are built on ``collections.namedtuple``
 instead. Fields are the class's annotations in order; class attributes give defaults.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

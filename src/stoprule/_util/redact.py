@@ -16,6 +16,8 @@ no input makes the regex engine backtrack over it twice):
 ``detect-secrets`` package installed, its plugins run as well, on top of these patterns.
 Redaction is deliberately greedy where a value looks like a secret: a false positive costs
 a word, a false negative leaks a key into a file people share.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_detect_secrets"]
 
@@ -67,7 +72,7 @@ _SHAPES: list[re.Pattern[str]] = [
     re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?"),  # Databricks
     re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
-    re.compile(r"\b[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
+    re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
     re.compile(rf"(?i)\bAccountKey=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
     re.compile(r"(?i)\bSharedAccess(?:Key|Signature)=[^\s;\"']{8,}+"),
     re.compile(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
@@ -88,7 +93,7 @@ def _after_mysql(m: re.Match[str]) -> bool:
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[re.Pattern[str], int, Any]] = [
     (re.compile(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
-    (re.compile(r"(?<!\S)-p([^\s'\"-][^\s'\"]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
+    (re.compile(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
     (
         re.compile(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
@@ -103,7 +108,7 @@ _CLI: list[tuple[re.Pattern[str], int, Any]] = [
     (
         re.compile(r"(?i)\b(?:bearer|basic|token|digest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
         1,
-        lambda m: _secretish(m.group(1)),
+        lambda m: _tokenish(m.group(1)),
     ),  # "token generation": a word, not a token
 ]
 
@@ -111,49 +116,60 @@ _CLI: list[tuple[re.Pattern[str], int, Any]] = [
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
 _NAMED = re.compile(
-    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|cookie|sig|ature|sas|_base)"
-    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|[:=])[ \t]*+)"
+    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
+    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:|=(?!=))[ \t]*+)"
 )
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
 _QUOTED = re.compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+# an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
+_LINE_VALUE = re.compile(
+    r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
+)
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VALUE = re.compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
 _SECRET_KEY = re.compile(
     r"(?i)(?:passw(?:or)?d|passphrase|secret|token|credential|api[_-]?key|apikey|private[_-]?key|privatekey"
-    r"|access[_-]?key|accesskey|account[_-]?key|auth|authorization|session[_-]?(?:id|key)|cookie|sas"
+    r"|access[_-]?key|accesskey|account[_-]?key|auth|authorization|session[_-]?(?:id|key)|sas"
     r"|(?:^|[_.-])(?:pwd|pass|sig|signature|key)$|(?-i:[a-z](?:Pwd|Pass|Key))$)"
 )
 _COUNT_KEY = re.compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
                         r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
-    r"|changeme|redacted|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
+    r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
 )
+_DIGEST = re.compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
+_CODE_CHARS = re.compile(r"[()\[\]{},;<>]")
+_TEMPLATE = re.compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
+_CONCAT = re.compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
+_NUMBERS = re.compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
+_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z]{1,5}$")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
 _SNAKE = re.compile(r"[a-z]+(?:_[a-z]+)+$")
 _CODE_REF = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
 
 def _entropy(text: str) -> float:
-    counts: dict[str, int] = {}
-    for ch in text:
-        counts[ch] = counts.get(ch, 0) + 1
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
+    return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
 
 
 def _classes(text: str) -> int:
-    return sum((any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text),
-                any(not c.isalnum() for c in text)))  # fmt: skip
+    return sum(1 for p in _CLASS_RES if p.search(text))
+
+
+_CLASS_RES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"\d"), re.compile(r"[^A-Za-z0-9]"))
+_DIGITS = re.compile(r"\d.*\d", re.S)
 
 
 def _high_entropy(value: str) -> bool:
-    """A quoted value of any key that looks like a random credential (not a hash digest or a sentence)."""
-    if len(value) < 20 or len(value) > 1024 or " " in value or value.startswith(("sha1-", "sha256-", "sha512-")):
+    """A value of any key that looks like a random credential (not code, a digest or a sentence)."""
+    if len(value) < 20 or len(value) > 1024 or len(set(value)) < 16:  # entropy >= 4 needs 16 symbols
         return False
-    if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex digests and UUIDs: only under a secret-named key
+    if " " in value or _DIGEST.match(value) or _PATH.match(value) or _CODE_CHARS.search(value):
         return False
-    if "/" in value and value.count("/") >= 2 and not re.search(r"\d", value):  # a path
+    if not _DIGITS.search(value):  # code (``socket._GLOBAL_DEFAULT_TIMEOUT``), not random
         return False
     return _classes(value) >= 3 and _entropy(value) >= 4.0
 
@@ -161,6 +177,13 @@ def _high_entropy(value: str) -> bool:
 def _secretish(value: str) -> bool:
     """A bare value that plausibly is a password or token (not an English word)."""
     return len(value) >= 16 or _classes(value) >= 2 and not value.isalpha()
+
+
+def _tokenish(value: str) -> bool:
+    """After ``Bearer``/``Basic``/``Token``: a credential, not a word or a file name."""
+    if _FILE_NAME.match(value):
+        return False
+    return any(c.isdigit() for c in value) or "=" in value or (value != value.lower() and value != value.upper())
 
 
 def _assignments(text: str) -> str:
@@ -187,6 +210,10 @@ def _assignments(text: str) -> str:
         out.append(text[done:])
         text = "".join(out)
     out, done = [], 0
+    if "\n" in text or len(text) <= 1100:
+        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _high_entropy(m.group(1)) else
+                               m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
+                               text)  # fmt: skip
     for m in _QUOTED.finditer(text):
         v = _VALUE.match(text, m.end())
         if v is None or m.start() < done or not _high_entropy(v.group(0)[1:-1]):
@@ -203,17 +230,27 @@ def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> boo
     """Whether the value of an assignment is not a secret (code, a placeholder, prose, a count)."""
     quoted = val[:1] in ("'", '"')
     inner = val[1:-1] if quoted else val
-    if inner.startswith(_MARK) or _PLACEHOLDER.match(inner.strip()):
-        return True
+    if inner.startswith(_MARK) or _PLACEHOLDER.match(inner.strip()) or _NUMBERS.match(inner):
+        return True  # a placeholder, a count, a version, an OID or an address
     if not named:
         return not (quoted and _high_entropy(inner))
     if quoted:
+        if inner != inner.strip() and inner.strip().isalpha() or _TEMPLATE.search(inner):
+            return True  # a fragment or a template of a string being built ("Basic " + ..., "%s:%s")
+        if _CONCAT.match(text, end):
+            return True  # 'get' + name: an expression
         return inner.count(" ") >= 3 and "phrase" not in key.lower()  # a sentence (a label, a prompt)
-    if inner.isdigit() and len(inner) < 6:
-        return True  # a port, a count
+    bare = inner.rstrip("`'\".,;:)")
+    if _NUMBERS.match(bare):
+        return True  # a port, a count, a flag
+    if inner[:1] in "([{%*.&|!<>@`" or bare.isupper() and bare.replace("_", "").isalpha():
+        return True  # an expression or a PLACEHOLDER, not a value
+    if " " in sep and "*" in inner:
+        return True  # x = 2*y
+    plain_name = " " in sep and not any(c.isdigit() for c in inner)  # ``x = y``
     if _CODE_REF.match(inner) and (any(c in inner for c in ".([") or _SECRET_KEY.search(inner)
-                                    or _SNAKE.match(inner)):  # fmt: skip
-        return True  # a variable, attribute or call: code, not a value
+                                    or _SNAKE.match(inner) or plain_name):  # fmt: skip
+        return True  # a variable, attribute or call (``x = y``): code, not a value
     # prose ("token: the next word") unless the value ends its line (YAML)
     return ":" in sep and not _secretish(inner) and text[end : end + 1] not in ("", "\n", "\r")
 
@@ -275,21 +312,26 @@ def detect_secrets_enabled() -> bool:
     return use_detect_secrets(None) if _detect_secrets is None else _detect_secrets
 
 
-def _detect_secrets_pass(text: str) -> str:
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
+# words of code, any string (scan_line skips the entropy filter), public addresses: not credentials
+_DS_NOISY = ("KeywordDetector", "IPPublicDetector", "Base64HighEntropyString", "HexHighEntropyString")
 
+
+def _detect_secrets_values(text: str) -> list[str]:
+    """The secrets ``detect-secrets``' plugins find in ``text`` (longest first)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import transient_settings
+
+    names = sorted(c.__name__ for c in get_mapping_from_secret_type_to_class().values())
+    plugins = [{"name": n} for n in names if n not in _DS_NOISY]  # its credential-shape detectors
     found: set[str] = set()
-    with default_settings():
+    with transient_settings({"plugins_used": plugins}):
         for line in text.splitlines()[:10_000]:
-            if len(line) > 10_000:
-                continue
-            for secret in scan_line(line):
-                if secret.secret_value and len(secret.secret_value) >= 4:
-                    found.add(secret.secret_value)
-    for value in sorted(found, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return text
+            if len(line) <= 10_000:
+                found.update(s.secret_value for s in scan_line(line) if s.secret_value)
+    # its keyword plugin also reports code (``password = user``): keep what looks like a credential
+    keep = (v for v in found if len(v) >= 8 and v not in REDACTED and _tokenish(v) and not _SNAKE.match(v))
+    return sorted(keep, key=len, reverse=True)
 
 
 def _markers(pattern: re.Pattern[str]) -> tuple[str, ...]:
@@ -325,6 +367,7 @@ def redact(text: str) -> str:
     """``text`` with every secret it carries replaced by ``[REDACTED]`` (linear time)."""
     if not text or len(text) < 6:
         return text
+    extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
     out = _URL.sub(_url, text) if "://" in text else text
     low = out.lower()
     for markers, pattern, sub in _GATED:
@@ -334,8 +377,8 @@ def redact(text: str) -> str:
                 out, low = new, new.lower()
     if ":" in out or "=" in out:
         out = _assignments(out)
-    if detect_secrets_enabled():
-        out = _detect_secrets_pass(out)
+    for value in extra:  # whole occurrences only
+        out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
     return out
 
 

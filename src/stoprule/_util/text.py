@@ -4,12 +4,17 @@
 carriage return are kept) and replaces each lone surrogate with U+FFFD, so the result
 always encodes as UTF-8 and passes the fact schema's string check. ``clean_obj`` does
 the same for every string (keys included) of a JSON-like value, bounded in depth.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_DEPTH", "clean", "clean_obj", "is_clean"]
 

@@ -21,4 +21,6 @@ Layers, lowest first (each imports only those above it, and the engine below)::
 
 Nothing here imports the CLI or the ledger: ``stoprule hook`` (``cli/hook_cmd.py``) passes
 a recording function in. See ``docs/agents.md`` and ``docs/blockers.md``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

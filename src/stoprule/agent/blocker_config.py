@@ -13,7 +13,7 @@ class BlockerSettings(BaseModel):
     ``file`` is relative to the project (the directory holding ``.stoprule/``); an
     absolute path, a ``..`` step, or a symlink that leads out of the project is an error.
     ``soft_categories`` adds soft categories to the pack's ``blocker_categories.soft``
-    (seed 003's ``softBlockerCategories``: naming, formatting, ...): the categories the
+    (choices an agent may make itself, such as naming or formatting): the categories the
     ``blocker`` tool accepts are the pack's blocker categories plus these.
     """
 

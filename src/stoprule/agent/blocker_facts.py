@@ -1,7 +1,7 @@
 """The ``blockers`` fact provider: what the stop check sees of blockers and reports.
 
-:func:`blockers_facts` is a plain function the hook's provider registry (issue 8)
-calls. It returns fact fields only (names from :data:`.fields.FIELDS`):
+:func:`blockers_facts` is a plain function the hook's ``blockers`` provider calls. It returns
+fact fields only (names from :data:`.fields.FIELDS`):
 
 - ``openBlockers``: open blockers of the session, each ``{id, category, question, blocksProgress}``
 - ``openBlockerCount``: their number

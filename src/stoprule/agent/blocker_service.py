@@ -24,11 +24,8 @@ from stoprule.agent.redact import redact, redact_obj
 from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
+from stoprule.engine.evaluator import Evaluator
 from stoprule.project import STATE_DIR, project_root
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.evaluator import Evaluator
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
@@ -84,6 +81,8 @@ class BlockerService:
         self._evaluator: Evaluator | None = None
         self.pending: list[dict[str, Any]] = []  # blockers kept in the session state after a failed write
         self.recorder = recorder
+        # (service, "blocker" | "report", item) -> None: copies them to a team server (set by the CLI)
+        self.mirror: Callable[[BlockerService, str, dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------ pack
 
@@ -105,7 +104,7 @@ class BlockerService:
     # ------------------------------------------------------------ blocker
 
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 003's ``blocker`` tool."""
+        """The ``blocker`` tool: log a blocker of the session."""
         session = session_id(session)
         args = _inbound(args)
         problem = self._check_blocker(args)
@@ -154,6 +153,8 @@ class BlockerService:
             if result.render_error:
                 text += f" (The record holds it; {where} will be rewritten on the next change: {result.render_error}.)"
             self._record_ledger(session)
+            if self.mirror is not None:
+                self.mirror(self, "blocker", b.to_dict())
         if retried:
             text += f" {retried} earlier pending blocker(s) were written too."
         data = {"status": result.status, "id": b.id, "file": where, "blocker": b.to_dict(),
@@ -253,7 +254,7 @@ class BlockerService:
     # ------------------------------------------------------------ blocked_report
 
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
-        """Seed 001's blocked report: judged by the pack; a valid one saved per task."""
+        """The blocked report: judged by the pack; a valid one saved per task."""
         session = session_id(session)
         args = _inbound(args)
         state = read_session_facts(self.project_dir, session)
@@ -281,6 +282,8 @@ class BlockerService:
             return Reply(False, f"could not save the report: {exc.strerror or exc}; retry.", {"error": str(exc)})
         rel = os.path.relpath(path, self.project_dir)
         self._record_ledger(session, {FIELDS["blocked_report"]: report})
+        if self.mirror is not None:
+            self.mirror(self, "report", {**meta, "report": report})
         return Reply(True, f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
                      f"`stoprule report show {task}`.", {"task_id": task, "file": rel})  # fmt: skip
 

@@ -134,7 +134,7 @@ def _one_line(text: str) -> str:
 
 
 def render_markdown(blockers: list[Blocker]) -> str:
-    """``blockers.md`` in seed 003's checklist format, one section per session."""
+    """``blockers.md`` as a checklist, one section per session."""
     out = ["# Blockers", "", "<!-- Rendered by stoprule from .stoprule/blockers/blockers.jsonl; edits here are"
            " overwritten. Resolve with `stoprule blockers resolve ID`. -->", ""]  # fmt: skip
     sessions: dict[str, list[Blocker]] = {}

@@ -1,30 +1,36 @@
 """A project's settings: ``.stoprule/config.yaml``, one top-level section per layer.
 
 Each section is a pydantic model owned by the layer it configures and named in
-:data:`SECTIONS` (imported only when a config is read); a missing section takes its
-model's defaults. Unknown keys, at the top or inside a section, are errors naming the
-file, line and key (:class:`~stoprule.diagnostics.ConfigError`).
+:data:`SECTIONS`; a missing section takes its model's defaults. Unknown keys, at the top
+or inside a section, are errors naming the file, line and key (:class:`~stoprule.diagnostics.ConfigError`).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
-from stoprule.diagnostics import ConfigError, Diagnostic
+from pydantic import BaseModel, ValidationError
+
+from stoprule._util.files import read_bounded
+from stoprule.agent.blocker_config import BlockerSettings
+from stoprule.agent.hook_config import HookSettings, ProviderSettings
+from stoprule.agent.server_config import ServerSettings
+from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
+from stoprule.language.source import format_path, parse_yaml
+from stoprule.limits import MAX_CONFIG_BYTES
 from stoprule.project import find_project
 
 __all__ = ["CONFIG_FILE", "SECTIONS", "config_path", "load_config"]
 
 CONFIG_FILE = "config.yaml"
 
-# section -> "module:Model"; each model validates its section (extra keys forbidden)
-SECTIONS: dict[str, str] = {
-    "hook": "stoprule.agent.hook_config:HookSettings",
-    "providers": "stoprule.agent.hook_config:ProviderSettings",
-    "blockers": "stoprule.agent.blocker_config:BlockerSettings",
-    "server": "stoprule.agent.server_config:ServerSettings",
+# section -> the model that validates it (extra keys forbidden)
+SECTIONS: dict[str, type[BaseModel]] = {
+    "hook": HookSettings,
+    "providers": ProviderSettings,
+    "blockers": BlockerSettings,
+    "server": ServerSettings,
 }
 
 
@@ -34,18 +40,9 @@ def config_path(start: str | os.PathLike[str] | None = None) -> str | None:
     return os.path.join(state, CONFIG_FILE) if state else None
 
 
-def _model(section: str) -> Any:
-    module, _, name = SECTIONS[section].partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Every section (or only ``sections``) of the config at ``path``, validated; defaults
     where the file or a section is absent. Raises :class:`ConfigError` naming file and line."""
-    from pydantic import ValidationError
-
-    from stoprule.language.source import format_path, parse_yaml
-
     wanted = sections if sections is not None else tuple(SECTIONS)
     data: dict[str, Any] = {}
     diags: list[Diagnostic] = []
@@ -53,8 +50,7 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
     src = None
     if path is not None and os.path.exists(path):
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_bounded(os.fspath(path), MAX_CONFIG_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError([Diagnostic(name, 1, 1, "config.unreadable", str(exc))]) from None
         src = parse_yaml(name, text, diags)
@@ -68,19 +64,20 @@ def load_config(path: str | os.PathLike[str] | None, sections: tuple[str, ...] |
             data = src.data
     for key in data:
         if key not in SECTIONS:
-            known = ", ".join(SECTIONS)
-            diags.append(src.diag((key,), "config.unknown_key", f"unknown section {key!r} (known: {known})"))  # type: ignore[union-attr]
+            hint = unknown_hint(str(key), SECTIONS)
+            diags.append(src.diag((key,), "config.unknown_key", f"unknown section {key!r}{hint}"))  # type: ignore[union-attr]
     out: dict[str, Any] = {}
     for section in wanted:
-        model = _model(section)
+        model = SECTIONS[section]
         raw = data.get(section) or {}
         try:
             out[section] = model.model_validate(raw)
         except ValidationError as exc:
-            for err in exc.errors():
-                loc = (section, *err["loc"])
-                code = "config.unknown_key" if err["type"] == "extra_forbidden" else "config.invalid"
-                msg = f"unknown key {loc[-1]!r}" if code == "config.unknown_key" else err["msg"]
+            from stoprule.language.spec import validation_messages
+
+            for sub, kind, msg in validation_messages(model, raw, exc.errors()):
+                loc = (section, *sub)
+                code = "config.unknown_key" if kind == "policy.unknown_key" else "config.invalid"
                 if src is not None:
                     diags.append(src.diag(loc, code, msg))
                 else:

@@ -2,6 +2,8 @@
 
 Neither knows any harness: an adapter maps its harness's payload onto :class:`HookEvent`
 and a :class:`Decision` onto its harness's output.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ FIELDS: dict[str, str] = {
     "resolved_blockers": "resolvedBlockers",
 }
 
-# seed 001's four sections, in the order they are shown
+# the blocked report's four sections, in the order they are shown
 REPORT_SECTIONS: tuple[str, ...] = (
     "blocking_issues", "attempts_made", "suggested_alternatives", "human_action_required",
 )  # fmt: skip

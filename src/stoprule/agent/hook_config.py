@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stoprule.agent.settings import DEFAULT_HOOK, PROVIDER_ORDER
+from stoprule.agent.defaults import DEFAULT_HOOK, PROVIDER_ORDER
 
 __all__ = ["HookSettings", "ProviderSettings"]
 

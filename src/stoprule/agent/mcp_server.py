@@ -11,11 +11,12 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from pydantic import Strict, ValidationError
+from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
 from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
@@ -98,7 +99,8 @@ StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the
 
 
 class _Server(MCPServer):
-    """The SDK's server, but an argument error names fields and problems, never echoes the
+    """The SDK's server, but tool arguments that fail validation are reported in stoprule's
+    words (never pydantic's text or links), naming fields and problems without echoing the
     rejected values (they may hold secrets), and every tool error text is redacted."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -109,11 +111,12 @@ class _Server(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                    for err in cause.errors(include_input=False, include_url=False)
-                )
-                raise ToolError(redact(f"Error executing tool {name}: invalid arguments: {problems}")) from None
+                from stoprule.language.source import format_path
+                from stoprule.language.spec import validation_messages
+
+                parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
+                                                                                             cause.errors())]
+                raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
             raise ToolError(redact(str(exc))) from None
 
 
@@ -134,7 +137,7 @@ def build_server(service: BlockerService) -> MCPServer:
         category: str,
         question: str,
         context: str,
-        blocksProgress: StrictBool,  # noqa: N803 - seed 003's field names
+        blocksProgress: StrictBool,  # noqa: N803 - the blocker tool's field names
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803
@@ -209,7 +212,18 @@ def build_server(service: BlockerService) -> MCPServer:
     return server
 
 
-def serve(project: str | None = None, policy: str | None = None, recorder: LedgerRecorder | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes it."""
+def serve(
+    project: str | None = None,
+    policy: str | None = None,
+    recorder: LedgerRecorder | None = None,
+    server: str | None = None,
+) -> None:
+    """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
+    team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
+    from stoprule.agent.remote import Mirror, project_remote
+
+    remote, name = project_remote(service.project_dir, server, os.environ)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)
     build_server(service).run("stdio")

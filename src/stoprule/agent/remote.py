@@ -13,6 +13,7 @@ notice. The bearer token comes from an environment variable (``server.token_env`
       token_env: STOPRULE_SERVER_TOKEN
       timeout_ms: 2000                          # per request; the hook's budget_ms bounds it too
       record: true                              # the server records each stop (run = the session id)
+      project: web-app                          # how the team's blocker list names this project
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ class Remote:
             timeout = min(timeout, budget)
         return cls(url, token, timeout)
 
-    def request(self, method: str, path: str, body: bytes | None = None, ctype: str = "application/json") -> tuple[int, dict[str, str], bytes]:  # noqa: E501
+    def request(
+        self, method: str, path: str, body: bytes | None = None, ctype: str = "application/json"
+    ) -> tuple[int, dict[str, str], bytes]:  # noqa: E501
         import http.client
 
         conn_type = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -136,3 +139,36 @@ class Remote:
         """NDJSON facts to ``/v1/evaluate/batch``: the status and the NDJSON answer."""
         status, _, body = self.request("POST", "/v1/evaluate/batch" + query, data, "application/x-ndjson")
         return status, body
+
+
+class Mirror:
+    """Copies a project's blockers (the whole list, after each change) and its blocked reports to
+    the server, so that ``stoprule blockers list --server URL`` shows the team's. A server that
+    cannot be reached costs a line on stderr, never the local write."""
+
+    def __init__(self, remote: Remote, project: str) -> None:
+        import socket
+
+        self.remote, self.project, self.machine = remote, project, socket.gethostname()
+
+    def __call__(self, service: Any, kind: str, item: dict[str, Any]) -> None:
+        import sys
+
+        items = [b.to_dict() for b in service.store.blockers()] if kind == "blocker" else [item]
+        body = {"project": self.project, "machine": self.machine, "items": items}
+        try:
+            self.remote.call("PUT", f"/v1/{kind}s", json.dumps(body).encode())
+        except RemoteError as exc:
+            sys.stderr.write(f"stoprule: could not copy the {kind} to {self.remote.url}: {exc}\n")
+
+
+def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str]) -> tuple[Remote | None, str]:
+    """The server a project's config (or ``explicit``/``$STOPRULE_SERVER``) names, and the project's name
+    (``server.project``, else the project directory's name)."""
+    import os
+
+    from stoprule.agent.config import load_config
+
+    section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
+    data = section.model_dump()
+    return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)

@@ -13,7 +13,7 @@ from typing import Any
 
 from stoprule.agent.providers import Provenance, merge
 from stoprule.agent.providers.closure_provider import parse_trailer
-from stoprule.agent.transcripts import Scan, observations
+from stoprule.agent.transcripts import Scan, observations, records
 
 __all__ = ["Boundary", "boundaries"]
 
@@ -44,10 +44,13 @@ def boundaries(path: str, fmt: str, mapping: dict[str, str | None]) -> list[Boun
 
     scan.on_turn = at_turn
     with open(path, "rb") as fh:
-        for raw in fh:
-            line_no += 1
-            if raw.endswith(b"\n") and raw.strip():
-                scan.feed(raw)
+        data = fh.read()
+    line_no = prev = 0
+    for record, end in records(data):  # the hook's reader: pretty-printed records too
+        line_no += data.count(b"\n", prev, end)
+        prev = end
+        scan.feed(record)
+    line_no = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if scan.turns:
         fact, prov = _fact(scan, fmt, mapping)
         out.append(Boundary(len(out) + 1, line_no, fact, prov))

@@ -1,4 +1,4 @@
-"""Blocked reports (seed 001): judged by the pack, saved per task, rendered for people.
+"""Blocked reports: judged by the pack, saved per task, rendered for people.
 
 A report is judged by evaluating a fact built from it and the session's ``turn`` /
 ``max_turns`` with the same pack that gates the stop. The rules that match only
@@ -10,15 +10,16 @@ Nothing here names a section or category: the pack decides what is wrong.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoprule._util.files import atomic_write
+from stoprule._util.redact import redact_obj
+from stoprule._util.text import clean_obj
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
 from stoprule.diagnostics import EvaluationError
 from stoprule.engine.evaluator import Evaluator
@@ -26,7 +27,7 @@ from stoprule.language.templates import render
 
 __all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_report", "report_path", "save_report"]
 
-_TASK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: no trailing newline
 
 
 @dataclass
@@ -111,7 +112,7 @@ def _blame(ev: Evaluator, fact: dict[str, Any], key: str, rule: str) -> list[str
 
 def check_task_id(task: str) -> str | None:
     """An error message if ``task`` cannot name a report folder, else None."""
-    if not isinstance(task, str) or not _TASK.match(task) or ".." in task:
+    if not isinstance(task, str) or not _TASK.fullmatch(task) or ".." in task:
         return (f"task id {task!r} cannot name a report folder: use letters, digits, '.', '_' or '-'"
                 " (at most 128, starting with a letter or digit)")  # fmt: skip
     return None
@@ -127,21 +128,8 @@ def save_report(project_dir: str, task: str, report: dict[str, Any], meta: dict[
     The file holds the four sections at the top level and ``_meta`` (task, session,
     turn, max_turns, filed_at). Raises ``OSError`` if it cannot be written."""
     path = report_path(project_dir, task)
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    body = {**{k: report[k] for k in report}, "_meta": meta}
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    body = redact_obj(clean_obj({**{k: report[k] for k in report}, "_meta": meta}))
+    atomic_write(path, json.dumps(body, ensure_ascii=False, indent=2) + "\n")
     return path
 
 
@@ -180,7 +168,7 @@ def _ok(result: Any) -> bool:
 
 
 def render_report(report: dict[str, Any], width: int = 68) -> str:
-    """Seed 001's "Task Blocked - Structured Report", as plain text."""
+    """The "Task Blocked - Structured Report", as plain text."""
     title = "Task Blocked - Structured Report"
     inner = max(width, len(title) + 4)
     pad = inner - len(title)

@@ -10,6 +10,8 @@ pack that does not compile, an invalid merged fact, the time budget spent) is an
 error: with ``fail: open`` (default) the stop is allowed and the user told why (where
 the harness has a user channel); with ``fail: closed`` it is blocked with the fixed
 ``closed_message``. The loop guard applies to every block, so neither loops forever.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ import json
 import os
 import sys
 import time
+from contextlib import suppress
 
+from stoprule._util.redact import redact, redact_obj
+from stoprule._util.text import clean, clean_obj
 from stoprule.agent.adapters import adapter, decode_payload
 from stoprule.agent.event import Decision, HookEvent
-from stoprule.agent.settings import default_settings, hook_settings
+from stoprule.agent.settings import DEFAULT_HOOK, default_settings, hook_settings
 from stoprule.project import find_project
 
 TYPE_CHECKING = False
@@ -35,6 +40,7 @@ __all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_di
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
+MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
 class BudgetSpent(Exception):
@@ -113,14 +119,36 @@ def _alarm(seconds: float) -> Callable[[], None]:
 
 
 def _peek_fail_closed(path: str | None) -> bool:
-    """For a config that does not load: was ``fail: closed`` meant? (read as text)"""
+    """For a config that does not load: was ``fail: closed`` meant? Read as text, in any
+    style (block or flow YAML, JSON); a file that cannot be read safely counts as not."""
     import re
 
+    if path is None:
+        return False
     try:
-        with open(path or "", encoding="utf-8", errors="replace") as fh:
-            return re.search(r"(?m)^\s+fail:\s*['\"]?closed", fh.read()) is not None
+        from stoprule._util.files import read_bounded
+
+        text = read_bounded(path, 1 << 20).decode("utf-8", "replace")
     except OSError:
         return False
+    return re.search(r"""(?m)^[^#\n]*?\bfail['"]?[ \t]*:[ \t]*['"]?closed\b""", text) is not None
+
+
+def _stateless_guard(event: HookEvent, decision: Decision, cap: int, entry: dict[str, Any], why: str) -> Decision:
+    """The loop guard when the session record cannot be written: a block stands unless the
+    harness says this stop already follows a block (its counter past ``cap``, or its
+    stop-hook-active flag), so an unwritable ``.stoprule/`` neither allows a block nor loops."""
+    entry["state_error"] = why[:1000]
+    if event.loop_count is not None:
+        repeat = event.loop_count >= cap
+    else:
+        repeat = bool(event.flag_known and event.stop_hook_active)
+    entry["loop"] = {"blocks_before": None, "cap": cap, "capped": decision.block and repeat, "stateless": True}
+    if decision.block and repeat:
+        return Decision(False, notice=f"stoprule allowed this stop: the session state cannot be written "
+                        f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
+                        f"{decision.message}")  # fmt: skip
+    return decision
 
 
 def run_hook(
@@ -136,116 +164,177 @@ def run_hook(
 ) -> HookResult:
     """Decide one stop. ``record(ledger_dir, run, evaluator, fact)`` records the decision
     (when the ledger is on) and returns the node id. With a server (``server`` URL, or the
-    config's ``server:`` section) the facts are gathered here and the server decides."""
+    config's ``server:`` section) the facts are gathered here and the server decides.
+    Never raises: every failure goes through one error path that honours ``fail: open|closed``
+    and is logged."""
     t0 = time.monotonic()
     env = os.environ if env is None else env
     mod = adapter(harness)
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness}
-    event = HookEvent(harness=harness, event=event_name or "stop")
-    settings = default_settings()
-    project: str | None = None
-    home = user_state_dir(env)
-    fail_closed = False
-    disarm: Callable[[], None] = lambda: None  # noqa: E731
-    verdict = None
-    evaluator = None
-    fact: dict[str, Any] | None = None
+    st = _Stop(harness, event_name)
+    disarm = _alarm(DEFAULT_HOOK["budget_ms"] / 1000.0)  # armed before anything is read
     try:
-        payload = decode_payload(data)
-        event = mod.parse(payload, event_name)
-        entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
-        workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-        project, home = state_home(workdir, env)
-        entry["project"] = project
-        cfg_path = os.path.join(project, "config.yaml") if project else None
-        try:
-            settings = hook_settings(cfg_path)
-        except Exception:
-            fail_closed = _peek_fail_closed(cfg_path)
-            raise
-        hook = settings["hook"]
-        fail_closed = hook["fail"] == "closed"
-        disarm = _alarm(hook["budget_ms"] / 1000.0)
-        remote = None
-        if server or settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
-            from stoprule.agent.remote import Remote
-
-            remote = Remote.configured(settings.get("server"), server, env, hook["budget_ms"] / 1000.0)
-        if remote is None:
-            from stoprule.engine.packs import load_policy, pack_path
-
-            pack = pack_path(policy, env, workdir)
-            entry["pack"] = pack
-            evaluator = load_policy(pack)
-        else:
-            entry["pack"] = remote.url
-        from stoprule.agent.providers import Context, gather
-        from stoprule.agent.state import read_session
-
-        rec = read_session(home, event.session_id)
-        ctx = Context(project, home, workdir, settings["providers"], rec)
-        fact, prov = gather(event, ctx)
-        entry["fact"] = fact
-        entry["provenance"] = prov.to_dict()
-        if remote is None:
-            assert evaluator is not None
-            verdict = evaluator.evaluate(fact, strict=hook["strict"])
-        else:
-            from stoprule.agent.remote import verdict_from_envelope
-
-            recorded = settings.get("server", {}).get("record", True)
-            run = (event.session_id or f"{harness}-unknown-session") if recorded else None
-            answer = remote.hook(harness, payload, fact, event.event, run)
-            verdict = verdict_from_envelope(answer["verdict"])
-            entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
-        disarm()
-        entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
-        decision = decision_of(verdict)
-        observe = hook["mode"] == "observe"
-        entry["mode"] = hook["mode"]
-        decision = _apply_guard(home, event, decision, hook["loop_cap"], entry, ctx.session, observe)
-        if observe:
-            entry["would"] = "block" if decision.block else "allow"
-            decision = Decision(False, notice=None if decision.block else decision.notice)
-    except BaseException as exc:  # noqa: BLE001 - the hook never fails the harness
-        disarm()
+        decision = _decide(st, mod, data, entry, cwd, env, policy, t0, server)
+    except BaseException as exc:  # noqa: BLE001 - the one error path: the hook never fails the harness
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, BudgetSpent):
+            disarm()
             raise
-        what = f"{type(exc).__name__}: {exc}".strip()
-        if hasattr(exc, "render") and callable(exc.render):
-            what = f"{type(exc).__name__}: {exc.render()}"
-        entry["error"] = what[:4000]
-        entry["fail"] = "closed" if fail_closed else "open"
-        if fail_closed:
-            decision = Decision(True, settings["hook"]["closed_message"])
-            try:
-                decision = _apply_guard(home, event, decision, settings["hook"]["loop_cap"], entry, None, False)
-            except Exception as exc2:  # noqa: BLE001
-                entry["guard_error"] = str(exc2)
-                decision = Decision(False, notice=f"stoprule hook error (fail closed, guard unusable): {what[:300]}")
-        else:
-            decision = Decision(False, notice=f"stoprule could not decide, so this stop is allowed (fail open): "
-                                              f"{what.splitlines()[0][:300]}")  # fmt: skip
+        decision = _failed(st, exc, entry)
+    finally:
+        disarm()
+        st.disarm()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
-    if (
-        record is not None
-        and fact is not None
-        and evaluator is not None
-        and settings["hook"].get("ledger")
-        and project is not None
-    ):
+    ledger = st.settings["hook"].get("ledger") and st.project is not None and st.evaluator is not None
+    if record is not None and ledger and st.fact is not None:
         try:
-            entry["ledger_node"] = record(project, event.session_id or f"{harness}-unknown-session", evaluator, fact)
+            run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
+            entry["ledger_node"] = record(st.project, run, st.evaluator, st.fact)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
             entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
     entry["ms"] = round((time.monotonic() - t0) * 1000, 2)
     try:
-        output = mod.render(decision, event)
+        output = mod.render(decision, st.event)
     except Exception as exc:  # noqa: BLE001
-        entry["render_error"] = str(exc)
+        entry["render_error"] = f"{type(exc).__name__}: {exc}"
         output = {}
-    _log(home, settings["hook"].get("log", True), entry)
-    return HookResult(output, decision, entry)
+    safe = _safe_entry(entry)
+    _log(st.home, st.settings["hook"].get("log", True), safe)
+    return HookResult(output, decision, safe)
+
+
+class _Stop:
+    """What one stop has learnt so far (read by the error path)."""
+
+    def __init__(self, harness: str, event_name: str | None) -> None:
+        self.harness = harness
+        self.event = HookEvent(harness=harness, event=event_name or "stop")
+        self.event_name = event_name
+        self.settings = default_settings()
+        self.project: str | None = None
+        self.home = ""
+        self.fail_closed = False
+        self.evaluator: Evaluator | None = None
+        self.fact: dict[str, Any] | None = None
+        self.disarm: Callable[[], None] = lambda: None
+
+
+def _decide(
+    st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
+    policy: str | None, t0: float, server: str | None,
+) -> Decision:  # fmt: skip
+    st.home = user_state_dir(env)
+    payload_error: BaseException | None = None
+    try:
+        if len(data) > MAX_PAYLOAD_BYTES:
+            from stoprule.agent.event import PayloadError
+
+            raise PayloadError(f"stdin holds more than {MAX_PAYLOAD_BYTES} bytes: not parsed")
+        payload = decode_payload(data)
+        st.event = mod.parse(payload, st.event_name)
+    except Exception as exc:  # noqa: BLE001 - raised below, once the fail policy is known
+        payload_error = exc
+        payload = None
+    event = st.event
+    entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
+    workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
+    st.project, st.home = state_home(workdir, env)
+    entry["project"] = st.project
+    cfg_path = os.path.join(st.project, "config.yaml") if st.project else None
+    try:
+        st.settings = hook_settings(cfg_path)
+    except Exception:
+        st.fail_closed = _peek_fail_closed(cfg_path)
+        raise
+    hook = st.settings["hook"]
+    st.fail_closed = hook["fail"] == "closed"
+    if payload_error is not None:
+        raise payload_error
+    remaining = hook["budget_ms"] / 1000.0 - (time.monotonic() - t0)
+    if remaining <= 0:
+        raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
+    st.disarm = _alarm(remaining)
+    remote = None
+    if server or st.settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
+        from stoprule.agent.remote import Remote
+
+        remote = Remote.configured(st.settings.get("server"), server, env, remaining)
+    if remote is None:
+        from stoprule.engine.packs import load_policy, pack_path
+
+        pack = pack_path(policy, env, workdir)
+        entry["pack"] = pack
+        st.evaluator = load_policy(pack)
+    else:
+        entry["pack"] = remote.url
+    from stoprule.agent.providers import Context, gather
+    from stoprule.agent.state import StateError, read_session
+
+    notes: list[str] = []
+    try:
+        rec = read_session(st.home, event.session_id, notes)
+    except StateError as exc:  # unreadable: decide without it (the guard then goes stateless)
+        rec = {}
+        notes.append(str(exc))
+    if notes:
+        entry["state_notes"] = notes
+    ctx = Context(st.project, st.home, workdir, st.settings["providers"], rec)
+    st.fact, prov = gather(event, ctx)
+    entry["fact"] = st.fact
+    entry["provenance"] = prov.to_dict()
+    if remote is None:
+        assert st.evaluator is not None
+        verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
+    else:
+        from stoprule.agent.remote import verdict_from_envelope
+
+        recorded = st.settings.get("server", {}).get("record", True)
+        run = (event.session_id or f"{st.harness}-unknown-session") if recorded else None
+        answer = remote.hook(st.harness, payload or {}, st.fact, event.event, run)
+        verdict = verdict_from_envelope(answer["verdict"])
+        entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
+    st.disarm()
+    entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
+    decision = decision_of(verdict)
+    observe = hook["mode"] == "observe"
+    entry["mode"] = hook["mode"]
+    decision = _apply_guard(st.home, event, decision, hook["loop_cap"], entry, ctx.session, observe)
+    if observe:
+        entry["would"] = "block" if decision.block else "allow"
+        decision = Decision(False, notice=None if decision.block else decision.notice)
+    return decision
+
+
+def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
+    """The one error path: log what went wrong; ``fail: closed`` blocks (loop-guarded), open allows."""
+    try:
+        what = f"{type(exc).__name__}: {exc}".strip()
+        if hasattr(exc, "render") and callable(exc.render):
+            what = f"{type(exc).__name__}: {exc.render()}"
+    except Exception:  # noqa: BLE001 - an exception whose text cannot be made
+        what = type(exc).__name__
+    what = redact(clean(what))
+    entry["error"] = what[:4000]
+    entry["fail"] = "closed" if st.fail_closed else "open"
+    hook = st.settings["hook"]
+    if not st.fail_closed:
+        first = (what.splitlines() or [""])[0][:300]
+        return Decision(False, notice=f"stoprule could not decide, so this stop is allowed (fail open): {first}")
+    decision = Decision(True, hook["closed_message"])
+    try:
+        return _apply_guard(st.home, st.event, decision, hook["loop_cap"], entry, None, False)
+    except BaseException as exc2:  # noqa: BLE001 - even the guard failing keeps the stop blocked once
+        return _stateless_guard(st.event, decision, hook["loop_cap"], entry, f"{type(exc2).__name__}: {exc2}")
+
+
+def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """The log entry as it may be written: strings normalised (no lone surrogate, no control
+    character) and redacted."""
+    try:
+        safe: dict[str, Any] = redact_obj(clean_obj(entry))
+        return safe
+    except Exception as exc:  # noqa: BLE001
+        return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
+                "log_error": f"{type(exc).__name__}"}  # fmt: skip
 
 
 def decision_of(verdict: Verdict) -> Decision:
@@ -268,8 +357,9 @@ def _apply_guard(
     session: dict[str, Any] | None,
     observe: bool,
 ) -> Decision:
-    """Count consecutive blocks for the session and turn; past ``cap`` the stop is allowed."""
-    from stoprule.agent.state import update_session
+    """Count consecutive blocks for the session and turn; past ``cap`` the stop is allowed.
+    When the record cannot be written, :func:`_stateless_guard` decides."""
+    from stoprule.agent.state import StateError, update_session
 
     out: dict[str, Any] = {}
 
@@ -282,7 +372,10 @@ def _apply_guard(
         out.update(blocks=blocks, capped=capped)
         return rec
 
-    update_session(home, event.session_id, change)
+    try:
+        update_session(home, event.session_id, change)
+    except (StateError, OSError) as exc:
+        return decision if observe else _stateless_guard(event, decision, cap, entry, str(exc))
     entry["loop"] = {"blocks_before": out.get("blocks", 0), "cap": cap, "capped": out.get("capped", False)}
     if out.get("capped"):
         return Decision(
@@ -296,22 +389,33 @@ def _apply_guard(
 
 
 def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
-    """Append the entry as one JSON line to the log (rotated once at 4 MiB); never raises."""
+    """Append the entry as one JSON line to the log (rotated once at 4 MiB); never raises.
+    A short write (disk full, a file-size limit) is cut back: no torn line."""
     if log is False:
         return
     path = log if isinstance(log, str) else os.path.join(home, LOG_FILE)
     try:
+        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        data = line.encode("utf-8", "backslashreplace")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             if os.path.getsize(path) > LOG_MAX_BYTES:
                 os.replace(path, path + ".1")
         except OSError:
             pass
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode("utf-8"))
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+            except OSError:
+                written = -1
+            if written != len(data):
+                if written > 0:
+                    os.ftruncate(fd, size)
+                raise OSError(f"short write ({max(written, 0)} of {len(data)} bytes): the line was not kept")
         finally:
             os.close(fd)
-    except OSError as exc:
-        sys.stderr.write(f"stoprule hook: cannot write the log {path}: {exc}\n")
+    except Exception as exc:  # noqa: BLE001 - a log problem never changes the decision
+        with suppress(Exception):
+            sys.stderr.write(f"stoprule hook: cannot write the log {path}: {exc}\n")

@@ -19,3 +19,4 @@ class ServerSettings(BaseModel):
     token_env: str = Field("STOPRULE_SERVER_TOKEN", min_length=1)  # the variable holding the bearer token
     timeout_ms: int = Field(2000, ge=50, le=600000)
     record: bool = True  # the server records each stop in its ledger (run = the session id)
+    project: str | None = None  # the name the team sees for this project's blockers (default: its directory's)

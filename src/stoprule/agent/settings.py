@@ -2,6 +2,8 @@
 loader that validates ``.stoprule/config.yaml`` (through :mod:`stoprule.agent.hook_config`) once
 per distinct file content and caches the result as JSON, so a warm ``stoprule hook``
 imports neither pydantic nor YAML (as ``packs.py`` caches compiled packs).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import os
 import zlib
 
+from stoprule.agent.defaults import DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
 from stoprule.agent.fields import DEFAULT_FIELDS
+from stoprule.limits import MAX_CONFIG_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,31 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER", "default_settings", "hook_settings"]
 
-# Providers run in this fixed order; the first to set a field wins, and a later provider
-# with another value is recorded as a conflict. Declarations (hook payload, declared
-# state, the agent's closure trailer) come before inference (transcript, git).
-PROVIDER_ORDER: tuple[str, ...] = ("hook", "state", "blockers", "closure", "transcript", "git")
 
-DEFAULT_HOOK: dict[str, Any] = {
-    "mode": "enforce",
-    "fail": "open",
-    "loop_cap": 3,
-    "ledger": False,
-    "budget_ms": 5000,
-    "log": True,
-    "strict": False,
-    "closed_message": (
-        "stoprule could not decide whether you may stop (an internal error; see .stoprule/hook.log). "
-        "Do not start new work: summarize the current state for the user, then stop."
-    ),
-}
-DEFAULT_PROVIDERS: dict[str, Any] = {
-    "enabled": list(PROVIDER_ORDER),
-    "timeout_ms": 1500,
-    "fields": {},
-    "transcript_tail_bytes": 262144,
-    "transcript_max_scan_bytes": 8388608,
-}
 
 
 def default_settings() -> dict[str, dict[str, Any]]:
@@ -69,18 +49,24 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
     """
     import json
 
+    from stoprule._util.files import read_bounded
     from stoprule.version import __version__
 
-    if path is None or not os.path.exists(path):
+    if path is None:
         return default_settings()
-    with open(path, "rb") as fh:
-        data = fh.read()
+    try:
+        data = read_bounded(path, MAX_CONFIG_BYTES)  # a FIFO or a huge file is refused unread
+    except FileNotFoundError:
+        return default_settings()
+    except OSError as exc:
+        from stoprule.diagnostics import ConfigError, Diagnostic
+
+        raise ConfigError([Diagnostic(path, 1, 1, "config.unreadable", str(exc))]) from None
     key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
     cache = _cache_file(key)
     if cache is not None:
         try:
-            with open(cache, encoding="utf-8") as fh:
-                hit = json.load(fh)
+            hit = json.loads(read_bounded(cache, 1 << 20))
             if hit.get("version") == __version__ and hit.get("path") == os.path.abspath(path):
                 return hit["settings"]
         except (OSError, ValueError, KeyError, AttributeError):
@@ -100,11 +86,9 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
 def _write_cache(cache: str, entry: dict[str, Any]) -> None:
     import json
 
+    from stoprule._util.files import atomic_write
+
     try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(entry, fh)
-        os.replace(tmp, cache)
+        atomic_write(cache, json.dumps(entry), sync=False)
     except OSError:
         return

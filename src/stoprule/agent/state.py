@@ -17,6 +17,8 @@ Every change is a read-modify-write under an exclusive lock (``fcntl.flock`` on 
 writers (several hooks, an MCP server, the CLI) never lose an update or leave a torn file.
 The hook's own session record (loop-guard counter, transcript read position) lives in
 ``state/sessions/<session>.json`` and is changed the same way (:func:`update_session`).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 
-from stoprule._util.files import atomic_write, locked, read_bounded
+from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
 
@@ -86,10 +88,16 @@ def _read(path: str, notes: list[str] | None = None) -> dict[str, Any]:
     too large, not a regular file) is moved aside as ``<name>.corrupt-<time>`` and read as {}
     with a note; only when it cannot be moved aside is it a :class:`StateError`."""
     try:
-        data = json.loads(read_bounded(path, MAX_STATE_BYTES))
+        raw = read_bounded(path, MAX_STATE_BYTES)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, RecursionError) as exc:
+    except (NotRegular, FileTooLarge) as exc:
+        return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
+    except OSError as exc:  # unreadable (permissions, a file where a folder should be): not damage
+        raise StateError(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         return _quarantine(path, f"{type(exc).__name__}: {exc}", notes)
     if not isinstance(data, dict):
         return _quarantine(path, "not a JSON object", notes)
@@ -100,7 +108,7 @@ def _quarantine(path: str, why: str, notes: list[str] | None) -> dict[str, Any]:
     """Move a damaged state file aside (keeping the newest few) so the next write rebuilds it."""
     aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     try:
-        os.replace(path, aside)
+        os.rename(path, aside)
     except OSError as exc:
         raise StateError(f"cannot read {path} ({why}) nor move it aside: {exc}") from None
     folder, name = os.path.split(path)

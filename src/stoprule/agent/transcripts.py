@@ -9,6 +9,18 @@ session in ``.stoprule/state/`` and the next stop reads only the bytes written s
 first seen when it is already longer than ``max_scan`` bytes is read from its last
 ``tail`` bytes only; its turn count is then unknown (no ``turns``, and a note says why).
 
+Records are lines of JSONL, or pretty-printed objects spread over lines (:func:`records`);
+compact lines are prefiltered on their bytes before being decoded (spaced JSON is decoded
+whole). A record that is not JSON, nested too deeply, of an unknown type, or incomplete
+(the last line without its newline) is skipped with a note, never an error, and the read
+position always moves past it. A transcript replaced in place (truncated and rewritten,
+or a new file on a reused inode) is noticed by a fingerprint of its first bytes and of
+the bytes before the read position, and read again from the start.
+Formats: Claude Code's, Codex's and Gemini CLI's session transcripts (JSONL).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+
+
 Lines are prefiltered on their bytes before being decoded; a line that is not JSON, of an
 unknown type, or incomplete (the last line without its newline) is skipped with a note,
 never an error. The prefilter tolerates JSON written with spaces (``"type": "user"``), so the
@@ -21,14 +33,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
-__all__ = ["FORMATS", "Scan", "detect", "last_text", "observations", "scan_file"]
+__all__ = ["FORMATS", "Scan", "detect", "last_text", "observations", "records", "scan_file"]
 
 FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
 # Copilot's and Cursor's formats are sniffed from the file (they are not documented)
@@ -123,22 +137,32 @@ class Scan:
     # ---------------------------------------------------------------- lines
 
     def feed(self, line: bytes) -> None:
+        """Take one record (a JSONL line, or a pretty-printed object's lines). A record that
+        cannot be decoded (not JSON, nested too deeply, not UTF-8) is skipped and counted."""
         if not self.full and not self._wanted(line):
             return
         try:
             obj = json.loads(line)
-        except ValueError:
+        except RecursionError:
+            self._skip("nested too deeply")
+            return
+        except ValueError:  # UnicodeDecodeError included
             self._skip("not JSON")
             return
         if not isinstance(obj, dict):
             self._skip("not a JSON object")
             return
-        getattr(self, f"_{self.fmt}")(obj)
+        try:
+            getattr(self, f"_{self.fmt}")(obj)
+        except (RecursionError, TypeError, ValueError, KeyError, AttributeError, IndexError):
+            self._skip("a record of an unexpected shape")
 
     def _skip(self, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
 
     def _wanted(self, line: bytes) -> bool:
+        if b'": ' in line or b'" :' in line or b"\n" in line.rstrip():
+            return True  # spaced or pretty-printed JSON: the byte prefilter below assumes compact lines
         if self.fmt == "claude":
             if _USER.search(line):
                 return (
@@ -474,6 +498,72 @@ def detect(path: str, harness: str | None = None) -> str | None:
     return None
 
 
+MAX_RECORD_BYTES = 8 << 20  # a pretty-printed record longer than this is skipped
+_HEAD = 4096  # bytes fingerprinted at the start of the file, and before the read position
+
+
+def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
+    """The records of complete lines in ``data``: ``(record, offset after it)`` (``base`` +
+    the position in ``data``). A record is one line of JSONL, or the lines of a pretty-printed
+    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). Blank
+    lines yield nothing; an object still open at the end of ``data`` is not yielded (nor
+    consumed: the returned offsets stop before it)."""
+    pos, start, n = 0, -1, len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            return  # an incomplete last line
+        line, end = data[pos:nl], nl + 1
+        if start >= 0:  # inside a pretty-printed object
+            if line.rstrip() in (b"}", b"},"):
+                rec = data[start:nl].rstrip().rstrip(b",") if line.rstrip() == b"}," else data[start:nl]
+                if _complete(rec):
+                    start = -1
+                    yield rec, base + end
+            elif end - start > MAX_RECORD_BYTES:
+                start = -1
+                yield data[pos:nl], base + end  # too long: the last line stands for it (skipped)
+            pos = end
+            continue
+        stripped = line.strip()
+        if stripped.startswith(b"{") and not stripped.endswith(b"}") and not _complete(stripped):
+            start = pos  # an object opened on this line and continued on the next ones
+        elif stripped:
+            yield line, base + end
+        pos = end
+
+
+def _complete(record: bytes) -> bool:
+    try:
+        json.loads(record)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _fingerprint(fh: BinaryIO, offset: int) -> list[int]:
+    """crc32 of the file's first bytes and of the bytes just before ``offset``: a file
+    replaced in place (or a new file on a reused inode) differs in one of them."""
+    fh.seek(0)
+    head = fh.read(min(_HEAD, offset))
+    fh.seek(max(0, offset - 256))
+    tail = fh.read(min(256, offset))
+    return [zlib.crc32(head), len(head), zlib.crc32(tail), len(tail)]
+
+
+def _resumable(saved: Any, path: str, fmt: str, st: os.stat_result) -> bool:
+    return (
+        isinstance(saved, dict)
+        and saved.get("path") == path
+        and saved.get("fmt") == fmt
+        and saved.get("inode") == st.st_ino
+        and isinstance(saved.get("offset"), int)
+        and 0 <= saved["offset"] <= st.st_size
+        and isinstance(saved.get("scan"), dict)
+        and isinstance(saved.get("mark"), list)
+    )
+
+
 def last_text(path: str, harness: str | None = None, tail: int = 262144) -> str | None:
     """The last assistant text of the transcript at ``path`` (read from its last ``tail``
     bytes), or None (no such file, unknown format, no text)."""
@@ -509,20 +599,24 @@ def scan_file(
 ) -> tuple[dict[str, Any], list[str]]:
     """Read what is new in ``path`` since ``saved`` (a previous return value for the same
     file), or all of it (only its tail when longer than ``max_scan``). Returns the new saved
-    state (``scan`` and the read position) and notes. OSError if the file cannot be read."""
+    state (``scan``, the read position and a fingerprint of the bytes read) and notes.
+    A file replaced since (another inode, shorter, or other bytes before the position) is
+    read again from the start, with a note. OSError if the file cannot be read."""
     notes: list[str] = []
-    with open(path, "rb") as fh:
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    with os.fdopen(os.open(path, flags), "rb") as fh:
         st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a regular file")
         size = st.st_size
-        same = (
-            saved is not None
-            and saved.get("path") == path
-            and saved.get("fmt") == fmt
-            and saved.get("inode") == st.st_ino
-            and 0 <= saved.get("offset", -1) <= size
-        )
+        same = _resumable(saved, path, fmt, st)
+        if same and saved is not None and _fingerprint(fh, saved["offset"]) != saved["mark"]:
+            same = False
+            notes.append("the transcript was replaced or rewritten since the last stop: read again from the start")
+        elif saved is not None and not same and saved.get("path") == path:
+            notes.append("the transcript changed (another file, or shorter) since the last stop: read again")
         if same and saved is not None and size - saved["offset"] <= max_scan:
-            start, scan = saved["offset"], Scan(fmt, saved.get("scan"))
+            start, scan = saved["offset"], _scan(fmt, saved.get("scan"))
         elif size <= max_scan:
             start, scan = 0, Scan(fmt)
         else:
@@ -531,26 +625,36 @@ def scan_file(
             notes.append(f"transcript is {size} bytes: read its last {tail} only, so the turn count is unknown")
         fh.seek(start)
         data = fh.read(size - start)
-    if start and not same:
-        cut = data.find(b"\n")
-        data = data[cut + 1 :] if cut >= 0 else b""
-        start = size - len(data)
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        notes.append("the transcript's last line is incomplete (still being written?): ignored")
-    consumed = 0
-    for n, line in enumerate(data[:end].split(b"\n")):
-        if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
-            notes.append("transcript reading stopped: time budget spent")
-            break
-        consumed += len(line) + 1
-        if line.strip():
-            scan.feed(line)
-    consumed = min(consumed, end)
+        if start and not same:
+            cut = data.find(b"\n")
+            data = data[cut + 1 :] if cut >= 0 else b""
+            start = size - len(data)
+        if data and not data.endswith(b"\n"):
+            notes.append("the transcript's last line is incomplete (still being written?): ignored")
+        offset = start
+        for n, (record, end) in enumerate(records(data, start)):
+            if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
+                notes.append("transcript reading stopped: time budget spent")
+                break
+            offset = end  # advances past every record, decoded or skipped
+            scan.feed(record)
+        mark = _fingerprint(fh, offset)
     for why, count in scan.skipped.items():
         notes.append(f"{count} transcript line(s) skipped: {why}")
-    state = {"path": path, "fmt": fmt, "inode": st.st_ino, "offset": start + consumed, "scan": scan.state()}
+    state = {"path": path, "fmt": fmt, "inode": st.st_ino, "offset": offset, "mark": mark, "scan": scan.state()}
     return state, notes
+
+
+def _scan(fmt: str, state: Any) -> Scan:
+    """A scan resumed from a saved state; a damaged state starts afresh."""
+    try:
+        scan = Scan(fmt, state if isinstance(state, dict) else None)
+        json.dumps(scan.state())
+        if not (scan.turns is None or isinstance(scan.turns, int)) or not isinstance(scan.tasks, list):
+            raise TypeError
+        return scan
+    except (TypeError, ValueError, AttributeError):
+        return Scan(fmt)
 
 
 def observations(scan: dict[str, Any]) -> dict[str, Any]:

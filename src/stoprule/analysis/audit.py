@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stoprule.analysis.domain import Space, build_space
-from stoprule.analysis.explore import Cell, Decider, Explorer, Outcome, Progress, widen_regions
+from stoprule.analysis.explore import (
+    Cell,
+    Decider,
+    Explorer,
+    Outcome,
+    OutOfTime,
+    Progress,
+    set_deadline,
+    widen_regions,
+)
 from stoprule.analysis.queries import (
     Refs,
     catch_all,
@@ -23,6 +32,7 @@ from stoprule.analysis.queries import (
     references,
     uses_stops,
 )
+from stoprule.diagnostics import AnalysisLimit
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
@@ -57,10 +67,14 @@ class AuditReport:
     domain: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     corpus: dict[str, Any] | None = None
+    backend: str = "exhaustive"
+    unanswered: list[str] = field(default_factory=list)  # questions not answered before the deadline
+    bugs: list[dict[str, Any]] = field(default_factory=list)  # witnesses that did not reproduce
+    timeout: float | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return not self.findings and not self.unanswered and not self.bugs
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -74,6 +88,13 @@ class AuditReport:
             "notes": [f.to_dict() for f in self.notes],
             "verdict_map": self.verdict_map,
         }
+        if self.backend != "exhaustive":
+            out["backend"] = self.backend
+        if self.unanswered:
+            out["stopped_after"] = self.timeout
+            out["unanswered"] = self.unanswered
+        if self.bugs:
+            out["bugs"] = self.bugs
         if self.corpus is not None:
             out["corpus"] = self.corpus
         return out
@@ -303,9 +324,8 @@ class _Audit:
         for stop in stops:
             if self.progress:
                 self.progress.advance(1 / len(stops))
-            f = self.space.formula(stop.when)
             data = {"section": "high_risk_stops", "name": stop.id}
-            if Explorer(self.space, [], constraints=[f]).find(lambda o: True) is None:
+            if not self._satisfiable(stop.when):
                 why = "its condition can never hold"
             elif not used:
                 why = "no rule refers to high_risk_stop"
@@ -314,6 +334,10 @@ class _Audit:
                     continue
                 why = "no outcome depends on it (wherever it holds, the winner is the same without it)"
             report.findings.append(Finding("unused", str(stop.loc), f"high-risk stop {stop.id}: {why}", data))
+
+    def _satisfiable(self, cond: C.Cond) -> bool:
+        f = self.space.formula(cond)
+        return Explorer(self.space, [], constraints=[f]).find(lambda o: True) is not None
 
     def declarations(self, report: AuditReport) -> None:
         refs = references(self.checked)
@@ -365,14 +389,7 @@ class _Audit:
         sets = self.checked.sets
         if self.progress:
             self.progress.phase("set members")
-        members: dict[Any, list[str]] = {}
-        for name in sorted(refs.sets | refs.template_sets):
-            for m in sets[name].members if name in sets else ():
-                members.setdefault(m, [])
-        for name, d in sets.items():
-            for m in d.members:
-                if m in members and name not in members[m]:
-                    members[m].append(name)
+        members = member_sets(self.checked, refs)
         for m, names in members.items():
             if self.progress:
                 self.progress.advance(1 / len(members))
@@ -407,18 +424,90 @@ class _Audit:
                 )
 
 
-def audit_pack(checked: CheckedPolicy, progress: Progress | None = None) -> AuditReport:
-    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`)."""
+def member_sets(checked: CheckedPolicy, refs: Refs) -> dict[Any, list[str]]:
+    """Members of the sets referred to, each with every set that holds it."""
+    sets = checked.sets
+    members: dict[Any, list[str]] = {}
+    for name in sorted(refs.sets | refs.template_sets):
+        for m in sets[name].members if name in sets else ():
+            members.setdefault(m, [])
+    for name, d in sets.items():
+        for m in d.members:
+            if m in members and name not in members[m]:
+                members[m].append(name)
+    return members
+
+
+AUTO_BUDGET = 3.0  # seconds the exhaustive backend gets under ``auto`` before the solver takes over
+BACKENDS = ("auto", "exhaustive", "solver")
+
+
+def audit_pack(
+    checked: CheckedPolicy,
+    progress: Progress | None = None,
+    *,
+    backend: str = "exhaustive",
+    timeout: float | None = None,
+    engine: Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]] | None = None,
+) -> AuditReport:
+    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`).
+
+    ``backend``: ``exhaustive`` (exact shares and regions over the finite abstraction),
+    ``solver`` (one SMT query per question, :mod:`.solver_audit`) or ``auto`` (exhaustive
+    when it finishes within :data:`AUTO_BUDGET` seconds or is not beyond its limits, else
+    the solver). ``timeout``: stop after that many seconds with the questions not answered
+    listed in the report. ``engine``: ``fact -> (winner id, matched ids)``, the engine
+    every solver witness is re-checked with.
+    """
+    assert backend in BACKENDS, backend
+    start = time.monotonic()
+    if backend != "solver":
+        budget = timeout if backend == "exhaustive" else min(AUTO_BUDGET, timeout or AUTO_BUDGET)
+        try:
+            return _exhaustive(checked, progress, budget, backend == "auto")
+        except (OutOfTime, AnalysisLimit):
+            if backend == "exhaustive":
+                raise
+    from stoprule.analysis.solver_audit import solver_audit
+
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+    report = solver_audit(checked, progress, timeout=left, engine=engine)
+    report.timeout = timeout
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool) -> AuditReport:
+    """The exhaustive audit; past ``budget`` seconds it raises :class:`OutOfTime` when ``whole``
+    (nothing to keep), otherwise it lists the phases it did not reach as unanswered."""
     start = time.perf_counter()
-    report = AuditReport(checked.root, checked.name, checked.digest)
-    a = _Audit(checked, progress)
-    a.explore(report)
-    a.dead_rules(report)
-    a.stops(report)
-    a.declarations(report)
+    report = AuditReport(checked.root, checked.name, checked.digest, timeout=budget)
+    set_deadline(None if budget is None else time.monotonic() + budget)
+    phases = [
+        ("gaps, conflicts and the verdict map", "explore"),
+        ("dead and unsatisfiable rules", "dead_rules"),
+        ("unused high-risk stops", "stops"),
+        ("unused declarations", "declarations"),
+    ]
+    try:
+        a = _Audit(checked, progress)
+        for k, (_question, method) in enumerate(phases):
+            try:
+                getattr(a, method)(report)
+            except OutOfTime:
+                if whole:
+                    raise
+                report.unanswered = [q for q, _ in phases[k:]]
+                break
+    except OutOfTime:
+        if whole:
+            raise
+        report.unanswered = [q for q, _ in phases]
+    finally:
+        set_deadline(None)
+        if progress:
+            progress.close()
     order = {"gap": 0, "conflict": 1, "dead_rule": 2, "unsatisfiable": 3, "unused": 4}
     report.findings.sort(key=lambda f: order.get(f.kind, 9))
     report.seconds = time.perf_counter() - start
-    if progress:
-        progress.close()
     return report

@@ -49,12 +49,9 @@ from time import perf_counter
 from typing import Any
 
 from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError, closest
+from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator, Verdict
 from stoprule.language.source import SourceFile, parse_yaml
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.compiled import CompiledPolicy
 
 __all__ = [
     "Case",

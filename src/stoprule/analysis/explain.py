@@ -6,6 +6,7 @@ The engine decides; the reference interpreter (:mod:`stoprule.engine.interpret`)
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from stoprule.engine.compiled import rank
@@ -121,8 +122,6 @@ def explain(checked: CheckedPolicy, evaluator: Evaluator, fact: Any) -> tuple[Ve
 
 
 def _show(v: Any) -> str:
-    import json
-
     return v if isinstance(v, str) and v.startswith("(") else json.dumps(v)
 
 

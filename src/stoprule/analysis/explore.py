@@ -21,7 +21,26 @@ from typing import IO, Any
 from stoprule.analysis.domain import Space
 from stoprule.analysis.formula import FALSE, TRUE
 
-__all__ = ["SAME", "Cell", "Decider", "Explorer", "Outcome", "Progress", "widen_regions"]
+__all__ = ["SAME", "Cell", "Decider", "Explorer", "OutOfTime", "Outcome", "Progress", "set_deadline", "widen_regions"]
+
+
+class OutOfTime(Exception):
+    """The exploration passed the deadline given to :func:`set_deadline`."""
+
+
+_deadline: list[float | None] = [None]
+_ticks = [0]
+
+
+def set_deadline(when: float | None) -> None:
+    """Stop every exploration with :class:`OutOfTime` once ``time.monotonic()`` passes ``when``."""
+    _deadline[0] = when
+
+
+def _tick() -> None:
+    _ticks[0] += 1
+    if _ticks[0] & 255 == 0 and _deadline[0] is not None and time.monotonic() > _deadline[0]:
+        raise OutOfTime
 
 Outcome = tuple[tuple[int, ...] | None, ...]  # per rule list: positions matching at the top priority
 Chain = tuple[int, int, Any] | None  # (var, value, rest): an assignment as a linked list
@@ -210,6 +229,7 @@ class Explorer:
         later domain depends on them) as ``(var, cheapest value, domain weight, its cost)``;
         ``children``: ``(value, child state)`` for each value of ``var`` inside the constraints.
         """
+        _tick()
         i, res, ctx = key
         res_l = list(res)
         _, outs, sup, dead = self._normalize(res_l)

@@ -42,6 +42,7 @@ def drop_stop(stop_id: str) -> Callable[[C.Cond], C.Cond | None]:
         body = dataclasses.replace(c.body, item=anyc) if isinstance(c.body, C.Not) else anyc
         return dataclasses.replace(c, body=body, stops=c.stops[:j] + c.stops[j + 1 :])
 
+    fn.what = f"high-risk stop {stop_id}"  # type: ignore[attr-defined]
     return fn
 
 
@@ -58,6 +59,7 @@ def drop_member(set_names: Sequence[str], member: Any) -> Callable[[C.Cond], C.C
             return dataclasses.replace(c, arg=tuple(x for x in c.arg if x != member))
         return None
 
+    fn.what = f"{member!r} in {', '.join(set_names)}"  # type: ignore[attr-defined]
     return fn
 
 

@@ -20,7 +20,9 @@ KINDS = {
 }
 
 
-def _pct(x: float) -> str:
+def _pct(x: float | None) -> str:
+    if x is None:
+        return "-"
     if x == 0:
         return "0%"
     if x < 0.001:
@@ -49,9 +51,9 @@ def _finding(f: dict[str, Any]) -> list[str]:
     for r in f.get("regions") or []:
         out.append(f"{pad}where: " + "; ".join(r["region"]))
     for s in f.get("shadowed_by") or []:
+        share = "" if s["share_of_region"] is None else f" in {_pct(s['share_of_region'])} of its region"
         out.append(
-            f"{pad}beaten by {s['rule']} ({s['location']}, priority {s['priority']}) "
-            f"in {_pct(s['share_of_region'])} of its region, e.g. {_fact(s['example'])}"
+            f"{pad}beaten by {s['rule']} ({s['location']}, priority {s['priority']}){share}, e.g. {_fact(s['example'])}"
         )
     return out
 
@@ -59,18 +61,30 @@ def _finding(f: dict[str, Any]) -> list[str]:
 def render_audit(report: AuditReport) -> str:
     d = report.to_dict()
     dom = d["domain"]
-    out = [
-        f"stoprule audit: {d['name']} ({d['pack']}, {d['policy'][:19]}...)",
-        f"domain: {dom['variables']} variables, {dom['cells']:.3g} abstract cells, {dom['states']} states explored",
-        "",
-    ]
+    head = f"stoprule audit: {d['name']} ({d['pack']}, {d['policy'][:19]}...)"
+    solver = report.backend == "solver"
+    if solver:
+        where = f"solver backend ({dom.get('solver', 'z3')}): {dom['variables']} variables, {dom['queries']} queries"
+    else:
+        where = f"domain: {dom['variables']} variables, {dom['cells']:.3g} abstract cells, "
+        where += f"{dom['states']} states explored"
+    out = [head, where, ""]
+    if report.unanswered:
+        out.append(f"stopped after {report.timeout:g} s: these questions were not answered:")
+        out += [f"  - {q}" for q in report.unanswered]
+        out.append("")
+    if report.bugs:
+        out.append(f"Internal errors ({len(report.bugs)}): witnesses that do not reproduce (a bug in stoprule):")
+        out += [f"  {b['question']}: {b['problem']}; fact {_fact(b['fact'])}" for b in report.bugs]
+        out.append("")
     if d["findings"]:
         out.append(f"Findings ({len(d['findings'])}):")
         for f in d["findings"]:
             out += _finding(f)
     else:
         out.append("Findings: none (no gap, conflict, dead rule or unused declaration)")
-    out += ["", "Verdict map (share of the abstract domain):"]
+    out += ["", "Verdict map (verdicts that can be reached; the solver counts no shares):" if solver
+            else "Verdict map (share of the abstract domain):"]
     rows = [["verdict/reason", "share", "won by"]]
     for v in d["verdict_map"]:
         label = f"{v['verdict']}/{v['reason']}" if v["verdict"] else "(no rule: gap)"

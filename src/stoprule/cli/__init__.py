@@ -1,1 +1,4 @@
-"""Command-line interface: a thin layer of argparse wiring over plain functions."""
+"""Command-line interface: a thin layer of argparse wiring over plain functions.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""

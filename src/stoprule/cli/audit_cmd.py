@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
+from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.corpus import corpus_counts
 from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import compile_policy, select_pack
+from stoprule.facts.batch import chunk_items, parallel_chunks, resolve_jobs, started_map
 from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "audit_command", "run"]
@@ -27,10 +33,7 @@ def audit_command(
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings, 2 bad input."""
-    from contextlib import nullcontext
-
-    from stoprule.engine.packs import compile_policy, select_pack
-    from stoprule.facts.batch import parallel_chunks, resolve_jobs, started_map
+    started = time.monotonic()  # the time reported is the whole command's, the corpus included
 
     root = select_pack(policy)
     data = chunks = None
@@ -81,23 +84,22 @@ def audit_command(
                 else:
                     parts = [_corpus_chunk(context, c) for c in pieces]
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
+    report.seconds = time.monotonic() - started
+    from stoprule.cli.inspect_cmd import layering
+
+    layers = layering(ctx.checked, str(root))  # the global pack under this one: what it adds, shadows, ties
     if fmt == "json":
-        stdout.write(json.dumps(report.to_dict()) + "\n")
+        stdout.write(json.dumps({**report.to_dict(), **({"layers": layers[0]} if layers else {})}) + "\n")
     else:
-        stdout.write(render_audit(report) + "\n")
+        stdout.write(render_audit(report) + "\n" + "".join(f"{ln}\n" for ln in (layers[1] if layers else [])))
     return 1 if report.findings else 0
 
 
 def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
-    from stoprule.engine.evaluator import Evaluator
-
     return Evaluator(compiled), data
 
 
 def _corpus_chunk(context: tuple[Any, bytes], chunk: Chunk) -> dict[str, Any]:
-    from stoprule.analysis.corpus import corpus_counts
-    from stoprule.facts.batch import chunk_items
-
     ev, data = context
     return corpus_counts(ev, chunk_items(data, chunk))
 

@@ -1,4 +1,4 @@
-"""``stoprule blocker add``: log a blocker from a script or an agent without MCP (seed 003's tool).
+"""``stoprule blocker add``: log a blocker from a script or an agent without MCP (the MCP ``blocker`` tool's fields).
 
 Exit codes: 0 logged (or already logged within the cooldown), 1 not logged (limit
 reached, logging off, or the write failed), 2 invalid arguments or config.
@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import IO, Any
+
+from stoprule.agent.blocker_service import open_service
+from stoprule.diagnostics import PolicyError
+from stoprule.ledger.recorder import Recorder
+from stoprule.ledger.store import Ledger
 
 __all__ = ["add_arguments", "record_in_ledger", "run"]
 
@@ -36,10 +42,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
     in the project's ledger (``$STOPRULE_LEDGER``, else ``.stoprule/ledger.db``)."""
-    import os
-
-    from stoprule.ledger.recorder import Recorder
-    from stoprule.ledger.store import Ledger
 
     path = os.environ.get("STOPRULE_LEDGER") or os.path.join(service.project_dir, ".stoprule", "ledger.db")
     with Ledger.open(path, create=True) as ledger:
@@ -47,9 +49,6 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.blocker_service import open_service
-    from stoprule.diagnostics import PolicyError
-
     try:
         service = open_service(policy=args.policy, recorder=record_in_ledger)
         reply = service.log_blocker(args.session, {

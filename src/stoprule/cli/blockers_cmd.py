@@ -1,4 +1,4 @@
-"""``stoprule blockers on|off|status|list|export|resolve ID`` (seed 003's ``/blockers`` command).
+"""``stoprule blockers on|off|status|list|export|resolve ID`` (the ``/blockers`` command).
 
 Exit codes: 0 ok, 1 no blocker with that id (resolve), 2 invalid config.
 """
@@ -9,6 +9,11 @@ import argparse
 import json
 import os
 from typing import IO
+
+from stoprule.agent.blocker_service import open_service
+from stoprule.agent.blocker_store import StoreWriteError, render_markdown
+from stoprule.agent.redact import redact
+from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "run"]
 
@@ -25,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("list", help="open and resolved blockers of a session (or --all)")
     sp.add_argument("--session", metavar="ID", help="session (default: $STOPRULE_SESSION, then 'default')")
     sp.add_argument("--all", action="store_true", help="every session")
+    sp.add_argument("--server", metavar="URL", help="the team's open blockers on this server, from every machine")
     sp.add_argument("--format", choices=("text", "json"), default="text")
     sp = sub.add_parser("export", help="every blocker of the current record: NDJSON (json) or blockers.md (md)")
     sp.add_argument("--format", choices=("json", "md"), default="json")
@@ -34,11 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.blocker_service import open_service
-    from stoprule.agent.blocker_store import StoreWriteError, render_markdown
-    from stoprule.agent.redact import redact
-    from stoprule.diagnostics import PolicyError
-
+    if getattr(args, "server", None):
+        return _team_list(args, stdout, stderr)
     try:
         service = open_service()
     except PolicyError as exc:
@@ -74,14 +77,22 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 stdout.write(
                     f"blockers: {'on' if info['enabled'] else 'off'} ({info['project']})\n"
                     f"  file {info['file']} (record {info['record']})\n"
-                    f"  {info['open']} open, {info['resolved']} resolved\n"
+                    f"  {info['open']} open, {info['resolved']} resolved (all sessions)\n"
                     f"  limits: {s.max_per_run} per run, cooldown {s.cooldown_seconds:g} s, rotation at "
                     f"{s.rotate_entries} entries or {s.rotate_bytes} bytes\n"
                 )
             return 0
         if cmd == "list":
             reply = service.list_blockers(args.session, every=args.all)
-            stdout.write((json.dumps(reply.data, ensure_ascii=False) if args.format == "json" else reply.text) + "\n")
+            if args.format == "json":
+                stdout.write(json.dumps(reply.data, ensure_ascii=False) + "\n")
+                return 0
+            shown = len(reply.data["open"]) + len(reply.data["resolved"])
+            others = len(store.blockers()) - shown
+            head = "All sessions:" if args.all else f"Session {reply.data['session']}:"
+            if others:  # `status` counts every session: say where the rest are
+                head += f" ({others} more in other sessions: stoprule blockers list --all)"
+            stdout.write(f"{head}\n{reply.text}\n")
             return 0
         if cmd == "export":
             items = store.blockers()
@@ -99,4 +110,25 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
         return 1
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
+    return 0
+
+
+def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
+    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
+
+    try:
+        remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
+        items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]
+    except RemoteError as exc:
+        stderr.write(f"stoprule: {args.server}: {exc}\n")
+        return 2
+    if args.format == "json":
+        stdout.write(json.dumps({"blockers": items}, ensure_ascii=False) + "\n")
+        return 0
+    lines = [f"Team blockers on {remote.url} ({len(items)}):"]
+    lines += [f"  [{' ' if b.get('status', 'open') == 'open' else 'x'}] {b['project']}@{b['machine']} {b['id']} "
+              f"[{b.get('category')}] {b.get('question')}" + (" (blocks progress)" if b.get("blocksProgress") else "")
+              for b in items]  # fmt: skip
+    stdout.write("\n".join(lines) + "\n")
     return 0

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import IO
 
 from stoprule.cli.common import add_policy_flags
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.packs import select_pack
+from stoprule.project import find_project
 
 __all__ = ["add_arguments", "check_command", "run"]
 
 
 def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
     """Compile the selected pack; print a summary (exit 0) or its diagnostics (exit 2)."""
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.packs import select_pack
-
     root = select_pack(policy)
     try:
         ctx = compile_pack(root)
@@ -30,7 +31,6 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         return 2
     c = ctx.compiled
     assert c is not None
-    from stoprule.project import find_project
 
     project = find_project()
     summary = {
@@ -55,13 +55,27 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         )
         if project:  # which project state the hook and the ledger use from here
             stdout.write(f"project state: {project}\n")
+        from stoprule.language.files import layers
+
+        used, shadowed, glob = layers(root)
+        if glob is not None:  # `stoprule inspect layers` tells more
+            names = ", ".join(os.path.basename(p) for p in used) or "no file"
+            hidden = f"; shadowed: {', '.join(os.path.basename(p) for p in shadowed)}" if shadowed else ""
+            stdout.write(f"global pack: {glob} (layered under it: {names}{hidden})\n")
     return 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Validate and compile a pack; print diagnostics. Exit 0 clean, 2 on any error."
     add_policy_flags(p, default_format="pretty")
+    p.add_argument("--watch", "-w", action="store_true", help="check again whenever a pack file changes (Ctrl-C stops)")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    if args.watch:
+        from stoprule.cli.watch import watch
+        from stoprule.engine.packs import select_pack
+
+        return watch([str(select_pack(args.policy))], lambda: check_command(args.policy, args.format, stdout, stderr),
+                     stderr)  # fmt: skip
     return check_command(args.policy, args.format, stdout, stderr)

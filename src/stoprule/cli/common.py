@@ -14,6 +14,8 @@ carries a command's product in the chosen format; standard error is text for peo
 - anything else (unreadable file, usage, ledger): one ``stoprule: ...`` line on stderr.
 
 On the cold-start path of ``stoprule eval``: imports only what that path already loads.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

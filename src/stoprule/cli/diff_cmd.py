@@ -6,19 +6,18 @@ import argparse
 import json
 from typing import IO
 
+from stoprule.analysis import AnalysisLimit, diff_packs
+from stoprule.analysis.explore import Progress
+from stoprule.analysis.render import render_diff
 from stoprule.cli.common import diagnostics_error, policy_error
 from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.engine.build import compile_pack
 
 __all__ = ["add_arguments", "diff_command", "run"]
 
 
 def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
     """Compare two packs; exit 0 no verdict changes, 1 some, 2 bad input."""
-    from stoprule.analysis import AnalysisLimit, diff_packs
-    from stoprule.analysis.explore import Progress
-    from stoprule.analysis.render import render_diff
-    from stoprule.engine.build import compile_pack
-
     ctxs = []
     for root in (old, new):
         try:

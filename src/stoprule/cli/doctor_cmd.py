@@ -17,8 +17,16 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from typing import IO, Any
+
+from stoprule.agent.settings import hook_settings
+from stoprule.agent.wiring import TARGETS, find_entry
+from stoprule.diagnostics import PolicyError
+from stoprule.engine.evaluator import describe_backend
+from stoprule.engine.packs import load_policy, select_pack
+from stoprule.project import find_project
 
 __all__ = ["SYNTHETIC", "add_arguments", "run"]
 
@@ -81,8 +89,6 @@ def _dirty(root: str) -> bool:
 
 
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
-    import subprocess
-
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
         p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload).encode(), capture_output=True,
@@ -108,13 +114,6 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.settings import hook_settings
-    from stoprule.agent.wiring import TARGETS, find_entry
-    from stoprule.diagnostics import PolicyError
-    from stoprule.engine.evaluator import describe_backend
-    from stoprule.engine.packs import load_policy, select_pack
-    from stoprule.project import find_project
-
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
@@ -152,10 +151,15 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             exe = shlex.split(command)[0]
             resolved = shutil.which(exe, path=harness_env()["PATH"])
-            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to "
-                          f"{resolved or 'nothing on a PATH without this venv (run stoprule init again)'}")  # fmt: skip
+            from stoprule.cli.doctor_mcp import path_remedy
+
+            where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
+            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
             ok, what = _synthetic(command, name, root)
             good &= _line(stdout, ok, f"{name}: synthetic stop: {what}")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
+    from stoprule.cli.doctor_mcp import check_mcp
+
+    good &= check_mcp(root, _line, stdout)
     return 0 if good else 1

@@ -1,4 +1,7 @@
-"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out."""
+"""``stoprule eval``: facts in (one JSON object or NDJSON), verdict envelopes out.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
@@ -40,11 +43,13 @@ def eval_command(
     *,
     strict: bool = False,
     jobs: int = 1,
+    quiet: bool = False,
 ) -> int:
     """Evaluate every fact of every file in order; exit 0 all ok, 1 any not ok, 2 bad input or pack.
 
     ``jobs`` > 1 (0: one per CPU): a large NDJSON input is evaluated in that many processes;
-    the output is the same, in the same order."""
+    the output is the same, in the same order. A large input shows a progress bar on a terminal
+    (not with ``quiet``)."""
     from stoprule.engine.packs import compile_policy, select_pack
 
     try:
@@ -65,7 +70,8 @@ def eval_command(
             n = resolve_jobs(jobs)
             chunks = parallel_chunks(data, n)
             if chunks is not None:
-                code = max(code, _eval_parallel(compiled, name, data, chunks, fmt, stdout, stderr, strict, n))
+                with _bar(stderr, name, data, quiet) as bar:
+                    code = max(code, _eval_parallel(compiled, name, data, chunks, fmt, stdout, stderr, strict, n, bar))
                 continue
         if evaluator is None:
             from stoprule.engine.evaluator import Evaluator
@@ -75,9 +81,23 @@ def eval_command(
         from stoprule.facts.batch import chunk_items, sequential_chunks
 
         parts = sequential_chunks(data)
-        for items in [parse_facts(data)] if parts is None else (chunk_items(data, c) for c in parts):
-            code = max(code, eval_items(evaluator, name, items, fmt, stdout, stderr, strict))
+        if parts is None:
+            code = max(code, eval_items(evaluator, name, parse_facts(data), fmt, stdout, stderr, strict))
+            continue
+        with _bar(stderr, name, data, quiet) as bar:
+            for c in parts:
+                code = max(code, eval_items(evaluator, name, chunk_items(data, c), fmt, stdout, stderr, strict))
+                bar.at(c[2])
     return code
+
+
+def _bar(stderr: IO[str], name: str, data: bytes, quiet: bool) -> Any:
+    """The progress of a large input, in facts (lines) from the byte offset reached."""
+    import os
+
+    from stoprule.cli.progress import ByteBar
+
+    return ByteBar(stderr, f"eval {os.path.basename(name)}", data, unit="facts", quiet=quiet)
 
 
 def _eval_parallel(
@@ -90,15 +110,17 @@ def _eval_parallel(
     stderr: IO[str],
     strict: bool,
     jobs: int,
+    bar: Any,
 ) -> int:
     from stoprule.facts.batch import map_ordered
 
     code = 0
     setup = (compiled, data, name, fmt, strict)
-    for out, err, c in map_ordered(_eval_chunk, chunks, jobs, _worker_setup, setup, ahead=4 * jobs):
+    for out, err, c, end in map_ordered(_eval_chunk, chunks, jobs, _worker_setup, setup, ahead=4 * jobs):
         stderr.write(err)
         stdout.write(out)
         code = max(code, c)
+        bar.at(end)
     return code
 
 
@@ -110,8 +132,8 @@ def _worker_setup(
     return Evaluator(compiled), data, name, fmt, strict
 
 
-def _eval_chunk(context: tuple[Evaluator, bytes, str, str, bool], chunk: Chunk) -> tuple[str, str, int]:
-    """One chunk of NDJSON evaluated in a worker: (stdout text, stderr text, exit code)."""
+def _eval_chunk(context: tuple[Evaluator, bytes, str, str, bool], chunk: Chunk) -> tuple[str, str, int, int]:
+    """One chunk of NDJSON evaluated in a worker: (stdout text, stderr text, exit code, its end offset)."""
     import io
 
     from stoprule.facts.batch import chunk_items
@@ -119,7 +141,7 @@ def _eval_chunk(context: tuple[Evaluator, bytes, str, str, bool], chunk: Chunk) 
     evaluator, data, name, fmt, strict = context
     out, err = io.StringIO(), io.StringIO()
     code = eval_items(evaluator, name, chunk_items(data, chunk), fmt, out, err, strict)
-    return out.getvalue(), err.getvalue(), code
+    return out.getvalue(), err.getvalue(), code, chunk[2]
 
 
 def eval_items(
@@ -177,6 +199,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--server", metavar="URL", help="ask this server (default $STOPRULE_SERVER; token $STOPRULE_SERVER_TOKEN)"
     )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
     g = p.add_argument_group("decision ledger (see `stoprule log`)")
     g.add_argument("--run", metavar="RUN_ID", help="record each decision in this run of the ledger")
     g.add_argument("--parent", metavar="NODE_ID", help="the recorded decision's parent node (default: the run's tip)")
@@ -199,7 +222,8 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
         return 2
     return eval_command(
-        args.policy, args.file, args.format, stdin, stdout, stderr, strict=args.strict, jobs=args.jobs
+        args.policy, args.file, args.format, stdin, stdout, stderr, strict=args.strict, jobs=args.jobs,
+        quiet=args.quiet,
     )
 
 

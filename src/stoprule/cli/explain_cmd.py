@@ -6,8 +6,12 @@ import argparse
 import json
 from typing import IO
 
+from stoprule.analysis.explain import explain, render_pretty
 from stoprule.cli.common import add_policy_flags, input_name, policy_error
 from stoprule.diagnostics import EvaluationError, FactError, PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import select_pack
 from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "run"]
@@ -27,11 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Explain every fact in ``args.fact``; exit codes as for ``eval``."""
-    from stoprule.analysis.explain import explain, render_pretty
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.evaluator import Evaluator
-    from stoprule.engine.packs import select_pack
-
     data = read_input(args.fact, stdin, stderr)
     if data is None:
         return 2

@@ -6,7 +6,8 @@
     stoprule facts show [--session ID]                 what the hook would read, as JSON
 
 Without ``--session`` (or ``$STOPRULE_SESSION``) facts hold for every session of the project.
-Stored in the nearest ``.stoprule/`` (else the user state directory), ``state/facts/``.
+Stored in the nearest ``.stoprule/`` (else the user state directory), ``state/facts/``,
+normalised and redacted (a secret in a value is stored as ``[REDACTED]``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ import json
 import os
 from typing import IO, Any
 
+from stoprule._util.files import read_bounded
+from stoprule._util.redact import redact
+from stoprule._util.text import clean
+from stoprule.agent.runner import state_home
+from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
+from stoprule.cli.common import policy_error
+from stoprule.diagnostics import FactError, PolicyError, closest
+from stoprule.engine.packs import load_policy
+
 __all__ = ["add_arguments", "run"]
+
+MAX_FACTS_FILE_BYTES = 16 << 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,9 +58,6 @@ def _value(text: str) -> Any:
 def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
     """What the pack the hook would use says against each field, as ``eval`` says it (a declared
     value the schema refuses would make every stop of the session fail)."""
-    from stoprule.diagnostics import FactError, closest
-    from stoprule.engine.packs import load_policy
-
     schema = load_policy(policy).schema
     root = schema.root
     out: list[Exception] = []
@@ -69,22 +78,14 @@ def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.runner import state_home
-    from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
-    from stoprule.cli.common import policy_error
-    from stoprule.diagnostics import PolicyError
-
     session = args.session or os.environ.get("STOPRULE_SESSION") or None
     project, home = state_home(None, os.environ)
     try:
         if args.facts_command == "set":
             fields: dict[str, Any] = {}
             if args.json:
-                if args.json == "-":
-                    raw = stdin.read()
-                else:
-                    with open(args.json, "rb") as fh:
-                        raw = fh.read()
+                # a FIFO or a huge file is refused unread
+                raw = stdin.read() if args.json == "-" else read_bounded(args.json, MAX_FACTS_FILE_BYTES)
                 obj = json.loads(raw)
                 if not isinstance(obj, dict):
                     stderr.write("stoprule: --json must hold a JSON object\n")
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             for item in args.fields:
                 name, eq, value = item.partition("=")
                 if not eq or not name:
-                    stderr.write(f"stoprule: {item!r} is not FIELD=VALUE\n")
+                    stderr.write(f"stoprule: {redact(repr(item))} is not FIELD=VALUE\n")
                     return 2
                 fields[name] = _value(value)
             if not fields:
@@ -114,5 +115,5 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     except PolicyError as exc:
         return policy_error(exc, getattr(args, "policy", None) or "the pack", stderr)
     except (StateError, OSError, ValueError) as exc:
-        stderr.write(f"stoprule: {exc}\n")
+        stderr.write(f"stoprule: {redact(clean(str(exc)))}\n")
         return 2

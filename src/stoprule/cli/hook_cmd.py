@@ -3,6 +3,8 @@
 Reads the harness's stop payload on stdin, prints exactly the JSON that harness expects
 (or nothing, where that means allow), always exits 0. Diagnostics: one line on stderr and
 a JSON line in the log (``.stoprule/hook.log``). See ``docs/agents.md``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
 
 
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    from stoprule.agent.runner import MAX_PAYLOAD_BYTES
+
     try:
-        data = stdin.read()
+        data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
     except (OSError, ValueError):
         data = b""
     from stoprule._util.gcpause import paused_gc

@@ -21,6 +21,9 @@ import shutil
 import sys
 from typing import IO, Any
 
+from stoprule.agent.wiring import TARGETS, add_entry
+from stoprule.project import STATE_DIR, find_project
+
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
 
 CONFIG_TEMPLATE = """\
@@ -58,8 +61,6 @@ def default_command(harness: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from stoprule.agent.wiring import TARGETS
-
     p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
     p.add_argument("--harness", required=True, choices=tuple(TARGETS), metavar="HARNESS", help=" | ".join(TARGETS))
     p.add_argument(
@@ -144,9 +145,6 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.wiring import TARGETS, add_entry
-    from stoprule.project import STATE_DIR, find_project
-
     t = TARGETS[args.harness]
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()

@@ -17,6 +17,10 @@ import os
 from typing import IO
 
 from stoprule.cli.common import add_ledger_flag
+from stoprule.ledger import keys
+from stoprule.ledger.backend import keys_file, open_ledger
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.store import resolve_path
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,11 +55,6 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.ledger import keys
-    from stoprule.ledger.backend import keys_file, open_ledger
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.store import resolve_path
-
     path, _ = resolve_path(args.ledger, os.environ)
     try:
         if args.keys_command == "list":

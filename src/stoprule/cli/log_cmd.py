@@ -28,7 +28,16 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
+from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.engine.packs import load_policy, select_pack
 from stoprule.facts.parse import parse_facts, read_input
+from stoprule.ledger.backend import open_ledger
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.events import verdict_from_event
+from stoprule.ledger.recorder import Recorder
+from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
+from stoprule.ledger.store import TIP, check_run_id, resolve_path
+from stoprule.ledger.transfer import import_records
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -65,6 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "run", metavar="RUN", nargs="?", help="only this run's chain (default: every run and the ledger head)"
     )
     sp.add_argument("--format", choices=("pretty", "json"), default="pretty")
+    sp.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
     add_ledger_flag(sp)
 
     sp = sub.add_parser("import", help="append exported records (`log export`) to this ledger, exactly as recorded")
@@ -75,10 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_ledger_flag(sp)
 
 
-def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - Ledger (imported lazily)
-    from stoprule.ledger.backend import open_ledger
-    from stoprule.ledger.store import resolve_path
-
+def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
     path, default = resolve_path(explicit, os.environ)
     if write and default:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -90,16 +97,12 @@ def _dump(value: Any) -> str:
 
 
 def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import status_line
-
     st = ledger.require(args.run)
     stdout.write((_dump(st.to_dict()) if args.format == "json" else status_line(st)) + "\n")
     return 0
 
 
 def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import run_json, run_mermaid, run_tree
-
     st = ledger.require(args.run)
     nodes = ledger.nodes(args.run)
     if args.format == "json":
@@ -112,8 +115,6 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.render import runs_table
-
     rows = ledger.runs(args.limit if args.limit > 0 else None)
     if args.format == "json":
         stdout.write(_dump([r.to_dict() for r in rows]) + "\n")
@@ -123,8 +124,6 @@ def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 
 
 def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.events import verdict_from_event
-
     if args.run is not None:
         ledger.require(args.run)
     for node, fact in ledger.records(args.run):
@@ -148,9 +147,11 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+    from stoprule.cli.progress import Bar
     from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
-    report = verify(ledger, args.run)
+    with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
+        report = verify(ledger, args.run, bar)
     if args.format == "json":
         stdout.write(_dump(report.to_dict()) + "\n")
     elif report.ok:
@@ -180,8 +181,6 @@ def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa:
 
 
 def _import(ledger, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.ledger.transfer import import_records
-
     data = read_input(args.file, stdin, stderr)
     if data is None:
         return 2
@@ -194,8 +193,6 @@ _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.ledger.errors import LedgerError
-
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
             from stoprule.ledger.backend import open_ledger
@@ -245,8 +242,6 @@ def _misuse(args: argparse.Namespace) -> str | None:
         return f"{given} needs --run RUN_ID (without --run eval records nothing)"
     if args.retry is not None and args.parent is not None:
         return "--retry and --parent cannot be combined: a retry's parent is the node its token names"
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.store import check_run_id
 
     try:
         check_run_id(args.run)
@@ -256,8 +251,6 @@ def _misuse(args: argparse.Namespace) -> str | None:
 
 
 def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.diagnostics import EvaluationError
-
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -272,9 +265,6 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 
 def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.diagnostics import EvaluationError
-    from stoprule.ledger.store import TIP
-
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)
@@ -292,8 +282,6 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
 
 def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
-    from stoprule.diagnostics import EvaluationError, PolicyError
-
     problem = _misuse(args)
     if problem:
         stderr.write(f"stoprule: {problem}\n")
@@ -313,14 +301,11 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
         for _, err in items:
             fact_error(err, f"{name}: ", args.format, stdout, stderr)
         return 2
-    from stoprule.engine.packs import load_policy, select_pack
 
     try:
         evaluator = load_policy(args.policy)
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.recorder import Recorder
 
     try:
         with _open(args.ledger, write=True) as ledger:

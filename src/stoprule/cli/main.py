@@ -6,6 +6,8 @@ command runs (the CLI's cold start). Adding a command is one module and one row.
 A module may also define ``parse_simple(argv) -> namespace | None``: its most common
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -42,9 +44,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay_cmd", "what a policy would have decided at each stop of recorded transcripts"),
     "blocker": ("blocker_cmd", "log a blocker (same fields as the MCP blocker tool)"),
     "blockers": ("blockers_cmd", "the project's blockers: on, off, status, list, export, resolve ID"),
-    "report": ("report_cmd", "show a task's blocked report (seed 001)"),
+    "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
+    "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
+    "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
 }
 
 
@@ -90,7 +95,10 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("-V", "--version", action=_version_action(argparse), nargs=0, help="show the version and exit")
+    p.add_argument(
+        "-V", "--version", action=_version_action(argparse), nargs=0, default=argparse.SUPPRESS,
+        help="show the version and exit",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)

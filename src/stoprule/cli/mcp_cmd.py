@@ -13,6 +13,7 @@ HELP = "serve the blocker tools (blocker, report_status, blocked_report, blocker
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", metavar="PATH", help="policy pack directory (default: as `stoprule eval`)")
     p.add_argument("--project", metavar="DIR", help="project directory (default: the nearest .stoprule/ upward)")
+    p.add_argument("--server", metavar="URL", help="also send blockers and reports to this server (default: config)")
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     from stoprule.diagnostics import PolicyError
 
     try:
-        serve(project=args.project, policy=args.policy, recorder=record_in_ledger)
+        serve(project=args.project, policy=args.policy, recorder=record_in_ledger, server=args.server)
     except PolicyError as exc:
         stderr.write(exc.render() + "\n")
         return 2

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+from typing import IO
+
+from stoprule.engine.packs import bundled_pack
 
 __all__ = ["add_arguments", "init_command", "run"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO
 
 DEFAULT_TARGET = os.path.join(".stoprule", "policies")
 
@@ -20,9 +20,6 @@ def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> 
     An existing ``target`` is refused (copying twice never nests a second copy inside the
     first); ``force`` overwrites the files the bundled pack has and keeps any others.
     """
-    import shutil
-
-    from stoprule.engine.packs import bundled_pack
 
     source = bundled_pack()
     if os.path.exists(target) and not force:

@@ -13,14 +13,14 @@ Stdlib only at import time (this module is imported on ``eval``'s path).
 
 from __future__ import annotations
 
+import argparse
 import time
+from typing import IO, Any
 
-__all__ = ["Bar", "add_quiet_flag", "on_terminal"]
+__all__ = ["Bar", "ByteBar", "add_quiet_flag", "on_terminal"]
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from typing import IO, Any
+DELAY = 1.0  # seconds of work before a bar is drawn: a short run shows nothing
+REFRESH = 0.1  # seconds between redraws
 
 
 def add_quiet_flag(p: argparse.ArgumentParser) -> None:
@@ -53,7 +53,7 @@ class Bar:
         *,
         unit: str = "",
         quiet: bool = False,
-        delay: float = 1.0,
+        delay: float | None = None,
     ) -> None:
         self.stream = stream
         self.label = label
@@ -61,7 +61,7 @@ class Bar:
         self.unit = unit
         self.done = 0.0
         self.on = not quiet and on_terminal(stream)
-        self.delay = delay
+        self.delay = DELAY if delay is None else delay
         self.start = time.monotonic()
         self._last = 0.0
         self._view: Any = None  # (rich Progress, task id) once drawn
@@ -117,7 +117,7 @@ class Bar:
         if not self.on:
             return
         now = time.monotonic()
-        if now - self.start < self.delay or (not force and now - self._last < 0.1):
+        if now - self.start < self.delay or (not force and now - self._last < REFRESH):
             return
         self._last = now
         if self._view is None:
@@ -125,6 +125,23 @@ class Bar:
         progress, task = self._view
         progress.update(task, completed=min(self.done, self._total()), total=self._total())
         progress.refresh()
+
+
+class ByteBar(Bar):
+    """A :class:`Bar` over a byte buffer of lines (NDJSON) reached by offset: counts lines (facts),
+    estimated from the share of bytes done (the buffer's lines are counted only when drawn)."""
+
+    def __init__(self, stream: IO[str], label: str, data: bytes, *, unit: str = "lines", quiet: bool = False,
+                 delay: float | None = None) -> None:  # fmt: skip
+        super().__init__(stream, label, None, unit=unit, quiet=quiet, delay=delay)
+        self.size = len(data)
+        if self.on:  # memchr speed: ~10 ms per 100 MB
+            self.total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+    def at(self, offset: int) -> None:
+        """Everything before byte ``offset`` is done."""
+        if self.on and self.size:
+            self(round(self._total() * min(offset, self.size) / self.size))
 
 
 def _start(stream: IO[str], label: str, total: float, unit: str, fraction: bool) -> tuple[Any, Any]:

@@ -9,19 +9,24 @@ which rule). Exit 0, or 2 when a transcript cannot be read or the pack does not 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 from typing import IO, Any
 
+from stoprule.agent.replay import boundaries
+from stoprule.agent.runner import state_home
+from stoprule.agent.settings import hook_settings
+from stoprule.agent.transcripts import detect
 from stoprule.cli.common import add_jobs_flag, policy_error
+from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.engine.compiled import CompiledPolicy
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import compile_policy, select_pack
+from stoprule.facts.batch import resolve_jobs
 
 __all__ = ["add_arguments", "replay_one", "run"]
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from stoprule.engine.compiled import CompiledPolicy
-    from stoprule.engine.evaluator import Evaluator
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Walk recorded transcripts stop by stop and print the verdicts the policy would have given."
@@ -33,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
                      "output order is kept")  # fmt: skip
+    add_quiet_flag(p)
 
 
 class _Tally:
@@ -50,12 +56,6 @@ class _Tally:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    import os
-
-    from stoprule.agent.runner import state_home
-    from stoprule.agent.settings import hook_settings
-    from stoprule.engine.packs import compile_policy, select_pack
-
     if args.jobs < 0:
         stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
         return 2
@@ -72,9 +72,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     total = _Tally()
     options = (mapping, args.harness, args.format)
     paths: list[str] = args.transcripts
-    from stoprule.facts.batch import resolve_jobs
 
     jobs = min(resolve_jobs(args.jobs), len(paths))
+    bar = Bar(stderr, "replay", len(paths), unit="transcripts", quiet=args.quiet)
     if jobs > 1:  # workers fork here, before this process creates engine handles
         from stoprule.facts.batch import map_ordered
 
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             stdout.write(out)
             code = max(code, c)
             total.add(tally)
+            bar.advance()
     else:
         from stoprule.engine.evaluator import Evaluator
 
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             c, tally = replay_one(evaluator, path, *options, stdout, stderr)
             code = max(code, c)
             total.add(tally)
+            bar.advance()
+    bar.close()
     summary: dict[str, Any] = {"stops": total.stops, "blocked": total.blocked, "allowed": total.stops - total.blocked,
                "blocked_by_rule": dict(sorted(total.by_rule.items(), key=lambda kv: -kv[1]))}  # fmt: skip
     if args.format == "summary":
@@ -108,16 +111,12 @@ _Options = tuple[dict[str, str | None], str | None, str]  # field mapping, harne
 
 
 def _replay_setup(compiled: CompiledPolicy, *options: Any) -> tuple[Evaluator, _Options]:
-    from stoprule.engine.evaluator import Evaluator
-
     mapping, harness, fmt = options
     return Evaluator(compiled), (mapping, harness, fmt)
 
 
 def _replay_task(context: tuple[Evaluator, _Options], path: str) -> tuple[str, str, int, _Tally]:
     """One transcript replayed in a worker: (stdout text, stderr text, exit code, tally)."""
-    import io
-
     evaluator, (mapping, harness, fmt) = context
     out, err = io.StringIO(), io.StringIO()
     code, tally = replay_one(evaluator, path, mapping, harness, fmt, out, err)
@@ -134,9 +133,6 @@ def replay_one(
     stderr: IO[str],
 ) -> tuple[int, _Tally]:
     """Replay one transcript, writing its lines; its exit code (0 or 2) and tally."""
-    from stoprule.agent.replay import boundaries
-    from stoprule.agent.transcripts import detect
-
     tally = _Tally()
     kind = detect(path, harness)
     if kind is None:

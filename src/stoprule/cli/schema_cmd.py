@@ -8,6 +8,7 @@ from typing import IO
 
 from stoprule.cli.common import policy_error
 from stoprule.diagnostics import PolicyError
+from stoprule.language.schema_export import fact_json_schema, policy_json_schema
 
 __all__ = ["add_arguments", "run"]
 
@@ -22,8 +23,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.language.schema_export import fact_json_schema, policy_json_schema
-
     if args.kind == "policy":
         schema = policy_json_schema()
     else:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.build import compile_pack
+from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import select_pack
 
 if TYPE_CHECKING:
     from stoprule.analysis.cases import CaseResult
@@ -105,10 +110,18 @@ def _pretty_coverage(cov: Coverage, root: Path, threshold: float | None) -> list
     return lines
 
 
-def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None) -> str:
-    from stoprule.analysis.cases import diff_line
-
-    lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
+def _pretty(
+    results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None, verbose: bool = False
+) -> str:
+    if verbose:
+        lines = [
+            f"{r.case.file}:{r.case.line}: PASS {r.case.name} ({r.seconds * 1000:.1f} ms)"
+            if r.passed
+            else diff_line(r.case, r.mismatches)
+            for r in results
+        ]
+    else:
+        lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
     s = _summary(results)
     counts = f"({_plural(s['facts'], 'fact')}, {_plural(s['files'], 'file')})"
     if s["failed"]:
@@ -124,10 +137,6 @@ def _pretty(results: list[CaseResult], cov: Coverage | None, root: Path, thresho
 
 
 def _junit(results: list[CaseResult], cov: Coverage | None, threshold: float | None) -> str:
-    import xml.etree.ElementTree as ET
-
-    from stoprule.analysis.cases import format_mismatches
-
     root = ET.Element("testsuites", name="stoprule")
     by_file: dict[str, list[CaseResult]] = {}
     for r in results:
@@ -204,13 +213,14 @@ def test_command(
     threshold: float | None,
     stdout: IO[str],
     stderr: IO[str],
+    quiet: bool = False,
+    pattern: str | None = None,
+    verbose: bool = False,
 ) -> int:
-    """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input."""
-    from stoprule.analysis.cases import load_cases, run_case
-    from stoprule.engine.build import compile_pack
-    from stoprule.engine.evaluator import Evaluator
-    from stoprule.engine.packs import select_pack
+    """Run the case files (default: the pack's ``tests/``); exit 0 pass, 1 failures or low coverage, 2 bad input.
 
+    ``pattern``: only the cases whose ``file::name`` it matches (a regular expression, searched);
+    ``verbose``: every case's outcome, not only the failures (pretty)."""
     root = select_pack(policy)
     coverage = coverage or threshold is not None
     try:
@@ -227,11 +237,29 @@ def test_command(
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)
+    if pattern is not None:
+        import re
+
+        try:
+            wanted = re.compile(pattern)
+        except re.error as exc:
+            stderr.write(f"stoprule: --run {pattern!r} is not a regular expression: {exc}\n")
+            return 2
+        cases = [c for c in cases if wanted.search(c.id)]
+        if not cases:
+            stderr.write(f"stoprule: no case matches --run {pattern!r}\n")
+            return 2
     if not cases:
         stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
         return 2
     evaluator = Evaluator(ctx.compiled)
-    results = [run_case(evaluator, c) for c in cases]
+    from stoprule.cli.progress import Bar
+
+    with Bar(stderr, "test", len(cases), unit="cases", quiet=quiet) as bar:
+        results = []
+        for c in cases:
+            results.append(run_case(evaluator, c))
+            bar.advance()
     cov = None
     if coverage:
         from stoprule.analysis.coverage import Observation, compute_coverage
@@ -262,7 +290,7 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        stdout.write(_pretty(results, cov, root, threshold))
+        stdout.write(_pretty(results, cov, root, threshold, verbose))
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
@@ -297,7 +325,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="fail (exit 1) when MC/DC coverage is below PCT percent (implies --coverage)",
     )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar on a terminal")
+    p.add_argument(
+        "--run", metavar="PATTERN", help="only the cases whose FILE::NAME matches this regular expression (searched)"
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help="list every case (PASS or FAIL), not only failures")
+    p.add_argument(
+        "--watch", "-w", action="store_true", help="run again whenever a pack or case file changes (Ctrl-C stops)"
+    )
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    return test_command(args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr)
+    if args.watch:
+        from stoprule.cli.watch import watch
+        from stoprule.engine.packs import select_pack
+
+        args.watch = False
+        return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
+    return test_command(
+        args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet,
+        pattern=args.run, verbose=args.verbose,
+    )

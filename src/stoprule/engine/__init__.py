@@ -8,4 +8,6 @@
     evaluator            validate -> project -> match -> decide -> render
     interpret            the reference interpreter (conditions evaluated directly)
     packs                finding a pack and loading it compiled, through a cache
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

@@ -1,6 +1,8 @@
 """What the compiler produces: plain, picklable data the evaluator runs on.
 
 No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 One set of ruleset handles per thread (handles are not thread-safe). Rules carry
 no ``run`` action: the matched rule names are read from the engine's action queue.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Evaluate facts against a compiled pack: validate, project, match, pick the winner."""
+"""Evaluate facts against a compiled pack: validate, project, match, pick the winner.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 
@@ -322,8 +325,22 @@ class Evaluator:
         return self._data_matcher()(data)
 
     def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
-        """This thread's ``validated fact -> engine rule names``."""
+        """This thread's ``validated fact -> engine rule names``: the engine's matches, plus the
+        rules decided in Python (``in_python``); every rule by the reference interpreter for a
+        fact that meets one of the engine's limits while matching."""
+        interpreted = self._interpreted
+        in_python = self.compiled.in_python
         pj = self._project_json
+        if pj is not None and not in_python:  # the common case, one call per fact
+            mt = self._engine.text_matcher()
+
+            def match_one(data: dict[str, Any]) -> set[str]:
+                try:
+                    return mt(pj(data))
+                except EngineError:
+                    return interpreted(data, None)
+
+            return match_one
         if pj is not None:
             mt = self._engine.text_matcher()
             engine: Callable[[dict[str, Any]], set[str]] = lambda data: mt(pj(data))  # noqa: E731
@@ -331,13 +348,11 @@ class Evaluator:
             mts = self._engine.texts_matcher()
             parts = self._project_parts
             engine = lambda data: mts([project(data) for project in parts])  # noqa: E731
-        in_python = self.compiled.in_python
-        interpreted = self._interpreted
 
         def match(data: dict[str, Any]) -> set[str]:
             try:
                 names = engine(data)
-            except EngineError:  # a limit of the engine met by this fact: decided in Python
+            except EngineError:
                 return interpreted(data, None)
             if in_python:
                 names |= interpreted(data, in_python)
@@ -370,6 +385,7 @@ class Evaluator:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
         yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
         out: list[Verdict | EvaluationError] = []
+        append = out.append
         check = self.compiled.schema.check
         match = self._data_matcher()
         decide = self._decide
@@ -378,20 +394,19 @@ class Evaluator:
             for i, fact in enumerate(facts):
                 try:
                     verdict = None if run is None else run(fact)
-                    if verdict is not None:
-                        if strict and verdict.warnings:
-                            raise strict_error(list(verdict.warnings))
-                        out.append(verdict)
-                        continue
-                    data, warnings = check(fact)
-                    if warnings and strict:
-                        raise strict_error(warnings)
-                    out.append(decide(data, match(data), tuple(warnings)))
+                    if verdict is None:
+                        data, warnings = check(fact)
+                        if warnings and strict:
+                            raise strict_error(warnings)
+                        verdict = decide(data, match(data), tuple(warnings))
+                    elif strict and verdict.warnings:
+                        raise strict_error(list(verdict.warnings))
+                    append(verdict)
                 except EvaluationError as exc:
                     if on_error == "raise":
                         raise
                     exc.extra.setdefault("index", i)
-                    out.append(exc)
+                    append(exc)
         return out
 
     def _runner(self) -> Runner | None:

@@ -3,6 +3,8 @@
 Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the nearest
 ``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
 imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def _stamp(root: str) -> str | None:
     for path in pack_files(root):
         with open(path, "rb") as fh:
             data = fh.read()
-        parts.append(f"{os.path.basename(path)}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
+        parts.append(f"{path}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
     return "\n".join(parts)
 
 

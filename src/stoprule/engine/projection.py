@@ -1,6 +1,9 @@
 """How each projected slot is written for the engine: the one decision shared by the generated
 Python projector (:mod:`stoprule.engine.evaluator`) and the C accelerator's program
-(:mod:`stoprule.engine.speedups`), so both write the same text."""
+(:mod:`stoprule.engine.speedups`), so both write the same text.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ through the initializer (inherited, not copied, where workers are forked), and a
 three numbers.
 
 Only NDJSON is split: one (possibly pretty-printed) JSON document is a single fact.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Used by every command that reads facts (``eval``, ``explain``, ``audit --corpus``,
 ``eval --run``) and by the agent-hook adapters. On the CLI's cold-start path: it
 imports only ``json`` and modules ``stoprule.engine.evaluator`` already loads.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

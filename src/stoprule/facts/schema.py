@@ -2,6 +2,8 @@
 
 Kept free of pydantic and YAML so a cached compiled pack evaluates facts without
 importing either (the CLI's cold start).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

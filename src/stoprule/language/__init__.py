@@ -7,4 +7,6 @@
     checked           the immutable checked policy every consumer reads
     compiler          the check stages: load, resolve, typecheck
     schema_export     JSON Schemas of pack files and of a pack's facts
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

@@ -4,6 +4,8 @@ Light on purpose: the evaluator imports this module on the CLI's cold-start path
 pattern operators ``glob``, ``starts_with`` and ``ends_with`` are decided in Python while
 a fact is projected, and the engine reads the outcome). Their operator entries, with
 everything else about them, are in :mod:`stoprule.language.operators`.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

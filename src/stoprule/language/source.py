@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from stoprule.diagnostics import Diagnostic
-from stoprule.language.files import pack_files, raw_key
+from stoprule.language.files import global_pack, pack_files, raw_key
 from stoprule.limits import (
     MAX_FILE_BYTES,
     MAX_PACK_BYTES,
@@ -253,7 +253,7 @@ def read_pack(root: Path, diags: list[Diagnostic]) -> PackSource:
     if len(diags) > before:
         return PackSource(root, [], "")
     try:
-        key, contents = raw_key(readable)
+        key, contents = raw_key(readable, global_pack())
     except OSError as exc:
         diags.append(Diagnostic(str(root), 1, 1, "pack.unreadable", f"cannot read: {exc.strerror}"))
         return PackSource(root, [], "")

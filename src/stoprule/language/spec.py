@@ -21,7 +21,9 @@ __all__ = [
     "SchemaSpec",
     "SetSpec",
     "VerdictSpec",
+    "describe",
     "parse_file",
+    "validation_messages",
 ]
 
 
@@ -146,12 +148,12 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _keys_of(loc: tuple) -> list[str]:
-    """The keys the format allows in the mapping at ``loc`` (a path of the data), for did-you-mean."""
+def _keys_of(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys ``model`` allows in the mapping at ``loc`` (a path of the data), for did-you-mean."""
     import types
     import typing
 
-    cur: Any = PackFile
+    cur: Any = model
     for part in loc:
         while True:  # unwrap Optional, list[...] and dict[str, ...] down to a model
             origin = typing.get_origin(cur)
@@ -181,8 +183,10 @@ def _keys_of(loc: tuple) -> list[str]:
     return []
 
 
-def _messages(data: Any, errors: list[Any]) -> list[tuple[tuple, str, str]]:
-    """Pydantic's errors as (path, code, message) in our words, one per mistake.
+def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) -> list[tuple[tuple, str, str]]:
+    """Pydantic's errors (``exc.errors()``, validating ``data`` against ``model``) as (path, code,
+    message) in our words, one per mistake; codes ``policy.unknown_key``, ``policy.missing_key``,
+    ``policy.bad_value``, ``policy.type``.
 
     A union reports each member (``must be a string``, ``must be an integer``): one message at
     the value. A misspelt key reports twice (unknown key, and the key it meant is missing): one
@@ -200,7 +204,7 @@ def _messages(data: Any, errors: list[Any]) -> list[tuple[tuple, str, str]]:
             continue
         parent, key = loc[:-1], str(loc[-1])
         absent = [str(m[-1]) for m in missing if m[:-1] == parent]
-        best = closest(key, absent) or closest(key, _keys_of(parent))
+        best = closest(key, absent) or closest(key, _keys_of(model, parent))
         if best is not None and (*parent, best) in missing:
             meant.add((*parent, best))
         hint = f" (did you mean {best!r}?)" if best is not None else ""
@@ -252,7 +256,7 @@ def parse_file(src: SourceFile, diags: list[Diagnostic]) -> PackFile | None:
     try:
         return PackFile.model_validate(data)
     except ValidationError as exc:
-        for loc, code, msg in _messages(data, exc.errors()):
+        for loc, code, msg in validation_messages(PackFile, data, exc.errors()):
             diags.append(src.diag(loc, code, msg))
         return None
 

@@ -4,6 +4,8 @@
 ``{field|fallback}`` renders ``fallback`` when the field is missing, null or empty;
 without a fallback such a field renders as ``(unset)``. ``{{`` and ``}}`` are
 literal braces.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

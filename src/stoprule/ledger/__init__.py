@@ -18,14 +18,17 @@ Nothing in the evaluator, compiler, engine or analysis imports this package, and
 neither the CLI nor analysis; the CLI imports it only when a command needs the ledger.
 The names below load with their module on first use: recording a decision (the stop
 hook's cold start) does not import ``verify``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
     from stoprule.ledger.errors import LedgerError, TokenError
@@ -51,11 +54,24 @@ _EXPORTS = {"LedgerError": "errors", "TokenError": "errors", "Outcome": "recorde
             "verify": "verify"}  # fmt: skip
 
 
+def _load(module: str) -> ModuleType:
+    """The defining module, imported (each named here, so the import graph sees it)."""
+    if module == "errors":
+        import stoprule.ledger.errors
+    elif module == "recorder":
+        import stoprule.ledger.recorder
+    elif module == "store":
+        import stoprule.ledger.store
+    else:
+        import stoprule.ledger.verify  # noqa: F401 - the module, not the function of the same name
+    return sys.modules[f"{__name__}.{module}"]
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f".{module}", __name__)
+    loaded = _load(module)
     for export, where in _EXPORTS.items():  # all of the module's names; ``verify`` the function, not the module
         if where == module:
             globals()[export] = getattr(loaded, export)

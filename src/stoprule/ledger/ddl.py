@@ -16,6 +16,8 @@ re-signed in place when the signing key rotates). An event must extend its run's
 
 Schema 1 (stoprule before the ledger head) is the same minus ``head`` and its triggers; it is
 upgraded in place on the first write (see ``store.Ledger._upgrade``).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 StopruleError
  └── LedgerError   the ledger cannot be opened, read or appended to, or an id is unknown
       └── TokenError   a retry token is malformed, truncated, forged, foreign, retired or spent
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ The ledger chain runs over every event of every run in id (append) order::
 
 and its last value is the ledger head, signed with the key file (``keys.head_mac``): deleting
 a whole run, renumbering or reordering events changes it.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ verifying. Both run under the ledger's write lock so concurrent changes serialis
 
 The active key also signs the ledger head (``head_mac``; see ``store``), so the file is made
 with the first recorded decision, and ``rotate`` signs the head again with the new key.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import stat
 import time
 
+from stoprule._util.files import atomic_write
 from stoprule._util.records import record
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.sha import hmac_sha256
@@ -140,35 +143,10 @@ def _parse(path: str, raw: bytes) -> KeyRing:
 
 def _write(ring: KeyRing, *, exclusive: bool) -> bool:
     """Write ``ring`` atomically (0600); with ``exclusive``, only if no key file exists yet."""
-    folder = os.path.dirname(os.path.abspath(ring.path))
-    tmp = os.path.join(folder, f".stoprule-keys-{os.getpid()}-{os.urandom(6).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return atomic_write(ring.path, ring.to_json(), mode=0o600, exclusive=exclusive, sync_folder=True)
     except OSError as exc:
         raise LedgerError("ledger.keys_unwritable", f"cannot write key file {ring.path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(ring.to_json())
-            fh.flush()
-            os.fsync(fh.fileno())
-        if exclusive:
-            try:
-                os.link(tmp, ring.path)
-            except FileExistsError:
-                return False
-        else:
-            os.replace(tmp, ring.path)
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-        return True
-    except OSError as exc:
-        raise LedgerError("ledger.keys_unwritable", f"cannot write key file {ring.path}: {exc.strerror}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 if TYPE_CHECKING:

@@ -247,8 +247,11 @@ class PgLedger(Ledger):
             raise LedgerError("ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads 2")
 
     def _version(self) -> int | None:
-        row = self._conn.execute("SELECT to_regclass(?)::text", (MARKER,)).fetchone()
-        if row[0] is None:
+        # pg_tables by a query, not to_regclass: a table another creator just committed is seen at once
+        row = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = ? AND schemaname = current_schema())", (MARKER,)
+        ).fetchone()
+        if not row[0]:
             return None
         got = self._conn.execute(f"SELECT version FROM {MARKER}").fetchone()
         return int(got[0]) if got else None

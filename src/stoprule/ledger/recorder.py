@@ -9,11 +9,14 @@ was already retried, the same fact (by digest) gets the recorded outcome back an
 appended, a different fact is refused (the token is consumed). Otherwise the corrected fact is
 evaluated and appended as the blocked node's child, in a transaction that re-checks that no one
 retried it meanwhile (a unique index on ``retry_of`` backs this up).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 from stoprule._util.records import record
+from stoprule._util.redact import redact_obj
 from stoprule.diagnostics import EvaluationError
 from stoprule.ledger import keys, tokens
 from stoprule.ledger.errors import TokenError
@@ -56,8 +59,9 @@ class Outcome:
 
 
 def fact_identity(fact: Any) -> tuple[str, str]:
-    """``(digest, canonical JSON)`` of a fact as submitted: key order and spacing do not matter."""
-    text = canonical(fact)
+    """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
+    keeps): key order and spacing do not matter."""
+    text = canonical(redact_obj(fact))
     return digest(text), text
 
 

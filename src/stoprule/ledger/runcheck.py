@@ -14,15 +14,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from stoprule._util.records import Record, record
 from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, link, well_formed
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
 
 __all__ = ["Break", "check_runs", "lenient", "shown"]
 
@@ -198,8 +195,11 @@ def _check_run_safely(c: sqlite3.Connection, run: str) -> tuple[int, Break | Non
         return 0, Break(run, 1, None, f"a row of this run holds a value no writer stores ({type(exc).__name__}: {exc})")
 
 
-def check_runs(c: sqlite3.Connection, names: list[str] | None = None) -> tuple[int, list[Break]]:
-    """``(events, breaks)`` over the runs ``names`` (default: every run any table mentions)."""
+def check_runs(
+    c: sqlite3.Connection, names: list[str] | None = None, on_progress: Callable[[int, int], None] | None = None
+) -> tuple[int, list[Break]]:
+    """``(events, breaks)`` over the runs ``names`` (default: every run any table mentions);
+    ``on_progress(runs done, runs)`` after each run."""
     with lenient(c):
         if names is None:
             names = [r[0] for r in c.execute(
@@ -207,9 +207,11 @@ def check_runs(c: sqlite3.Connection, names: list[str] | None = None) -> tuple[i
                 " UNION SELECT run FROM edges ORDER BY 1"
             ).fetchall()]  # fmt: skip
         total, breaks = 0, []
-        for name in names:
+        for done, name in enumerate(names, 1):
             n, br = _check_run_safely(c, name)
             total += n
             if br is not None:
                 breaks.append(br.printable())
+            if on_progress is not None:
+                on_progress(done, len(names))
     return total, breaks

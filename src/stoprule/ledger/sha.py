@@ -6,16 +6,11 @@ that records a decision, for a few hashes of short texts. CPython's built-in SHA
 ``hmac.HMAC`` computes it without OpenSSL; ``compare_digest`` is the one ``hmac`` falls back
 to. A Python built without them uses ``hashlib`` and ``hmac``. The tests check every function
 against ``hashlib`` and ``hmac``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
-
-import importlib
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
 
 __all__ = ["compare_digest", "hmac_sha256", "sha256_hex"]
 
@@ -24,19 +19,18 @@ _IPAD = bytes(b ^ 0x36 for b in range(256))
 _OPAD = bytes(b ^ 0x5C for b in range(256))
 
 
-def _builtin(names: tuple[str, ...], attr: str) -> Any:
-    for name in names:
-        try:
-            return getattr(importlib.import_module(name), attr)
-        except (ImportError, AttributeError):
-            continue
-    return None
-
-
-_sha256: Callable[[bytes], Any] = _builtin(("_sha2", "_sha256"), "sha256") or importlib.import_module("hashlib").sha256
-compare_digest: Callable[[bytes, bytes], bool] = (
-    _builtin(("_operator",), "_compare_digest") or importlib.import_module("hmac").compare_digest
-)
+# CPython's built-in SHA-256 (3.12+: _sha2; before: _sha256), else hashlib's; _operator's compare_digest, else hmac's
+try:
+    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
+    except ImportError:
+        from hashlib import sha256 as _sha256
+try:
+    from _operator import _compare_digest as compare_digest
+except ImportError:
+    from hmac import compare_digest  # type: ignore[no-redef]
 
 
 def sha256_hex(data: bytes) -> str:

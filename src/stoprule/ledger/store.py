@@ -9,6 +9,8 @@ The same transaction advances the ledger head (the chain over every event, HMAC-
 key file): a write transaction first checks that the head's signature verifies, so a head
 rewritten by someone without the key is refused rather than re-signed. The file is created
 owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
+from stoprule._util.redact import redact_obj
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -595,6 +598,7 @@ class Ledger:
             verdict=verdict,
             at=at,
         )
+        body = redact_obj(body)  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
 
     def append_recorded(self, body: dict[str, Any], fact_body: str) -> Node:

@@ -10,6 +10,8 @@ Verification names what is wrong: ``token.malformed`` (not a token at all),
 ``token.truncated`` (a prefix of one), ``token.unknown_key``, ``token.retired_key``,
 ``token.forged`` (the signature does not verify). Signatures are compared in constant
 time, and the payload is read only after its signature verified.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

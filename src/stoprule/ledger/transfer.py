@@ -11,15 +11,11 @@ anything else is refused before anything is written, and the import is one trans
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import EVENT_TYPE, canonical, digest
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from stoprule.ledger.store import Ledger
+from stoprule.ledger.store import Ledger
 
 __all__ = ["body_of", "import_records"]
 

@@ -20,6 +20,8 @@ findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 from stoprule._util.records import record
 from stoprule.ledger import keys
@@ -29,10 +31,6 @@ from stoprule.ledger.events import GENESIS, head_link
 from stoprule.ledger.runcheck import Break, check_runs, lenient
 from stoprule.ledger.sha import compare_digest
 from stoprule.ledger.store import Ledger, corrupt, sqlite_error
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -172,8 +170,9 @@ def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
     return breaks
 
 
-def verify(ledger: Ledger, run: str | None = None) -> Report:
-    """Check one run (LedgerError if unknown), or every run and the ledger as a whole.
+def verify(ledger: Ledger, run: str | None = None, on_progress: Callable[[int, int], None] | None = None) -> Report:
+    """Check one run (LedgerError if unknown), or every run and the ledger as a whole
+    (``on_progress(runs done, runs)`` after each run).
 
     Each broken run is named once; ledger-wide findings have ``run`` None. A file SQLite
     cannot read is LedgerError ``ledger.corrupt``, never an exception from below.
@@ -186,7 +185,7 @@ def verify(ledger: Ledger, run: str | None = None) -> Report:
             if run is not None:
                 return _one_run(ledger, c, run)
             names = _names(c)
-            total, breaks = check_runs(c, names)
+            total, breaks = check_runs(c, names, on_progress)
             head_breaks, head = _check_head(ledger, c)
             breaks += head_breaks + _check_file(c, ledger.schema)
     except (sqlite3.Error, UnicodeDecodeError) as exc:

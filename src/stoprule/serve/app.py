@@ -63,6 +63,7 @@ class Service:
         self.pack = PackHolder(config.policy)
         self.metrics = Metrics()
         self._ledger: Any = None
+        self._team: Any = None
         self._reloader: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -76,12 +77,28 @@ class Service:
             self._ledger = open_ledger(self.config.ledger, create=True)
         return self._ledger
 
+    def team(self) -> Any:
+        from stoprule.ledger.backend import is_url
+
+        if not is_url(self.config.ledger):
+            raise Refused(400, "serve.no_team_store", "team blockers need the server's ledger on PostgreSQL")
+        if self._team is None:
+            from stoprule.serve.team import TeamStore
+
+            assert self.config.ledger is not None
+            self._team = TeamStore(self.config.ledger)
+        return self._team
+
     def drop_ledger(self) -> None:
         """Forget the ledger connection after an error that may have broken it (reopened on next use)."""
         if self._ledger is not None:
             with suppress(Exception):  # a dead connection may fail to close
                 self._ledger.close()
             self._ledger = None
+        if self._team is not None:
+            with suppress(Exception):
+                self._team.close()
+            self._team = None
 
     def respond(
         self, status: int, body: Any, served: Served | None = None, media: str = "application/json"
@@ -260,20 +277,19 @@ def create_app(config: ServeConfig) -> Starlette:
                     out.append(json.dumps({"error": {"code": "serve.timeout", "message": msg, "line": line}}))
                 break
             if recorder is None:
+                good = [fact for _, fact in group if not isinstance(fact, EvaluationError)]
+                decided = iter(served.evaluator.evaluate_many(good, on_error="return", strict=strict))
                 for line, fact in group:
-                    result: Any = fact
-                    if not isinstance(fact, EvaluationError):
-                        try:
-                            result = served.evaluator.evaluate(fact, strict=strict)
-                        except EvaluationError as exc:
-                            result = exc
+                    result = fact if isinstance(fact, EvaluationError) else next(decided)
+                    if isinstance(result, EvaluationError):
+                        result.extra.pop("index", None)
                     out.append(_line(svc, result, line))
                 continue
             assert run is not None
-            results = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
+            recorded = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
             next_parent = TIP
-            for (line, _), result in zip(group, results, strict=True):
-                out.append(_line(svc, result, line))
+            for (line, _), outcome in zip(group, recorded, strict=True):
+                out.append(_line(svc, outcome, line))
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
@@ -319,6 +335,35 @@ def create_app(config: ServeConfig) -> Starlette:
                   "verdict": envelope, "policy": served.digest}  # fmt: skip
         return svc.respond(200, answer, served)
 
+    def team_kind(request: Request) -> str:
+        return request.url.path.rsplit("/", 1)[1][:-1]  # /v1/blockers -> blocker, /v1/reports -> report
+
+    async def team(request: Request) -> Response:
+        return await (team_list(request) if request.method == "GET" else team_put(request))
+
+    async def team_put(request: Request) -> Response:
+        kind = team_kind(request)
+        body = await svc.body(request, svc.deadline())
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise Refused(400, "serve.bad_json", f"the body is not JSON: {exc}") from None
+        if not (
+            isinstance(data, dict)
+            and isinstance(data.get("project"), str)
+            and data["project"]
+            and isinstance(data.get("items"), list)
+            and all(isinstance(i, dict) for i in data["items"])
+        ):
+            raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
+        n = svc.team().put(data["project"], str(data.get("machine") or "?"), kind, data["items"])
+        return svc.respond(200, {"stored": n, "policy": svc.pack.current.digest})
+
+    async def team_list(request: Request) -> Response:
+        kind = team_kind(request)
+        items = svc.team().list(kind, only_open=not _flag(request, "all"), project=request.query_params.get("project"))
+        return svc.respond(200, {kind + "s": items, "policy": svc.pack.current.digest})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         code = {404: "serve.not_found", 405: "serve.method"}.get(status, "serve.http")
@@ -334,6 +379,8 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/evaluate", timed("/v1/evaluate", evaluate), methods=["POST"]),
         Route("/v1/evaluate/batch", timed("/v1/evaluate/batch", batch), methods=["POST"]),
         Route("/v1/hooks/{harness}", timed("/v1/hooks", hook), methods=["POST"]),
+        Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
+        Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
 
     async def lifespan(app: Starlette) -> Any:

@@ -1,13 +1,15 @@
 """One module per harness, each with ``parse(payload, event) -> HookEvent`` and
 ``render(decision, event) -> dict | None`` (None: print nothing, which means allow).
 
-Adding a harness is one module here, one row in :data:`ADAPTERS` and one fixture folder
+Adding a harness is one module here, one row in :data:`ADAPTERS` and its import in
+:func:`adapter`, and one fixture folder
 (``tests/fixtures/hooks/<harness>/``).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 __all__ = ["ADAPTERS", "adapter", "decode_payload"]
@@ -22,8 +24,27 @@ ADAPTERS: dict[str, str] = {
 
 
 def adapter(harness: str) -> ModuleType:
-    """The adapter module of ``harness`` (KeyError if unknown)."""
-    return importlib.import_module(f".{ADAPTERS[harness]}", __name__)
+    """The adapter module of ``harness`` (KeyError if unknown); only that one is imported."""
+    name = ADAPTERS[harness]
+    if name == "claude_code":
+        from stoprule.agent.adapters import claude_code
+
+        return claude_code
+    if name == "codex":
+        from stoprule.agent.adapters import codex
+
+        return codex
+    if name == "gemini":
+        from stoprule.agent.adapters import gemini
+
+        return gemini
+    if name == "cursor":
+        from stoprule.agent.adapters import cursor
+
+        return cursor
+    from stoprule.agent.adapters import copilot
+
+    return copilot
 
 
 def decode_payload(data: bytes) -> dict:

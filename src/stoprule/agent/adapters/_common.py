@@ -1,5 +1,8 @@
 """What the adapters share: field readers (payloads are read defensively: wrong types become
-None), and the ``Stop``/``SubagentStop`` payload and answer that Claude Code and Codex share."""
+None), and the ``Stop``/``SubagentStop`` payload and answer that Claude Code and Codex share.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

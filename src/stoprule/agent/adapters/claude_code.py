@@ -1,4 +1,4 @@
-"""Claude Code ``Stop`` / ``SubagentStop`` (HARNESSES.md § 1).
+"""Claude Code ``Stop`` / ``SubagentStop`` (its hooks reference; docs/agents.md).
 
 Block: ``{"decision":"block","reason":M}``; allow: empty stdout; a note for the user:
 ``{"systemMessage":R}`` (the model does not see it). The turn is the user prompt
@@ -6,6 +6,8 @@ Block: ``{"decision":"block","reason":M}``; allow: empty stdout; a note for the 
 
 Cursor and Copilot also run ``.claude/settings.json`` hooks: a payload of their shape is read
 by their adapter (session, loop count, Cursor's ``status``) and answered in Claude's form.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

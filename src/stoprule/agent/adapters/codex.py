@@ -1,7 +1,10 @@
-"""Codex ``Stop`` / ``SubagentStop`` (HARNESSES.md § 2; wire schemas in ``codex-hooks/``).
+"""Codex ``Stop`` / ``SubagentStop`` (its hooks documentation; wire schemas vendored in
+``tests/fixtures/codex-hooks/``).
 
 The output schema forbids unknown keys and a block needs a non-blank reason. Block:
 ``{"decision":"block","reason":M}``; allow: empty stdout; a note: ``{"systemMessage":R}``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

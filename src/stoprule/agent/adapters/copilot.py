@@ -1,9 +1,11 @@
-"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (HARNESSES.md § 5).
+"""GitHub Copilot CLI / cloud agent ``agentStop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"decision":"block","reason":M}`` with exit 0; allow: ``{}``. Copilot CLI 1.0.102
 sends ``sessionId, timestamp, cwd, transcriptPath, stopReason, stop_hook_active`` (seen in
 its ``events.jsonl``; the SDK types name it ``stopHookActive``): both spellings are read. Its
 output has no user channel (``decision``/``reason`` only): notes go to stderr and the log.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cursor ``stop`` / ``subagentStop`` (HARNESSES.md § 4).
+"""Cursor ``stop`` / ``subagentStop`` (its hooks documentation).
 
 Block: ``{"followup_message":M}`` (sent as the next *user* message); allow: ``{}``. The
 stop hook has no user channel: notes go to the log only. The session is
@@ -6,6 +6,8 @@ stop hook has no user channel: notes go to the log only. The session is
 non-empty ``followup_message``, so none is sent unless ``status`` is ``completed`` (the user
 aborted, or the turn ended in an error: the stop stands). Cursor sends no last message: the
 ``hook`` provider reads it from the transcript.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

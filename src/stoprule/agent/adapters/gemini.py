@@ -1,8 +1,10 @@
-"""Gemini CLI ``AfterAgent`` (HARNESSES.md § 3).
+"""Gemini CLI ``AfterAgent`` (its hooks documentation).
 
 Block: ``{"decision":"deny","reason":M}`` (never with ``stopReason``: Gemini would send
 that instead); allow: ``{}``; a note: ``{"systemMessage":R}``. There is no turn id:
 the loop guard resets on ``stop_hook_active: false``.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

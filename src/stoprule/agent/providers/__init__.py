@@ -11,11 +11,12 @@ provider's observations are fact fields already (``state.<field>`` may rename on
 The first provider to set a field wins; a later provider with a different value is
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
 it is told its deadline, and one that overruns it has its observations dropped (noted).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 
 from stoprule.agent.event import HookEvent
@@ -23,6 +24,7 @@ from stoprule.agent.settings import PROVIDER_ORDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 __all__ = ["Context", "Provenance", "gather", "merge"]
@@ -66,9 +68,37 @@ class Provenance:
         }
 
 
+def _provider(name: str) -> ModuleType:
+    """The module of provider ``name`` (of :data:`PROVIDER_ORDER`), imported when it first runs."""
+    if name == "hook":
+        from stoprule.agent.providers import hook_provider
+
+        return hook_provider
+    if name == "state":
+        from stoprule.agent.providers import state_provider
+
+        return state_provider
+    if name == "blockers":
+        from stoprule.agent.providers import blockers_provider
+
+        return blockers_provider
+    if name == "closure":
+        from stoprule.agent.providers import closure_provider
+
+        return closure_provider
+    if name == "transcript":
+        from stoprule.agent.providers import transcript_provider
+
+        return transcript_provider
+    if name == "git":
+        from stoprule.agent.providers import git_provider
+
+        return git_provider
+    raise KeyError(name)
+
+
 def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
-    module = importlib.import_module(f".{name}_provider", __name__)
-    result: tuple[dict[str, Any], list[str]] = module.provide(event, ctx)
+    result: tuple[dict[str, Any], list[str]] = _provider(name).provide(event, ctx)
     return result
 
 

@@ -1,5 +1,8 @@
 """``blockers``: the session's open and resolved blockers and its latest filed blocked report
-(the blocker tool of :mod:`stoprule.agent`), as fact fields."""
+(the blocker tool of :mod:`stoprule.agent`), as fact fields.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

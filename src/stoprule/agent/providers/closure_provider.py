@@ -9,6 +9,8 @@ but blank lines)::
 ``closure`` gives the reply's closure state (``closure.state``; a word of ``a-z`` and
 ``_``); ``review`` asks for user review with the given reason (``closure.review`` true and
 ``closure.review_reason``). Text elsewhere in the message is never read.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

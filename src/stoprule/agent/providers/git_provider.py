@@ -4,7 +4,10 @@ project's ``.stoprule/`` (hook state, log, ledger) do not count as work.
 
 ``git status`` runs as a background reader should, without optional locks
 (``GIT_OPTIONAL_LOCKS=0``, which gits older than 2.15 ignore): it does not write a refreshed
-index, so it never holds ``index.lock`` while the agent commits."""
+index, so it never holds ``index.lock`` while the agent commits.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

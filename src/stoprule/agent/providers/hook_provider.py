@@ -2,7 +2,10 @@
 and ``stopping`` (the agent is trying to stop: a task-boundary stop).
 
 Cursor and Copilot send no last message: it is then read from the end of the transcript
-(and set on the event, so the providers after this one read it too)."""
+(and set on the event, so the providers after this one read it too).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

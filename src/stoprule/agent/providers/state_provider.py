@@ -1,5 +1,8 @@
 """``state``: facts declared for this session (``stoprule facts set``, the blocker tools),
-read from ``.stoprule/state/facts/`` (see :mod:`stoprule.agent.state`)."""
+read from ``.stoprule/state/facts/`` (see :mod:`stoprule.agent.state`).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """``transcript``: turns, the latest task list and this turn's failed tool results, read
-from the harness's transcript incrementally (position kept in the session record)."""
+from the harness's transcript incrementally (position kept in the session record).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,322 @@
+"""``stoprule serve`` measured: decisions/s of one worker vs in-process ``evaluate``, the single-fact
+round trip, 2 workers vs 1, latency under 200 concurrent clients, and two fault runs on a
+PostgreSQL ledger (kill -9 of a worker under load; a PostgreSQL restart under load).
+
+    .venv/bin/python benchmarks/bench_serve.py             # ~3-4 min; needs the serve extra
+    .venv/bin/python benchmarks/bench_serve.py --no-faults # without PostgreSQL
+
+Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
+<= 2 ms p50 on loopback; 2 workers >= 1.8x one on 2 cores; fault runs: 0 lost or duplicated
+ledger events among the requests that got a 200, and every chain verifies.
+
+The load generator is a raw asyncio HTTP/1.1 client (keep-alive, pre-encoded requests), so the
+client costs the shared cores as little as possible. Medians of repeats; ratios in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tests"))
+
+from _common import print_header  # noqa: E402
+
+from facts import generate  # noqa: E402
+
+TOKEN = "srv1_bench-token"
+PACK = str(REPO / "policies")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, workers: int, ledger: str | None = None, env: dict[str, str] | None = None) -> None:
+        from stoprule.serve.config import hash_token
+
+        self.dir = tempfile.mkdtemp(prefix="bench-serve-")
+        cfg = Path(self.dir, "serve.yaml")
+        text = f"policy: {PACK}\ntokens: [{{name: bench, sha256: '{hash_token(TOKEN)}'}}]\n"
+        text += "limits: {max_batch: 100000, max_body_bytes: 67108864, timeout_ms: 60000}\n"
+        cfg.write_text(text + (f"ledger: '{ledger}'\n" if ledger else ""))
+        self.port = _port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(self.port),
+             "--workers", str(workers)],
+            env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.5 * workers)  # every worker up
+
+    def workers(self) -> list[int]:
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid and b"resource_tracker" not in cmd:
+                out.append(int(pid))
+        return out
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) used so far by the server's worker processes."""
+        total = 0
+        for pid in self.workers() or [self.proc.pid]:  # one worker: uvicorn runs it in its own process
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def request(path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nhost: b\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+
+
+async def _read(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return status, await reader.readexactly(length)
+
+
+async def _client(port: int, reqs: list[bytes], lat: list[float], results: list | None = None) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for req in reqs:
+            t0 = time.perf_counter()
+            writer.write(req)
+            await writer.drain()
+            status, body = await _read(reader)
+            lat.append(time.perf_counter() - t0)
+            if results is not None:
+                results.append((status, body))
+    finally:
+        writer.close()
+
+
+def load(port: int, per_client: list[list[bytes]]) -> tuple[float, list[float]]:
+    """Run every client's requests concurrently; (wall seconds, latencies)."""
+    lat: list[float] = []
+
+    async def main() -> None:
+        await asyncio.gather(*(_client(port, reqs, lat) for reqs in per_client))
+
+    t0 = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - t0, lat
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def measure(args: argparse.Namespace) -> dict[str, float]:
+    from stoprule.engine.packs import load_policy
+
+    facts = generate(args.facts)
+    ev = load_policy(PACK)
+    lines = [json.dumps(f).encode() for f in facts]
+    batch = request("/v1/evaluate/batch", b"\n".join(lines))
+    out: dict[str, float] = {}
+    inproc, inproc_cpu = [], []
+    for _ in range(args.repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for f in facts:
+            ev.evaluate(f)
+        inproc.append(args.facts / (time.perf_counter() - t0))
+        inproc_cpu.append((time.process_time() - c0) / args.facts)
+    out["inproc"] = statistics.median(inproc)
+    out["inproc_cpu_us"] = statistics.median(inproc_cpu) * 1e6
+    rates: dict[int, float] = {}
+    for workers in (1, 2):
+        srv = Server(workers)
+        try:
+            load(srv.port, [[batch]] * workers)  # warm every worker
+            runs, cpu = [], []
+            for _ in range(args.repeats):
+                c0 = srv.cpu()
+                wall, _ = load(srv.port, [[batch] * 2 for _ in range(4)])  # 4 connections, 8 batches
+                runs.append(8 * args.facts / wall)
+                cpu.append((srv.cpu() - c0) / (8 * args.facts))
+            rates[workers] = statistics.median(runs)
+            out[f"cpu_us_{workers}w"] = statistics.median(cpu) * 1e6
+            if workers == 1:
+                single = [request("/v1/evaluate", ln) for ln in lines[:2000]]
+                p50s = []
+                for _ in range(args.repeats):
+                    _, lat = load(srv.port, [single])
+                    p50s.append(pct(lat, 0.5))
+                out["single_p50_ms"] = statistics.median(p50s) * 1000
+            else:
+                per = [[request("/v1/evaluate", lines[(c * 20 + i) % len(lines)]) for i in range(20)]
+                       for c in range(200)]  # fmt: skip
+                walls, p50, p99 = [], [], []
+                for _ in range(args.repeats):
+                    wall, lat = load(srv.port, per)
+                    walls.append(4000 / wall)
+                    p50.append(pct(lat, 0.5))
+                    p99.append(pct(lat, 0.99))
+                out["c200_rate"] = statistics.median(walls)
+                out["c200_p50_ms"] = statistics.median(p50) * 1000
+                out["c200_p99_ms"] = statistics.median(p99) * 1000
+        finally:
+            srv.stop()
+    out["batch_1w"], out["batch_2w"] = rates[1], rates[2]
+    return out
+
+
+# ---------------------------------------------------------------------- fault runs
+
+
+def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
+    """Record under load from 16 connections into one run while a worker is SIGKILLed (``kill``)
+    or PostgreSQL restarts (``pg``); then compare the 200s with the ledger."""
+    from pgcluster import cluster
+    from stoprule.ledger.postgres import PgLedger
+    from stoprule.ledger.verify import verify
+
+    keys = os.path.join(tempfile.mkdtemp(), "pg.keys")
+    os.environ["STOPRULE_LEDGER_KEYS"] = keys
+    with cluster() as pg:
+        url = pg.new_database()
+        srv = Server(2, ledger=url, env={"STOPRULE_LEDGER_KEYS": keys})
+        sent: dict[int, int] = {}  # i -> status
+        info: dict[str, object] = {}
+        stop_at = time.monotonic() + seconds
+        counter = iter(range(10**9))
+
+        async def conn() -> None:
+            while time.monotonic() < stop_at:
+                try:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                try:
+                    while time.monotonic() < stop_at:
+                        i = next(counter)
+                        sent[i] = 0  # no answer (yet)
+                        body = json.dumps({"status": "implemented", "i": i}).encode()
+                        writer.write(request("/v1/evaluate?run=fault", body))
+                        await writer.drain()
+                        sent[i], _ = await asyncio.wait_for(_read(reader), 30)
+                except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+                    pass
+                finally:
+                    writer.close()
+
+        async def fault() -> None:
+            await asyncio.sleep(seconds / 3)
+            if kind == "none":
+                return
+            if kind == "kill":
+                before = srv.workers()
+                os.kill(before[0], signal.SIGKILL)
+                info["killed"] = before[0]
+                await asyncio.sleep(seconds / 3)
+                info["workers"] = f"{len(before)} before, {len(srv.workers())} after (replaced)"
+            else:
+                await asyncio.to_thread(pg.ctl, "-m", "fast", "restart")
+
+        async def main() -> None:
+            await asyncio.gather(*(conn() for _ in range(16)), fault())
+
+        try:
+            asyncio.run(main())
+        finally:
+            srv.stop()
+        with PgLedger.open(url) as led:
+            recorded = [json.loads(fact)["i"] for _, fact in led.records("fault")]
+            report = verify(led)
+            size = led.connection.execute(
+                "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['facts','events','nodes','edges','runs',"
+                "'head']) AS c"
+            ).fetchone()[0]
+    ok = {i for i, s in sent.items() if s == 200}
+    return {
+        "requests": len(sent),
+        "200": len(ok),
+        "other": sum(1 for s in sent.values() if s not in (0, 200)),
+        "no answer": sum(1 for s in sent.values() if s == 0),
+        "recorded": len(recorded),
+        "lost": len(ok - set(recorded)),
+        "duplicated": len(recorded) - len(set(recorded)),
+        "verify": "ok" if report.ok else report.breaks[0].format(),
+        "recorded/s": round(len(recorded) / seconds),
+        "bytes/event": round(int(size) / max(len(recorded), 1)),
+        **info,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--facts", type=int, default=5000, help="facts per batch (default 5000)")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--no-faults", action="store_true")
+    args = p.parse_args()
+    print_header(PACK)
+    m = measure(args)
+    per_in, per_1 = 1e6 / m["inproc"], 1e6 / m["batch_1w"]
+    print(f"in-process evaluate:              {m['inproc']:>9,.0f} decisions/s ({per_in:.1f} us each)")
+    print(f"batch endpoint, 1 worker:         {m['batch_1w']:>9,.0f} decisions/s ({per_1:.1f} us each): "
+          f"{per_1 / per_in:.2f}x in-process (target <= 3x)")  # fmt: skip
+    print(f"server CPU per decision (batch):   1 worker {m['cpu_us_1w']:.1f} us, 2 workers {m['cpu_us_2w']:.1f} us; "
+          f"in-process {m['inproc_cpu_us']:.1f} us: {m['cpu_us_1w'] / m['inproc_cpu_us']:.2f}x")  # fmt: skip
+    print(f"batch endpoint, 2 workers:        {m['batch_2w']:>9,.0f} decisions/s: {m['batch_2w'] / m['batch_1w']:.2f}x "
+          "one worker (target >= 1.8x)")  # fmt: skip
+    print(f"single fact, 1 connection:        p50 {m['single_p50_ms']:.2f} ms (target <= 2 ms)")
+    print(f"200 concurrent clients, 2 workers: {m['c200_rate']:,.0f} requests/s, p50 {m['c200_p50_ms']:.1f} ms, "
+          f"p99 {m['c200_p99_ms']:.1f} ms")  # fmt: skip
+    if not args.no_faults:
+        for kind, what in (("none", "no fault"), ("kill", "kill -9 of a worker"), ("pg", "PostgreSQL restart")):
+            print(f"fault run, {what} under load: {json.dumps(fault_run(kind))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+"""The checked policy's conditions as SMT terms (z3), and a model back as a fact.
+
+Encoded once per analysis; every question of the solver backend is a query over
+these terms. A field the conditions read becomes a node with
+
+- ``pres`` (the key is there after validation) and ``null`` (its value is null),
+  tied to the parent: a child is present only under a present, non-null object, and
+  a required field (or one with a default) always is there;
+- a value by type: bool -> Bool, int -> Int within +-(2^53 - 1), number -> Real,
+  enum -> Int (one global id per enum value, so fields of the same enum compare by
+  id), string -> String over the characters a fact may hold (no NUL, no surrogate);
+- lists: a length and as many element slots as there are distinct ``where``
+  conditions on the list, plus one. That is exact: a fact's quantifier outcomes are
+  kept by the sub-list of one witness element per ``some`` that holds or ``every``
+  that fails (plus any one element when the list must not be empty).
+
+Comparisons are false on an absent or null value (and on an absent or null operand
+field), as in :mod:`stoprule.engine.interpret`; globs become regular expressions
+over the same character classes. Named conditions and high-risk stops are encoded
+through their resolved bodies, shared.
+
+Exact except for ``number`` fields: they are solved over the rationals while facts
+hold doubles (see :attr:`Encoder.inexact`); a witness is rounded to a double and
+re-checked, so a difference shows as a witness that does not reproduce.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import cvc5.pythonic as z3  # type: ignore[import-untyped]
+
+from stoprule.facts.schema import FactField
+from stoprule.language import conditions as C
+from stoprule.language.operators import OPERATORS
+from stoprule.language.patterns import glob_class, glob_tokens
+from stoprule.limits import SAFE_INT
+
+__all__ = ["Encoder", "Node", "all_of", "any_of"]
+
+_CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(0x2FFFF)))
+_ANY = z3.Star(_CHARS)
+
+
+def all_of(*xs: Any) -> Any:
+    """Conjunction of terms (or of one list of terms); True when empty."""
+    items = list(xs[0]) if len(xs) == 1 and isinstance(xs[0], list) else list(xs)
+    if not items:
+        return z3.BoolVal(True)
+    return items[0] if len(items) == 1 else z3.And(*items)
+
+
+def any_of(*xs: Any) -> Any:
+    """Disjunction of terms (or of one list of terms); False when empty."""
+    items = list(xs[0]) if len(xs) == 1 and isinstance(xs[0], list) else list(xs)
+    if not items:
+        return z3.BoolVal(False)
+    return items[0] if len(items) == 1 else z3.Or(*items)
+
+
+class Node:
+    """One field (or list element) as the conditions see it."""
+
+    __slots__ = ("children", "elems", "fld", "length", "name", "null", "pres", "val")
+
+    def __init__(self, fld: FactField, name: str, pres: Any, null: Any) -> None:
+        self.fld = fld
+        self.name = name
+        self.pres = pres
+        self.null = null
+        self.val: Any = None
+        self.length: Any = None
+        self.children: dict[str, Node] = {}
+        self.elems: list[Node] = []
+
+    @property
+    def alive(self) -> Any:
+        """Present and not null."""
+        return all_of(self.pres, z3.Not(self.null))
+
+
+class Encoder:
+    """Conditions over one fact schema as z3 terms; ``axioms`` hold what every valid fact satisfies."""
+
+    def __init__(self, root: FactField, conds: list[C.Cond]) -> None:
+        self.root_fld = root
+        self.root = Node(root, "", z3.BoolVal(True), z3.BoolVal(False))
+        self.axioms: list[Any] = []
+        self.inexact: set[str] = set()
+        self._n = 0
+        self._ids: dict[str, int] = {}
+        self._slots: dict[tuple[str, ...], set[str]] = {}
+        self._cache: dict[tuple[int, int], Any] = {}
+        self._keep: list[Any] = []  # nodes cached by id stay alive
+        self._re: dict[str, Any] = {}
+        for c in conds:
+            self._count_slots(c)
+
+    # ------------------------------------------------------------ structure
+
+    def _count_slots(self, c: C.Cond) -> None:
+        for n in C.iter_nodes(c):
+            if isinstance(n, C.Quant):
+                self._slots.setdefault(n.path, set()).add(C.cond_text(n.where))
+
+    def _fresh(self, kind: str, sort: str) -> Any:
+        self._n += 1
+        name = f"{kind}!{self._n}"
+        return {"bool": z3.Bool, "int": z3.Int, "real": z3.Real, "str": z3.String}[sort](name)
+
+    def enum_id(self, value: str) -> int:
+        return self._ids.setdefault(value, len(self._ids))
+
+    def _child(self, parent: Node, name: str) -> Node:
+        node = parent.children.get(name)
+        if node is not None:
+            return node
+        fld = parent.fld.fields[name]
+        pres = self._fresh(name, "bool")
+        null = self._fresh(name + "?", "bool") if fld.nullable else z3.BoolVal(False)
+        node = Node(fld, name, pres, null)
+        parent.children[name] = node
+        ax = self.axioms
+        ax.append(z3.Implies(pres, parent.alive))
+        if not fld.may_be_absent:
+            ax.append(z3.Implies(parent.alive, pres))
+        if fld.nullable:
+            ax.append(z3.Implies(null, pres))
+        self._value(node)
+        if fld.required_if:  # the validator: a true flag needs this field not null and not ""
+            flag = self._child(parent, fld.required_if)
+            if flag.fld.type == "bool":
+                want = node.alive if fld.type != "string" else all_of(node.alive, node.val != z3.StringVal(""))
+                ax.append(z3.Implies(all_of(flag.alive, flag.val), want))
+        return node
+
+    def _value(self, node: Node) -> None:
+        fld, t, ax = node.fld, node.fld.type, self.axioms
+        if t == "bool":
+            node.val = self._fresh(node.name, "bool")
+        elif t == "int":
+            node.val = v = self._fresh(node.name, "int")
+            ax.append(all_of(v >= -SAFE_INT, v <= SAFE_INT))
+        elif t == "number":
+            node.val = self._fresh(node.name, "real")
+        elif t == "enum":
+            node.val = v = self._fresh(node.name, "int")
+            ax.append(any_of([v == self.enum_id(x) for x in fld.values]))
+        elif t == "string":
+            node.val = v = self._fresh(node.name, "str")
+            ax.append(z3.Not(z3.Contains(v, z3.StringVal(chr(0)))))
+        elif t == "list":
+            node.length = n = self._fresh(node.name + "#", "int")
+            ax.append(n >= 0)
+            ax.append(z3.Implies(z3.Not(node.alive), n == 0))
+
+    def elements(self, lst: Node, path: tuple[str, ...]) -> list[Node]:
+        """The element slots of a list node (created on first use)."""
+        if not lst.elems:
+            assert lst.fld.items is not None
+            k = len(self._slots.get(path, ())) + 1
+            self.axioms.append(lst.length <= k)
+            item = lst.fld.items
+            for i in range(k):
+                pres = all_of(lst.alive, lst.length > i)
+                null = self._fresh(f"{lst.name}[{i}]?", "bool") if item.nullable else z3.BoolVal(False)
+                e = Node(item, f"{lst.name}[{i}]", pres, null)
+                if item.nullable:
+                    self.axioms.append(z3.Implies(null, pres))
+                self._value(e)
+                lst.elems.append(e)
+        return lst.elems
+
+    def node(self, scope: Node, path: tuple[str, ...]) -> Node:
+        for name in path:
+            scope = self._child(scope, name)
+        return scope
+
+    # ------------------------------------------------------------ conditions
+
+    def cond(self, c: C.Cond, scope: Node | None = None) -> Any:
+        """The term of ``c`` (in ``scope``: the fact, or a list element)."""
+        scope = scope or self.root
+        key = (id(c), id(scope))
+        got = self._cache.get(key)
+        if got is not None:
+            return got
+        if isinstance(c, C.Const):
+            out = z3.BoolVal(c.value)
+        elif isinstance(c, C.Not):
+            out = z3.Not(self.cond(c.item, scope))
+        elif isinstance(c, C.AllOf):
+            out = all_of([self.cond(i, scope) for i in c.items])
+        elif isinstance(c, C.AnyOf):
+            out = any_of([self.cond(i, scope) for i in c.items])
+        elif isinstance(c, C.Quant):
+            lst = self.node(scope, c.path)
+            parts = []
+            for i, e in enumerate(self.elements(lst, c.path)):
+                inner = self.cond(c.where, e)
+                live = lst.length > i
+                parts.append(all_of(live, inner) if c.kind == "some" else z3.Implies(live, inner))
+            out = any_of(parts) if c.kind == "some" else all_of(parts)
+        elif isinstance(c, C.Atom):
+            out = self._atom(c, scope)
+        else:
+            assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+            out = self.cond(c.body, scope)
+        self._cache[key] = out
+        self._keep.append(c)
+        return out
+
+    def _atom(self, a: C.Atom, scope: Node) -> Any:
+        node = self.node(scope, a.path)
+        op = OPERATORS[a.op]
+        t = node.fld.type
+        if op.presence:
+            if a.op == "exists":
+                got = node.alive
+            elif a.op == "null":
+                got = all_of(node.pres, node.null)
+            elif a.op == "absent":
+                got = z3.Not(node.pres)
+            else:  # empty
+                got = any_of(z3.Not(node.alive), node.length == 0)
+            return got if a.arg else z3.Not(got)
+        ok = [node.alive]
+        if a.ref_path is not None:
+            ref = self.node(self.root, a.ref_path)
+            ok.append(ref.alive)
+            off = a.arg.get("offset", 0)
+            if t == "enum" or ref.fld.type == "enum" or t in ("string", "bool"):
+                rhs = ref.val
+                test = self._compare(a.op, node.val, rhs)
+            else:
+                lhs, rhs = self._num(node), self._num(ref)
+                if off:
+                    rhs = rhs + self._lit(off, rhs)
+                    if isinstance(off, float) or "number" in (t, ref.fld.type):
+                        self.inexact.add("number fields compared with an offset (doubles round, rationals do not)")
+                test = self._compare(a.op, lhs, rhs)
+            return all_of(*ok, test)
+        return all_of(*ok, self._literal_test(a, node))
+
+    def _num(self, node: Node) -> Any:
+        return node.val
+
+    def _lit(self, v: Any, like: Any) -> Any:
+        if type(v) is float or z3.is_real(like):
+            fr = Fraction(v)
+            return z3.RealVal(fr.numerator) / z3.RealVal(fr.denominator)
+        return z3.IntVal(v)
+
+    def _compare(self, op: str, lhs: Any, rhs: Any) -> Any:
+        if z3.is_int(lhs) and z3.is_real(rhs):
+            lhs = z3.ToReal(lhs)
+        elif z3.is_real(lhs) and z3.is_int(rhs):
+            rhs = z3.ToReal(rhs)
+        if op == "eq":
+            return lhs == rhs
+        if op == "ne":
+            return lhs != rhs
+        if op == "lt":
+            return lhs < rhs
+        if op == "lte":
+            return lhs <= rhs
+        if op == "gt":
+            return lhs > rhs
+        assert op == "gte", op
+        return lhs >= rhs
+
+    def _literal_test(self, a: C.Atom, node: Node) -> Any:
+        t, op, v = node.fld.type, a.op, node.val
+        if t == "enum":  # every operator decided per value
+            test = OPERATORS[op].test
+            hits = [x for x in node.fld.values if test(x, a.arg)]
+            return any_of([v == self.enum_id(x) for x in hits]) if hits else z3.BoolVal(False)
+        if op in ("in", "not_in"):
+            inside = any_of([self._eq_lit(t, v, x) for x in a.arg]) if a.arg else z3.BoolVal(False)
+            return inside if op == "in" else z3.Not(inside)
+        if op == "glob":
+            return z3.InRe(v, self._glob(a.arg))
+        if op == "starts_with":
+            return z3.PrefixOf(z3.StringVal(a.arg), v)
+        if op == "ends_with":
+            return z3.SuffixOf(z3.StringVal(a.arg), v)
+        if op in ("eq", "ne"):
+            eq = self._eq_lit(t, v, a.arg)
+            return eq if op == "eq" else z3.Not(eq)
+        return self._compare(op, v, self._lit(a.arg, v))
+
+    def _eq_lit(self, t: str, v: Any, x: Any) -> Any:
+        if t == "bool":
+            return v == z3.BoolVal(x)
+        if t == "string":
+            return v == z3.StringVal(x)
+        return self._compare("eq", v, self._lit(x, v))
+
+    def _glob(self, pattern: str) -> Any:
+        got = self._re.get(pattern)
+        if got is None:
+            parts = []
+            for kind, text in glob_tokens(pattern):
+                if kind == "star":
+                    parts.append(_ANY)
+                elif kind == "one":
+                    parts.append(_CHARS)
+                elif kind == "lit":
+                    parts.append(z3.Re(z3.StringVal(text)))
+                else:
+                    neg, ranges = glob_class(text)
+                    cls = z3.Union([z3.Range(lo, hi) for lo, hi in ranges]) if len(ranges) > 1 else z3.Range(*ranges[0])
+                    parts.append(z3.Intersect(_CHARS, z3.Complement(cls)) if neg else cls)
+            got = z3.Concat(parts) if len(parts) > 1 else parts[0] if parts else z3.Re(z3.StringVal(""))
+            self._re[pattern] = got
+        return got
+
+    # ------------------------------------------------------------ models back to facts
+
+    def fact(self, model: Any) -> dict[str, Any]:
+        """The fact a model describes: every encoded field as the model sets it, fields the
+        conditions do not read only where the schema requires them (a plain value)."""
+        out = self._object(model, self.root)
+        assert isinstance(out, dict)
+        return out
+
+    def _object(self, m: Any, node: Node) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, fld in node.fld.fields.items():
+            child = node.children.get(name)
+            if child is None:
+                if fld.required or fld.required_if:
+                    out[name] = _filler(fld)
+                continue
+            if not _true(m, child.pres):
+                continue
+            out[name] = None if _true(m, child.null) else self._read(m, child)
+        return out
+
+    def _read(self, m: Any, node: Node) -> Any:
+        t = node.fld.type
+        if t == "object":
+            return self._object(m, node)
+        if t == "list":
+            n = m.eval(node.length, model_completion=True).as_long()
+            if not node.elems:
+                return [_filler(node.fld.items)] * n if n else []
+            return [None if _true(m, e.null) else self._read(m, e) for e in node.elems[:n]]
+        v = m.eval(node.val, model_completion=True)
+        if t == "bool":
+            return z3.is_true(v)
+        if t == "int":
+            return v.as_long()
+        if t == "number":
+            fr = Fraction(v.numerator_as_long(), v.denominator_as_long())
+            return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
+        if t == "enum":
+            names = {self._ids[x]: x for x in node.fld.values}
+            return names[v.as_long()]
+        return v.as_string()
+
+
+def _true(m: Any, term: Any) -> bool:
+    return z3.is_true(m.eval(term, model_completion=True))
+
+
+def _filler(fld: FactField | None) -> Any:
+    """A valid value for a field no condition reads."""
+    if fld is None:
+        return None
+    t = fld.type
+    if t == "object":
+        return {n: _filler(f) for n, f in fld.fields.items() if f.required or f.required_if}
+    plain = {"bool": False, "int": 0, "number": 0, "string": "x", "list": []}
+    return plain.get(t, fld.values[0] if fld.values else None)

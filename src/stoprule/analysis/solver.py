@@ -1,0 +1,162 @@
+"""The solver backend of ``audit``: every question one z3 query over :mod:`.encoding`.
+
+Questions, in order: which rules can win (one incremental sweep down the winner
+order: rule *i* wins somewhere iff its condition holds while no rule above it does),
+the gap (no rule holds), conflicts (two rules of the same priority and different
+verdicts hold while no rule of a higher priority does), dead rules (never win:
+unsatisfiable, or else each rule that beats them, one query per beater), high-risk
+stops and set members (does taking it out change the winner anywhere), and the
+reachable verdicts. Shares of the domain are not computed (``None``).
+
+Every finding keeps a witness fact built from the model. It is validated, run through
+the reference interpreter and, when an evaluator is given, through the engine; a
+witness that does not give what the query claims is reported as a bug
+(``AuditReport.bugs``), never as a finding. With a deadline, a question the solver
+has not answered in time is listed in ``AuditReport.unanswered``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cvc5.pythonic as z3  # type: ignore[import-untyped]
+
+from stoprule.analysis.encoding import Encoder, all_of
+from stoprule.analysis.queries import drop_member, drop_stop, outcome_of, uses_stops
+from stoprule.diagnostics import FactError, NoRuleMatched
+from stoprule.engine.compiled import rank_key
+from stoprule.engine.interpret import evaluate
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy, CheckedRule
+
+__all__ = ["Checker", "Solver", "Unknown", "solver_name"]
+
+Engine = Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]]  # fact -> (winner id, matched ids)
+
+
+def solver_name() -> str:
+    import cvc5
+
+    return f"cvc5 {cvc5.__version__}"
+
+
+class Unknown(Exception):
+    """The solver gave no answer in time."""
+
+
+class Checker:
+    """Re-checks a witness: valid fact, reference interpreter, engine."""
+
+    def __init__(self, checked: CheckedPolicy, engine: Engine | None) -> None:
+        self.checked = checked
+        self.rules = checked.rules
+        self.engine = engine
+        self.bugs: list[dict[str, Any]] = []
+
+    def outcome(self, fact: dict[str, Any], question: str) -> tuple[int, ...] | None:
+        """The fact's top outcome (reference semantics), or None after recording why it is a bug."""
+        try:
+            norm = self.checked.schema.validate(fact)
+        except FactError as exc:
+            self.bug(question, fact, f"the witness is not a valid fact: {exc}")
+            return None
+        top = outcome_of(self.rules, norm)
+        if self.engine is not None:
+            matched = tuple(r.id for r in self.rules if evaluate(r.when, norm))
+            winner = min((self.rules[i] for i in top), key=rank_key).id if top else None
+            try:
+                got = self.engine(fact)
+            except Exception as exc:  # the engine must decide every valid fact
+                self.bug(question, fact, f"the engine fails on the witness: {exc}")
+                return None
+            if got[0] != winner or set(got[1]) != set(matched):
+                self.bug(question, fact, f"the engine gives {got}, the reference interpreter {(winner, matched)}")
+                return None
+        return top
+
+    def bug(self, question: str, fact: dict[str, Any], problem: str) -> None:
+        self.bugs.append({"question": question, "fact": fact, "problem": problem})
+
+
+def engine_of(evaluator: Any) -> Engine:
+    """An :data:`Engine` over an :class:`~stoprule.engine.evaluator.Evaluator`."""
+
+    def run(fact: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+        try:
+            v = evaluator.evaluate(fact)
+        except NoRuleMatched:
+            return None, ()
+        return v.rule, tuple(m.rule for m in v.matched)
+
+    return run
+
+
+class Solver:
+    """Queries over one encoding, with a deadline shared by all of them."""
+
+    def __init__(self, enc: Encoder, deadline: float | None) -> None:
+        self.enc = enc
+        self.deadline = deadline
+        self.queries = 0
+
+    def new(self) -> z3.Solver:
+        s = z3.Solver()
+        s.add(self.enc.axioms)
+        return s
+
+    def check(self, s: z3.Solver, *terms: Any) -> dict[str, Any] | None:
+        """The fact of a model of ``terms`` on ``s``, or None when there is none; :class:`Unknown`
+        when the solver gives no answer in time."""
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise Unknown
+            s.set("timeout", max(1, int(left * 1000)))
+        self.queries += 1
+        s.push()
+        try:
+            s.add(*terms)
+            r = s.check()
+            if r == z3.unknown:
+                raise Unknown
+            return self.enc.fact(s.model()) if r == z3.sat else None
+        finally:
+            s.pop()
+
+
+def win_chain(s: z3.Solver, conds: Sequence[Any], ranked: Sequence[int], tag: str) -> list[Any]:
+    """Adds to ``s`` one Bool per position of the winner order: no rule above it holds.
+    Returns them indexed by rule (``none_above[i]``)."""
+    out: list[Any] = [None] * len(conds)
+    prev = z3.BoolVal(True)
+    for k, i in enumerate(ranked):
+        out[i] = prev
+        nxt = z3.Bool(f"{tag}!{k}")
+        s.add(nxt == all_of(prev, z3.Not(conds[i])))
+        prev = nxt
+    return out
+
+
+def variants(checked: CheckedPolicy, member_sets: dict[Any, list[str]]) -> dict[Any, list[C.Cond]]:
+    """The rules' conditions without each high-risk stop and each set member (keys ``("stop", id)``
+    and ``("member", m)``)."""
+    conds = [r.when for r in checked.rules]
+    out: dict[Any, list[C.Cond]] = {}
+    if any(uses_stops(c) for c in conds):
+        for stop in checked.stops:
+            out[("stop", stop.id)] = [C.rewrite(c, drop_stop(stop.id)) for c in conds]
+    for m, names in member_sets.items():
+        out[("member", m)] = [C.rewrite(c, drop_member(names, m)) for c in conds]
+    return out
+
+
+def winner(rules: Sequence[CheckedRule], top: tuple[int, ...]) -> int | None:
+    return min(top, key=lambda i: rank_key(rules[i])) if top else None
+
+
+def variant_winner(rules: Sequence[CheckedRule], conds: Sequence[C.Cond], fact: dict[str, Any]) -> int | None:
+    """The winner when the rules have conditions ``conds`` (reference semantics)."""
+    matched = [i for i, c in enumerate(conds) if evaluate(c, fact)]
+    return min(matched, key=lambda i: rank_key(rules[i])) if matched else None

@@ -1,0 +1,298 @@
+"""``audit`` on the solver backend (:mod:`.solver`): the same findings as the exhaustive
+one, each with a checked witness; no shares of the domain and no regions."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cvc5.pythonic as z3  # type: ignore[import-untyped]
+
+from stoprule.analysis.audit import AuditReport, Finding, _Audit, member_sets
+from stoprule.analysis.encoding import Encoder, all_of, any_of
+from stoprule.analysis.explore import Progress
+from stoprule.analysis.queries import catch_all, references
+from stoprule.analysis.solver import (
+    Checker,
+    Engine,
+    Solver,
+    Unknown,
+    solver_name,
+    variant_winner,
+    variants,
+    win_chain,
+    winner,
+)
+from stoprule.engine.compiled import rank_key
+from stoprule.engine.interpret import evaluate
+from stoprule.language import conditions as C
+from stoprule.language.checked import CheckedPolicy
+
+__all__ = ["solver_audit"]
+
+
+class _SolverAudit(_Audit):
+    def __init__(
+        self, checked: CheckedPolicy, progress: Progress | None, deadline: float | None, engine: Engine | None
+    ) -> None:
+        self.checked = checked
+        self.rules = checked.rules
+        self.progress = progress
+        self.pris = [r.priority for r in self.rules]
+        self.wins: dict[int, int] = {}
+        self.total = 1
+        self.ranked = sorted(range(len(self.rules)), key=lambda i: rank_key(self.rules[i]))
+        self.refs = references(checked)
+        self.member_sets = member_sets(checked, self.refs)
+        self.variants = variants(checked, self.member_sets)
+        conds = [r.when for r in self.rules] + [s.when for s in checked.stops]
+        for vs in self.variants.values():
+            conds += vs
+        self.enc = Encoder(checked.schema.root, conds)
+        self.m = [self.enc.cond(r.when) for r in self.rules]
+        self.solver = Solver(self.enc, deadline)
+        self.check = Checker(checked, engine)
+        self.unanswered: list[str] = []
+        self.base = self.solver.new()
+        self.none_above = win_chain(self.base, self.m, self.ranked, "above")
+
+    def ask(self, question: str, s: z3.Solver, *terms: Any) -> Any:
+        """A witness fact, None (there is none), or False when the solver did not answer in time."""
+        try:
+            return self.solver.check(s, *terms)
+        except Unknown:
+            self.unanswered.append(question)
+            return False
+
+    def matching(self, fact: dict[str, Any]) -> list[int]:
+        norm = self.checked.schema.validate(fact)
+        return [i for i, r in enumerate(self.rules) if evaluate(r.when, norm)]
+
+    def step(self, k: int, n: int) -> None:
+        if self.progress:
+            self.progress.advance(1 / max(n, 1))
+
+    # ------------------------------------------------------------ who can win, gaps, conflicts
+
+    def explore(self, report: AuditReport) -> None:
+        if self.progress:
+            self.progress.phase("rules that win")
+        rules = self.rules
+        sweep = self.solver.new()
+        examples: dict[int, dict[str, Any]] = {}
+        for k, i in enumerate(self.ranked):
+            self.step(k, len(self.ranked))
+            q = f"can {rules[i].id} win?"
+            model = self.ask(q, sweep, self.m[i])
+            if isinstance(model, dict):
+                fact = model
+                top = self.check.outcome(fact, q)
+                if top is not None and winner(rules, top) != i:
+                    self.check.bug(q, fact, f"the witness is won by {winner(rules, top)}, not {rules[i].id}")
+                elif top is not None:
+                    self.wins[i] = 1
+                    examples[i] = fact
+            sweep.add(z3.Not(self.m[i]))
+        report.domain = {"variables": self.enc._n, "solver": solver_name()}
+        labels: dict[tuple[str, str], list[int]] = {}
+        for i in self.ranked:
+            if i in examples:
+                labels.setdefault(self.label(i), []).append(i)
+        for (verdict, reason), won in labels.items():
+            report.verdict_map.append(
+                {
+                    "verdict": verdict,
+                    "reason": reason,
+                    "cells": None,
+                    "share": None,
+                    "rules": [{"rule": rules[i].id, "cells": None, "catch_all": catch_all(rules[i])} for i in won],
+                    "example": examples[won[0]],
+                }
+            )
+        q = "is there a fact no rule matches?"
+        model = self.ask(q, sweep)
+        if isinstance(model, dict):
+            fact = model
+            top = self.check.outcome(fact, q)
+            if top == ():
+                report.verdict_map.append({"verdict": None, "reason": None, "cells": None, "share": None, "rules": []})
+                report.findings.append(
+                    Finding(
+                        "gap",
+                        self.checked.root,
+                        "no rule matches these facts (evaluating one fails with policy.no_rule)",
+                        {"example": fact, "share": None, "gap_share": None, "more_regions": None},
+                    )
+                )
+            elif top is not None:
+                self.check.bug(q, fact, "a rule matches the witness")
+        self.conflicts(report)
+
+    def conflicts(self, report: AuditReport) -> None:
+        rules = self.rules
+        by_pri: dict[int, list[int]] = {}
+        for i in self.ranked:
+            by_pri.setdefault(rules[i].priority, []).append(i)
+        for group in by_pri.values():
+            above = self.none_above[group[0]]
+            for x, a in enumerate(group):
+                for b in group[x + 1 :]:
+                    a, b = min(a, b), max(a, b)
+                    if self.label(a) == self.label(b):
+                        continue
+                    q = f"do {rules[a].id} and {rules[b].id} both match at the top?"
+                    model = self.ask(q, self.base, self.m[a], self.m[b], above)
+                    if not isinstance(model, dict):
+                        continue
+                    fact = model
+                    top = self.check.outcome(fact, q)
+                    if top is None:
+                        continue
+                    if a not in top or b not in top:
+                        self.check.bug(q, fact, "the two rules do not both match at the top")
+                        continue
+                    ra, rb = rules[a], rules[b]
+                    first = rules[winner(rules, top)]  # type: ignore[index]
+                    report.findings.append(
+                        Finding(
+                            "conflict",
+                            str(rb.loc),
+                            f"{ra.id} ({'/'.join(self.label(a))}) and {rb.id} ({'/'.join(self.label(b))}) both "
+                            f"match at priority {ra.priority} and disagree; {first.id} wins only by declaration order",
+                            {
+                                "rules": [self.rule_ref(a), self.rule_ref(b)],
+                                "cells": None,
+                                "share": None,
+                                "example": fact,
+                                "regions": [],
+                            },
+                        )
+                    )
+
+    # ------------------------------------------------------------ dead rules
+
+    def dead_rules(self, report: AuditReport) -> None:
+        if self.progress:
+            self.progress.phase("dead rules")
+        rules = self.rules
+        dead = [i for i in range(len(rules)) if not self.wins.get(i)]
+        for k, i in enumerate(dead):
+            self.step(k, len(dead))
+            r = rules[i]
+            root = r.when
+            while isinstance(root, C.Ref) and root.body is not None:
+                root = root.body
+            cond_loc = str(root.loc)
+            q = f"can {r.id} match?"
+            model = self.ask(q, self.base, self.m[i])
+            if model is False:
+                continue
+            if model is None:
+                report.findings.append(
+                    Finding(
+                        "unsatisfiable",
+                        str(r.loc),
+                        f"{r.id}: its condition can never hold, so the rule never matches",
+                        {"rule": r.id, "condition": cond_loc},
+                    )
+                )
+                continue
+            shadows: list[dict[str, Any]] = []
+            blocked: list[Any] = []
+            complete = True
+            while isinstance(model, dict):
+                fact = model
+                top = self.check.outcome(fact, q)
+                if top is None:
+                    complete = False
+                    break
+                w = winner(rules, top)
+                if w is None or w == i or i not in self.matching(fact):
+                    self.check.bug(q, fact, f"the witness does not show {r.id} beaten")
+                    complete = False
+                    break
+                shadows.append({**self.rule_ref(w), "share_of_region": None, "example": fact})
+                blocked.append(z3.Not(all_of(self.m[w], self.none_above[w])))
+                q = f"what else beats {r.id}?"
+                model = self.ask(q, self.base, self.m[i], *blocked)
+                if model is False:
+                    complete = False
+            if not shadows:
+                continue
+            names = " or ".join(s["rule"] for s in shadows)
+            report.findings.append(
+                Finding(
+                    "dead_rule",
+                    str(r.loc),
+                    f"{r.id} never wins: wherever it matches, {names} wins first",
+                    {
+                        "rule": r.id,
+                        "condition": cond_loc,
+                        "region_share": None,
+                        "shadowed_by": shadows,
+                        **({} if complete else {"incomplete": True}),
+                    },
+                )
+            )
+
+    # ------------------------------------------------------------ declarations
+
+    def _satisfiable(self, cond: C.Cond) -> bool:
+        model = self.ask("can a high-risk stop hold?", self.base, self.enc.cond(cond))
+        return model is not None  # not answered: taken as satisfiable (listed as unanswered)
+
+    def _matters(self, fn: Any) -> bool:
+        conds = [r.when for r in self.rules]
+        variant = [C.rewrite(c, fn) for c in conds]
+        if variant == conds:
+            return False
+        mv = [self.enc.cond(c) for c in variant]
+        if all(a.eq(b) for a, b in zip(mv, self.m, strict=True)):
+            return False
+        q = f"does any winner change without {getattr(fn, 'what', 'a declaration')}?"
+        s = self.solver.new()
+        old = win_chain(s, self.m, self.ranked, "old")
+        new = win_chain(s, mv, self.ranked, "new")
+        differ = any_of(
+            [all_of(self.m[i], old[i]) != all_of(mv[i], new[i]) for i in range(len(self.rules))]
+        )
+        model = self.ask(q, s, differ)
+        if model is False:
+            return True  # not answered: not reported as unused
+        if model is None:
+            return False
+        fact = model
+        if self.check.outcome(fact, q) is None:
+            return True
+        norm = self.checked.schema.validate(fact)
+        if variant_winner(self.rules, conds, norm) == variant_winner(self.rules, variant, norm):
+            self.check.bug(q, fact, "the winner is the same with and without it")
+        return True
+
+
+def solver_audit(
+    checked: CheckedPolicy,
+    progress: Progress | None = None,
+    *,
+    timeout: float | None = None,
+    engine: Engine | None = None,
+) -> AuditReport:
+    """Audit a checked pack on the solver backend (see :mod:`.solver`)."""
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout if timeout is not None else None
+    report = AuditReport(checked.root, checked.name, checked.digest)
+    a = _SolverAudit(checked, progress, deadline, engine)
+    a.explore(report)
+    a.dead_rules(report)
+    a.stops(report)
+    a.declarations(report)
+    order = {"gap": 0, "conflict": 1, "dead_rule": 2, "unsatisfiable": 3, "unused": 4}
+    report.findings.sort(key=lambda f: order.get(f.kind, 9))
+    report.backend = "solver"
+    report.unanswered = a.unanswered
+    report.bugs = a.check.bugs
+    report.domain["queries"] = a.solver.queries
+    report.seconds = time.perf_counter() - start
+    if progress:
+        progress.close()
+    return report

@@ -1,0 +1,247 @@
+"""``stoprule fmt [PATH...] [--check] [--diff]``: pack and case files in one canonical layout.
+
+The layout (the bundled pack's): two-space indentation, list items indented under their key
+(``  - id: ...``), keys in a fixed order (sections of a pack file; a rule's ``id``,
+``priority``, ``description``, ``when``, ``verdict``, ``reason``, ``message``,
+``review_reason``; a field's ``type`` first ...; a case's ``name``, ``fact``/``facts``,
+``without``, ``expect``/``expect_error``), one newline at the end of the file, no trailing
+spaces. Everything else is kept as written: comments, quoting, flow (``{a: 1}``) or block
+style, folded and literal text, long lines. Unknown keys stay after the known ones, in their
+order. Formatting is idempotent: a formatted file is left as is.
+
+``ruamel.yaml`` does the round trip: it is the YAML library that keeps comments and styles
+(PyYAML, which reads packs, drops both). It is imported only by this command.
+
+Exit codes (CI-friendly, as ``opa fmt --fail`` / ``gofmt -l``): 0 every file is formatted
+(without ``--check``: after rewriting those that were not), 1 with ``--check`` some file
+would change (each is named), 2 a file cannot be read or parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["add_arguments", "format_text", "run"]
+
+TOP: tuple[str, ...] = ("pack", "schema", "blocker_categories", "legal_closure_states", "sets", "high_risk_stops",
+                        "verdicts", "conditions", "rules")  # fmt: skip
+PACK: tuple[str, ...] = ("name", "description", "version")
+SCHEMA: tuple[str, ...] = ("additional_fields", "fields")
+FIELD: tuple[str, ...] = ("type", "values", "required", "nullable", "default", "aliases", "required_if",
+                          "description", "items", "fields")  # fmt: skip
+SET: tuple[str, ...] = ("description", "members")
+STOP: tuple[str, ...] = ("id", "description", "when")
+VERDICT: tuple[str, ...] = ("ok", "stop", "requires_user_review", "retryable", "description")
+RULE: tuple[str, ...] = ("id", "priority", "description", "when", "verdict", "reason", "message", "review_reason")
+CASE_FILE: tuple[str, ...] = ("base", "cases")
+CASE: tuple[str, ...] = ("name", "fact", "facts", "without", "expect", "expect_error")
+WIDTH = 120  # a flow collection ({...}, [...]) whose line would be longer is written in block style
+
+
+def _order(m: Any, keys: tuple[str, ...]) -> None:
+    """Reorder a ruamel mapping in place: ``keys`` first (in that order), the rest after, as they were.
+    Comments attached to a key move with it."""
+    if not hasattr(m, "move_to_end"):
+        return
+    rest = [k for k in m if k not in keys]
+    for k in [*(k for k in keys if k in m), *rest]:
+        m.move_to_end(k)
+
+
+def _field(spec: Any) -> None:
+    if not hasattr(spec, "move_to_end"):
+        return
+    _order(spec, FIELD)
+    if hasattr(spec.get("items"), "move_to_end"):
+        _field(spec["items"])
+    fields = spec.get("fields")
+    if hasattr(fields, "values"):
+        for child in fields.values():
+            _field(child)
+
+
+def _pack_file(doc: Any) -> None:
+    _order(doc, TOP)
+    _order(doc.get("pack"), PACK)
+    schema = doc.get("schema")
+    _order(schema, SCHEMA)
+    if hasattr(schema, "get") and hasattr(schema.get("fields"), "values"):
+        for spec in schema["fields"].values():
+            _field(spec)
+    for name, ordered in (("sets", SET), ("verdicts", VERDICT)):
+        section = doc.get(name)
+        if hasattr(section, "values"):
+            for value in section.values():
+                _order(value, ordered)
+    for name, ordered in (("high_risk_stops", STOP), ("rules", RULE)):
+        items = doc.get(name)
+        if isinstance(items, list):
+            for item in items:
+                _order(item, ordered)
+
+
+def _case_file(doc: Any) -> None:
+    _order(doc, CASE_FILE)
+    cases = doc.get("cases")
+    if isinstance(cases, list):
+        for case in cases:
+            _order(case, CASE)
+
+
+def _flat(node: Any, y: Any) -> str:
+    """``node`` written on one line in flow style."""
+    import io
+
+    out = io.StringIO()
+    y.dump(node, out)
+    return out.getvalue().strip()
+
+
+def _unflow(node: Any, column: int, y: Any) -> None:
+    """Write in block style every flow collection that would not fit in :data:`WIDTH` on its line;
+    keep every anchor (even an unused one) where it is. ``column``: where ``node``'s keys or items start."""
+    anchor = getattr(node, "anchor", None)
+    if anchor is not None and anchor.value:
+        anchor.always_dump = True
+    if isinstance(node, dict):
+        items = [(len(str(k)) + 2, v) for k, v in node.items()]
+    elif isinstance(node, list):
+        items = [(2, v) for v in node]
+    else:
+        return
+    for lead, value in items:
+        if not isinstance(value, (dict, list)):
+            continue
+        fa = getattr(value, "fa", None)
+        if fa is not None and fa.flow_style() and column + lead + len(_flat(value, y)) > WIDTH:
+            fa.set_block_style()
+        block = fa is None or not fa.flow_style()
+        if block:  # a block mapping's keys start 2 deeper (a list item's right after its "- ")
+            inner = column + 2 if isinstance(node, dict) or isinstance(value, list) else column + 2
+            _unflow(value, inner, y)
+        else:
+            _unflow(value, 1 << 16, y)  # inside a flow collection that fits: nothing more to do but anchors
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 1 << 16  # no re-wrapping: long flow collections become block style instead (_unflow)
+    y.indent(mapping=2, sequence=4, offset=2)
+    y.brace_single_entry_mapping_in_flow_sequence = True  # [{a: 1}], not [a: 1]
+    y.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return y
+
+
+def format_text(text: str, yaml: Any = None) -> str:
+    """``text`` (one pack or case file) in the canonical layout. Raises ``ValueError`` if it is not YAML."""
+    import io
+
+    from ruamel.yaml.error import YAMLError
+
+    y = yaml if yaml is not None else _yaml()
+    try:
+        doc = y.load(text)
+    except YAMLError as exc:
+        raise ValueError(str(exc).strip().splitlines()[-1] if str(exc).strip() else "invalid YAML") from None
+    if doc is None:
+        return text.strip() + "\n" if text.strip() else ""
+    if hasattr(doc, "keys"):
+        (_case_file if "cases" in doc or "base" in doc else _pack_file)(doc)
+    _unflow(doc, 0, y)
+    out = io.StringIO()
+    y.dump(doc, out)
+    lines = [ln.rstrip() for ln in out.getvalue().splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def _targets(paths: list[str], policy: str | None) -> list[Path]:
+    """The YAML files to format: named files, the ``*.yaml``/``*.yml`` of named folders and of
+    their ``tests/``; by default the selected pack's."""
+    if not paths:
+        from stoprule.engine.packs import select_pack
+
+        paths = [str(select_pack(policy))]
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for folder in (p, p / "tests"):
+                if folder.is_dir():
+                    out += sorted(f for f in folder.iterdir() if f.suffix in (".yaml", ".yml") and f.is_file())
+        else:
+            out.append(p)
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically (a temporary file beside it, then a rename): never half-written."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".stoprule-fmt-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    import difflib
+
+    yaml = _yaml()
+    changed: list[Path] = []
+    bad = 0
+    for path in _targets(args.paths, args.policy):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            stderr.write(f"stoprule: cannot read {path}: {getattr(exc, 'strerror', None) or exc}\n")
+            bad += 1
+            continue
+        try:
+            new = format_text(text, yaml)
+        except ValueError as exc:
+            stderr.write(f"stoprule: {path}: not valid YAML: {exc}\n")
+            bad += 1
+            continue
+        if new == text:
+            continue
+        changed.append(path)
+        if args.diff:
+            stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), str(path), str(path)))
+        if args.check or args.diff:
+            if not args.diff:
+                stdout.write(f"{path}\n")
+            continue
+        _write(path, new)
+        stdout.write(f"formatted {path}\n")
+    if bad:
+        return 2
+    if changed and (args.check or args.diff):
+        stderr.write(f"stoprule: {len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)\n")
+        return 1
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Rewrite pack and case files in the canonical layout (key order, indentation), keeping comments and "
+        "styles. Exit 0 formatted, 1 with --check/--diff when a file would change, 2 unreadable or invalid YAML."
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or pack folders (default: the selected pack)")
+    p.add_argument("--policy", metavar="PATH", help="the pack to format when no PATH is given")
+    p.add_argument("--check", action="store_true", help="change nothing; list the files that would change (exit 1)")
+    p.add_argument("--diff", action="store_true", help="change nothing; print what would change as a diff (exit 1)")

@@ -1,0 +1,27 @@
+"""Colour and tables on a terminal, through ``rich``; plain text everywhere else.
+
+:func:`styled` is the one switch: a rich console for a stream that is a terminal (``rich``
+itself drops colour under ``NO_COLOR`` and on ``TERM=dumb``), None otherwise, so piped and
+redirected output stays plain, stable text. ``rich`` is imported only when a terminal is there.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["styled"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+
+def styled(stream: IO[str]) -> Any:
+    """A ``rich.console.Console`` writing to ``stream`` if it is a terminal, else None."""
+    from stoprule.cli.progress import on_terminal
+
+    if not on_terminal(stream) or os.environ.get("STOPRULE_PLAIN"):
+        return None
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False, soft_wrap=True)

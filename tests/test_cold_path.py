@@ -1,0 +1,104 @@
+"""The cold path is a list: the stoprule modules a warm stop hook and a warm ``stoprule eval``
+import are exactly ``COLD_PATH`` of ``tools/import_graph.py`` (kept there, in one place). A
+module joins or leaves the list on purpose, in that file, with the docstring line that says so.
+
+Fresh interpreters (subprocesses): what a process has imported when it is done is what its
+cold start paid for. Each run goes twice; the first fills the compiled-pack and config caches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hookharness import FIXTURES, HARNESSES, payload
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+from import_graph import COLD_PATH  # noqa: E402
+
+# the command in a fresh interpreter; prints its exit code and the stoprule modules it imported
+PROBE = (
+    "import io, json, sys\n"
+    "from stoprule.cli.main import run\n"
+    "out, err = io.StringIO(), io.StringIO()\n"
+    "code = run(sys.argv[1:], io.BytesIO(sys.stdin.buffer.read()), out, err)\n"
+    "mods = sorted(m for m in sys.modules if m == 'stoprule' or m.startswith('stoprule.'))\n"
+    "print(json.dumps({'code': code, 'out': out.getvalue(), 'err': err.getvalue(), 'modules': mods}))\n"
+)
+
+
+def _warm(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> dict:
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", PROBE, *argv], input=stdin, capture_output=True, cwd=cwd,
+                              env=env, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr.decode()
+    result: dict = json.loads(proc.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("home")
+    full = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
+    full.update(STOPRULE_CACHE_DIR=str(home / "cache"), HOME=str(home), XDG_STATE_HOME=str(home / "state"))
+    return full
+
+
+def _hook_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:
+    """A Stop in a project as ``stoprule init`` leaves it (ledger on, every provider), in a git
+    repository: Claude Code's with a transcript that has an open task (the agent is told to go
+    on), and each other harness's (its adapter)."""
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    root = tmp_path / "wired"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    init = subprocess.run([sys.executable, "-m", "stoprule", "init", "--harness", "claude-code"], cwd=root, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert init.returncode == 0, init.stderr
+    shutil.copy(FIXTURES / "claude-code" / "transcript.jsonl", root / "t.jsonl")
+    found: set[str] = set()
+    for harness in HARNESSES:
+        stop = payload(harness)
+        stop["cwd"] = str(root)
+        if harness == "claude-code":
+            stop["transcript_path"] = str(root / "t.jsonl")
+        if harness == "cursor":
+            stop["workspace_roots"] = [str(root)]
+        extra = {"CLAUDE_PROJECT_DIR": str(root), "GEMINI_PROJECT_DIR": str(root), "GEMINI_CWD": str(root)}
+        result = _warm(["hook", harness], json.dumps(stop).encode(), root, {**env, **extra})
+        assert result["code"] == 0, result
+        if harness == "claude-code":
+            assert json.loads(result["out"])["decision"] == "block", result
+        found |= set(result["modules"])
+    return found
+
+
+def _eval_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:
+    """One fact on stdin, as JSON and as text."""
+    found: set[str] = set()
+    for fmt in ("json", "pretty"):
+        result = _warm(["eval", "--format", fmt], b'{"status": "implemented"}', tmp_path, env)
+        assert result["code"] == 0, result
+        found |= set(result["modules"])
+    return found
+
+
+def test_the_warm_hook_and_eval_import_exactly_the_cold_path(tmp_path: Path, env: dict[str, str]) -> None:
+    loaded = _hook_modules(tmp_path, env) | _eval_modules(tmp_path, env)
+    listed = set(COLD_PATH)
+    assert loaded == listed, (
+        f"imported but not in COLD_PATH (keep it off the cold path, or list it): {sorted(loaded - listed)}\n"
+        f"in COLD_PATH but not imported (take it off the list): {sorted(listed - loaded)}"
+    )
+
+
+def test_the_list_is_sorted_and_unique() -> None:
+    assert list(COLD_PATH) == sorted(set(COLD_PATH))

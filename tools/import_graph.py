@@ -1,0 +1,374 @@
+"""The import graph of ``src/stoprule`` and its rules, read with ``ast`` (standard library only).
+
+    python tools/import_graph.py [SRC]     # SRC defaults to this checkout's src/; exit 1 on a violation
+
+Every ``import`` and ``from ... import`` anywhere in a file counts (lazy imports inside
+functions and ``if TYPE_CHECKING:`` blocks included); relative imports are resolved, and
+``from pkg import name`` points at ``pkg.name`` when that is a module, else at ``pkg``.
+``importlib.import_module("a.b")`` with a literal name counts as an import of ``a.b``; with a
+computed name it is a violation (the graph could not see it), except in :data:`DYNAMIC_OK`.
+
+The rules (``tests/test_import_graph.py`` runs them):
+
+- no cycle between modules (edges into an enclosing package's ``__init__`` ignored: Python
+  runs a package's ``__init__`` before any of its modules anyway) and none between packages;
+- layers, lowest first (:data:`LAYERS`): the base modules and ``_util`` < ``facts`` <
+  ``language`` < ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``serve`` < ``cli``; a
+  module imports only lower layers and its own (so ``language`` imports no ``engine``, nothing
+  below the CLI imports it, ``analysis`` and ``ledger`` do not know each other);
+- ``agent`` is a leaf below the CLI: it imports neither ``analysis`` nor ``ledger`` (the CLI
+  passes a recording function in), and only the layers above it import it;
+- no module imports an enclosing package's ``__init__`` (it re-exports for users);
+- every module of :data:`COLD_PATH` (what the stop hook and ``stoprule eval`` load on a warm
+  run) says so in its docstring: there, and only there, imports are kept lazy and heavy
+  libraries out (``tests/test_cold_path.py`` checks the list against a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = [
+    "COLD_PATH",
+    "LAYERS",
+    "ancestor_edges",
+    "cycles",
+    "dynamic_imports",
+    "layer",
+    "layer_edges",
+    "module_graph",
+    "package_graph",
+    "violations",
+]
+
+Graph = dict[str, set[str]]
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+ROOT = "stoprule"
+
+#: layer -> rank; a module may import its own layer and lower ranks only (equal ranks: neither way)
+LAYERS: dict[str, int] = {
+    "base": 0,  # diagnostics, limits, project, version, _util
+    "facts": 1,
+    "language": 2,
+    "engine": 3,
+    "analysis": 4,
+    "ledger": 4,
+    "agent": 5,
+    "serve": 6,
+    "cli": 7,
+    "top": 8,  # stoprule/__init__.py (the public API) and __main__.py
+}
+BASE = ("diagnostics", "limits", "project", "version", "_util")
+#: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
+AGENT_IMPORTS = ("base", "facts", "language", "engine", "agent")
+#: the only module that may import a computed module name: the CLI's command table
+DYNAMIC_OK = ("stoprule.cli.main",)
+MARK = "cold path"  # what a cold-path module's docstring says
+
+#: Every stoprule module a warm ``stoprule hook HARNESS`` (each harness; a project as ``stoprule
+#: init`` leaves it: the ledger on, every provider) and a warm ``stoprule eval`` import; nothing
+#: else may join them there (tests/test_cold_path.py). Each says so in its docstring.
+COLD_PATH: tuple[str, ...] = (
+    "stoprule",
+    "stoprule._util",
+    "stoprule._util.codegen",
+    "stoprule._util.command",
+    "stoprule._util.files",
+    "stoprule._util.gcpause",
+    "stoprule._util.records",
+    "stoprule._util.redact",
+    "stoprule._util.text",
+    "stoprule.agent",
+    "stoprule.agent.adapters",
+    "stoprule.agent.adapters._common",
+    "stoprule.agent.adapters.claude_code",
+    "stoprule.agent.adapters.codex",
+    "stoprule.agent.adapters.copilot",
+    "stoprule.agent.adapters.cursor",
+    "stoprule.agent.adapters.gemini",
+    "stoprule.agent.defaults",
+    "stoprule.agent.event",
+    "stoprule.agent.fields",
+    "stoprule.agent.providers",
+    "stoprule.agent.providers.blockers_provider",
+    "stoprule.agent.providers.closure_provider",
+    "stoprule.agent.providers.git_provider",
+    "stoprule.agent.providers.hook_provider",
+    "stoprule.agent.providers.state_provider",
+    "stoprule.agent.providers.transcript_provider",
+    "stoprule.agent.runner",
+    "stoprule.agent.settings",
+    "stoprule.agent.state",
+    "stoprule.agent.transcripts",
+    "stoprule.cli",
+    "stoprule.cli.common",
+    "stoprule.cli.eval_cmd",
+    "stoprule.cli.hook_cmd",
+    "stoprule.cli.main",
+    "stoprule.diagnostics",
+    "stoprule.engine",
+    "stoprule.engine.compiled",
+    "stoprule.engine.durable",
+    "stoprule.engine.evaluator",
+    "stoprule.engine.packs",
+    "stoprule.engine.projection",
+    "stoprule.facts",
+    "stoprule.facts.batch",
+    "stoprule.facts.parse",
+    "stoprule.facts.schema",
+    "stoprule.language",
+    "stoprule.language.files",
+    "stoprule.language.patterns",
+    "stoprule.language.templates",
+    "stoprule.ledger",
+    "stoprule.ledger.ddl",
+    "stoprule.ledger.errors",
+    "stoprule.ledger.events",
+    "stoprule.ledger.keys",
+    "stoprule.ledger.recorder",
+    "stoprule.ledger.sha",
+    "stoprule.ledger.store",
+    "stoprule.ledger.tokens",
+    "stoprule.limits",
+    "stoprule.project",
+    "stoprule.version",
+)
+
+
+def _modules(src: Path) -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _import_calls(tree: ast.AST) -> Iterable[ast.Call]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in ("import_module", "__import__"):
+                yield node
+
+
+def _literal(call: ast.Call) -> str | None:
+    """The module a call imports, when its name is a literal absolute name."""
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        name = call.args[0].value
+        return None if name.startswith(".") else name
+    return None
+
+
+def _targets(tree: ast.AST, module: str, is_package: bool, mods: Iterable[str]) -> set[str]:
+    known = set(mods)
+    package = module if is_package else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            for alias in node.names:
+                for candidate in (f"{base}.{alias.name}", base):
+                    if candidate in known:
+                        out.add(candidate)
+                        break
+    for call in _import_calls(tree):
+        name = _literal(call)
+        if name in known:
+            out.add(name)
+    out.discard(module)
+    return out
+
+
+def module_graph(src: Path = SRC) -> Graph:
+    """Module name -> the modules of the same tree it imports (anywhere in the file)."""
+    mods = _modules(src)
+    graph: Graph = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        graph[name] = _targets(tree, name, path.name == "__init__.py", mods)
+    return graph
+
+
+def dynamic_imports(src: Path = SRC) -> list[str]:
+    """``module:line`` of each ``import_module``/``__import__`` whose name is computed (sorted)."""
+    found = []
+    for name, path in _modules(src).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [f"{name}:{call.lineno}" for call in _import_calls(tree) if _literal(call) is None]
+    return sorted(found)
+
+
+def cold_path_docstrings(src: Path = SRC) -> list[str]:
+    """Modules of :data:`COLD_PATH` whose docstring does not say they are on the cold path, or
+    that do not exist (sorted)."""
+    mods = _modules(src)
+    bad = []
+    for name in COLD_PATH:
+        path = mods.get(name)
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) if path else None
+        if not doc or MARK not in " ".join(doc.split()):
+            bad.append(name)
+    return bad
+
+
+def layer(module: str) -> str:
+    """The layer of a module: ``base``, ``top``, or its subpackage's name."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return "top"
+    return "base" if parts[1] in BASE else parts[1]
+
+
+def package_graph(graph: Graph) -> Graph:
+    """Layer -> the other layers its modules import."""
+    out: Graph = {layer(u): set() for u in graph}
+    for u, vs in graph.items():
+        out[layer(u)].update(layer(v) for v in vs if layer(v) != layer(u))
+    return out
+
+
+def _is_ancestor(package: str, module: str) -> bool:
+    return module.startswith(package + ".")
+
+
+def layer_edges(graph: Graph) -> Graph:
+    """The graph without edges from a module into an enclosing package's ``__init__``."""
+    return {u: {v for v in vs if not _is_ancestor(v, u)} for u, vs in graph.items()}
+
+
+def ancestor_edges(graph: Graph) -> list[tuple[str, str]]:
+    """Edges from a module into an enclosing package's ``__init__`` (sorted)."""
+    return sorted((u, v) for u, vs in graph.items() for v in vs if _is_ancestor(v, u))
+
+
+def _components(graph: Graph) -> list[list[str]]:
+    """Strongly connected components (Tarjan, iterative), each sorted; singletons without a self-loop dropped."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1 or node in graph.get(node, ()):
+                    found.append(sorted(comp))
+    return sorted(found)
+
+
+def cycles(graph: Graph, limit: int = 1000) -> list[list[str]]:
+    """Elementary cycles, each as ``[a, b, ..., a]`` starting at its smallest module (at most ``limit``)."""
+    out: list[list[str]] = []
+    for comp in _components(graph):
+        members = set(comp)
+        for start in comp:  # cycles whose smallest member is ``start``
+            allowed = {m for m in members if m >= start}
+            path = [start]
+            work = [iter(sorted(graph.get(start, set()) & allowed))]
+            while work:
+                nxt = next(work[-1], None)
+                if nxt is None:
+                    work.pop()
+                    path.pop()
+                    continue
+                if nxt == start:
+                    out.append([*path, start])
+                    if len(out) >= limit:
+                        return out
+                elif nxt not in path:
+                    path.append(nxt)
+                    work.append(iter(sorted(graph.get(nxt, set()) & allowed)))
+    return out
+
+
+def layer_violations(graph: Graph) -> list[str]:
+    """Arrows against the layers: upward or sideways, and ``agent`` importing above its leaf set."""
+    bad = []
+    for u, vs in sorted(graph.items()):
+        lu = layer(u)
+        for v in sorted(vs):
+            lv = layer(v)
+            if lu == lv:
+                continue
+            if lu not in LAYERS or lv not in LAYERS:
+                bad.append(f"{u} -> {v}: {lu if lu not in LAYERS else lv} is not a known layer (add it to LAYERS)")
+            elif LAYERS[lv] >= LAYERS[lu]:
+                bad.append(f"{u} -> {v}: {lu} may not import {lv}")
+            elif lu == "agent" and lv not in AGENT_IMPORTS:
+                bad.append(f"{u} -> {v}: agent is a leaf below the CLI: it may not import {lv}")
+    return bad
+
+
+def violations(src: Path = SRC) -> list[str]:
+    """Every rule broken, one line each (empty: all kept)."""
+    graph = module_graph(src)
+    out = [f"module cycle: {' -> '.join(c)}" for c in cycles(layer_edges(graph))]
+    out += [f"package cycle: {' -> '.join(c)}" for c in cycles(package_graph(graph))]
+    out += [f"layers: {v}" for v in layer_violations(graph)]
+    out += [f"imports its enclosing package's __init__: {u} -> {v}" for u, v in ancestor_edges(graph)]
+    out += [f"computed import (use a plain import): {d}" for d in dynamic_imports(src)
+            if d.partition(":")[0] not in DYNAMIC_OK]  # fmt: skip
+    out += [f"cold path: {m}: its docstring must say it is on the {MARK}" for m in cold_path_docstrings(src)]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    src = Path(argv[0]) if argv else SRC
+    graph = module_graph(src)
+    arrows = sum(len(vs) for vs in graph.values())
+    print(f"{src}: {len(graph)} modules, {arrows} arrows, {len(COLD_PATH)} on the cold path")
+    packages = package_graph(graph)
+    for name in sorted(packages, key=lambda p: (LAYERS.get(p, -1), p)):
+        print(f"  {name} ({LAYERS.get(name, '?')}) -> {', '.join(sorted(packages[name])) or '-'}")
+    found = violations(src)
+    print(f"violations: {len(found)}")
+    for line in found:
+        print("  " + line)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
