@@ -20,7 +20,7 @@ from stoprule.agent.state import set_facts
 from stoprule.agent.transcripts import Scan, detect
 from stoprule.cli.main import run as cli
 
-TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if p.name != "payloads.jsonl")
+TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "payloads" not in p.name)
 HARNESS_OF = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": None, "cursor": None}
 
 
@@ -156,8 +156,14 @@ def test_a_payload_of_another_harness_sent_to_the_claude_code_hook_is_read_by_it
     assert (ev.harness, ev.session_id, ev.stop_hook_active, ev.flag_known) == ("copilot", rec["sessionId"], True, True)
     assert ev.transcript_path == rec["transcriptPath"]
     assert claude.render(Decision(True, "M"), ev) == {"decision": "block", "reason": "M"}
-    own = claude.parse(json.loads(_lines(FIXTURES / "claude-code" / "recorded" / "payloads.jsonl")[0]))
-    assert own.harness == "claude-code" and own.turn_id is not None
+    # Copilot CLI running a .claude/settings.json hook sends Claude's names (+ stop_reason, timestamp)
+    via_claude = json.loads(_lines(FIXTURES / "copilot" / "recorded" / "claude_hook_payloads.jsonl")[1])
+    ev = claude.parse(via_claude)
+    assert (ev.harness, ev.session_id, ev.stop_hook_active) == ("copilot", via_claude["session_id"], True)
+    assert ev.transcript_path == via_claude["transcript_path"]
+    for name in ("claude-code", "codex"):
+        own = adapter(name).parse(json.loads(_lines(FIXTURES / name / "recorded" / "payloads.jsonl")[0]))
+        assert own.harness == name and own.turn_id is not None
 
 
 @pytest.mark.parametrize(("harness", "var", "rel"), [

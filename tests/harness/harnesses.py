@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from model_servers import Call, Script, Turn, serve
 
 __all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "make_project", "run_session"]
@@ -65,6 +66,17 @@ def install(harness: str) -> None:
 def stoprule_exe() -> str:
     """The console script of this install (what init writes into the harness configs)."""
     return shutil.which("stoprule", path=os.path.dirname(sys.executable)) or shutil.which("stoprule") or "stoprule"
+
+
+def require(harness: str) -> None:
+    """Skip (fail in CI) when the harness or node is missing."""
+    missing = [what for what, ok in (("node", shutil.which("node")), (str(binary(harness)), binary(harness).exists()))
+               if not ok]  # fmt: skip
+    if missing:
+        why = f"{harness}: not installed ({', '.join(missing)}); run python tests/harness/install.py"
+        if os.environ.get("STOPRULE_REQUIRE_HARNESSES") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
 
 
 def harness_path() -> str:
@@ -415,12 +427,13 @@ def make_project(root: Path, harness: str) -> Path:
 
 
 def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
-                prompt: str = PROMPT) -> Session:  # fmt: skip
-    """A headless run of ``harness`` to its end in a fresh project under ``root``."""
+                prompt: str = PROMPT, wire: str | None = None) -> Session:  # fmt: skip
+    """A headless run of ``harness`` to its end in a fresh project under ``root`` (wired by
+    ``stoprule init --harness WIRE``, by default the harness itself)."""
     driver = DRIVERS[harness]
     home = root / "home"
     home.mkdir(exist_ok=True)
-    project = make_project(root, harness)
+    project = make_project(root, wire or harness)
     s = Session(harness, project, home, Script(turns, default))
     with serve(s.script) as url:
         s.url = url
