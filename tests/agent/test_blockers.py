@@ -57,7 +57,7 @@ def test_config_defaults_and_unknown_key(tmp_path: Path) -> None:
     cfg.write_text("blockers:\n  max_per_run: 5\n")
     s = load_config(cfg, sections=("blockers",))["blockers"]
     assert (s.max_per_run, s.cooldown_seconds, s.rotate_entries, s.rotate_bytes, s.file) == (5, 30, 1000, 10485760,
-                                                                                            "blockers.md")
+                                                                                            ".stoprule/blockers.md")
     cfg.write_text("blockers:\n  enabled: true\n  colour: red\n")
     with pytest.raises(ConfigError) as err:
         load_config(cfg, sections=("blockers",))
@@ -140,7 +140,7 @@ def test_rotation_keeps_old_files_and_carries_open_blockers(tmp_path: Path, ev) 
     d = tmp_path / ".stoprule" / "blockers"
     old = sorted(d.glob("blockers-*.jsonl"))
     assert len(old) == 1 and len(old[0].read_text().splitlines()) == 3
-    assert len(list(tmp_path.glob("blockers-*.md"))) == 1
+    assert len(list((tmp_path / ".stoprule").glob("blockers-*.md"))) == 1
     # the open hard blocker is in the current record; rotated soft ones are not
     now = s.store.blockers()
     assert [b.question for b in now] == ["Which auth framework?", "soft 4?"]
@@ -258,7 +258,7 @@ def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Pat
     ledger = run_cli("log", "export", "--ledger", str(tmp_path / ".stoprule" / "ledger.db"), env=env).stdout
     assert ledger.count("\n") >= len(SECRETS)
     texts = {
-        "blockers.md": (tmp_path / "blockers.md").read_text(),
+        "blockers.md": (tmp_path / ".stoprule" / "blockers.md").read_text(),
         "record": (tmp_path / ".stoprule" / "blockers" / "blockers.jsonl").read_text(),
         "export": export,
         "list": listing,
@@ -430,7 +430,7 @@ def _race(tmp_path: Path, procs: int, each: int) -> None:
     questions = [json.loads(line)["question"] for line in lines]
     expected = {f"w{n} q{i}?" for n in range(procs) for i in range(each)}
     assert sorted(questions) == sorted(expected)
-    md = (tmp_path / "blockers.md").read_text()
+    md = (tmp_path / ".stoprule" / "blockers.md").read_text()
     for q in expected:
         assert md.count(f"** {q} (id:") == 1, q
 

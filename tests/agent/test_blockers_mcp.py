@@ -64,7 +64,7 @@ def test_every_tool_with_good_and_bad_arguments(tmp_path: Path) -> None:
         tools, r = anyio.run(_session, tmp_path, log, calls)
     assert sorted(tools) == ["blocked_report", "blocker", "blockers_list", "report_status"]
     assert not r[0].is_error and "escape_hatch/blocked_report_required" in _text(r[0])
-    assert not r[1].is_error and "✓ Blocker logged to blockers.md" in _text(r[1])
+    assert not r[1].is_error and "✓ Blocker logged to .stoprule/blockers.md" in _text(r[1])
     assert "Next available tasks:\n1. task-2" in _text(r[1])
     assert r[2].is_error and "is not a blocker category of this pack" in _text(r[2])
     assert r[3].is_error and "question" in _text(r[3]) and "blocksProgress" in _text(r[3])
@@ -79,7 +79,7 @@ def test_every_tool_with_good_and_bad_arguments(tmp_path: Path) -> None:
     assert not r[11].is_error
     saved = json.loads((tmp_path / ".stoprule" / "reports" / "T-1" / "blocked_report.json").read_text())
     assert saved["human_action_required"] == "Provide test keys"
-    md = (tmp_path / "blockers.md").read_text()
+    md = (tmp_path / ".stoprule" / "blockers.md").read_text()
     assert md.count("- [ ] **[missing_dependency]**") == 2 and "## Session: mcp-s1" in md
     written = md + (tmp_path / "server.log").read_text()
     assert all(v not in written for v in secret_values()[:1] + secret_values()[9:10])

@@ -142,7 +142,7 @@ def test_open_blockers_beyond_rotate_entries_do_not_rotate_on_every_add(tmp_path
     for i in range(60):
         assert s.log_blocker("s1", {**HARD, "question": f"open {i}?"}).data["status"] == "logged"
     d = tmp_path / ".stoprule" / "blockers"
-    assert list(d.glob("blockers-*.jsonl")) == [] and list(tmp_path.glob("blockers-*.md")) == []
+    assert list(d.glob("blockers-*.jsonl")) == [] and list((tmp_path / ".stoprule").glob("blockers-*.md")) == []
     assert len(s.store.blockers()) == 60  # nothing open is lost
 
 
@@ -158,7 +158,7 @@ def test_rotation_keeps_a_bounded_number_of_files(tmp_path: Path, evaluator) -> 
         s.log_blocker("s1", {**soft, "question": f"soft {i}?"})
     d = tmp_path / ".stoprule" / "blockers"
     assert 1 <= len(list(d.glob("blockers-*.jsonl"))) <= MAX_ROTATED
-    assert 1 <= len(list(tmp_path.glob("blockers-*.md"))) <= MAX_ROTATED
+    assert 1 <= len(list((tmp_path / ".stoprule").glob("blockers-*.md"))) <= MAX_ROTATED
     assert [b.question for b in s.store.blockers() if b.open] == [HARD["question"]]
 
 
@@ -215,7 +215,7 @@ def test_the_session_id_is_redacted_in_the_blockers_files(tmp_path: Path, evalua
     svc = make_project(tmp_path)
     svc._evaluator = evaluator
     assert svc.log_blocker(f"run {SECRET}", HARD).ok
-    for f in ("blockers.md", ".stoprule/blockers/blockers.jsonl"):
+    for f in (".stoprule/blockers.md", ".stoprule/blockers/blockers.jsonl"):
         assert SECRET_VALUE not in (tmp_path / f).read_text(), f
 
 
@@ -375,7 +375,7 @@ def test_html_is_escaped_in_blockers_md(tmp_path: Path, evaluator) -> None:  # n
     svc = make_project(tmp_path)
     svc._evaluator = evaluator
     svc.log_blocker("s<script>", {**HARD, "question": "<img src=x onerror=alert(1)> & <b>bold</b>?"})
-    md = (tmp_path / "blockers.md").read_text()
+    md = (tmp_path / ".stoprule" / "blockers.md").read_text()
     assert "<img" not in md and "<b>" not in md and "<script>" not in md and "&lt;img" in md
 
 
@@ -398,7 +398,7 @@ def test_mcp_refuses_a_non_boolean_and_never_echoes_rejected_values(tmp_path: Pa
         return ""
 
     text = anyio.run(call, {**HARD, "blocksProgress": "yes"})
-    assert "blocksProgress" in text and not (tmp_path / "blockers.md").exists()
+    assert "blocksProgress" in text and not (tmp_path / ".stoprule" / "blockers.md").exists()
     text = anyio.run(call, {**HARD, "blocksProgress": {"k": SECRET}, "question": ["not a string", SECRET]})
     assert text and SECRET_VALUE not in text
 

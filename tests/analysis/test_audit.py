@@ -230,7 +230,8 @@ def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     edit(pack, "review.yaml", "errors[].type: {not_in: blocker_categories}", "errors[].type: {in: [never_seen]}")
     report = audit(pack)
     unused = {f["member"]: f["location"] for f in report["findings"] if f["kind"] == "unused" and "member" in f}
-    assert set(unused) == {"timeout", "context_exhaustion_handoff", "phase_incomplete", "mcp_transient"}
+    assert set(unused) == {"timeout", "context_exhaustion_handoff", "phase_incomplete", "mcp_transient",
+                           "naming", "formatting", "style", "minor-refactor"}
     assert unused["timeout"] == line_of(pack, "vocabulary.yaml", "    timeout:")
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inproc import cli
 
+from clirunner import cli
 from stoprule.cli.fmt_cmd import format_text
 
 MESSY = """\

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from inproc import cli
+
+from clirunner import cli
 
 ORG = """\
 rules:

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from inproc import cli
 
+from clirunner import cli
 from stoprule.cli import progress
 from stoprule.cli.progress import Bar
 

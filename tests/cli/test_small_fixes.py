@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from inproc import cli
+
+from clirunner import cli
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def test_doctor_remedies(project: Path, monkeypatch: pytest.MonkeyPatch) -> None
     r = cli("doctor")
     assert r.code == 1
     lines = r.out.splitlines()
-    path_line = next(ln for ln in lines if "resolves to nothing on PATH" in ln)
+    path_line = next(ln for ln in lines if "resolves to nothing on a PATH" in ln)
     assert path_line.startswith("FAIL") and "stoprule init --harness claude-code" in path_line
     mcp_line = next(ln for ln in lines if "MCP server in .mcp.json" in ln)
     assert mcp_line.startswith("FAIL") and "MCP SDK is not installed" in mcp_line and "stoprule[mcp]" in mcp_line

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from stoprule.agent.defaults import DEFAULT_BLOCKERS
+
 __all__ = ["BlockerSettings"]
 
 
 class BlockerSettings(BaseModel):
     """Blocker tool and blocked-report settings.
 
-    ``file`` is relative to the project (the directory holding ``.stoprule/``); an
+    ``file`` (the rendered view, default ``.stoprule/blockers.md``: stoprule's own files
+    never dirty the agent's work tree) is relative to the project (the directory holding ``.stoprule/``); an
     absolute path, a ``..`` step, or a symlink that leads out of the project is an error.
     ``soft_categories`` adds soft categories to the pack's ``blocker_categories.soft``
     (choices an agent may make itself, such as naming or formatting): the categories the
@@ -19,12 +22,12 @@ class BlockerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
-    file: str = "blockers.md"
-    max_per_run: int = Field(50, gt=0)
-    cooldown_seconds: float = Field(30.0, ge=0)
-    rotate_bytes: int = Field(10 * 1024 * 1024, gt=0)
-    rotate_entries: int = Field(1000, gt=0)
+    enabled: bool = DEFAULT_BLOCKERS["enabled"]
+    file: str = DEFAULT_BLOCKERS["file"]
+    max_per_run: int = Field(DEFAULT_BLOCKERS["max_per_run"], gt=0)
+    cooldown_seconds: float = Field(DEFAULT_BLOCKERS["cooldown_seconds"], ge=0)
+    rotate_bytes: int = Field(DEFAULT_BLOCKERS["rotate_bytes"], gt=0)
+    rotate_entries: int = Field(DEFAULT_BLOCKERS["rotate_entries"], gt=0)
     soft_categories: list[str] = Field(default_factory=list)
     ledger: bool = False  # record each logged blocker and filed report in the ledger (run = session)
 

@@ -8,6 +8,8 @@ fact fields only (names from :data:`.fields.FIELDS`):
 - ``resolvedBlockers``: resolved ones (soft choices, or resolved by a person), each
   ``{id, category, question, chosenOption}``
 - ``blocked_report``: the four sections of the latest report this session filed (if any)
+- ``blockedTasks``: the tasks open progress-blocking blockers are about (:func:`bind_task`;
+  the hook's ``blockers`` provider observes them and never offers them as the next task)
 
 A session's blockers are those logged with its id, plus those logged without one
 (:data:`.service.DEFAULT_SESSION`: an agent whose MCP server does not know the
@@ -23,7 +25,7 @@ from typing import Any
 
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
 
-__all__ = ["blockers_facts"]
+__all__ = ["bind_task", "blockers_facts"]
 
 DEFAULT_SESSION = "default"
 
@@ -62,9 +64,46 @@ def blockers_facts(project_dir: str, session_id: str | None, settings: Any = Non
         FIELDS["open_blocker_count"]: len(open_),
         FIELDS["resolved_blockers"]: resolved,
     }
+    bound = _bound_tasks(project_dir)
+    blocked = [bound[b.id] for b in mine if b.open and b.blocksProgress and b.id in bound]
+    if blocked:
+        out["blockedTasks"] = list(dict.fromkeys(blocked))
     report = _latest_report(project_dir, session_id)
     if report is not None:
         out[FIELDS["blocked_report"]] = report
+    return out
+
+
+TASKS_FILE = "tasks.jsonl"  # in .stoprule/blockers/: {"id": blocker id, "task": the task it is about}
+
+
+def bind_task(project_dir: str, blocker_id: str, task: str) -> None:
+    """Record that blocker ``blocker_id`` is about ``task`` (one appended line; never raises)."""
+    line = json.dumps({"id": blocker_id, "task": task[:500]}, ensure_ascii=False) + "\n"
+    try:
+        path = os.path.join(project_dir, ".stoprule", "blockers", TASKS_FILE)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError:
+        return
+
+
+def _bound_tasks(project_dir: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        with open(os.path.join(project_dir, ".stoprule", "blockers", TASKS_FILE), encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and isinstance(rec.get("id"), str) and isinstance(rec.get("task"), str):
+                    out[rec["id"]] = rec["task"]
+    except OSError:
+        pass
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blocker_config import BlockerSettings
-from stoprule.agent.blocker_facts import DEFAULT_SESSION, blockers_facts
+from stoprule.agent.blocker_facts import DEFAULT_SESSION, bind_task, blockers_facts
 from stoprule.agent.blocker_store import Blocker, BlockerStore, StoreWriteError
 from stoprule.agent.config import load_config
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
@@ -84,6 +84,17 @@ class BlockerService:
         # (service, "blocker" | "report", item) -> None: copies them to a team server (set by the CLI)
         self.mirror: Callable[[BlockerService, str, dict[str, Any]], None] | None = None
 
+    def session_of(self, explicit: str | None = None) -> str:
+        """The session a call belongs to: ``explicit``, else ``$STOPRULE_SESSION``, else the session
+        the harness process running this server linked at session start (:mod:`.procs`), else
+        ``default``."""
+        if explicit or os.environ.get("STOPRULE_SESSION"):
+            return session_id(explicit)
+        from stoprule.agent.procs import linked_session
+
+        link = linked_session(os.path.join(self.project_dir, STATE_DIR))
+        return link["session"] if link else DEFAULT_SESSION
+
     # ------------------------------------------------------------ pack
 
     @property
@@ -105,7 +116,7 @@ class BlockerService:
 
     def log_blocker(self, session: str | None, args: dict[str, Any]) -> Reply:
         """The ``blocker`` tool: log a blocker of the session."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = _inbound(args)
         problem = self._check_blocker(args)
         if problem:
@@ -143,6 +154,10 @@ class BlockerService:
             return Reply(True, text, {"status": "limit", "count": result.count})
         b = result.blocker
         assert b is not None
+        task = args.get("task") if _str(args.get("task")) and args["task"].strip() else self._current_task(session)
+        if task and result.status == "logged":
+            bind_task(self.project_dir, b.id, task)
+        entry["task"] = task
         if result.status == "duplicate":
             text = (f"Already logged as {b.id} within the last {self.settings.cooldown_seconds:g} s; not written "
                     "twice.")  # fmt: skip
@@ -177,7 +192,7 @@ class BlockerService:
         opts = args.get("options")
         if opts is not None and (not isinstance(opts, list) or not all(_str(o) for o in opts)):
             return "options must be a list of strings."
-        for key in ("chosenOption", "chosenReasoning"):
+        for key in ("chosenOption", "chosenReasoning", "task"):
             if args.get(key) is not None and not _str(args[key]):
                 return f"{key} must be a string."
         if cat in soft and not (args.get("chosenOption") or "").strip():
@@ -199,15 +214,44 @@ class BlockerService:
             done += 1
         return done
 
+    def _session_tasks(self, session: str) -> list[dict[str, Any]]:
+        """The task list the hook sees for the session: the transcript's (kept in the hook's
+        session record at each stop), else none."""
+        from stoprule.agent.state import StateError, read_session
+
+        try:
+            rec = read_session(os.path.join(self.project_dir, STATE_DIR), session)
+        except (StateError, OSError):
+            return []
+        scan = (rec.get("transcript") or {}).get("scan") or {}
+        tasks = scan.get("tasks") if isinstance(scan, dict) else None
+        return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+    def _current_task(self, session: str) -> str | None:
+        """The task in progress: the transcript's, else the declared ``currentTask``/``task_id``."""
+        for t in self._session_tasks(session):
+            if t.get("status") == "in_progress" and isinstance(t.get("title"), str):
+                return str(t["title"])
+        facts = read_session_facts(self.project_dir, session)
+        for key in ("currentTask", FIELDS["task_id"]):
+            if isinstance(facts.get(key), str) and facts[key]:
+                return str(facts[key])
+        return None
+
     def _next_tasks(self, session: str) -> list[str]:
-        """Tasks the session declared as available (the `state` provider's availableTasks)."""
-        tasks = read_session_facts(self.project_dir, session).get(FIELDS["available_tasks"]) or []
-        return [str(t) for t in tasks] if isinstance(tasks, list) else []
+        """The tasks the hook would offer next: declared ``availableTasks``, then the transcript's
+        open tasks, never one an open progress-blocking blocker is about."""
+        declared = read_session_facts(self.project_dir, session).get(FIELDS["available_tasks"]) or []
+        tasks = [str(t) for t in declared] if isinstance(declared, list) else []
+        tasks += [str(t["title"]) for t in self._session_tasks(session)
+                  if t.get("status") in ("pending", "in_progress") and isinstance(t.get("title"), str)]  # fmt: skip
+        blocked = set(blockers_facts(self.project_dir, session, self.settings).get("blockedTasks", []))
+        return [t for t in dict.fromkeys(tasks) if t not in blocked]
 
     def _next_tasks_text(self, session: str, entry: dict[str, Any]) -> str:
         if entry["soft"]:
             return " Continue with your choice."
-        tasks = self._next_tasks(session)
+        tasks = [t for t in self._next_tasks(session) if not (entry["blocks_progress"] and t == entry.get("task"))]
         if tasks:
             listed = "\n".join(f"{i}. {t}" for i, t in enumerate(tasks, 1))
             return f"\nNext available tasks:\n{listed}\nSwitch to the first one that does not depend on this blocker."
@@ -232,7 +276,7 @@ class BlockerService:
 
     def report_status(self, session: str | None, args: dict[str, Any]) -> Reply:
         """Declare the session's status, errors, turn/max_turns, closure state (the `state` provider)."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = _inbound({k: v for k, v in args.items() if v is not None})
         unknown = sorted(set(args) - set(FIELDS))
         if unknown:
@@ -255,7 +299,7 @@ class BlockerService:
 
     def file_report(self, session: str | None, args: dict[str, Any]) -> Reply:
         """The blocked report: judged by the pack; a valid one saved per task."""
-        session = session_id(session)
+        session = self.session_of(session)
         args = _inbound(args)
         state = read_session_facts(self.project_dir, session)
         task = args.get("task_id") or state.get(FIELDS["task_id"])
@@ -290,7 +334,7 @@ class BlockerService:
     # ------------------------------------------------------------ listing
 
     def list_blockers(self, session: str | None = None, every: bool = False) -> Reply:
-        session = session_id(session)
+        session = self.session_of(session)
         items: list[Blocker] = self.store.blockers()
         if not every:
             items = [b for b in items if b.session in (session, DEFAULT_SESSION)]

@@ -39,8 +39,11 @@ from typing import Any
 
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
-from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pydantic: never on the hook's path
+    from stoprule.agent.blocker_config import BlockerSettings
 
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 

@@ -22,6 +22,9 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "closure.state": "replyClosureState",
     "closure.review": "requires_user_review",
     "closure.review_reason": "review_reason",
+    "closure.question_asked": "questionAsked",
+    "closure.question": "questionText",
+    "closure.question_again": "questionRepeated",
     "transcript.turns": "turn",
     "transcript.current_task": "currentTask",
     "transcript.task_state": "taskState",
@@ -33,7 +36,11 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "blockers.openBlockerCount": "openBlockerCount",
     "blockers.resolvedBlockers": "resolvedBlockers",
     "blockers.blocked_report": "blocked_report",
+    "blockers.logged_this_turn": "blockersThisTurn",
+    "blockers.blocked_tasks": None,
     "git.dirty": "uncommittedWork",
+    "git.files": "uncommittedFiles",
+    "git.count": "uncommittedCount",
     "git.branch": None,
 }
 

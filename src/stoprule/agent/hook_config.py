@@ -14,7 +14,7 @@ from stoprule.agent.defaults import DEFAULT_HOOK, PROVIDER_ORDER
 
 __all__ = ["HookSettings", "ProviderSettings"]
 
-Provider = Literal["hook", "state", "blockers", "closure", "transcript", "git"]
+Provider = Literal["hook", "state", "blockers", "transcript", "closure", "git"]
 
 
 class HookSettings(BaseModel):
@@ -29,6 +29,7 @@ class HookSettings(BaseModel):
     budget_ms: int = Field(5000, ge=100, le=600000)
     log: bool | str = True
     strict: bool = False
+    permission_triage: bool = False  # deny permission requests with the triage (autonomous sessions)
     closed_message: str = Field(DEFAULT_HOOK["closed_message"], min_length=1)
 
 

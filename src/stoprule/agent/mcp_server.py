@@ -141,11 +141,12 @@ def build_server(service: BlockerService) -> MCPServer:
         options: list[str] | None = None,
         chosenOption: str | None = None,  # noqa: N803
         chosenReasoning: str | None = None,  # noqa: N803
+        task: str | None = None,
         session: str | None = None,
     ) -> str:
         return _answer(service.log_blocker(session, {
             "category": category, "question": question, "context": context, "blocksProgress": blocksProgress,
-            "options": options, "chosenOption": chosenOption, "chosenReasoning": chosenReasoning,
+            "options": options, "chosenOption": chosenOption, "chosenReasoning": chosenReasoning, "task": task,
         }))  # fmt: skip
 
     @server.tool(

@@ -258,9 +258,9 @@ def _decide(
         from stoprule.agent.remote import Remote
 
         remote = Remote.configured(st.settings.get("server"), server, env, remaining)
-    if remote is None:
-        from stoprule.engine.packs import load_policy, pack_path
+    from stoprule.engine.packs import load_policy, pack_path
 
+    if remote is None:
         pack = pack_path(policy, env, workdir)
         entry["pack"] = pack
         st.evaluator = load_policy(pack)
@@ -278,6 +278,7 @@ def _decide(
     if notes:
         entry["state_notes"] = notes
     ctx = Context(st.project, st.home, workdir, st.settings["providers"], rec)
+    ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
     entry["provenance"] = prov.to_dict()

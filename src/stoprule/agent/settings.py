@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from stoprule.agent.defaults import DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
+from stoprule.agent.defaults import DEFAULT_BLOCKERS, DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
 from stoprule.agent.fields import DEFAULT_FIELDS
 from stoprule.limits import MAX_CONFIG_BYTES
 
@@ -19,7 +19,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER", "default_settings", "hook_settings"]
+__all__ = [
+    "DEFAULT_BLOCKERS",
+    "DEFAULT_FIELDS",
+    "DEFAULT_HOOK",
+    "DEFAULT_PROVIDERS",
+    "PROVIDER_ORDER",
+    "default_settings",
+    "hook_settings",
+]
 
 
 
@@ -27,6 +35,7 @@ __all__ = ["DEFAULT_FIELDS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDE
 def default_settings() -> dict[str, dict[str, Any]]:
     """The settings when there is no config file (plain dicts, as :func:`hook_settings` returns)."""
     providers = dict(DEFAULT_PROVIDERS, enabled=list(PROVIDER_ORDER), fields=dict(DEFAULT_FIELDS))
+    providers["blockers"] = dict(DEFAULT_BLOCKERS, soft_categories=[])
     return {"hook": dict(DEFAULT_HOOK), "providers": providers}
 
 

@@ -3,6 +3,10 @@
 Used by ``stoprule init`` (write or merge the entry) and ``stoprule doctor`` (find it).
 All five harnesses take JSON; Codex also reads inline ``[hooks]`` tables in
 ``config.toml``, which init does not edit (it writes ``.codex/hooks.json``; both merge).
+Beside the stop hook, :data:`EXTRA_EVENTS` names each harness's session-start hook (the
+triage instructions and the session's baseline) and permission hook (opt-in triage).
+OpenCode has no command hooks: init writes a generated plugin (:data:`OPENCODE_PLUGIN`)
+and registers the MCP server in ``opencode.json``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TARGETS", "Target", "add_entry", "find_entry"]
+__all__ = ["EXTRA_EVENTS", "OPENCODE_PLUGIN", "TARGETS", "Target", "add_entry", "find_entry", "opencode_plugin"]
 
 
 @dataclass(frozen=True)
@@ -60,9 +64,32 @@ TARGETS: dict[str, Target] = {
 }
 
 
-def _handlers(config: dict[str, Any], t: Target) -> list[dict[str, Any]]:
+# harness -> stoprule's ``--event`` -> the harness's hook event (HARNESSES.md § 11)
+EXTRA_EVENTS: dict[str, dict[str, str]] = {
+    "claude-code": {"session-start": "SessionStart", "permission": "PermissionRequest"},
+    "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},
+    "gemini": {"session-start": "SessionStart"},
+    "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
+}
+
+# where init writes the OpenCode plugin (project root / home), and its MCP config
+OPENCODE_PLUGIN = (os.path.join(".opencode", "plugins", "stoprule.js"),
+                   os.path.join(".config", "opencode", "plugins", "stoprule.js"))  # fmt: skip
+OPENCODE_CONFIG = ("opencode.json", os.path.join(".config", "opencode", "opencode.json"))
+
+
+def opencode_plugin(argv: list[str]) -> str:
+    """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``)."""
+    import json
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "opencode_plugin.js"), encoding="utf-8") as fh:
+        return fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
+
+
+def _handlers(config: dict[str, Any], t: Target, event: str | None = None) -> list[dict[str, Any]]:
     hooks = config.get("hooks")
-    entries = hooks.get(t.event) if isinstance(hooks, dict) else None
+    entries = hooks.get(event or t.event) if isinstance(hooks, dict) else None
     out: list[dict[str, Any]] = []
     for e in entries if isinstance(entries, list) else []:
         if not isinstance(e, dict):
@@ -79,24 +106,27 @@ def _command(handler: dict[str, Any]) -> str:
     return c if isinstance(c, str) else ""
 
 
-def find_entry(config: dict[str, Any], t: Target) -> str | None:
-    """The command of stoprule's entry for this harness, if the config has one."""
+def find_entry(config: dict[str, Any], t: Target, event: str | None = None) -> str | None:
+    """The command of stoprule's entry for this harness (under ``event``, default the stop's),
+    if the config has one."""
     needle = f"hook {t.harness}"
-    return next((_command(h) for h in _handlers(config, t) if "stoprule" in _command(h) and needle in _command(h)),
-                None)  # fmt: skip
+    return next((_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h)
+                 and needle in _command(h)), None)  # fmt: skip
 
 
-def add_entry(config: dict[str, Any], t: Target, command: str) -> bool:
-    """Add stoprule's entry (keeping every other entry); False if one is already there."""
-    if find_entry(config, t) is not None:
+def add_entry(config: dict[str, Any], t: Target, command: str, event: str | None = None) -> bool:
+    """Add stoprule's entry under ``event`` (default the stop's), keeping every other entry;
+    False if one is already there."""
+    if find_entry(config, t, event) is not None:
         return False
     if t.versioned:
         config.setdefault("version", 1)
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError("its 'hooks' is not an object")
-    entries = hooks.setdefault(t.event, [])
+    key = event or t.event
+    entries = hooks.setdefault(key, [])
     if not isinstance(entries, list):
-        raise ValueError(f"its 'hooks.{t.event}' is not a list")
+        raise ValueError(f"its 'hooks.{key}' is not a list")
     entries.append({"hooks": [t.handler(command)]} if t.grouped else t.handler(command))
     return True

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     from stoprule.engine.evaluator import Evaluator
 
-HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot")
+HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
+EVENTS = ("stop", "subagent-stop", "session-start", "permission")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Settings: .stoprule/config.yaml (found upward). See docs/agents.md."
     )
     p.add_argument("harness", choices=HARNESSES, metavar="HARNESS", help=" | ".join(HARNESSES))
-    p.add_argument("--event", choices=("stop", "subagent-stop"), help="default: from the payload, else stop")
+    p.add_argument(
+        "--event",
+        choices=EVENTS,
+        help="default: from the payload, else stop; session-start: record the session's baseline and answer with "
+        "the triage instructions; permission: deny a permission request with the triage (hook.permission_triage)",
+    )
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
     )
@@ -60,6 +66,21 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)
 
 
+def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:
+    """``--event session-start`` / ``permission``: their answers (:mod:`stoprule.agent.lifecycle`)."""
+    try:
+        from stoprule.agent import lifecycle
+
+        fn = lifecycle.run_session_start if args.event == "session-start" else lifecycle.run_permission
+        output = fn(args.harness, data, policy=args.policy)
+    except Exception as exc:  # noqa: BLE001 - never a traceback, always exit 0
+        stderr.write(f"stoprule hook: internal error ({args.event}): {type(exc).__name__}: {exc}\n")
+        output = None
+    if output is not None:
+        stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     from stoprule.agent.runner import MAX_PAYLOAD_BYTES
 
@@ -67,6 +88,8 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
     except (OSError, ValueError):
         data = b""
+    if args.event in ("session-start", "permission"):
+        return _lifecycle(args, data, stdout, stderr)
     from stoprule._util.gcpause import paused_gc
 
     try:

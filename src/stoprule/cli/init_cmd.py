@@ -1,4 +1,8 @@
-"""``stoprule init --harness H [--user] [--dry-run] [--no-mcp]``: wire the stop hook into a harness.
+"""``stoprule init --harness H [--user] [--dry-run] [--no-mcp] [--permission-triage]``: wire the
+stop hook into a harness, with its session-start hook (the triage instructions, the session's
+baseline) and, with ``--permission-triage``, its permission hook (and ``permission_triage: true``
+in a new config). OpenCode gets a generated plugin (``.opencode/plugins/stoprule.js``) and its
+MCP server in ``opencode.json``.
 
 Writes or merges stoprule's entry into the harness's hook config (existing entries kept,
 a ``.bak`` copy of a file it changes, nothing written when the entry is already there)
@@ -21,7 +25,7 @@ import shutil
 import sys
 from typing import IO, Any
 
-from stoprule.agent.wiring import TARGETS, add_entry
+from stoprule.agent.wiring import EXTRA_EVENTS, TARGETS, add_entry
 from stoprule.project import STATE_DIR, find_project
 
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
@@ -34,8 +38,9 @@ hook:
   loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
   ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
   budget_ms: 5000    # the whole hook's time budget
+  permission_triage: {triage}  # deny permission requests with the triage (autonomous sessions only)
 providers:
-  enabled: [hook, state, blockers, closure, transcript, git]
+  enabled: [hook, state, blockers, transcript, closure, git]
   timeout_ms: 1500   # each provider's budget
   # fields:          # observation -> fact field of the pack (null: observe only)
   #   transcript.turns: turn
@@ -61,14 +66,20 @@ def default_command(harness: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    harnesses = (*TARGETS, "opencode")
     p.description = "Wire `stoprule hook` into an agent harness's hook config; create .stoprule/config.yaml."
-    p.add_argument("--harness", required=True, choices=tuple(TARGETS), metavar="HARNESS", help=" | ".join(TARGETS))
+    p.add_argument("--harness", required=True, choices=harnesses, metavar="HARNESS", help=" | ".join(harnesses))
     p.add_argument(
         "--user", action="store_true", help="the harness's user-level config (home) instead of the project's"
     )
     p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
     p.add_argument("--command", metavar="CMD", help="the hook command (default: stoprule hook HARNESS)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the blocker tools' MCP server")
+    p.add_argument(
+        "--permission-triage",
+        action="store_true",
+        help="also wire the permission hook: permission requests are denied with the triage (autonomous sessions)",
+    )
 
 
 # harness -> its project MCP config file (JSON with an ``mcpServers`` object)
@@ -131,6 +142,27 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     _write_json(path, config, dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
 
 
+def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
+    """``.stoprule/config.yaml`` (and its ``.gitignore``) when missing."""
+    cfg = os.path.join(state_dir, "config.yaml")
+    text = CONFIG_TEMPLATE.replace("{triage}", "true" if triage else "false")
+    if os.path.exists(cfg):
+        stdout.write(f"{cfg}: exists; unchanged\n")
+        if triage:
+            stdout.write(f"note: set `hook.permission_triage: true` in {cfg} to turn the permission triage on\n")
+    elif dry_run:
+        stdout.write(f"would create {cfg}:\n{text}")
+    else:
+        os.makedirs(state_dir, exist_ok=True)
+        with open(cfg, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        gi = os.path.join(state_dir, ".gitignore")
+        if not os.path.exists(gi):
+            with open(gi, "w", encoding="utf-8") as fh:
+                fh.write(GITIGNORE)
+        stdout.write(f"created {cfg} (hook settings) and {gi}\n")
+
+
 def _load(path: str) -> dict[str, Any]:
     if not os.path.exists(path):
         return {}
@@ -144,42 +176,89 @@ def _load(path: str) -> dict[str, Any]:
     return data
 
 
+def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr: IO[str], backed: set[str]) -> int:
+    """The generated plugin and the MCP server in ``opencode.json`` (project, or ``--user``)."""
+    from stoprule.agent.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, opencode_plugin
+
+    base = os.path.expanduser("~") if args.user else root
+    if args.command:  # how to run stoprule (a trailing `hook opencode` is dropped)
+        argv = shlex.split(args.command)
+        if argv[-2:] == ["hook", "opencode"]:
+            argv = argv[:-2]
+    else:
+        argv = ["stoprule"] if shutil.which("stoprule") else [sys.executable, "-m", "stoprule"]
+    plugin = os.path.join(base, OPENCODE_PLUGIN[1 if args.user else 0])
+    text = opencode_plugin(argv)
+    old = None
+    if os.path.exists(plugin):
+        with open(plugin, encoding="utf-8") as fh:
+            old = fh.read()
+    if old == text:
+        stdout.write(f"{plugin}: the stoprule plugin is already there; unchanged\n")
+    elif args.dry_run:
+        stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
+    else:
+        os.makedirs(os.path.dirname(plugin), exist_ok=True)
+        tmp = plugin + ".stoprule-tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, plugin)
+        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
+    if args.no_mcp:
+        return 0
+    path = os.path.join(base, OPENCODE_CONFIG[1 if args.user else 0])
+    try:
+        config = _load(path)
+        servers = config.setdefault("mcp", {})
+        if not isinstance(servers, dict):
+            raise ValueError("its 'mcp' is not an object")
+    except (OSError, ValueError) as exc:
+        stderr.write(f"stoprule: cannot use {path}: {exc}; MCP server not registered\n")
+        return 0
+    if "stoprule" in servers:
+        stdout.write(f"{path}: the stoprule MCP server is already there; unchanged\n")
+        return 0
+    server = mcp_server()
+    servers["stoprule"] = {"type": "local", "command": [server["command"], *server["args"]], "enabled": True}
+    _write_json(path, config, args.dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
+    if not args.user:
+        stdout.write("note: OpenCode asks you to approve a project's MCP servers once (`opencode mcp approve`)\n")
+    return 0
+
+
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    t = TARGETS[args.harness]
     state = find_project()
     root = os.path.dirname(state) if state else os.getcwd()
+    prefix = "would " if args.dry_run else ""
+    backed: set[str] = set()
+    triage = getattr(args, "permission_triage", False)
+    if args.harness == "opencode":
+        _init_opencode(args, root, stdout, stderr, backed)
+        _write_config(state or os.path.join(root, STATE_DIR), args.dry_run, triage, stdout)
+        stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
+        return 0
+    t = TARGETS[args.harness]
     path = t.path(root, args.user)
     command = args.command or default_command(args.harness)
+    events = {k: v for k, v in EXTRA_EVENTS.get(args.harness, {}).items() if k != "permission" or triage}
     try:
         config = _load(path)
         changed = add_entry(config, t, command)
+        added = [name for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)]
     except (OSError, ValueError) as exc:
         stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
         return 2
     state_dir = state or os.path.join(root, STATE_DIR)
-    cfg = os.path.join(state_dir, "config.yaml")
-    prefix = "would " if args.dry_run else ""
-    backed: set[str] = set()
-    if not changed:
+    if not changed and not added:
         stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")
     else:
-        _write_json(path, config, args.dry_run, f"added `{command}` as a {t.event} hook", stdout, backed)
+        what = f"added `{command}` as a {t.event} hook" if changed else f"kept stoprule's {t.event} hook"
+        if added:
+            what += f" (and its {', '.join(added)} hooks)"
+        _write_json(path, config, args.dry_run, what, stdout, backed)
     if not args.no_mcp and not args.user:
         _wire_mcp(args.harness, root, args.dry_run, stdout, stderr, backed)
-    if os.path.exists(cfg):
-        stdout.write(f"{cfg}: exists; unchanged\n")
-    else:
-        if args.dry_run:
-            stdout.write(f"would create {cfg}:\n{CONFIG_TEMPLATE}")
-        else:
-            os.makedirs(state_dir, exist_ok=True)
-            with open(cfg, "w", encoding="utf-8") as fh:
-                fh.write(CONFIG_TEMPLATE)
-            gi = os.path.join(state_dir, ".gitignore")
-            if not os.path.exists(gi):
-                with open(gi, "w", encoding="utf-8") as fh:
-                    fh.write(GITIGNORE)
-            stdout.write(f"created {cfg} (hook settings) and {gi}\n")
+    _write_config(state_dir, args.dry_run, triage, stdout)
     if args.harness == "codex":
         toml = os.path.join(os.path.dirname(path), "config.toml")
         if os.path.exists(toml):

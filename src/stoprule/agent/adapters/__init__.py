@@ -20,6 +20,7 @@ ADAPTERS: dict[str, str] = {
     "gemini": "gemini",
     "cursor": "cursor",
     "copilot": "copilot",
+    "opencode": "opencode",
 }
 
 

@@ -1,9 +1,10 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
 Order (:data:`stoprule.agent.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
-``closure``, ``transcript``, ``git`` — what was declared (the payload, facts declared for
-the session, blockers the agent logged, the agent's closure trailer) before what is
-inferred (the transcript, the working tree).
+``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
+the session, blockers the agent logged) before what is inferred (the working tree); the
+transcript comes before ``closure`` so that the agent's last message (its closure trailer,
+a question to the user) is read from the transcript when the payload has none.
 A provider reports neutral observations (``transcript.turns`` ...); ``providers.fields``
 in the config maps each to a fact field of the pack (or to nothing). The ``state``
 provider's observations are fact fields already (``state.<field>`` may rename one).
@@ -35,15 +36,17 @@ class Context:
     None), ``home`` (where session state lives: the project, else the user's state
     directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
     ``session`` (the hook's record for this session; providers may update it) and
-    ``deadline`` (``time.monotonic()`` by which the running provider must be done)."""
+    ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
+    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one."""
 
-    __slots__ = ("deadline", "home", "project", "session", "settings", "workdir")
+    __slots__ = ("deadline", "home", "pack", "project", "session", "settings", "workdir")
 
     def __init__(
         self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
     ) -> None:
         self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
         self.deadline = 0.0
+        self.pack: str | None = None
 
 
 class Provenance:
@@ -117,14 +120,35 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
             obs, notes = _run(name, event, ctx)
         except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+        if name == "transcript" and event.last_message is None:
+            scan = (ctx.session.get("transcript") or {}).get("scan") or {}
+            if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
+                event.last_message = scan["last_text"]  # the payload has none: the transcript's
+                notes = [*notes, "last message read from the transcript"]
         spent = time.monotonic() - t0
         timings[name] = round(spent * 1000, 2)
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
         results.append((name, obs, notes))
-    fact, prov = merge(results, ctx.settings.get("fields", {}))
+    fields = ctx.settings.get("fields", {})
+    fact, prov = merge(results, fields)
     prov.timings_ms = timings
+    _skip_blocked(fact, prov, fields)
     return fact, prov
+
+
+def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:
+    """Tasks an open progress-blocking blocker is about are never offered as the next task:
+    they leave the available tasks (noted in the provenance)."""
+    blocked = next((o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"),
+                   None)  # fmt: skip
+    target = fields.get("transcript.available_tasks")
+    if not blocked or not target or not isinstance(fact.get(target), list):
+        return
+    kept = [t for t in fact[target] if t not in blocked]
+    if len(kept) < len(fact[target]):
+        prov.notes.setdefault("blockers", []).append(f"left out of {target} (blocked): {', '.join(map(str, blocked))}")
+        fact[target] = kept
 
 
 def merge(

@@ -8,7 +8,14 @@ but blank lines)::
 
 ``closure`` gives the reply's closure state (``closure.state``; a word of ``a-z`` and
 ``_``); ``review`` asks for user review with the given reason (``closure.review`` true and
-``closure.review_reason``). Text elsewhere in the message is never read.
+``closure.review_reason``). Text elsewhere in the message is never read for the trailer.
+
+The message (without its trailer, code blocks and quotes) is also read for a question to
+the user: ``closure.question_asked`` (bool), ``closure.question`` (the sentence that
+matched) and ``closure.question_again`` (a question was already seen at an earlier stop of
+this turn: the policy pushes back once). The patterns are the pack's data
+(``agent/triage.json`` ``question``: ``asks`` match the last sentence, ``requests`` one of
+the last ``window`` sentences, ``ignore`` excludes a sentence), never code.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -52,5 +59,48 @@ def parse_trailer(message: str | None) -> tuple[dict[str, Any], list[str]]:
     return obs, notes
 
 
+_FENCE = r"```.*?(?:```|$)"
+_SPLIT = r"(?<=[.!?])\s+|\n+"
+
+
+def find_question(message: str | None, spec: dict[str, Any]) -> str | None:
+    """The sentence of ``message`` that asks the user something, by the patterns of ``spec``
+    (the pack's ``question`` data), or None."""
+    if not message or not spec:
+        return None
+    text = re.sub(_FENCE, "\n", message, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "code", text)
+    lines = [ln for ln in text.split("\n") if not ln.lstrip().startswith(">") and not re.match(_LINE, ln)]
+    sentences = [s.strip(" \t*_-#") for s in re.split(_SPLIT, "\n".join(lines))]
+    sentences = [s for s in sentences if s]
+    window = spec.get("window", 2)
+    window = window if isinstance(window, int) and window > 0 else 2
+    asks, requests, ignore = spec.get("asks", []), spec.get("requests", []), spec.get("ignore", [])
+    for n, sentence in enumerate(reversed(sentences[-window:])):
+        if any(re.search(p, sentence, re.I) for p in ignore):
+            continue
+        # a question counts as the last sentence only (one answered right after it is rhetorical);
+        # a request anywhere in the window
+        if any(re.search(p, sentence, re.I) for p in (*asks, *requests) if n == 0 or p in requests):
+            return sentence[:300]
+    return None
+
+
 def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
-    return parse_trailer(event.last_message)
+    obs, notes = parse_trailer(event.last_message)
+    if event.last_message is None:
+        return obs, notes
+    from stoprule.agent.pack_data import pack_data
+    from stoprule.agent.providers._turn import fresh_turn
+
+    question = find_question(event.last_message, pack_data(ctx.pack).get("question") or {})
+    seen = ctx.session.get("question") if isinstance(ctx.session.get("question"), dict) else {}
+    again = bool(seen.get("asked")) and not fresh_turn(event, ctx.session)
+    obs["question_asked"] = question is not None
+    if question is not None:
+        obs["question"] = question
+        obs["question_again"] = again
+        ctx.session["question"] = {"asked": True}
+    elif fresh_turn(event, ctx.session):
+        ctx.session["question"] = {"asked": False}
+    return obs, notes

@@ -1,5 +1,7 @@
 """``transcript``: turns, the latest task list and this turn's failed tool results, read
-from the harness's transcript incrementally (position kept in the session record).
+from the harness's transcript incrementally (position kept in the session record). A
+harness whose plugin sends its task list and turn count in the payload (OpenCode:
+``todos`` from ``todo.updated`` events, ``turns``) is read from there.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -20,6 +22,8 @@ __all__ = ["provide"]
 
 def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     path = event.transcript_path
+    if not path and isinstance(event.raw.get("todos"), list):
+        return _from_payload(event.raw), []
     if not path:
         return {}, ["no transcript path in the payload"]
     path = os.path.expanduser(path)
@@ -42,3 +46,17 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
         return {}, [f"transcript {path} unreadable: {exc.strerror or exc}"]
     ctx.session["transcript"] = state
     return observations(state["scan"]), notes
+
+
+def _from_payload(raw: dict[str, Any]) -> dict[str, Any]:
+    """Observations from a payload's ``todos`` (``content``/``status``) and ``turns``."""
+    from stoprule.agent.transcripts import Scan
+
+    scan = Scan("claude")
+    scan._set_tasks([t for t in raw["todos"] if isinstance(t, dict)], "content", "title", "description")
+    state = scan.state()
+    turns = raw.get("turns")
+    state["turns"] = turns if isinstance(turns, int) and not isinstance(turns, bool) else None
+    if isinstance(raw.get("last_assistant_message"), str):
+        state["last_text"] = raw["last_assistant_message"]
+    return observations(state)

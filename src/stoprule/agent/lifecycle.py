@@ -1,0 +1,177 @@
+"""The hook's events besides the stop: ``session-start`` and ``permission``. Never raise.
+
+``session-start`` (Claude Code ``SessionStart``, Codex ``SessionStart``, Gemini CLI
+``SessionStart``, Copilot ``sessionStart``, the OpenCode plugin): records the session's
+baseline (the files already dirty, with content hashes: the ``git`` provider counts only
+what changed since), links the harness process to the session for ``stoprule mcp``
+(:mod:`stoprule.agent.procs`), and answers with the standing triage instructions, rendered
+from the pack's ``agent/triage.json`` and its blocker categories.
+
+``permission`` (Claude Code / Codex ``PermissionRequest``, Copilot ``permissionRequest``,
+OpenCode ``permission.ask``), opt-in with ``hook.permission_triage: true``: a permission
+request is never approved by stoprule; it is denied with the pack's triage message (log a
+``permission`` blocker, switch tasks). Off (the default), stoprule says nothing and the
+harness asks the user as usual.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from stoprule.agent.adapters import adapter, decode_payload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = ["instructions", "render_permission", "render_session_start", "run_permission", "run_session_start"]
+
+# The harness's event name in each answer (Claude Code's and Codex's hookSpecificOutput).
+_SPECIFIC = ("claude-code", "codex", "gemini")
+
+
+def render_session_start(harness: str, text: str) -> dict[str, Any] | None:
+    """The harness's answer that adds ``text`` to the agent's context (HARNESSES.md § 11)."""
+    if harness in _SPECIFIC:
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    if harness == "copilot":
+        return {"additionalContext": text}
+    if harness == "opencode":
+        return {"system": text}
+    if harness == "cursor":
+        return {"additional_context": text}
+    return None
+
+
+def render_permission(harness: str, message: str | None) -> dict[str, Any] | None:
+    """A deny with ``message`` (None: no decision, the harness asks the user)."""
+    if message is None:
+        return {} if harness in ("copilot", "opencode", "gemini", "cursor") else None
+    if harness in ("claude-code", "codex"):
+        return {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                       "decision": {"behavior": "deny", "message": message}}}  # fmt: skip
+    if harness == "copilot":
+        return {"behavior": "deny", "message": message}
+    if harness == "opencode":
+        return {"status": "deny", "message": message}
+    if harness == "gemini":
+        return {"decision": "deny", "reason": message}
+    if harness == "cursor":
+        return {"permission": "deny", "user_message": message, "agent_message": message}
+    return None
+
+
+def _categories(pack: str) -> dict[str, str]:
+    from stoprule.engine.packs import load_policy
+
+    sets = load_policy(pack).compiled.sets
+    soft = list(sets.get("blocker_categories.soft", ()))
+    hard = [c for c in sets.get("blocker_categories", ()) if c not in soft]
+    closures = ", ".join(sets.get("legal_closure_states", ()))
+    return {"hard": ", ".join(hard), "soft": ", ".join(soft), "closures": closures}
+
+
+def instructions(pack: str) -> str:
+    """The standing triage instructions of ``pack`` (empty when it has none)."""
+    from stoprule.agent.pack_data import pack_data, render_text
+
+    template = pack_data(pack).get("instructions")
+    return render_text(template, _categories(pack)) if isinstance(template, str) else ""
+
+
+def _begin(
+    harness: str, event_name: str, data: bytes, cwd: str | None, env: Mapping[str, str]
+) -> tuple[Any, ...]:
+    from stoprule.agent.runner import state_home
+    from stoprule.agent.settings import hook_settings
+
+    event = adapter(harness).parse(decode_payload(data), event_name)
+    workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
+    project, home = state_home(workdir, env)
+    settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+    return event, workdir, project, home, settings
+
+
+def _log(home: str, settings: dict[str, Any] | None, entry: dict[str, Any]) -> None:
+    from stoprule.agent.runner import _log as log
+
+    log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+
+
+def run_session_start(
+    harness: str,
+    data: bytes,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    policy: str | None = None,
+) -> dict[str, Any] | None:
+    """Record the baseline, link the session, answer with the instructions."""
+    env = os.environ if env is None else env
+    entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": "session-start"}
+    home, settings = None, None
+    try:
+        from stoprule.agent.procs import link_session
+        from stoprule.agent.providers.git_provider import baseline
+        from stoprule.agent.state import update_session
+        from stoprule.engine.packs import pack_path
+
+        event, workdir, project, home, settings = _begin(harness, "session-start", data, cwd, env)
+        entry.update(session=event.session_id, project=project)
+        try:
+            base = baseline(workdir, project, settings["providers"])
+        except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
+            base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
+        if base is not None:
+            def keep_first(rec: dict[str, Any]) -> dict[str, Any]:  # a resumed session keeps its baseline
+                return rec if isinstance(rec.get("baseline"), dict) else {**rec, "baseline": base}
+
+            rec = update_session(home, event.session_id, keep_first)
+            entry["baseline"] = len(rec["baseline"].get("files", {}))
+        if event.session_id:
+            entry["linked"] = link_session(home, event.session_id, harness)
+        pack = pack_path(policy, env, workdir)
+        text = instructions(pack)
+        output = render_session_start(harness, text) if text else None
+    except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
+        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+        output = {} if harness in ("gemini", "copilot", "opencode", "cursor") else None
+    if home is not None:
+        _log(home, settings, entry)
+    return output
+
+
+def run_permission(
+    harness: str,
+    data: bytes,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    policy: str | None = None,
+) -> dict[str, Any] | None:
+    """Deny with the triage message when ``hook.permission_triage`` is on; else no decision."""
+    env = os.environ if env is None else env
+    entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": "permission"}
+    home, settings = None, None
+    message = None
+    try:
+        from stoprule.agent.pack_data import pack_data, render_text
+        from stoprule.engine.packs import pack_path
+
+        event, workdir, project, home, settings = _begin(harness, "permission", data, cwd, env)
+        raw = event.raw
+        tool = raw.get("tool_name") or raw.get("toolName") or raw.get("tool") or raw.get("permission") or "a tool"
+        entry.update(session=event.session_id, tool=str(tool)[:200])
+        if settings["hook"].get("permission_triage"):
+            pack = pack_path(policy, env, workdir)
+            template = pack_data(pack).get("permission")
+            if isinstance(template, str):
+                message = render_text(template, {"tool": str(tool)[:200], **_categories(pack)})
+        entry["decision"] = "deny" if message else "none (permission_triage is off)"
+    except Exception as exc:  # noqa: BLE001
+        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    if home is not None:
+        _log(home, settings, entry)
+    return render_permission(harness, message)

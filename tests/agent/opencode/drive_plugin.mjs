@@ -1,0 +1,56 @@
+// Drives the generated OpenCode plugin with a fake `client` (the shapes of @opencode-ai/sdk v1:
+// session.get/messages/prompt with {path:{id}}, events {type, properties}); prints what the
+// plugin did as one JSON object. Usage: node drive_plugin.mjs PLUGIN.mjs PROJECT_DIR
+const [pluginPath, directory] = process.argv.slice(2)
+const { StopRule } = await import(pluginPath)
+
+const prompts = []
+const parents = { main: null, child: "main" }
+const messages = {
+  main: [
+    { info: { role: "user" }, parts: [{ type: "text", text: "Migrate staging" }] },
+    { info: { role: "assistant" }, parts: [{ type: "text", text: "Staging is migrated." }] },
+  ],
+  child: [{ info: { role: "assistant" }, parts: [{ type: "text", text: "Subtask done." }] }],
+}
+const client = {
+  session: {
+    get: async ({ path }) => ({ data: { id: path.id, parentID: parents[path.id] ?? null } }),
+    messages: async ({ path }) => ({ data: messages[path.id] ?? [] }),
+    prompt: async (args) => {
+      prompts.push({ id: args.path.id, text: args.body.parts[0].text })
+      return { data: {} }
+    },
+  },
+}
+const hooks = await StopRule({ client, directory, worktree: directory })
+const out = {}
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "main" } } } })
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "child", parentID: "main" } } } })
+const system = { system: ["base prompt"] }
+await hooks["experimental.chat.system.transform"]({ sessionID: "main" }, system)
+out.system = system.system
+await hooks.event({
+  event: {
+    type: "todo.updated",
+    properties: { sessionID: "main", todos: [
+      { id: "1", content: "Migrate staging", status: "completed", priority: "high" },
+      { id: "2", content: "Run the production migration", status: "pending", priority: "high" },
+    ] },
+  },
+})
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "child" } } })
+out.after_child_idle = prompts.length
+for (let i = 0; i < 4; i++) {
+  await hooks.event({ event: { type: "session.idle", properties: { sessionID: "main" } } })
+  // each continuation arrives as a user message of the plugin's own
+  if (prompts.length > i) await hooks["chat.message"]({ sessionID: "main" }, {})
+}
+out.prompts = prompts
+const args = { question: "q" }
+await hooks["tool.execute.before"]({ tool: "stoprule_blocker", sessionID: "main", callID: "c1" }, { args })
+out.tool_args = args
+const perm = { status: "ask" }
+await hooks["permission.ask"]({ id: "p1", type: "bash", pattern: "rm -rf build", sessionID: "main", title: "rm" }, perm)
+out.permission = perm.status
+console.log(JSON.stringify(out))
