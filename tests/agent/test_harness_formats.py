@@ -136,7 +136,8 @@ def test_without_a_last_message_the_closure_trailer_is_read_from_the_transcript(
     assert "last_assistant_message" not in stop
     res = run_hook(harness, None, json.dumps(stop).encode(), cwd=str(tmp_path), env=env)
     assert res.entry["fact"].get("replyClosureState") == "waiting_user", res.entry
-    assert "read from the transcript" in " ".join(res.entry["provenance"]["notes"]["hook"])
+    notes = [n for ns in res.entry["provenance"]["notes"].values() for n in ns]
+    assert any("read from the transcript" in n for n in notes), notes
 
 
 def test_cursor_sends_no_followup_unless_the_turn_completed() -> None:

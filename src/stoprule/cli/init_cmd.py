@@ -186,7 +186,7 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
         if argv[-2:] == ["hook", "opencode"]:
             argv = argv[:-2]
     else:
-        argv = ["stoprule"] if shutil.which("stoprule") else [sys.executable, "-m", "stoprule"]
+        argv = stoprule_argv()
     plugin = os.path.join(base, OPENCODE_PLUGIN[1 if args.user else 0])
     text = opencode_plugin(argv)
     old = None
