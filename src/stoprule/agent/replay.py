@@ -17,7 +17,8 @@ from stoprule.agent.transcripts import Scan, observations, records
 
 __all__ = ["Boundary", "boundaries"]
 
-FORMAT_HARNESS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
+FORMAT_HARNESS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot",
+                  "cursor": "cursor"}  # fmt: skip
 
 
 class Boundary:

@@ -42,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-__all__ = ["FORMATS", "Scan", "detect", "last_text", "observations", "records", "scan_file"]
+__all__ = ["FORMATS", "Scan", "detect", "observations", "records", "scan_file"]
 
 FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
 # Copilot's and Cursor's formats are sniffed from the file (they are not documented)
@@ -562,30 +562,6 @@ def _resumable(saved: Any, path: str, fmt: str, st: os.stat_result) -> bool:
         and isinstance(saved.get("scan"), dict)
         and isinstance(saved.get("mark"), list)
     )
-
-
-def last_text(path: str, harness: str | None = None, tail: int = 262144) -> str | None:
-    """The last assistant text of the transcript at ``path`` (read from its last ``tail``
-    bytes), or None (no such file, unknown format, no text)."""
-    path = os.path.expanduser(path)
-    fmt = detect(path, harness)
-    if fmt is None:
-        return None
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(0, size - tail))
-            data = fh.read()
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    if size > tail:
-        lines = lines[1:]  # the first is cut
-    scan = Scan(fmt)
-    for line in lines[:-1]:  # the last is incomplete (or empty)
-        if line.strip():
-            scan.feed(line)
-    return scan.last_text
 
 
 def scan_file(

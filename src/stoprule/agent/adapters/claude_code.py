@@ -23,15 +23,15 @@ __all__ = ["parse", "render"]
 
 
 def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
-    other = foreign_shape(payload)  # Cursor and Copilot also run Claude Code's hooks
+    other = foreign_shape(payload)
     if other == "cursor":
-        from stoprule.agent.adapters import cursor
+        from stoprule.agent.adapters.cursor import parse as parse_cursor
 
-        return cursor.parse(payload, event)
+        return parse_cursor(payload, event)
     if other == "copilot":
-        from stoprule.agent.adapters import copilot
+        from stoprule.agent.adapters.copilot import parse as parse_copilot
 
-        return copilot.parse(payload, event)
+        return parse_copilot(payload, event)
     return parse_stop(payload, event, harness="claude-code", turn_key="prompt_id")
 
 
