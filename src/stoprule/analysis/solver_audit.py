@@ -23,6 +23,7 @@ from stoprule.analysis.solver import (
     win_chain,
     winner,
 )
+from stoprule.diagnostics import FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
@@ -64,9 +65,13 @@ class _SolverAudit(_Audit):
             self.unanswered.append(question)
             return False
 
-    def matching(self, fact: dict[str, Any]) -> list[int]:
-        norm = self.checked.schema.validate(fact)
-        return [i for i, r in enumerate(self.rules) if evaluate(r.when, norm)]
+    def matching(self, fact: dict[str, Any], among: list[int]) -> list[int]:
+        """Which rules of ``among`` match ``fact`` (reference semantics)."""
+        try:
+            norm = self.checked.schema.validate(fact)
+        except FactError:
+            return []
+        return [i for i in among if evaluate(self.rules[i].when, norm)]
 
     def step(self, k: int, n: int) -> None:
         if self.progress:
@@ -86,7 +91,7 @@ class _SolverAudit(_Audit):
             model = self.ask(q, sweep, self.m[i])
             if isinstance(model, dict):
                 fact = model
-                top = self.check.outcome(fact, q)
+                top = self.check.outcome(fact, q, [i])
                 if top is not None and winner(rules, top) != i:
                     self.check.bug(q, fact, f"the witness is won by {winner(rules, top)}, not {rules[i].id}")
                 elif top is not None:
@@ -145,7 +150,7 @@ class _SolverAudit(_Audit):
                     if not isinstance(model, dict):
                         continue
                     fact = model
-                    top = self.check.outcome(fact, q)
+                    top = self.check.outcome(fact, q, [a, b])
                     if top is None:
                         continue
                     if a not in top or b not in top:
@@ -172,54 +177,58 @@ class _SolverAudit(_Audit):
     # ------------------------------------------------------------ dead rules
 
     def dead_rules(self, report: AuditReport) -> None:
+        """Rules that never win: unsatisfiable ones, then, in one more sweep down the winner
+        order, each rule that wins somewhere inside a dead rule's condition."""
         if self.progress:
             self.progress.phase("dead rules")
         rules = self.rules
-        dead = [i for i in range(len(rules)) if not self.wins.get(i)]
-        for k, i in enumerate(dead):
-            self.step(k, len(dead))
+        live: list[int] = []
+        for i in (i for i in self.ranked if not self.wins.get(i)):
             r = rules[i]
-            root = r.when
-            while isinstance(root, C.Ref) and root.body is not None:
-                root = root.body
-            cond_loc = str(root.loc)
-            q = f"can {r.id} match?"
-            model = self.ask(q, self.base, self.m[i])
-            if model is False:
-                continue
+            model = self.ask(f"can {r.id} match?", self.base, self.m[i])
             if model is None:
                 report.findings.append(
                     Finding(
                         "unsatisfiable",
                         str(r.loc),
                         f"{r.id}: its condition can never hold, so the rule never matches",
-                        {"rule": r.id, "condition": cond_loc},
+                        {"rule": r.id, "condition": self.cond_loc(i)},
                     )
                 )
-                continue
-            shadows: list[dict[str, Any]] = []
-            blocked: list[Any] = []
-            complete = True
-            while isinstance(model, dict):
-                fact = model
-                top = self.check.outcome(fact, q)
-                if top is None:
-                    complete = False
+            elif isinstance(model, dict):
+                live.append(i)
+        pos = {i: k for k, i in enumerate(self.ranked)}
+        shadows: dict[int, list[dict[str, Any]]] = {i: [] for i in live}
+        incomplete: set[int] = set()
+        sweep = self.solver.new()
+        for k, w in enumerate(self.ranked):
+            self.step(k, len(self.ranked))
+            below = [i for i in live if pos[i] > k]
+            if not below:
+                break
+            while below:
+                q = f"which dead rules does {rules[w].id} beat?"
+                fact = self.ask(q, sweep, self.m[w], any_of([self.m[i] for i in below]))
+                if fact is False:
+                    incomplete.update(below)
+                if not isinstance(fact, dict):
                     break
-                w = winner(rules, top)
-                if w is None or w == i or i not in self.matching(fact):
-                    self.check.bug(q, fact, f"the witness does not show {r.id} beaten")
-                    complete = False
+                hit = self.matching(fact, below)
+                top = self.check.outcome(fact, q, [w, *hit])
+                if top is None or winner(rules, top) != w or not hit:
+                    if top is not None:
+                        self.check.bug(q, fact, f"the witness does not show {rules[w].id} beating a dead rule")
+                    incomplete.update(below)
                     break
-                shadows.append({**self.rule_ref(w), "share_of_region": None, "example": fact})
-                blocked.append(z3.Not(all_of(self.m[w], self.none_above[w])))
-                q = f"what else beats {r.id}?"
-                model = self.ask(q, self.base, self.m[i], *blocked)
-                if model is False:
-                    complete = False
-            if not shadows:
+                for i in hit:
+                    shadows[i].append({**self.rule_ref(w), "share_of_region": None, "example": fact})
+                below = [i for i in below if i not in hit]
+            sweep.add(z3.Not(self.m[w]))
+        for i in live:
+            if not shadows[i]:
                 continue
-            names = " or ".join(s["rule"] for s in shadows)
+            r = rules[i]
+            names = " or ".join(s["rule"] for s in shadows[i])
             report.findings.append(
                 Finding(
                     "dead_rule",
@@ -227,13 +236,19 @@ class _SolverAudit(_Audit):
                     f"{r.id} never wins: wherever it matches, {names} wins first",
                     {
                         "rule": r.id,
-                        "condition": cond_loc,
+                        "condition": self.cond_loc(i),
                         "region_share": None,
-                        "shadowed_by": shadows,
-                        **({} if complete else {"incomplete": True}),
+                        "shadowed_by": shadows[i],
+                        **({"incomplete": True} if i in incomplete else {}),
                     },
                 )
             )
+
+    def cond_loc(self, i: int) -> str:
+        root = self.rules[i].when
+        while isinstance(root, C.Ref) and root.body is not None:  # a named condition's own location
+            root = root.body
+        return str(root.loc)
 
     # ------------------------------------------------------------ declarations
 
