@@ -7,7 +7,8 @@ example fact is re-checked with the reference interpreter before it is reported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -462,9 +463,12 @@ def audit_pack(
     assert backend in BACKENDS, backend
     start = time.monotonic()
     if backend != "solver":
-        budget = timeout if backend == "exhaustive" else min(AUTO_BUDGET, timeout or AUTO_BUDGET)
         try:
-            return _exhaustive(checked, progress, budget, backend == "auto")
+            if backend == "exhaustive":
+                return _exhaustive(checked, progress, timeout, False)
+            # CPU seconds: a busy machine does not change the backend; an explicit timeout still holds
+            with _cpu_budget(min(AUTO_BUDGET, timeout or AUTO_BUDGET)):
+                return _exhaustive(checked, progress, None, True)
         except (OutOfTime, AnalysisLimit):
             if backend == "exhaustive":
                 raise
@@ -477,12 +481,22 @@ def audit_pack(
     return report
 
 
+@contextmanager
+def _cpu_budget(seconds: float) -> Iterator[None]:
+    set_deadline(time.process_time() + seconds, time.process_time)
+    try:
+        yield
+    finally:
+        set_deadline(None)
+
+
 def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool) -> AuditReport:
     """The exhaustive audit; past ``budget`` seconds it raises :class:`OutOfTime` when ``whole``
     (nothing to keep), otherwise it lists the phases it did not reach as unanswered."""
     start = time.perf_counter()
     report = AuditReport(checked.root, checked.name, checked.digest, timeout=budget)
-    set_deadline(None if budget is None else time.monotonic() + budget)
+    if budget is not None:
+        set_deadline(time.monotonic() + budget)
     phases = [
         ("gaps, conflicts and the verdict map", "explore"),
         ("dead and unsatisfiable rules", "dead_rules"),
@@ -504,7 +518,8 @@ def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float
             raise
         report.unanswered = [q for q, _ in phases]
     finally:
-        set_deadline(None)
+        if budget is not None:
+            set_deadline(None)
         if progress:
             progress.close()
     order = {"gap": 0, "conflict": 1, "dead_rule": 2, "unsatisfiable": 3, "unused": 4}

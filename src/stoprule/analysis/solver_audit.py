@@ -262,15 +262,18 @@ class _SolverAudit(_Audit):
         if variant == conds:
             return False
         mv = [self.enc.cond(c) for c in variant]
-        if all(a.eq(b) for a, b in zip(mv, self.m, strict=True)):
+        changed = [i for i in self.ranked if not mv[i].eq(self.m[i])]
+        if not changed:
             return False
         q = f"does any winner change without {getattr(fn, 'what', 'a declaration')}?"
-        s = self.solver.new()
-        old = win_chain(s, self.m, self.ranked, "old")
-        new = win_chain(s, mv, self.ranked, "new")
-        differ = any_of(
-            [all_of(self.m[i], old[i]) != all_of(mv[i], new[i]) for i in range(len(self.rules))]
-        )
+        # the winners differ iff, for the first rule (in winner order) that matches in one version
+        # and not in the other, no rule above it matches in either version
+        cases = []
+        for k, i in enumerate(changed):
+            above = [z3.Not(mv[j]) for j in changed[:k]]
+            cases.append(all_of(z3.Xor(self.m[i], mv[i]), self.none_above[i], *above))
+        s = self.base
+        differ = any_of(cases)
         model = self.ask(q, s, differ)
         if model is False:
             return True  # not answered: not reported as unused
