@@ -134,15 +134,10 @@ class Solver:
                 raise Unknown
             s.set("timeout", max(1, int(left * 1000)))
         self.queries += 1
-        s.push()
-        try:
-            s.add(*terms)
-            r = s.check()
-            if r == z3.unknown:
-                raise Unknown
-            return self.enc.fact(s.model()) if r == z3.sat else None
-        finally:
-            s.pop()
+        r = s.check(*terms)  # as assumptions: nothing to take back afterwards
+        if r == z3.unknown:
+            raise Unknown
+        return self.enc.fact(s.model()) if r == z3.sat else None
 
 
 def win_chain(s: z3.Solver, conds: Sequence[Any], ranked: Sequence[int], tag: str) -> list[Any]:

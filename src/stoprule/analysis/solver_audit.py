@@ -29,7 +29,10 @@ from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["solver_audit"]
+__all__ = ["EVERY_BEATER_UP_TO", "MAX_BEATERS", "solver_audit"]
+
+EVERY_BEATER_UP_TO = 150  # rules: up to this size a dead rule lists every rule that beats it
+MAX_BEATERS = 5  # beyond it, the first ones found (the finding says the list may be incomplete)
 
 
 class _SolverAudit(_Audit):
@@ -197,9 +200,61 @@ class _SolverAudit(_Audit):
                 )
             elif isinstance(model, dict):
                 live.append(i)
-        pos = {i: k for k, i in enumerate(self.ranked)}
         shadows: dict[int, list[dict[str, Any]]] = {i: [] for i in live}
         incomplete: set[int] = set()
+        if len(rules) > EVERY_BEATER_UP_TO:
+            for i in live:
+                if self.some_beaters(i, shadows[i]):
+                    incomplete.add(i)
+        else:
+            self.every_beater(live, shadows, incomplete)
+        for i in live:
+            if not shadows[i]:
+                continue
+            r = rules[i]
+            names = " or ".join(s["rule"] for s in shadows[i])
+            more = " (and possibly others: not every rule that beats it is listed)" if i in incomplete else ""
+            report.findings.append(
+                Finding(
+                    "dead_rule",
+                    str(r.loc),
+                    f"{r.id} never wins: wherever it matches, {names} wins first{more}",
+                    {
+                        "rule": r.id,
+                        "condition": self.cond_loc(i),
+                        "region_share": None,
+                        "shadowed_by": shadows[i],
+                        **({"incomplete": True} if i in incomplete else {}),
+                    },
+                )
+            )
+
+    def some_beaters(self, i: int, out: list[dict[str, Any]]) -> bool:
+        """Up to :data:`MAX_BEATERS` rules that win inside rule ``i``'s condition, each with a
+        witness: a model gives one, then the next model must avoid the rules found so far.
+        Returns whether the list may be incomplete (always, past the first)."""
+        rules = self.rules
+        avoid: list[Any] = []
+        while len(out) < MAX_BEATERS:
+            q = f"which rules beat {rules[i].id}?"
+            fact = self.ask(q, self.base, self.m[i], *avoid)
+            if not isinstance(fact, dict):
+                return fact is False or bool(avoid)
+            top = self.check.outcome(fact, q, [i])
+            w = winner(rules, top) if top else None
+            if w is None or w == i:
+                if top is not None:
+                    self.check.bug(q, fact, f"the witness does not show {rules[i].id} beaten")
+                return True
+            out.append({**self.rule_ref(w), "share_of_region": None, "example": fact})
+            avoid.append(z3.Not(self.m[w]))
+        return True
+
+    def every_beater(self, live: list[int], shadows: dict[int, list[dict[str, Any]]], incomplete: set[int]) -> None:
+        """Every rule that wins somewhere inside a dead rule's condition: one sweep down the
+        winner order asks, for each rule, which dead rules below it it beats."""
+        rules = self.rules
+        pos = {i: k for k, i in enumerate(self.ranked)}
         sweep = self.solver.new()
         for k, w in enumerate(self.ranked):
             self.step(k, len(self.ranked))
@@ -224,25 +279,6 @@ class _SolverAudit(_Audit):
                     shadows[i].append({**self.rule_ref(w), "share_of_region": None, "example": fact})
                 below = [i for i in below if i not in hit]
             sweep.add(z3.Not(self.m[w]))
-        for i in live:
-            if not shadows[i]:
-                continue
-            r = rules[i]
-            names = " or ".join(s["rule"] for s in shadows[i])
-            report.findings.append(
-                Finding(
-                    "dead_rule",
-                    str(r.loc),
-                    f"{r.id} never wins: wherever it matches, {names} wins first",
-                    {
-                        "rule": r.id,
-                        "condition": self.cond_loc(i),
-                        "region_share": None,
-                        "shadowed_by": shadows[i],
-                        **({"incomplete": True} if i in incomplete else {}),
-                    },
-                )
-            )
 
     def cond_loc(self, i: int) -> str:
         root = self.rules[i].when
