@@ -19,6 +19,8 @@ from packgen import packs
 from stoprule import Evaluator, PolicyError
 from stoprule.analysis import audit_pack
 from stoprule.analysis.audit import AuditReport
+from stoprule.analysis.diff import diff_packs
+from stoprule.analysis.queries import outcome_of
 from stoprule.analysis.solver import engine_of
 from stoprule.cli.main import run
 from stoprule.engine.build import compile_pack
@@ -61,6 +63,7 @@ def assert_same(root: Path) -> AuditReport:
     return solver
 
 
+@pytest.mark.torture
 def test_default_pack_same_findings_on_both_backends(default_pack: Path) -> None:
     report = assert_same(default_pack)
     assert report.backend == "solver" and report.domain["queries"] > 0
@@ -113,7 +116,7 @@ def _cross_check(tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any])
         raise
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=varied_packs())
 def test_generated_packs_same_findings(tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any]) -> None:
     _cross_check(tmp_path_factory, data)
@@ -149,3 +152,26 @@ def test_cli_auto_is_the_exhaustive_report_on_the_default_pack(default_pack: Pat
         doc.pop("seconds")
         outs.append(doc)
     assert outs[0] == outs[1] and "backend" not in outs[0]
+
+
+def changes(report: Any) -> set[tuple[Any, ...]]:
+    return {(c["title"], frozenset((r["old_rule"] or {}).get("rule") for r in c["rules"])) for c in report.changes}
+
+
+@pytest.mark.parametrize("edit", SEEDED[:2])
+def test_diff_same_changes_on_both_backends(tmp_path: Path, default_pack: Path, edit: tuple[str, str, str]) -> None:
+    for f in default_pack.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    name, old, new = edit
+    (tmp_path / name).write_text((tmp_path / name).read_text().replace(old, new, 1))
+    a, b = compile_pack(default_pack).checked, compile_pack(tmp_path).checked
+    exhaustive = diff_packs(a, b, backend="exhaustive")
+    solver = diff_packs(a, b, backend="solver")
+    assert not solver.bugs and not solver.unanswered and solver.backend == "solver"
+    assert solver.changes and changes(solver) == changes(exhaustive)
+    for c in solver.changes:  # every witness gives the claimed verdicts on both packs
+        for r in c["rules"]:
+            for pack, key in ((a, "old"), (b, "new")):
+                got = outcome_of(pack.rules, pack.schema.validate(r["example"]["fact"]))
+                label = (pack.rules[got[0]].verdict, pack.rules[got[0]].reason) if got else None
+                assert label == ((c[key]["verdict"], c[key]["reason"]) if c[key] else None)

@@ -18,7 +18,7 @@ from stoprule.analysis.domain import build_space
 from stoprule.analysis.explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions
 from stoprule.analysis.formula import FALSE
 from stoprule.analysis.queries import outcome_of
-from stoprule.diagnostics import FactError
+from stoprule.diagnostics import AnalysisLimit, FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.facts.schema import FactField
 from stoprule.language.checked import CheckedPolicy, CheckedRule
@@ -41,6 +41,10 @@ class DiffReport:
     cells: int = 0
     changed_cells: int = 0
     seconds: float = 0.0
+    backend: str = "exhaustive"
+    unanswered: list[str] = field(default_factory=list)
+    bugs: list[dict[str, Any]] = field(default_factory=list)
+    timeout: float | None = None
 
     @property
     def changed(self) -> bool:
@@ -58,6 +62,9 @@ class DiffReport:
             "changed_share": round(self.changed_cells / (self.cells or 1), 6),
             "changes": self.changes,
             "declarations": self.declarations,
+            **({"backend": self.backend, "changed_share": None} if self.backend != "exhaustive" else {}),
+            **({"stopped_after": self.timeout, "unanswered": self.unanswered} if self.unanswered else {}),
+            **({"bugs": self.bugs} if self.bugs else {}),
         }
 
 
@@ -118,8 +125,32 @@ def _text(label: Label) -> str:
     return "/".join(label) if label else "(no rule: policy.no_rule)"
 
 
-def diff_packs(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
-    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results)."""
+def diff_packs(
+    old: CheckedPolicy,
+    new: CheckedPolicy,
+    progress: Progress | None = None,
+    *,
+    backend: str = "exhaustive",
+    timeout: float | None = None,
+) -> DiffReport:
+    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results).
+
+    ``backend``: ``exhaustive`` (shares and regions), ``solver`` (:mod:`.solver_diff`) or
+    ``auto`` (exhaustive within a few CPU seconds, else the solver)."""
+    if backend != "exhaustive":
+        from stoprule.analysis.explore import OutOfTime, set_deadline
+
+        if backend == "auto":
+            set_deadline(time.process_time() + 3.0, time.process_time)
+            try:
+                return diff_packs(old, new, progress)
+            except (OutOfTime, AnalysisLimit):
+                pass
+            finally:
+                set_deadline(None)
+        from stoprule.analysis.solver_diff import solver_diff
+
+        return solver_diff(old, new, progress, timeout=timeout)
     start = time.perf_counter()
     report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)
