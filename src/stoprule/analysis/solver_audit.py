@@ -57,8 +57,22 @@ class _SolverAudit(_Audit):
         self.solver = Solver(self.enc, deadline)
         self.check = Checker(checked, engine)
         self.unanswered: list[str] = []
-        self.base = self.solver.new()
-        self.none_above = win_chain(self.base, self.m, self.ranked, "above")
+        self.plain = self.solver.new()  # the axioms only
+        self._chained: z3.Solver | None = None
+        self._none_above: list[Any] = []
+
+    @property
+    def base(self) -> z3.Solver:
+        """A solver that also defines, per rule, "no rule above it matches" (made on first use)."""
+        if self._chained is None:
+            self._chained = self.solver.new()
+            self._none_above = win_chain(self._chained, self.m, self.ranked, "above")
+        return self._chained
+
+    @property
+    def none_above(self) -> list[Any]:
+        _ = self.base
+        return self._none_above
 
     def ask(self, question: str, s: z3.Solver, *terms: Any) -> Any:
         """A witness fact, None (there is none), or False when the solver did not answer in time."""
@@ -142,6 +156,8 @@ class _SolverAudit(_Audit):
         for i in self.ranked:
             by_pri.setdefault(rules[i].priority, []).append(i)
         for group in by_pri.values():
+            if len({self.label(i) for i in group}) < 2:
+                continue
             above = self.none_above[group[0]]
             for x, a in enumerate(group):
                 for b in group[x + 1 :]:
@@ -188,7 +204,7 @@ class _SolverAudit(_Audit):
         live: list[int] = []
         for i in (i for i in self.ranked if not self.wins.get(i)):
             r = rules[i]
-            model = self.ask(f"can {r.id} match?", self.base, self.m[i])
+            model = self.ask(f"can {r.id} match?", self.plain, self.m[i])
             if model is None:
                 report.findings.append(
                     Finding(
@@ -237,7 +253,7 @@ class _SolverAudit(_Audit):
         avoid: list[Any] = []
         while len(out) < MAX_BEATERS:
             q = f"which rules beat {rules[i].id}?"
-            fact = self.ask(q, self.base, self.m[i], *avoid)
+            fact = self.ask(q, self.plain, self.m[i], *avoid)
             if not isinstance(fact, dict):
                 return fact is False or bool(avoid)
             top = self.check.outcome(fact, q, [i])
@@ -289,7 +305,7 @@ class _SolverAudit(_Audit):
     # ------------------------------------------------------------ declarations
 
     def _satisfiable(self, cond: C.Cond) -> bool:
-        model = self.ask("can a high-risk stop hold?", self.base, self.enc.cond(cond))
+        model = self.ask("can a high-risk stop hold?", self.plain, self.enc.cond(cond))
         return model is not None  # not answered: taken as satisfiable (listed as unanswered)
 
     def _matters(self, fn: Any) -> bool:
