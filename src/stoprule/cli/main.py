@@ -89,7 +89,8 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument("-V", "--version", action=_version_action(argparse), nargs=0, help="show program's version number and exit")
+    version = _version_action(argparse)
+    p.add_argument("-V", "--version", action=version, nargs=0, help="show program's version number and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
