@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.lowering import RULES_PER_RULESET, build_policy, lower_policy
