@@ -313,7 +313,8 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
     # a constant-true rule (a catch-all) would fire on every fact: the evaluator adds it
     always = tuple(name for name, body in lowered.rules if body["all"][0]["m"] == ALWAYS)
     in_python: list[str] = [n for n in lowered.in_python if n not in always]
-    in_engine = dataclasses.replace(lowered, rules=[(n, b) for n, b in lowered.rules if n not in always and n not in in_python])
+    kept = [(n, b) for n, b in lowered.rules if n not in always and n not in in_python]
+    in_engine = dataclasses.replace(lowered, rules=kept)
     parts, part_keys = _chunks(checked, in_engine, diags)
     if diags:
         return None
