@@ -218,6 +218,7 @@ def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, st
     p = subprocess.run([stoprule_exe(), "doctor"], cwd=project / "sub", env=full, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "gemini: synthetic stop: answered {}" in p.stdout
+    assert "ok   evaluation backend: python (durable_rules engine " in p.stdout  # the backend is named
 
 
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:

@@ -390,7 +390,9 @@ def test_check_follows_the_same_selection(run_cli, packs: dict[str, Path]) -> No
 def test_version(run_cli) -> None:
     proc = run_cli("--version")
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"stoprule {stoprule.__version__}"
+    version, backend = proc.stdout.splitlines()
+    assert version == f"stoprule {stoprule.__version__}"
+    assert backend.startswith("evaluation backend: python (durable_rules engine ")  # which engine build is used
 
 
 def test_broken_pack_given_to_eval(run_cli, tmp_path: Path, default_pack: Path) -> None:
