@@ -90,7 +90,8 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         description="Decide what an AI coding agent must do at a task boundary.",
     )
     version = _version_action(argparse)
-    p.add_argument("-V", "--version", action=version, nargs=0, help="show program's version number and exit")
+    help_text = "show program's version number and exit"
+    p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)
