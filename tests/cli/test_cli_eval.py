@@ -392,7 +392,7 @@ def test_version(run_cli) -> None:
     assert proc.returncode == 0
     version, backend = proc.stdout.splitlines()
     assert version == f"stoprule {stoprule.__version__}"
-    assert backend.startswith("evaluation backend: python")
+    assert backend.startswith("evaluation backend: python (durable_rules engine ")  # which engine build is used
 
 
 def test_broken_pack_given_to_eval(run_cli, tmp_path: Path, default_pack: Path) -> None:

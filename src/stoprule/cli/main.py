@@ -100,10 +100,9 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    p.add_argument(
-        "-V", "--version", action=_version_action(argparse), nargs=0, default=argparse.SUPPRESS,
-        help="show the version and exit",
-    )
+    version = _version_action(argparse)
+    help_text = "show program's version number and exit"
+    p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None)

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.lowering import RULES_PER_RULESET, build_policy, lower_policy
@@ -19,7 +19,8 @@ from stoprule.language.compiler import Context
 __all__ = ["RULES_PER_RULESET", "STAGES", "Compilation", "compile_pack", "run_stages"]
 
 
-class Compilation(NamedTuple):
+@dataclass(frozen=True)
+class Compilation:
     """What :func:`compile_pack` produces: the checked policy (for analysis) and the
     compiled policy (for the evaluator)."""
 

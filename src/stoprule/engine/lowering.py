@@ -12,7 +12,9 @@ Operators lower themselves (:mod:`stoprule.language.operators`); this module add
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
 
 from stoprule.diagnostics import Diagnostic
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
@@ -32,7 +34,8 @@ ALWAYS: Json = {"$and": [{"_": 1}]}  # a lowered condition that holds for every 
 Json = dict[str, Any]
 
 
-class Lowered(NamedTuple):
+@dataclass(frozen=True)
+class Lowered:
     """Engine rules by name (``h<i>`` stops, ``r<i>`` rules) and the slots they read."""
 
     rules: list[tuple[str, Json]]
@@ -310,7 +313,8 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
     # a constant-true rule (a catch-all) would fire on every fact: the evaluator adds it
     always = tuple(name for name, body in lowered.rules if body["all"][0]["m"] == ALWAYS)
     in_python: list[str] = [n for n in lowered.in_python if n not in always]
-    in_engine = lowered._replace(rules=[(n, b) for n, b in lowered.rules if n not in always and n not in in_python])
+    kept = [(n, b) for n, b in lowered.rules if n not in always and n not in in_python]
+    in_engine = dataclasses.replace(lowered, rules=kept)
     parts, part_keys = _chunks(checked, in_engine, diags)
     if diags:
         return None

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
 
-CACHE_FORMAT = "8"
+CACHE_FORMAT = "9"
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
 _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")

@@ -1,6 +1,6 @@
-"""How each projected slot is written for the engine: the one decision shared by the generated
-Python projector (:mod:`stoprule.engine.evaluator`) and the C accelerator's program
-(:mod:`stoprule.engine.speedups`), so both write the same text.
+"""How each projected slot is written for the engine (read by the generated projector in
+:mod:`stoprule.engine.evaluator`; a backend plugged in behind its ``Runner`` seam writes the
+same text for the engine).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# encodings (the C module's E_* codes)
+# encodings
 MARKER, BOOL, ENUM, STRING, INT, NUMBER, ANY, TEST = range(8)
 _BY_TYPE = {"bool": BOOL, "enum": ENUM, "string": STRING, "int": INT, "number": NUMBER}
 

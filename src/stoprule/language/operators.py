@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from stoprule.facts.schema import MISSING
 from stoprule.language.patterns import (
@@ -284,7 +284,8 @@ def _lower_glob(key: str, pattern: str) -> tuple[Json, Json | None]:
     return {key: True}, None
 
 
-class PresenceArgs(NamedTuple):
+@dataclass(frozen=True)
+class PresenceArgs:
     """What a presence operator lowers from: the wanted truth, the engine conditions of
     "absent or null" for this field, and the key of a list's length."""
 

@@ -87,15 +87,8 @@ def _show(v: Any, fallback: str | None) -> str:
 
 
 def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]) -> str:
-    out = []
-    for part in tpl:
-        if isinstance(part, str):
-            out.append(part)
-        elif part[0] == "set":
-            out.append(", ".join(map(str, sets.get(part[1][0], ()))))
-        else:
-            out.append(_show(_lookup(fact, part[1]), part[2]))
-    return "".join(out)
+    """``tpl`` rendered for ``fact``: the renderer the evaluator uses (:func:`compile_templates`)."""
+    return compile_template(tpl, sets)(fact)
 
 
 def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[tuple[str, ...], str | None]]:
@@ -118,15 +111,17 @@ def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[
 
 
 def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
-    """``render`` for one template: a function of the fact (see :func:`compile_templates`)."""
+    """The renderer of one template: a function of the fact (see :func:`compile_templates`)."""
     return compile_templates([tpl], sets)[1][0]
 
 
 def compile_templates(
     templates: list[Template], sets: dict[str, tuple[Any, ...]]
 ) -> tuple[str, list[Callable[[dict[str, Any]], str]]]:
-    """Straight-line code rendering each template as :func:`render` does, one function per
-    template, generated and compiled once per pack (rendered only for the winning rule).
+    """Straight-line code rendering each template, one function per template, generated and
+    compiled once per pack (rendered only for the winning rule): ``{field}`` a non-empty string
+    as itself, anything else as :func:`_show` writes it (``(unset)`` or the fallback for a
+    missing, null or empty value); ``{list[].field}`` the values of every element, joined.
 
     Returns the source (cached with the pack, see :mod:`stoprule._util.codegen`) and the functions.
     """
