@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from clirunner import invoke
 from hookharness import FIXTURES, HARNESSES, payload
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,8 +61,7 @@ def _hook_modules(tmp_path: Path, env: dict[str, str]) -> set[str]:
     root = tmp_path / "wired"
     root.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    init = subprocess.run([sys.executable, "-m", "stoprule", "init", "--harness", "claude-code"], cwd=root, env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    init = invoke(["init", "--harness", "claude-code"], cwd=root, env=env)  # in process: only the probes are fresh
     assert init.returncode == 0, init.stderr
     shutil.copy(FIXTURES / "claude-code" / "transcript.jsonl", root / "t.jsonl")
     found: set[str] = set()

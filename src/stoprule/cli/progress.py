@@ -13,9 +13,12 @@ Stdlib only at import time (this module is imported on ``eval``'s path).
 
 from __future__ import annotations
 
-import argparse
 import time
-from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import IO, Any
 
 __all__ = ["Bar", "ByteBar", "add_quiet_flag", "on_terminal"]
 

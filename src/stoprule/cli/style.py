@@ -3,6 +3,8 @@
 :func:`styled` is the one switch: a rich console for a stream that is a terminal (``rich``
 itself drops colour under ``NO_COLOR`` and on ``TERM=dumb``), None otherwise, so piped and
 redirected output stays plain, stable text. ``rich`` is imported only when a terminal is there.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
