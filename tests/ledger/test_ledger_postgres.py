@@ -199,3 +199,12 @@ def test_writers_racing_to_create_the_ledger_agree_on_one(pg_url: str) -> None:
     with ThreadPoolExecutor(6) as pool:
         list(pool.map(open_close, range(6)))  # none fails: one creates, the others find it
     assert _cli("log", "verify", "--ledger", pg_url)[1].startswith("ok: 0 run(s)")
+
+
+def test_keys_rotate_and_list_on_postgres(pg_url: str) -> None:
+    _record(pg_url, "r", CONTINUITY)
+    code, out, err = _cli("keys", "rotate", "--ledger", pg_url)
+    assert code == 0 and "k2 now signs" in out, err
+    listed = json.loads(_cli("keys", "list", "--ledger", pg_url, "--format", "json")[1])
+    assert listed["active"] == "k2" and listed["path"] == os.environ["STOPRULE_LEDGER_KEYS"]
+    assert _cli("log", "verify", "--ledger", pg_url)[1].endswith("signed by k2\n")
