@@ -14,11 +14,12 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from stoprule.cli.main import run
 
-__all__ = ["invoke", "process_env"]
+__all__ = ["Result", "Terminal", "cli", "invoke", "process_env"]
 
 
 @contextmanager
@@ -58,3 +59,26 @@ def invoke(
         return subprocess.CompletedProcess(list(argv), code, out.encode("utf-8", "surrogateescape"),
                                            err.encode("utf-8", "surrogateescape"))  # fmt: skip
     return subprocess.CompletedProcess(list(argv), code, out, err)
+
+
+class Terminal(io.StringIO):
+    """A captured stream that says it is a terminal (progress bars and colour are drawn on it)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli(*argv: str, stdin: bytes = b"", tty: bool | str = False) -> Result:
+    """``stoprule ARGV`` in this process, its streams terminals when ``tty`` (``"err"``: only
+    stderr) (the environment and cwd are the test's: use monkeypatch)."""
+    out = Terminal() if tty is True else io.StringIO()
+    err = Terminal() if tty else io.StringIO()
+    code = run(list(argv), io.BytesIO(stdin), out, err)
+    return Result(code, out.getvalue(), err.getvalue())

@@ -112,8 +112,8 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
         n = rng.randint(0, 2)
         put("openBlockers", [{"question": "q", "blocksProgress": rng.random() < 0.5} for _ in range(n)])
         put("openBlockerCount", n)
-    if rng.random() < 0.2:  # a question to the user at the stop (row 13)
-        put("questionAsked", True)
+    if rng.random() < 0.3:  # a question at the stop (the closure provider's fields)
+        put("questionAsked", rng.random() < 0.7)
         put("questionRepeated", rng.random() < 0.3)
         put("blockersThisTurn", rng.randint(0, 1))
     return f

@@ -20,7 +20,7 @@ from stoprule.agent.state import set_facts
 from stoprule.agent.transcripts import Scan, detect
 from stoprule.cli.main import run as cli
 
-TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if p.name != "payloads.jsonl")
+TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "payloads" not in p.name)
 HARNESS_OF = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": None, "cursor": None}
 
 
@@ -136,7 +136,8 @@ def test_without_a_last_message_the_closure_trailer_is_read_from_the_transcript(
     assert "last_assistant_message" not in stop
     res = run_hook(harness, None, json.dumps(stop).encode(), cwd=str(tmp_path), env=env)
     assert res.entry["fact"].get("replyClosureState") == "waiting_user", res.entry
-    assert "read from the transcript" in " ".join(res.entry["provenance"]["notes"]["hook"])
+    notes = [n for ns in res.entry["provenance"]["notes"].values() for n in ns]
+    assert any("read from the transcript" in n for n in notes), notes
 
 
 def test_cursor_sends_no_followup_unless_the_turn_completed() -> None:
@@ -156,8 +157,14 @@ def test_a_payload_of_another_harness_sent_to_the_claude_code_hook_is_read_by_it
     assert (ev.harness, ev.session_id, ev.stop_hook_active, ev.flag_known) == ("copilot", rec["sessionId"], True, True)
     assert ev.transcript_path == rec["transcriptPath"]
     assert claude.render(Decision(True, "M"), ev) == {"decision": "block", "reason": "M"}
-    own = claude.parse(json.loads(_lines(FIXTURES / "claude-code" / "recorded" / "payloads.jsonl")[0]))
-    assert own.harness == "claude-code" and own.turn_id is not None
+    # Copilot CLI running a .claude/settings.json hook sends Claude's names (+ stop_reason, timestamp)
+    via_claude = json.loads(_lines(FIXTURES / "copilot" / "recorded" / "claude_hook_payloads.jsonl")[1])
+    ev = claude.parse(via_claude)
+    assert (ev.harness, ev.session_id, ev.stop_hook_active) == ("copilot", via_claude["session_id"], True)
+    assert ev.transcript_path == via_claude["transcript_path"]
+    for name in ("claude-code", "codex"):
+        own = adapter(name).parse(json.loads(_lines(FIXTURES / name / "recorded" / "payloads.jsonl")[0]))
+        assert own.harness == name and own.turn_id is not None
 
 
 @pytest.mark.parametrize(("harness", "var", "rel"), [
@@ -258,3 +265,12 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_ve
                                                                  ["hooks"][0]["command"])[0], "stoprule"))  # fmt: skip
     code, out = doctor()
     assert code == 1 and "nothing on a PATH without this venv" in out, out
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_replay_reads_every_harness_format(path: Path) -> None:
+    from stoprule.agent.replay import boundaries
+    from stoprule.agent.settings import DEFAULT_FIELDS
+
+    stops = boundaries(str(path), _fmt(path), dict(DEFAULT_FIELDS))
+    assert stops and all(b.fact.get("taskBoundaryStop") is True for b in stops)

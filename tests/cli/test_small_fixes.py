@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from inproc import cli
+
+from clirunner import cli
 
 
 @pytest.fixture
@@ -71,10 +72,19 @@ def test_doctor_remedies(project: Path, monkeypatch: pytest.MonkeyPatch) -> None
     r = cli("doctor")
     assert r.code == 1
     lines = r.out.splitlines()
-    path_line = next(ln for ln in lines if "resolves to nothing on PATH" in ln)
+    path_line = next(ln for ln in lines if "resolves to nothing on a PATH" in ln)
     assert path_line.startswith("FAIL") and "stoprule init --harness claude-code" in path_line
     mcp_line = next(ln for ln in lines if "MCP server in .mcp.json" in ln)
     assert mcp_line.startswith("FAIL") and "MCP SDK is not installed" in mcp_line and "stoprule[mcp]" in mcp_line
     _exe(bin_dir / "stoprule", f"#!{sys.executable}\n")  # the SDK is installed in the test's environment
     mcp_line = next(ln for ln in cli("doctor").out.splitlines() if "MCP server in .mcp.json" in ln)
     assert mcp_line.startswith("ok") and "MCP SDK importable" in mcp_line
+
+
+def test_blocker_category_did_you_mean(project: Path) -> None:
+    r = cli("blocker", "add", "--category", "missing_dependncy", "--question", "Q?", "--context", "c",
+            "--blocks-progress")  # fmt: skip
+    assert r.code != 0
+    said = r.out + r.err
+    assert "category 'missing_dependncy' is not a blocker category" in said
+    assert "Did you mean 'missing_dependency'?" in said

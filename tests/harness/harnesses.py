@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from model_servers import Call, Script, Turn, serve
 
 __all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "make_project", "run_session"]
@@ -64,6 +66,17 @@ def install(harness: str) -> None:
 def stoprule_exe() -> str:
     """The console script of this install (what init writes into the harness configs)."""
     return shutil.which("stoprule", path=os.path.dirname(sys.executable)) or shutil.which("stoprule") or "stoprule"
+
+
+def require(harness: str) -> None:
+    """Skip (fail in CI) when the harness or node is missing."""
+    missing = [what for what, ok in (("node", shutil.which("node")), (str(binary(harness)), binary(harness).exists()))
+               if not ok]  # fmt: skip
+    if missing:
+        why = f"{harness}: not installed ({', '.join(missing)}); run python tests/harness/install.py"
+        if os.environ.get("STOPRULE_REQUIRE_HARNESSES") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
 
 
 def harness_path() -> str:
@@ -156,6 +169,11 @@ class Driver:
 
     def environment(self, s: Session) -> dict[str, str]:
         return {}
+
+    def run(self, s: Session, prompt: str) -> subprocess.CompletedProcess[str]:
+        """Run the harness to its end (headless, one prompt)."""
+        return subprocess.run(self.command(s, prompt), cwd=s.project, env=s.env, capture_output=True, text=True,
+                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 class ClaudeCode(Driver):
@@ -302,11 +320,88 @@ class OpenCode(Driver):
                 "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
                 "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
                 "OPENCODE_DISABLE_CLAUDE_CODE": "1", "OPENCODE_FAST_BOOT": "1",
-                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}  # fmt: skip
+                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1"}  # fmt: skip
 
     def command(self, s: Session, prompt: str) -> list[str]:
-        return [str(binary(self.name)), "run", "--model", "scripted/scripted", prompt]
+        return [str(binary(self.name)), "serve", "--hostname", "127.0.0.1", "--port", "0", "--print-logs"]
 
+    def run(self, s: Session, prompt: str) -> subprocess.CompletedProcess[str]:
+        """``opencode run`` exits when the first answer is done, before a plugin can continue the
+        session: run the headless server instead, send the prompt over its HTTP API, and wait
+        until neither the model nor the hook has been asked anything for a few seconds."""
+        import time
+        import urllib.request
+
+        proc = subprocess.Popen(self.command(s, prompt), cwd=s.project, env=s.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+        lines: list[str] = []
+        try:
+            assert proc.stdout is not None
+            base = None
+            deadline = time.monotonic() + TIMEOUT_S
+            while base is None and time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
+                found = re.search(r"https?://127\.0\.0\.1:\d+", line)
+                base = found.group(0) if found else None
+            if base is None:
+                return subprocess.CompletedProcess(proc.args, 1, "".join(lines), "no server URL")
+            import threading
+
+            threading.Thread(
+                target=lambda: lines.extend(proc.stdout or []), daemon=True
+            ).start()  # keep the pipe drained
+
+            def call(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+                data = json.dumps(body).encode() if body is not None else None
+                req = urllib.request.Request(base + path, data=data, method=method,
+                                             headers={"Content-Type": "application/json"})  # fmt: skip
+                with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+                    text = resp.read().decode()
+                return json.loads(text) if text.strip() else None
+
+            session = call("POST", "/session", {})
+            sid = session["id"]
+            call(
+                "POST",
+                f"/session/{sid}/message",
+                {
+                    "parts": [{"type": "text", "text": prompt}],
+                    "model": {"providerID": "scripted", "modelID": "scripted"},
+                },
+            )
+            log = s.project / ".stoprule" / "hook.log"
+            quiet, seen = time.monotonic(), (-1, -1)
+            while time.monotonic() < deadline and time.monotonic() - quiet < 6:
+                now = (len(s.script.requests), log.stat().st_size if log.exists() else 0)
+                if now != seen:
+                    seen, quiet = now, time.monotonic()
+                time.sleep(0.5)
+            messages = call("GET", f"/session/{sid}/message")
+            last = [m for m in messages or [] if m.get("info", {}).get("role") == "assistant"]
+            text = "".join(p.get("text", "") for p in (last[-1].get("parts") or []) if p.get("type") == "text") \
+                if last else ""  # fmt: skip
+            return subprocess.CompletedProcess(proc.args, 0, text, "".join(lines[-400:]))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def _opencode_supported() -> bool:
+    """OpenCode joins the tier once stoprule has its adapter (and ``init`` its plugin)."""
+    import importlib.util
+
+    return importlib.util.find_spec("stoprule.agent.adapters.opencode") is not None
+
+
+if _opencode_supported():
+    DRIVERS["opencode"] = OpenCode()
 
 PROMPT = "Write notes.txt, then finish."
 
@@ -332,12 +427,13 @@ def make_project(root: Path, harness: str) -> Path:
 
 
 def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
-                prompt: str = PROMPT) -> Session:  # fmt: skip
-    """A headless run of ``harness`` to its end in a fresh project under ``root``."""
+                prompt: str = PROMPT, wire: str | None = None) -> Session:  # fmt: skip
+    """A headless run of ``harness`` to its end in a fresh project under ``root`` (wired by
+    ``stoprule init --harness WIRE``, by default the harness itself)."""
     driver = DRIVERS[harness]
     home = root / "home"
     home.mkdir(exist_ok=True)
-    project = make_project(root, harness)
+    project = make_project(root, wire or harness)
     s = Session(harness, project, home, Script(turns, default))
     with serve(s.script) as url:
         s.url = url
@@ -348,6 +444,5 @@ def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | Non
         env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project))
         env.update(driver.environment(s))
         s.env = env
-        s.result = subprocess.run(driver.command(s, prompt), cwd=project, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+        s.result = driver.run(s, prompt)
     return s

@@ -9,9 +9,10 @@ the model's next request). Run alone: ``python -m pytest -m harness -n 0``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from harnesses import DRIVERS, Session
+from harnesses import DRIVERS, Session, require, run_session
 from scenarios import AWS_KEY, QUESTION, SECRET, blocker, commit, never_complies, report_status
 
 pytestmark = pytest.mark.harness
@@ -85,3 +86,19 @@ def test_report_status_facts_decide_the_next_stop(harness: str, run_session_: Ca
     assert stops[0]["verdict"]["reason"] == "soft_blocker"
     assert stops[1]["fact"].get("status") == "implemented"
     assert s.script.first_seeing(stops[0]["verdict"]["message"][:40]) is not None
+
+
+def test_copilot_runs_a_claude_code_hook_and_stoprule_reads_copilots_session(tmp_path: Path) -> None:
+    """Copilot CLI also runs a project's ``.claude/settings.json`` hooks: in a project wired only
+    for Claude Code, the hook recognises Copilot's payload and reads Copilot's transcript."""
+    require("copilot")
+    d = DRIVERS["copilot"]
+    s = run_session("copilot", tmp_path, *commit(d), wire="claude-code")
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert not (s.project / ".github" / "hooks").exists()
+    stops = s.stops()
+    assert blocks(s) == [True, False], s.describe()
+    assert s.script.first_seeing(UNCOMMITTED) == 2, s.describe()
+    # read as Copilot's: its events.jsonl gave the turn (Claude's reader would find none)
+    assert stops[0]["fact"].get("turn") == 1, stops[0]["fact"]
+    assert stops[0]["provenance"]["notes"].get("transcript") is None

@@ -12,7 +12,6 @@ lags behind the CLI. Install::
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -52,12 +51,12 @@ def _command(name: str, help_text: str, parser: argparse.ArgumentParser) -> Comm
 
 def spec() -> list[Command]:
     """Every command of :data:`stoprule.cli.main.COMMANDS` with its options and subcommands."""
-    from stoprule.cli.main import COMMANDS
+    from stoprule.cli.main import COMMANDS, command_module
 
     out = []
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (_, help_text) in COMMANDS.items():
         parser = argparse.ArgumentParser(prog=f"stoprule {name}", add_help=True)
-        importlib.import_module(f"stoprule.cli.{module}").add_arguments(parser)
+        command_module(name).add_arguments(parser)
         out.append(_command(name, help_text, parser))
     return out
 

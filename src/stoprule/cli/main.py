@@ -18,7 +18,7 @@ import sys
 
 from stoprule.version import __version__
 
-__all__ = ["COMMANDS", "EXIT_AT_ONCE", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,6 +86,11 @@ def _version_action(argparse: Any) -> type:
     return _Version
 
 
+def command_module(name: str) -> Any:
+    """The module of command ``name`` (imported now: the table names modules, the cold path imports one)."""
+    return importlib.import_module(f".{COMMANDS[name][0]}", __package__)
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     import argparse
 
@@ -105,10 +110,10 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     module = None
     # a known command builds only its own sub-parser (cold start); otherwise all, for usage and help
     for name in [chosen] if chosen in COMMANDS else COMMANDS:
-        mod, help_text = COMMANDS[name]
+        help_text = COMMANDS[name][1]
         sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
         if name == chosen:  # only the command that runs is imported and wired in full
-            module = importlib.import_module(f".{mod}", __package__)
+            module = command_module(name)
             module.add_arguments(sp)
     return p, module
 
@@ -116,7 +121,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code."""
     if argv and argv[0] in COMMANDS:
-        command: Any = importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__)
+        command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)
         args = simple(argv[1:]) if simple is not None else None
         if args is not None:  # the command's usual line, argparse not needed (cold start)

@@ -29,12 +29,16 @@ def as_int(value: Any) -> int | None:
 
 def foreign_shape(payload: dict[str, Any]) -> str | None:
     """The harness whose stop payload this is, when it is not Claude Code's or Codex's shape:
-    Cursor and Copilot also run ``.claude/settings.json`` hooks (HARNESSES.md § 11)."""
+    Cursor and Copilot also run ``.claude/settings.json`` hooks."""
     if "conversation_id" in payload and any(k in payload for k in ("workspace_roots", "cursor_version",
                                                                     "loop_count", "generation_id")):  # fmt: skip
         return "cursor"
     copilot_keys = ("stopReason", "transcriptPath", "timestamp", "stopHookActive")
     if "sessionId" in payload and "session_id" not in payload and any(k in payload for k in copilot_keys):
+        return "copilot"
+    # Copilot CLI (1.0.102) running a Claude Code hook: Claude's names, plus `stop_reason` and a
+    # `timestamp`, which Claude Code's Stop payload never has; no last message, no prompt_id
+    if "stop_reason" in payload and "timestamp" in payload and "last_assistant_message" not in payload:
         return "copilot"
     return None
 

@@ -24,11 +24,14 @@ __all__ = ["parse", "render"]
 
 def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
     other = foreign_shape(payload)
-    if other is not None:
-        from stoprule.agent.adapters import adapter
+    if other == "cursor":
+        from stoprule.agent.adapters.cursor import parse as parse_cursor
 
-        parsed: HookEvent = adapter(other).parse(payload, event)
-        return parsed
+        return parse_cursor(payload, event)
+    if other == "copilot":
+        from stoprule.agent.adapters.copilot import parse as parse_copilot
+
+        return parse_copilot(payload, event)
     return parse_stop(payload, event, harness="claude-code", turn_key="prompt_id")
 
 
