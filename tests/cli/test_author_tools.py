@@ -89,7 +89,8 @@ def test_fmt_exit_codes_and_check(tmp_path: Path) -> None:
 
 
 def test_fmt_on_the_bundled_pack(tmp_path: Path, default_pack: Path) -> None:
-    assert cli("fmt", "--check", "--policy", str(default_pack)).code == 0  # the bundled pack is canonical
+    pack_files = sorted(map(str, default_pack.glob("*.yaml")))
+    assert cli("fmt", "--check", *pack_files).code == 0  # the bundled pack's own files are canonical
     copy = tmp_path / "pack"
     shutil.copytree(default_pack, copy)
     assert cli("fmt", "--policy", str(copy)).code == 0

@@ -158,7 +158,7 @@ def eval_items(
 
     code = 0
     paint = None
-    if fmt == "pretty":  # colour on a terminal only (rich is imported then)
+    if fmt == "pretty" and getattr(stdout, "isatty", bool)():  # colour on a terminal only (rich is imported then)
         from stoprule.cli.style import painter
 
         paint = painter(stdout)
