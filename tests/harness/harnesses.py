@@ -104,7 +104,8 @@ class Session:
         log = self.project / ".stoprule" / "hook.log"
         if not log.exists():
             return []
-        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [e for e in entries if e.get("event") in ("stop", "subagent-stop") and "decision" in e]
 
     def git(self, *args: str) -> str:
         return subprocess.run(["git", *args], cwd=self.project, capture_output=True, text=True, check=True).stdout
@@ -391,6 +392,8 @@ class OpenCode(Driver):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def _opencode_supported() -> bool:
