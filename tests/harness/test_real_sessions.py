@@ -40,7 +40,7 @@ def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
     assert s.script.first_seeing(reason) == 2, s.describe()
     assert s.script.exhausted()
     assert "add notes" in s.git("log", "--format=%s")
-    assert s.git("status", "--porcelain") == ""
+    assert "notes.txt" not in s.git("status", "--porcelain")  # (OpenCode itself rewrites its opencode.json)
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
