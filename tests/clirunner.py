@@ -75,10 +75,10 @@ class Result:
     err: str
 
 
-def cli(*argv: str, stdin: bytes = b"", tty: bool = False) -> Result:
-    """``stoprule ARGV`` in this process, its streams terminals when ``tty`` (the environment and
-    cwd are the test's: use monkeypatch)."""
-    out = Terminal() if tty else io.StringIO()
+def cli(*argv: str, stdin: bytes = b"", tty: bool | str = False) -> Result:
+    """``stoprule ARGV`` in this process, its streams terminals when ``tty`` (``"err"``: only
+    stderr) (the environment and cwd are the test's: use monkeypatch)."""
+    out = Terminal() if tty is True else io.StringIO()
     err = Terminal() if tty else io.StringIO()
     code = run(list(argv), io.BytesIO(stdin), out, err)
     return Result(code, out.getvalue(), err.getvalue())

@@ -147,6 +147,7 @@ SKIP: dict[tuple[str, str], str] = {
     ): "set-up: .ci/run runs it (test_readme_setup_is_what_ci_runs); its stoprule part runs below",
     ("README.md", "python -m pytest"): "the test suite itself: .ci/run runs it (test_readme_setup_is_what_ci_runs)",
     ("README.md", "$EDITOR .stoprule/policies/vocabulary.yaml"): "interactive editor",
+    ("testing.md", "stoprule test --watch"): "runs until Ctrl-C (tests/cli/test_author_tools.py runs it)",
 }
 #: Whole bash blocks that are not run (a synopsis with placeholders), by their first line.
 SKIP_BLOCKS: dict[tuple[str, str], str] = {

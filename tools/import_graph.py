@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 __all__ = [
@@ -141,6 +142,16 @@ COLD_PATH: tuple[str, ...] = (
 )
 
 
+@cache
+def _parse(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree (parsed once per version of the file)."""
+    return _parse(path, path.stat().st_mtime_ns)
+
+
 def _modules(src: Path) -> dict[str, Path]:
     mods: dict[str, Path] = {}
     for path in sorted(src.rglob("*.py")):
@@ -199,8 +210,7 @@ def module_graph(src: Path = SRC) -> Graph:
     mods = _modules(src)
     graph: Graph = {}
     for name, path in mods.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        graph[name] = _targets(tree, name, path.name == "__init__.py", mods)
+        graph[name] = _targets(_tree(path), name, path.name == "__init__.py", mods)
     return graph
 
 
@@ -208,8 +218,7 @@ def dynamic_imports(src: Path = SRC) -> list[str]:
     """``module:line`` of each ``import_module``/``__import__`` whose name is computed (sorted)."""
     found = []
     for name, path in _modules(src).items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        found += [f"{name}:{call.lineno}" for call in _import_calls(tree) if _literal(call) is None]
+        found += [f"{name}:{call.lineno}" for call in _import_calls(_tree(path)) if _literal(call) is None]
     return sorted(found)
 
 
@@ -220,7 +229,7 @@ def cold_path_docstrings(src: Path = SRC) -> list[str]:
     bad = []
     for name in COLD_PATH:
         path = mods.get(name)
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) if path else None
+        doc = ast.get_docstring(_tree(path)) if path else None
         if not doc or MARK not in " ".join(doc.split()):
             bad.append(name)
     return bad

@@ -1,4 +1,4 @@
-"""Blockers and blocked reports (issue 9): store, redaction, limits, reports, provider, seeds 001 and 003."""
+"""Blockers and blocked reports: store, redaction, limits, reports, provider, the blocker tool."""
 
 from __future__ import annotations
 
@@ -418,6 +418,7 @@ for i in range(int(sys.argv[4])):
 
 
 def _race(tmp_path: Path, procs: int, each: int) -> None:
+    # processes: the store's locking between processes is the point
     (tmp_path / ".stoprule").mkdir()
     (tmp_path / ".stoprule" / "config.yaml").write_text(f"blockers:\n  max_per_run: {each}\n")
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}

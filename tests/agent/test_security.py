@@ -101,6 +101,8 @@ def test_a_damaged_record_entry_is_normalised_or_skipped_never_fatal(tmp_path: P
     assert "error" not in res.entry, res.entry.get("error")
     open_ = res.entry["fact"]["openBlockers"]
     assert [b["question"] for b in open_ if b["id"] == "b-1"] == ["ab"]
+    notes = " ".join(res.entry["provenance"]["notes"]["blockers"])
+    assert "skipped: not JSON" in notes and "skipped: a malformed entry" in notes
 
 
 # ------------------------------------------------------------------ 2. a lone surrogate drops the decision
@@ -279,6 +281,23 @@ def test_a_fifo_config_is_refused_without_blocking(tmp_path: Path) -> None:
     t.start()
     t.join(60)  # before: blocked forever on open()
     assert box and "not a regular file" in box[0].entry["error"]
+
+
+def test_a_fifo_anywhere_the_hook_reads_never_blocks_it(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    set_facts(str(root / ".stoprule"), None, {"uncommittedWork": True})  # project-wide: the policy blocks
+    st = root / ".stoprule"
+    for rel in ("reports/T-1/blocked_report.json", "blockers/blockers.jsonl", "blockers/switch.json",
+                "state/sessions/cc-session-1.json", "state/facts/cc-session-1.json"):  # fmt: skip
+        (st / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(st / rel)
+    os.mkfifo(root / "t.jsonl")
+    box: list[runner_mod.HookResult] = []
+    data = _stop(root, transcript_path=str(root / "t.jsonl"))
+    t = threading.Thread(target=lambda: box.append(_hook(tmp_path, root, data)), daemon=True)
+    t.start()
+    t.join(60)
+    assert box and _blocks(box[0]), box and box[0].entry
 
 
 def test_an_oversized_payload_is_refused_unparsed(tmp_path: Path) -> None:

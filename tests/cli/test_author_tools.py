@@ -89,7 +89,7 @@ def test_fmt_exit_codes_and_check(tmp_path: Path) -> None:
 
 
 def test_fmt_on_the_bundled_pack(tmp_path: Path, default_pack: Path) -> None:
-    assert cli("fmt", "--check", *map(str, sorted(default_pack.glob("*.yaml")))).code == 0  # already canonical
+    assert cli("fmt", "--check", "--policy", str(default_pack)).code == 0  # the bundled pack is canonical
     copy = tmp_path / "pack"
     shutil.copytree(default_pack, copy)
     assert cli("fmt", "--policy", str(copy)).code == 0

@@ -95,3 +95,20 @@ def test_global_pack_errors_name_the_global_file(env: Path, monkeypatch: pytest.
     assert r.code == 2 and r.out.startswith("global/org.yaml:5:5: verdict.unknown: unknown verdict 'user_reveiw'")
     monkeypatch.setenv("STOPRULE_GLOBAL_POLICY", "")  # empty: no global pack
     assert cli("check").code == 0
+
+
+@pytest.mark.parametrize(
+    "argv", [["eval", "--format", "pretty"], ["test"], ["check"]], ids=["eval pretty", "test", "check"]
+)
+def test_colour_on_a_terminal_only(env: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tests = env / "project" / ".stoprule" / "policies" / "tests"
+    tests.mkdir()
+    (tests / "t.yaml").write_text("cases:\n  - {name: a, fact: {}, expect: {verdict: pass}}\n")
+    stdin = b'{"status": "implemented"}'
+    plain = cli(*argv, stdin=stdin)
+    coloured = cli(*argv, stdin=stdin, tty=True)
+    assert plain.code == coloured.code == 0, plain.err
+    assert "\x1b[" not in plain.out and "32m" in coloured.out  # green
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "32m" not in cli(*argv, stdin=stdin, tty=True).out

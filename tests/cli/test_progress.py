@@ -98,8 +98,8 @@ def commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_pack: Path
 def test_long_commands_show_progress_on_a_terminal_only(commands: dict, command: str) -> None:
     argv, done = commands[command]
     plain = cli(*argv)
-    drawn = cli(*argv, tty=True)
-    quiet = cli(*argv, "--quiet", tty=True)
+    drawn = cli(*argv, tty="err")
+    quiet = cli(*argv, "--quiet", tty="err")
     assert plain.code == drawn.code == quiet.code and plain.code != 2, plain.err
     assert plain.out == drawn.out == quiet.out  # the product is the same
     assert done in drawn.err and "ETA" in drawn.err

@@ -79,3 +79,12 @@ def test_doctor_remedies(project: Path, monkeypatch: pytest.MonkeyPatch) -> None
     _exe(bin_dir / "stoprule", f"#!{sys.executable}\n")  # the SDK is installed in the test's environment
     mcp_line = next(ln for ln in cli("doctor").out.splitlines() if "MCP server in .mcp.json" in ln)
     assert mcp_line.startswith("ok") and "MCP SDK importable" in mcp_line
+
+
+def test_blocker_category_did_you_mean(project: Path) -> None:
+    r = cli("blocker", "add", "--category", "missing_dependncy", "--question", "Q?", "--context", "c",
+            "--blocks-progress")  # fmt: skip
+    assert r.code != 0
+    said = r.out + r.err
+    assert "category 'missing_dependncy' is not a blocker category" in said
+    assert "Did you mean 'missing_dependency'?" in said

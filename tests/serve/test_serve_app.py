@@ -177,6 +177,19 @@ def test_hook_answers_as_the_hook_prints(client: TestClient, harness: str) -> No
     assert r.json()["output"] == want and r.json()["decision"]["block"] is True
 
 
+def test_hook_with_a_run_on_a_server_without_a_ledger_just_decides(client: TestClient) -> None:
+    body = {"payload": {"session_id": "s"}, "fact": OK, "run": "s"}
+    r = client.post("/v1/hooks/claude-code", headers=AUTH, content=json.dumps(body))
+    assert r.status_code == 200 and "node" not in r.json()["verdict"]
+
+
+def test_hook_with_a_run_records_the_stop(tmp_path: Path) -> None:
+    with _client(tmp_path, ledger=True) as c:
+        body = {"payload": {"session_id": "s"}, "fact": CONTINUITY, "run": "sess-9"}
+        r = c.post("/v1/hooks/claude-code", headers=AUTH, content=json.dumps(body))
+        assert r.status_code == 200 and (r.json()["verdict"]["run"], r.json()["verdict"]["node"]) == ("sess-9", "n1")
+
+
 def test_hook_refuses_unknown_harness_and_bad_bodies(client: TestClient) -> None:
     r = client.post("/v1/hooks/emacs", headers=AUTH, content="{}")
     assert (r.status_code, r.json()["error"]["code"]) == (404, "serve.unknown_harness")

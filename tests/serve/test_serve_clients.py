@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from ledger_facts import CONTINUITY, OK, REVIEW
 from stoprule.agent.runner import run_hook
 from stoprule.cli.main import run as cli
 
+HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 PAYLOAD = {"session_id": "sess-1", "hook_event_name": "Stop", "stop_hook_active": False}
 
 
@@ -59,19 +61,31 @@ def _project(tmp: Path, config: str = "") -> Path:
     return tmp
 
 
-def _hook(tmp: Path, harness: str, server: str | None, env: dict[str, str]) -> tuple[dict | None, dict]:
+def _hook(
+    tmp: Path, harness: str, server: str | None, env: dict[str, str], transcript: bool = False
+) -> tuple[dict | None, dict]:
     payload = {**PAYLOAD, "cwd": str(tmp)}
+    if transcript:  # the fixture's stop payload and transcript (an open task: the stop is blocked)
+        payload = {**json.loads((HOOKS / harness / "stop.json").read_text()), "cwd": str(tmp)}
+        shutil.copy(HOOKS / harness / "transcript.jsonl", tmp / "t.jsonl")
+        payload["transcript_path"] = str(tmp / "t.jsonl")
     res = run_hook(harness, None, json.dumps(payload).encode(), cwd=str(tmp), env=env, server=server)
     return res.output, res.entry
 
 
-@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "cursor", "copilot"])
-def test_hook_server_answers_as_the_local_hook(url: str, tmp_path: Path, harness: str) -> None:
+@pytest.mark.parametrize(
+    ("harness", "transcript"),
+    [("claude-code", False), ("claude-code", True), ("codex", True), ("gemini", True), ("cursor", False),
+     ("copilot", False)],
+)  # fmt: skip
+def test_hook_server_answers_as_the_local_hook(url: str, tmp_path: Path, harness: str, transcript: bool) -> None:
     env = {"STOPRULE_SERVER_TOKEN": TOKEN, "STOPRULE_NO_CACHE": "1"}
-    local, _ = _hook(_project(tmp_path / "a"), harness, None, env)
-    remote, entry = _hook(_project(tmp_path / "b"), harness, url, env)
+    local, local_entry = _hook(_project(tmp_path / "a"), harness, None, env, transcript)
+    remote, entry = _hook(_project(tmp_path / "b"), harness, url, env, transcript)
     assert "error" not in entry and entry["server"]["policy"].startswith("sha256:")
-    assert remote == local
+    assert remote == local and entry["decision"] == local_entry["decision"]
+    if transcript:
+        assert entry["decision"]["block"] is True  # the transcript's open task
 
 
 def _closed_port() -> int:
@@ -103,3 +117,46 @@ def test_hook_server_down_or_slow_takes_the_fail_mode_without_hanging(
     assert entry["decision"]["block"] is blocks
     if not blocks:
         assert out is not None and "fail open" in out.get("systemMessage", "")
+
+
+@pytest.mark.parametrize(
+    ("config", "explicit", "env", "want"),
+    [
+        ("", None, {}, None),
+        ("server:\n  url: http://10.0.0.1:8474\n  project: web\n", None, {}, ("http://10.0.0.1:8474", "web")),
+        ("", "http://127.0.0.1:9", {}, ("http://127.0.0.1:9", "proj")),
+        ("", None, {"STOPRULE_SERVER": "https://s.example"}, ("https://s.example", "proj")),
+    ],
+)
+def test_the_mcp_server_finds_the_team_server(
+    tmp_path: Path, config: str, explicit: str | None, env: dict, want: tuple | None
+) -> None:
+    from stoprule.agent.remote import project_remote
+
+    proj = _project(tmp_path / "proj", config)
+    remote, name = project_remote(str(proj), explicit, env)
+    assert (None if remote is None else (remote.url, name)) == want
+
+
+def test_a_bad_server_section_is_a_config_error(tmp_path: Path) -> None:
+    from stoprule.agent.remote import project_remote
+    from stoprule.diagnostics import ConfigError
+
+    proj = _project(tmp_path / "proj", "server:\n  url: ftp://x\n")
+    with pytest.raises(ConfigError):
+        project_remote(str(proj), None, {})
+
+
+def test_eval_in_a_project_with_a_server_section_asks_the_server(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = _project(tmp_path / "p", f"server:\n  url: {url}\n  token_env: TEAM_TOKEN\n")
+    monkeypatch.chdir(proj)
+    monkeypatch.setenv("TEAM_TOKEN", TOKEN)
+    monkeypatch.delenv("STOPRULE_SERVER", raising=False)
+    code, out, err = _cli(["eval", "--run", "from-config", "-"], json.dumps(OK).encode())
+    assert code == 0 and json.loads(out)["run"] == "from-config", err  # recorded by the server
+    assert not (proj / ".stoprule" / "ledger.db").exists()
+    monkeypatch.delenv("TEAM_TOKEN")
+    code, _, err = _cli(["eval", "-"], json.dumps(OK).encode())
+    assert code == 2 and "serve.unauthorized" in err

@@ -36,46 +36,69 @@ REDACTED = "[REDACTED]"
 _MARK = "[REDACTED"
 MAX_DEPTH = 64
 
+
+class _Lazy:
+    """A pattern compiled on first use: most texts hold none of a pattern's literals, so a
+    short-lived process (the hook) compiles only the few it needs."""
+
+    __slots__ = ("_re", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+        self._re: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        if self._re is None:
+            self._re = re.compile(self.pattern, self.flags)
+        return self._re
+
+    def sub(self, repl: Any, text: str) -> str:
+        return self.compiled().sub(repl, text)
+
+    def finditer(self, text: str) -> Any:
+        return self.compiled().finditer(text)
+
+
 # ---------------------------------------------------------------- credential shapes
 _B64 = r"A-Za-z0-9+/"
-_SHAPES: list[re.Pattern[str]] = [
-    re.compile(
+_SHAPES: list[_Lazy] = [
+    _Lazy(
         r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY"
         r"(?: BLOCK)?-----|\Z)",
         re.S,
     ),  # fmt: skip
-    re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    re.compile(r"\bABSK[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
-    re.compile(r"\bbedrock-api-key-[A-Za-z0-9+/=_-]{16,}+"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,255}+"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,255}+"),
-    re.compile(r"\bgl(?:pat|ptt|rt|dt|ft|oas|cbt|imt|soat|agent)-[A-Za-z0-9_.-]{16,}+"),  # GitLab
-    re.compile(r"\bGR1348941[A-Za-z0-9_-]{20}"),
-    re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}+"),  # Slack
-    re.compile(r"\bxoxe(?:\.xox[a-z])?-\d-[A-Za-z0-9-]{10,}+"),
-    re.compile(r"\bxapp-\d-[A-Za-z0-9-]{10,}+"),
-    re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/+_-]{8,}+"),
-    re.compile(r"\b[srp]k_(?:live|test|prod)_[A-Za-z0-9]{16,}+"),  # Stripe
-    re.compile(r"\bsk-(?:ant-[a-z]{2,10}\d{0,3}-|proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}+"),  # OpenAI/Anthropic
-    re.compile(r"\bAIza[A-Za-z0-9_-]{35}"),  # Google API key (may end in '-')
-    re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}+"),  # Google OAuth access token
-    re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}+"),  # Google OAuth client secret
-    re.compile(r"\beyJ[A-Za-z0-9_-]{6,}+\.[A-Za-z0-9_-]{2,}+(?:\.[A-Za-z0-9_-]*+)?"),  # JWT: 2 or 3 parts, alg none
-    re.compile(r"\bnpm_[A-Za-z0-9]{36}"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}+"),  # Hugging Face
-    re.compile(r"\bapi_org_[A-Za-z0-9]{30,}+"),
-    re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
-    re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),  # SendGrid
-    re.compile(r"\bSK[0-9a-fA-F]{32}\b"),  # Twilio API key
-    re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
-    re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),  # Shopify
-    re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?"),  # Databricks
-    re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
-    re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
-    re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
-    re.compile(rf"(?i)\bAccountKey=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
-    re.compile(r"(?i)\bSharedAccess(?:Key|Signature)=[^\s;\"']{8,}+"),
-    re.compile(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
+    _Lazy(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    _Lazy(r"\bABSK[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
+    _Lazy(r"\bbedrock-api-key-[A-Za-z0-9+/=_-]{16,}+"),
+    _Lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,255}+"),  # GitHub
+    _Lazy(r"\bgithub_pat_[A-Za-z0-9_]{20,255}+"),
+    _Lazy(r"\bgl(?:pat|ptt|rt|dt|ft|oas|cbt|imt|soat|agent)-[A-Za-z0-9_.-]{16,}+"),  # GitLab
+    _Lazy(r"\bGR1348941[A-Za-z0-9_-]{20}"),
+    _Lazy(r"\bxox[a-z]-[A-Za-z0-9-]{10,}+"),  # Slack
+    _Lazy(r"\bxoxe(?:\.xox[a-z])?-\d-[A-Za-z0-9-]{10,}+"),
+    _Lazy(r"\bxapp-\d-[A-Za-z0-9-]{10,}+"),
+    _Lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/+_-]{8,}+"),
+    _Lazy(r"\b[srp]k_(?:live|test|prod)_[A-Za-z0-9]{16,}+"),  # Stripe
+    _Lazy(r"\bsk-(?:ant-[a-z]{2,10}\d{0,3}-|proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}+"),  # OpenAI/Anthropic
+    _Lazy(r"\bAIza[A-Za-z0-9_-]{35}"),  # Google API key (may end in '-')
+    _Lazy(r"\bya29\.[A-Za-z0-9_-]{20,}+"),  # Google OAuth access token
+    _Lazy(r"\bGOCSPX-[A-Za-z0-9_-]{20,}+"),  # Google OAuth client secret
+    _Lazy(r"\beyJ[A-Za-z0-9_-]{6,}+\.[A-Za-z0-9_-]{2,}+(?:\.[A-Za-z0-9_-]*+)?"),  # JWT: 2 or 3 parts, alg none
+    _Lazy(r"\bnpm_[A-Za-z0-9]{36}"),
+    _Lazy(r"\bhf_[A-Za-z0-9]{30,}+"),  # Hugging Face
+    _Lazy(r"\bapi_org_[A-Za-z0-9]{30,}+"),
+    _Lazy(r"\bdo[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
+    _Lazy(r"\bSG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),  # SendGrid
+    _Lazy(r"\bSK[0-9a-fA-F]{32}\b"),  # Twilio API key
+    _Lazy(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
+    _Lazy(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),  # Shopify
+    _Lazy(r"\bdapi[a-f0-9]{32}(?:-\d)?"),  # Databricks
+    _Lazy(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _Lazy(r"\b\d{8,10}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
+    _Lazy(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
+    _Lazy(rf"(?i)\bAccountKey=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
+    _Lazy(r"(?i)\bSharedAccess(?:Key|Signature)=[^\s;\"']{8,}+"),
+    _Lazy(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
@@ -91,22 +114,22 @@ def _after_mysql(m: re.Match[str]) -> bool:
 
 
 # (pattern, group holding the secret, a test the match must pass)
-_CLI: list[tuple[re.Pattern[str], int, Any]] = [
-    (re.compile(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
-    (re.compile(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
+_CLI: list[tuple[_Lazy, int, Any]] = [
+    (_Lazy(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
+    (_Lazy(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
     (
-        re.compile(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
+        _Lazy(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
         lambda m: re.search(r"(?i)secret|token|key", m.group(0)[: m.start(1) - m.start()]) is not None,
     ),
-    (re.compile(r"\bsshpass\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
+    (_Lazy(r"\bsshpass\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
     (
-        re.compile(r"(?<![\w-])--?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
+        _Lazy(r"(?<![\w-])--?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
         2,
         lambda m: _FLAG_KEY.search(m.group(1)) is not None,
     ),
     (
-        re.compile(r"(?i)\b(?:bearer|basic|token|digest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
+        _Lazy(r"(?i)\b(?:bearer|basic|token|digest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
         1,
         lambda m: _tokenish(m.group(1)),
     ),  # "token generation": a word, not a token
@@ -334,7 +357,7 @@ def _detect_secrets_values(text: str) -> list[str]:
     return sorted(keep, key=len, reverse=True)
 
 
-def _markers(pattern: re.Pattern[str]) -> tuple[str, ...]:
+def _markers(pattern: _Lazy) -> tuple[str, ...]:
     """Literal strings one of which every match contains (lower case): a pattern runs only
     on text holding one (a C substring search, so most patterns cost nothing on most text)."""
     src = pattern.pattern
@@ -357,7 +380,7 @@ _MARKERS: list[tuple[str, tuple[str, ...]]] = [
     ("sig=", ("sig=",)), ("--user", ("-u", "--user")), ("-p([", ("mysql", "mariadb")), ("configure", ("configure",)),
     ("sshpass", ("sshpass",)), ("([\\w-]{1,48}+)", ("-",)), ("bearer|basic", ("bearer", "basic", "token", "digest")),
 ]  # fmt: skip
-_GATED: list[tuple[tuple[str, ...], re.Pattern[str], Any]] = [
+_GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, REDACTED) for p in _SHAPES),
     *((_markers(p), p, sub) for p, sub in _CLI_SUBS),
 ]

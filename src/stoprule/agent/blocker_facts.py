@@ -23,17 +23,23 @@ import json
 import os
 from typing import Any
 
+from stoprule._util.files import read_bounded
+from stoprule._util.text import clean_obj
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
 
 __all__ = ["bind_task", "blockers_facts"]
 
 DEFAULT_SESSION = "default"
+MAX_REPORT_BYTES = 4 << 20
 
 
-def blockers_facts(project_dir: str, session_id: str | None, settings: Any = None) -> dict[str, Any]:
+def blockers_facts(
+    project_dir: str, session_id: str | None, settings: Any = None, notes: list[str] | None = None
+) -> dict[str, Any]:
     """Fact fields for ``session_id`` in the project at ``project_dir`` (the directory holding ``.stoprule/``).
 
-    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None."""
+    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None.
+    ``notes`` gets a line per kind of damaged record line skipped."""
     from stoprule.agent.blocker_store import BlockerStore
     from stoprule.diagnostics import ConfigError
 
@@ -54,6 +60,8 @@ def blockers_facts(project_dir: str, session_id: str | None, settings: Any = Non
         return {}
     sessions = {DEFAULT_SESSION, session_id} if session_id else None
     mine = [b for b in store.blockers() if sessions is None or b.session in sessions]
+    if notes is not None:
+        notes += [f"{n} blocker record line(s) skipped: {why}" for why, n in store.notes.items()]
     open_ = [{"id": b.id, "category": b.category, "question": b.question, "blocksProgress": b.blocksProgress}
              for b in mine if b.open]  # fmt: skip
     resolved = [{"id": b.id, "category": b.category, "question": b.question,
@@ -117,10 +125,9 @@ def _latest_report(project_dir: str, session_id: str | None) -> dict[str, Any] |
     for task in tasks:
         path = os.path.join(base, task, "blocked_report.json")
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(read_bounded(path, MAX_REPORT_BYTES))  # a FIFO or a huge file: skipped unread
             mtime = os.stat(path).st_mtime
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(data, dict):
             continue
@@ -129,5 +136,5 @@ def _latest_report(project_dir: str, session_id: str | None) -> dict[str, Any] |
         if session_id and meta.get("session") not in (session_id, DEFAULT_SESSION):
             continue
         if best is None or mtime > best[0]:
-            best = (mtime, {k: data[k] for k in REPORT_SECTIONS if k in data})
+            best = (mtime, clean_obj({k: data[k] for k in REPORT_SECTIONS if k in data}))
     return best[1] if best else None

@@ -25,6 +25,7 @@ from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
 from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import STATE_DIR, project_root
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
@@ -100,8 +101,6 @@ class BlockerService:
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
-            from stoprule.engine.packs import load_policy, select_pack
-
             self._evaluator = load_policy(select_pack(self.policy, cwd=self.project_dir))
         return self._evaluator
 
@@ -180,7 +179,11 @@ class BlockerService:
         hard, soft = self.categories()
         cat = args.get("category")
         if not _str(cat) or cat not in (*hard, *soft):
-            return (f"category {cat!r} is not a blocker category of this pack. Hard (needs the user): "
+            from stoprule.diagnostics import closest
+
+            best = closest(str(cat), (*hard, *soft)) if _str(cat) else None
+            meant = f" Did you mean {best!r}?" if best else ""
+            return (f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
                     f"{', '.join(hard)}. Soft (decide yourself and log the choice): {', '.join(soft) or '(none)'}.")
         if not _str(args.get("question")) or not args["question"].strip():
             return "question is required: the question or permission you would ask the user, in one sentence."

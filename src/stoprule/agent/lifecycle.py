@@ -33,7 +33,7 @@ _SPECIFIC = ("claude-code", "codex", "gemini")
 
 
 def render_session_start(harness: str, text: str) -> dict[str, Any] | None:
-    """The harness's answer that adds ``text`` to the agent's context (HARNESSES.md § 11)."""
+    """The harness's answer that adds ``text`` to the agent's context."""
     if harness in _SPECIFIC:
         return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     if harness == "copilot":

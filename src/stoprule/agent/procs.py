@@ -16,15 +16,13 @@ import json
 import os
 import time
 
-from stoprule._util.files import atomic_write
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ancestors", "link_session", "linked_session"]
 
-DEPTH = 4  # ancestors linked: the shell a hook runs in, the harness, its wrappers
+DEPTH = 3  # ancestors linked: the shell a hook runs in, the harness, one wrapper
 
 
 def _proc(pid: int) -> tuple[int, str] | None:
@@ -69,11 +67,12 @@ def _dir(home: str) -> str:
 def link_session(home: str, session: str, harness: str) -> int:
     """Link this process's nearest ancestors to ``session``; returns how many were linked."""
     folder = _dir(home)
-    os.makedirs(folder, exist_ok=True)
     linked = 0
+    from stoprule._util.files import atomic_write
+
     for pid, start in ancestors(depth=DEPTH):
-        record = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
-        atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(record), sync=False)
+        link = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
+        atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(link), sync=False)
         linked += 1
     return linked
 

@@ -50,7 +50,8 @@ def boundaries(path: str, fmt: str, mapping: dict[str, str | None]) -> list[Boun
     for record, end in records(data):  # the hook's reader: pretty-printed records too
         line_no += data.count(b"\n", prev, end)
         prev = end
-        scan.feed(record)
+        if record.strip():
+            scan.feed(record)
     line_no = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if scan.turns:
         fact, prov = _fact(scan, fmt, mapping)

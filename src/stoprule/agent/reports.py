@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from stoprule._util.files import atomic_write
+from stoprule._util.files import atomic_write, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
@@ -147,9 +147,8 @@ def load_report(project_dir: str, task: str | None = None) -> tuple[str, dict[st
             candidates = []
     for t in candidates:
         try:
-            with open(report_path(project_dir, t), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
+            data = json.loads(read_bounded(report_path(project_dir, t), 4 << 20))
+        except (OSError, ValueError, RecursionError):
             continue
         if isinstance(data, dict):
             return t, data

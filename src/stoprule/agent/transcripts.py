@@ -24,8 +24,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 Lines are prefiltered on their bytes before being decoded; a line that is not JSON, of an
 unknown type, or incomplete (the last line without its newline) is skipped with a note,
 never an error. The prefilter tolerates JSON written with spaces (``"type": "user"``), so the
-hook (prefiltered) and ``replay`` (every line) read the same. Formats: HARNESSES.md § 1.5,
-§ 2.6, § 3.5, § 11 (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/).
+hook (prefiltered) and ``replay`` (every line) read the same. Formats: each harness's session
+transcripts (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ _USER = _kv(b"type", b'"user"')
 _ASSISTANT = _kv(b"type", b'"assistant"')
 _GEMINI = _kv(b"type", b'"gemini"')
 _IS_ERROR = _kv(b"is_error", b"true")
-# Claude Code user lines that are not a human prompt (HARNESSES.md § 11)
+# Claude Code user lines that are not a human prompt
 _NOT_PROMPT = ("[Request interrupted by user", "<command-name>", "<command-message>", "<command-args>",
                "<local-command-stdout>", "<local-command-stderr>", "Caveat: The messages below were generated")
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
@@ -505,8 +505,8 @@ _HEAD = 4096  # bytes fingerprinted at the start of the file, and before the rea
 def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
     """The records of complete lines in ``data``: ``(record, offset after it)`` (``base`` +
     the position in ``data``). A record is one line of JSONL, or the lines of a pretty-printed
-    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). Blank
-    lines yield nothing; an object still open at the end of ``data`` is not yielded (nor
+    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). A blank
+    line is a blank record; an object still open at the end of ``data`` is not yielded (nor
     consumed: the returned offsets stop before it)."""
     pos, start, n = 0, -1, len(data)
     while pos < n:
@@ -528,8 +528,8 @@ def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
         stripped = line.strip()
         if stripped.startswith(b"{") and not stripped.endswith(b"}") and not _complete(stripped):
             start = pos  # an object opened on this line and continued on the next ones
-        elif stripped:
-            yield line, base + end
+        else:
+            yield line, base + end  # a blank line too (empty record: the position moves past it)
         pos = end
 
 
@@ -613,7 +613,8 @@ def scan_file(
                 notes.append("transcript reading stopped: time budget spent")
                 break
             offset = end  # advances past every record, decoded or skipped
-            scan.feed(record)
+            if record.strip():
+                scan.feed(record)
         mark = _fingerprint(fh, offset)
     for why, count in scan.skipped.items():
         notes.append(f"{count} transcript line(s) skipped: {why}")

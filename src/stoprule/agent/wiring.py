@@ -64,7 +64,7 @@ TARGETS: dict[str, Target] = {
 }
 
 
-# harness -> stoprule's ``--event`` -> the harness's hook event (HARNESSES.md § 11)
+# harness -> stoprule's ``--event`` -> the harness's hook event (each harness's hooks documentation)
 EXTRA_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {"session-start": "SessionStart", "permission": "PermissionRequest"},
     "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},

@@ -32,13 +32,12 @@ from stoprule.analysis.queries import (
     references,
     uses_stops,
 )
-from stoprule.diagnostics import AnalysisLimit
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["AuditReport", "Finding", "audit_pack"]
+__all__ = ["AuditReport", "Finding"]
 
 MAX_REGIONS = 5
 
@@ -436,45 +435,6 @@ def member_sets(checked: CheckedPolicy, refs: Refs) -> dict[Any, list[str]]:
             if m in members and name not in members[m]:
                 members[m].append(name)
     return members
-
-
-AUTO_BUDGET = 3.0  # seconds the exhaustive backend gets under ``auto`` before the solver takes over
-BACKENDS = ("auto", "exhaustive", "solver")
-
-
-def audit_pack(
-    checked: CheckedPolicy,
-    progress: Progress | None = None,
-    *,
-    backend: str = "exhaustive",
-    timeout: float | None = None,
-    engine: Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]] | None = None,
-) -> AuditReport:
-    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`).
-
-    ``backend``: ``exhaustive`` (exact shares and regions over the finite abstraction),
-    ``solver`` (one SMT query per question, :mod:`.solver_audit`) or ``auto`` (exhaustive
-    when it finishes within :data:`AUTO_BUDGET` seconds or is not beyond its limits, else
-    the solver). ``timeout``: stop after that many seconds with the questions not answered
-    listed in the report. ``engine``: ``fact -> (winner id, matched ids)``, the engine
-    every solver witness is re-checked with.
-    """
-    assert backend in BACKENDS, backend
-    start = time.monotonic()
-    if backend != "solver":
-        budget = timeout if backend == "exhaustive" else min(AUTO_BUDGET, timeout or AUTO_BUDGET)
-        try:
-            return _exhaustive(checked, progress, budget, backend == "auto")
-        except (OutOfTime, AnalysisLimit):
-            if backend == "exhaustive":
-                raise
-    from stoprule.analysis.solver_audit import solver_audit
-
-    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
-    report = solver_audit(checked, progress, timeout=left, engine=engine)
-    report.timeout = timeout
-    report.seconds = time.monotonic() - start
-    return report
 
 
 def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool) -> AuditReport:

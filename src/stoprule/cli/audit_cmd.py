@@ -8,12 +8,16 @@ import time
 from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
-from stoprule.analysis.corpus import corpus_counts
+from stoprule.analysis import AnalysisLimit, audit_pack
+from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
+from stoprule.analysis.explore import Progress
+from stoprule.analysis.render import render_audit
 from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
-from stoprule.facts.batch import chunk_items, parallel_chunks, resolve_jobs, started_map
+from stoprule.facts.batch import chunk_items, parallel_chunks, resolve_jobs, sequential_chunks, started_map
 from stoprule.facts.parse import parse_facts, read_input
 
 __all__ = ["add_arguments", "audit_command", "run"]
@@ -51,11 +55,6 @@ def audit_command(
         if chunks is not None:  # forked now: the workers evaluate while this process analyses
             running = started_map(_corpus_chunk, chunks, jobs, _corpus_setup, (compiled, data))
     with running as pending:
-        from stoprule.analysis import AnalysisLimit, audit_pack
-        from stoprule.analysis.explore import Progress
-        from stoprule.analysis.render import render_audit
-        from stoprule.engine.build import compile_pack
-
         try:
             ctx = compile_pack(root)
         except PolicyError as exc:
@@ -70,13 +69,9 @@ def audit_command(
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
-            from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
-
             if pending is not None:
                 parts = list(pending)
             else:
-                from stoprule.facts.batch import sequential_chunks
-
                 context = _corpus_setup(ctx.compiled, data)
                 pieces = sequential_chunks(data)
                 if pieces is None:

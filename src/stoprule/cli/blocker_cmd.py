@@ -34,7 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--option", action="append", default=[], metavar="TEXT", help="an option considered (repeat)")
     sp.add_argument("--chosen-option", metavar="TEXT", help="soft categories: the option chosen")
     sp.add_argument("--chosen-reasoning", metavar="TEXT", help="soft categories: why")
-    sp.add_argument("--session", metavar="ID", help="session (run) id (default: $STOPRULE_SESSION, then 'default')")
+    sp.add_argument("--task", metavar="TEXT", help="the task it is about (default: the task in progress)")
+    sp.add_argument(
+        "--session",
+        metavar="ID",
+        help="session (run) id (default: $STOPRULE_SESSION, then the session the harness started, then 'default')",
+    )
     sp.add_argument("--policy", metavar="PATH", help="policy pack directory (default: as `stoprule eval`)")
     sp.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         reply = service.log_blocker(args.session, {
             "category": args.category, "question": args.question, "context": args.context,
             "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,
-            "chosenReasoning": args.chosen_reasoning,
+            "chosenReasoning": args.chosen_reasoning, "task": args.task,
         })  # fmt: skip
     except PolicyError as exc:
         stderr.write(exc.render() + "\n")

@@ -48,8 +48,11 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
     if fmt == "json":
         stdout.write(json.dumps(summary) + "\n")
     else:
+        from stoprule.cli.style import painter
+
+        ok = painter(stdout)("ok", "bold green")
         stdout.write(
-            f"ok: {c.name} ({root}): {summary['files']} files, {summary['rules']} rules, "
+            f"{ok}: {c.name} ({root}): {summary['files']} files, {summary['rules']} rules, "
             f"{summary['verdicts']} verdict kinds, {summary['high_risk_stops']} high-risk stops, "
             f"{c.digest}\n"
         )

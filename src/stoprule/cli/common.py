@@ -39,6 +39,7 @@ __all__ = [
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import IO
 
     from stoprule.diagnostics import EvaluationError, PolicyError
@@ -102,9 +103,11 @@ def input_name(file: str) -> str:
     return file if file != "-" else "<stdin>"
 
 
-def render_verdict(v: Verdict) -> str:
-    """A verdict as text for people (``--format pretty``)."""
+def render_verdict(v: Verdict, paint: Callable[[str, str], str] | None = None) -> str:
+    """A verdict as text for people (``--format pretty``); ``paint`` colours its mark (see cli/style.py)."""
     mark = "OK" if v.ok else "NOT OK"
+    if paint is not None:
+        mark = paint(mark, "bold green" if v.ok else "bold red")
     lines = [f"{mark}: {v.verdict} / {v.reason}  (rule {v.rule}; stop: {v.stop})", f"  {v.message}"]
     if v.requires_user_review:
         lines.append(f"  review reason: {v.review_reason}")

@@ -17,7 +17,7 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
-from stoprule.diagnostics import EvaluationError, FactError, PolicyError
+from stoprule.diagnostics import EvaluationError, FactError, PolicyError, StopruleError
 from stoprule.engine.evaluator import Verdict
 from stoprule.facts.parse import parse_facts, read_input
 
@@ -157,6 +157,11 @@ def eval_items(
     from stoprule._util.gcpause import paused_gc
 
     code = 0
+    paint = None
+    if fmt == "pretty":  # colour on a terminal only (rich is imported then)
+        from stoprule.cli.style import painter
+
+        paint = painter(stdout)
     with paused_gc():  # see gcpause: the parsed facts would be walked again and again
         for line, item in items:
             result: Verdict | EvaluationError
@@ -182,7 +187,7 @@ def eval_items(
             if fmt == "json":
                 stdout.write(json.dumps(result.to_dict()) + "\n")
             else:
-                stdout.write(render_verdict(result) + "\n")
+                stdout.write(render_verdict(result, paint) + "\n")
     return code
 
 
@@ -212,8 +217,16 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     import os
 
     server = args.server or os.environ.get("STOPRULE_SERVER")
+    section: dict[str, Any] = {}
+    if not server and not args.ledger:
+        try:
+            section = _server_section()
+        except StopruleError as exc:
+            stderr.write(f"stoprule: {exc}\n")
+            return 2
+        server = section.get("url")
     if server:
-        return remote_eval(server, args, stdin, stdout, stderr)
+        return remote_eval(server, args, stdin, stdout, stderr, token_env=section.get("token_env"))
     if args.checkpoint or any(v is not None for v in (args.run, args.parent, args.retry, args.ledger)):
         from stoprule.cli.log_cmd import record_command  # the ledger (sqlite3, hmac) loads only when recording
 
@@ -222,12 +235,47 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
         return 2
     return eval_command(
-        args.policy, args.file, args.format, stdin, stdout, stderr, strict=args.strict, jobs=args.jobs,
+        args.policy,
+        args.file,
+        args.format,
+        stdin,
+        stdout,
+        stderr,
+        strict=args.strict,
+        jobs=args.jobs,
         quiet=args.quiet,
     )
 
 
-def remote_eval(server: str, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+def _server_section() -> dict[str, Any]:
+    """The ``server:`` section of the nearest ``.stoprule/config.yaml`` ({} without one). The file is
+    read only when it mentions ``server:``, so a local ``eval`` pays one small read at most."""
+    import os
+
+    from stoprule.project import find_project
+
+    project = find_project()
+    path = os.path.join(project, "config.yaml") if project else None
+    try:
+        with open(path or "", "rb") as fh:
+            if b"server:" not in fh.read():
+                return {}
+    except OSError:
+        return {}
+    from stoprule.agent.settings import hook_settings
+
+    return dict(hook_settings(path).get("server") or {})
+
+
+def remote_eval(
+    server: str,
+    args: argparse.Namespace,
+    stdin: IO[bytes],
+    stdout: IO[str],
+    stderr: IO[str],
+    *,
+    token_env: str | None = None,
+) -> int:
     """``eval --server URL``: the same output and exit codes, decided (and with ``--run`` recorded) by the server."""
     import os
     from urllib.parse import urlencode
@@ -244,7 +292,7 @@ def remote_eval(server: str, args: argparse.Namespace, stdin: IO[bytes], stdout:
         return 2
     code = 0
     try:
-        remote = Remote(server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
+        remote = Remote(server, os.environ.get(token_env or DEFAULT_TOKEN_ENV), 30.0)
         for file in args.file:
             data = read_input(file, stdin, stderr)
             if data is None:

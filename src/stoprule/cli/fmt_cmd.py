@@ -91,18 +91,33 @@ def _case_file(doc: Any) -> None:
             _order(case, CASE)
 
 
-def _flat(node: Any, y: Any) -> str:
-    """``node`` written on one line in flow style."""
+def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
+    """How long ``node`` is written on one line in flow style; a node met before (an alias) as ``*name``."""
     import io
 
+    anchor = getattr(node, "anchor", None)
+    name = anchor.value if anchor is not None and anchor.value else None
+    if isinstance(node, (dict, list)):
+        if id(node) in seen and name:
+            return 1 + len(name)
+        lead = len(name) + 2 if name else 0
+        if isinstance(node, dict):
+            parts = [_flat_len(k, y, seen) + 2 + _flat_len(v, y, seen) for k, v in node.items()]
+        else:
+            parts = [_flat_len(v, y, seen) for v in node]
+        return lead + 2 + sum(parts) + 2 * max(len(parts) - 1, 0)
     out = io.StringIO()
-    y.dump(node, out)
-    return out.getvalue().strip()
+    y.dump([node], out)  # a scalar as written: its quoting and style kept
+    return len(out.getvalue().strip()[1:-1])
 
 
-def _unflow(node: Any, column: int, y: Any) -> None:
+def _unflow(node: Any, column: int, y: Any, seen: set[int] | None = None) -> None:
     """Write in block style every flow collection that would not fit in :data:`WIDTH` on its line;
     keep every anchor (even an unused one) where it is. ``column``: where ``node``'s keys or items start."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias: written as *name
+        return
+    seen.add(id(node))
     anchor = getattr(node, "anchor", None)
     if anchor is not None and anchor.value:
         anchor.always_dump = True
@@ -116,14 +131,11 @@ def _unflow(node: Any, column: int, y: Any) -> None:
         if not isinstance(value, (dict, list)):
             continue
         fa = getattr(value, "fa", None)
-        if fa is not None and fa.flow_style() and column + lead + len(_flat(value, y)) > WIDTH:
+        flow = fa is not None and fa.flow_style() and id(value) not in seen
+        if flow and fa is not None and column + lead + _flat_len(value, y, seen) > WIDTH:
             fa.set_block_style()
         block = fa is None or not fa.flow_style()
-        if block:  # a block mapping's keys start 2 deeper (a list item's right after its "- ")
-            inner = column + 2 if isinstance(node, dict) or isinstance(value, list) else column + 2
-            _unflow(value, inner, y)
-        else:
-            _unflow(value, 1 << 16, y)  # inside a flow collection that fits: nothing more to do but anchors
+        _unflow(value, column + 2 if block else 1 << 16, y, seen)
 
 
 def _yaml() -> Any:

@@ -25,7 +25,7 @@ import shutil
 import sys
 from typing import IO, Any
 
-from stoprule.agent.wiring import EXTRA_EVENTS, TARGETS, add_entry
+from stoprule.agent.wiring import EXTRA_EVENTS, OPENCODE_CONFIG, OPENCODE_PLUGIN, TARGETS, add_entry, opencode_plugin
 from stoprule.project import STATE_DIR, find_project
 
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
@@ -178,8 +178,6 @@ def _load(path: str) -> dict[str, Any]:
 
 def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr: IO[str], backed: set[str]) -> int:
     """The generated plugin and the MCP server in ``opencode.json`` (project, or ``--user``)."""
-    from stoprule.agent.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, opencode_plugin
-
     base = os.path.expanduser("~") if args.user else root
     if args.command:  # how to run stoprule (a trailing `hook opencode` is dropped)
         argv = shlex.split(args.command)

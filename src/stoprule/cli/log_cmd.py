@@ -36,7 +36,7 @@ from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import verdict_from_event
 from stoprule.ledger.recorder import Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
-from stoprule.ledger.store import TIP, check_run_id, resolve_path
+from stoprule.ledger.store import TIP, check_run_id, corrupt, resolve_path
 from stoprule.ledger.transfer import import_records
 
 __all__ = ["add_arguments", "record_command", "run"]
@@ -138,8 +138,6 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
         try:
             rec["fact"] = json.loads(fact)
         except (TypeError, ValueError):
-            from stoprule.ledger.store import corrupt
-
             damaged = f"the stored fact {node.fact} of run {node.run!r} node {node.node} is damaged"
             raise corrupt(ledger.path, damaged) from None
         stdout.write(_dump(rec) + "\n")
@@ -195,8 +193,6 @@ _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
-            from stoprule.ledger.backend import open_ledger
-            from stoprule.ledger.store import resolve_path
 
             with open_ledger(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
                 return _upgrade(ledger, args, stdout)

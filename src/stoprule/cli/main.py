@@ -18,7 +18,7 @@ import sys
 
 from stoprule.version import __version__
 
-__all__ = ["COMMANDS", "EXIT_AT_ONCE", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -45,8 +45,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.action == "path":
-        from stoprule.engine.packs import bundled_pack
-
         stdout.write(f"{bundled_pack()}\n")
         return 0
     return init_command(args.dir, args.force, stdout, stderr)

@@ -24,7 +24,7 @@ from stoprule.diagnostics import EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
-from stoprule.facts.batch import resolve_jobs
+from stoprule.facts.batch import map_ordered, resolve_jobs
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
@@ -76,7 +76,6 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     jobs = min(resolve_jobs(args.jobs), len(paths))
     bar = Bar(stderr, "replay", len(paths), unit="transcripts", quiet=args.quiet)
     if jobs > 1:  # workers fork here, before this process creates engine handles
-        from stoprule.facts.batch import map_ordered
 
         for out, err, c, tally in map_ordered(_replay_task, paths, jobs, _replay_setup, (compiled, *options)):
             stderr.write(err)
@@ -85,8 +84,6 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             total.add(tally)
             bar.advance()
     else:
-        from stoprule.engine.evaluator import Evaluator
-
         evaluator = Evaluator(compiled)
         for path in paths:
             c, tally = replay_one(evaluator, path, *options, stdout, stderr)

@@ -8,6 +8,7 @@ from typing import IO
 
 from stoprule.cli.common import policy_error
 from stoprule.diagnostics import PolicyError
+from stoprule.engine.packs import compile_policy, select_pack
 from stoprule.language.schema_export import fact_json_schema, policy_json_schema
 
 __all__ = ["add_arguments", "run"]
@@ -26,8 +27,6 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     if args.kind == "policy":
         schema = policy_json_schema()
     else:
-        from stoprule.engine.packs import compile_policy, select_pack
-
         try:
             compiled = compile_policy(args.policy)
         except PolicyError as exc:

@@ -7,12 +7,11 @@ redirected output stays plain, stable text. ``rich`` is imported only when a ter
 
 from __future__ import annotations
 
-import os
-
-__all__ = ["styled"]
+__all__ = ["painter", "styled"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import IO, Any
 
 
@@ -20,8 +19,23 @@ def styled(stream: IO[str]) -> Any:
     """A ``rich.console.Console`` writing to ``stream`` if it is a terminal, else None."""
     from stoprule.cli.progress import on_terminal
 
-    if not on_terminal(stream) or os.environ.get("STOPRULE_PLAIN"):
+    if not on_terminal(stream):
         return None
     from rich.console import Console
 
     return Console(file=stream, highlight=False, soft_wrap=True)
+
+
+def painter(stream: IO[str]) -> Callable[[str, str], str]:
+    """``paint(text, style)``: ``text`` with a rich style (``"bold green"``) as terminal codes when
+    ``stream`` is a terminal (colour dropped under ``NO_COLOR``), unchanged otherwise."""
+    console = styled(stream)
+    if console is None:
+        return lambda text, style: text
+
+    def paint(text: str, style: str) -> str:
+        with console.capture() as cap:
+            console.print(text, style=style, end="", markup=False)
+        return cap.get()
+
+    return paint

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
+from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.build import compile_pack
@@ -16,6 +17,8 @@ from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from stoprule.analysis.cases import CaseResult
     from stoprule.analysis.coverage import Coverage
 
@@ -111,23 +114,31 @@ def _pretty_coverage(cov: Coverage, root: Path, threshold: float | None) -> list
 
 
 def _pretty(
-    results: list[CaseResult], cov: Coverage | None, root: Path, threshold: float | None, verbose: bool = False
+    results: list[CaseResult],
+    cov: Coverage | None,
+    root: Path,
+    threshold: float | None,
+    verbose: bool = False,
+    paint: Callable[[str, str], str] = lambda text, style: text,
 ) -> str:
+    def fail(r: CaseResult) -> str:
+        return diff_line(r.case, r.mismatches).replace(": FAIL ", ": " + paint("FAIL", "bold red") + " ", 1)
+
     if verbose:
         lines = [
-            f"{r.case.file}:{r.case.line}: PASS {r.case.name} ({r.seconds * 1000:.1f} ms)"
+            f"{r.case.file}:{r.case.line}: {paint('PASS', 'green')} {r.case.name} ({r.seconds * 1000:.1f} ms)"
             if r.passed
-            else diff_line(r.case, r.mismatches)
+            else fail(r)
             for r in results
         ]
     else:
-        lines = [diff_line(r.case, r.mismatches) for r in results if not r.passed]
+        lines = [fail(r) for r in results if not r.passed]
     s = _summary(results)
     counts = f"({_plural(s['facts'], 'fact')}, {_plural(s['files'], 'file')})"
     if s["failed"]:
-        lines.append(f"FAILED: {s['failed']} of {_plural(s['cases'], 'case')} {counts}")
+        lines.append(f"{paint('FAILED', 'bold red')}: {s['failed']} of {_plural(s['cases'], 'case')} {counts}")
     else:
-        lines.append(f"ok: {_plural(s['cases'], 'case')} passed {counts}")
+        lines.append(f"{paint('ok', 'bold green')}: {_plural(s['cases'], 'case')} passed {counts}")
     if cov is not None:
         lines += _pretty_coverage(cov, root, threshold)
     return "\n".join(lines) + "\n"
@@ -262,8 +273,6 @@ def test_command(
             bar.advance()
     cov = None
     if coverage:
-        from stoprule.analysis.coverage import Observation, compute_coverage
-
         obs = [
             Observation(_label(r, run.index), run.data, run.verdict)
             for r in results
@@ -290,7 +299,9 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        stdout.write(_pretty(results, cov, root, threshold, verbose))
+        from stoprule.cli.style import painter
+
+        stdout.write(_pretty(results, cov, root, threshold, verbose, painter(stdout)))
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")

@@ -319,7 +319,7 @@ def create_app(config: ServeConfig) -> Starlette:
             raise Refused(400, "hook.payload", str(exc)) from None
         run = body.get("run")
         envelope: dict[str, Any]
-        if isinstance(run, str) and run:
+        if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
             from stoprule.ledger.recorder import Recorder
 
             outcome = Recorder(svc.ledger(), served.evaluator).record(run, body["fact"])

@@ -43,9 +43,13 @@ def adapter(harness: str) -> ModuleType:
         from stoprule.agent.adapters import cursor
 
         return cursor
-    from stoprule.agent.adapters import copilot
+    if name == "copilot":
+        from stoprule.agent.adapters import copilot
 
-    return copilot
+        return copilot
+    from stoprule.agent.adapters import opencode
+
+    return opencode
 
 
 def decode_payload(data: bytes) -> dict:

@@ -1,4 +1,4 @@
-"""OpenCode (HARNESSES.md § 6, § 11): the generated plugin ``.opencode/plugins/stoprule.js``
+"""OpenCode: the generated plugin ``.opencode/plugins/stoprule.js``
 runs ``stoprule hook opencode`` on ``session.idle`` with this payload on stdin::
 
     {"hook_event_name": "session.idle", "session_id": ..., "cwd": ..., "loop_count": N,

@@ -26,13 +26,14 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     from types import SimpleNamespace
 
     from stoprule.agent.blocker_facts import blockers_facts
+    from stoprule.agent.defaults import DEFAULT_BLOCKERS
     from stoprule.agent.providers._turn import fresh_turn
-    from stoprule.agent.settings import DEFAULT_BLOCKERS
 
     cfg = ctx.settings.get("blockers") or DEFAULT_BLOCKERS  # the config's validated section, cached with the hook's
-    obs = blockers_facts(os.path.dirname(ctx.project), event.session_id, SimpleNamespace(**cfg))
+    notes: list[str] = []  # damaged record lines, skipped
+    obs = blockers_facts(os.path.dirname(ctx.project), event.session_id, SimpleNamespace(**cfg), notes)
     if not obs:
-        return {}, []
+        return {}, notes
     logged = len(obs.get("openBlockers", [])) + len(obs.get("resolvedBlockers", []))
     mark = ctx.session.get("blockers_turn") if isinstance(ctx.session.get("blockers_turn"), dict) else {}
     base = int(mark.get("count", 0)) if fresh_turn(event, ctx.session) else int(mark.get("base", 0))
@@ -41,4 +42,4 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     blocked = obs.pop("blockedTasks", [])
     if blocked:
         obs["blocked_tasks"] = blocked
-    return obs, []
+    return obs, notes
