@@ -23,8 +23,8 @@ Nothing on the evaluation path imports this package.
 from __future__ import annotations
 
 from stoprule.analysis.audit import AuditReport, Finding
-from stoprule.analysis.backends import audit_pack
-from stoprule.analysis.diff import DiffReport, diff_packs
+from stoprule.analysis.backends import audit_pack, diff_packs
+from stoprule.analysis.diff import DiffReport
 from stoprule.diagnostics import AnalysisLimit
 
 __all__ = ["AnalysisLimit", "AuditReport", "DiffReport", "Finding", "audit_pack", "diff_packs"]

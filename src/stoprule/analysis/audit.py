@@ -442,7 +442,8 @@ def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float
     (nothing to keep), otherwise it lists the phases it did not reach as unanswered."""
     start = time.perf_counter()
     report = AuditReport(checked.root, checked.name, checked.digest, timeout=budget)
-    set_deadline(None if budget is None else time.monotonic() + budget)
+    if budget is not None:
+        set_deadline(time.monotonic() + budget)
     phases = [
         ("gaps, conflicts and the verdict map", "explore"),
         ("dead and unsatisfiable rules", "dead_rules"),
@@ -464,7 +465,8 @@ def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float
             raise
         report.unanswered = [q for q, _ in phases]
     finally:
-        set_deadline(None)
+        if budget is not None:
+            set_deadline(None)
         if progress:
             progress.close()
     order = {"gap": 0, "conflict": 1, "dead_rule": 2, "unsatisfiable": 3, "unused": 4}

@@ -23,7 +23,7 @@ from stoprule.engine.compiled import rank_key
 from stoprule.facts.schema import FactField
 from stoprule.language.checked import CheckedPolicy, CheckedRule
 
-__all__ = ["DiffReport", "diff_packs", "union_schema"]
+__all__ = ["DiffReport", "exhaustive_diff", "union_schema"]
 
 MAX_REGIONS = 2
 Label = tuple[str, str] | None
@@ -41,6 +41,10 @@ class DiffReport:
     cells: int = 0
     changed_cells: int = 0
     seconds: float = 0.0
+    backend: str = "exhaustive"
+    unanswered: list[str] = field(default_factory=list)
+    bugs: list[dict[str, Any]] = field(default_factory=list)
+    timeout: float | None = None
 
     @property
     def changed(self) -> bool:
@@ -58,6 +62,9 @@ class DiffReport:
             "changed_share": round(self.changed_cells / (self.cells or 1), 6),
             "changes": self.changes,
             "declarations": self.declarations,
+            **({"backend": self.backend, "changed_share": None} if self.backend != "exhaustive" else {}),
+            **({"stopped_after": self.timeout, "unanswered": self.unanswered} if self.unanswered else {}),
+            **({"bugs": self.bugs} if self.bugs else {}),
         }
 
 
@@ -118,8 +125,9 @@ def _text(label: Label) -> str:
     return "/".join(label) if label else "(no rule: policy.no_rule)"
 
 
-def diff_packs(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
-    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results)."""
+def exhaustive_diff(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
+    """Compare two checked packs over the finite abstraction (shares and regions); the backends
+    (:func:`stoprule.analysis.backends.diff_packs`) choose between this and the solver."""
     start = time.perf_counter()
     report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)

@@ -330,12 +330,17 @@ class Encoder:
         for name, fld in node.fld.fields.items():
             child = node.children.get(name)
             if child is None:
-                if fld.required or fld.required_if:
+                if fld.required:
                     out[name] = _filler(fld)
                 continue
             if not _true(m, child.pres):
                 continue
-            out[name] = None if _true(m, child.null) else self._read(m, child)
+            value = None if _true(m, child.null) else self._read(m, child)
+            if not (fld.has_default and value == fld.default and type(value) is type(fld.default)):
+                out[name] = value  # a value equal to the default is left to the default
+        for name, fld in node.fld.fields.items():
+            if fld.required_if and name not in node.children and out.get(fld.required_if) is True:
+                out[name] = _filler(fld)
         return out
 
     def _read(self, m: Any, node: Node) -> Any:
@@ -371,6 +376,6 @@ def _filler(fld: FactField | None) -> Any:
         return None
     t = fld.type
     if t == "object":
-        return {n: _filler(f) for n, f in fld.fields.items() if f.required or f.required_if}
+        return {n: _filler(f) for n, f in fld.fields.items() if f.required}
     plain = {"bool": False, "int": 0, "number": 0, "string": "x", "list": []}
     return plain.get(t, fld.values[0] if fld.values else None)

@@ -28,18 +28,18 @@ class OutOfTime(Exception):
     """The exploration passed the deadline given to :func:`set_deadline`."""
 
 
-_deadline: list[float | None] = [None]
+_deadline: list[Any] = [None, time.monotonic]
 _ticks = [0]
 
 
-def set_deadline(when: float | None) -> None:
-    """Stop every exploration with :class:`OutOfTime` once ``time.monotonic()`` passes ``when``."""
-    _deadline[0] = when
+def set_deadline(when: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+    """Stop every exploration with :class:`OutOfTime` once ``clock()`` passes ``when``."""
+    _deadline[0], _deadline[1] = when, clock
 
 
 def _tick() -> None:
     _ticks[0] += 1
-    if _ticks[0] & 255 == 0 and _deadline[0] is not None and time.monotonic() > _deadline[0]:
+    if _ticks[0] & 255 == 0 and _deadline[0] is not None and _deadline[1]() > _deadline[0]:
         raise OutOfTime
 
 Outcome = tuple[tuple[int, ...] | None, ...]  # per rule list: positions matching at the top priority

@@ -126,7 +126,8 @@ def render_diff(report: DiffReport) -> str:
         out += [f"  {n}" for n in d["schema_notes"]]
     out.append("")
     if d["changes"]:
-        out.append(f"Verdict changes ({len(d['changes'])} groups, {_pct(d['changed_share'])} of the domain):")
+        share = "" if d["changed_share"] is None else f", {_pct(d['changed_share'])} of the domain"
+        out.append(f"Verdict changes ({len(d['changes'])} groups{share}):")
         for c in d["changes"]:
             out.append(f"  {c['title']}  ({_pct(c['share'])})")
             for r in c["rules"]:
@@ -137,6 +138,8 @@ def render_diff(report: DiffReport) -> str:
                 out.append("      where: " + "; ".join(reg["region"]))
     else:
         out.append("Verdict changes: none (every fact gets the same verdict and reason)")
+    if report.unanswered:
+        out.append(f"stopped after {report.timeout} s: not answered: " + "; ".join(report.unanswered))
     decl = d["declarations"]
     out += ["", "Declarations:"]
     lines = [f"  + {a['section']}: {a['name']}" for a in decl["added"]]

@@ -24,7 +24,7 @@ from typing import Any
 import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
 from stoprule.analysis.encoding import Encoder, all_of
-from stoprule.analysis.queries import drop_member, drop_stop, outcome_of, uses_stops
+from stoprule.analysis.queries import drop_member, drop_stop, uses_stops
 from stoprule.diagnostics import FactError, NoRuleMatched
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
@@ -53,28 +53,47 @@ class Checker:
         self.checked = checked
         self.rules = checked.rules
         self.engine = engine
+        self.ranked = sorted(range(len(self.rules)), key=lambda i: rank_key(self.rules[i]))
         self.bugs: list[dict[str, Any]] = []
 
-    def outcome(self, fact: dict[str, Any], question: str) -> tuple[int, ...] | None:
-        """The fact's top outcome (reference semantics), or None after recording why it is a bug."""
+    def outcome(self, fact: dict[str, Any], question: str, matching: Sequence[int] = ()) -> tuple[int, ...] | None:
+        """The rules matching ``fact`` at the top priority (reference semantics), or None after
+        recording why the witness is a bug: it is not a valid fact, a rule of ``matching`` does
+        not match it, or the engine decides it otherwise (another winner, or a rule of
+        ``matching`` not among its matches)."""
         try:
             norm = self.checked.schema.validate(fact)
         except FactError as exc:
             self.bug(question, fact, f"the witness is not a valid fact: {exc}")
             return None
-        top = outcome_of(self.rules, norm)
+        top = self.top(norm)
+        missed = [self.rules[i].id for i in matching if not evaluate(self.rules[i].when, norm)]
+        if missed:
+            self.bug(question, fact, f"{', '.join(missed)} does not match the witness")
+            return None
         if self.engine is not None:
-            matched = tuple(r.id for r in self.rules if evaluate(r.when, norm))
-            winner = min((self.rules[i] for i in top), key=rank_key).id if top else None
+            want = self.rules[top[0]].id if top else None
             try:
-                got = self.engine(fact)
+                got, matched = self.engine(fact)
             except Exception as exc:  # the engine must decide every valid fact
                 self.bug(question, fact, f"the engine fails on the witness: {exc}")
                 return None
-            if got[0] != winner or set(got[1]) != set(matched):
-                self.bug(question, fact, f"the engine gives {got}, the reference interpreter {(winner, matched)}")
+            lost = [self.rules[i].id for i in matching if self.rules[i].id not in matched]
+            if got != want or lost:
+                self.bug(question, fact, f"the engine gives winner {got} (matched {list(matched)}), the reference "
+                         f"interpreter {want} (and {', '.join(self.rules[i].id for i in matching)} matching)")
                 return None
         return top
+
+    def top(self, norm: dict[str, Any]) -> tuple[int, ...]:
+        """The rules matching at the highest matching priority, winner first."""
+        out: list[int] = []
+        for i in self.ranked:
+            if out and self.rules[i].priority != self.rules[out[0]].priority:
+                break
+            if evaluate(self.rules[i].when, norm):
+                out.append(i)
+        return tuple(out)
 
     def bug(self, question: str, fact: dict[str, Any], problem: str) -> None:
         self.bugs.append({"question": question, "fact": fact, "problem": problem})
@@ -115,15 +134,10 @@ class Solver:
                 raise Unknown
             s.set("timeout", max(1, int(left * 1000)))
         self.queries += 1
-        s.push()
-        try:
-            s.add(*terms)
-            r = s.check()
-            if r == z3.unknown:
-                raise Unknown
-            return self.enc.fact(s.model()) if r == z3.sat else None
-        finally:
-            s.pop()
+        r = s.check(*terms)  # as assumptions: nothing to take back afterwards
+        if r == z3.unknown:
+            raise Unknown
+        return self.enc.fact(s.model()) if r == z3.sat else None
 
 
 def win_chain(s: z3.Solver, conds: Sequence[Any], ranked: Sequence[int], tag: str) -> list[Any]:

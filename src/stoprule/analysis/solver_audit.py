@@ -23,12 +23,16 @@ from stoprule.analysis.solver import (
     win_chain,
     winner,
 )
+from stoprule.diagnostics import FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["solver_audit"]
+__all__ = ["EVERY_BEATER_UP_TO", "MAX_BEATERS", "solver_audit"]
+
+EVERY_BEATER_UP_TO = 150  # rules: up to this size a dead rule lists every rule that beats it
+MAX_BEATERS = 5  # beyond it, the first ones found (the finding says the list may be incomplete)
 
 
 class _SolverAudit(_Audit):
@@ -53,8 +57,22 @@ class _SolverAudit(_Audit):
         self.solver = Solver(self.enc, deadline)
         self.check = Checker(checked, engine)
         self.unanswered: list[str] = []
-        self.base = self.solver.new()
-        self.none_above = win_chain(self.base, self.m, self.ranked, "above")
+        self.plain = self.solver.new()  # the axioms only
+        self._chained: z3.Solver | None = None
+        self._none_above: list[Any] = []
+
+    @property
+    def base(self) -> z3.Solver:
+        """A solver that also defines, per rule, "no rule above it matches" (made on first use)."""
+        if self._chained is None:
+            self._chained = self.solver.new()
+            self._none_above = win_chain(self._chained, self.m, self.ranked, "above")
+        return self._chained
+
+    @property
+    def none_above(self) -> list[Any]:
+        _ = self.base
+        return self._none_above
 
     def ask(self, question: str, s: z3.Solver, *terms: Any) -> Any:
         """A witness fact, None (there is none), or False when the solver did not answer in time."""
@@ -64,9 +82,13 @@ class _SolverAudit(_Audit):
             self.unanswered.append(question)
             return False
 
-    def matching(self, fact: dict[str, Any]) -> list[int]:
-        norm = self.checked.schema.validate(fact)
-        return [i for i, r in enumerate(self.rules) if evaluate(r.when, norm)]
+    def matching(self, fact: dict[str, Any], among: list[int]) -> list[int]:
+        """Which rules of ``among`` match ``fact`` (reference semantics)."""
+        try:
+            norm = self.checked.schema.validate(fact)
+        except FactError:
+            return []
+        return [i for i in among if evaluate(self.rules[i].when, norm)]
 
     def step(self, k: int, n: int) -> None:
         if self.progress:
@@ -86,7 +108,7 @@ class _SolverAudit(_Audit):
             model = self.ask(q, sweep, self.m[i])
             if isinstance(model, dict):
                 fact = model
-                top = self.check.outcome(fact, q)
+                top = self.check.outcome(fact, q, [i])
                 if top is not None and winner(rules, top) != i:
                     self.check.bug(q, fact, f"the witness is won by {winner(rules, top)}, not {rules[i].id}")
                 elif top is not None:
@@ -134,6 +156,8 @@ class _SolverAudit(_Audit):
         for i in self.ranked:
             by_pri.setdefault(rules[i].priority, []).append(i)
         for group in by_pri.values():
+            if len({self.label(i) for i in group}) < 2:
+                continue
             above = self.none_above[group[0]]
             for x, a in enumerate(group):
                 for b in group[x + 1 :]:
@@ -145,7 +169,7 @@ class _SolverAudit(_Audit):
                     if not isinstance(model, dict):
                         continue
                     fact = model
-                    top = self.check.outcome(fact, q)
+                    top = self.check.outcome(fact, q, [a, b])
                     if top is None:
                         continue
                     if a not in top or b not in top:
@@ -172,73 +196,116 @@ class _SolverAudit(_Audit):
     # ------------------------------------------------------------ dead rules
 
     def dead_rules(self, report: AuditReport) -> None:
+        """Rules that never win: unsatisfiable ones, then, in one more sweep down the winner
+        order, each rule that wins somewhere inside a dead rule's condition."""
         if self.progress:
             self.progress.phase("dead rules")
         rules = self.rules
-        dead = [i for i in range(len(rules)) if not self.wins.get(i)]
-        for k, i in enumerate(dead):
-            self.step(k, len(dead))
+        live: list[int] = []
+        for i in (i for i in self.ranked if not self.wins.get(i)):
             r = rules[i]
-            root = r.when
-            while isinstance(root, C.Ref) and root.body is not None:
-                root = root.body
-            cond_loc = str(root.loc)
-            q = f"can {r.id} match?"
-            model = self.ask(q, self.base, self.m[i])
-            if model is False:
-                continue
+            model = self.ask(f"can {r.id} match?", self.plain, self.m[i])
             if model is None:
                 report.findings.append(
                     Finding(
                         "unsatisfiable",
                         str(r.loc),
                         f"{r.id}: its condition can never hold, so the rule never matches",
-                        {"rule": r.id, "condition": cond_loc},
+                        {"rule": r.id, "condition": self.cond_loc(i)},
                     )
                 )
+            elif isinstance(model, dict):
+                live.append(i)
+        shadows: dict[int, list[dict[str, Any]]] = {i: [] for i in live}
+        incomplete: set[int] = set()
+        if len(rules) > EVERY_BEATER_UP_TO:
+            for i in live:
+                if self.some_beaters(i, shadows[i]):
+                    incomplete.add(i)
+        else:
+            self.every_beater(live, shadows, incomplete)
+        for i in live:
+            if not shadows[i]:
                 continue
-            shadows: list[dict[str, Any]] = []
-            blocked: list[Any] = []
-            complete = True
-            while isinstance(model, dict):
-                fact = model
-                top = self.check.outcome(fact, q)
-                if top is None:
-                    complete = False
-                    break
-                w = winner(rules, top)
-                if w is None or w == i or i not in self.matching(fact):
-                    self.check.bug(q, fact, f"the witness does not show {r.id} beaten")
-                    complete = False
-                    break
-                shadows.append({**self.rule_ref(w), "share_of_region": None, "example": fact})
-                blocked.append(z3.Not(all_of(self.m[w], self.none_above[w])))
-                q = f"what else beats {r.id}?"
-                model = self.ask(q, self.base, self.m[i], *blocked)
-                if model is False:
-                    complete = False
-            if not shadows:
-                continue
-            names = " or ".join(s["rule"] for s in shadows)
+            r = rules[i]
+            names = " or ".join(s["rule"] for s in shadows[i])
+            more = " (and possibly others: not every rule that beats it is listed)" if i in incomplete else ""
             report.findings.append(
                 Finding(
                     "dead_rule",
                     str(r.loc),
-                    f"{r.id} never wins: wherever it matches, {names} wins first",
+                    f"{r.id} never wins: wherever it matches, {names} wins first{more}",
                     {
                         "rule": r.id,
-                        "condition": cond_loc,
+                        "condition": self.cond_loc(i),
                         "region_share": None,
-                        "shadowed_by": shadows,
-                        **({} if complete else {"incomplete": True}),
+                        "shadowed_by": shadows[i],
+                        **({"incomplete": True} if i in incomplete else {}),
                     },
                 )
             )
 
+    def some_beaters(self, i: int, out: list[dict[str, Any]]) -> bool:
+        """Up to :data:`MAX_BEATERS` rules that win inside rule ``i``'s condition, each with a
+        witness: a model gives one, then the next model must avoid the rules found so far.
+        Returns whether the list may be incomplete (always, past the first)."""
+        rules = self.rules
+        avoid: list[Any] = []
+        while len(out) < MAX_BEATERS:
+            q = f"which rules beat {rules[i].id}?"
+            fact = self.ask(q, self.plain, self.m[i], *avoid)
+            if not isinstance(fact, dict):
+                return fact is False or bool(avoid)
+            top = self.check.outcome(fact, q, [i])
+            w = winner(rules, top) if top else None
+            if w is None or w == i:
+                if top is not None:
+                    self.check.bug(q, fact, f"the witness does not show {rules[i].id} beaten")
+                return True
+            out.append({**self.rule_ref(w), "share_of_region": None, "example": fact})
+            avoid.append(z3.Not(self.m[w]))
+        return True
+
+    def every_beater(self, live: list[int], shadows: dict[int, list[dict[str, Any]]], incomplete: set[int]) -> None:
+        """Every rule that wins somewhere inside a dead rule's condition: one sweep down the
+        winner order asks, for each rule, which dead rules below it it beats."""
+        rules = self.rules
+        pos = {i: k for k, i in enumerate(self.ranked)}
+        sweep = self.solver.new()
+        for k, w in enumerate(self.ranked):
+            self.step(k, len(self.ranked))
+            below = [i for i in live if pos[i] > k]
+            if not below:
+                break
+            while below:
+                q = f"which dead rules does {rules[w].id} beat?"
+                fact = self.ask(q, sweep, self.m[w], any_of([self.m[i] for i in below]))
+                if fact is False:
+                    incomplete.update(below)
+                if not isinstance(fact, dict):
+                    break
+                hit = self.matching(fact, below)
+                top = self.check.outcome(fact, q, [w, *hit])
+                if top is None or winner(rules, top) != w or not hit:
+                    if top is not None:
+                        self.check.bug(q, fact, f"the witness does not show {rules[w].id} beating a dead rule")
+                    incomplete.update(below)
+                    break
+                for i in hit:
+                    shadows[i].append({**self.rule_ref(w), "share_of_region": None, "example": fact})
+                below = [i for i in below if i not in hit]
+            sweep.add(z3.Not(self.m[w]))
+
+    def cond_loc(self, i: int) -> str:
+        root = self.rules[i].when
+        while isinstance(root, C.Ref) and root.body is not None:  # a named condition's own location
+            root = root.body
+        return str(root.loc)
+
     # ------------------------------------------------------------ declarations
 
     def _satisfiable(self, cond: C.Cond) -> bool:
-        model = self.ask("can a high-risk stop hold?", self.base, self.enc.cond(cond))
+        model = self.ask("can a high-risk stop hold?", self.plain, self.enc.cond(cond))
         return model is not None  # not answered: taken as satisfiable (listed as unanswered)
 
     def _matters(self, fn: Any) -> bool:
@@ -247,15 +314,18 @@ class _SolverAudit(_Audit):
         if variant == conds:
             return False
         mv = [self.enc.cond(c) for c in variant]
-        if all(a.eq(b) for a, b in zip(mv, self.m, strict=True)):
+        changed = [i for i in self.ranked if not mv[i].eq(self.m[i])]
+        if not changed:
             return False
         q = f"does any winner change without {getattr(fn, 'what', 'a declaration')}?"
-        s = self.solver.new()
-        old = win_chain(s, self.m, self.ranked, "old")
-        new = win_chain(s, mv, self.ranked, "new")
-        differ = any_of(
-            [all_of(self.m[i], old[i]) != all_of(mv[i], new[i]) for i in range(len(self.rules))]
-        )
+        # the winners differ iff, for the first rule (in winner order) that matches in one version
+        # and not in the other, no rule above it matches in either version
+        cases = []
+        for k, i in enumerate(changed):
+            above = [z3.Not(mv[j]) for j in changed[:k]]
+            cases.append(all_of(z3.Xor(self.m[i], mv[i]), self.none_above[i], *above))
+        s = self.base
+        differ = any_of(cases)
         model = self.ask(q, s, differ)
         if model is False:
             return True  # not answered: not reported as unused

@@ -34,9 +34,12 @@ def audit_command(
     stdout: IO[str],
     stderr: IO[str],
     jobs: int = 1,
+    backend: str = "auto",
+    timeout: float | None = None,
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
-    exit 0 clean, 1 findings, 2 bad input."""
+    exit 0 clean, 1 findings or questions not answered in ``timeout`` seconds, 2 bad input (or a
+    witness that does not reproduce: a bug)."""
     started = time.monotonic()  # the time reported is the whole command's, the corpus included
 
     root = select_pack(policy)
@@ -64,7 +67,11 @@ def audit_command(
             if data is None:
                 return 2
         try:
-            report = audit_pack(ctx.checked, Progress(stderr))
+            from stoprule.analysis.solver import engine_of
+            from stoprule.engine.evaluator import Evaluator
+
+            engine = engine_of(Evaluator(ctx.compiled))
+            report = audit_pack(ctx.checked, Progress(stderr), backend=backend, timeout=timeout, engine=engine)
         except AnalysisLimit as exc:
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
@@ -87,7 +94,13 @@ def audit_command(
         stdout.write(json.dumps({**report.to_dict(), **({"layers": layers[0]} if layers else {})}) + "\n")
     else:
         stdout.write(render_audit(report) + "\n" + "".join(f"{ln}\n" for ln in (layers[1] if layers else [])))
-    return 1 if report.findings else 0
+    if report.bugs:
+        stderr.write(
+            f"stoprule: {len(report.bugs)} witness(es) of the analysis do not reproduce: a bug in stoprule, "
+            "please report it with the pack (the facts are in the output)\n"
+        )
+        return 2
+    return 1 if report.findings or report.unanswered else 0
 
 
 def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
@@ -112,10 +125,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also evaluate these facts: hits per rule, verdicts, fall-through, invalid lines (- reads stdin)",
     )
     add_jobs_flag(p, "evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same")
+    p.add_argument(
+        "--backend",
+        choices=["auto", "exhaustive", "solver"],
+        default="auto",
+        help="exhaustive: exact shares and regions (small packs); solver: one SMT query per question (any size); "
+        "auto (default): exhaustive when it finishes within a few seconds, else the solver",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="stop after S seconds and list the questions not answered (exit 1)",
+    )
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if args.jobs < 0:
         stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
         return 2
-    return audit_command(args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs)
+    if args.timeout is not None and args.timeout <= 0:
+        stderr.write("stoprule: --timeout must be a positive number of seconds\n")
+        return 2
+    return audit_command(
+        args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs,
+        backend=args.backend, timeout=args.timeout,
+    )  # fmt: skip

@@ -16,7 +16,9 @@ from stoprule.engine.build import compile_pack
 __all__ = ["add_arguments", "diff_command", "run"]
 
 
-def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str]) -> int:
+def diff_command(
+    old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str], backend: str = "auto", timeout: float | None = None
+) -> int:
     """Compare two packs; exit 0 no verdict changes, 1 some, 2 bad input."""
     ctxs = []
     for root in (old, new):
@@ -25,7 +27,7 @@ def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str])
         except PolicyError as exc:
             return policy_error(exc, root, stderr)
     try:
-        report = diff_packs(ctxs[0], ctxs[1], Progress(stderr))
+        report = diff_packs(ctxs[0], ctxs[1], Progress(stderr), backend=backend, timeout=timeout)
     except AnalysisLimit as exc:
         diag = Diagnostic(new, 1, 1, "audit.limit", str(exc))
         return diagnostics_error(PolicyError([diag]), "the packs are beyond the analysis", stderr)
@@ -33,7 +35,10 @@ def diff_command(old: str, new: str, fmt: str, stdout: IO[str], stderr: IO[str])
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:
         stdout.write(render_diff(report) + "\n")
-    return 1 if report.changed else 0
+    if report.bugs:
+        stderr.write("stoprule: a witness of the analysis does not reproduce: a bug in stoprule, please report it\n")
+        return 2
+    return 1 if report.changed or report.unanswered else 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,7 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", metavar="OLD_PACK", help="the pack before the change (a directory)")
     p.add_argument("new", metavar="NEW_PACK", help="the pack after the change (a directory)")
     p.add_argument("--format", choices=("json", "pretty"), default="pretty", help="output format (default: pretty)")
+    p.add_argument(
+        "--backend",
+        choices=["auto", "exhaustive", "solver"],
+        default="auto",
+        help="exhaustive: shares and regions (small packs); solver: one SMT query per changed pair of rules; "
+        "auto (default): exhaustive within a few seconds, else the solver",
+    )
+    p.add_argument("--timeout", type=float, metavar="S", help="stop after S seconds (solver backend)")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    return diff_command(args.old, args.new, args.format, stdout, stderr)
+    return diff_command(args.old, args.new, args.format, stdout, stderr, backend=args.backend, timeout=args.timeout)
