@@ -375,7 +375,7 @@ class OpenCode(Driver):
             )
             log = s.project / ".stoprule" / "hook.log"
             quiet, seen = time.monotonic(), (-1, -1)
-            while time.monotonic() < deadline and time.monotonic() - quiet < 6:
+            while time.monotonic() < deadline and time.monotonic() - quiet < 10:  # the plugin spawns the hook
                 now = (len(s.script.requests), log.stat().st_size if log.exists() else 0)
                 if now != seen:
                     seen, quiet = now, time.monotonic()
