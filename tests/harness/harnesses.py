@@ -104,7 +104,8 @@ class Session:
         log = self.project / ".stoprule" / "hook.log"
         if not log.exists():
             return []
-        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [e for e in entries if e.get("event") in ("stop", "subagent-stop") and "decision" in e]
 
     def git(self, *args: str) -> str:
         return subprocess.run(["git", *args], cwd=self.project, capture_output=True, text=True, check=True).stdout
@@ -374,7 +375,7 @@ class OpenCode(Driver):
             )
             log = s.project / ".stoprule" / "hook.log"
             quiet, seen = time.monotonic(), (-1, -1)
-            while time.monotonic() < deadline and time.monotonic() - quiet < 6:
+            while time.monotonic() < deadline and time.monotonic() - quiet < 10:  # the plugin spawns the hook
                 now = (len(s.script.requests), log.stat().st_size if log.exists() else 0)
                 if now != seen:
                     seen, quiet = now, time.monotonic()
@@ -391,6 +392,8 @@ class OpenCode(Driver):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def _opencode_supported() -> bool:

@@ -18,7 +18,6 @@ from scenarios import AWS_KEY, QUESTION, SECRET, blocker, commit, never_complies
 pytestmark = pytest.mark.harness
 
 HARNESSES = list(DRIVERS)
-UNCOMMITTED = "Uncommitted work remains"
 
 
 def blocks(s: Session) -> list[bool]:
@@ -35,11 +34,13 @@ def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
     assert blocks(s) == [True, False], s.describe()
     assert stops[0]["verdict"]["reason"] == "uncommitted_work"
     assert stops[0]["fact"]["uncommittedWork"] is True
-    # the reason came back to the model as the content of the request after the stop
-    assert s.script.first_seeing(UNCOMMITTED) == 2, s.describe()
+    # the reason (naming the file) came back to the model as the content of the request after the stop
+    reason = stops[0]["decision"]["message"]
+    assert "notes.txt" in reason
+    assert s.script.first_seeing(reason) == 2, s.describe()
     assert s.script.exhausted()
     assert "add notes" in s.git("log", "--format=%s")
-    assert s.git("status", "--porcelain") == ""
+    assert "notes.txt" not in s.git("status", "--porcelain")  # (OpenCode itself rewrites its opencode.json)
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -98,7 +99,7 @@ def test_copilot_runs_a_claude_code_hook_and_stoprule_reads_copilots_session(tmp
     assert not (s.project / ".github" / "hooks").exists()
     stops = s.stops()
     assert blocks(s) == [True, False], s.describe()
-    assert s.script.first_seeing(UNCOMMITTED) == 2, s.describe()
+    assert s.script.first_seeing(stops[0]["decision"]["message"]) == 2, s.describe()
     # read as Copilot's: its events.jsonl gave the turn (Claude's reader would find none)
     assert stops[0]["fact"].get("turn") == 1, stops[0]["fact"]
-    assert stops[0]["provenance"]["notes"].get("transcript") is None
+    assert stops[0]["provenance"]["notes"].get("transcript") == ["last message read from the transcript"]
