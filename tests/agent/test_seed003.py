@@ -185,7 +185,7 @@ def test_only_work_changed_since_the_session_started_counts_and_is_named(tmp_pat
     (tmp_path / "app.py").write_text("v3 (the agent's)\n")  # the user's file, changed again by the agent
     out = _stop(tmp_path, last_assistant_message="Done.")
     assert out.decision.block and out.entry["verdict"]["reason"] == "uncommitted_work"
-    assert "8 files: app.py, new0.py, new1.py, new2.py, new3.py" in out.decision.message
+    assert "(app.py, new0.py, new1.py, new2.py, new3.py; changed files in all: 8)" in out.decision.message
     assert "notes.md" not in out.decision.message
 
 
