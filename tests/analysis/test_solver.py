@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from packgen import packs
 from stoprule import Evaluator, PolicyError
-from stoprule.analysis import audit_pack
+from stoprule.analysis import audit_pack, diff_packs
 from stoprule.analysis.audit import AuditReport
-from stoprule.analysis.diff import diff_packs
 from stoprule.analysis.queries import outcome_of
 from stoprule.analysis.solver import engine_of
 from stoprule.cli.main import run

@@ -7,8 +7,7 @@ example fact is re-checked with the reference interpreter before it is reported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,13 +32,12 @@ from stoprule.analysis.queries import (
     references,
     uses_stops,
 )
-from stoprule.diagnostics import AnalysisLimit
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["AuditReport", "Finding", "audit_pack"]
+__all__ = ["AuditReport", "Finding", "audit_pack", "exhaustive_audit", "member_sets"]
 
 MAX_REGIONS = 5
 
@@ -439,58 +437,16 @@ def member_sets(checked: CheckedPolicy, refs: Refs) -> dict[Any, list[str]]:
     return members
 
 
-AUTO_BUDGET = 3.0  # seconds the exhaustive backend gets under ``auto`` before the solver takes over
-BACKENDS = ("auto", "exhaustive", "solver")
+def audit_pack(checked: CheckedPolicy, progress: Progress | None = None, timeout: float | None = None) -> AuditReport:
+    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`) on the exhaustive
+    backend; past ``timeout`` seconds the phases not reached are listed as unanswered.
+    :func:`stoprule.analysis.backends.audit_pack` chooses between the backends."""
+    return exhaustive_audit(checked, progress, timeout, False)
 
 
-def audit_pack(
-    checked: CheckedPolicy,
-    progress: Progress | None = None,
-    *,
-    backend: str = "exhaustive",
-    timeout: float | None = None,
-    engine: Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]] | None = None,
+def exhaustive_audit(
+    checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool
 ) -> AuditReport:
-    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`).
-
-    ``backend``: ``exhaustive`` (exact shares and regions over the finite abstraction),
-    ``solver`` (one SMT query per question, :mod:`.solver_audit`) or ``auto`` (exhaustive
-    when it finishes within :data:`AUTO_BUDGET` seconds or is not beyond its limits, else
-    the solver). ``timeout``: stop after that many seconds with the questions not answered
-    listed in the report. ``engine``: ``fact -> (winner id, matched ids)``, the engine
-    every solver witness is re-checked with.
-    """
-    assert backend in BACKENDS, backend
-    start = time.monotonic()
-    if backend != "solver":
-        try:
-            if backend == "exhaustive":
-                return _exhaustive(checked, progress, timeout, False)
-            # CPU seconds: a busy machine does not change the backend; an explicit timeout still holds
-            with _cpu_budget(min(AUTO_BUDGET, timeout or AUTO_BUDGET)):
-                return _exhaustive(checked, progress, None, True)
-        except (OutOfTime, AnalysisLimit):
-            if backend == "exhaustive":
-                raise
-    from stoprule.analysis.solver_audit import solver_audit
-
-    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
-    report = solver_audit(checked, progress, timeout=left, engine=engine)
-    report.timeout = timeout
-    report.seconds = time.monotonic() - start
-    return report
-
-
-@contextmanager
-def _cpu_budget(seconds: float) -> Iterator[None]:
-    set_deadline(time.process_time() + seconds, time.process_time)
-    try:
-        yield
-    finally:
-        set_deadline(None)
-
-
-def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool) -> AuditReport:
     """The exhaustive audit; past ``budget`` seconds it raises :class:`OutOfTime` when ``whole``
     (nothing to keep), otherwise it lists the phases it did not reach as unanswered."""
     start = time.perf_counter()

@@ -18,7 +18,7 @@ from stoprule.analysis.domain import build_space
 from stoprule.analysis.explore import SAME, Cell, Decider, Explorer, Outcome, Progress, widen_regions
 from stoprule.analysis.formula import FALSE
 from stoprule.analysis.queries import outcome_of
-from stoprule.diagnostics import AnalysisLimit, FactError
+from stoprule.diagnostics import FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.facts.schema import FactField
 from stoprule.language.checked import CheckedPolicy, CheckedRule
@@ -129,28 +129,9 @@ def diff_packs(
     old: CheckedPolicy,
     new: CheckedPolicy,
     progress: Progress | None = None,
-    *,
-    backend: str = "exhaustive",
-    timeout: float | None = None,
 ) -> DiffReport:
-    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results).
-
-    ``backend``: ``exhaustive`` (shares and regions), ``solver`` (:mod:`.solver_diff`) or
-    ``auto`` (exhaustive within a few CPU seconds, else the solver)."""
-    if backend != "exhaustive":
-        from stoprule.analysis.explore import OutOfTime, set_deadline
-
-        if backend == "auto":
-            set_deadline(time.process_time() + 3.0, time.process_time)
-            try:
-                return diff_packs(old, new, progress)
-            except (OutOfTime, AnalysisLimit):
-                pass
-            finally:
-                set_deadline(None)
-        from stoprule.analysis.solver_diff import solver_diff
-
-        return solver_diff(old, new, progress, timeout=timeout)
+    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results) on the
+    exhaustive backend (:func:`stoprule.analysis.backends.diff_packs` chooses the backend)."""
     start = time.perf_counter()
     report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)
