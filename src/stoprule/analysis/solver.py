@@ -132,7 +132,7 @@ class Solver:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise Unknown
-            s.set("timeout", max(1, int(left * 1000)))
+            s.set("tlimit-per", max(1, int(left * 1000)))  # cvc5: milliseconds per check
         self.queries += 1
         r = s.check(*terms)  # as assumptions: nothing to take back afterwards
         if r == z3.unknown:
