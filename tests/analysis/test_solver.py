@@ -174,3 +174,30 @@ def test_diff_same_changes_on_both_backends(tmp_path: Path, default_pack: Path, 
                 got = outcome_of(pack.rules, pack.schema.validate(r["example"]["fact"]))
                 label = (pack.rules[got[0]].verdict, pack.rules[got[0]].reason) if got else None
                 assert label == ((c[key]["verdict"], c[key]["reason"]) if c[key] else None)
+
+
+def test_a_witness_the_engine_disagrees_with_is_a_bug_not_a_finding(tmp_path: Path) -> None:
+    data = {
+        "schema": {"fields": {"a": {"type": "bool"}, "n": {"type": "int"}}},
+        "verdicts": {"pass": {"ok": True, "stop": "allow"}, "hit": {"ok": False, "stop": "block"}},
+        "rules": [
+            {"id": "wide", "priority": 2, "when": {"a": True}, "verdict": "hit", "reason": "w", "message": "m"},
+            {"id": "narrow", "priority": 1, "when": {"all": [{"a": True}, {"n": {"gt": 3}}]},
+             "verdict": "hit", "reason": "n", "message": "m"},
+        ],
+    }  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
+    ctx = compile_pack(tmp_path)
+    good = audit_pack(ctx.checked, backend="solver", engine=engine_of(Evaluator(ctx.compiled)))
+    assert {"gap", "dead_rule"} <= {f.kind for f in good.findings} and not good.bugs
+    dead = next(f for f in good.findings if f.kind == "dead_rule").data
+    assert dead["shadowed_by"][0]["rule"] == "p.wide" and dead["shadowed_by"][0]["example"]["a"] is True
+
+    def wrong(fact: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+        return "p.narrow", ("p.narrow",)  # an engine that always answers narrow
+
+    bad = audit_pack(ctx.checked, backend="solver", engine=wrong)
+    assert bad.bugs and all(b["fact"] is not None and b["problem"] for b in bad.bugs)
+    assert not any(f.kind == "dead_rule" for f in bad.findings)  # not shown from a witness that failed
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["audit", "--policy", str(tmp_path), "--backend", "solver"], io.BytesIO(), out, err) == 1
