@@ -19,8 +19,8 @@ from packgen import packs
 from stoprule import Evaluator, PolicyError
 from stoprule.analysis import audit_pack, diff_packs
 from stoprule.analysis.audit import AuditReport
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.queries import outcome_of
-from stoprule.analysis.solver import engine_of
 from stoprule.cli.main import run
 from stoprule.engine.build import compile_pack
 

@@ -18,15 +18,28 @@ from stoprule.analysis.audit import AuditReport, exhaustive_audit
 from stoprule.analysis.diff import DiffReport
 from stoprule.analysis.diff import diff_packs as exhaustive_diff
 from stoprule.analysis.explore import OutOfTime, Progress, set_deadline
-from stoprule.diagnostics import AnalysisLimit
+from stoprule.diagnostics import AnalysisLimit, NoRuleMatched
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["AUTO_BUDGET", "BACKENDS", "audit_pack", "diff_packs"]
+__all__ = ["AUTO_BUDGET", "BACKENDS", "audit_pack", "diff_packs", "engine_of"]
 
 AUTO_BUDGET = 3.0  # CPU seconds the exhaustive backend gets under ``auto`` before the solver takes over
 BACKENDS = ("auto", "exhaustive", "solver")
 
 Engine = Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]]
+
+
+def engine_of(evaluator: Any) -> Engine:
+    """An :data:`Engine` over an :class:`~stoprule.engine.evaluator.Evaluator`."""
+
+    def run(fact: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+        try:
+            v = evaluator.evaluate(fact)
+        except NoRuleMatched:
+            return None, ()
+        return v.rule, tuple(m.rule for m in v.matched)
+
+    return run
 
 
 @contextmanager
@@ -51,7 +64,7 @@ def audit_pack(
 
     ``timeout``: stop after that many seconds with the questions not answered listed in
     the report. ``engine``: ``fact -> (winner id, matched ids)``, the engine every solver
-    witness is re-checked with (:func:`stoprule.analysis.solver.engine_of`).
+    witness is re-checked with (:func:`engine_of`).
     """
     assert backend in BACKENDS, backend
     start = time.monotonic()

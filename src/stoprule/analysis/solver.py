@@ -25,7 +25,7 @@ import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
 from stoprule.analysis.encoding import Encoder, all_of
 from stoprule.analysis.queries import drop_member, drop_stop, uses_stops
-from stoprule.diagnostics import FactError, NoRuleMatched
+from stoprule.diagnostics import FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
@@ -97,19 +97,6 @@ class Checker:
 
     def bug(self, question: str, fact: dict[str, Any], problem: str) -> None:
         self.bugs.append({"question": question, "fact": fact, "problem": problem})
-
-
-def engine_of(evaluator: Any) -> Engine:
-    """An :data:`Engine` over an :class:`~stoprule.engine.evaluator.Evaluator`."""
-
-    def run(fact: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
-        try:
-            v = evaluator.evaluate(fact)
-        except NoRuleMatched:
-            return None, ()
-        return v.rule, tuple(m.rule for m in v.matched)
-
-    return run
 
 
 class Solver:
