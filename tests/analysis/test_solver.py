@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from packgen import packs
@@ -95,12 +95,25 @@ def varied_packs(draw: st.DrawFn) -> dict[str, Any]:
     """Generated small packs with equal priorities, two verdicts and sometimes no catch-all, so
     that conflicts, dead rules and gaps occur."""
     data = draw(packs())
+    assume(not _extreme_floats(data))
     for r in data["rules"][:-1]:
         r["priority"] = draw(st.integers(1, 3))
         r["verdict"] = draw(st.sampled_from(["hit", "pass"]))
     if draw(st.booleans()):
         data["rules"].pop()
     return data
+
+
+def _extreme_floats(node: Any) -> bool:
+    """Float literals beyond 2^50: the exhaustive backend's numeric regions are not exact there
+    (docs/audit.md § 4, Limits), the solver's are, so the two may differ."""
+    if isinstance(node, float):
+        return abs(node) >= 2.0**50
+    if isinstance(node, dict):
+        return any(_extreme_floats(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_extreme_floats(v) for v in node)
+    return False
 
 
 def _cross_check(tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ has not answered in time is listed in ``AuditReport.unanswered``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -124,7 +125,21 @@ class Solver:
         r = s.check(*terms)  # as assumptions: nothing to take back afterwards
         if r == z3.unknown:
             raise Unknown
-        return self.enc.fact(s.model()) if r == z3.sat else None
+        if r != z3.sat:
+            return None
+        fact = self.enc.fact(s.model())
+        if self.enc.rounded:  # a number that is not a double: pin it to a double next to it, if one fits
+            pins: list[Any] = []
+            for term, value in list(self.enc.rounded):
+                d = float(value)
+                for cand in (d, math.nextafter(d, math.inf), math.nextafter(d, -math.inf)):
+                    pin = term == self.enc.exact(cand)
+                    if s.check(*terms, *pins, pin) == z3.sat:
+                        pins.append(pin)
+                        break
+            if pins and s.check(*terms, *pins) == z3.sat:
+                fact = self.enc.fact(s.model())
+        return fact
 
 
 def win_chain(s: z3.Solver, conds: Sequence[Any], ranked: Sequence[int], tag: str) -> list[Any]:
