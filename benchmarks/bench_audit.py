@@ -109,9 +109,8 @@ def write(root: Path, data: dict[str, Any]) -> Path:
 
 def child(args: argparse.Namespace) -> None:
     """One measurement in this process: prints a JSON line."""
-    from stoprule.analysis.audit import audit_pack
-    from stoprule.analysis.backends import diff_packs
-    from stoprule.analysis.solver import engine_of
+    from stoprule.analysis import audit_pack, diff_packs
+    from stoprule.analysis.backends import engine_of
     from stoprule.engine.build import compile_pack
     from stoprule.engine.evaluator import Evaluator
 

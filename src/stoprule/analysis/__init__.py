@@ -13,6 +13,10 @@ Modules, lowest first::
     queries   references, reference outcomes and rewrites over a checked pack
     audit     gaps, conflicts, dead rules, unused declarations, verdict map
     diff      verdict changes between two packs; decls: declaration changes
+    encoding  the conditions as SMT terms (cvc5), and models back as facts
+    solver    queries with a deadline, witness checks (reference interpreter and engine)
+    solver_audit, solver_diff   audit and diff on the solver
+    backends  which backend answers: exhaustive, solver, or auto
     corpus    statistics of real facts; render: plain-text output
     coverage  rule, condition and MC/DC coverage of a pack by evaluated facts
     explain   why one fact got its verdict

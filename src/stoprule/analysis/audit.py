@@ -37,7 +37,7 @@ from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
 
-__all__ = ["AuditReport", "Finding"]
+__all__ = ["AuditReport", "Finding", "audit_pack", "exhaustive_audit", "member_sets"]
 
 MAX_REGIONS = 5
 
@@ -437,7 +437,16 @@ def member_sets(checked: CheckedPolicy, refs: Refs) -> dict[Any, list[str]]:
     return members
 
 
-def _exhaustive(checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool) -> AuditReport:
+def audit_pack(checked: CheckedPolicy, progress: Progress | None = None, timeout: float | None = None) -> AuditReport:
+    """Audit a checked pack (:func:`stoprule.language.compiler.check_pack`) on the exhaustive
+    backend; past ``timeout`` seconds the phases not reached are listed as unanswered.
+    :func:`stoprule.analysis.backends.audit_pack` chooses between the backends."""
+    return exhaustive_audit(checked, progress, timeout, False)
+
+
+def exhaustive_audit(
+    checked: CheckedPolicy, progress: Progress | None, budget: float | None, whole: bool
+) -> AuditReport:
     """The exhaustive audit; past ``budget`` seconds it raises :class:`OutOfTime` when ``whole``
     (nothing to keep), otherwise it lists the phases it did not reach as unanswered."""
     start = time.perf_counter()

@@ -23,7 +23,7 @@ from stoprule.engine.compiled import rank_key
 from stoprule.facts.schema import FactField
 from stoprule.language.checked import CheckedPolicy, CheckedRule
 
-__all__ = ["DiffReport", "exhaustive_diff", "union_schema"]
+__all__ = ["DiffReport", "diff_packs", "union_schema"]
 
 MAX_REGIONS = 2
 Label = tuple[str, str] | None
@@ -125,9 +125,13 @@ def _text(label: Label) -> str:
     return "/".join(label) if label else "(no rule: policy.no_rule)"
 
 
-def exhaustive_diff(old: CheckedPolicy, new: CheckedPolicy, progress: Progress | None = None) -> DiffReport:
-    """Compare two checked packs over the finite abstraction (shares and regions); the backends
-    (:func:`stoprule.analysis.backends.diff_packs`) choose between this and the solver."""
+def diff_packs(
+    old: CheckedPolicy,
+    new: CheckedPolicy,
+    progress: Progress | None = None,
+) -> DiffReport:
+    """Compare two checked packs (:func:`stoprule.language.compiler.check_pack` results) on the
+    exhaustive backend (:func:`stoprule.analysis.backends.diff_packs` chooses the backend)."""
     start = time.perf_counter()
     report = DiffReport(old.root, new.root, old.digest, new.digest)
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)

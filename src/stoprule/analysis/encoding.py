@@ -88,6 +88,7 @@ class Encoder:
         self.root = Node(root, "", z3.BoolVal(True), z3.BoolVal(False))
         self.axioms: list[Any] = []
         self.inexact: set[str] = set()
+        self.rounded: list[tuple[Any, Fraction]] = []
         self._n = 0
         self._ids: dict[str, int] = {}
         self._slots: dict[tuple[str, ...], set[str]] = {}
@@ -246,6 +247,10 @@ class Encoder:
     def _num(self, node: Node) -> Any:
         return node.val
 
+    def exact(self, v: float) -> Any:
+        """A double as an exact Real."""
+        return self._lit(v, z3.RealVal(0))
+
     def _lit(self, v: Any, like: Any) -> Any:
         if type(v) is float or z3.is_real(like):
             fr = Fraction(v)
@@ -320,7 +325,9 @@ class Encoder:
 
     def fact(self, model: Any) -> dict[str, Any]:
         """The fact a model describes: every encoded field as the model sets it, fields the
-        conditions do not read only where the schema requires them (a plain value)."""
+        conditions do not read only where the schema requires them (a plain value).
+        ``rounded`` lists the number values that are not doubles (term, exact value)."""
+        self.rounded = []
         out = self._object(model, self.root)
         assert isinstance(out, dict)
         return out
@@ -359,6 +366,8 @@ class Encoder:
             return v.as_long()
         if t == "number":
             fr = Fraction(v.numerator_as_long(), v.denominator_as_long())
+            if Fraction(float(fr)) != fr:
+                self.rounded.append((node.val, fr))
             return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
         if t == "enum":
             names = {self._ids[x]: x for x in node.fld.values}

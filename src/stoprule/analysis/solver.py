@@ -17,6 +17,7 @@ has not answered in time is listed in ``AuditReport.unanswered``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +26,7 @@ import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
 from stoprule.analysis.encoding import Encoder, all_of
 from stoprule.analysis.queries import drop_member, drop_stop, uses_stops
-from stoprule.diagnostics import FactError, NoRuleMatched
+from stoprule.diagnostics import FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
@@ -99,19 +100,6 @@ class Checker:
         self.bugs.append({"question": question, "fact": fact, "problem": problem})
 
 
-def engine_of(evaluator: Any) -> Engine:
-    """An :data:`Engine` over an :class:`~stoprule.engine.evaluator.Evaluator`."""
-
-    def run(fact: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
-        try:
-            v = evaluator.evaluate(fact)
-        except NoRuleMatched:
-            return None, ()
-        return v.rule, tuple(m.rule for m in v.matched)
-
-    return run
-
-
 class Solver:
     """Queries over one encoding, with a deadline shared by all of them."""
 
@@ -132,12 +120,26 @@ class Solver:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise Unknown
-            s.set("timeout", max(1, int(left * 1000)))
+            s.set("tlimit-per", max(1, int(left * 1000)))  # cvc5: milliseconds per check
         self.queries += 1
         r = s.check(*terms)  # as assumptions: nothing to take back afterwards
         if r == z3.unknown:
             raise Unknown
-        return self.enc.fact(s.model()) if r == z3.sat else None
+        if r != z3.sat:
+            return None
+        fact = self.enc.fact(s.model())
+        if self.enc.rounded:  # a number that is not a double: pin it to a double next to it, if one fits
+            pins: list[Any] = []
+            for term, value in list(self.enc.rounded):
+                d = float(value)
+                for cand in (d, math.nextafter(d, math.inf), math.nextafter(d, -math.inf)):
+                    pin = term == self.enc.exact(cand)
+                    if s.check(*terms, *pins, pin) == z3.sat:
+                        pins.append(pin)
+                        break
+            if pins and s.check(*terms, *pins) == z3.sat:
+                fact = self.enc.fact(s.model())
+        return fact
 
 
 def win_chain(s: z3.Solver, conds: Sequence[Any], ranked: Sequence[int], tag: str) -> list[Any]:

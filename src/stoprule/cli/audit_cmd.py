@@ -67,10 +67,16 @@ def audit_command(
             if data is None:
                 return 2
         try:
-            from stoprule.analysis.solver import engine_of
+            from stoprule.analysis.backends import engine_of
             from stoprule.engine.evaluator import Evaluator
 
-            engine = engine_of(Evaluator(ctx.compiled))
+            made: list[Any] = []
+
+            def engine(fact: dict[str, Any]) -> Any:  # made on first use: only the solver re-checks witnesses
+                if not made:
+                    made.append(engine_of(Evaluator(ctx.compiled)))
+                return made[0](fact)
+
             report = audit_pack(ctx.checked, Progress(stderr), backend=backend, timeout=timeout, engine=engine)
         except AnalysisLimit as exc:
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
