@@ -112,8 +112,6 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.cli.eval_cmd",
     "stoprule.cli.hook_cmd",
     "stoprule.cli.main",
-    "stoprule.cli.progress",
-    "stoprule.cli.style",
     "stoprule.diagnostics",
     "stoprule.engine",
     "stoprule.engine.compiled",
