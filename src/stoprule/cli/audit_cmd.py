@@ -13,6 +13,7 @@ from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_audit
 from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
@@ -36,6 +37,7 @@ def audit_command(
     jobs: int = 1,
     backend: str = "auto",
     timeout: float | None = None,
+    quiet: bool = False,
 ) -> int:
     """Audit the selected pack (and evaluate ``corpus``, a large NDJSON one in ``jobs`` processes);
     exit 0 clean, 1 findings or questions not answered in ``timeout`` seconds, 2 bad input (or a
@@ -77,20 +79,29 @@ def audit_command(
                     made.append(engine_of(Evaluator(ctx.compiled)))
                 return made[0](fact)
 
-            report = audit_pack(ctx.checked, Progress(stderr), backend=backend, timeout=timeout, engine=engine)
+            shown = Progress(stderr) if not quiet else None
+            report = audit_pack(ctx.checked, shown, backend=backend, timeout=timeout, engine=engine)
         except AnalysisLimit as exc:
             diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
-            if pending is not None:
-                parts = list(pending)
-            else:
-                context = _corpus_setup(ctx.compiled, data)
-                pieces = sequential_chunks(data)
-                if pieces is None:
-                    parts = [corpus_counts(context[0], parse_facts(data))]
+            with Bar(stderr, "audit: corpus", unit="chunks", quiet=quiet) as bar:
+                if pending is not None:
+                    parts = []
+                    for part in pending:
+                        parts.append(part)
+                        bar.advance()
                 else:
-                    parts = [_corpus_chunk(context, c) for c in pieces]
+                    context = _corpus_setup(ctx.compiled, data)
+                    pieces = sequential_chunks(data)
+                    if pieces is None:
+                        parts = [corpus_counts(context[0], parse_facts(data))]
+                    else:
+                        bar.total = len(pieces)
+                        parts = []
+                        for c in pieces:
+                            parts.append(_corpus_chunk(context, c))
+                            bar.advance()
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     report.seconds = time.monotonic() - started
     from stoprule.cli.inspect_cmd import layering
@@ -131,6 +142,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also evaluate these facts: hits per rule, verdicts, fall-through, invalid lines (- reads stdin)",
     )
     add_jobs_flag(p, "evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same")
+    add_quiet_flag(p)
     p.add_argument(
         "--backend",
         choices=["auto", "exhaustive", "solver"],
@@ -155,5 +167,5 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         return 2
     return audit_command(
         args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs,
-        backend=args.backend, timeout=args.timeout,
+        backend=args.backend, timeout=args.timeout, quiet=args.quiet,
     )  # fmt: skip
