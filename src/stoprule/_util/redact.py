@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +36,52 @@ __all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_de
 REDACTED = "[REDACTED]"
 _MARK = "[REDACTED"
 MAX_DEPTH = 64
+
+
+def _compatible(pattern: str) -> str:
+    """``pattern`` for this Python: before 3.11 ``re`` has no possessive quantifiers
+    (``x*+``, ``x{m,n}+``), so their ``+`` is dropped there (the bounded repeats keep the
+    patterns' cost linear enough; 3.11 and later run them possessive)."""
+    if sys.version_info >= (3, 11):
+        return pattern
+    out: list[str] = []
+    i, n, quantified = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i, quantified = i + 2, False
+            continue
+        if c == "[":  # a class: copied whole (a ']' first in it is a literal)
+            j = i + 1
+            j += pattern[j : j + 1] == "^"
+            j += pattern[j : j + 1] == "]"
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            out.append(pattern[i : j + 1])
+            i, quantified = j + 1, False
+            continue
+        if c == "+" and quantified:  # the possessive mark after a quantifier
+            i, quantified = i + 1, False
+            continue
+        if c in "*+?" and not (c == "?" and out and out[-1].endswith("(")):
+            out.append(c)
+            i, quantified = i + 1, True
+            continue
+        if c == "{":
+            j = pattern.find("}", i)
+            if j > 0 and re.fullmatch(r"\d*(?:,\d*)?", pattern[i + 1 : j]):
+                out.append(pattern[i : j + 1])
+                i, quantified = j + 1, True
+                continue
+        out.append(c)
+        i, quantified = i + 1, False
+    return "".join(out)
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(_compatible(pattern), flags)
+
 
 
 class _Lazy:
@@ -49,7 +96,7 @@ class _Lazy:
 
     def compiled(self) -> re.Pattern[str]:
         if self._re is None:
-            self._re = re.compile(self.pattern, self.flags)
+            self._re = _compile(self.pattern, self.flags)
         return self._re
 
     def sub(self, repl: Any, text: str) -> str:
@@ -102,9 +149,9 @@ _SHAPES: list[_Lazy] = [
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
-_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
-_HOST_TAIL = re.compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
-_FLAG_KEY = re.compile(r"(?i)(?:password|passwd|passphrase|secret|token|api-?key|access-?key)$")
+_URL = _compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
+_HOST_TAIL = _compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
+_FLAG_KEY = _compile(r"(?i)(?:password|passwd|passphrase|secret|token|api-?key|access-?key)$")
 
 
 def _after_mysql(m: re.Match[str]) -> bool:
@@ -138,39 +185,39 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
 # ---------------------------------------------------------------- key = value assignments
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
-_NAMED = re.compile(
+_NAMED = _compile(
     r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
     r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:|=(?!=))[ \t]*+)"
 )
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
-_QUOTED = re.compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED = _compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
-_LINE_VALUE = re.compile(
+_LINE_VALUE = _compile(
     r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
 )
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
-_VALUE = re.compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
-_SECRET_KEY = re.compile(
+_VALUE = _compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
+_SECRET_KEY = _compile(
     r"(?i)(?:passw(?:or)?d|passphrase|secret|token|credential|api[_-]?key|apikey|private[_-]?key|privatekey"
     r"|access[_-]?key|accesskey|account[_-]?key|auth|authorization|session[_-]?(?:id|key)|sas"
     r"|(?:^|[_.-])(?:pwd|pass|sig|signature|key)$|(?-i:[a-z](?:Pwd|Pass|Key))$)"
 )
-_COUNT_KEY = re.compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
+_COUNT_KEY = _compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
                         r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = _compile(
     r"(?i)^(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
     r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
 )
-_DIGEST = re.compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
-_CODE_CHARS = re.compile(r"[()\[\]{},;<>]")
-_TEMPLATE = re.compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
-_CONCAT = re.compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
-_NUMBERS = re.compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
-_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z]{1,5}$")
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
-_SNAKE = re.compile(r"[a-z]+(?:_[a-z]+)+$")
-_CODE_REF = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
+_DIGEST = _compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
+_CODE_CHARS = _compile(r"[()\[\]{},;<>]")
+_TEMPLATE = _compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
+_CONCAT = _compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
+_NUMBERS = _compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
+_FILE_NAME = _compile(r"[\w-]+\.[A-Za-z]{1,5}$")
+_PATH = _compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
+_SNAKE = _compile(r"[a-z]+(?:_[a-z]+)+$")
+_CODE_REF = _compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
 
 def _entropy(text: str) -> float:
@@ -182,8 +229,8 @@ def _classes(text: str) -> int:
     return sum(1 for p in _CLASS_RES if p.search(text))
 
 
-_CLASS_RES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"\d"), re.compile(r"[^A-Za-z0-9]"))
-_DIGITS = re.compile(r"\d.*\d", re.S)
+_CLASS_RES = (_compile(r"[a-z]"), _compile(r"[A-Z]"), _compile(r"\d"), _compile(r"[^A-Za-z0-9]"))
+_DIGITS = _compile(r"\d.*\d", re.S)
 
 
 def _high_entropy(value: str) -> bool:
