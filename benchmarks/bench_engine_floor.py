@@ -63,7 +63,7 @@ def encoded_inputs(ev, facts):
 
 def floor_runs(ev, inputs):
     """(best sequence, older sequence) as zero-argument callables over all facts."""
-    import durable_rules_engine as dre
+    from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on
 
     assert_fact, start, nxt, retract = (
         dre.assert_fact,

@@ -126,7 +126,7 @@ def engine_floor(ev, texts):
     """The C calls alone with the best call sequence we know (see bench_engine_floor.py): each
     fact pre-encoded with a unique id, assert, drain the actions, retract by id; on a fresh
     handle of the same ruleset(s). Not just the evaluator's own sequence: the floor."""
-    import durable_rules_engine as dre
+    from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on
 
     defs = [json.dumps(rs) for rs in ev.compiled.rulesets]
     handles = [dre.create_ruleset(f"bench-floor-{os.getpid()}-{i}", d) for i, d in enumerate(defs)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import durable_rules_engine as dre
+from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on (built in, or beside it)
 import pytest
 
 from samplepacks import same_projection
