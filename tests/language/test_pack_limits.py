@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on (built in, or beside it)
 import pytest
 
 from samplepacks import same_projection
@@ -18,6 +17,7 @@ from stoprule import load_policy
 from stoprule.analysis.strings import string_classes
 from stoprule.diagnostics import Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
+from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on (built in, or beside it)
 from stoprule.engine.durable import encode
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.interpret import evaluate
