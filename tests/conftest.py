@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,20 @@ if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCAC
 
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "stoprule-tests-pycache")
+
+
+@pytest.fixture(autouse=True)
+def _same_working_directory() -> Iterator[None]:
+    """Every test ends where it started: one that changes directory (or removes the one it is
+    in) never leaves the next test of the same process in a folder that is gone."""
+    start = os.getcwd()
+    yield
+    try:
+        now: str | None = os.getcwd()
+    except FileNotFoundError:
+        now = None
+    if now != start:
+        os.chdir(start)
 
 
 @pytest.fixture(scope="session")
