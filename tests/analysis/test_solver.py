@@ -164,7 +164,7 @@ def test_generated_packs_same_findings(tmp_path_factory: pytest.TempPathFactory,
     _cross_check(tmp_path_factory, data)
 
 
-@pytest.mark.torture
+@pytest.mark.slow  # on demand (python -m pytest -m slow -n 0): several minutes on 2 cores
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=varied_packs())
 def test_generated_packs_same_findings_long(tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any]) -> None:
