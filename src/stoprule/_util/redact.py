@@ -146,7 +146,7 @@ _SHAPES: list[_Lazy] = [
     _Lazy(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
     _Lazy(rf"(?i)AccountKey(?<!\w..........)=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
     _Lazy(r"(?i)SharedAccess(?<!\w............)(?:Key|Signature)=[^\s;\"']{8,}+"),
-    _Lazy(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
+    _Lazy(r"sig=(?<![\w-]sig=)[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
@@ -208,7 +208,7 @@ def _mysql_passwords(pattern: _Lazy, text: str) -> str:
 
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[_Lazy, int, Any]] = [
-    (_Lazy(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
+    (_Lazy(r"-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
     (
         _Lazy(r"(?i)aws(?<!\w...)\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
@@ -216,7 +216,7 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
     ),
     (_Lazy(r"sshpass(?<!\w.......)\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
     (
-        _Lazy(r"(?<![\w-])--?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
+        _Lazy(r"-(?<![\w-]-)-?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
         2,
         lambda m: _FLAG_KEY.search(m.group(1)) is not None,
     ),
@@ -315,11 +315,21 @@ def _tokenish(value: str) -> bool:
     return any(c.isdigit() for c in value) or "=" in value or (value != value.lower() and value != value.upper())
 
 
+def _ascii_lower(text: str) -> str:
+    """``text`` with its ASCII letters lower-cased, every other character kept (same offsets).
+
+    ``str.lower`` is a fast C loop and maps no other character to ASCII or to two characters
+    but U+0130 and U+212A; ``str.translate`` is the slow exact path for text holding them."""
+    if text.isascii() or "\u0130" not in text and "\u212a" not in text:
+        return text.lower()
+    return text.translate(_ASCII_LOWER)
+
+
 def _assignments(text: str) -> str:
     """Redact the values of ``key = value`` assignments: each value read at most once."""
     out: list[str] = []
     done = 0
-    for m in _NAMED.finditer(text.translate(_ASCII_LOWER)):  # same length and offsets as ``text``
+    for m in _NAMED.finditer(_ascii_lower(text)):  # same length and offsets as ``text``
         if m.start() < done:
             continue
         head = text[max(0, m.start() - 128) : m.start()]
@@ -406,6 +416,24 @@ def _url(m: re.Match[str]) -> str:
     return url[:scheme_end] + rest[: colon + 1] + REDACTED + rest[at:]
 
 
+def _urls(text: str) -> str:
+    """``_URL.sub(_url, text)``, run only around each ``://`` when there are few: a URL starts
+    at most 21 characters before its ``://`` and ends at most 2,051 after it."""
+    n = text.count("://")
+    if n > len(text) >> 12:  # dense: one pass over the whole text costs less
+        return _URL.sub(_url, text)
+    out: list[str] = []
+    done = i = 0
+    while (i := text.find("://", i)) >= 0:
+        begin, end = max(done, i - 23), i + 2052  # one character more before: ``\b`` sees it
+        while (j := text.find("://", i + 3, end + 30)) >= 0:  # windows that come near are merged
+            i, end = j, j + 2052
+        out += [text[done:begin], _URL.sub(_url, text[begin:end])]
+        done, i = min(end, len(text)), end
+    out.append(text[done:])
+    return "".join(out)
+
+
 def _group(index: int, test: Any) -> Any:
     def sub(m: re.Match[str]) -> str:
         value = m.group(index)
@@ -465,7 +493,8 @@ def _detect_secrets_values(text: str) -> list[str]:
 
 def _markers(pattern: _Lazy) -> tuple[str, ...]:
     """Literal strings one of which every match contains (lower case): a pattern runs only
-    on text holding one (a C substring search, so most patterns cost nothing on most text)."""
+    on text holding one (a C substring search, so most patterns cost nothing on most text).
+    None for a pattern the regex engine finds as fast as that search (it starts at a literal)."""
     src = pattern.pattern
     for literal, markers in _MARKERS:
         if literal in src:
@@ -474,8 +503,8 @@ def _markers(pattern: _Lazy) -> tuple[str, ...]:
 
 
 _MARKERS: list[tuple[str, tuple[str, ...]]] = [
-    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ("a3t", "akia", "asia", "abia", "acca", "agpa", "aida",
-    "aroa", "anpa", "anva", "aipa")), ("ABSK", ("absk",)), ("bedrock-api", ("bedrock-api-key-",)),
+    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ()), ("ABSK", ("absk",)),
+    ("bedrock-api", ("bedrock-api-key-",)),
     ("[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)), ("GR1348941", ("gr1348941",)),
     ("xox(?<!\\w...)[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)),
     ("hooks\\.slack", ("hooks.slack.com/",)),
@@ -484,8 +513,8 @@ _MARKERS: list[tuple[str, tuple[str, ...]]] = [
     ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
     ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
     (":AA", (":aa",)), ("Q~", ("q~",)), ("AccountKey", ("accountkey=",)), ("SharedAccess", ("sharedaccess",)),
-    ("sig=", ("sig=",)), ("--user", ("-u", "--user")), ("configure", ("configure",)),
-    ("sshpass", ("sshpass",)), ("([\\w-]{1,48}+)", ("-",)), ("(?:earer|asic", ("bearer", "basic", "token", "digest")),
+    ("sig=", ("sig=",)), ("(?:u|-user)", ("-u", "--user")), ("configure", ("configure",)),
+    ("sshpass", ("sshpass",)), ("-?([\\w-]{1,48}+)", ("-",)), ("(?:earer|asic", ("bearer", "basic", "token", "digest")),
 ]  # fmt: skip
 
 
@@ -507,7 +536,7 @@ def redact(text: str) -> str:
     if not text or len(text) < 6:
         return text
     extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
-    out = _URL.sub(_url, text) if "://" in text else text
+    out = _urls(text) if "://" in text else text
     low = out.lower()
     for markers, pattern, apply in _GATED:
         if not markers or any(m in low for m in markers):
