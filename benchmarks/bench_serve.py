@@ -2,15 +2,19 @@
 round trip, 2 workers vs 1, latency under 200 concurrent clients, and two fault runs on a
 PostgreSQL ledger (kill -9 of a worker under load; a PostgreSQL restart under load).
 
-    .venv/bin/python benchmarks/bench_serve.py             # ~3-4 min; needs the serve extra
-    .venv/bin/python benchmarks/bench_serve.py --no-faults # without PostgreSQL
+    .venv/bin/python benchmarks/bench_serve.py                  # ~3 min; needs the serve and postgres extras
+    .venv/bin/python benchmarks/bench_serve.py --no-faults      # without PostgreSQL
+    .venv/bin/python benchmarks/bench_serve.py --priority -20   # on a shared machine (root): the servers first
+    .venv/bin/python benchmarks/bench_serve.py --only-scaling --wait-quiet 120   # 1 vs 2 workers when idle
 
 Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
 <= 2 ms p50 on loopback; 2 workers >= 1.8x one on 2 cores; fault runs: 0 lost or duplicated
 ledger events among the requests that got a 200, and every chain verifies.
 
-The load generator is a raw asyncio HTTP/1.1 client (keep-alive, pre-encoded requests), so the
-client costs the shared cores as little as possible. Medians of repeats; ratios in the same run.
+The load generator is a raw asyncio HTTP/1.1 client (keep-alive, pre-encoded requests, batches
+of 300 facts), so the client costs the shared cores little; its CPU per decision is measured
+and printed beside the server's, with the CPU other jobs took during each run. Both servers run
+at once and their repeats alternate. Medians of repeats; ratios in the same run.
 """
 
 from __future__ import annotations
