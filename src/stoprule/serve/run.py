@@ -6,7 +6,8 @@ and the kernel spreads new connections over them. (uvicorn's own ``--workers`` s
 listening socket, and asyncio accepts every pending connection at once in whichever worker
 wakes first: the connections of a burst all land on one worker and the others idle. Measured
 in benchmarks/bench_serve.py.) The supervisor here replaces a worker that dies and stops them
-all on SIGTERM or SIGINT. Without ``SO_REUSEPORT`` (not Linux/BSD), uvicorn's workers serve.
+all on SIGTERM or SIGINT. Not on Linux (where SO_REUSEPORT does not balance), uvicorn's workers
+serve. Only processes of the same user can bind a port so shared: run the server as its own user.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import time
 from typing import Any
 
@@ -68,7 +70,7 @@ def serve(config: ServeConfig, *, host: str, port: int, workers: int, log_level:
     import uvicorn
 
     os.environ[ENV_CONFIG] = json.dumps(config.to_env())
-    if workers <= 1 or not hasattr(socket, "SO_REUSEPORT"):
+    if workers <= 1 or not sys.platform.startswith("linux"):  # elsewhere SO_REUSEPORT does not balance
         cfg = _uvicorn_config(log_level, host=host, port=port, workers=workers if workers > 1 else None)
         server = uvicorn.Server(cfg)
         if cfg.workers > 1:
