@@ -78,7 +78,12 @@ class Server:
                 time.sleep(0.1)
         else:
             raise RuntimeError("the server did not start")
-        time.sleep(0.5 * workers)  # every worker up
+        seen: set[int] = set()
+        while len(seen) < workers:  # every worker up: fresh connections reach each of them
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(seen)} of {workers} workers answered")
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=5) as r:
+                seen.add(json.load(r)["worker"])
 
     def workers(self) -> list[int]:
         out = []
