@@ -167,7 +167,9 @@ def is_exact(prims: list[Prim], int_vars: set[int], n: int) -> bool:
     return not int_vars and all(c == 0 for c in linked)
 
 
-def _search(n: int, prims: list[Prim], base: list, integer: bool, ints: list[int]) -> list[tuple[tuple[int, ...], list]]:
+def _search(
+    n: int, prims: list[Prim], base: list, integer: bool, ints: list[int]
+) -> list[tuple[tuple[int, ...], list]]:
     """Every consistent three-way outcome of ``prims`` on top of ``base``, with its constraints."""
     out: list[tuple[tuple[int, ...], list]] = []
 
