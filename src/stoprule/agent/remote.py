@@ -141,6 +141,32 @@ class Remote:
         return status, body
 
 
+CHUNK_FACTS = 2000  # facts per batch request from a client: well under the server's default limits
+CHUNK_BYTES = 256 * 1024  # (max_batch 10,000 facts, max_body_bytes 1 MiB)
+
+
+def ndjson_chunks(data: bytes, facts: int = CHUNK_FACTS, size: int = CHUNK_BYTES) -> list[tuple[int, bytes]]:
+    """``data`` cut at line boundaries into requests of at most ``facts`` lines and about ``size``
+    bytes, each with the number of its first line. One piece when it is small, or when it is one
+    multi-line JSON document (its first non-blank line is no JSON value on its own): that cannot be cut."""
+    lines = data.split(b"\n")
+    if len(data) <= size and len(lines) <= facts:
+        return [(1, data)]
+    try:
+        json.loads(next(ln for ln in lines if ln.strip()))
+    except ValueError:
+        return [(1, data)]
+    out, start, count, nbytes = [], 0, 0, 0
+    for i, line in enumerate(lines):
+        if count and (count >= facts or nbytes + len(line) > size):
+            out.append((start + 1, b"\n".join(lines[start:i])))
+            start, count, nbytes = i, 0, 0
+        count += bool(line.strip())
+        nbytes += len(line) + 1
+    out.append((start + 1, b"\n".join(lines[start:])))
+    return out
+
+
 class Mirror:
     """Copies a project's blockers (the whole list, after each change) and its blocked reports to
     the server, so that ``stoprule blockers list --server URL`` shows the team's. A server that
