@@ -224,15 +224,15 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
 _CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
               + r"([^\s'\"]{1,256}+)")  # fmt: skip
 _FLAG = _Lazy(
-    r"(-(?<![\w-]-)-?(?=[\w-]{1,48}+(?:\s|=))[\w-]{0,47}?(?i:password|passwd|passphrase|secret|token|api-?key"
-    r"|access-?key)(?:\s++|=)['\"]?)(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
+    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
+    r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
     + _plain_value(r"[^\s'\"]", 512)
     + r"([^\s'\"]{4,512}+)"
 )  # --password VALUE, --api-key=VALUE (after ``--token Bearer`` the next pattern's turn)
 _TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
 _AUTH = _Lazy(
     r"(?i)([btd](?<!\w.)(?:earer|asic|oken|igest)\s++)"
-    rf"(?-i:(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
+    rf"(?={_TOKEN_CHARS}{{8}})(?-i:(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
     rf"(?={_TOKEN_CHARS}*?[0-9=]|{_TOKEN_CHARS}*?[A-Z]{_TOKEN_CHARS}*?[a-z]|{_TOKEN_CHARS}*?[a-z]{_TOKEN_CHARS}*?[A-Z]))"
     + _plain_value(_TOKEN_CHARS, 1 << 20)
     + rf"({_TOKEN_CHARS}{{8,}}+)"
