@@ -349,6 +349,8 @@ def _assignments(text: str) -> str:
     """Redact the values of ``key = value`` assignments: each value read at most once."""
     out: list[str] = []
     done = 0
+    secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
+    kept: dict[tuple[str, str, str, str, bool], bool] = {}
     for m in _NAMED.finditer(_ascii_lower(text)):  # same length and offsets as ``text``
         if m.start() < done:
             continue
@@ -357,25 +359,41 @@ def _assignments(text: str) -> str:
         if begin > 0 and text[begin - 1] in _KEY_CHARS:
             continue  # a key of more than 128 characters: not a name
         key = text[begin : m.start("q")]
-        if _SECRET_KEY.search(key.lstrip("-.")) is None or _COUNT_KEY.search(key):
+        named = secret_key.get(key)
+        if named is None:
+            named = secret_key[key] = _SECRET_KEY.search(key.lstrip("-.")) is not None and not _COUNT_KEY.search(key)
+        v = _VALUE.match(text, m.end()) if named else None
+        if v is None:
             continue
-        v = _VALUE.match(text, m.end())
-        if v is None or _keep(key, v.group(0), True, m.group("sep"), text, v.end()):
+        val, end, sep = v.group(0), v.end(), m.group("sep")
+        quoted = val[:1] in ("'", '"')
+        seen = (key, val, sep, text[end : end + 1], quoted and _CONCAT.match(text, end) is not None)  # all _keep reads
+        keep = kept.get(seen)
+        if keep is None:
+            keep = kept[seen] = _keep(key, val, True, sep, text, end)
+        if keep:
             continue
-        val = v.group(0)
-        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if val[:1] in ("'", '"') else REDACTED]
+        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if quoted else REDACTED]
         done = v.end()
     if out:
         out.append(text[done:])
         text = "".join(out)
     out, done = [], 0
+    judged: dict[str, bool] = {}
+
+    def _random(value: str) -> bool:
+        high = judged.get(value)
+        if high is None:
+            high = judged[value] = _high_entropy(value)
+        return high
+
     if "\n" in text or len(text) <= 1100:
-        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _high_entropy(m.group(1)) else
+        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _random(m.group(1)) else
                                m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
                                text)  # fmt: skip
     for m in _QUOTED.finditer(text):
         v = _VALUE.match(text, m.end())
-        if v is None or m.start() < done or not _high_entropy(v.group(0)[1:-1]):
+        if v is None or m.start() < done or not _random(v.group(0)[1:-1]):
             continue
         out += [text[done : m.end()], f"{v.group(0)[0]}{REDACTED}{v.group(0)[-1]}"]
         done = v.end()
