@@ -251,12 +251,13 @@ def _split_sub(pattern: _Lazy, text: str) -> str:
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
 _NAMED = _compile(
-    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
+    r"(?:p(?:ass(?:wd)?|wd|hrase)|word|s(?:ecrets?|ession_?id|ig|as)|token|key|a(?:uth|ture)|zation|entials?|_base)"
     r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:(?!=)|=(?![=>]))[ \t]*+)"
     r"(?=[^\s,;&}\])<>])"  # a value follows (_VALUE); one separator fits, so none is retried shorter
 )
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
-_QUOTED = _compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED = _compile(r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
     r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
@@ -391,7 +392,7 @@ def _assignments(text: str) -> str:
         text = _LINE_VALUE.sub(lambda m: m.group(0) if not _random(m.group(1)) else
                                m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
                                text)  # fmt: skip
-    for m in _QUOTED.finditer(text):
+    for m in _QUOTED.finditer(text) if _QUOTED_RUN.search(text) else ():
         v = _VALUE.match(text, m.end())
         if v is None or m.start() < done or not _random(v.group(0)[1:-1]):
             continue
