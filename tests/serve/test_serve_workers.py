@@ -52,3 +52,32 @@ def test_connections_reach_every_worker_and_a_killed_worker_is_replaced(tmp_path
             assert time.monotonic() < deadline, f"no replacement worker within 30 s: {now}"
             time.sleep(0.2)
         assert now & before == before - {victim}
+
+
+def test_sigterm_to_the_supervisor_stops_every_worker(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from servehelp import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "stoprule", "serve", "--no-auth", "--port", str(port),
+                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while len(workers) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start two workers"
+            try:
+                workers |= set(_workers_answering(f"http://127.0.0.1:{port}", 8))
+            except OSError:
+                time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # the supervisor alone, as `kill PID` would
+        assert proc.wait(30) == 0
+        for pid in workers:
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -152,7 +152,6 @@ _SHAPES: list[_Lazy] = [
 # ---------------------------------------------------------------- command lines and URLs
 _URL = _compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
 _HOST_TAIL = _compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
-_FLAG_KEY = _compile(r"(?i)(?:password|passwd|passphrase|secret|token|api-?key|access-?key)$")
 
 # a value that stands for one: empty, a keyword, a type name, a template, stars (a whole value)
 _PLACEHOLDER_BODY = (
@@ -161,11 +160,16 @@ _PLACEHOLDER_BODY = (
 )
 
 
-_MYSQL = _Lazy(
-    r"(?<!\S)(-p)(?!\[REDACTED)(?!(?=(?i:[ntfuyorsbiacvedpx*.\[<$\{%_-]))(?i:"
-    + _PLACEHOLDER_BODY
-    + r")(?![^\s'\"`]))([^\s'\"`,;)-][^\s'\"`]{0,255}+)"
-)
+def _plain_value(cls: str, cap: int) -> str:
+    """A look-ahead refusing a value (a run of ``cls``) already redacted, or a placeholder of
+    at most ``cap`` characters (a longer one is redacted)."""
+    return (
+        rf"(?!\[REDACTED)(?!(?={cls}{{1,{cap}}}+(?!{cls}))(?=(?i:[ntfuyorsbiacvedpx*.\[<$\{{%_-]))"
+        rf"(?i:{_PLACEHOLDER_BODY})(?!{cls}))"
+    )
+
+
+_MYSQL = _Lazy(r"(?<!\S)(-p)" + _plain_value(r"[^\s'\"`]", 256) + r"([^\s'\"`,;)-][^\s'\"`]{0,255}+)")
 _DB_NAME = _Lazy(r"mysql|mariadb")
 _SPACE = _Lazy(r"\s")
 
@@ -208,35 +212,52 @@ def _mysql_passwords(pattern: _Lazy, text: str) -> str:
 
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[_Lazy, int, Any]] = [
-    (_Lazy(r"-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
     (
         _Lazy(r"(?i)aws(?<!\w...)\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
         lambda m: re.search(r"(?i)secret|token|key", m.group(0)[: m.start(1) - m.start()]) is not None,
     ),
     (_Lazy(r"sshpass(?<!\w.......)\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
-    (
-        _Lazy(r"-(?<![\w-]-)-?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
-        2,
-        lambda m: _FLAG_KEY.search(m.group(1)) is not None,
-    ),
-    (
-        _Lazy(r"(?i)[btd](?<!\w.)(?:earer|asic|oken|igest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
-        1,
-        lambda m: _tokenish(m.group(1)),
-    ),  # "token generation": a word, not a token
 ]
+# (the part kept)(the secret), nothing after it: ``pattern.split`` cuts a text into kept text
+# and secrets in one C call, and every third part is replaced (no Python call per match)
+_CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
+              + r"([^\s'\"]{1,256}+)")  # fmt: skip
+_FLAG = _Lazy(
+    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
+    r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
+    + _plain_value(r"[^\s'\"]", 512)
+    + r"([^\s'\"]{4,512}+)"
+)  # --password VALUE, --api-key=VALUE (after ``--token Bearer`` the next pattern's turn)
+_TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
+_AUTH = _Lazy(
+    r"(?i)([btd](?<!\w.)(?:earer|asic|oken|igest)\s++)"
+    rf"(?={_TOKEN_CHARS}{{8}})(?-i:(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
+    rf"(?={_TOKEN_CHARS}*?[0-9=]|{_TOKEN_CHARS}*?[A-Z]{_TOKEN_CHARS}*?[a-z]|{_TOKEN_CHARS}*?[a-z]{_TOKEN_CHARS}*?[A-Z]))"
+    + _plain_value(_TOKEN_CHARS, 1 << 20)
+    + rf"({_TOKEN_CHARS}{{8,}}+)"
+)  # "token generation": a word, not a token
+
+
+def _split_sub(pattern: _Lazy, text: str) -> str:
+    parts = pattern.compiled().split(text)
+    if len(parts) == 1:
+        return text
+    parts[2::3] = [REDACTED] * (len(parts) // 3)
+    return "".join(parts)
+
 
 # ---------------------------------------------------------------- key = value assignments
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
 _NAMED = _compile(
-    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
+    r"(?:p(?:ass(?:wd)?|wd|hrase)|word|s(?:ecrets?|ession_?id|ig|as)|token|key|a(?:uth|ture)|zation|entials?|_base)"
     r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:(?!=)|=(?![=>]))[ \t]*+)"
     r"(?=[^\s,;&}\])<>])"  # a value follows (_VALUE); one separator fits, so none is retried shorter
 )
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
-_QUOTED = _compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED = _compile(r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
     r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
@@ -329,6 +350,8 @@ def _assignments(text: str) -> str:
     """Redact the values of ``key = value`` assignments: each value read at most once."""
     out: list[str] = []
     done = 0
+    secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
+    kept: dict[tuple[str, str, str, str, bool], bool] = {}
     for m in _NAMED.finditer(_ascii_lower(text)):  # same length and offsets as ``text``
         if m.start() < done:
             continue
@@ -337,25 +360,41 @@ def _assignments(text: str) -> str:
         if begin > 0 and text[begin - 1] in _KEY_CHARS:
             continue  # a key of more than 128 characters: not a name
         key = text[begin : m.start("q")]
-        if _SECRET_KEY.search(key.lstrip("-.")) is None or _COUNT_KEY.search(key):
+        named = secret_key.get(key)
+        if named is None:
+            named = secret_key[key] = _SECRET_KEY.search(key.lstrip("-.")) is not None and not _COUNT_KEY.search(key)
+        v = _VALUE.match(text, m.end()) if named else None
+        if v is None:
             continue
-        v = _VALUE.match(text, m.end())
-        if v is None or _keep(key, v.group(0), True, m.group("sep"), text, v.end()):
+        val, end, sep = v.group(0), v.end(), m.group("sep")
+        quoted = val[:1] in ("'", '"')
+        seen = (key, val, sep, text[end : end + 1], quoted and _CONCAT.match(text, end) is not None)  # all _keep reads
+        keep = kept.get(seen)
+        if keep is None:
+            keep = kept[seen] = _keep(key, val, True, sep, text, end)
+        if keep:
             continue
-        val = v.group(0)
-        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if val[:1] in ("'", '"') else REDACTED]
+        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if quoted else REDACTED]
         done = v.end()
     if out:
         out.append(text[done:])
         text = "".join(out)
     out, done = [], 0
+    judged: dict[str, bool] = {}
+
+    def _random(value: str) -> bool:
+        high = judged.get(value)
+        if high is None:
+            high = judged[value] = _high_entropy(value)
+        return high
+
     if "\n" in text or len(text) <= 1100:
-        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _high_entropy(m.group(1)) else
+        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _random(m.group(1)) else
                                m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
                                text)  # fmt: skip
-    for m in _QUOTED.finditer(text):
+    for m in _QUOTED.finditer(text) if _QUOTED_RUN.search(text) else ():
         v = _VALUE.match(text, m.end())
-        if v is None or m.start() < done or not _high_entropy(v.group(0)[1:-1]):
+        if v is None or m.start() < done or not _random(v.group(0)[1:-1]):
             continue
         out += [text[done : m.end()], f"{v.group(0)[0]}{REDACTED}{v.group(0)[-1]}"]
         done = v.end()
@@ -513,8 +552,8 @@ _MARKERS: list[tuple[str, tuple[str, ...]]] = [
     ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
     ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
     (":AA", (":aa",)), ("Q~", ("q~",)), ("AccountKey", ("accountkey=",)), ("SharedAccess", ("sharedaccess",)),
-    ("sig=", ("sig=",)), ("(?:u|-user)", ("-u", "--user")), ("configure", ("configure",)),
-    ("sshpass", ("sshpass",)), ("-?([\\w-]{1,48}+)", ("-",)), ("(?:earer|asic", ("bearer", "basic", "token", "digest")),
+    ("sig=", ("sig=",)), ("configure", ("configure",)),
+    ("sshpass", ("sshpass",)),
 ]  # fmt: skip
 
 
@@ -525,9 +564,11 @@ def _sub(repl: Any) -> Any:
 # (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
-    *((_markers(p), p, _sub(sub)) for p, sub in _CLI_SUBS[:1]),
+    (("-u", "--user"), _CURL, _split_sub),
     (("mysql", "mariadb"), _MYSQL, _mysql_passwords),
-    *((_markers(p), p, _sub(sub)) for p, sub in _CLI_SUBS[1:]),
+    *((_markers(p), p, _sub(sub)) for p, sub in _CLI_SUBS),
+    (("-",), _FLAG, _split_sub),
+    (("bearer", "basic", "token", "digest"), _AUTH, _split_sub),
 ]
 
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["DEFAULT_TOKEN_ENV", "Remote", "RemoteError", "verdict_from_envelope"]
+__all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirror", "ndjson_chunks",
+           "project_remote", "verdict_from_envelope"]
 
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 
@@ -198,3 +199,13 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
     data = section.model_dump()
     return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)
+
+
+def attach_mirror(service: Any, explicit: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    """Give a blocker service the project's team server (flag, config ``server:``, ``$STOPRULE_SERVER``),
+    if one is configured: its blockers and reports are then copied there after each change."""
+    import os
+
+    remote, name = project_remote(service.project_dir, explicit, os.environ if env is None else env)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)

@@ -59,6 +59,9 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         service = open_service(policy=args.policy, recorder=record_in_ledger)
+        from stoprule.agent.remote import attach_mirror
+
+        attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
         reply = service.log_blocker(args.session, {
             "category": args.category, "question": args.question, "context": args.context,
             "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,

@@ -53,7 +53,6 @@ def _worker(host: str, port: int, log_level: str) -> None:
     """One worker process: its own ``SO_REUSEPORT`` socket, one uvicorn server on it."""
     import uvicorn
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor stops the workers (SIGTERM)
     try:
         sock = listening_socket(host, port, reuse_port=True)
     except OSError:
@@ -111,7 +110,7 @@ def _supervise(host: str, port: int, workers: int, log_level: str) -> bool:
         while not stopping:
             time.sleep(0.2)
             for i, proc in enumerate(procs):
-                if proc.is_alive():
+                if proc.is_alive() or stopping:  # (a stop signal may reach the workers first: no restart then)
                     continue
                 proc.join()
                 if proc.exitcode == _STARTUP_FAILED:
