@@ -224,7 +224,7 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
 _CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
               + r"([^\s'\"]{1,256}+)")  # fmt: skip
 _FLAG = _Lazy(
-    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
+    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
     r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
     + _plain_value(r"[^\s'\"]", 512)
     + r"([^\s'\"]{4,512}+)"
