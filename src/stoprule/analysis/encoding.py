@@ -155,7 +155,7 @@ class Encoder:
             ax.append(any_of([v == self.enum_id(x) for x in fld.values]))
         elif t == "string":
             node.val = v = self._fresh(node.name, "str")
-            ax.append(z3.Not(z3.Contains(v, z3.StringVal(chr(0)))))
+            ax.append(z3.InRe(v, _ANY))  # the characters a fact may hold: no NUL, no lone surrogate
         elif t == "list":
             node.length = n = self._fresh(node.name + "#", "int")
             ax.append(n >= 0)
