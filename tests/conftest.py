@@ -55,9 +55,17 @@ def evaluator() -> Evaluator:
     return load_policy(DEFAULT_PACK, cache=False)
 
 
+@pytest.fixture(scope="session")
+def pack_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compiled-pack cache shared by a test process's ``run_cli`` calls: a pack is compiled
+    once, not once per test (the cache's entries are keyed by the pack's content and path)."""
+    return tmp_path_factory.mktemp("pack-cache")
+
+
 @pytest.fixture
-def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
-    """``stoprule ARGS`` in process (:func:`clirunner.invoke`): cwd ``tmp_path``, cache in a temp dir."""
+def run_cli(tmp_path: Path, pack_cache: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """``stoprule ARGS`` in process (:func:`clirunner.invoke`): cwd ``tmp_path``, the shared
+    compiled-pack cache (``env`` may name another)."""
 
     def run(
         *args: str,
@@ -66,7 +74,7 @@ def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
-        full_env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
+        full_env["STOPRULE_CACHE_DIR"] = str(pack_cache)
         full_env.update(env or {})
         return invoke(args, input=input, env=full_env, cwd=cwd or tmp_path)
 

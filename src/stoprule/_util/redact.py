@@ -1,8 +1,11 @@
 """Secrets become ``[REDACTED]`` before anything is written to disk, recorded, exported or echoed.
 
-Three kinds of pattern, all linear-time (every pattern starts at a literal prefix or at the
-start of a run guarded by a look-behind, and every repetition is possessive or bounded, so
-no input makes the regex engine backtrack over it twice):
+Three kinds of pattern, all linear-time (every pattern starts at a literal, with any
+word-boundary test after it so the regex engine finds it by a fast search, or at the start
+of a run guarded by a look-behind; every repetition is possessive or bounded, so no input
+makes the engine backtrack over it twice). Where matches can be dense the tests are in the
+pattern and one ``split`` cuts the text (no Python call per match); the decisions left to
+Python (an assignment's value, an entropy) are cached per text:
 
 - the shapes of well-known credentials wherever they appear (cloud and service keys,
   private-key blocks, JWTs, bearer/basic tokens, Slack/GitHub/GitLab/Stripe/OpenAI/... keys);
@@ -224,7 +227,7 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
 _CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
               + r"([^\s'\"]{1,256}+)")  # fmt: skip
 _FLAG = _Lazy(
-    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
+    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
     r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
     + _plain_value(r"[^\s'\"]", 512)
     + r"([^\s'\"]{4,512}+)"

@@ -171,9 +171,12 @@ def _search(
     n: int, prims: list[Prim], base: list, integer: bool, ints: list[int]
 ) -> list[tuple[tuple[int, ...], list]]:
     """Every consistent three-way outcome of ``prims`` on top of ``base``, with its constraints."""
+    from stoprule.analysis.explore import _tick as tick  # the analysis deadline (explore imports this module)
+
     out: list[tuple[tuple[int, ...], list]] = []
 
     def feasible(edges: list) -> bool:
+        tick()
         dist = _closure(n, edges)
         if dist is None or integer or not ints:
             return dist is not None
