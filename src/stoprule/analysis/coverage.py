@@ -31,20 +31,33 @@ Built on :mod:`stoprule.engine.interpret` (the engine's reference semantics); on
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from stoprule.diagnostics import AnalysisLimit, FactError
 from stoprule.engine.evaluator import Verdict
 from stoprule.engine.interpret import evaluate, get_path
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy, CheckedSet
 from stoprule.language.operators import OPERATORS
 
-__all__ = ["MAX_ENUMERATED", "Condition", "Coverage", "Observation", "RuleCoverage", "Unexercised", "compute_coverage"]
+__all__ = [
+    "MAX_ENUMERATED",
+    "PROVERS",
+    "Condition",
+    "Coverage",
+    "Observation",
+    "RuleCoverage",
+    "Unexercised",
+    "compute_coverage",
+]
 
 MAX_ENUMERATED = 18  # conditions per decision up to which infeasibility is proven by enumeration
+PROVERS = ("auto", "exhaustive", "solver")
+MAX_STEPS = 20_000  # exploration steps of one decision's exhaustive proof before auto turns to the solver
 
 Key = tuple[Any, ...]
 Node = C.Atom | C.Quant
@@ -73,6 +86,7 @@ class Condition:
     mcdc: str | None = None  # "unique-cause" | "masking" | "infeasible" | None (not covered)
     pair: tuple[str, str] | None = None  # labels of the facts (true side, false side)
     note: str = ""
+    witness: tuple[dict[str, Any], dict[str, Any]] | None = None  # an uncovered but feasible pair (true, false side)
 
     @property
     def both_ways(self) -> bool:
@@ -96,6 +110,7 @@ class Condition:
             "mcdc": self.mcdc,
             "pair": list(self.pair) if self.pair else None,
             "note": self.note,
+            "witness": list(self.witness) if self.witness else None,
         }
 
 
@@ -255,6 +270,9 @@ class _Decision:
         walk(cond)
         self.f = _compile(cond, index)
         self.seen: dict[tuple[bool, ...], tuple[bool, str]] = {}
+        self.cond = cond
+        self.index = index
+        self.rule = ""  # the rule's id (set for a rule's own decision)
 
     def all_decisions(self) -> list[_Decision]:
         return [self, *(d for sub in self.subs.values() for d in sub.all_decisions())]
@@ -276,8 +294,10 @@ class _Decision:
 
     # --- MC/DC ---
 
-    def analyse(self, describe: Callable[[Node], str]) -> None:
-        """Find an MC/DC pair for each condition; prove the ones without a pair infeasible where possible."""
+    def analyse(self, describe: Callable[[Node], str], prover: _Prover | None = None) -> None:
+        """Find an MC/DC pair for each condition; for the ones without a pair, ``prover`` decides exactly
+        whether a pair exists (a witness pair, or a proof that none does); without it, or where it gives
+        no answer, infeasibility is proven from implications between atoms where possible."""
         pending = []
         for i, c in enumerate(self.conds):
             pair = self._unique_pair(i)
@@ -289,9 +309,20 @@ class _Decision:
                 c.mcdc, c.pair = "masking", pair
                 continue
             pending.append(i)
-        proven = _Feasibility(self, describe).infeasible(pending) if pending else {}
+        exact = prover.mcdc(self, pending) if prover is not None and pending else {}
+        rest = [i for i in pending if i not in exact]
+        feas = _Feasibility(self, describe)
+        proven = feas.infeasible(rest) if rest else {}
         for i in pending:
             c = self.conds[i]
+            if i in exact:
+                how, witness = exact[i]
+                c.witness = witness
+                if witness is None:
+                    c.mcdc = "infeasible"
+                    c.note = f"infeasible (proved by {how}): no fact can make it decide the outcome alone: "
+                    c.note += feas.why(i)
+                    continue
             if i in proven:
                 c.mcdc, c.note = "infeasible", proven[i]
             elif c.true == 0 and c.false == 0:
@@ -425,14 +456,193 @@ class _Feasibility:
             t, f = found[i][True], found[i][False]
             if any(a != b for a in t for b in f):
                 continue
-            others = self.coupled(i)
-            if others:
-                named = ", ".join(self.describe(o) for o in others)
-                why = f"coupled with {named}"
-            else:
-                why = "redundant in the decision's logic"
-            proven[i] = f"no fact can make it decide the outcome alone: {why}"
+            proven[i] = "infeasible (proved from implications between atoms): no fact can make it decide the outcome "
+            proven[i] += f"alone: {self.why(i)}"
         return proven
+
+    def why(self, i: int) -> str:
+        others = self.coupled(i)
+        if others:
+            return "coupled with " + ", ".join(self.describe(o) for o in others)
+        return "redundant in the decision's logic"
+
+
+# --- exact MC/DC feasibility ---------------------------------------------------------------------
+
+
+class _TooBig(Exception):
+    pass
+
+
+Pair = tuple[dict[str, Any], dict[str, Any]] | None  # (true side, false side), None: infeasible
+
+
+class _Prover:
+    """Decides exactly whether a condition of a rule's decision has an MC/DC pair: two valid facts,
+    the condition true in one and false in the other, deciding the outcome alone in each, with
+    different outcomes. The exhaustive way lists every truth vector of the decision's conditions
+    that a fact realises (:func:`stoprule.analysis.domain.build_space`); the solver asks, per
+    condition, value and outcome, for a fact where it has that value and flipping it alone flips
+    the decision."""
+
+    def __init__(
+        self,
+        checked: CheckedPolicy,
+        backend: str,
+        engine: Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]] | None,
+        warnings: list[str],
+    ) -> None:
+        self.schema = checked.schema
+        self.backend = backend
+        self.engine = engine
+        self.warnings = warnings
+
+    def mcdc(self, d: _Decision, pending: list[int]) -> dict[int, tuple[str, Pair]]:
+        found: dict[int, tuple[str, Pair]] | None = None
+        if self.backend != "solver":
+            try:
+                found = self._exhaustive(d, pending, None if self.backend == "exhaustive" else MAX_STEPS)
+            except (_TooBig, AnalysisLimit):
+                if self.backend == "exhaustive":
+                    return {}
+        if found is None:
+            found = self._solver(d, pending)
+        out = {}
+        for i, (how, pair) in found.items():
+            ok = pair is None or (self._reproduces(d, i, pair[0], True) and self._reproduces(d, i, pair[1], False))
+            if not ok:
+                continue  # reported as a warning; the condition stays "not covered"
+            out[i] = (how, pair)
+        return out
+
+    def _reproduces(self, d: _Decision, i: int, fact: dict[str, Any], side: bool) -> bool:
+        """The witness validates, the interpreter sees the claimed truths, the engine the outcome."""
+        problem = None
+        try:
+            norm = self.schema.validate(fact)
+        except FactError as e:
+            problem = f"does not validate ({e})"
+        else:
+            v = tuple(evaluate(n, norm) for n in d.nodes)
+            if v[i] != side or not d._decides(v, i):
+                problem = "the condition does not decide the outcome alone there"
+            elif self.engine is not None and (d.rule in self.engine(fact)[1]) != d.f(v):
+                problem = "the engine disagrees on the rule"
+        if problem is not None:
+            self.warnings.append(
+                f"internal error: MC/DC witness for rule {d.rule} condition {i + 1}: {json.dumps(fact)} {problem}"
+            )
+        return problem is None
+
+    @staticmethod
+    def _pairs(d: _Decision, pending: list[int], facts: Callable[[int, bool, bool], dict[str, Any] | None], how: str):
+        out: dict[int, tuple[str, Pair]] = {}
+        for i in pending:
+            pair: Pair = None
+            for a in (True, False):
+                t = facts(i, True, a)
+                f = facts(i, False, not a) if t is not None else None
+                if t is not None and f is not None:
+                    pair = (t, f)
+                    break
+            out[i] = (how, pair)
+        return out
+
+    def _exhaustive(self, d: _Decision, pending: list[int], limit: int | None) -> dict[int, tuple[str, Pair]]:
+        from stoprule.analysis.domain import build_space
+        from stoprule.analysis.formula import FALSE, TRUE
+
+        space = build_space(self.schema.root, list(d.nodes))
+        store = space.store
+        n = len(space.vars)
+        vectors: dict[tuple[bool, ...], dict[int, int]] = {}
+        steps = [0]
+        # the earlier variables whose values later domains depend on: with the residual formulas,
+        # they fix every continuation, so a state seen before adds no new truth vector
+        later = [sorted({d for j in range(k, n) for d in space.vars[j].deps if d < k}) for k in range(n + 1)]
+        seen: set[tuple] = set()
+
+        def dfs(k: int, ctx: dict[int, int], fs: list[int]) -> None:
+            steps[0] += 1
+            if limit is not None and steps[0] > limit:
+                raise _TooBig
+            key = (k, tuple(fs), tuple(ctx[d] for d in later[k]))
+            if key in seen:
+                return
+            seen.add(key)
+            if all(f in (TRUE, FALSE) for f in fs):
+                vec = tuple(f == TRUE for f in fs)
+                if vec not in vectors:
+                    full = dict(ctx)
+                    for j in range(k, n):
+                        full[j] = space.domain(j, full)[0]
+                    vectors[vec] = full
+                return
+            for j in space.domain(k, ctx):
+                dfs(k + 1, {**ctx, k: j}, [store.subst(f, k, j) for f in fs])
+
+        dfs(0, {}, [space.formula(x) for x in d.nodes])
+
+        def facts(i: int, side: bool, out: bool) -> dict[str, Any] | None:
+            for v, assign in vectors.items():
+                if v[i] == side and d.f(v) == out and d._decides(v, i):
+                    return space.fact(assign)
+            return None
+
+        return self._pairs(d, pending, facts, "enumerating every distinguishable fact")
+
+    def _solver(self, d: _Decision, pending: list[int]) -> dict[int, tuple[str, Pair]]:
+        import cvc5.pythonic as z3  # type: ignore[import-untyped]
+
+        from stoprule.analysis.encoding import Encoder
+        from stoprule.analysis.solver import Solver, Unknown
+
+        enc = Encoder(self.schema.root, [d.cond])
+        terms = [enc.cond(x) for x in d.nodes]
+        solver = Solver(enc, None)
+        s = solver.new()
+
+        def decision(i: int, value: bool) -> Any:
+            env = list(terms)
+            env[i] = z3.BoolVal(value)
+            return _term(d.cond, d.index, env, z3)
+
+        def facts(i: int, side: bool, out: bool) -> dict[str, Any] | None:
+            now, flipped = decision(i, side), decision(i, not side)
+            want = [
+                terms[i] if side else z3.Not(terms[i]),
+                now if out else z3.Not(now),
+                z3.Not(flipped) if out else flipped,
+            ]
+            try:
+                return solver.check(s, *want)
+            except Unknown:
+                raise _TooBig from None
+
+        try:
+            return self._pairs(d, pending, facts, "the solver")
+        except _TooBig:
+            return {}
+
+
+def _term(c: C.Cond, index: dict[Key, int], env: list[Any], z3: Any) -> Any:
+    """The decision as a solver term over its conditions' terms ``env``."""
+    if isinstance(c, C.Const):
+        return z3.BoolVal(c.value)
+    if isinstance(c, C.Not):
+        return z3.Not(_term(c.item, index, env, z3))
+    if isinstance(c, (C.AllOf, C.AnyOf)):
+        parts = [_term(i, index, env, z3) for i in c.items]
+        if not parts:
+            return z3.BoolVal(isinstance(c, C.AllOf))
+        if len(parts) == 1:
+            return parts[0]
+        return z3.And(*parts) if isinstance(c, C.AllOf) else z3.Or(*parts)
+    if isinstance(c, (C.Ref, C.HighRisk)):
+        assert c.body is not None
+        return _term(c.body, index, env, z3)
+    assert isinstance(c, (C.Atom, C.Quant))
+    return env[index[_key(c)]]
 
 
 # --- texts, sets and declarations ---------------------------------------------------------------
@@ -483,8 +693,21 @@ def _set_atoms(conds: Iterable[C.Cond]) -> list[tuple[tuple[str, ...] | None, C.
     return list(out.values())
 
 
-def compute_coverage(checked: CheckedPolicy, observations: Iterable[Observation]) -> Coverage:
-    """Coverage of the checked pack by the evaluated facts ``observations``."""
+def compute_coverage(
+    checked: CheckedPolicy,
+    observations: Iterable[Observation],
+    *,
+    backend: str = "auto",
+    engine: Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]] | None = None,
+) -> Coverage:
+    """Coverage of the checked pack by the evaluated facts ``observations``.
+
+    MC/DC feasibility of the conditions no fact pair covers is decided exactly on ``backend``
+    (``exhaustive``: every distinguishable fact; ``solver``: one query per condition and side;
+    ``auto``: exhaustive for decisions small enough, else the solver); every witness pair is
+    re-checked with the interpreter and with ``engine`` (``fact -> (winner, matched rule ids)``).
+    """
+    assert backend in PROVERS, backend
     root = checked.root
 
     def display(file: str) -> str:
@@ -542,8 +765,11 @@ def compute_coverage(checked: CheckedPolicy, observations: Iterable[Observation]
     def describe(n: Node) -> str:
         return f"{_plain_text(n, by_members)} ({display(n.loc.file)}:{n.loc.line})"
 
-    for d in decisions:
-        for sub in d.all_decisions():
+    prover = _Prover(checked, backend, engine, warnings)
+    for rc, d in zip(rules, decisions, strict=True):
+        d.rule = rc.id
+        d.analyse(describe, prover)
+        for sub in d.all_decisions()[1:]:  # a quantifier's where: over elements, from implications
             sub.analyse(describe)
     unexercised = _unexercised(checked, set_atoms, by_members, carried, triggered, verdicts_seen)
     return Coverage(rules, unexercised, facts, warnings)

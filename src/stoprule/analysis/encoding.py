@@ -26,6 +26,8 @@ re-checked, so a difference shows as a witness that does not reproduce.
 
 from __future__ import annotations
 
+import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -38,6 +40,8 @@ from stoprule.language.patterns import glob_class, glob_tokens
 from stoprule.limits import SAFE_INT
 
 __all__ = ["Encoder", "Node", "all_of", "any_of"]
+
+_MAX_DOUBLE = sys.float_info.max
 
 _CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(0x2FFFF)))
 _ANY = z3.Star(_CHARS)
@@ -144,13 +148,14 @@ class Encoder:
             node.val = v = self._fresh(node.name, "int")
             ax.append(all_of(v >= -SAFE_INT, v <= SAFE_INT))
         elif t == "number":
-            node.val = self._fresh(node.name, "real")
+            node.val = v = self._fresh(node.name, "real")
+            ax.append(all_of(v >= self.exact(-_MAX_DOUBLE), v <= self.exact(_MAX_DOUBLE)))
         elif t == "enum":
             node.val = v = self._fresh(node.name, "int")
             ax.append(any_of([v == self.enum_id(x) for x in fld.values]))
         elif t == "string":
             node.val = v = self._fresh(node.name, "str")
-            ax.append(z3.Not(z3.Contains(v, z3.StringVal(chr(0)))))
+            ax.append(z3.InRe(v, _ANY))  # the characters a fact may hold: no NUL, no lone surrogate
         elif t == "list":
             node.length = n = self._fresh(node.name + "#", "int")
             ax.append(n >= 0)
@@ -248,7 +253,9 @@ class Encoder:
         return node.val
 
     def exact(self, v: float) -> Any:
-        """A double as an exact Real."""
+        """A double as an exact Real (an infinity as a value beyond every double: no model has it)."""
+        if not math.isfinite(v):
+            v = int(math.copysign(2, v)) * int(_MAX_DOUBLE)
         return self._lit(v, z3.RealVal(0))
 
     def _lit(self, v: Any, like: Any) -> Any:
@@ -281,6 +288,8 @@ class Encoder:
             test = OPERATORS[op].test
             hits = [x for x in node.fld.values if test(x, a.arg)]
             return any_of([v == self.enum_id(x) for x in hits]) if hits else z3.BoolVal(False)
+        if t == "number" and op in ("in", "not_in", "ne", "lt", "lte", "gt", "gte"):
+            return self._double_test(op, v, a.arg)
         if op in ("in", "not_in"):
             inside = any_of([self._eq_lit(t, v, x) for x in a.arg]) if a.arg else z3.BoolVal(False)
             return inside if op == "in" else z3.Not(inside)
@@ -294,6 +303,26 @@ class Encoder:
             eq = self._eq_lit(t, v, a.arg)
             return eq if op == "eq" else z3.Not(eq)
         return self._compare(op, v, self._lit(a.arg, v))
+
+    def _double_test(self, op: str, v: Any, arg: Any) -> Any:
+        """A number field against literals, exactly over the doubles: ``v > c`` is ``v >= the
+        next double``, ``v != c`` is ``v`` at most the double below or at least the one above.
+        With the range axiom, every real model then rounds to a double that keeps each such
+        atom's truth (rounding is monotone and keeps doubles)."""
+        if op in ("in", "not_in"):
+            inside = any_of([v == self.exact(float(x)) for x in arg]) if arg else z3.BoolVal(False)
+            if op == "in":
+                return inside
+            return all_of(*[self._double_test("ne", v, x) for x in arg])
+        d = float(arg)
+        if op == "lte":
+            return v <= self.exact(d)
+        if op == "gte":
+            return v >= self.exact(d)
+        below, above = math.nextafter(d, -math.inf), math.nextafter(d, math.inf)
+        lt = v <= self.exact(below) if math.isfinite(below) else z3.BoolVal(False)
+        gt = v >= self.exact(above) if math.isfinite(above) else z3.BoolVal(False)
+        return lt if op == "lt" else gt if op == "gt" else any_of(lt, gt)
 
     def _eq_lit(self, t: str, v: Any, x: Any) -> Any:
         if t == "bool":

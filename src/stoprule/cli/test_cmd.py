@@ -279,7 +279,9 @@ def test_command(
             for run in r.runs
             if run.data is not None and run.verdict is not None
         ]
-        cov = compute_coverage(ctx.checked, obs)
+        from stoprule.analysis.backends import engine_of
+
+        cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
     failed = any(not r.passed for r in results)
     low = cov is not None and threshold is not None and not cov.mcdc_at_least(threshold)
     if fmt == "json":
