@@ -70,6 +70,15 @@ def test_rss_flat_long(evaluator, default_pack: Path, tmp_path: Path, monkeypatc
 def test_handles_are_not_shared_while_in_use(default_pack: Path) -> None:
     """Evaluators come and go while threads evaluate: every verdict is still the
     single-threaded one (an idle handle is never taken while a thread holds it)."""
+    _handles_race(default_pack, seconds=0.5)
+
+
+@pytest.mark.torture
+def test_handles_are_not_shared_while_in_use_long(default_pack: Path) -> None:
+    _handles_race(default_pack, seconds=10.0)
+
+
+def _handles_race(default_pack: Path, seconds: float) -> None:
     rng = random.Random(7)
     facts = [{"status": rng.choice(["partial", "failed", "implemented", "blocked"]), "turn": rng.randint(0, 9),
               "max_turns": 8, "uncommittedWork": rng.random() < 0.3} for _ in range(300)]  # fmt: skip
@@ -89,7 +98,7 @@ def test_handles_are_not_shared_while_in_use(default_pack: Path) -> None:
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         Evaluator(compiled).evaluate(FACT)
         gc.collect()
