@@ -316,9 +316,9 @@ class _Decision:
         for i in pending:
             c = self.conds[i]
             if i in exact:
-                how, pair = exact[i]
-                c.witness = pair
-                if pair is None:
+                how, witness = exact[i]
+                c.witness = witness
+                if witness is None:
                     c.mcdc = "infeasible"
                     c.note = f"infeasible (proved by {how}): no fact can make it decide the outcome alone: "
                     c.note += feas.why(i)
