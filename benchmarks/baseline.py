@@ -154,7 +154,8 @@ def decide(f: dict[str, Any]) -> tuple[str, str]:
         return R12
     if (f["uncommittedWork"] if "uncommittedWork" in f else f.get("uncommitted_work")) is True:
         return R13
-    if f["availableTasks"] if "availableTasks" in f else f.get("available_tasks"):
+    tasks = f["availableTasks"] if "availableTasks" in f else f.get("available_tasks")
+    if tasks and (f["replyClosureState"] if "replyClosureState" in f else f.get("reply_closure_state")) not in LEGAL:
         return R14
     return R16
 
@@ -282,7 +283,7 @@ def matched(f: dict[str, Any]) -> tuple[list[str], str | None]:
         hit.add("progress.soft_blocker")
     if _a(f, "uncommittedWork", "uncommitted_work") is True:
         hit.add("progress.uncommitted_work")
-    if _a(f, "availableTasks", "available_tasks"):
+    if _a(f, "availableTasks", "available_tasks") and _a(f, "replyClosureState", "reply_closure_state") not in LEGAL:
         hit.add("progress.available_tasks")
     hit.add("progress.ok")
     return [r for r in RULE_ORDER if r in hit], stop

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from clirunner import invoke
-from stoprule import Evaluator, load_policy
+# Some tests start `python -m stoprule` where the process boundary is the point (the docs' shell
+# blocks, cold-start import checks, the hook through a harness's shell form, racing processes).
+# Where PYTHONDONTWRITEBYTECODE is set (it keeps __pycache__ out of the tree), each of them, and
+# each test process itself (its src/ modules, and the test modules pytest rewrites for assert),
+# would compile from source again on every run; they write and read their bytecode in a cache
+# outside the tree instead. Set before the first import of stoprule or of a test module.
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "stoprule-tests-pycache")
+if sys.dont_write_bytecode and sys.pycache_prefix is None and os.environ.get("PYTHONPYCACHEPREFIX"):
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
+
+from clirunner import invoke  # noqa: E402 - after the bytecode set-up above
+from stoprule import Evaluator, load_policy  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO / "policies"
-
-# Some tests start `python -m stoprule` where the process boundary is the point (the docs' shell
-# blocks, cold-start import checks, the hook through a harness's shell form, racing processes).
-# Where PYTHONDONTWRITEBYTECODE is set (it keeps __pycache__ out of the tree), each of them would
-# compile its modules from source again; they write and read their bytecode in a cache outside
-# the tree instead.
-if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-    import tempfile
-
-    del os.environ["PYTHONDONTWRITEBYTECODE"]
-    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "stoprule-tests-pycache")
 
 
 @pytest.fixture(autouse=True)
@@ -51,9 +55,17 @@ def evaluator() -> Evaluator:
     return load_policy(DEFAULT_PACK, cache=False)
 
 
+@pytest.fixture(scope="session")
+def pack_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compiled-pack cache shared by a test process's ``run_cli`` calls: a pack is compiled
+    once, not once per test (the cache's entries are keyed by the pack's content and path)."""
+    return tmp_path_factory.mktemp("pack-cache")
+
+
 @pytest.fixture
-def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
-    """``stoprule ARGS`` in process (:func:`clirunner.invoke`): cwd ``tmp_path``, cache in a temp dir."""
+def run_cli(tmp_path: Path, pack_cache: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """``stoprule ARGS`` in process (:func:`clirunner.invoke`): cwd ``tmp_path``, the shared
+    compiled-pack cache (``env`` may name another)."""
 
     def run(
         *args: str,
@@ -62,7 +74,7 @@ def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {k: v for k, v in os.environ.items() if k != "STOPRULE_POLICY"}
-        full_env["STOPRULE_CACHE_DIR"] = str(tmp_path / "cache")
+        full_env["STOPRULE_CACHE_DIR"] = str(pack_cache)
         full_env.update(env or {})
         return invoke(args, input=input, env=full_env, cwd=cwd or tmp_path)
 

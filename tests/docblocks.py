@@ -159,8 +159,9 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
-def make_sandbox(root: Path, *, wrap_stoprule: bool = False) -> tuple[Path, dict[str, str]]:
-    """A work directory and environment under ``root``: HOME, caches and XDG dirs inside it."""
+def make_sandbox(root: Path, *, wrap_stoprule: bool = False, cache: Path | None = None) -> tuple[Path, dict[str, str]]:
+    """A work directory and environment under ``root``: HOME, caches and XDG dirs inside it (the
+    compiled-pack cache in ``cache`` if given: sandboxes may share it, its entries are keyed by content)."""
     work = root / "work"
     home = root / "home"
     tools = root / "bin"
@@ -170,7 +171,7 @@ def make_sandbox(root: Path, *, wrap_stoprule: bool = False) -> tuple[Path, dict
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "XDG_", "PYTEST_"))}
     env.update(
         HOME=str(home),
-        STOPRULE_CACHE_DIR=str(root / "cache"),
+        STOPRULE_CACHE_DIR=str(cache or root / "cache"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local/share"),

@@ -120,7 +120,8 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
 
 
 LONG = os.environ.get("STOPRULE_FUZZ_EXAMPLES")
-settings.register_profile("default-fuzz", max_examples=int(LONG or 150), deadline=None,
+# the default tier is short (a few dozen facts a property); `-m torture` runs them long
+settings.register_profile("default-fuzz", max_examples=int(LONG or 40), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 settings.register_profile("torture-fuzz", max_examples=int(LONG or scaled(20000)), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip

@@ -213,8 +213,15 @@ def _doc_blocks(doc: Path) -> list[Block]:
     return blocks(doc)
 
 
-def _setup(doc: Path, root: Path, *, wrap: bool = False) -> tuple[Path, dict[str, str]]:
-    work, env = make_sandbox(root, wrap_stoprule=wrap)
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compiled-pack cache for every sandbox of a test process: the packs the docs use are
+    compiled once, not once per doc (the cache's entries are keyed by the pack's content)."""
+    return tmp_path_factory.mktemp("docs-cache")
+
+
+def _setup(doc: Path, root: Path, cache: Path, *, wrap: bool = False) -> tuple[Path, dict[str, str]]:
+    work, env = make_sandbox(root, wrap_stoprule=wrap, cache=cache)
     for rel, content in FIXTURES.get(doc.name, {}).items():
         path = Path(env["HOME"], rel[2:]) if rel.startswith("~/") else work / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,8 +260,8 @@ def _docs_with(lang: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("doc", _docs_with("console"), ids=lambda d: d.name)
-def test_console_transcripts(doc: Path, tmp_path: Path) -> None:
-    work, env = _setup(doc, tmp_path)
+def test_console_transcripts(doc: Path, tmp_path: Path, cache: Path) -> None:
+    work, env = _setup(doc, tmp_path, cache)
     failures: list[str] = []
     for block in _doc_blocks(doc):
         path = _declared_path(block)
@@ -286,12 +293,12 @@ def test_transcripts_are_console_blocks() -> None:
 
 
 @pytest.mark.parametrize("key", list(TEXT_OUTPUTS), ids=lambda k: f"{k[0]}:{k[1][:30]}")
-def test_text_outputs(key: tuple[str, str], tmp_path: Path) -> None:
+def test_text_outputs(key: tuple[str, str], tmp_path: Path, cache: Path) -> None:
     doc = next(d for d in DOCS if d.name == key[0])
     block = next((b for b in _doc_blocks(doc) if b.lang in ("", "text") and b.text.startswith(key[1])), None)
     assert block is not None, f"{key}: no such block any more (update TEXT_OUTPUTS)"
     files, command, excerpt = TEXT_OUTPUTS[key]
-    work, env = make_sandbox(tmp_path)
+    work, env = make_sandbox(tmp_path, cache=cache)
     for rel, content in files.items():
         if rel.startswith("pack/") and not (work / "pack").exists():
             shutil.copytree(BUNDLED, work / "pack")
@@ -332,10 +339,10 @@ _CONTROL = re.compile(r"^\s*(if|then|else|elif|fi|case|esac|for|while|do|done)\b
 
 
 @pytest.mark.parametrize("doc", _docs_with("bash"), ids=lambda d: d.name)
-def test_bash_blocks(doc: Path, tmp_path: Path) -> None:
+def test_bash_blocks(doc: Path, tmp_path: Path, cache: Path) -> None:
     failures: list[str] = []
     skipped: list[str] = []
-    work, env = _setup(doc, tmp_path / "sandbox", wrap=True)  # one sandbox: blocks run in order
+    work, env = _setup(doc, tmp_path / "sandbox", cache, wrap=True)  # one sandbox: blocks run in order
     for n, block in enumerate(b for b in _doc_blocks(doc) if b.lang in ("bash", "sh")):
         lines = _bash_lines(block)
         if not lines:
@@ -420,10 +427,10 @@ def test_readme_setup_is_what_ci_runs() -> None:
 
 
 @pytest.mark.parametrize("doc", _docs_with("python"), ids=lambda d: d.name)
-def test_python_blocks(doc: Path, tmp_path: Path) -> None:
+def test_python_blocks(doc: Path, tmp_path: Path, cache: Path) -> None:
     failures = []
     for n, block in enumerate(b for b in _doc_blocks(doc) if b.lang == "python"):
-        work, env = _setup(doc, tmp_path / f"p{n}")
+        work, env = _setup(doc, tmp_path / f"p{n}", cache)
         if block.text.lstrip().startswith(">>>"):
             (work / "session.txt").write_text(block.text)
             code = (

@@ -2,8 +2,9 @@
 and prose, and linear time on adversarial input (the ReDoS that took 47.5 s for 10 KB).
 
 Corpus: tests/fixtures/secrets/ (README.md there names every source). Timings are in
-benchmarks/bench_redaction.py; here each adversarial megabyte only has a generous bound
-(a quadratic pattern takes minutes on it, a linear one well under a second).
+benchmarks/bench_redaction.py; here (torture tier) each adversarial megabyte of
+tests/_util/redact_inputs.py only has a generous bound and must cost about four times its
+quarter (a quadratic pattern: sixteen times).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from redact_inputs import SHAPES, families
 
 from stoprule._util import redact as R
 from stoprule._util.redact import REDACTED, redact, redact_obj
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "secrets"
 MB = 1 << 20
-BOUND_S = 10.0  # per adversarial megabyte (torture tier): linear patterns take 0.01-1 s on a loaded 2-core machine
-SMALL, SMALL_BOUND_S = 64 << 10, 2.0  # the default tier: the old assignment pattern took 47.5 s on 10 KB
+BOUND_S = 10.0  # per adversarial megabyte, CPU (torture tier): a linear pass takes 0.01-0.5 s
+SMALL = 16 << 10  # the default tier, untimed: the old assignment pattern took 47.5 s on 10 KB
 
 
 def corpus() -> list[dict[str, str]]:
@@ -135,27 +137,40 @@ def test_every_pattern_is_linear_on_its_adversarial_megabyte(name: str, pattern:
         assert time.perf_counter() - t < BOUND_S, (name, text[:30])
 
 
-GENERIC = ["a-" * (MB // 2), "a." * (MB // 2), "a=" * (MB // 2), "a:" * (MB // 2), '"a":' * (MB // 4),
-           'a:"' * (MB // 3), "password=" * (MB // 9), "x://y:" * (MB // 6), "mysql -p" * (MB // 8),
-           "--token " * (MB // 8), "eyJ" * (MB // 3), "-----BEGIN RSA PRIVATE KEY-----" * (MB // 31),
-           "@" * MB, ("k=" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tV9" + "\n") * (MB // 31), "\ud800\x00" * (MB // 2)]  # fmt: skip
+FAMILIES = families(SMALL)
+
+
+def _cpu(text: str) -> float:
+    t = time.process_time()
+    redact(text)
+    return time.process_time() - t
 
 
 @pytest.mark.torture
-@pytest.mark.parametrize("text", GENERIC, ids=[t[:10] for t in GENERIC])
-def test_redact_is_linear_on_adversarial_megabytes(text: str) -> None:
-    t = time.perf_counter()
-    redact(text)
-    assert time.perf_counter() - t < BOUND_S, text[:30]
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_redact_is_linear_on_every_adversarial_megabyte(family: str) -> None:
+    """Per family of tests/_util/redact_inputs.py: a megabyte costs about four times a quarter
+    megabyte (a quadratic pattern: sixteen), and never more than ``BOUND_S`` (CPU time).
+    The figures against the 100 ms target are benchmarks/bench_redaction.py's."""
+    big = families(MB, family)[family]
+    for name, quarter in families(MB >> 2, family)[family].items():
+        small = min(_cpu(quarter) for _ in range(2))
+        whole = _cpu(big[name])
+        if whole > 8 * small + 0.1:  # a noisy neighbour: measure once more
+            whole = min(whole, _cpu(big[name]))
+        assert whole < min(BOUND_S, 8 * small + 0.1), (family, name, whole, small)
 
 
-def test_redact_is_fast_on_every_adversarial_input_cut_to_64_kb() -> None:
-    inputs = [t[:SMALL] for t in GENERIC]
-    inputs += [text[:SMALL] for _, p, m in _patterns() for text in _adversarial(m, p)[:2]]
-    for text in inputs:
-        t = time.perf_counter()
-        redact(text)
-        assert time.perf_counter() - t < SMALL_BOUND_S, text[:30]
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_adversarial_input_is_redacted_consistently(family: str) -> None:
+    """Each family cut to 16 KB (the default tier: a quadratic pattern would take minutes here):
+    every real match of a credential shape is redacted, and redacting again changes nothing."""
+    for name, text in FAMILIES[family].items():
+        out = redact(text)
+        if name == "real matches" and family in dict.fromkeys(n for n, _, _ in SHAPES):
+            assert REDACTED in out, (family, name)
+        if name in ("real matches", "prose", "every literal, then prose"):
+            assert redact(out) == out, (family, name)
 
 
 def test_formats_in_the_corpus() -> None:

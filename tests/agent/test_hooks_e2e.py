@@ -263,3 +263,23 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
                 "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
                 "stoprule.language.compiler", "stoprule.agent.config", "stoprule.agent.hook_config"}  # fmt: skip
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
+
+
+def test_doctor_checks_the_opencode_plugin(project: Path, env: dict[str, str]) -> None:
+    """OpenCode has no hook entry: doctor reads the generated plugin's command, runs a synthetic
+    ``session.idle`` through it, and fails a plugin that is not the one this stoprule generates."""
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env, "HOME": str(project)}
+    full["PATH"] = str(Path(sys.executable).parent) + os.pathsep + full.get("PATH", "")
+    assert invoke(["init", "--harness", "opencode", "--no-mcp"], cwd=project, env=full).returncode == 0
+    p = invoke(["doctor"], cwd=project, env=full)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ok   opencode: synthetic stop: allow: {}" in p.stdout
+    assert "no harness has stoprule's hook" not in p.stdout
+    plugin = project / ".opencode" / "plugins" / "stoprule.js"
+    plugin.write_text(plugin.read_text().replace("LOOP_CAP = 8", "LOOP_CAP = 80"))  # edited by hand
+    p = invoke(["doctor"], cwd=project, env=full)
+    assert p.returncode == 1
+    assert "FAIL opencode: plugin differs from the one this stoprule generates" in p.stdout
+    plugin.write_text("export const X = 1\n")
+    p = invoke(["doctor"], cwd=project, env=full)
+    assert p.returncode == 1 and "is not the plugin stoprule generates" in p.stdout

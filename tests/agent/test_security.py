@@ -365,19 +365,46 @@ def test_a_task_id_with_a_trailing_newline_is_refused() -> None:
     assert check_task_id("abc\n") and check_task_id("abc\n\n") and check_task_id("a/b")
 
 
-def test_a_short_log_write_leaves_no_torn_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_log_write_never_cuts_another_appenders_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     root = _project(tmp_path)
+    log = root / ".stoprule" / "hook.log"
     _hook(tmp_path, root, _stop(root))
-    real = os.write
+    real, other = os.write, b'{"another": "appender"}\n'
+    cut: list[bytes] = []
 
-    def short(fd: int, data: bytes) -> int:
-        return real(fd, data[: len(data) // 2])
+    def raced_then_short(fd: int, data: bytes) -> int:
+        """Another process appends its line just before this one's write, which is then short."""
+        if cut or len(data) < 2 or os.fstat(fd).st_ino != log.stat().st_ino:
+            return real(fd, data)
+        with open(log, "ab") as f:
+            f.write(other)
+        cut.append(data[: len(data) // 2])
+        return real(fd, cut[0])
 
-    monkeypatch.setattr(runner_mod.os, "write", short)
+    monkeypatch.setattr(runner_mod.os, "write", raced_then_short)
     _hook(tmp_path, root, _stop(root))
     monkeypatch.setattr(runner_mod.os, "write", real)
-    text = (root / ".stoprule" / "hook.log").read_text()
-    assert text.endswith("\n") and len(_log(root)) == 1
+    assert "short write" in capsys.readouterr().err
+    _hook(tmp_path, root, _stop(root))
+    lines = log.read_bytes().split(b"\n")
+    assert lines[1] + b"\n" == other and lines[2] == cut[0] and lines[4] == b""  # reported, nothing cut back
+    assert [json.loads(x)["harness"] for x in (lines[0], lines[3])] == ["claude-code"] * 2  # the next line parses
+
+
+def test_a_log_line_past_the_file_size_limit_is_not_written(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    resource = pytest.importorskip("resource")
+    home = tmp_path / ".stoprule"
+    runner_mod._log(str(home), True, {"n": 1})
+    before = (home / "hook.log").read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100, hard))
+    try:
+        runner_mod._log(str(home), True, {"n": 2, "text": "x" * 500})  # a write would be cut at the limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert (home / "hook.log").read_bytes() == before and "file-size limit" in capsys.readouterr().err
 
 
 def test_a_soft_choice_must_be_one_of_its_options(tmp_path: Path, evaluator) -> None:  # noqa: ANN001

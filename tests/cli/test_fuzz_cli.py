@@ -20,7 +20,8 @@ from stoprule.cli.main import run
 from torture import scaled
 
 EXAMPLES = int(os.environ.get("STOPRULE_FUZZ_EXAMPLES") or 0)
-QUICK = settings(max_examples=EXAMPLES or 120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the default tier: a few dozen examples each; `-m torture` runs every property long
+QUICK = settings(max_examples=EXAMPLES or 30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=EXAMPLES or scaled(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 FACT = json.dumps({"status": "partial"}).encode()
@@ -63,10 +64,17 @@ FLAGS = ["--format", "json", "pretty", "--strict", "--policy", "/nonexistent", "
          "--checkpoint", "--parent", "n1", "--threshold", "101", "--coverage", "-V", "--help", "nope", ""]  # fmt: skip
 
 
+flag_commands = st.sampled_from(["eval", "check", "explain", "test", "schema", "pack", "audit", "log", "keys", "zzz"])
+flag_lists = st.lists(st.sampled_from(FLAGS), max_size=5)
+
+
 @QUICK
-@given(st.sampled_from(["eval", "check", "explain", "test", "schema", "pack", "audit", "log", "keys", "zzz"]),
-       st.lists(st.sampled_from(FLAGS), max_size=5))  # fmt: skip
+@given(flag_commands, flag_lists)
 def test_any_flags(tmp_path_factory: pytest.TempPathFactory, command: str, flags: list[str]) -> None:
+    check_flags(tmp_path_factory, command, flags)
+
+
+def check_flags(tmp_path_factory: pytest.TempPathFactory, command: str, flags: list[str]) -> None:
     cwd = tmp_path_factory.mktemp("cli")
     old = os.getcwd()
     os.chdir(cwd)
@@ -87,6 +95,13 @@ def test_any_flags(tmp_path_factory: pytest.TempPathFactory, command: str, flags
 @given(commands, stdin_bytes)
 def test_any_stdin_long(argv: list[str], data: bytes) -> None:
     check(argv, data)
+
+
+@pytest.mark.torture
+@LONG
+@given(flag_commands, flag_lists)
+def test_any_flags_long(tmp_path_factory: pytest.TempPathFactory, command: str, flags: list[str]) -> None:
+    check_flags(tmp_path_factory, command, flags)
 
 
 @pytest.mark.parametrize("data", [b"\xff\n" + FACT, b'{"status": [] }', b"{" * 5000, FACT + b"\n\xc3(\n" + FACT])

@@ -90,10 +90,12 @@ def _product(out: str) -> str:
 
 
 @pytest.fixture
-def commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_pack: Path) -> dict[str, tuple[list[str], str]]:
+def commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_pack: Path, pack_cache: Path
+) -> dict[str, tuple[list[str], str]]:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STOPRULE_POLICY", str(default_pack))
-    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(pack_cache))
     monkeypatch.setattr(progress, "DELAY", 0.0)
     monkeypatch.setattr(progress, "REFRESH", 0.0)
     (tmp_path / "one.json").write_text('{"status": "implemented"}')

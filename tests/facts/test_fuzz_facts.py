@@ -44,6 +44,13 @@ def test_any_json_value(fact: Any) -> None:
     check(fact)
 
 
+@pytest.mark.torture
+@settings(settings.get_profile("torture-fuzz"))
+@given(any_json)
+def test_any_json_value_long(fact: Any) -> None:
+    check(fact)
+
+
 @settings(settings.get_profile("default-fuzz"))
 @given(object_of(CHECKED.schema.root))
 @example({"turn": -(2**63), "max_turns": -(2**63)})  # max_turns - 2 overflowed in the engine (issue 11)

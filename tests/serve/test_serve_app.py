@@ -60,6 +60,21 @@ def test_no_valid_token_is_401_and_nothing_is_decided(
     assert "stoprule_decisions_total{" not in metrics
 
 
+@pytest.mark.parametrize("header", [None, "Bearer wrong", f"Bearer {TOKEN}x", f"Basic {TOKEN}"])
+def test_no_valid_token_records_nothing_in_the_ledger(tmp_path: Path, header: str | None) -> None:
+    headers = {"authorization": header} if header else {}
+    hook = json.dumps({"payload": {"session_id": "s"}, "fact": CONTINUITY, "run": "r1"})
+    with _client(tmp_path, ledger=True) as c:
+        for path, body in (("/v1/evaluate?run=r1", json.dumps(CONTINUITY)),
+                           ("/v1/evaluate/batch?run=r1", f"{json.dumps(OK)}\n{json.dumps(REVIEW)}\n"),
+                           ("/v1/hooks/claude-code", hook)):  # fmt: skip
+            r = c.post(path, headers=headers, content=body)
+            assert (r.status_code, r.json()["error"]["code"]) == (401, "serve.unauthorized")
+        assert not (tmp_path / "ledger.db").exists()  # the ledger was not even opened
+        r = c.post("/v1/evaluate?run=r1", headers=AUTH, content=json.dumps(OK))  # a valid token does record
+        assert r.status_code == 200 and r.json()["node"] == "n1"
+
+
 def test_healthz_needs_no_token(client: TestClient) -> None:
     r = client.get("/healthz")
     assert r.status_code == 200 and r.json()["ok"] is True

@@ -49,6 +49,25 @@ def test_eval_server_records_in_the_servers_ledger(url: str, monkeypatch: pytest
     assert code == 0 and json.loads(out)["run"] == "client-run"
 
 
+def test_eval_server_sends_a_large_input_in_requests_under_the_limits(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stoprule.agent.remote import CHUNK_FACTS
+
+    monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
+    n = CHUNK_FACTS * 2 + 7  # three requests
+    facts = [({"status": "bogus"} if i == CHUNK_FACTS + 3 else {**OK, "i": i}) for i in range(n)]
+    data = "\n".join(json.dumps(f) for f in facts).encode()
+    local = _cli(["eval", "--format", "json", "-"], data)
+    remote = _cli(["eval", "--server", url, "--format", "json", "-"], data)
+    assert remote[:2] == local[:2] and local[0] == 2 and len(remote[1].splitlines()) == n
+    assert f"line {CHUNK_FACTS + 4}" in remote[2] or f'"line": {CHUNK_FACTS + 4}' in remote[1]
+    good = "\n".join(json.dumps({**OK, "i": i}) for i in range(n)).encode()
+    code, out, err = _cli(["eval", "--server", url, "--run", "big-run", "--format", "json", "-"], good)
+    assert code == 0, err
+    assert [json.loads(x)["node"] for x in out.splitlines()] == [f"n{i}" for i in range(1, n + 1)]
+
+
 def test_eval_server_without_a_token_is_refused(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("STOPRULE_SERVER_TOKEN", raising=False)
     code, out, err = _cli(["eval", "--server", url, "-"], json.dumps(OK).encode())

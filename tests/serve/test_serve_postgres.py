@@ -78,3 +78,29 @@ def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monke
         code, _, err = _cli("blockers", "list", "--server", url)
         assert code == 2 and "serve.unauthorized" in err
     assert os.path.exists(tmp_path / "web" / ".stoprule")
+
+
+def test_the_blocker_commands_copy_to_the_team_server(tmp_path: Path, pg_url: str, monkeypatch) -> None:  # noqa: ANN001
+    from clirunner import invoke
+
+    monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
+    with server(tmp_path, ledger=pg_url) as url:
+        proj = tmp_path / "svc"
+        (proj / ".stoprule").mkdir(parents=True)
+        (proj / ".stoprule" / "config.yaml").write_text(f"blockers:\n  enabled: true\nserver:\n  url: {url}\n")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")},
+               "STOPRULE_SERVER_TOKEN": TOKEN, "HOME": str(tmp_path / "home")}  # fmt: skip
+        p = invoke(["blocker", "add", "--category", "permission", "--question", "Need the deploy key?",
+                    "--blocks-progress", "--format", "json"], env=env, cwd=proj)  # fmt: skip
+        assert p.returncode == 0, p.stdout + p.stderr
+        blocker_id = json.loads(p.stdout)["id"]
+
+        def team_open() -> list[str]:
+            q = invoke(["blockers", "list", "--server", url, "--format", "json"], env=env, cwd=proj)
+            assert q.returncode == 0, q.stderr
+            return [b["id"] for b in json.loads(q.stdout)["blockers"]]
+
+        assert team_open() == [blocker_id]
+        p = invoke(["blockers", "resolve", blocker_id, "--note", "granted"], env=env, cwd=proj)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert team_open() == []

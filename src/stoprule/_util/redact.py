@@ -1,8 +1,11 @@
 """Secrets become ``[REDACTED]`` before anything is written to disk, recorded, exported or echoed.
 
-Three kinds of pattern, all linear-time (every pattern starts at a literal prefix or at the
-start of a run guarded by a look-behind, and every repetition is possessive or bounded, so
-no input makes the regex engine backtrack over it twice):
+Three kinds of pattern, all linear-time (every pattern starts at a literal, with any
+word-boundary test after it so the regex engine finds it by a fast search, or at the start
+of a run guarded by a look-behind; every repetition is possessive or bounded, so no input
+makes the engine backtrack over it twice). Where matches can be dense the tests are in the
+pattern and one ``split`` cuts the text (no Python call per match); the decisions left to
+Python (an assignment's value, an entropy) are cached per text:
 
 - the shapes of well-known credentials wherever they appear (cloud and service keys,
   private-key blocks, JWTs, bearer/basic tokens, Slack/GitHub/GitLab/Stripe/OpenAI/... keys);
@@ -83,7 +86,6 @@ def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(_compatible(pattern), flags)
 
 
-
 class _Lazy:
     """A pattern compiled on first use: most texts hold none of a pattern's literals, so a
     short-lived process (the hook) compiles only the few it needs."""
@@ -114,83 +116,151 @@ _SHAPES: list[_Lazy] = [
         r"(?: BLOCK)?-----|\Z)",
         re.S,
     ),  # fmt: skip
-    _Lazy(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    _Lazy(r"\bABSK[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
-    _Lazy(r"\bbedrock-api-key-[A-Za-z0-9+/=_-]{16,}+"),
-    _Lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,255}+"),  # GitHub
-    _Lazy(r"\bgithub_pat_[A-Za-z0-9_]{20,255}+"),
-    _Lazy(r"\bgl(?:pat|ptt|rt|dt|ft|oas|cbt|imt|soat|agent)-[A-Za-z0-9_.-]{16,}+"),  # GitLab
-    _Lazy(r"\bGR1348941[A-Za-z0-9_-]{20}"),
-    _Lazy(r"\bxox[a-z]-[A-Za-z0-9-]{10,}+"),  # Slack
-    _Lazy(r"\bxoxe(?:\.xox[a-z])?-\d-[A-Za-z0-9-]{10,}+"),
-    _Lazy(r"\bxapp-\d-[A-Za-z0-9-]{10,}+"),
+    _Lazy(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)(?<!\w....)[A-Z0-9]{16}(?![A-Z0-9])"),
+    _Lazy(r"ABSK(?<!\w....)[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
+    _Lazy(r"bedrock-api-key-(?<!\w................)[A-Za-z0-9+/=_-]{16,}+"),
+    _Lazy(r"gh(?<!\w..)[pousr]_[A-Za-z0-9]{30,255}+"),  # GitHub
+    _Lazy(r"github_pat_(?<!\w...........)[A-Za-z0-9_]{20,255}+"),
+    _Lazy(r"gl(?<!\w..)(?:pat|ptt|rt|dt|ft|oas|cbt|imt|soat|agent)-[A-Za-z0-9_.-]{16,}+"),  # GitLab
+    _Lazy(r"GR1348941(?<!\w.........)[A-Za-z0-9_-]{20}"),
+    _Lazy(r"xox(?<!\w...)[a-z]-[A-Za-z0-9-]{10,}+"),  # Slack
+    _Lazy(r"xoxe(?<!\w....)(?:\.xox[a-z])?-\d-[A-Za-z0-9-]{10,}+"),
+    _Lazy(r"xapp-(?<!\w.....)\d-[A-Za-z0-9-]{10,}+"),
     _Lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/+_-]{8,}+"),
-    _Lazy(r"\b[srp]k_(?:live|test|prod)_[A-Za-z0-9]{16,}+"),  # Stripe
-    _Lazy(r"\bsk-(?:ant-[a-z]{2,10}\d{0,3}-|proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}+"),  # OpenAI/Anthropic
-    _Lazy(r"\bAIza[A-Za-z0-9_-]{35}"),  # Google API key (may end in '-')
-    _Lazy(r"\bya29\.[A-Za-z0-9_-]{20,}+"),  # Google OAuth access token
-    _Lazy(r"\bGOCSPX-[A-Za-z0-9_-]{20,}+"),  # Google OAuth client secret
-    _Lazy(r"\beyJ[A-Za-z0-9_-]{6,}+\.[A-Za-z0-9_-]{2,}+(?:\.[A-Za-z0-9_-]*+)?"),  # JWT: 2 or 3 parts, alg none
-    _Lazy(r"\bnpm_[A-Za-z0-9]{36}"),
-    _Lazy(r"\bhf_[A-Za-z0-9]{30,}+"),  # Hugging Face
-    _Lazy(r"\bapi_org_[A-Za-z0-9]{30,}+"),
-    _Lazy(r"\bdo[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
-    _Lazy(r"\bSG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),  # SendGrid
-    _Lazy(r"\bSK[0-9a-fA-F]{32}\b"),  # Twilio API key
-    _Lazy(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
-    _Lazy(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),  # Shopify
-    _Lazy(r"\bdapi[a-f0-9]{32}(?:-\d)?"),  # Databricks
-    _Lazy(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
-    _Lazy(r"\b\d{8,10}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
+    _Lazy(r"[srp]k_(?<!\w...)(?:live|test|prod)_[A-Za-z0-9]{16,}+"),  # Stripe
+    _Lazy(
+        r"sk-(?<!\w...)(?:ant-[a-z]{2,10}\d{0,3}-|proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}+"
+    ),  # OpenAI/Anthropic
+    _Lazy(r"AIza(?<!\w....)[A-Za-z0-9_-]{35}"),  # Google API key (may end in '-')
+    _Lazy(r"ya29(?<!\w....)\.[A-Za-z0-9_-]{20,}+"),  # Google OAuth access token
+    _Lazy(r"GOCSPX-(?<!\w.......)[A-Za-z0-9_-]{20,}+"),  # Google OAuth client secret
+    _Lazy(r"eyJ(?<!\w...)[A-Za-z0-9_-]{6,}+\.[A-Za-z0-9_-]{2,}+(?:\.[A-Za-z0-9_-]*+)?"),  # JWT: 2 or 3 parts, alg none
+    _Lazy(r"npm_(?<!\w....)[A-Za-z0-9]{36}"),
+    _Lazy(r"hf_(?<!\w...)[A-Za-z0-9]{30,}+"),  # Hugging Face
+    _Lazy(r"api_org_(?<!\w........)[A-Za-z0-9]{30,}+"),
+    _Lazy(r"do(?<!\w..)[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
+    _Lazy(r"SG(?<!\w..)\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),  # SendGrid
+    _Lazy(r"SK(?<!\w..)[0-9a-fA-F]{32}\b"),  # Twilio API key
+    _Lazy(r"pypi-AgEIcHlwaS5vcmc(?<!\w....................)[A-Za-z0-9_-]{50,}+"),
+    _Lazy(r"shp(?<!\w...)(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),  # Shopify
+    _Lazy(r"dapi(?<!\w....)[a-f0-9]{32}(?:-\d)?"),  # Databricks
+    _Lazy(r"AGE-SECRET-KEY-1(?<!\w................)[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _Lazy(r"\d(?<!\w\d)\d{7,9}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
     _Lazy(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
-    _Lazy(rf"(?i)\bAccountKey=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
-    _Lazy(r"(?i)\bSharedAccess(?:Key|Signature)=[^\s;\"']{8,}+"),
-    _Lazy(r"(?<![\w-])sig=[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
+    _Lazy(rf"(?i)AccountKey(?<!\w..........)=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
+    _Lazy(r"(?i)SharedAccess(?<!\w............)(?:Key|Signature)=[^\s;\"']{8,}+"),
+    _Lazy(r"sig=(?<![\w-]sig=)[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
 _URL = _compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
 _HOST_TAIL = _compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
-_FLAG_KEY = _compile(r"(?i)(?:password|passwd|passphrase|secret|token|api-?key|access-?key)$")
+
+# a value that stands for one: empty, a keyword, a type name, a template, stars (a whole value)
+_PLACEHOLDER_BODY = (
+    r"(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
+    r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)"
+)
 
 
-def _after_mysql(m: re.Match[str]) -> bool:
-    text, end = m.string, m.start()
-    lo = max(text.rfind("\n", max(0, end - 200), end) + 1, end - 200)
-    return text.rfind("mysql", lo, end) >= 0 or text.rfind("mariadb", lo, end) >= 0
+def _plain_value(cls: str, cap: int) -> str:
+    """A look-ahead refusing a value (a run of ``cls``) already redacted, or a placeholder of
+    at most ``cap`` characters (a longer one is redacted)."""
+    return (
+        rf"(?!\[REDACTED)(?!(?={cls}{{1,{cap}}}+(?!{cls}))(?=(?i:[ntfuyorsbiacvedpx*.\[<$\{{%_-]))"
+        rf"(?i:{_PLACEHOLDER_BODY})(?!{cls}))"
+    )
+
+
+_MYSQL = _Lazy(r"(?<!\S)(-p)" + _plain_value(r"[^\s'\"`]", 256) + r"([^\s'\"`,;)-][^\s'\"`]{0,255}+)")
+_DB_NAME = _Lazy(r"mysql|mariadb")
+_SPACE = _Lazy(r"\s")
+
+
+def _mysql_passwords(pattern: _Lazy, text: str) -> str:
+    """``-pPASS`` starting within 200 characters after ``mysql`` or ``mariadb`` on its line.
+
+    Mentions whose windows touch are chained into one window, and each window is split by the
+    pattern in one C call (its every third part is a password): no Python call per match."""
+    rx, db, space = pattern.compiled(), _DB_NAME.compiled(), _SPACE.compiled()
+    out: list[str] = []
+    done = pos = 0
+    nl = stop = -1
+    while (m := db.search(text, pos)) is not None:
+        i, start = m.start(), m.end()
+        if nl < i:
+            nl = text.find("\n", i)
+            nl = len(text) if nl < 0 else nl
+        end = min(i + 200, nl)  # the last position a password may start at
+        while True:  # a later mention whose window touches this one extends it
+            j = max(text.rfind("mysql", i + 1, end + 1), text.rfind("mariadb", i + 1, end + 1))
+            if j < 0 or min(j + 200, nl) <= end:
+                break
+            i, end = j, min(j + 200, nl)
+        if stop < end:  # else no space lies in [end, stop): ``stop`` is still the first at or after ``end``
+            ws = space.search(text, end)
+            stop = len(text) if ws is None else ws.start()  # no password starts in [end + 1, stop]
+        begin = max(start - 1, done)  # a password needs a space before it: none starts at ``begin``
+        parts = rx.split(text[begin:stop])
+        if len(parts) > 1:
+            parts[2::3] = [REDACTED] * (len(parts) // 3)
+            out += [text[done:begin], *parts]
+            done = stop
+        pos = i + 1
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[_Lazy, int, Any]] = [
-    (_Lazy(r"(?<![\w-])(?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:([^\s'\"]{1,256}+)"), 1, None),  # curl
-    (_Lazy(r"(?<!\S)-p([^\s'\"`,;)-][^\s'\"`]{0,255}+)"), 1, _after_mysql),  # mysql -pPASS
     (
-        _Lazy(r"(?i)\baws\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
+        _Lazy(r"(?i)aws(?<!\w...)\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
         1,
         lambda m: re.search(r"(?i)secret|token|key", m.group(0)[: m.start(1) - m.start()]) is not None,
     ),
-    (_Lazy(r"\bsshpass\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
-    (
-        _Lazy(r"(?<![\w-])--?([\w-]{1,48}+)(?:\s++|=)['\"]?((?![-$<{\[])[^\s'\"]{4,512}+)"),
-        2,
-        lambda m: _FLAG_KEY.search(m.group(1)) is not None,
-    ),
-    (
-        _Lazy(r"(?i)\b(?:bearer|basic|token|digest)\s++([A-Za-z0-9._~+/=-]{8,}+)"),
-        1,
-        lambda m: _tokenish(m.group(1)),
-    ),  # "token generation": a word, not a token
+    (_Lazy(r"sshpass(?<!\w.......)\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
 ]
+# (the part kept)(the secret), nothing after it: ``pattern.split`` cuts a text into kept text
+# and secrets in one C call, and every third part is replaced (no Python call per match)
+_CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
+              + r"([^\s'\"]{1,256}+)")  # fmt: skip
+_FLAG = _Lazy(
+    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
+    r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
+    + _plain_value(r"[^\s'\"]", 512)
+    + r"([^\s'\"]{4,512}+)"
+)  # --password VALUE, --api-key=VALUE (after ``--token Bearer`` the next pattern's turn)
+_TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
+_AUTH = _Lazy(
+    r"(?i)([btd](?<!\w.)(?:earer|asic|oken|igest)\s++)"
+    rf"(?={_TOKEN_CHARS}{{8}})(?-i:(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
+    rf"(?={_TOKEN_CHARS}*?[0-9=]|{_TOKEN_CHARS}*?[A-Z]{_TOKEN_CHARS}*?[a-z]|{_TOKEN_CHARS}*?[a-z]{_TOKEN_CHARS}*?[A-Z]))"
+    + _plain_value(_TOKEN_CHARS, 1 << 20)
+    + rf"({_TOKEN_CHARS}{{8,}}+)"
+)  # "token generation": a word, not a token
+
+
+def _split_sub(pattern: _Lazy, text: str) -> str:
+    parts = pattern.compiled().split(text)
+    if len(parts) == 1:
+        return text
+    parts[2::3] = [REDACTED] * (len(parts) // 3)
+    return "".join(parts)
+
 
 # ---------------------------------------------------------------- key = value assignments
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
 _NAMED = _compile(
-    r"(?:pass|passwd|pwd|word|phrase|secrets?|token|key|auth|zation|entials?|session_?id|sig|ature|sas|_base)"
-    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:|=(?!=))[ \t]*+)"
+    r"(?:p(?:ass(?:wd)?|wd|hrase)|word|s(?:ecrets?|ession_?id|ig|as)|token|key|a(?:uth|ture)|zation|entials?|_base)"
+    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:(?!=)|=(?![=>]))[ \t]*+)"
+    r"(?=[^\s,;&}\])<>])"  # a value follows (_VALUE); one separator fits, so none is retried shorter
 )
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
-_QUOTED = _compile(r"(?::=|=>|[:=])[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED = _compile(r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
     r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
@@ -205,10 +275,7 @@ _SECRET_KEY = _compile(
 )
 _COUNT_KEY = _compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
                         r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
-_PLACEHOLDER = _compile(
-    r"(?i)^(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
-    r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)$"
-)
+_PLACEHOLDER = _compile(rf"(?i)^{_PLACEHOLDER_BODY}$")
 _DIGEST = _compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
 _CODE_CHARS = _compile(r"[()\[\]{},;<>]")
 _TEMPLATE = _compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
@@ -225,23 +292,39 @@ def _entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
 
 
-def _classes(text: str) -> int:
-    return sum(1 for p in _CLASS_RES if p.search(text))
+_LOWER, _UPPER = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DIGIT = frozenset("0123456789")
+_ALNUM = _LOWER | _UPPER | _DIGIT
+_C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, 1025)]  # c log2 c for the counts of a value
 
 
-_CLASS_RES = (_compile(r"[a-z]"), _compile(r"[A-Z]"), _compile(r"\d"), _compile(r"[^A-Za-z0-9]"))
-_DIGITS = _compile(r"\d.*\d", re.S)
+def _classes(text: str, chars: set[str] | frozenset[str] | None = None) -> int:
+    """How many of lower case ASCII, upper case ASCII, digits and other characters ``text`` holds."""
+    chars = set(text) if chars is None else chars
+    return ((not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + any(c.isdecimal() for c in chars)
+            + (not chars <= _ALNUM))  # fmt: skip
 
 
 def _high_entropy(value: str) -> bool:
     """A value of any key that looks like a random credential (not code, a digest or a sentence)."""
-    if len(value) < 20 or len(value) > 1024 or len(set(value)) < 16:  # entropy >= 4 needs 16 symbols
+    n = len(value)
+    if n < 20 or n > 1024:
         return False
-    if " " in value or _DIGEST.match(value) or _PATH.match(value) or _CODE_CHARS.search(value):
+    chars = frozenset(value)
+    if len(chars) < 16 or " " in chars:  # entropy >= 4 needs 16 symbols
         return False
-    if not _DIGITS.search(value):  # code (``socket._GLOBAL_DEFAULT_TIMEOUT``), not random
+    digits = chars & _DIGIT if value.isascii() else {c for c in chars if c.isdecimal()}
+    if not digits or len(digits) == 1 and value.count(next(iter(digits))) < 2:
+        return False  # under two digits: code (``socket._GLOBAL_DEFAULT_TIMEOUT``), not random
+    if _DIGEST.match(value) or _PATH.match(value) or _CODE_CHARS.search(value):
         return False
-    return _classes(value) >= 3 and _entropy(value) >= 4.0
+    if (not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + 1 + (not chars <= _ALNUM) < 3:
+        return False
+    rest = n - len(chars) + 1  # entropy is at least that of all repeats on one character
+    if math.log2(n) - _C_LOG_C[rest] / n > 4.0 + 1e-9:
+        return True
+    entropy = math.log2(n) - sum(map(_C_LOG_C.__getitem__, map(value.count, chars))) / n
+    return entropy >= 4.0 if abs(entropy - 4.0) > 1e-9 else _entropy(value) >= 4.0  # the exact sum at the edge
 
 
 def _secretish(value: str) -> bool:
@@ -256,11 +339,23 @@ def _tokenish(value: str) -> bool:
     return any(c.isdigit() for c in value) or "=" in value or (value != value.lower() and value != value.upper())
 
 
+def _ascii_lower(text: str) -> str:
+    """``text`` with its ASCII letters lower-cased, every other character kept (same offsets).
+
+    ``str.lower`` is a fast C loop and maps no other character to ASCII or to two characters
+    but U+0130 and U+212A; ``str.translate`` is the slow exact path for text holding them."""
+    if text.isascii() or "\u0130" not in text and "\u212a" not in text:
+        return text.lower()
+    return text.translate(_ASCII_LOWER)
+
+
 def _assignments(text: str) -> str:
     """Redact the values of ``key = value`` assignments: each value read at most once."""
     out: list[str] = []
     done = 0
-    for m in _NAMED.finditer(text.translate(_ASCII_LOWER)):  # same length and offsets as ``text``
+    secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
+    kept: dict[tuple[str, str, str, str, bool], bool] = {}
+    for m in _NAMED.finditer(_ascii_lower(text)):  # same length and offsets as ``text``
         if m.start() < done:
             continue
         head = text[max(0, m.start() - 128) : m.start()]
@@ -268,25 +363,41 @@ def _assignments(text: str) -> str:
         if begin > 0 and text[begin - 1] in _KEY_CHARS:
             continue  # a key of more than 128 characters: not a name
         key = text[begin : m.start("q")]
-        if _SECRET_KEY.search(key.lstrip("-.")) is None or _COUNT_KEY.search(key):
+        named = secret_key.get(key)
+        if named is None:
+            named = secret_key[key] = _SECRET_KEY.search(key.lstrip("-.")) is not None and not _COUNT_KEY.search(key)
+        v = _VALUE.match(text, m.end()) if named else None
+        if v is None:
             continue
-        v = _VALUE.match(text, m.end())
-        if v is None or _keep(key, v.group(0), True, m.group("sep"), text, v.end()):
+        val, end, sep = v.group(0), v.end(), m.group("sep")
+        quoted = val[:1] in ("'", '"')
+        seen = (key, val, sep, text[end : end + 1], quoted and _CONCAT.match(text, end) is not None)  # all _keep reads
+        keep = kept.get(seen)
+        if keep is None:
+            keep = kept[seen] = _keep(key, val, True, sep, text, end)
+        if keep:
             continue
-        val = v.group(0)
-        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if val[:1] in ("'", '"') else REDACTED]
+        out += [text[done : m.end()], f"{val[0]}{REDACTED}{val[-1]}" if quoted else REDACTED]
         done = v.end()
     if out:
         out.append(text[done:])
         text = "".join(out)
     out, done = [], 0
+    judged: dict[str, bool] = {}
+
+    def _random(value: str) -> bool:
+        high = judged.get(value)
+        if high is None:
+            high = judged[value] = _high_entropy(value)
+        return high
+
     if "\n" in text or len(text) <= 1100:
-        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _high_entropy(m.group(1)) else
+        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _random(m.group(1)) else
                                m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
                                text)  # fmt: skip
-    for m in _QUOTED.finditer(text):
+    for m in _QUOTED.finditer(text) if _QUOTED_RUN.search(text) else ():
         v = _VALUE.match(text, m.end())
-        if v is None or m.start() < done or not _high_entropy(v.group(0)[1:-1]):
+        if v is None or m.start() < done or not _random(v.group(0)[1:-1]):
             continue
         out += [text[done : m.end()], f"{v.group(0)[0]}{REDACTED}{v.group(0)[-1]}"]
         done = v.end()
@@ -345,6 +456,24 @@ def _url(m: re.Match[str]) -> str:
     if not password or password.startswith(_MARK) or _PLACEHOLDER.match(password):
         return url
     return url[:scheme_end] + rest[: colon + 1] + REDACTED + rest[at:]
+
+
+def _urls(text: str) -> str:
+    """``_URL.sub(_url, text)``, run only around each ``://`` when there are few: a URL starts
+    at most 21 characters before its ``://`` and ends at most 2,051 after it."""
+    n = text.count("://")
+    if n > len(text) >> 12:  # dense: one pass over the whole text costs less
+        return _URL.sub(_url, text)
+    out: list[str] = []
+    done = i = 0
+    while (i := text.find("://", i)) >= 0:
+        begin, end = max(done, i - 23), i + 2052  # one character more before: ``\b`` sees it
+        while (j := text.find("://", i + 3, end + 30)) >= 0:  # windows that come near are merged
+            i, end = j, j + 2052
+        out += [text[done:begin], _URL.sub(_url, text[begin:end])]
+        done, i = min(end, len(text)), end
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _group(index: int, test: Any) -> Any:
@@ -406,7 +535,8 @@ def _detect_secrets_values(text: str) -> list[str]:
 
 def _markers(pattern: _Lazy) -> tuple[str, ...]:
     """Literal strings one of which every match contains (lower case): a pattern runs only
-    on text holding one (a C substring search, so most patterns cost nothing on most text)."""
+    on text holding one (a C substring search, so most patterns cost nothing on most text).
+    None for a pattern the regex engine finds as fast as that search (it starts at a literal)."""
     src = pattern.pattern
     for literal, markers in _MARKERS:
         if literal in src:
@@ -415,21 +545,33 @@ def _markers(pattern: _Lazy) -> tuple[str, ...]:
 
 
 _MARKERS: list[tuple[str, tuple[str, ...]]] = [
-    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ("a3t", "akia", "asia", "abia", "acca", "agpa", "aida",
-    "aroa", "anpa", "anva", "aipa")), ("ABSK", ("absk",)), ("bedrock-api", ("bedrock-api-key-",)),
-    ("gh[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("gl(?:pat", ("gl",)), ("GR1348941", ("gr1348941",)),
-    ("xox[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)), ("hooks\\.slack", ("hooks.slack.com/",)),
-    ("k_(?:live", ("k_live_", "k_test_", "k_prod_")), ("sk-(?:ant", ("sk-",)), ("AIza", ("aiza",)),
+    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ()), ("ABSK", ("absk",)),
+    ("bedrock-api", ("bedrock-api-key-",)),
+    ("[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)), ("GR1348941", ("gr1348941",)),
+    ("xox(?<!\\w...)[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)),
+    ("hooks\\.slack", ("hooks.slack.com/",)),
+    ("(?:live|test|prod)_", ("k_live_", "k_test_", "k_prod_")), ("(?:ant-[a-z]", ("sk-",)), ("AIza", ("aiza",)),
     ("ya29", ("ya29.",)), ("GOCSPX", ("gocspx-",)), ("eyJ", ("eyj",)), ("npm_", ("npm_",)), ("hf_", ("hf_",)),
-    ("api_org_", ("api_org_",)), ("do[opr]_v1", ("_v1_",)), ("SG\\.", ("sg.",)), ("SK[0-9a-fA-F]", ("sk",)),
-    ("pypi-", ("pypi-",)), ("shp(?:at", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
+    ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
+    ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
     (":AA", (":aa",)), ("Q~", ("q~",)), ("AccountKey", ("accountkey=",)), ("SharedAccess", ("sharedaccess",)),
-    ("sig=", ("sig=",)), ("--user", ("-u", "--user")), ("-p([", ("mysql", "mariadb")), ("configure", ("configure",)),
-    ("sshpass", ("sshpass",)), ("([\\w-]{1,48}+)", ("-",)), ("bearer|basic", ("bearer", "basic", "token", "digest")),
+    ("sig=", ("sig=",)), ("configure", ("configure",)),
+    ("sshpass", ("sshpass",)),
 ]  # fmt: skip
+
+
+def _sub(repl: Any) -> Any:
+    return lambda pattern, text: pattern.sub(repl, text)
+
+
+# (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
-    *((_markers(p), p, REDACTED) for p in _SHAPES),
-    *((_markers(p), p, sub) for p, sub in _CLI_SUBS),
+    *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
+    (("-u", "--user"), _CURL, _split_sub),
+    (("mysql", "mariadb"), _MYSQL, _mysql_passwords),
+    *((_markers(p), p, _sub(sub)) for p, sub in _CLI_SUBS),
+    (("-",), _FLAG, _split_sub),
+    (("bearer", "basic", "token", "digest"), _AUTH, _split_sub),
 ]
 
 
@@ -438,11 +580,11 @@ def redact(text: str) -> str:
     if not text or len(text) < 6:
         return text
     extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
-    out = _URL.sub(_url, text) if "://" in text else text
+    out = _urls(text) if "://" in text else text
     low = out.lower()
-    for markers, pattern, sub in _GATED:
+    for markers, pattern, apply in _GATED:
         if not markers or any(m in low for m in markers):
-            new = pattern.sub(sub, out)
+            new = apply(pattern, out)
             if new is not out and new != out:
                 out, low = new, new.lower()
     if ":" in out or "=" in out:

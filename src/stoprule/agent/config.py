@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from stoprule._util.files import read_bounded
 from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.hook_config import HookSettings, ProviderSettings
+from stoprule.agent.ledger_config import LedgerSettings
 from stoprule.agent.server_config import ServerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
 from stoprule.language.source import format_path, parse_yaml
@@ -31,6 +32,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "providers": ProviderSettings,
     "blockers": BlockerSettings,
     "server": ServerSettings,
+    "ledger": LedgerSettings,
 }
 
 

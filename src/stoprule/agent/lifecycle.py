@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import os
 import time
+from typing import NamedTuple, TypeVar
 
 from stoprule.agent.adapters import adapter, decode_payload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+    from stoprule.agent.event import HookEvent
+
+_T = TypeVar("_T")
 
 __all__ = ["instructions", "render_permission", "render_session_start", "run_permission", "run_session_start"]
 
@@ -81,23 +86,45 @@ def instructions(pack: str) -> str:
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
 
 
-def _begin(
-    harness: str, event_name: str, data: bytes, cwd: str | None, env: Mapping[str, str]
-) -> tuple[Any, ...]:
+class _Begun(NamedTuple):
+    event: HookEvent
+    workdir: str
+    project: str | None
+    home: str
+    settings: dict[str, Any]
+    env: Mapping[str, str]
+
+
+def _handle(
+    harness: str,
+    name: str,
+    data: bytes,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    body: Callable[[_Begun, dict[str, Any]], _T],
+    fallback: _T,
+) -> _T:
+    """Parse the payload, find the project and its settings, run ``body``; any failure gives
+    ``fallback`` (a hook never fails its harness). One log line either way."""
+    from stoprule.agent.runner import _log as log
     from stoprule.agent.runner import state_home
     from stoprule.agent.settings import hook_settings
 
-    event = adapter(harness).parse(decode_payload(data), event_name)
-    workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-    project, home = state_home(workdir, env)
-    settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
-    return event, workdir, project, home, settings
-
-
-def _log(home: str, settings: dict[str, Any] | None, entry: dict[str, Any]) -> None:
-    from stoprule.agent.runner import _log as log
-
-    log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+    env = os.environ if env is None else env
+    entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": name}
+    home, settings = None, None
+    try:
+        event = adapter(harness).parse(decode_payload(data), name)
+        workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
+        project, home = state_home(workdir, env)
+        settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+        out = body(_Begun(event, workdir, project, home, settings, env), entry)
+    except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
+        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+        out = fallback
+    if home is not None:
+        log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+    return out
 
 
 def run_session_start(
@@ -109,38 +136,32 @@ def run_session_start(
     policy: str | None = None,
 ) -> dict[str, Any] | None:
     """Record the baseline, link the session, answer with the instructions."""
-    env = os.environ if env is None else env
-    entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": "session-start"}
-    home, settings = None, None
-    try:
+
+    def body(b: _Begun, entry: dict[str, Any]) -> dict[str, Any] | None:
         from stoprule.agent.procs import link_session
         from stoprule.agent.providers.git_provider import baseline
         from stoprule.agent.state import update_session
         from stoprule.engine.packs import pack_path
 
-        event, workdir, project, home, settings = _begin(harness, "session-start", data, cwd, env)
-        entry.update(session=event.session_id, project=project)
+        entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(workdir, project, settings["providers"])
+            base = baseline(b.workdir, b.project, b.settings["providers"])
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:
+
             def keep_first(rec: dict[str, Any]) -> dict[str, Any]:  # a resumed session keeps its baseline
                 return rec if isinstance(rec.get("baseline"), dict) else {**rec, "baseline": base}
 
-            rec = update_session(home, event.session_id, keep_first)
+            rec = update_session(b.home, b.event.session_id, keep_first)
             entry["baseline"] = len(rec["baseline"].get("files", {}))
-        if event.session_id:
-            entry["linked"] = link_session(home, event.session_id, harness)
-        pack = pack_path(policy, env, workdir)
-        text = instructions(pack)
-        output = render_session_start(harness, text) if text else None
-    except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
-        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        output = {} if harness in ("gemini", "copilot", "opencode", "cursor") else None
-    if home is not None:
-        _log(home, settings, entry)
-    return output
+        if b.event.session_id:
+            entry["linked"] = link_session(b.home, b.event.session_id, harness)
+        text = instructions(pack_path(policy, b.env, b.workdir))
+        return render_session_start(harness, text) if text else None
+
+    fallback: dict[str, Any] | None = {} if harness in ("gemini", "copilot", "opencode", "cursor") else None
+    return _handle(harness, "session-start", data, cwd, env, body, fallback)
 
 
 def run_permission(
@@ -152,26 +173,21 @@ def run_permission(
     policy: str | None = None,
 ) -> dict[str, Any] | None:
     """Deny with the triage message when ``hook.permission_triage`` is on; else no decision."""
-    env = os.environ if env is None else env
-    entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": "permission"}
-    home, settings = None, None
-    message = None
-    try:
+
+    def body(b: _Begun, entry: dict[str, Any]) -> dict[str, Any] | None:
         from stoprule.agent.pack_data import pack_data, render_text
         from stoprule.engine.packs import pack_path
 
-        event, workdir, project, home, settings = _begin(harness, "permission", data, cwd, env)
-        raw = event.raw
+        raw = b.event.raw
         tool = raw.get("tool_name") or raw.get("toolName") or raw.get("tool") or raw.get("permission") or "a tool"
-        entry.update(session=event.session_id, tool=str(tool)[:200])
-        if settings["hook"].get("permission_triage"):
-            pack = pack_path(policy, env, workdir)
+        entry.update(session=b.event.session_id, tool=str(tool)[:200])
+        message = None
+        if b.settings["hook"].get("permission_triage"):
+            pack = pack_path(policy, b.env, b.workdir)
             template = pack_data(pack).get("permission")
             if isinstance(template, str):
                 message = render_text(template, {"tool": str(tool)[:200], **_categories(pack)})
         entry["decision"] = "deny" if message else "none (permission_triage is off)"
-    except Exception as exc:  # noqa: BLE001
-        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-    if home is not None:
-        _log(home, settings, entry)
-    return render_permission(harness, message)
+        return render_permission(harness, message)
+
+    return _handle(harness, "permission", data, cwd, env, body, render_permission(harness, None))

@@ -11,7 +11,6 @@ Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSI
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -222,9 +221,7 @@ def serve(
     """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
     team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
-    from stoprule.agent.remote import Mirror, project_remote
+    from stoprule.agent.remote import attach_mirror
 
-    remote, name = project_remote(service.project_dir, server, os.environ)
-    if remote is not None:
-        service.mirror = Mirror(remote, name)
+    attach_mirror(service, server)
     build_server(service).run("stdio")

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["DEFAULT_TOKEN_ENV", "Remote", "RemoteError", "verdict_from_envelope"]
+__all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirror", "ndjson_chunks",
+           "project_remote", "verdict_from_envelope"]
 
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 
@@ -141,6 +142,32 @@ class Remote:
         return status, body
 
 
+CHUNK_FACTS = 2000  # facts per batch request from a client: well under the server's default limits
+CHUNK_BYTES = 256 * 1024  # (max_batch 10,000 facts, max_body_bytes 1 MiB)
+
+
+def ndjson_chunks(data: bytes, facts: int = CHUNK_FACTS, size: int = CHUNK_BYTES) -> list[tuple[int, bytes]]:
+    """``data`` cut at line boundaries into requests of at most ``facts`` lines and about ``size``
+    bytes, each with the number of its first line. One piece when it is small, or when it is one
+    multi-line JSON document (its first non-blank line is no JSON value on its own): that cannot be cut."""
+    lines = data.split(b"\n")
+    if len(data) <= size and len(lines) <= facts:
+        return [(1, data)]
+    try:
+        json.loads(next(ln for ln in lines if ln.strip()))
+    except ValueError:
+        return [(1, data)]
+    out, start, count, nbytes = [], 0, 0, 0
+    for i, line in enumerate(lines):
+        if count and (count >= facts or nbytes + len(line) > size):
+            out.append((start + 1, b"\n".join(lines[start:i])))
+            start, count, nbytes = i, 0, 0
+        count += bool(line.strip())
+        nbytes += len(line) + 1
+    out.append((start + 1, b"\n".join(lines[start:])))
+    return out
+
+
 class Mirror:
     """Copies a project's blockers (the whole list, after each change) and its blocked reports to
     the server, so that ``stoprule blockers list --server URL`` shows the team's. A server that
@@ -172,3 +199,13 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
     data = section.model_dump()
     return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)
+
+
+def attach_mirror(service: Any, explicit: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    """Give a blocker service the project's team server (flag, config ``server:``, ``$STOPRULE_SERVER``),
+    if one is configured: its blockers and reports are then copied there after each change."""
+    import os
+
+    remote, name = project_remote(service.project_dir, explicit, os.environ if env is None else env)
+    if remote is not None:
+        service.mirror = Mirror(remote, name)

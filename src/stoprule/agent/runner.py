@@ -389,9 +389,23 @@ def _apply_guard(
     return decision
 
 
+def _file_size_limit() -> int | None:
+    """The process's soft limit on the size of a file it writes (None: unlimited or unknown)."""
+    try:
+        import resource
+    except ImportError:  # POSIX only
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
+
+
 def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
     """Append the entry as one JSON line to the log (rotated once at 4 MiB); never raises.
-    A short write (disk full, a file-size limit) is cut back: no torn line."""
+
+    The line goes out in one ``O_APPEND`` write, so concurrent hooks never interleave. A line
+    that would pass the process's file-size limit is not written; a short write (a disk
+    filling up meanwhile) is reported on stderr and its fragment ended by a newline, never
+    cut back: other processes may have appended after it."""
     if log is False:
         return
     path = log if isinstance(log, str) else os.path.join(home, LOG_FILE)
@@ -406,15 +420,15 @@ def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
             pass
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            size = os.fstat(fd).st_size
-            try:
-                written = os.write(fd, data)
-            except OSError:
-                written = -1
+            limit = _file_size_limit()
+            if limit is not None and os.fstat(fd).st_size + len(data) > limit:
+                raise OSError(f"the line ({len(data)} bytes) would pass the file-size limit ({limit} bytes)")
+            written = os.write(fd, data)
             if written != len(data):
                 if written > 0:
-                    os.ftruncate(fd, size)
-                raise OSError(f"short write ({max(written, 0)} of {len(data)} bytes): the line was not kept")
+                    with suppress(OSError):
+                        os.write(fd, b"\n")  # the next line starts on its own
+                raise OSError(f"short write ({written} of {len(data)} bytes): the line is incomplete")
         finally:
             os.close(fd)
     except Exception as exc:  # noqa: BLE001 - a log problem never changes the decision

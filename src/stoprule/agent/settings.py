@@ -82,9 +82,10 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
             pass
     from stoprule.agent.config import load_config  # pydantic + YAML: only on a cache miss
 
-    sections = load_config(path, sections=("hook", "providers", "blockers", "server"))
+    sections = load_config(path, sections=("hook", "providers", "blockers", "server", "ledger"))
     settings = {"hook": sections["hook"].model_dump(), "providers": sections["providers"].model_dump()}
     settings["server"] = sections["server"].model_dump()
+    settings["ledger"] = sections["ledger"].model_dump()
     settings["providers"]["fields"] = {**DEFAULT_FIELDS, **settings["providers"]["fields"]}
     settings["providers"]["blockers"] = sections["blockers"].model_dump()  # for the blockers provider
     if cache is not None:

@@ -74,8 +74,7 @@ def _spec(f: FactField) -> tuple:
 
 def _like(f: FactField, **changes: Any) -> FactField:
     """A copy of ``f`` with some attributes replaced."""
-    state = {k: getattr(f, k) for k in FactField.__slots__ if k != "lookup"}
-    return FactField(**{**state, **changes})
+    return f._replace(**changes)
 
 
 def union_schema(a: FactField, b: FactField, path: str = "", notes: list[str] | None = None) -> FactField:

@@ -161,13 +161,28 @@ def subtree_candidates(f: FactField, reads: dict[Path, Reads], present: set[Path
     return out + scalar_candidates(f, reads.get(prefix))
 
 
+_ITEM_SCHEMAS: dict[int, tuple[FactField, FactSchema]] = {}
+
+
+def _item_schema(list_field: FactField) -> FactSchema:
+    """A schema ``{x: list_field}``, made once per list field (a schema generates its validator's
+    code on first use: far dearer than validating one item). Holds the field, so its id stays its own."""
+    hit = _ITEM_SCHEMAS.get(id(list_field))
+    if hit is None:
+        if len(_ITEM_SCHEMAS) >= 256:
+            _ITEM_SCHEMAS.clear()
+        schema = FactSchema(FactField("", "object", fields={"x": list_field}))
+        hit = _ITEM_SCHEMAS[id(list_field)] = (list_field, schema)
+    return hit[1]
+
+
 def valid_item(list_field: FactField, value: Any) -> tuple[Any, Any] | None:
     """``(raw, normalised)`` for a valid element of ``list_field`` (required fields filled), else None."""
     item = list_field.items
     assert item is not None
     if isinstance(value, dict) and item.type == "object":
         value = fill_required(item, dict(value))
-    wrapper = FactSchema(FactField("", "object", fields={"x": list_field}))
+    wrapper = _item_schema(list_field)
     try:
         return value, wrapper.validate({"x": [value]})["x"][0]
     except FactError:

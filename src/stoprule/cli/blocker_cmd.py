@@ -14,7 +14,6 @@ from typing import IO, Any
 from stoprule.agent.blocker_service import open_service
 from stoprule.diagnostics import PolicyError
 from stoprule.ledger.recorder import Recorder
-from stoprule.ledger.store import Ledger
 
 __all__ = ["add_arguments", "record_in_ledger", "run"]
 
@@ -46,16 +45,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
-    in the project's ledger (``$STOPRULE_LEDGER``, else ``.stoprule/ledger.db``)."""
+    in the project's ledger (``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``.stoprule/ledger.db``)."""
+    from stoprule.cli.common import ledger_target
+    from stoprule.ledger.backend import open_ledger
 
-    path = os.environ.get("STOPRULE_LEDGER") or os.path.join(service.project_dir, ".stoprule", "ledger.db")
-    with Ledger.open(path, create=True) as ledger:
+    path, default = ledger_target(None, start=service.project_dir)
+    if default:
+        path = os.path.join(service.project_dir, ".stoprule", "ledger.db")
+    with open_ledger(path, create=True) as ledger:
         Recorder(ledger, service.evaluator).record(session, fact)
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         service = open_service(policy=args.policy, recorder=record_in_ledger)
+        from stoprule.agent.remote import attach_mirror
+
+        attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
         reply = service.log_blocker(args.session, {
             "category": args.category, "question": args.question, "context": args.context,
             "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,

@@ -110,6 +110,15 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
         return 1
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
+    from stoprule.agent.remote import attach_mirror
+
+    try:
+        attach_mirror(service)  # the team server, when the project names one, sees it resolved
+    except PolicyError as exc:
+        stderr.write(exc.render() + "\n")
+        return 2
+    if service.mirror is not None:
+        service.mirror(service, "blocker", hit.to_dict())
     return 0
 
 

@@ -29,9 +29,11 @@ __all__ = [
     "json_line",
     "line_safe",
     "add_policy_flags",
+    "config_error",
     "diagnostics_error",
     "fact_error",
     "input_name",
+    "ledger_target",
     "policy_error",
     "render_verdict",
 ]
@@ -74,8 +76,37 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     sp.add_argument(
         "--ledger",
         metavar="PATH",
-        help="ledger file or postgresql:// URL (default: $STOPRULE_LEDGER, then .stoprule/ledger.db found upward)",
+        help="ledger file or postgresql:// URL (default: $STOPRULE_LEDGER, then `ledger: {url: ...}` in "
+        ".stoprule/config.yaml, then .stoprule/ledger.db; .stoprule/ found upward)",
     )
+
+
+def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, bool]:
+    """The ledger to open and whether it is the default file: ``--ledger``, else ``$STOPRULE_LEDGER``,
+    else ``ledger.url`` in the nearest ``.stoprule/config.yaml`` (a relative path is relative to that
+    directory), else ``ledger.db`` in it (``./.stoprule/ledger.db`` without one). ``start``: where the
+    search for ``.stoprule/`` begins (default: the working directory).
+
+    Raises :class:`~stoprule.diagnostics.ConfigError` (file, line, field) for a bad config."""
+    if explicit:
+        return explicit, False
+    if os.environ.get("STOPRULE_LEDGER"):
+        return os.environ["STOPRULE_LEDGER"], False
+    from stoprule.project import find_project
+
+    project = find_project(start)
+    if project is None:
+        from stoprule.ledger.store import DEFAULT_PATH
+
+        return DEFAULT_PATH, True
+    from stoprule.agent.settings import hook_settings
+
+    url = (hook_settings(os.path.join(project, "config.yaml")).get("ledger") or {}).get("url")
+    if url:
+        from stoprule.ledger.backend import is_url
+
+        return (url if is_url(url) else os.path.join(project, url)), False
+    return os.path.join(project, "ledger.db"), True
 
 
 # what splits a line besides "\n" for str.splitlines and for JavaScript/JSON-lines readers that JSON leaves raw
@@ -130,6 +161,11 @@ def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
     """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
     stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
     return 2
+
+
+def config_error(exc: PolicyError, stderr: IO[str]) -> int:
+    """A ``.stoprule/config.yaml`` that does not validate: its diagnostics (file:line:col, field) on stderr; 2."""
+    return diagnostics_error(exc, f"{exc.total} error(s) in the project's config", stderr)
 
 
 def policy_error(exc: PolicyError, pack: str | os.PathLike[str], stderr: IO[str]) -> int:

@@ -1,6 +1,7 @@
 """``stoprule doctor``: is the stop hook wired, and does it answer?
 
-For each harness whose project or user config holds stoprule's entry: the entry, whether
+For each harness whose project or user config holds stoprule's entry (for OpenCode: the
+generated plugin, which must be the one this stoprule generates): the entry, whether
 its command resolves on the PATH a harness started outside this venv has (this venv's
 ``bin`` removed: that is how a harness started from a desktop or another shell runs it),
 then one synthetic stop run through that very command the same way (``sh -c``, payload on
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,7 +24,7 @@ import sys
 from typing import IO, Any
 
 from stoprule.agent.settings import hook_settings
-from stoprule.agent.wiring import TARGETS, find_entry
+from stoprule.agent.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
@@ -41,6 +43,8 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
     "cursor": {"conversation_id": "stoprule-doctor", "generation_id": "doctor", "hook_event_name": "stop",
                "status": "completed", "loop_count": 0},
     "copilot": {"sessionId": "stoprule-doctor", "timestamp": 0, "stopReason": "end_turn"},
+    "opencode": {"hook_event_name": "session.idle", "session_id": "stoprule-doctor", "loop_count": 0,
+                 "last_assistant_message": "doctor check", "todos": [], "turns": 1},
 }  # fmt: skip
 
 
@@ -113,6 +117,49 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     return True, f"allow: {json.dumps(obj)[:200]}"
 
 
+def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
+    """Does the hook's command resolve without this venv, and allow a synthetic stop?"""
+    from stoprule.cli.doctor_mcp import path_remedy
+
+    exe = shlex.split(command)[0]
+    resolved = shutil.which(exe, path=harness_env()["PATH"])
+    where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
+    good = _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
+    ok, what = _synthetic(command, name, root)
+    return _line(stdout, ok, f"{name}: synthetic stop: {what}") and good
+
+
+def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
+    """OpenCode's generated plugins (project, user): (how many, all good)."""
+    found, good = 0, True
+    for user in (False, True):
+        path = os.path.join(os.path.expanduser("~") if user else root, OPENCODE_PLUGIN[1 if user else 0])
+        if not os.path.isfile(path):
+            continue
+        found += 1
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read(1 << 20)
+            m = re.search(r"^const COMMAND = (.*?) // argv of stoprule$", text, re.M)
+            argv = json.loads(m.group(1)) if m else None
+        except (OSError, ValueError) as exc:
+            good = _line(stdout, False, f"opencode: {path} unreadable: {exc}")
+            continue
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+            good = _line(stdout, False, f"opencode: {path} is not the plugin stoprule generates: "
+                                        "run `stoprule init --harness opencode`")  # fmt: skip
+            continue
+        current = text == opencode_plugin(argv)
+        state = (
+            "plugin"
+            if current
+            else "plugin differs from the one this stoprule generates (run `stoprule init --harness opencode`):"
+        )
+        good &= _line(stdout, current, f"opencode: {state} {path}: {shlex.join(argv)} hook opencode")
+        good &= _check_command(stdout, "opencode", shlex.join([*argv, "hook", "opencode"]), root)
+    return found, good
+
+
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()
@@ -149,14 +196,10 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
                 continue
             found += 1
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
-            exe = shlex.split(command)[0]
-            resolved = shutil.which(exe, path=harness_env()["PATH"])
-            from stoprule.cli.doctor_mcp import path_remedy
-
-            where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
-            good &= _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
-            ok, what = _synthetic(command, name, root)
-            good &= _line(stdout, ok, f"{name}: synthetic stop: {what}")
+            good &= _check_command(stdout, name, command, root)
+    plugins, plugins_good = _check_opencode(stdout, root)
+    found += plugins
+    good &= plugins_good
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
     from stoprule.cli.doctor_mcp import check_mcp

@@ -7,6 +7,7 @@ Python it runs in can import the MCP SDK (``stoprule mcp`` cannot start without 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -64,6 +65,16 @@ def _python_of(command: str, args: list[str]) -> list[str] | None:
     return words or None
 
 
+@functools.cache
+def _sdk_importable(python: tuple[str, ...]) -> bool:
+    """Can this interpreter import the MCP SDK? Probed once per interpreter in a process (the
+    registrations of several harnesses usually share one)."""
+    try:
+        return subprocess.run([*python, "-c", _PROBE], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def check_mcp(root: str, line: Any, stdout: IO[str]) -> bool:
     """One line per registration found under ``root``; False when one cannot start."""
     good = True
@@ -79,12 +90,7 @@ def check_mcp(root: str, line: Any, stdout: IO[str]) -> bool:
             if python is None:
                 line(stdout, True, f"MCP server in {rel}: {shown} (its interpreter cannot be told; not probed)")
                 continue
-            try:
-                p = subprocess.run([*python, "-c", _PROBE], capture_output=True, timeout=30)
-                ok = p.returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-            if ok:
+            if _sdk_importable(tuple(python)):
                 line(stdout, True, f"MCP server in {rel}: {shown} (MCP SDK importable)")
             else:
                 good &= line(stdout, False, f"MCP server in {rel}: {shown} cannot start: the MCP SDK is not "

@@ -280,7 +280,7 @@ def remote_eval(
     import os
     from urllib.parse import urlencode
 
-    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, verdict_from_envelope
+    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks, verdict_from_envelope
 
     query = {k: v for k, v in (("run", args.run), ("parent", args.parent), ("retry", args.retry)) if v}
     if args.checkpoint:
@@ -302,12 +302,20 @@ def remote_eval(
             qs = "?" + urlencode(query) if query else ""
             if args.retry:
                 answers = [remote.call("POST", "/v1/evaluate" + qs, data)]
-            else:
-                status, body = remote.batch(data, qs)
-                if status != 200:
-                    err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
-                    raise RemoteError(err.get("code", "server.bad_answer"), err.get("message", f"HTTP {status}"))
-                answers = [json.loads(line) for line in body.splitlines() if line.strip()]
+            else:  # in requests under the server's limits; each later one continues the run from its tip
+                answers = []
+                for n, (first, chunk) in enumerate(ndjson_chunks(data)):
+                    later = {k: v for k, v in query.items() if k != "parent"}  # --parent: the first fact's
+                    status, body = remote.batch(chunk, qs if n == 0 else "?" + urlencode(later) if later else "")
+                    if status != 200:
+                        err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
+                        raise RemoteError(err.get("code", "server.bad_answer"), err.get("message", f"HTTP {status}"))
+                    for line in body.splitlines():
+                        if line.strip():
+                            answer = json.loads(line)
+                            if "error" in answer and isinstance(answer["error"].get("line"), int):
+                                answer["error"]["line"] += first - 1  # the input's line, not the request's
+                            answers.append(answer)
             for answer in answers:
                 if "error" in answer:
                     e = answer["error"]

@@ -106,9 +106,23 @@ def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
         else:
             parts = [_flat_len(v, y, seen) for v in node]
         return lead + 2 + sum(parts) + 2 * max(len(parts) - 1, 0)
+    key = (type(node), node) if type(node) in _PLAIN else None  # written from its value alone
+    if key is not None and key in _SCALAR_LEN:
+        return _SCALAR_LEN[key]
     out = io.StringIO()
     y.dump([node], out)  # a scalar as written: its quoting and style kept
-    return len(out.getvalue().strip()[1:-1])
+    n = len(out.getvalue().strip()[1:-1])
+    if key is not None:
+        if len(_SCALAR_LEN) >= 4096:
+            _SCALAR_LEN.clear()
+        _SCALAR_LEN[key] = n
+    return n
+
+
+# The flow length of a scalar of a plain type, by value: the same for every YAML made by _yaml()
+# (the only kind format_text is given); ruamel's own scalar types keep a style, so are measured each time
+_PLAIN = (str, int, bool, type(None))
+_SCALAR_LEN: dict[tuple[type, Any], int] = {}
 
 
 def _unflow(node: Any, column: int, y: Any, seen: set[int] | None = None) -> None:
@@ -132,7 +146,8 @@ def _unflow(node: Any, column: int, y: Any, seen: set[int] | None = None) -> Non
             continue
         fa = getattr(value, "fa", None)
         flow = fa is not None and fa.flow_style() and id(value) not in seen
-        if flow and fa is not None and column + lead + _flat_len(value, y, seen) > WIDTH:
+        # (past WIDTH already, e.g. inside a flow collection: no need to measure it)
+        if flow and fa is not None and (column + lead > WIDTH or column + lead + _flat_len(value, y, seen) > WIDTH):
             fa.set_block_style()
         block = fa is None or not fa.flow_style()
         _unflow(value, column + 2 if block else 1 << 16, y, seen)

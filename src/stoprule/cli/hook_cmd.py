@@ -58,11 +58,20 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
-    """Append the decision to ``<project>/ledger.db`` as a node of run ``run`` (the session)."""
+    """Append the decision as a node of run ``run`` (the session) to the project's ledger:
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``."""
+    from stoprule.cli.common import ledger_target
     from stoprule.ledger.recorder import Recorder
     from stoprule.ledger.store import Ledger
 
-    with Ledger.open(os.path.join(project, "ledger.db"), create=True) as ledger:
+    path, default = ledger_target(None, start=os.path.dirname(project))
+    if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
+        from stoprule.ledger.backend import open_ledger
+
+        opened = open_ledger(path, create=True)
+    else:
+        opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
+    with opened as ledger:
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)
 
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import IO
 
-from stoprule.cli.common import add_ledger_flag
+from stoprule.cli.common import add_ledger_flag, config_error, ledger_target
+from stoprule.diagnostics import ConfigError
 from stoprule.ledger import keys
 from stoprule.ledger.backend import keys_file, open_ledger
 from stoprule.ledger.errors import LedgerError
-from stoprule.ledger.store import resolve_path
 
 __all__ = ["add_arguments", "run"]
 
@@ -55,7 +54,10 @@ def _table(ring) -> str:  # noqa: ANN001 - KeyRing
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    path, _ = resolve_path(args.ledger, os.environ)
+    try:
+        path, _ = ledger_target(args.ledger)
+    except ConfigError as exc:
+        return config_error(exc, stderr)
     try:
         if args.keys_command == "list":
             ring = keys.load(keys_file(path))

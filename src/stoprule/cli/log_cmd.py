@@ -21,14 +21,16 @@ from typing import IO, Any
 
 from stoprule.cli.common import (
     add_ledger_flag,
+    config_error,
     fact_error,
     input_name,
     json_line,
+    ledger_target,
     line_safe,
     policy_error,
     render_verdict,
 )
-from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.diagnostics import ConfigError, EvaluationError, PolicyError
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.facts.parse import parse_facts, read_input
 from stoprule.ledger.backend import open_ledger
@@ -36,7 +38,7 @@ from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import verdict_from_event
 from stoprule.ledger.recorder import Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
-from stoprule.ledger.store import TIP, check_run_id, corrupt, resolve_path
+from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
 
 __all__ = ["add_arguments", "record_command", "run"]
@@ -86,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
-    path, default = resolve_path(explicit, os.environ)
+    path, default = ledger_target(explicit)
     if write and default:
         os.makedirs(os.path.dirname(path), exist_ok=True)
     return open_ledger(path, create=write, readonly=not write)
@@ -193,8 +195,7 @@ _ACTIONS = {"status": _status, "show": _show, "runs": _runs, "export": _export}
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         if args.log_command == "upgrade":  # writes, but never creates a ledger
-
-            with open_ledger(resolve_path(args.ledger, os.environ)[0], create=False) as ledger:
+            with open_ledger(ledger_target(args.ledger)[0], create=False) as ledger:
                 return _upgrade(ledger, args, stdout)
         if args.log_command == "import":
             with _open(args.ledger, write=True) as ledger:
@@ -206,6 +207,8 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     except LedgerError as exc:
         stderr.write(f"stoprule: {exc}\n")
         return 2
+    except ConfigError as exc:
+        return config_error(exc, stderr)
 
 
 # ---------------------------------------------------------------------- stoprule eval --run
@@ -312,6 +315,8 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
     except LedgerError as exc:
         fact_error(exc, "", args.format, stdout, stderr)
         return 2
+    except ConfigError as exc:
+        return config_error(exc, stderr)
     except OSError as exc:  # making ./.stoprule/ for the default ledger
         stderr.write(f"stoprule: cannot create the ledger directory: {exc}\n")
         return 2

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     except ConfigError as exc:
         stderr.write(f"stoprule: {exc}\n")
         return 2
-    ledger = args.ledger or config.ledger or os.environ.get("STOPRULE_LEDGER") or None
+    ledger = args.ledger or os.environ.get("STOPRULE_LEDGER") or config.ledger or None  # flag > env > file
     config = ServeConfig(policy=args.policy or config.policy, tokens=config.tokens, ledger=ledger,
                          limits=config.limits, reload_interval_ms=config.reload_interval_ms,
                          auth=not args.no_auth)  # fmt: skip
@@ -74,7 +74,14 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                  f"{holder.current.digest}; ledger {_shown(config.ledger)}\n")  # fmt: skip
     from stoprule.serve.run import serve
 
-    serve(config, host=args.host, port=args.port, workers=workers, log_level=args.log_level)
+    try:
+        ok = serve(config, host=args.host, port=args.port, workers=workers, log_level=args.log_level)
+    except OSError as exc:
+        stderr.write(f"stoprule: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}\n")
+        return 2
+    if not ok:
+        stderr.write("stoprule: the server's workers could not start (see the messages above)\n")
+        return 1
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from stoprule._util.records import Record, record
 from stoprule.diagnostics import FactError
 from stoprule.limits import SAFE_INT  # fact integers: exact as doubles, offset sums far from 64-bit overflow
 
@@ -45,19 +46,44 @@ def format_field(path: tuple[str | int, ...]) -> str:
     return out
 
 
-class FactField:
-    """A typed field; ``object`` fields hold children, ``list`` fields an item type."""
+def _lookup(fields: dict[str, FactField]) -> dict[str, str]:
+    """Every key naming a field of an object (its own name and its aliases) -> the field's name."""
+    out: dict[str, str] = {}
+    for name, f in fields.items():
+        out[name] = name
+        for a in f.aliases:
+            out[a] = name
+    return out
 
-    __slots__ = (
-        "name", "type", "required", "nullable", "has_default", "default", "aliases", "values",
-        "items", "fields", "required_if", "description", "additional", "lookup",
-    )  # fmt: skip
 
-    def __init__(
-        self,
+@record
+class FactField(Record):
+    """A typed field; ``object`` fields hold children, ``list`` fields an item type.
+
+    A record (an immutable tuple, the idiom of the records a cached pack loads on every start):
+    build one with ``FactField(...)`` or :meth:`_replace`; ``lookup`` (every key naming a child:
+    own names and aliases) is computed from ``fields``.
+    """
+
+    name: str
+    type: str
+    required: bool = False
+    nullable: bool = False
+    has_default: bool = False
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    items: FactField | None = None
+    fields: dict[str, FactField] = None  # type: ignore[assignment]  # an empty dict when not given
+    required_if: str | None = None
+    description: str | None = None
+    additional: str = "allow"
+    lookup: dict[str, str] = None  # type: ignore[assignment]  # computed from fields
+
+    def __new__(  # noqa: PLR0913 - the record's fields
+        cls,
         name: str,
         type: str,
-        *,
         required: bool = False,
         nullable: bool = False,
         has_default: bool = False,
@@ -69,39 +95,22 @@ class FactField:
         required_if: str | None = None,
         description: str | None = None,
         additional: str = "allow",
-    ) -> None:
-        self.name = name
-        self.type = type
-        self.required = required
-        self.nullable = nullable
-        self.has_default = has_default
-        self.default = default
-        self.aliases = aliases
-        self.values = values
-        self.items = items
-        self.fields: dict[str, FactField] = fields if fields is not None else {}
-        self.required_if = required_if
-        self.description = description
-        self.additional = additional
-        self.lookup: dict[str, str] = {}
-        self.reindex()
+        lookup: dict[str, str] | None = None,
+    ) -> FactField:
+        fields = {} if fields is None else fields
+        lookup = _lookup(fields) if lookup is None else lookup
+        state = (name, type, required, nullable, has_default, default, aliases, values, items, fields)
+        new: Any = tuple.__new__  # a record is a tuple (see stoprule._util.records)
+        return new(cls, (*state, required_if, description, additional, lookup))
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
+    def _replace(self, **changes: Any) -> FactField:
+        """A copy with ``changes`` (``lookup`` computed again)."""
+        state = self._asdict()
+        del state["lookup"]
+        return FactField(**{**state, **changes})
 
     def __repr__(self) -> str:
         return f"FactField({self.name!r}, {self.describe()!r})"
-
-    def reindex(self) -> None:
-        self.lookup = {}
-        for name, f in self.fields.items():
-            self.lookup[name] = name
-            for a in f.aliases:
-                self.lookup[a] = name
 
     @property
     def may_be_absent(self) -> bool:

@@ -147,7 +147,7 @@ def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: li
     if f.has_default and not (spec.type == "list" and items is None) and not (spec.type == "object" and not children):
         try:
             # normalised as a fact value would be: an object default gets its children's defaults
-            f.default = FactSchema(FactField("", "object")).check_value(f, f.default)
+            f = f._replace(default=FactSchema(FactField("", "object")).check_value(f, f.default))
         except Exception as exc:  # FactError: default does not fit the type
             err("schema.default", f"default does not fit the field: {exc}", ("default",))
     if f.required and f.has_default:

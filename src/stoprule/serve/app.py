@@ -215,7 +215,8 @@ def create_app(config: ServeConfig) -> Starlette:
         return endpoint
 
     async def healthz(request: Request) -> Response:
-        return svc.respond(200, {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused})
+        return svc.respond(200, {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused,
+                                 "worker": os.getpid()})  # fmt: skip
 
     async def metrics(request: Request) -> Response:
         cur = svc.pack.current
