@@ -92,6 +92,7 @@ class Encoder:
         self.root = Node(root, "", z3.BoolVal(True), z3.BoolVal(False))
         self.axioms: list[Any] = []
         self.inexact: set[str] = set()
+        self._gaps: set[tuple[int, float]] = set()  # (term id, double): no value next to it
         self.rounded: list[tuple[Any, Fraction]] = []
         self._n = 0
         self._ids: dict[str, int] = {}
@@ -288,7 +289,7 @@ class Encoder:
             test = OPERATORS[op].test
             hits = [x for x in node.fld.values if test(x, a.arg)]
             return any_of([v == self.enum_id(x) for x in hits]) if hits else z3.BoolVal(False)
-        if t == "number" and op in ("in", "not_in", "ne", "lt", "lte", "gt", "gte"):
+        if t == "number" and op in ("in", "not_in", "eq", "ne", "lt", "lte", "gt", "gte"):
             return self._double_test(op, v, a.arg)
         if op in ("in", "not_in"):
             inside = any_of([self._eq_lit(t, v, x) for x in a.arg]) if a.arg else z3.BoolVal(False)
@@ -310,11 +311,12 @@ class Encoder:
         With the range axiom, every real model then rounds to a double that keeps each such
         atom's truth (rounding is monotone and keeps doubles)."""
         if op in ("in", "not_in"):
-            inside = any_of([v == self.exact(float(x)) for x in arg]) if arg else z3.BoolVal(False)
-            if op == "in":
-                return inside
-            return all_of(*[self._double_test("ne", v, x) for x in arg])
+            inside = any_of([self._double_test("eq", v, x) for x in arg]) if arg else z3.BoolVal(False)
+            return inside if op == "in" else z3.Not(inside)
         d = float(arg)
+        self._no_gap(v, d)
+        if op == "eq":
+            return v == self.exact(d)
         if op == "lte":
             return v <= self.exact(d)
         if op == "gte":
@@ -323,6 +325,20 @@ class Encoder:
         lt = v <= self.exact(below) if math.isfinite(below) else z3.BoolVal(False)
         gt = v >= self.exact(above) if math.isfinite(above) else z3.BoolVal(False)
         return lt if op == "lt" else gt if op == "gt" else any_of(lt, gt)
+
+    def _no_gap(self, v: Any, d: float) -> None:
+        """An axiom: ``v`` is not strictly between ``d`` and a neighbouring double, where no double
+        is. So the negation of ``v >= next(d)`` is ``v <= d``, closed too, and every atom on ``v``
+        keeps its truth when a model value is rounded to a double."""
+        key = (v.get_id(), d)
+        if key in self._gaps:
+            return
+        self._gaps.add(key)
+        for side in (math.inf, -math.inf):
+            nxt = math.nextafter(d, side)
+            if math.isfinite(nxt):
+                lo, hi = (d, nxt) if side > 0 else (nxt, d)
+                self.axioms.append(any_of(v <= self.exact(lo), v >= self.exact(hi)))
 
     def _eq_lit(self, t: str, v: Any, x: Any) -> Any:
         if t == "bool":
