@@ -18,29 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
+from stoprule.analysis.deadline import OutOfTime, set_deadline
+from stoprule.analysis.deadline import tick as _tick
 from stoprule.analysis.domain import Space
 from stoprule.analysis.formula import FALSE, TRUE
 
 __all__ = ["SAME", "Cell", "Decider", "Explorer", "OutOfTime", "Outcome", "Progress", "set_deadline", "widen_regions"]
 
-
-class OutOfTime(Exception):
-    """The exploration passed the deadline given to :func:`set_deadline`."""
-
-
-_deadline: list[Any] = [None, time.monotonic]
-_ticks = [0]
-
-
-def set_deadline(when: float | None, clock: Callable[[], float] = time.monotonic) -> None:
-    """Stop every exploration with :class:`OutOfTime` once ``clock()`` passes ``when``."""
-    _deadline[0], _deadline[1] = when, clock
-
-
-def _tick() -> None:
-    _ticks[0] += 1
-    if _ticks[0] & 255 == 0 and _deadline[0] is not None and _deadline[1]() > _deadline[0]:
-        raise OutOfTime
 
 Outcome = tuple[tuple[int, ...] | None, ...]  # per rule list: positions matching at the top priority
 Chain = tuple[int, int, Any] | None  # (var, value, rest): an assignment as a linked list

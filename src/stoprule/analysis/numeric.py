@@ -30,6 +30,7 @@ import struct
 import sys
 from fractions import Fraction
 
+from stoprule.analysis.deadline import tick
 from stoprule.limits import SAFE_INT
 
 __all__ = ["Prim", "from_ordinal", "is_exact", "ordinal", "plainest", "regions"]
@@ -171,8 +172,6 @@ def _search(
     n: int, prims: list[Prim], base: list, integer: bool, ints: list[int]
 ) -> list[tuple[tuple[int, ...], list]]:
     """Every consistent three-way outcome of ``prims`` on top of ``base``, with its constraints."""
-    from stoprule.analysis.explore import _tick as tick  # the analysis deadline (explore imports this module)
-
     out: list[tuple[tuple[int, ...], list]] = []
 
     def feasible(edges: list) -> bool:
