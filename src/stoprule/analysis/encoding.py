@@ -37,10 +37,13 @@ from stoprule.language.operators import OPERATORS
 from stoprule.language.patterns import glob_class, glob_tokens
 from stoprule.limits import SAFE_INT
 
-__all__ = ["Encoder", "Node", "all_of", "any_of"]
+__all__ = ["CHARS", "SHORT_LIST", "Encoder", "Node", "TextAtom", "all_of", "any_of"]
+
+SHORT_LIST = 2  # elements: a query is first asked with every list at most this long
 
 _CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(0x2FFFF)))
 _ANY = z3.Star(_CHARS)
+CHARS = _ANY  # the strings a fact may hold: no NUL, no lone surrogate
 
 
 def all_of(*xs: Any) -> Any:
@@ -62,7 +65,7 @@ def any_of(*xs: Any) -> Any:
 class Node:
     """One field (or list element) as the conditions see it."""
 
-    __slots__ = ("children", "elems", "fld", "length", "name", "null", "pres", "val")
+    __slots__ = ("_alive", "children", "elems", "fld", "length", "name", "null", "pres", "val")
 
     def __init__(self, fld: FactField, name: str, pres: Any, null: Any) -> None:
         self.fld = fld
@@ -73,11 +76,29 @@ class Node:
         self.length: Any = None
         self.children: dict[str, Node] = {}
         self.elems: list[Node] = []
+        self._alive: Any = None
 
     @property
     def alive(self) -> Any:
         """Present and not null."""
-        return all_of(self.pres, z3.Not(self.null))
+        if self._alive is None:
+            self._alive = all_of(self.pres, z3.Not(self.null))
+        return self._alive
+
+
+class TextAtom:
+    """A test on string fields (glob, prefix, suffix, equality, membership, a comparison
+    between two string fields). The queries see only its Bool ``var``; :class:`~.solver.Solver`
+    checks each model's choice of these Bools on the strings themselves, one small query per
+    group of string fields tied by tests, and adds the reason as a lemma when they cannot
+    hold together. ``test`` is the exact term over the fields' String variables."""
+
+    __slots__ = ("nodes", "test", "var")
+
+    def __init__(self, var: Any, test: Any, nodes: tuple[Node, ...]) -> None:
+        self.var = var
+        self.test = test
+        self.nodes = nodes
 
 
 class Encoder:
@@ -89,6 +110,12 @@ class Encoder:
         self.axioms: list[Any] = []
         self.inexact: set[str] = set()
         self.rounded: list[tuple[Any, Fraction]] = []
+        self.short: list[Any] = []  # "every list is short": tried first as assumptions (see Solver.check)
+        self.texts: list[TextAtom] = []  # string tests, each a Bool in the queries (see TextAtom)
+        self._text_ids: dict[int, int] = {}
+        self._text_parent: dict[int, int] = {}  # union-find over string nodes (id -> id)
+        self._text_nodes: dict[int, Node] = {}
+        self._strings: dict[int, str] = {}
         self._n = 0
         self._ids: dict[str, int] = {}
         self._slots: dict[tuple[str, ...], set[str]] = {}
@@ -132,7 +159,8 @@ class Encoder:
         if fld.required_if:  # the validator: a true flag needs this field not null and not ""
             flag = self._child(parent, fld.required_if)
             if flag.fld.type == "bool":
-                want = node.alive if fld.type != "string" else all_of(node.alive, node.val != z3.StringVal(""))
+                empty = node.val == z3.StringVal("") if fld.type == "string" else None
+                want = node.alive if empty is None else all_of(node.alive, z3.Not(self._text(empty, node)))
                 ax.append(z3.Implies(all_of(flag.alive, flag.val), want))
         return node
 
@@ -148,9 +176,8 @@ class Encoder:
         elif t == "enum":
             node.val = v = self._fresh(node.name, "int")
             ax.append(any_of([v == self.enum_id(x) for x in fld.values]))
-        elif t == "string":
-            node.val = v = self._fresh(node.name, "str")
-            ax.append(z3.Not(z3.Contains(v, z3.StringVal(chr(0)))))
+        elif t == "string":  # its characters: see TextAtom
+            node.val = self._fresh(node.name, "str")
         elif t == "list":
             node.length = n = self._fresh(node.name + "#", "int")
             ax.append(n >= 0)
@@ -162,6 +189,8 @@ class Encoder:
             assert lst.fld.items is not None
             k = len(self._slots.get(path, ())) + 1
             self.axioms.append(lst.length <= k)
+            if k > SHORT_LIST:
+                self.short.append(lst.length <= SHORT_LIST)
             item = lst.fld.items
             for i in range(k):
                 pres = all_of(lst.alive, lst.length > i)
@@ -234,6 +263,8 @@ class Encoder:
             if t == "enum" or ref.fld.type == "enum" or t in ("string", "bool"):
                 rhs = ref.val
                 test = self._compare(a.op, node.val, rhs)
+                if t == "string":
+                    test = self._text(test, node, ref)
             else:
                 lhs, rhs = self._num(node), self._num(ref)
                 if off:
@@ -242,7 +273,40 @@ class Encoder:
                         self.inexact.add("number fields compared with an offset (doubles round, rationals do not)")
                 test = self._compare(a.op, lhs, rhs)
             return all_of(*ok, test)
-        return all_of(*ok, self._literal_test(a, node))
+        test = self._literal_test(a, node)
+        return all_of(*ok, self._text(test, node) if t == "string" else test)
+
+    def _text(self, test: Any, *nodes: Node) -> Any:
+        """The Bool standing for a string test (its negation through ``not``)."""
+        if z3.is_not(test):
+            return z3.Not(self._text(test.arg(0), *nodes))
+        if z3.is_true(test) or z3.is_false(test):
+            return test
+        key = test.get_id()
+        k = self._text_ids.get(key)
+        if k is None:
+            k = self._text_ids[key] = len(self.texts)
+            self.texts.append(TextAtom(self._fresh("text", "bool"), test, nodes))
+            for n in nodes:
+                self._text_nodes[id(n)] = n
+                self._text_parent.setdefault(id(n), id(n))
+            for n in nodes[1:]:
+                self._text_parent[self._text_root(id(n))] = self._text_root(id(nodes[0]))
+        return self.texts[k].var
+
+    def _text_root(self, x: int) -> int:
+        while self._text_parent[x] != x:
+            x = self._text_parent[x]
+        return x
+
+    def text_groups(self) -> list[tuple[list[Node], list[int]]]:
+        """String nodes tied by tests between them, with their tests (indices into ``texts``)."""
+        groups: dict[int, tuple[list[Node], list[int]]] = {}
+        for x, n in self._text_nodes.items():
+            groups.setdefault(self._text_root(x), ([], []))[0].append(n)
+        for k, atom in enumerate(self.texts):
+            groups[self._text_root(id(atom.nodes[0]))][1].append(k)
+        return list(groups.values())
 
     def _num(self, node: Node) -> Any:
         return node.val
@@ -323,11 +387,13 @@ class Encoder:
 
     # ------------------------------------------------------------ models back to facts
 
-    def fact(self, model: Any) -> dict[str, Any]:
-        """The fact a model describes: every encoded field as the model sets it, fields the
-        conditions do not read only where the schema requires them (a plain value).
-        ``rounded`` lists the number values that are not doubles (term, exact value)."""
+    def fact(self, model: Any, strings: dict[int, str] | None = None) -> dict[str, Any]:
+        """The fact a model describes: every encoded field as the model sets it (a string as
+        ``strings`` gives it by node id, else ""), fields the conditions do not read only where
+        the schema requires them (a plain value). ``rounded`` lists the number values that are
+        not doubles (term, exact value)."""
         self.rounded = []
+        self._strings = strings or {}
         out = self._object(model, self.root)
         assert isinstance(out, dict)
         return out
@@ -359,6 +425,8 @@ class Encoder:
             if not node.elems:
                 return [_filler(node.fld.items)] * n if n else []
             return [None if _true(m, e.null) else self._read(m, e) for e in node.elems[:n]]
+        if t == "string":
+            return self._strings.get(id(node), "")
         v = m.eval(node.val, model_completion=True)
         if t == "bool":
             return z3.is_true(v)
@@ -369,10 +437,8 @@ class Encoder:
             if Fraction(float(fr)) != fr:
                 self.rounded.append((node.val, fr))
             return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
-        if t == "enum":
-            names = {self._ids[x]: x for x in node.fld.values}
-            return names[v.as_long()]
-        return v.as_string()
+        names = {self._ids[x]: x for x in node.fld.values}
+        return names[v.as_long()]
 
 
 def _true(m: Any, term: Any) -> bool:
