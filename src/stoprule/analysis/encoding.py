@@ -110,6 +110,7 @@ class Encoder:
         self.axioms: list[Any] = []
         self.inexact: set[str] = set()
         self.rounded: list[tuple[Any, Fraction]] = []
+        self.long = z3.Bool("long!")  # lists may be longer than SHORT_LIST
         self.short: list[Any] = []  # "every list is short": tried first as assumptions (see Solver.check)
         self.texts: list[TextAtom] = []  # string tests, each a Bool in the queries (see TextAtom)
         self._text_ids: dict[int, int] = {}
@@ -120,6 +121,8 @@ class Encoder:
         self._ids: dict[str, int] = {}
         self._slots: dict[tuple[str, ...], set[str]] = {}
         self._cache: dict[tuple[int, int], Any] = {}
+        self._by_shape: dict[tuple[Any, int], Any] = {}
+        self._shapes: dict[int, Any] = {}
         self._keep: list[Any] = []  # nodes cached by id stay alive
         self._re: dict[str, Any] = {}
         for c in conds:
@@ -190,7 +193,8 @@ class Encoder:
             k = len(self._slots.get(path, ())) + 1
             self.axioms.append(lst.length <= k)
             if k > SHORT_LIST:
-                self.short.append(lst.length <= SHORT_LIST)
+                self.axioms.append(z3.Implies(z3.Not(self.long), lst.length <= SHORT_LIST))
+                self.short[:] = [z3.Not(self.long)]
             item = lst.fld.items
             for i in range(k):
                 pres = all_of(lst.alive, lst.length > i)
@@ -214,8 +218,37 @@ class Encoder:
         scope = scope or self.root
         key = (id(c), id(scope))
         got = self._cache.get(key)
-        if got is not None:
-            return got
+        if got is None:  # the same condition written again (another rule, a rewritten copy): its term
+            skey = (self._shape(c), id(scope))
+            got = self._by_shape.get(skey)
+            if got is None:
+                got = self._by_shape[skey] = self._build(c, scope)
+            self._cache[key] = got
+            self._keep.append(c)
+        return got
+
+    def _shape(self, c: C.Cond) -> Any:
+        """What the term of ``c`` depends on (locations left out), memoized."""
+        got = self._shapes.get(id(c))
+        if got is None:
+            if isinstance(c, C.Atom):
+                got = ("a", c.path, c.op, _shape_of(c.arg), c.ref_path)
+            elif isinstance(c, C.Const):
+                got = ("c", c.value)
+            elif isinstance(c, C.Not):
+                got = ("n", self._shape(c.item))
+            elif isinstance(c, (C.AllOf, C.AnyOf)):
+                got = ("&" if isinstance(c, C.AllOf) else "|", tuple(self._shape(i) for i in c.items))
+            elif isinstance(c, C.Quant):
+                got = ("q", c.kind, c.path, self._shape(c.where))
+            else:
+                assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+                got = self._shape(c.body)
+            self._shapes[id(c)] = got
+            self._keep.append(c)
+        return got
+
+    def _build(self, c: C.Cond, scope: Node) -> Any:
         if isinstance(c, C.Const):
             out = z3.BoolVal(c.value)
         elif isinstance(c, C.Not):
@@ -231,14 +264,17 @@ class Encoder:
                 inner = self.cond(c.where, e)
                 live = lst.length > i
                 parts.append(all_of(live, inner) if c.kind == "some" else z3.Implies(live, inner))
-            out = any_of(parts) if c.kind == "some" else all_of(parts)
+            # the slots past SHORT_LIST only when long lists are allowed (see ``short``)
+            head, tail = parts[:SHORT_LIST], parts[SHORT_LIST:]
+            if c.kind == "some":
+                out = any_of(*head, all_of(self.long, any_of(tail))) if tail else any_of(parts)
+            else:
+                out = all_of(*head, z3.Implies(self.long, all_of(tail))) if tail else all_of(parts)
         elif isinstance(c, C.Atom):
             out = self._atom(c, scope)
         else:
             assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
             out = self.cond(c.body, scope)
-        self._cache[key] = out
-        self._keep.append(c)
         return out
 
     def _atom(self, a: C.Atom, scope: Node) -> Any:
@@ -439,6 +475,15 @@ class Encoder:
             return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
         names = {self._ids[x]: x for x in node.fld.values}
         return names[v.as_long()]
+
+
+def _shape_of(v: Any) -> Any:
+    """A literal as a key that tells apart what Python's equality does not (1, 1.0, True)."""
+    if isinstance(v, dict):
+        return ("d", tuple(sorted((k, _shape_of(x)) for k, x in v.items())))
+    if isinstance(v, (tuple, list)):
+        return ("t", tuple(_shape_of(x) for x in v))
+    return (type(v).__name__, v)
 
 
 def _true(m: Any, term: Any) -> bool:
