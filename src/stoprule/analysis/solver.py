@@ -111,6 +111,9 @@ class Solver:
 
     def new(self) -> z3.Solver:
         s = z3.Solver()
+        # no preprocessing: it would substitute the winner chains' definitions into one deep
+        # formula at every check (diff of 200 rules: 76 ms a query with it, under 1 ms without)
+        s.set("simplification", "none")
         self._sync(s)
         return s
 
