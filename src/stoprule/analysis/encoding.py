@@ -31,6 +31,7 @@ from typing import Any
 
 import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
+from stoprule.diagnostics import AnalysisLimit
 from stoprule.facts.schema import FactField
 from stoprule.language import conditions as C
 from stoprule.language.operators import OPERATORS
@@ -41,7 +42,8 @@ __all__ = ["CHARS", "SHORT_LIST", "Encoder", "Node", "TextAtom", "all_of", "any_
 
 SHORT_LIST = 2  # elements: a query is first asked with every list at most this long
 
-_CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(0x2FFFF)))
+MAX_CHAR = 0x2FFFF  # cvc5's alphabet ends here
+_CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(MAX_CHAR)))
 _ANY = z3.Star(_CHARS)
 CHARS = _ANY  # the strings a fact may hold: no NUL, no lone surrogate
 
@@ -387,9 +389,9 @@ class Encoder:
         if op == "glob":
             return z3.InRe(v, self._glob(a.arg))
         if op == "starts_with":
-            return z3.PrefixOf(z3.StringVal(a.arg), v)
+            return z3.PrefixOf(_sval(a.arg), v)
         if op == "ends_with":
-            return z3.SuffixOf(z3.StringVal(a.arg), v)
+            return z3.SuffixOf(_sval(a.arg), v)
         if op in ("eq", "ne"):
             eq = self._eq_lit(t, v, a.arg)
             return eq if op == "eq" else z3.Not(eq)
@@ -399,7 +401,7 @@ class Encoder:
         if t == "bool":
             return v == z3.BoolVal(x)
         if t == "string":
-            return v == z3.StringVal(x)
+            return v == _sval(x)
         return self._compare("eq", v, self._lit(x, v))
 
     def _glob(self, pattern: str) -> Any:
@@ -412,10 +414,13 @@ class Encoder:
                 elif kind == "one":
                     parts.append(_CHARS)
                 elif kind == "lit":
-                    parts.append(z3.Re(z3.StringVal(text)))
+                    parts.append(z3.Re(_sval(text)))
                 else:
                     neg, ranges = glob_class(text)
-                    cls = z3.Union([z3.Range(lo, hi) for lo, hi in ranges]) if len(ranges) > 1 else z3.Range(*ranges[0])
+                    top = chr(MAX_CHAR)  # past the solver's alphabet no character is in a witness
+                    kept = [z3.Range(lo, min(hi, top)) for lo, hi in ranges if lo <= top]
+                    none = z3.Intersect(_CHARS, z3.Complement(_CHARS))
+                    cls = z3.Union(kept) if len(kept) > 1 else kept[0] if kept else none
                     parts.append(z3.Intersect(_CHARS, z3.Complement(cls)) if neg else cls)
             got = z3.Concat(parts) if len(parts) > 1 else parts[0] if parts else z3.Re(z3.StringVal(""))
             self._re[pattern] = got
@@ -475,6 +480,12 @@ class Encoder:
             return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
         names = {self._ids[x]: x for x in node.fld.values}
         return names[v.as_long()]
+
+
+def _sval(text: str) -> Any:
+    if any(ord(ch) > MAX_CHAR for ch in text):
+        raise AnalysisLimit(f"the string {text!r} holds a character beyond U+2FFFF, the solver's alphabet")
+    return z3.StringVal(text)
 
 
 def _shape_of(v: Any) -> Any:
