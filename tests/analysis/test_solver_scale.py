@@ -110,9 +110,8 @@ def _flip_pack(root: Path, flip: bool) -> Path:
     fields = {"e": {"type": "enum", "values": ["a", "b", "c"], "required": True}, "n": {"type": "int"},
               "f": {"type": "bool"}}  # fmt: skip
     rules = []
-    for i, when in enumerate(
-        [{"e": "a"}, {"all": [{"n": {"gt": 2}}, {"f": True}]}, {"e": {"in": ["b", "c"]}}, {"n": {"lt": 0}}, {"f": False}]
-    ):
+    conds = [{"e": "a"}, {"all": [{"n": {"gt": 2}}, {"f": True}]}, {"e": {"in": ["b", "c"]}}, {"n": {"lt": 0}}]
+    for i, when in enumerate([*conds, {"f": False}]):
         verdict = "pass" if flip and i in (1, 3) else "hit"
         rules.append({"id": f"r{i}", "priority": 10 - i, "when": when, "reason": f"r{i}", "verdict": verdict})
     return write(root, fields, rules)
