@@ -33,18 +33,22 @@ from typing import Any
 
 import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
+from stoprule.diagnostics import AnalysisLimit
 from stoprule.facts.schema import FactField
 from stoprule.language import conditions as C
 from stoprule.language.operators import OPERATORS
 from stoprule.language.patterns import glob_class, glob_tokens
 from stoprule.limits import SAFE_INT
 
-__all__ = ["Encoder", "Node", "all_of", "any_of"]
+__all__ = ["CHARS", "SHORT_LIST", "Encoder", "Node", "TextAtom", "all_of", "any_of"]
 
 _MAX_DOUBLE = sys.float_info.max
+SHORT_LIST = 2  # elements: a query is first asked with every list at most this long
 
-_CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(0x2FFFF)))
+MAX_CHAR = 0x2FFFF  # cvc5's alphabet ends here
+_CHARS = z3.Union(z3.Range(chr(1), chr(0xD7FF)), z3.Range(chr(0xE000), chr(MAX_CHAR)))
 _ANY = z3.Star(_CHARS)
+CHARS = _ANY  # the strings a fact may hold: no NUL, no lone surrogate
 
 
 def all_of(*xs: Any) -> Any:
@@ -66,7 +70,7 @@ def any_of(*xs: Any) -> Any:
 class Node:
     """One field (or list element) as the conditions see it."""
 
-    __slots__ = ("children", "elems", "fld", "length", "name", "null", "pres", "val")
+    __slots__ = ("_alive", "children", "elems", "fld", "length", "name", "null", "pres", "val")
 
     def __init__(self, fld: FactField, name: str, pres: Any, null: Any) -> None:
         self.fld = fld
@@ -77,11 +81,29 @@ class Node:
         self.length: Any = None
         self.children: dict[str, Node] = {}
         self.elems: list[Node] = []
+        self._alive: Any = None
 
     @property
     def alive(self) -> Any:
         """Present and not null."""
-        return all_of(self.pres, z3.Not(self.null))
+        if self._alive is None:
+            self._alive = all_of(self.pres, z3.Not(self.null))
+        return self._alive
+
+
+class TextAtom:
+    """A test on string fields (glob, prefix, suffix, equality, membership, a comparison
+    between two string fields). The queries see only its Bool ``var``; :class:`~.solver.Solver`
+    checks each model's choice of these Bools on the strings themselves, one small query per
+    group of string fields tied by tests, and adds the reason as a lemma when they cannot
+    hold together. ``test`` is the exact term over the fields' String variables."""
+
+    __slots__ = ("nodes", "test", "var")
+
+    def __init__(self, var: Any, test: Any, nodes: tuple[Node, ...]) -> None:
+        self.var = var
+        self.test = test
+        self.nodes = nodes
 
 
 class Encoder:
@@ -94,10 +116,19 @@ class Encoder:
         self.inexact: set[str] = set()
         self._gaps: set[tuple[int, float]] = set()  # (term id, double): no value next to it
         self.rounded: list[tuple[Any, Fraction]] = []
+        self.long = z3.Bool("long!")  # lists may be longer than SHORT_LIST
+        self.short: list[Any] = []  # "every list is short": tried first as assumptions (see Solver.check)
+        self.texts: list[TextAtom] = []  # string tests, each a Bool in the queries (see TextAtom)
+        self._text_ids: dict[int, int] = {}
+        self._text_parent: dict[int, int] = {}  # union-find over string nodes (id -> id)
+        self._text_nodes: dict[int, Node] = {}
+        self._strings: dict[int, str] = {}
         self._n = 0
         self._ids: dict[str, int] = {}
         self._slots: dict[tuple[str, ...], set[str]] = {}
         self._cache: dict[tuple[int, int], Any] = {}
+        self._by_shape: dict[tuple[Any, int], Any] = {}
+        self._shapes: dict[int, Any] = {}
         self._keep: list[Any] = []  # nodes cached by id stay alive
         self._re: dict[str, Any] = {}
         for c in conds:
@@ -137,7 +168,8 @@ class Encoder:
         if fld.required_if:  # the validator: a true flag needs this field not null and not ""
             flag = self._child(parent, fld.required_if)
             if flag.fld.type == "bool":
-                want = node.alive if fld.type != "string" else all_of(node.alive, node.val != z3.StringVal(""))
+                empty = node.val == z3.StringVal("") if fld.type == "string" else None
+                want = node.alive if empty is None else all_of(node.alive, z3.Not(self._text(empty, node)))
                 ax.append(z3.Implies(all_of(flag.alive, flag.val), want))
         return node
 
@@ -154,9 +186,8 @@ class Encoder:
         elif t == "enum":
             node.val = v = self._fresh(node.name, "int")
             ax.append(any_of([v == self.enum_id(x) for x in fld.values]))
-        elif t == "string":
-            node.val = v = self._fresh(node.name, "str")
-            ax.append(z3.InRe(v, _ANY))  # the characters a fact may hold: no NUL, no lone surrogate
+        elif t == "string":  # its characters: see TextAtom
+            node.val = self._fresh(node.name, "str")
         elif t == "list":
             node.length = n = self._fresh(node.name + "#", "int")
             ax.append(n >= 0)
@@ -168,6 +199,9 @@ class Encoder:
             assert lst.fld.items is not None
             k = len(self._slots.get(path, ())) + 1
             self.axioms.append(lst.length <= k)
+            if k > SHORT_LIST:
+                self.axioms.append(z3.Implies(z3.Not(self.long), lst.length <= SHORT_LIST))
+                self.short[:] = [z3.Not(self.long)]
             item = lst.fld.items
             for i in range(k):
                 pres = all_of(lst.alive, lst.length > i)
@@ -191,8 +225,37 @@ class Encoder:
         scope = scope or self.root
         key = (id(c), id(scope))
         got = self._cache.get(key)
-        if got is not None:
-            return got
+        if got is None:  # the same condition written again (another rule, a rewritten copy): its term
+            skey = (self._shape(c), id(scope))
+            got = self._by_shape.get(skey)
+            if got is None:
+                got = self._by_shape[skey] = self._build(c, scope)
+            self._cache[key] = got
+            self._keep.append(c)
+        return got
+
+    def _shape(self, c: C.Cond) -> Any:
+        """What the term of ``c`` depends on (locations left out), memoized."""
+        got = self._shapes.get(id(c))
+        if got is None:
+            if isinstance(c, C.Atom):
+                got = ("a", c.path, c.op, _shape_of(c.arg), c.ref_path)
+            elif isinstance(c, C.Const):
+                got = ("c", c.value)
+            elif isinstance(c, C.Not):
+                got = ("n", self._shape(c.item))
+            elif isinstance(c, (C.AllOf, C.AnyOf)):
+                got = ("&" if isinstance(c, C.AllOf) else "|", tuple(self._shape(i) for i in c.items))
+            elif isinstance(c, C.Quant):
+                got = ("q", c.kind, c.path, self._shape(c.where))
+            else:
+                assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
+                got = self._shape(c.body)
+            self._shapes[id(c)] = got
+            self._keep.append(c)
+        return got
+
+    def _build(self, c: C.Cond, scope: Node) -> Any:
         if isinstance(c, C.Const):
             out = z3.BoolVal(c.value)
         elif isinstance(c, C.Not):
@@ -208,14 +271,17 @@ class Encoder:
                 inner = self.cond(c.where, e)
                 live = lst.length > i
                 parts.append(all_of(live, inner) if c.kind == "some" else z3.Implies(live, inner))
-            out = any_of(parts) if c.kind == "some" else all_of(parts)
+            # the slots past SHORT_LIST only when long lists are allowed (see ``short``)
+            head, tail = parts[:SHORT_LIST], parts[SHORT_LIST:]
+            if c.kind == "some":
+                out = any_of(*head, all_of(self.long, any_of(tail))) if tail else any_of(parts)
+            else:
+                out = all_of(*head, z3.Implies(self.long, all_of(tail))) if tail else all_of(parts)
         elif isinstance(c, C.Atom):
             out = self._atom(c, scope)
         else:
             assert isinstance(c, (C.Ref, C.HighRisk)) and c.body is not None
             out = self.cond(c.body, scope)
-        self._cache[key] = out
-        self._keep.append(c)
         return out
 
     def _atom(self, a: C.Atom, scope: Node) -> Any:
@@ -240,6 +306,8 @@ class Encoder:
             if t == "enum" or ref.fld.type == "enum" or t in ("string", "bool"):
                 rhs = ref.val
                 test = self._compare(a.op, node.val, rhs)
+                if t == "string":
+                    test = self._text(test, node, ref)
             else:
                 lhs, rhs = self._num(node), self._num(ref)
                 if off:
@@ -248,7 +316,40 @@ class Encoder:
                         self.inexact.add("number fields compared with an offset (doubles round, rationals do not)")
                 test = self._compare(a.op, lhs, rhs)
             return all_of(*ok, test)
-        return all_of(*ok, self._literal_test(a, node))
+        test = self._literal_test(a, node)
+        return all_of(*ok, self._text(test, node) if t == "string" else test)
+
+    def _text(self, test: Any, *nodes: Node) -> Any:
+        """The Bool standing for a string test (its negation through ``not``)."""
+        if z3.is_not(test):
+            return z3.Not(self._text(test.arg(0), *nodes))
+        if z3.is_true(test) or z3.is_false(test):
+            return test
+        key = test.get_id()
+        k = self._text_ids.get(key)
+        if k is None:
+            k = self._text_ids[key] = len(self.texts)
+            self.texts.append(TextAtom(self._fresh("text", "bool"), test, nodes))
+            for n in nodes:
+                self._text_nodes[id(n)] = n
+                self._text_parent.setdefault(id(n), id(n))
+            for n in nodes[1:]:
+                self._text_parent[self._text_root(id(n))] = self._text_root(id(nodes[0]))
+        return self.texts[k].var
+
+    def _text_root(self, x: int) -> int:
+        while self._text_parent[x] != x:
+            x = self._text_parent[x]
+        return x
+
+    def text_groups(self) -> list[tuple[list[Node], list[int]]]:
+        """String nodes tied by tests between them, with their tests (indices into ``texts``)."""
+        groups: dict[int, tuple[list[Node], list[int]]] = {}
+        for x, n in self._text_nodes.items():
+            groups.setdefault(self._text_root(x), ([], []))[0].append(n)
+        for k, atom in enumerate(self.texts):
+            groups[self._text_root(id(atom.nodes[0]))][1].append(k)
+        return list(groups.values())
 
     def _num(self, node: Node) -> Any:
         return node.val
@@ -297,9 +398,9 @@ class Encoder:
         if op == "glob":
             return z3.InRe(v, self._glob(a.arg))
         if op == "starts_with":
-            return z3.PrefixOf(z3.StringVal(a.arg), v)
+            return z3.PrefixOf(_sval(a.arg), v)
         if op == "ends_with":
-            return z3.SuffixOf(z3.StringVal(a.arg), v)
+            return z3.SuffixOf(_sval(a.arg), v)
         if op in ("eq", "ne"):
             eq = self._eq_lit(t, v, a.arg)
             return eq if op == "eq" else z3.Not(eq)
@@ -344,7 +445,7 @@ class Encoder:
         if t == "bool":
             return v == z3.BoolVal(x)
         if t == "string":
-            return v == z3.StringVal(x)
+            return v == _sval(x)
         return self._compare("eq", v, self._lit(x, v))
 
     def _glob(self, pattern: str) -> Any:
@@ -357,10 +458,13 @@ class Encoder:
                 elif kind == "one":
                     parts.append(_CHARS)
                 elif kind == "lit":
-                    parts.append(z3.Re(z3.StringVal(text)))
+                    parts.append(z3.Re(_sval(text)))
                 else:
                     neg, ranges = glob_class(text)
-                    cls = z3.Union([z3.Range(lo, hi) for lo, hi in ranges]) if len(ranges) > 1 else z3.Range(*ranges[0])
+                    top = chr(MAX_CHAR)  # past the solver's alphabet no character is in a witness
+                    kept = [z3.Range(lo, min(hi, top)) for lo, hi in ranges if lo <= top]
+                    none = z3.Intersect(_CHARS, z3.Complement(_CHARS))
+                    cls = z3.Union(kept) if len(kept) > 1 else kept[0] if kept else none
                     parts.append(z3.Intersect(_CHARS, z3.Complement(cls)) if neg else cls)
             got = z3.Concat(parts) if len(parts) > 1 else parts[0] if parts else z3.Re(z3.StringVal(""))
             self._re[pattern] = got
@@ -368,11 +472,13 @@ class Encoder:
 
     # ------------------------------------------------------------ models back to facts
 
-    def fact(self, model: Any) -> dict[str, Any]:
-        """The fact a model describes: every encoded field as the model sets it, fields the
-        conditions do not read only where the schema requires them (a plain value).
-        ``rounded`` lists the number values that are not doubles (term, exact value)."""
+    def fact(self, model: Any, strings: dict[int, str] | None = None) -> dict[str, Any]:
+        """The fact a model describes: every encoded field as the model sets it (a string as
+        ``strings`` gives it by node id, else ""), fields the conditions do not read only where
+        the schema requires them (a plain value). ``rounded`` lists the number values that are
+        not doubles (term, exact value)."""
         self.rounded = []
+        self._strings = strings or {}
         out = self._object(model, self.root)
         assert isinstance(out, dict)
         return out
@@ -404,6 +510,8 @@ class Encoder:
             if not node.elems:
                 return [_filler(node.fld.items)] * n if n else []
             return [None if _true(m, e.null) else self._read(m, e) for e in node.elems[:n]]
+        if t == "string":
+            return self._strings.get(id(node), "")
         v = m.eval(node.val, model_completion=True)
         if t == "bool":
             return z3.is_true(v)
@@ -414,10 +522,23 @@ class Encoder:
             if Fraction(float(fr)) != fr:
                 self.rounded.append((node.val, fr))
             return int(fr) if fr.denominator == 1 and abs(fr) <= SAFE_INT else float(fr)
-        if t == "enum":
-            names = {self._ids[x]: x for x in node.fld.values}
-            return names[v.as_long()]
-        return v.as_string()
+        names = {self._ids[x]: x for x in node.fld.values}
+        return names[v.as_long()]
+
+
+def _sval(text: str) -> Any:
+    if any(ord(ch) > MAX_CHAR for ch in text):
+        raise AnalysisLimit(f"the string {text!r} holds a character beyond U+2FFFF, the solver's alphabet")
+    return z3.StringVal(text)
+
+
+def _shape_of(v: Any) -> Any:
+    """A literal as a key that tells apart what Python's equality does not (1, 1.0, True)."""
+    if isinstance(v, dict):
+        return ("d", tuple(sorted((k, _shape_of(x)) for k, x in v.items())))
+    if isinstance(v, (tuple, list)):
+        return ("t", tuple(_shape_of(x) for x in v))
+    return (type(v).__name__, v)
 
 
 def _true(m: Any, term: Any) -> bool:

@@ -1,10 +1,15 @@
 """``diff`` on the solver backend: both packs' conditions encoded once over the union of
-their schemas; one query per pair of verdict regions that differ.
+their schemas; one query per old rule and one more per pair of winners that differ.
 
-The query asks for a fact whose winning verdict/reason differs between the packs; its
-model gives a pair (old winner, new winner), which is then excluded, until there is no
-such fact. Each witness is re-checked against both packs with the reference interpreter.
-No shares of the domain and no regions.
+One sweep down the old pack's winner order: for old rule *i*, with every old rule above it
+asserted false, the query asks for a fact it matches where the new pack's winner has
+another verdict/reason (no new rule of *i*'s label wins: at most one new rule wins, through
+the new pack's winner chain). Each model gives a pair (old rule *i*, new winner), which is
+then excluded, until there is no such fact; then "not *i*" is asserted and the sweep goes
+on. After the last rule, the facts no old rule matches (the gap) are asked about the same
+way. Rules the packs share are the same terms, so a pair that does not differ is refuted
+by propagation. Each witness is re-checked against both packs with the reference
+interpreter. No shares of the domain and no regions.
 """
 
 from __future__ import annotations
@@ -36,60 +41,78 @@ def solver_diff(
     root = union_schema(old.schema.root, new.schema.root, notes=report.schema_notes)
     a, b = _Side(old), _Side(new)
     enc = Encoder(root, [r.when for r in a.rules + b.rules] + [s.when for s in old.stops + new.stops])
-    ma = [enc.cond(r.when) for r in a.rules]
-    mb = [enc.cond(r.when) for r in b.rules]
     solver = Solver(enc, deadline)
     s = solver.new()
+    names: dict[int, Any] = {}
+
+    def named(term: Any) -> Any:
+        """One Bool per distinct condition (a rule both packs share is one Bool): asserting it
+        false is a unit the winner chains propagate at once."""
+        got = names.get(term.get_id())
+        if got is None:
+            got = names[term.get_id()] = z3.Bool(f"rule!{len(names)}")
+            s.add(got == term)
+        return got
+
+    ma = [named(enc.cond(r.when)) for r in a.rules]
+    mb = [named(enc.cond(r.when)) for r in b.rules]
     ra = sorted(range(len(a.rules)), key=lambda i: a.seq.index(a.rules[i].index))
     rb = sorted(range(len(b.rules)), key=lambda i: b.seq.index(b.rules[i].index))
-    wa = [all_of(ma[i], x) for i, x in enumerate(win_chain(s, ma, ra, "old"))]
-    wb = [all_of(mb[i], x) for i, x in enumerate(win_chain(s, mb, rb, "new"))]
-    none_a = z3.Not(any_of(ma))
-    none_b = z3.Not(any_of(mb))
+    wb = [all_of(mb[k], x) for k, x in enumerate(win_chain(s, mb, rb, "new"))]
+    by_label: dict[Label, list[int]] = {}
+    for k in rb:
+        by_label.setdefault(b.labels[k], []).append(k)
 
-    def label_is(side: _Side, wins: list[Any], none: Any, label: Label) -> Any:
-        return none if label is None else any_of([w for i, w in enumerate(wins) if side.labels[i] == label])
+    def new_differs(label: Label) -> Any:
+        """The new pack's winner has another label than ``label`` (None: no rule)."""
+        if label is None:
+            return any_of(mb)
+        return z3.Not(any_of([wb[k] for k in by_label.get(label, [])]))
 
-    labels: list[Label] = [*sorted({*a.labels, *b.labels}), None]
-    differ = any_of(
-        [z3.Xor(label_is(a, wa, none_a, la), label_is(b, wb, none_b, la)) for la in labels]
-    )
     groups: dict[tuple[Label, Label], list[dict[str, Any]]] = {}
-    avoid: list[Any] = []
-    seen: set[str] = set()
     if progress:
         progress.phase("comparing")
-    while True:
-        try:
-            fact = solver.check(s, differ, *avoid)
-        except Unknown:
-            report.unanswered.append("are there more facts whose verdict differs?")
-            break
-        if fact is None:
-            break
-        key = repr(fact)
-        if key in seen:  # a fact one schema rejects: its winners are not known on that side
-            report.unanswered.append("more facts that only one pack's schema accepts")
-            break
-        seen.add(key)
-        la, ea = a.check(fact)
-        lb, eb = b.check(fact)
-        oa = _winner(a, fact) if ea is None else None
-        ob = _winner(b, fact) if eb is None else None
-        if (ea is None and eb is None and la == lb) or (ea is not None and eb is not None):
-            report.bugs.append({"question": "which facts' verdict differs?", "fact": fact,
-                                "problem": f"both packs give {_text(la)}"})  # fmt: skip
-            break
-        row: dict[str, Any] = {"old_rule": _rule(a, oa), "new_rule": _rule(b, ob), "cells": None, "share": None,
-                               "example": {"fact": fact}}  # fmt: skip
-        if ea is not None:
-            row["example"]["old_error"] = ea
-        if eb is not None:
-            row["example"]["new_error"] = eb
-        groups.setdefault((la, lb), []).append(row)
-        avoid.append(z3.Not(all_of(wa[oa] if oa is not None else none_a, wb[ob] if ob is not None else none_b)))
+    for i in [*ra, None]:
         if progress:
-            progress.advance(0.02)
+            progress.advance(1 / (len(ra) + 1))
+        label = a.labels[i] if i is not None else None
+        query = [ma[i]] if i is not None else []
+        query.append(new_differs(label))
+        avoid: list[Any] = []
+        seen: set[str] = set()
+        while True:
+            try:
+                fact = solver.check(s, *query, *avoid)
+            except Unknown:
+                what = f"old rule {a.rules[i].id}" if i is not None else "facts no old rule matches"
+                report.unanswered.append(f"do the verdicts differ where {what} wins?")
+                break
+            if fact is None:
+                break
+            key = repr(fact)
+            if key in seen:  # a fact one schema rejects: its winners are not known on that side
+                report.unanswered.append("more facts that only one pack's schema accepts")
+                break
+            seen.add(key)
+            la, ea = a.check(fact)
+            lb, eb = b.check(fact)
+            oa = _winner(a, fact) if ea is None else None
+            ob = _winner(b, fact) if eb is None else None
+            if (ea is None and (oa != i or la == lb)) or (ea is not None and eb is not None):
+                report.bugs.append({"question": "which facts' verdict differs?", "fact": fact,
+                                    "problem": f"the old pack gives {_text(la)} by {_rule(a, oa)}, "
+                                               f"the new one {_text(lb)}"})  # fmt: skip
+                break
+            row: dict[str, Any] = {"old_rule": _rule(a, oa), "new_rule": _rule(b, ob), "cells": None,
+                                   "share": None, "example": {"fact": fact}}  # fmt: skip
+            if ea is not None:
+                row["example"]["old_error"] = ea
+            if eb is not None:
+                row["example"]["new_error"] = eb
+            groups.setdefault((la if ea is None else label, lb), []).append(row)
+            avoid.append(z3.Not(wb[ob]) if ob is not None else any_of(mb))
+        if i is not None:
+            s.add(z3.Not(ma[i]))
     for (la, lb), rows in groups.items():
         report.changes.append(
             {"old": _verdict(la), "new": _verdict(lb), "title": f"{_text(la)} -> {_text(lb)}", "cells": None,
