@@ -7,6 +7,11 @@ positive lines, every adversarial megabyte in linear time (the old assignment pa
 took 47.5 s on 10 KB): each megabyte <= 100 ms CPU, aim <= 60 ms.
 
     .venv/bin/python benchmarks/bench_redaction.py [--markdown] [--only PATTERN]   # ~3 min
+    .venv/bin/python benchmarks/bench_redaction.py --per-regex   # ~10 min: each regex alone
+
+``--per-regex`` times each compiled regex of the redaction module alone (one full
+``finditer`` scan, no replacement, no Python judgement of candidates) on every adversarial
+megabyte and prints its slowest input: the linear-time bound is a property of each regex.
 
 The adversarial inputs (tests/_util/redact_inputs.py) are one family per pattern: many real
 matches (fixed and random), near matches, glued matches, long runs, the literal alone.
@@ -15,6 +20,7 @@ matches (fixed and random), near matches, glued matches, long runs, the literal 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 import time
@@ -89,7 +95,45 @@ def adversarial(markdown: bool, repeats: int, only: str | None) -> tuple[float, 
     return worst, over
 
 
+def regexes() -> dict[str, re.Pattern[str]]:
+    """Every compiled regex of the redaction module (lazy ones compiled), by where it is defined."""
+    found: dict[str, tuple[str, re.Pattern[str]]] = {}
+
+    def add(name: str, value: object) -> None:
+        if isinstance(value, R._Lazy):
+            value = value.compiled()
+        if isinstance(value, re.Pattern):
+            found.setdefault(value.pattern, (name, value))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                add(f"{name}[{i}]", item)
+
+    for name, value in vars(R).items():
+        add(name, value)
+    return dict(found.values())
+
+
+def per_regex(repeats: int) -> float:
+    """The slowest full scan of each regex over the adversarial megabytes; returns the worst."""
+    inputs = [(f"{p}: {n}", t) for p, d in families(MB).items() for n, t in d.items()]
+    print(f"\neach regex alone, its slowest of {len(inputs)} adversarial megabytes (CPU, median of {repeats}):")
+    worst = 0.0
+    for name, rx in regexes().items():
+
+        def scan(text: str, rx: re.Pattern[str] = rx) -> None:
+            for _ in rx.finditer(text):
+                pass
+
+        t, where = max((median_cpu(lambda text=text: scan(text), repeats), label) for label, text in inputs)
+        worst = max(worst, t)
+        print(f"  {name:24} {t * 1000:7.1f} ms  {where}{'  OVER' if t * 1000 > BOUND_MS else ''}", flush=True)
+    print(f"worst regex scan: {worst * 1000:.0f} ms (bound {BOUND_MS} ms)")
+    return worst
+
+
 def main() -> int:
+    if "--per-regex" in sys.argv:
+        return 0 if per_regex(1) * 1000 <= BOUND_MS else 1
     markdown = "--markdown" in sys.argv
     rows = [json.loads(line) for line in (FIX / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     print(f"tree: {tree_state()}; {len(rows)} cases, {len({r['format'] for r in rows})} formats")
