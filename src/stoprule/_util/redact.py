@@ -154,7 +154,7 @@ _SHAPES: list[_Lazy] = [
 
 # ---------------------------------------------------------------- command lines and URLs
 _URL = _compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
-_HOST_TAIL = _compile(r"[\w.-]+(?::\d+)?(?:[/?#]|$)")
+_HOST_TAIL = _compile(r"(?<![\w.-])[\w.-]++(?::\d++)?+(?:[/?#]|$)")  # tried at a run's start only: linear
 
 # a value that stands for one: empty, a keyword, a type name, a template, stars (a whole value)
 _PLACEHOLDER_BODY = (
