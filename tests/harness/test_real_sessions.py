@@ -107,4 +107,6 @@ def test_copilot_runs_a_claude_code_hook_and_stoprule_reads_copilots_session(tmp
         assert "turn" not in stops[0]["fact"], stops[0]
     else:
         assert stops[0]["fact"].get("turn") == 1, stops[0]["fact"]
-        assert notes == ["last message read from the transcript"], notes
+        # its assistant.message may also reach the file only after the hook ran: then no last
+        # message is read from it (none rather than a wrong one), and no note says one was
+        assert notes in ([], ["last message read from the transcript"]), notes
