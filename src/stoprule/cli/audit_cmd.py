@@ -12,7 +12,7 @@ from stoprule.analysis import AnalysisLimit, audit_pack
 from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_audit
-from stoprule.cli.common import add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.common import add_backend_flag, add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
@@ -143,13 +143,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_jobs_flag(p, "evaluate a large NDJSON corpus in N processes (0: one per CPU); the report is the same")
     add_quiet_flag(p)
-    p.add_argument(
-        "--backend",
-        choices=["auto", "exhaustive", "solver"],
-        default="auto",
-        help="exhaustive: exact shares and regions (small packs); solver: one SMT query per question (any size); "
-        "auto (default): exhaustive when it finishes within a few seconds, else the solver",
-    )
+    add_backend_flag(p, "one SMT query per question")
     p.add_argument(
         "--timeout",
         type=float,

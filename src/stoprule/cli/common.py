@@ -71,6 +71,17 @@ def add_jobs_flag(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help=help_text)
 
 
+def add_backend_flag(p: argparse.ArgumentParser, solver: str) -> None:
+    """``--backend auto|exhaustive|solver`` (``audit``, ``diff``); ``solver`` says what it asks."""
+    p.add_argument(
+        "--backend",
+        choices=["auto", "exhaustive", "solver"],
+        default="auto",
+        help=f"exhaustive: exact shares and regions (small packs); solver: {solver} (any size); "
+        "auto (default): exhaustive when it finishes within a few seconds, else the solver",
+    )
+
+
 def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--ledger PATH``, shared by ``eval --run``, ``log`` and ``keys``."""
     sp.add_argument(

@@ -9,7 +9,7 @@ from typing import IO
 from stoprule.analysis import AnalysisLimit, diff_packs
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_diff
-from stoprule.cli.common import diagnostics_error, policy_error
+from stoprule.cli.common import add_backend_flag, diagnostics_error, policy_error
 from stoprule.diagnostics import Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
 
@@ -50,13 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", metavar="OLD_PACK", help="the pack before the change (a directory)")
     p.add_argument("new", metavar="NEW_PACK", help="the pack after the change (a directory)")
     p.add_argument("--format", choices=("json", "pretty"), default="pretty", help="output format (default: pretty)")
-    p.add_argument(
-        "--backend",
-        choices=["auto", "exhaustive", "solver"],
-        default="auto",
-        help="exhaustive: shares and regions (small packs); solver: one SMT query per changed pair of rules; "
-        "auto (default): exhaustive within a few seconds, else the solver",
-    )
+    add_backend_flag(p, "one SMT query per changed pair of rules")
     p.add_argument("--timeout", type=float, metavar="S", help="stop after S seconds (solver backend)")
 
 
