@@ -7,12 +7,20 @@ no local path and no unmaintained package: a wheel (tagged for its Python and pl
 holds the compiled engine; an sdist holds the sources and compiles them when installed (a
 C compiler is needed, as durable-rules itself needs one). An editable install compiles it
 into ``src/stoprule/engine/`` (git-ignored).
+
+It also compiles the optional accelerator ``stoprule.engine._speedups``
+(``src/stoprule/engine/_speedups.c``) in the manner of markupsafe's speedups: a failed build
+is reported and tolerated (stoprule then evaluates in Python, with the same results), and
+``STOPRULE_NO_SPEEDUPS=1`` skips it. ``STOPRULE_SPEEDUPS_CFLAGS`` adds compiler flags (the
+sanitizer build in ``.ci/run``).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -22,6 +30,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 HERE = Path(__file__).resolve().parent
 MODULE = "durable_rules_engine"
+SPEEDUPS = "_speedups"
 
 
 def _engine_source() -> Path:
@@ -31,10 +40,28 @@ def _engine_source() -> Path:
     return found[-1]
 
 
+def _build(ext: Any, out_dir: Path) -> Path:
+    """Compile one extension module into ``out_dir``; return the file written."""
+    from setuptools import Distribution
+    from setuptools.command.build_ext import build_ext
+
+    with tempfile.TemporaryDirectory(prefix="stoprule-build-") as tmp:
+        dist = Distribution({"name": ext.name, "ext_modules": [ext]})
+        cmd = build_ext(dist)
+        cmd.build_lib = os.path.join(tmp, "lib")
+        cmd.build_temp = os.path.join(tmp, "temp")
+        cmd.ensure_finalized()
+        cmd.run()
+        (built,) = Path(cmd.build_lib).glob(f"{ext.name}*")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / (ext.name + sysconfig.get_config_var("EXT_SUFFIX"))
+        shutil.copyfile(built, target)
+    return target
+
+
 def build_engine(out_dir: Path) -> Path:
     """Compile the engine extension into ``out_dir``; return the file written."""
-    from setuptools import Distribution, Extension
-    from setuptools.command.build_ext import build_ext
+    from setuptools import Extension
 
     src = _engine_source()
     rules = [str(src / "rules" / f"{name}.c") for name in ("json", "rete", "state", "events", "regex")]
@@ -44,18 +71,24 @@ def build_engine(out_dir: Path) -> Path:
         include_dirs=[str(src / "rules")],
         extra_compile_args=["-std=c99", "-D_GNU_SOURCE", "-fcommon"],
     )
-    with tempfile.TemporaryDirectory(prefix="stoprule-build-") as tmp:
-        dist = Distribution({"name": MODULE, "ext_modules": [ext]})
-        cmd = build_ext(dist)
-        cmd.build_lib = os.path.join(tmp, "lib")
-        cmd.build_temp = os.path.join(tmp, "temp")
-        cmd.ensure_finalized()
-        cmd.run()
-        (built,) = Path(cmd.build_lib).glob(f"{MODULE}*")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        target = out_dir / (MODULE + sysconfig.get_config_var("EXT_SUFFIX"))
-        shutil.copyfile(built, target)
-    return target
+    return _build(ext, out_dir)
+
+
+def build_speedups(out_dir: Path) -> Path | None:
+    """Compile the optional accelerator into ``out_dir``: the file written, or None when it is
+    skipped (``STOPRULE_NO_SPEEDUPS=1``) or its build fails (reported, not fatal)."""
+    if os.environ.get("STOPRULE_NO_SPEEDUPS") == "1":
+        return None
+    from setuptools import Extension
+
+    flags = ["-O2", "-std=c11", *shlex.split(os.environ.get("STOPRULE_SPEEDUPS_CFLAGS", ""))]
+    source = HERE / "src" / "stoprule" / "engine" / "_speedups.c"
+    ext = Extension(SPEEDUPS, sources=[str(source)], extra_compile_args=flags, extra_link_args=flags[2:])
+    try:
+        return _build(ext, out_dir)
+    except Exception as exc:  # noqa: BLE001 - any failure: stoprule runs without it
+        print(f"stoprule: the optional accelerator was not built ({exc}); evaluation runs in Python", file=sys.stderr)
+        return None
 
 
 class EngineBuildHook(BuildHookInterface):
@@ -66,10 +99,12 @@ class EngineBuildHook(BuildHookInterface):
             return
         if version == "editable":  # the package is imported from src/: build the engine there
             build_engine(HERE / "src" / "stoprule" / "engine")
+            build_speedups(HERE / "src" / "stoprule" / "engine")
         else:
             self._tmp = tempfile.mkdtemp(prefix="stoprule-engine-")
-            out = build_engine(Path(self._tmp))
-            build_data["force_include"][str(out)] = f"stoprule/engine/{out.name}"
+            for out in (build_engine(Path(self._tmp)), build_speedups(Path(self._tmp))):
+                if out is not None:
+                    build_data["force_include"][str(out)] = f"stoprule/engine/{out.name}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import stoprule
+from stoprule.engine import speedups
 from stoprule.engine.build import compile_pack
 
 ENVELOPE_KEYS = [
@@ -392,7 +393,9 @@ def test_version(run_cli) -> None:
     assert proc.returncode == 0
     version, backend = proc.stdout.splitlines()
     assert version == f"stoprule {stoprule.__version__}"
-    assert backend.startswith("evaluation backend: python (durable_rules engine ")  # which engine build is used
+    # the backend (the C accelerator where it is built) and which engine build is used
+    want = "c accelerator for batches, python for single facts" if speedups.load() else "python, the C accelerator not"
+    assert backend.startswith(f"evaluation backend: {want}") and "(durable_rules engine " in backend
 
 
 def test_broken_pack_given_to_eval(run_cli, tmp_path: Path, default_pack: Path) -> None:

@@ -240,14 +240,54 @@ def _json_projector(
     return source, define(source, namespace, "project_json")
 
 
-BACKEND = "python"  # the evaluation backend of a default install (shown by --version and doctor)
+# positions in a Verdict: of the messages, and of what the C accelerator puts in a prototype
+_MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("review_reason")
+_FILLED = tuple(map(Verdict._fields.index, ("matched", "high_risk_stop", "warnings")))
+
+BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
+
+
+def default_backend(ev: Evaluator) -> Runner | None:
+    """The backend of a default install: this thread's runner of the optional C accelerator
+    (:mod:`stoprule.engine.speedups`: ``fact -> Verdict``, or None for a fact it leaves to the
+    Python path), or None where it is not built or does not apply to the pack."""
+    from stoprule.engine import durable, speedups
+
+    module = speedups.load()
+    args = None if module is None else speedups.runner_args(ev.compiled)
+    if module is None or args is None:
+        return None
+    schema, slots, lists, (letters, bits) = args
+    owner, handles = ev._engine.thread_handles()
+    programs = speedups.message_programs(ev.compiled, ev._messages)
+    ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
+        (bits[name], ev._match[name], *speedups.verdict_program(ev._prototype(name), programs))
+        for name in sorted(ev._rank, key=ev._rank.__getitem__)
+    )
+    stops = tuple((bits[name], ev._stops[name].id) for name in ev._stop_order)
+    unknown = ev.compiled.schema._unknown_warnings
+
+    def warn(found: list[str]) -> tuple[dict[str, str], ...]:
+        return tuple(unknown(found))
+
+    runner = module.Runner(
+        schema, slots, lists, tuple(handles), durable._dre.__file__, speedups.HELPERS, letters,
+        tuple(bits[n] for n in ev.compiled.always), ranked, stops, _FILLED, warn, owner, speedups.SAFE,
+    )  # fmt: skip
+    run: Runner = runner.run
+    return run
 
 
 def describe_backend() -> str:
     """What evaluates facts, for ``--version`` and ``doctor``."""
+    from stoprule.engine import speedups
     from stoprule.engine.durable import ENGINE_SOURCE
 
-    return f"evaluation backend: {BACKEND} (durable_rules engine {ENGINE_SOURCE})"
+    if speedups.load() is None:
+        name = f"{BACKEND}, the C accelerator not built or turned off"
+    else:
+        name = "c accelerator for batches, python for single facts"
+    return f"evaluation backend: {name} (durable_rules engine {ENGINE_SOURCE})"
 
 
 if TYPE_CHECKING:
@@ -256,9 +296,10 @@ if TYPE_CHECKING:
         """The one seam for a faster evaluation backend: ``fact -> Verdict`` exactly as
         :meth:`Evaluator.evaluate` (not strict) gives it, or None to leave that fact to the
         Python path (which then names its error). A backend is a callable
-        ``(evaluator) -> Runner`` given to :class:`Evaluator`; it is asked for one runner per
-        thread, for batches only. The conformance corpus (tests/conformance) holds every
-        backend to the Python path."""
+        ``(evaluator) -> Runner | None`` (None: it does not apply to this pack) given to
+        :class:`Evaluator` (the default: :func:`default_backend`; None: the Python path only);
+        it is asked for one runner per thread, for batches only. The conformance corpus
+        (tests/conformance) holds every backend to the Python path."""
 
         def __call__(self, fact: Any) -> Verdict | None: ...
 
@@ -274,7 +315,9 @@ class Evaluator:
     one of its limits, by the reference interpreter), decide and render (:meth:`_maker`).
     """
 
-    def __init__(self, compiled: CompiledPolicy, backend: Callable[[Evaluator], Runner] | None = None) -> None:
+    def __init__(
+        self, compiled: CompiledPolicy, backend: Callable[[Evaluator], Runner | None] | None = default_backend
+    ) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
         self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
@@ -305,8 +348,13 @@ class Evaluator:
 
     @property
     def backend(self) -> str:
-        """The name of the backend evaluating batches (``python`` unless one is plugged in)."""
-        return BACKEND if self._backend is None else getattr(self._backend, "name", type(self._backend).__name__)
+        """The name of the backend evaluating this thread's batches (``python``: none plugged
+        in, or the default one does not apply: no accelerator built, or not for this pack)."""
+        if self._backend is None or self._runner() is None:
+            return BACKEND
+        if self._backend is default_backend:
+            return "c"
+        return getattr(self._backend, "name", type(self._backend).__name__)
 
     def validate(self, fact: Any) -> dict[str, Any]:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
@@ -417,8 +465,8 @@ class Evaluator:
             import threading
 
             self._runners = threading.local()
-        run = getattr(self._runners, "run", None)
-        if run is None:
+        run = getattr(self._runners, "run", MISSING)
+        if run is MISSING:
             run = self._runners.run = self._backend(self)
         return run
 
@@ -467,6 +515,20 @@ class Evaluator:
             self._makers.clear()
         self._makers[key] = make
         return make
+
+    def _prototype(self, name: str) -> tuple[Verdict, tuple[tuple[int, Callable[..., str]], ...], int]:
+        """The verdict rule ``name`` gives when it wins, as the C accelerator takes it: a
+        prototype (the matches, high-risk stop and warnings to be put in), its renderers by
+        position, and where the warnings go."""
+        rule = self._rules[name]
+        kind = self.compiled.verdicts[rule.verdict]
+        render, render_review = self._messages[name]
+        review = kind.requires_user_review
+        new: Any = tuple.__new__
+        proto = new(Verdict, (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (),
+                              self.digest, ()))  # fmt: skip
+        fills = ((_MESSAGE, render), (_REVIEW, render_review or render)) if review else ((_MESSAGE, render),)
+        return proto, fills, _FILLED[2]
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
         return self._maker(names)(data, warnings)
