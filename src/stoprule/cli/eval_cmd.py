@@ -163,19 +163,12 @@ def eval_items(
 
         paint = painter(stdout)
     with paused_gc():  # see gcpause: the parsed facts would be walked again and again
+        decided = iter(_decide_all(evaluator, [item for _, item in items if not isinstance(item, FactError)], strict))
         for line, item in items:
-            result: Verdict | EvaluationError
-            if isinstance(item, FactError):
-                result = item
-            else:
-                try:
-                    result = evaluator.evaluate(item, strict=strict)
-                except EvaluationError as exc:
-                    exc.line = line
-                    result = exc
-                except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
-                    result = EvaluationError("internal.error", f"{type(exc).__name__}: {exc}", line=line)
+            result = item if isinstance(item, FactError) else next(decided)  # a parse error has its line
             if isinstance(result, EvaluationError):
+                if result is not item:
+                    result.line = line
                 code = 2
                 fact_error(result, f"{name}: ", fmt, stdout, stderr)
                 continue
@@ -189,6 +182,24 @@ def eval_items(
             else:
                 stdout.write(render_verdict(result, paint) + "\n")
     return code
+
+
+def _decide_all(evaluator: Evaluator, facts: list[Any], strict: bool) -> list[Verdict | EvaluationError]:
+    """Every fact's verdict or error, in order: as one batch (:meth:`Evaluator.evaluate_many`),
+    or fact by fact if the batch fails unexpectedly (that fact alone is then an internal error)."""
+    try:
+        return evaluator.evaluate_many(facts, on_error="return", strict=strict)
+    except Exception:  # noqa: BLE001, S110 - one fact must not end the batch: find it below
+        pass
+    out: list[Verdict | EvaluationError] = []
+    for fact in facts:
+        try:
+            out.append(evaluator.evaluate(fact, strict=strict))
+        except EvaluationError as exc:
+            out.append(exc)
+        except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
+            out.append(EvaluationError("internal.error", f"{type(exc).__name__}: {exc}"))
+    return out
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

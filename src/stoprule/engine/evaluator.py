@@ -244,6 +244,7 @@ def _json_projector(
 _MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("review_reason")
 _FILLED = tuple(map(Verdict._fields.index, ("matched", "high_risk_stop", "warnings")))
 
+WARM_UP = 32  # the fact of a batch at which the default backend is made (see Evaluator.evaluate_many)
 BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
 
 
@@ -431,15 +432,22 @@ class Evaluator:
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
     ) -> list[Verdict | EvaluationError]:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
-        yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack)."""
+        yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack).
+
+        The default backend (the C accelerator) is made for this thread at the batch's
+        ``WARM_UP``-th fact (a short batch, such as one fact, pays nothing to make it) and used
+        from the first fact of every later batch; a backend given explicitly is used at once."""
         out: list[Verdict | EvaluationError] = []
         append = out.append
         check = self.compiled.schema.check
         match = self._data_matcher()
         decide = self._decide
-        run = self._runner()
+        run = self._runner(make=self._backend is not default_backend)
+        warm = WARM_UP if run is None and self._backend is not None else -1
         with paused_gc():
             for i, fact in enumerate(facts):
+                if i == warm:
+                    run = self._runner()
                 try:
                     verdict = None if run is None else run(fact)
                     if verdict is None:
@@ -457,8 +465,9 @@ class Evaluator:
                     append(exc)
         return out
 
-    def _runner(self) -> Runner | None:
-        """This thread's runner of the plugged-in backend, or None (the Python path)."""
+    def _runner(self, make: bool = True) -> Runner | None:
+        """This thread's runner of the plugged-in backend, or None (the Python path); with
+        ``make`` false, None unless it was made already."""
         if self._backend is None:
             return None
         if self._runners is None:
@@ -467,6 +476,8 @@ class Evaluator:
             self._runners = threading.local()
         run = getattr(self._runners, "run", MISSING)
         if run is MISSING:
+            if not make:
+                return None
             run = self._runners.run = self._backend(self)
         return run
 

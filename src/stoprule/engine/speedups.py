@@ -217,4 +217,3 @@ def verdict_program(
 # (clone a default, encode any value, encode a float, write an object into a message)
 HELPERS = (_clone, encode, _float, _show_one)
 SAFE = SAFE_INT  # fact integers the runner takes (larger ones: left to the Python path)
-
