@@ -9,10 +9,11 @@
 2. times ``evaluate_many`` and the baseline alternately, ``--repeats`` times each,
    and prints the median facts/s (wall clock and process CPU time: the machine is
    shared, CPU time is the steadier figure) and the ratio (target: >= 50,000 facts/s);
-3. times the evaluator's stages separately (validate, project + encode, engine match,
-   pick the winner + render the message + build the Verdict) and the rest (whole minus
-   stages, so the lines add up), and the C engine floor: the raw C calls with the best
-   call sequence on pre-encoded JSON (``bench_engine_floor.py`` has the full comparison);
+3. times the Python path's stages separately (validate, project + encode, engine match,
+   pick the winner + render the message + build the Verdict) and the rest (its whole run
+   minus stages, so the lines add up), the C engine floor: the raw C calls with the best
+   call sequence on pre-encoded JSON (``bench_engine_floor.py`` has the full comparison),
+   and the default install's run (with the C accelerator where it is built);
 4. profiles one ``evaluate_many`` run with cProfile (CPU time): top 15 by cumulative and by own time.
 
 Uses the evaluator's private attributes (``_project_json``, ``_project``, ``_engine``,
@@ -42,6 +43,7 @@ from baseline import decide, matched  # noqa: E402
 
 from facts import EDGE_FACTS, ROWS, generate_with_targets  # noqa: E402
 from stoprule import load_policy  # noqa: E402
+from stoprule.engine.evaluator import Evaluator  # noqa: E402
 
 TARGET = 50_000
 PACK = HERE.parent / "policies"
@@ -185,10 +187,12 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
         ("engine match on the text (Engine.text_matcher)", each(match_text, texts)),
     ]
     floor_texts = ["{" + t for t in texts]
+    python_path = Evaluator(ev.compiled, backend=None)  # the stages are the Python path's
     stages += [
         ("decide (Evaluator._decide: rank, render, Verdict)", decide_all),
         ("  C engine floor: best call sequence, JSON given", engine_floor(ev, floor_texts)),
-        ("whole evaluate_many", lambda: ev.evaluate_many(facts)),
+        ("evaluate_many, default install", lambda: ev.evaluate_many(facts)),
+        ("whole evaluate_many", lambda: python_path.evaluate_many(facts)),
     ]
     cpu: dict[str, list[float]] = {label: [] for label, _ in stages}
     for _ in range(repeats):
@@ -196,17 +200,22 @@ def stage_breakdown(ev, facts, repeats: int) -> None:
             cpu[label].append(timed(fn)[1])
     print(f"\n== stage breakdown over {n} facts (CPU time, median of {repeats}, stages interleaved)")
     total = 0.0
-    for label, _ in stages[:-2]:
+    for label, _ in stages[:-3]:
         us = statistics.median(cpu[label]) / n * 1e6
         total += us
         print(f"  {label:<52} {us:7.2f} us/fact")
     whole = statistics.median(cpu["whole evaluate_many"]) / n * 1e6
     print(f"  {'rest: loop, result list, GC, per-call glue':<52} {whole - total:7.2f} us/fact  (whole - stages)")
     print(f"  {'= whole evaluate_many, Python path':<52} {whole:7.2f} us/fact  (= {1e6 / whole:,.0f} facts/s)")
-    floor = statistics.median(cpu[stages[-2][0]]) / n * 1e6
+    floor = statistics.median(cpu[stages[-3][0]]) / n * 1e6
+    default = statistics.median(cpu["evaluate_many, default install"]) / n * 1e6
     print(
         f"  C engine floor (best call sequence, no Python work): {floor:.2f} us/fact (~{1e6 / floor:,.0f} facts/s);"
-        f" evaluate_many / floor = {whole / floor:.2f}x"
+        f" Python path / floor = {whole / floor:.2f}x"
+    )
+    print(
+        f"  evaluate_many, default install (backend: {ev.backend}): {default:.2f} us/fact"
+        f" (~{1e6 / default:,.0f} facts/s); / floor = {default / floor:.2f}x"
     )
 
 
@@ -271,7 +280,7 @@ def main() -> None:
         )
     sw, sc = rate["stoprule"]
     bw, bc = rate["baseline"]
-    print(f"  ratio baseline/stoprule: wall {bw / sw:.1f}x, cpu {bc / sc:.1f}x")
+    print(f"  ratio baseline/stoprule: wall {bw / sw:.1f}x, cpu {bc / sc:.1f}x (evaluation backend: {ev.backend})")
     print(
         f"  target >= {TARGET:,} facts/s: {'MET' if sw >= TARGET else 'NOT MET'} "
         f"(wall {sw / TARGET:.2f}x, cpu {sc / TARGET:.2f}x of target)"
