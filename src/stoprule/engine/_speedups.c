@@ -42,6 +42,15 @@ enum { L_LENGTH = 0, L_SCALARS, L_EMPTY_ROWS, L_ROWS };
 
 typedef struct Spec Spec;
 
+/* an object's keys (fields' names and aliases) -> index, as its lookup dict maps them, in an
+ * open-addressed table: a fact's key is found by identity or by hash and text, with no dict
+ * machinery or int conversion per key */
+typedef struct {
+    PyObject *key; /* borrowed from the lookup dict, which the Spec holds */
+    Py_hash_t hash;
+    Py_ssize_t at;
+} KeyEntry;
+
 typedef struct {
     PyObject *name; /* the field's own name */
     Spec *spec;
@@ -58,6 +67,8 @@ struct Spec {
     Py_ssize_t nfields;
     Field *fields;
     PyObject *lookup; /* object: a field's name -> its index, an alias -> its field's index + nfields */
+    KeyEntry *keys;   /* the same, as a table of kmask + 1 entries */
+    Py_ssize_t kmask;
     Spec *item;       /* list */
     PyObject **vals;  /* object: the values being validated (then kept, see validate_object) */
     char *changed;    /* object: which of them differ from the fact's */
@@ -96,10 +107,52 @@ static void spec_free(Spec *s) {
         spec_free(s->fields[i].spec);
     }
     PyMem_Free(s->fields);
+    PyMem_Free(s->keys);
     PyMem_Free(s->vals);
     PyMem_Free(s->changed);
     spec_free(s->item);
     PyMem_Free(s);
+}
+
+static int keys_build(Spec *s) {
+    Py_ssize_t cap = 8;
+    while (cap < 2 * PyDict_GET_SIZE(s->lookup) + 2) cap *= 2;
+    if (!(s->keys = PyMem_Calloc(cap, sizeof(KeyEntry)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->kmask = cap - 1;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(s->lookup, &pos, &k, &v)) {
+        Py_ssize_t at = PyLong_Check(v) ? PyLong_AsSsize_t(v) : -1;
+        Py_hash_t h = PyUnicode_CheckExact(k) ? PyObject_Hash(k) : -1;
+        if (at < 0 || h == -1) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "schema program: lookup is str -> index");
+            return -1;
+        }
+        Py_ssize_t i = (size_t)h & s->kmask;
+        while (s->keys[i].key) i = (i + 1) & s->kmask;
+        s->keys[i] = (KeyEntry){k, h, at};
+    }
+    return 0;
+}
+
+/* The lookup index of the exact str ``k`` (see Spec.lookup), -1 if it is not a key there, -2
+ * on error. */
+static Py_ssize_t key_index(Spec *s, PyObject *k) {
+    Py_hash_t h = PyObject_Hash(k); /* cached in the str */
+    if (h == -1) return -2;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(k);
+    int kind = PyUnicode_KIND(k);
+    for (Py_ssize_t i = (size_t)h & s->kmask;; i = (i + 1) & s->kmask) {
+        KeyEntry *e = &s->keys[i];
+        if (!e->key) return -1;
+        if (e->key == k) return e->at;
+        if (e->hash == h && PyUnicode_GET_LENGTH(e->key) == n && PyUnicode_KIND(e->key) == kind &&
+            memcmp(PyUnicode_DATA(e->key), PyUnicode_DATA(k), (size_t)n * kind) == 0)
+            return e->at;
+    }
 }
 
 /* (kind, nullable, values, fields, lookup, item); a field: (name, spec, required, dkind, dval, req_if) */
@@ -130,6 +183,7 @@ static Spec *spec_parse(PyObject *t, int depth, int in_list) {
         }
         s->lookup = Py_NewRef(lookup);
         s->nfields = PyTuple_GET_SIZE(fields);
+        if (keys_build(s) < 0) goto fail;
         s->fields = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(Field));
         s->vals = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(PyObject *));
         s->changed = PyMem_Calloc(s->nfields ? s->nfields : 1, 1);
@@ -268,15 +322,18 @@ static int validate_object(Spec *s, PyObject *d, PyObject **out, PyObject *clone
             r = BAIL;
             break;
         }
-        PyObject *ix = PyDict_GetItemWithError(s->lookup, k);
-        if (!ix) {
-            r = PyErr_Occurred() ? ERR : !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
+        Py_ssize_t at = key_index(s, k);
+        if (at == -2) {
+            r = ERR;
+            break;
+        }
+        if (at == -1) {
+            r = !unknown ? BAIL : PyList_Append(unknown, k) < 0 ? ERR : OK;
             renamed = 1;
             continue;
         }
-        Py_ssize_t at = PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
-        if (at < 0 || at >= 2 * s->nfields) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "schema program: a lookup index out of range");
+        if (at >= 2 * s->nfields) {
+            PyErr_SetString(PyExc_ValueError, "schema program: a lookup index out of range");
             r = ERR;
             break;
         }
@@ -1104,9 +1161,8 @@ static PyObject *child(Runner *r, PyObject *cur, PyObject *key) {
     PyObject *v = NULL;
     if (!cur) {
         Spec *root = r->schema;
-        PyObject *ix = PyDict_GetItemWithError(root->lookup, key);
-        Py_ssize_t at = ix && PyLong_Check(ix) ? PyLong_AsSsize_t(ix) : -1;
-        if (PyErr_Occurred()) return NULL;
+        Py_ssize_t at = PyUnicode_CheckExact(key) ? key_index(root, key) : -1;
+        if (at == -2) return NULL;
         if (at >= 0 && at < root->nfields) v = root->vals[at]; /* an alias is no key of the validated fact */
     } else if (PyDict_Check(cur)) {
         v = PyDict_GetItemWithError(cur, key);
