@@ -229,11 +229,19 @@ _PLACEHOLDER_FIRST = (
 )
 
 
+# the first two characters of each (one of a symbol, or of ``x``): most values fail here in a
+# few steps, before the words are tried
+_PLACEHOLDER_START = (
+    r"[bB][oOaA]|[nN][oOuUiI\u0131\u0130]|[tT][rR]|[fF][aAoO]|[uU][nN]|[yY][eEoO]|[oO][nNfFpPbB]|[rR][eE]|[sS][tT]"
+    r"|[iI][nN]|[aA][nN]|[cC][hH]|[vV][aA]|[eE][xX]|[dD][uU]|[pP][lL]|[xX]|[*.\[<$\{%_-]"
+)
+
+
 def _plain_value(cls: str, cap: int) -> str:
     """A look-ahead refusing a value (a run of ``cls``) already redacted, or a placeholder of
     at most ``cap`` characters (a longer one is redacted)."""
     return (
-        rf"(?!\[REDACTED)(?:(?![ntfuyorsbiacvedpxNTFUYORSBIACVEDPX*.\[<$\{{%_-])"  # no placeholder starts so
+        rf"(?!\[REDACTED)(?:(?![ntfuyorsbiacvedpxNTFUYORSBIACVEDPX*.\[<$\{{%_-])|(?!{_PLACEHOLDER_START})"
         rf"|(?!(?={cls}{{1,{cap}}}+(?!{cls})){_PLACEHOLDER_FIRST}(?!{cls})))"
     )
 
@@ -475,7 +483,8 @@ def _assignments(text: str) -> str:
     if "\n" in text or len(text) <= 1100:
         text = _judged_sub(_LINE_VALUE, lambda m: m.group(0) if not _random(m.group(2)) else
                            m.group(1) + REDACTED + m.group(3), _LINE_VALUE, 2, text)  # fmt: skip
-    for n, m in enumerate(_QUOTED.finditer(text) if _QUOTED_RUN.search(text) else ()):
+    quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
+    for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
         if m.start() < done:
             continue
         if n >= JUDGEMENT_BUDGET:
@@ -642,13 +651,16 @@ def _judged(judge: Any) -> Any:
     return lambda pattern, text: _judged_sub(pattern.compiled(), judge, pattern.compiled(), 2, text)
 
 
+# a flag's name ends in one of these, in lower case, or holds a letter that folds to an ASCII one
+# (U+017F, U+0131, and U+0130 whose lower case holds U+0307; U+212A's is k)
+_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "access", "passphrase", "\u017f", "\u0131", "\u0307")
 # (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
     (("-u", "--user"), _CURL, _split_sub),
     (("mysql", "mariadb"), _MYSQL, _mysql_passwords),
     *((_markers(p), p, _judged(sub)) for p, sub in _CLI_SUBS),
-    (("-",), _FLAG, _split_sub),
+    (_FLAG_NAMES, _FLAG, _split_sub),
     (("bearer", "basic", "token", "digest"), _AUTH, _split_sub),
 ]
 
