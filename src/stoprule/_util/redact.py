@@ -348,12 +348,14 @@ _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VALUE = _compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
 # Every alternative starts with a case-sensitive class (the ASCII letter in both cases, and
-# U+017F that folds to s), so the regex engine skips one whose first letter differs in a step.
+# U+017F and U+212A that fold to s and k), so the regex engine skips one whose first letter
+# differs in a step.
 _SECRET_KEY = _compile(
     r"(?i)(?-i:[pP])(?:(?-i:[aA])ss(?:w(?:or)?d|phrase)|(?-i:[rR])ivate[_-]?key)"
     r"|(?-i:[sS\u017f])(?:(?-i:[eE])(?:cret|ssion[_-]?(?:id|key))|(?-i:[aA])s)|(?-i:[tT])oken|(?-i:[cC])redential"
     r"|(?-i:[aA])(?:(?-i:[pP])i[_-]?key|(?-i:[cC])c(?:ess[_-]?key|ount[_-]?key)|(?-i:[uU])th)"
-    r"|(?-i:[_.-])(?:pwd|pass|sig|signature|key)$|^(?:pwd|pass|sig|signature|key)$|(?-i:P(?<=[a-z]P)(?:wd|ass)|K(?<=[a-z]K)ey)$"
+    r"|(?:(?-i:[_.-])|^)(?:(?-i:[pP])(?:wd|ass)|(?-i:[sS\u017f])ig(?:nature)?|(?-i:[kK\u212a])ey)$"
+    r"|(?-i:P(?<=[a-z]P)(?:wd|ass)|K(?<=[a-z]K)ey)$"
 )
 _COUNT_KEY = _compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
                         r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
