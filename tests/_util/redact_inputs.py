@@ -161,6 +161,7 @@ def families(size: int = MB, only: str | None = None, seed: int = 1) -> dict[str
         '"password": "..."': _fill('"password": "Hunter2-Sup3r", ', size),
         "key: word": _fill("key: word ", size), "long key": _fill("a" * 200 + "_token=x ", size),
         "password = code": _fill("password = self.password\n", size),  # kept values, past the budget too
+        "password=1.1.1...x": _units(size, lambda: f"password={'1.' * 1000}{rnd.randrange(10**6)}x\n"),  # was L^2 each
     }  # fmt: skip
     extra["quoted high-entropy value"] = {
         "random": _units(size, lambda: f'x: "{_randomized("aB3dE5fG7hJ9kL1mN3pQ5rS7", 0, rnd)}" '),
