@@ -7,7 +7,7 @@ positive lines, every adversarial megabyte in linear time (the old assignment pa
 took 47.5 s on 10 KB): each megabyte <= 100 ms CPU, aim <= 60 ms.
 
     .venv/bin/python benchmarks/bench_redaction.py [--markdown] [--only PATTERN]   # ~3 min
-    .venv/bin/python benchmarks/bench_redaction.py --per-regex   # ~7 min: each regex alone
+    .venv/bin/python benchmarks/bench_redaction.py --per-regex   # ~4 min: each regex alone
 
 ``--per-regex`` times each compiled regex of the redaction module alone (one full
 ``finditer`` scan, no replacement, no Python judgement of candidates) on every adversarial
