@@ -139,7 +139,11 @@ def families(size: int = MB, only: str | None = None, seed: int = 1) -> dict[str
     }
     extra["cli-flag"] = {"-a bbbb": _fill("-a bbbb ", size), "--token": _fill("--token ", size),
                         "a-": _fill("a-", size), "--": _fill("--", size)}  # fmt: skip
-    extra["bearer-basic-token"] = {"token word": _fill("token abcdefgh ", size)}
+    extra["bearer-basic-token"] = {
+        "token word": _fill("token abcdefgh ", size),
+        "token, then one lower-case word": "token " + "a" * (size - 6),  # its mixed-case test was quadratic
+        "token, then one upper-case word": "token " + "A" * (size - 6),
+    }
     extra["curl-user"] = {"-u a:bcd": _fill("-u a:bcd ", size)}
     extra["url"] = {
         '"x://y:"': _fill("x://y:", size),
@@ -156,6 +160,8 @@ def families(size: int = MB, only: str | None = None, seed: int = 1) -> dict[str
         "password=...": _fill("password=Hunter2-Sup3r\n", size),
         '"password": "..."': _fill('"password": "Hunter2-Sup3r", ', size),
         "key: word": _fill("key: word ", size), "long key": _fill("a" * 200 + "_token=x ", size),
+        "password = code": _fill("password = self.password\n", size),  # kept values, past the budget too
+        "password=1.1.1...x": _units(size, lambda: f"password={'1.' * 1000}{rnd.randrange(10**6)}x\n"),  # was L^2 each
     }  # fmt: skip
     extra["quoted high-entropy value"] = {
         "random": _units(size, lambda: f'x: "{_randomized("aB3dE5fG7hJ9kL1mN3pQ5rS7", 0, rnd)}" '),
@@ -174,6 +180,9 @@ def families(size: int = MB, only: str | None = None, seed: int = 1) -> dict[str
         "surrogates and NUL": _fill("\ud800\x00", size),
         "one long line of word characters": "a" * size,
         "private-key block without an end": _fill("-----BEGIN RSA PRIVATE KEY-----", size),
+        '"1."': _fill("1.", size),  # the value tests (a version, a path, a snake_case name) as scans
+        '"/a"': _fill("/a", size),
+        '"a_"': _fill("a_", size),
     }
     for name, inputs in extra.items():
         if not only or name == only:

@@ -10,6 +10,7 @@ quarter (a quadratic pattern: sixteen times).
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from collections import Counter
@@ -63,6 +64,9 @@ def test_no_false_positive_on_ordinary_code_and_prose() -> None:
     ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", False),
     ("https://user:p@ss/w#rd@example.com/x", False),
     ("key ABIAABCDEFGHIJKLMNOP and ACCAABCDEFGHIJKLMNOP and A3TXABCDEFGHIJKLMNOP", False),
+    ("x" * 40 + "-https://u:S3cret@h.io/", False),  # a scheme after a long run: found from its "://"
+    ("token " + "a" * 20_000, True),  # a word, not a token (its mixed-case test was quadratic)
+    ("token " + "aB3" * 7_000, False),
 ])  # fmt: skip
 def test_the_reported_misses_and_spared_prose(text: str, kept: bool) -> None:
     assert (redact(text) == text) is kept, redact(text)
@@ -103,6 +107,81 @@ def test_the_detect_secrets_mode_adds_its_plugins_and_stays_optional(monkeypatch
         assert redact("password=Hunter2-Sup3r") == "password=[REDACTED]"
     finally:
         R.use_detect_secrets(False)
+
+
+# ------------------------------------------------------------------ the judgement budget
+
+
+def _negatives() -> str:
+    return "".join(f.read_text(encoding="utf-8") for f in sorted((FIXTURES / "negatives").iterdir()))
+
+
+def _candidates(text: str) -> dict[str, int]:
+    """How many candidates of each judged kind ``text`` holds (what the budget counts)."""
+    low = R._ascii_lower(text)
+    return {"assignment": sum(1 for _ in R._NAMED.finditer(low)), "quoted": sum(1 for _ in R._QUOTED.finditer(text)),
+            "env line": sum(1 for _ in R._LINE_VALUE.finditer(text)), "url": sum(1 for _ in R._URL.finditer(text)),
+            **{p.pattern[:12]: sum(1 for _ in p.finditer(text)) for p, _, _ in R._CLI}}  # fmt: skip
+
+
+def test_ordinary_text_stays_far_below_the_judgement_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole false-positive corpus as one text: each kind holds under an eighth of the
+    budget, and its redaction is the same with no budget at all."""
+    text = _negatives()
+    assert max(_candidates(text).values()) < R.JUDGEMENT_BUDGET // 8, _candidates(text)
+    out = redact(text)
+    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 1 << 40)
+    assert redact(text) == out
+
+
+def _secret(rnd: random.Random) -> str:  # random enough for the entropy test: 24 distinct characters
+    return "Zq" + "".join(rnd.sample("abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXY2345678", 20)) + "1x9"
+
+
+# one candidate of each judged kind: (a line holding the secret, redacted within the budget too)
+_DENSE = [
+    lambda s: (f"password={s}", True),
+    lambda s: (f'"api_key": "{s}",', True),
+    lambda s: (f"x: '{s}'", True),
+    lambda s: (f"K_{s[:4]}={s}", True),
+    lambda s: (f"https://user:{s}@example.com/x", True),
+    lambda s: (f"sshpass -p {s} ssh host", True),
+    lambda s: (f"aws configure set aws_secret_access_key {s}", True),
+    lambda s: (f"token = get_token({s[:3]})", False),  # code: kept within the budget
+    lambda s: (f"password: {s[:8].lower()} and more words", False),  # prose: kept within the budget
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", " ", "\r\n"])
+def test_past_the_judgement_budget_every_secret_is_still_redacted(monkeypatch: pytest.MonkeyPatch,
+                                                                   newline: str) -> None:  # fmt: skip
+    """A text packed with candidates (a small budget here, 2,048 in use): every secret the
+    judged redaction removes is removed past the budget too, and past it the rest of each
+    kind is redacted unjudged (code and prose values included: more, never less)."""
+    rnd = random.Random(7)
+    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 5)
+    for _ in range(30):
+        lines = [rnd.choice(_DENSE)(_secret(rnd)) for _ in range(rnd.randint(20, 60))]
+        text = newline.join(line for line, _ in lines)
+        out = redact(text)
+        with monkeypatch.context() as m:
+            m.setattr(R, "JUDGEMENT_BUDGET", 1 << 40)
+            judged = redact(text)
+        secrets = {w for line, _ in lines for w in re.findall(r"Zq\w+9", line)}
+        assert {w for w in secrets if w not in judged} <= {w for w in secrets if w not in out}
+        if newline != " ":  # one line each: judged, each secret goes; past the budget, kept kinds too
+            assert all(w not in judged for (line, secret) in lines if secret for w in re.findall(r"Zq\w+9", line))
+            assert all(w not in out for line, _ in lines[-5:] for w in re.findall(r"Zq\w+9", line)), out[-400:]
+
+
+def test_the_budget_applies_per_text_and_per_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 3)
+    code = "token = get_token()"
+    assert redact("\n".join([code] * 3)) == "\n".join([code] * 3)  # within the budget: judged, kept
+    assert redact("\n".join([code] * 4)).splitlines() == [code] * 3 + ["token = [REDACTED]"]
+    urls = " ".join(["https://user:{{pw}}@host/"] * 4)  # a placeholder password, kept when judged
+    assert redact(urls).count(REDACTED) == 1 and redact(urls).endswith("https://user:[REDACTED]")
+    assert redact_obj([code] * 4) == [code] * 4  # each string has its own budget
 
 
 # ------------------------------------------------------------------ linear time

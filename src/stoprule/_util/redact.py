@@ -5,7 +5,9 @@ word-boundary test after it so the regex engine finds it by a fast search, or at
 of a run guarded by a look-behind; every repetition is possessive or bounded, so no input
 makes the engine backtrack over it twice). Where matches can be dense the tests are in the
 pattern and one ``split`` cuts the text (no Python call per match); the decisions left to
-Python (an assignment's value, an entropy) are cached per text:
+Python (an assignment's value, an entropy, a URL's password) are cached per text and
+bounded by ``JUDGEMENT_BUDGET`` per kind: past it, the rest of the text's candidates of that
+kind are redacted unjudged by one ``split`` (more redaction, never less):
 
 - the shapes of well-known credentials wherever they appear (cloud and service keys,
   private-key blocks, JWTs, bearer/basic tokens, Slack/GitHub/GitLab/Stripe/OpenAI/... keys);
@@ -43,8 +45,10 @@ MAX_DEPTH = 64
 
 def _compatible(pattern: str) -> str:
     """``pattern`` for this Python: before 3.11 ``re`` has no possessive quantifiers
-    (``x*+``, ``x{m,n}+``), so their ``+`` is dropped there (the bounded repeats keep the
-    patterns' cost linear enough; 3.11 and later run them possessive)."""
+    (``x*+``, ``x{m,n}+``) nor atomic groups (``(?>...)``), so their ``+`` is dropped there
+    and the groups are plain ones (no match depends on them: they only spare the engine
+    retries that cannot succeed; the bounded repeats keep the cost linear enough; 3.11 and
+    later run them possessive)."""
     if sys.version_info >= (3, 11):
         return pattern
     out: list[str] = []
@@ -63,6 +67,10 @@ def _compatible(pattern: str) -> str:
                 j += 2 if pattern[j] == "\\" else 1
             out.append(pattern[i : j + 1])
             i, quantified = j + 1, False
+            continue
+        if pattern.startswith("(?>", i):
+            out.append("(?:")
+            i, quantified = i + 3, False
             continue
         if c == "+" and quantified:  # the possessive mark after a quantifier
             i, quantified = i + 1, False
@@ -108,6 +116,44 @@ class _Lazy:
         return self.compiled().finditer(text)
 
 
+# The judgement budget: a text gets at most this many Python judgements (is this value code,
+# prose, a placeholder, random?) per kind of candidate. From the next candidate of that kind
+# on, the rest of the text goes through one C-level substitution that redacts every candidate
+# unjudged: more redaction, never less, and the cost of a text packed with candidates stays
+# linear with a small constant. Ordinary text stays far below it: all 16,540 lines of the
+# false-positive corpus in one text hold under 250 candidates of any kind.
+JUDGEMENT_BUDGET = 2048
+_REST_OF_LINE = r"(?:[^\r\n]++|\r(?!\n))++"  # a value never spans lines: all up to the line's end
+
+
+def _cut(rx: re.Pattern[str], text: str, secret: int = 2) -> str:
+    """``text`` with group ``secret`` of every match of ``rx`` redacted, by one ``split`` (a C
+    call: every group is a part, no Python call per match, unlike a ``\\1`` template)."""
+    parts = rx.split(text)
+    if len(parts) == 1:
+        return text
+    stride = rx.groups + 1
+    parts[secret::stride] = [REDACTED] * (len(parts) // stride)
+    return "".join(parts)
+
+
+def _judged_sub(pattern: re.Pattern[str], judge: Any, fallback: re.Pattern[str], secret: int, text: str) -> str:
+    """``pattern.sub(judge, text)`` for the first ``JUDGEMENT_BUDGET`` matches; from the next
+    one on, ``_cut(fallback, rest, secret)`` (its group ``secret`` covers all ``judge`` may redact)."""
+    out: list[str] = []
+    done = 0
+    for n, m in enumerate(pattern.finditer(text)):
+        if n == JUDGEMENT_BUDGET:
+            out += [text[done : m.start()], _cut(fallback, text[m.start() :], secret)]
+            return "".join(out)
+        out += [text[done : m.start()], judge(m)]
+        done = m.end()
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
 # ---------------------------------------------------------------- credential shapes
 _B64 = r"A-Za-z0-9+/"
 _SHAPES: list[_Lazy] = [
@@ -147,13 +193,20 @@ _SHAPES: list[_Lazy] = [
     _Lazy(r"AGE-SECRET-KEY-1(?<!\w................)[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     _Lazy(r"\d(?<!\w\d)\d{7,9}:AA[A-Za-z0-9_-]{32,33}"),  # Telegram bot token
     _Lazy(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),  # Azure AD client secret
-    _Lazy(rf"(?i)AccountKey(?<!\w..........)=[{_B64}=]{{20,}}+"),  # Azure storage connection strings
-    _Lazy(r"(?i)SharedAccess(?<!\w............)(?:Key|Signature)=[^\s;\"']{8,}+"),
+    # Azure storage connection strings, case-insensitive but for the first letter (tested in both
+    # cases, and U+017F that folds to s), so the regex engine finds it by a fast search
+    _Lazy(rf"[aA](?i:ccountKey)(?<!\w..........)=(?i:[{_B64}=]){{20,}}+"),
+    _Lazy(r"[sS\u017f](?i:haredAccess)(?<!\w............)(?i:Key|Signature)=[^\s;\"']{8,}+"),
     _Lazy(r"sig=(?<![\w-]sig=)[A-Za-z0-9%+/=]{20,}+"),  # Azure SAS
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
-_URL = _compile(r"(?i)\b[a-z][a-z0-9+.-]{0,20}+://[^\s\"'<>`]{3,2048}+")
+# a URL: its ``://`` (found by a fast search), after a scheme of 1-21 characters that starts a
+# word, then up to 2,048 characters (the match starts at ``://``; each look-behind has one width)
+_SCHEME_BEFORE = "|".join(rf"(?<=\b[a-z][a-z0-9+.-]{{{k}}}://)" for k in range(21))
+_URL = _compile(rf"(?i)://(?:{_SCHEME_BEFORE})[^\s\"'<>`]{{3,2048}}+")
+# past the judgement budget: every ``://user:`` loses the rest of its URL, whatever its scheme
+_URL_ANY = _compile(r"(://[^\s\"'<>`/@:]{1,2047}+:)([^\s\"'<>`]++)")
 _HOST_TAIL = _compile(r"(?<![\w.-])[\w.-]++(?::\d++)?+(?:[/?#]|$)")  # tried at a run's start only: linear
 
 # a value that stands for one: empty, a keyword, a type name, a template, stars (a whole value)
@@ -163,16 +216,37 @@ _PLACEHOLDER_BODY = (
 )
 
 
+# the same words grouped by their first character, which is tested case-sensitively (an ASCII
+# letter in either case): the regex engine skips an alternative whose first character differs
+# in one step instead of comparing it case-insensitively (a value after ``-u user:``, ``-p``,
+# ``--token`` or ``Bearer`` is tested against all of them). Where Unicode case folding maps a
+# character to an ASCII letter (U+017F, U+0131, U+0130) the value is not a placeholder: redacted.
+_PLACEHOLDER_FIRST = (
+    r"(?-i:[nN](?i:one|ull|il|o)|[tT](?i:rue)|[fF](?i:alse|oo)|[uU](?i:ndefined)|[yY](?i:es|our[_-]?\w*)"
+    r"|[oO](?i:n|ff|ptional|bject)|[rR](?i:equired|edacted)|[sS](?i:tr(?:ing)?)|[bB](?i:ool|ar|az)|[iI](?i:nt)"
+    r"|[aA](?i:ny)|[cC](?i:hangeme)|[vV](?i:al(?:ues?)?)|[eE](?i:xample)|[dD](?i:ummy)|[pP](?i:laceholder)|[xX]+"
+    r"|\*+|\.\.\.|\[(?i:redacted)\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?(?i:s)?|[-_.]+)"
+)
+
+
+# the first two characters of each (one of a symbol, or of ``x``): most values fail here in a
+# few steps, before the words are tried
+_PLACEHOLDER_START = (
+    r"[bB][oOaA]|[nN][oOuUiI\u0131\u0130]|[tT][rR]|[fF][aAoO]|[uU][nN]|[yY][eEoO]|[oO][nNfFpPbB]|[rR][eE]|[sS][tT]"
+    r"|[iI][nN]|[aA][nN]|[cC][hH]|[vV][aA]|[eE][xX]|[dD][uU]|[pP][lL]|[xX]|[*.\[<$\{%_-]"
+)
+
+
 def _plain_value(cls: str, cap: int) -> str:
     """A look-ahead refusing a value (a run of ``cls``) already redacted, or a placeholder of
     at most ``cap`` characters (a longer one is redacted)."""
     return (
-        rf"(?!\[REDACTED)(?!(?={cls}{{1,{cap}}}+(?!{cls}))(?=(?i:[ntfuyorsbiacvedpx*.\[<$\{{%_-]))"
-        rf"(?i:{_PLACEHOLDER_BODY})(?!{cls}))"
+        rf"(?!\[REDACTED)(?:(?![ntfuyorsbiacvedpxNTFUYORSBIACVEDPX*.\[<$\{{%_-])|(?!{_PLACEHOLDER_START})"
+        rf"|(?!(?={cls}{{1,{cap}}}+(?!{cls})){_PLACEHOLDER_FIRST}(?!{cls})))"
     )
 
 
-_MYSQL = _Lazy(r"(?<!\S)(-p)" + _plain_value(r"[^\s'\"`]", 256) + r"([^\s'\"`,;)-][^\s'\"`]{0,255}+)")
+_MYSQL = _Lazy(r"(-(?<!\S-)p)" + _plain_value(r"[^\s'\"`]", 256) + r"([^\s'\"`,;)-][^\s'\"`]{0,255}+)")
 _DB_NAME = _Lazy(r"mysql|mariadb")
 _SPACE = _Lazy(r"\s")
 
@@ -216,74 +290,86 @@ def _mysql_passwords(pattern: _Lazy, text: str) -> str:
 # (pattern, group holding the secret, a test the match must pass)
 _CLI: list[tuple[_Lazy, int, Any]] = [
     (
-        _Lazy(r"(?i)aws(?<!\w...)\s++configure\s++set\s++[\w.-]{0,64}+\s++(\S{4,}+)"),
-        1,
-        lambda m: re.search(r"(?i)secret|token|key", m.group(0)[: m.start(1) - m.start()]) is not None,
+        _Lazy(r"([aA](?i:ws)(?<!\w...)\s++(?i:configure)\s++(?i:set)\s++[\w.-]{0,64}+\s++)(\S{4,}+)"),
+        2,
+        lambda m: re.search(r"(?i)secret|token|key", m.group(1)) is not None,
     ),
-    (_Lazy(r"sshpass(?<!\w.......)\s++-p\s*+['\"]?([^\s'\"]{1,256}+)"), 1, None),
+    (_Lazy(r"(sshpass(?<!\w.......)\s++-p\s*+['\"]?)([^\s'\"]{1,256}+)"), 2, None),
 ]
 # (the part kept)(the secret), nothing after it: ``pattern.split`` cuts a text into kept text
-# and secrets in one C call, and every third part is replaced (no Python call per match)
-_CURL = _Lazy(r"(-(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:)" + _plain_value(r"[^\s'\"]", 256)
+# and secrets in one C call, and every third part is replaced (no Python call per match); the
+# kept part is atomic (``(?>...)``): when what follows fails, no shorter prefix is retried
+_CURL = _Lazy(r"(-(?>(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:))" + _plain_value(r"[^\s'\"]", 256)
               + r"([^\s'\"]{1,256}+)")  # fmt: skip
 _FLAG = _Lazy(
-    r"(-(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)|(?<=accesskey)"
-    r"|(?<=passphrase|access-key))(?:\s++|=)['\"]?)(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
+    r"(-(?>(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?<=[dentyDENTY])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)"
+    r"|(?<=accesskey)|(?<=passphrase|access-key))(?:\s++|=)['\"]?))(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
     + _plain_value(r"[^\s'\"]", 512)
     + r"([^\s'\"]{4,512}+)"
 )  # --password VALUE, --api-key=VALUE (after ``--token Bearer`` the next pattern's turn)
 _TOKEN_CHARS = r"[A-Za-z0-9._~+/=-]"
-_AUTH = _Lazy(
-    r"(?i)([btd](?<!\w.)(?:earer|asic|oken|igest)\s++)"
-    rf"(?={_TOKEN_CHARS}{{8}})(?-i:(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
-    rf"(?={_TOKEN_CHARS}*?[0-9=]|{_TOKEN_CHARS}*?[A-Z]{_TOKEN_CHARS}*?[a-z]|{_TOKEN_CHARS}*?[a-z]{_TOKEN_CHARS}*?[A-Z]))"
-    + _plain_value(_TOKEN_CHARS, 1 << 20)
-    + rf"({_TOKEN_CHARS}{{8,}}+)"
+_TOKEN_RUN = r"[A-Za-z0-9._~+/=\u0130\u0131\u017f\u212a-]"  # _TOKEN_CHARS case-insensitive: 4 letters fold to ASCII
+_AUTH = _Lazy(  # its first letter found by a fast search (case-sensitive: no letter outside ASCII folds to b, t, d)
+    r"([btdBTD](?>(?<!\w.)(?i:earer|asic|oken|igest)\s++))"
+    rf"(?={_TOKEN_RUN}{{8}})(?![\w-]+\.[A-Za-z]{{1,5}}(?!{_TOKEN_CHARS}))"  # a file name, not a token
+    r"(?=[A-Za-z._~+/-]*+[0-9=]|[a-z0-9._~+/=-]*+[A-Z][A-Z0-9._~+/=-]*+[a-z]|[A-Z0-9._~+/=-]*+[a-z][a-z0-9._~+/=-]*+[A-Z])"
+    + _plain_value(_TOKEN_RUN, 1 << 20)
+    + rf"({_TOKEN_RUN}{{8,}}+)"
 )  # "token generation": a word, not a token
 
 
 def _split_sub(pattern: _Lazy, text: str) -> str:
-    parts = pattern.compiled().split(text)
-    if len(parts) == 1:
-        return text
-    parts[2::3] = [REDACTED] * (len(parts) // 3)
-    return "".join(parts)
+    return _cut(pattern.compiled(), text)
 
 
 # ---------------------------------------------------------------- key = value assignments
 # a key ending like a secret's name, then its separator (matched on ASCII-lower-cased text: a
 # case-sensitive alternation of literals lets the regex engine skip most positions)
-_NAMED = _compile(
+_NAMED_HEAD = (
     r"(?:p(?:ass(?:wd)?|wd|hrase)|word|s(?:ecrets?|ession_?id|ig|as)|token|key|a(?:uth|ture)|zation|entials?|_base)"
-    r"(?P<q>[\"']?)(?P<sep>[ \t]*+(?::=|=>|:(?!=)|=(?![=>]))[ \t]*+)"
+    r"(Q[\"']?)(SEP[ \t]*+(?::=|=>|:(?!=)|=(?![=>]))[ \t]*+)"
     r"(?=[^\s,;&}\])<>])"  # a value follows (_VALUE); one separator fits, so none is retried shorter
 )
+_NAMED = _compile(_NAMED_HEAD.replace("(Q", "(?P<q>").replace("(SEP", "(?P<sep>"))
+# past the judgement budget: all after such a key to the end of its line (a key inside a kept
+# value may have a value reaching past that one, so no shorter span is safe), on the text
+# itself with ASCII case folded (what ``_NAMED`` finds on the lower-cased text, or more)
+_NAMED_REST = _compile(rf"(?ai)({_NAMED_HEAD.replace('(Q', '(?:').replace('(SEP', '(?:')})({_REST_OF_LINE})")
 # any separator before a quoted token-like value of 20+ characters (high entropy?)
-_QUOTED = _compile(r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])")
+_QUOTED_HEAD = r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])"
+_QUOTED = _compile(_QUOTED_HEAD)
+_QUOTED_REST = _compile(rf"({_QUOTED_HEAD})({_REST_OF_LINE})")  # past the budget: as _NAMED_REST
 _QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
-    r"(?m)^[ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+([^\s\"'#]{20,1024}+)[ \t]*+\r?$"
+    r"(?m)^([ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+)([^\s\"'#]{20,1024}+)([ \t]*+\r?)$"
 )
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VALUE = _compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
+# Every alternative starts with a case-sensitive class (the ASCII letter in both cases, and
+# U+017F and U+212A that fold to s and k), so the regex engine skips one whose first letter
+# differs in a step.
 _SECRET_KEY = _compile(
-    r"(?i)(?:passw(?:or)?d|passphrase|secret|token|credential|api[_-]?key|apikey|private[_-]?key|privatekey"
-    r"|access[_-]?key|accesskey|account[_-]?key|auth|authorization|session[_-]?(?:id|key)|sas"
-    r"|(?:^|[_.-])(?:pwd|pass|sig|signature|key)$|(?-i:[a-z](?:Pwd|Pass|Key))$)"
+    r"(?i)(?-i:[pP])(?:(?-i:[aA])ss(?:w(?:or)?d|phrase)|(?-i:[rR])ivate[_-]?key)"
+    r"|(?-i:[sS\u017f])(?:(?-i:[eE])(?:cret|ssion[_-]?(?:id|key))|(?-i:[aA])s)|(?-i:[tT])oken|(?-i:[cC])redential"
+    r"|(?-i:[aA])(?:(?-i:[pP])i[_-]?key|(?-i:[cC])c(?:ess[_-]?key|ount[_-]?key)|(?-i:[uU])th)"
+    r"|(?:(?-i:[_.-])|^)(?:(?-i:[pP])(?:wd|ass)|(?-i:[sS\u017f])ig(?:nature)?|(?-i:[kK\u212a])ey)$"
+    r"|(?-i:P(?<=[a-z]P)(?:wd|ass)|K(?<=[a-z]K)ey)$"
 )
 _COUNT_KEY = _compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
                         r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
 _PLACEHOLDER = _compile(rf"(?i)^{_PLACEHOLDER_BODY}$")
-_DIGEST = _compile(r"(?i)(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]+$")  # hex digests, UUIDs
+# the helpers below judge one value (``match`` at its start): each starts only where a run of
+# its characters starts, so a scan over a long text (never made) would stay linear too
+_DIGEST = _compile(r"(?i)(?<![0-9a-z:-])(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]++$")  # hex digests, UUIDs
 _CODE_CHARS = _compile(r"[()\[\]{},;<>]")
 _TEMPLATE = _compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
 _CONCAT = _compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
-_NUMBERS = _compile(r"(?:\d{1,5}|[\d.:]*[.:][\d.:]*)$")  # a count or a port; a version, OID or address
-_FILE_NAME = _compile(r"[\w-]+\.[A-Za-z]{1,5}$")
-_PATH = _compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$")
-_SNAKE = _compile(r"[a-z]+(?:_[a-z]+)+$")
+_NUMBERS = _compile(r"(?<![\d.:])(?:\d{1,5}+|\d*+[.:][\d.:]*+)$")  # a count or a port; a version, OID or address
+_FILE_NAME = _compile(r"(?<![\w-])[\w-]++\.[A-Za-z]{1,5}+$")
+_PATH = _compile(r"(?<![\w.@+~/-])(?:~|\.{1,2})?/[\w.@+-]++(?:/[\w.@+-]*+)++$")
+_SNAKE = _compile(r"(?<![a-z_])[a-z]++(?:_[a-z]++)++$")
 _CODE_REF = _compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
 
@@ -355,9 +441,14 @@ def _assignments(text: str) -> str:
     done = 0
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
     kept: dict[tuple[str, str, str, str, bool], bool] = {}
-    for m in _NAMED.finditer(_ascii_lower(text)):  # same length and offsets as ``text``
+    low = _ascii_lower(text).replace("[redacted]", "[--------]")  # same length and offsets as ``text``
+    for n, m in enumerate(_NAMED.finditer(low)):  # (no key ends within a redaction: its letters are skipped)
         if m.start() < done:
             continue
+        if n >= JUDGEMENT_BUDGET:
+            out += [text[done : m.start()], _cut(_NAMED_REST, text[m.start() :])]
+            done = len(text)
+            break
         head = text[max(0, m.start() - 128) : m.start()]
         begin = m.start() - (len(head) - len(head.rstrip(_KEY_CHARS)))
         if begin > 0 and text[begin - 1] in _KEY_CHARS:
@@ -392,12 +483,18 @@ def _assignments(text: str) -> str:
         return high
 
     if "\n" in text or len(text) <= 1100:
-        text = _LINE_VALUE.sub(lambda m: m.group(0) if not _random(m.group(1)) else
-                               m.group(0)[: m.start(1) - m.start()] + REDACTED + m.group(0)[m.end(1) - m.start() :],
-                               text)  # fmt: skip
-    for m in _QUOTED.finditer(text) if _QUOTED_RUN.search(text) else ():
+        text = _judged_sub(_LINE_VALUE, lambda m: m.group(0) if not _random(m.group(2)) else
+                           m.group(1) + REDACTED + m.group(3), _LINE_VALUE, 2, text)  # fmt: skip
+    quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
+    for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
+        if m.start() < done:
+            continue
+        if n >= JUDGEMENT_BUDGET:
+            out += [text[done : m.start()], _cut(_QUOTED_REST, text[m.start() :])]
+            done = len(text)
+            break
         v = _VALUE.match(text, m.end())
-        if v is None or m.start() < done or not _random(v.group(0)[1:-1]):
+        if v is None or not _random(v.group(0)[1:-1]):
             continue
         out += [text[done : m.end()], f"{v.group(0)[0]}{REDACTED}{v.group(0)[-1]}"]
         done = v.end()
@@ -459,21 +556,7 @@ def _url(m: re.Match[str]) -> str:
 
 
 def _urls(text: str) -> str:
-    """``_URL.sub(_url, text)``, run only around each ``://`` when there are few: a URL starts
-    at most 21 characters before its ``://`` and ends at most 2,051 after it."""
-    n = text.count("://")
-    if n > len(text) >> 12:  # dense: one pass over the whole text costs less
-        return _URL.sub(_url, text)
-    out: list[str] = []
-    done = i = 0
-    while (i := text.find("://", i)) >= 0:
-        begin, end = max(done, i - 23), i + 2052  # one character more before: ``\b`` sees it
-        while (j := text.find("://", i + 3, end + 30)) >= 0:  # windows that come near are merged
-            i, end = j, j + 2052
-        out += [text[done:begin], _URL.sub(_url, text[begin:end])]
-        done, i = min(end, len(text)), end
-    out.append(text[done:])
-    return "".join(out)
+    return _judged_sub(_URL, _url, _URL_ANY, 2, text)
 
 
 def _group(index: int, test: Any) -> Any:
@@ -554,7 +637,7 @@ _MARKERS: list[tuple[str, tuple[str, ...]]] = [
     ("ya29", ("ya29.",)), ("GOCSPX", ("gocspx-",)), ("eyJ", ("eyj",)), ("npm_", ("npm_",)), ("hf_", ("hf_",)),
     ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
     ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
-    (":AA", (":aa",)), ("Q~", ("q~",)), ("AccountKey", ("accountkey=",)), ("SharedAccess", ("sharedaccess",)),
+    (":AA", (":aa",)), ("Q~", ("q~",)), ("ccountKey", ("accountkey=",)), ("haredAccess", ("sharedaccess",)),
     ("sig=", ("sig=",)), ("configure", ("configure",)),
     ("sshpass", ("sshpass",)),
 ]  # fmt: skip
@@ -564,13 +647,22 @@ def _sub(repl: Any) -> Any:
     return lambda pattern, text: pattern.sub(repl, text)
 
 
+def _judged(judge: Any) -> Any:
+    """``pattern.sub(judge, text)`` within the judgement budget; past it, every match's
+    secret (its last group, the part before it kept) is redacted."""
+    return lambda pattern, text: _judged_sub(pattern.compiled(), judge, pattern.compiled(), 2, text)
+
+
+# a flag's name ends in one of these, in lower case, or holds a letter that folds to an ASCII one
+# (U+017F, U+0131, and U+0130 whose lower case holds U+0307; U+212A's is k)
+_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "access", "passphrase", "\u017f", "\u0131", "\u0307")
 # (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
     (("-u", "--user"), _CURL, _split_sub),
     (("mysql", "mariadb"), _MYSQL, _mysql_passwords),
-    *((_markers(p), p, _sub(sub)) for p, sub in _CLI_SUBS),
-    (("-",), _FLAG, _split_sub),
+    *((_markers(p), p, _judged(sub)) for p, sub in _CLI_SUBS),
+    (_FLAG_NAMES, _FLAG, _split_sub),
     (("bearer", "basic", "token", "digest"), _AUTH, _split_sub),
 ]
 
@@ -581,13 +673,13 @@ def redact(text: str) -> str:
         return text
     extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
     out = _urls(text) if "://" in text else text
+    # the gates read the text before any pattern ran: no marker holds a bracket or lies within
+    # "[redacted]", so a redaction never adds one (it may remove one: the pattern then finds nothing)
     low = out.lower()
     big = len(out) > 1 << 16  # the regex engine's search for a leading literal costs less than the gate
     for markers, pattern, apply in _GATED:
         if not markers or big and pattern.pattern[:1].isalnum() or any(m in low for m in markers):
-            new = apply(pattern, out)
-            if new is not out and new != out:
-                out, low = new, new.lower()
+            out = apply(pattern, out)
     if ":" in out or "=" in out:
         out = _assignments(out)
     for value in extra:  # whole occurrences only
