@@ -11,8 +11,8 @@ into ``src/stoprule/engine/`` (git-ignored).
 It also compiles the optional accelerator ``stoprule.engine._speedups``
 (``src/stoprule/engine/_speedups.c``) in the manner of markupsafe's speedups: a failed build
 is reported and tolerated (stoprule then evaluates in Python, with the same results), and
-``STOPRULE_NO_SPEEDUPS=1`` skips it. ``STOPRULE_SPEEDUPS_CFLAGS`` adds compiler flags (the
-sanitizer build in ``.ci/run``).
+``STOPRULE_NO_SPEEDUPS=1`` skips it. ``STOPRULE_SPEEDUPS_CFLAGS`` adds compiler flags (``.ci/run``
+gives one the compiler refuses, to check that a wheel without the accelerator works).
 """
 
 from __future__ import annotations

@@ -503,21 +503,19 @@ class Evaluator:
         if not order:
             raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
-        win = self._rules[order[0]]
-        kind = self.compiled.verdicts[win.verdict]
-        render, render_review = self._messages[win.engine_name]
-        matched = tuple(self._match[n] for n in order)
-        head = (kind.ok, win.verdict, win.reason, win.id, kind.stop)
-        tail = (high_risk, matched, self.digest)
+        proto, fills, _ = self._prototype(order[0])
+        head = (proto.ok, proto.verdict, proto.reason, proto.rule, proto.stop)
+        tail = (high_risk, tuple(self._match[n] for n in order), self.digest)
         new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+        render = fills[0][1]
 
-        if not kind.requires_user_review:
+        if len(fills) == 1:
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
                 return new(Verdict, (*head, render(data), False, None, *tail, warnings))
 
         else:
-            review = render_review or render
+            review = fills[1][1]
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
                 return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
@@ -528,9 +526,9 @@ class Evaluator:
         return make
 
     def _prototype(self, name: str) -> tuple[Verdict, tuple[tuple[int, Callable[..., str]], ...], int]:
-        """The verdict rule ``name`` gives when it wins, as the C accelerator takes it: a
-        prototype (the matches, high-risk stop and warnings to be put in), its renderers by
-        position, and where the warnings go."""
+        """The verdict rule ``name`` gives when it wins (:meth:`_maker` builds on it; the C
+        accelerator takes it as is): a prototype (the message, matches, high-risk stop and
+        warnings to be put in), its renderers by position, and where the warnings go."""
         rule = self._rules[name]
         kind = self.compiled.verdicts[rule.verdict]
         render, render_review = self._messages[name]
