@@ -180,8 +180,8 @@ def test_metrics_count_decisions_errors_and_latency(client: TestClient) -> None:
 
 @pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "cursor", "copilot"])
 def test_hook_answers_as_the_hook_prints(client: TestClient, harness: str) -> None:
-    from stoprule.agent.adapters import adapter
-    from stoprule.agent.runner import decision_of
+    from stoprule.agent.hook.adapters import adapter
+    from stoprule.agent.hook.runner import decision_of
     from stoprule.engine.packs import load_policy
 
     payload = {"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": False}

@@ -1,6 +1,6 @@
 """The ``server:`` section of ``.stoprule/config.yaml``: ask a ``stoprule serve`` instead of deciding here.
 
-Named in :data:`stoprule.agent.config.SECTIONS`; see :mod:`stoprule.agent.remote`.
+Named in :data:`stoprule.agent.config.SECTIONS`; see :mod:`stoprule.agent.hook.remote`.
 """
 
 from __future__ import annotations

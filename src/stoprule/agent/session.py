@@ -1,5 +1,5 @@
 """The one adapter between this package and the session state the hook's ``state`` provider
-reads (:mod:`stoprule.agent.state`: ``.stoprule/state/facts/<session>.json``, locked and
+reads (:mod:`stoprule.agent.hook.state`: ``.stoprule/state/facts/<session>.json``, locked and
 replaced atomically). ``report_status`` declares facts here; the blocker tool reads the
 session's ``availableTasks`` from here.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from stoprule.agent.state import StateError, declare_facts, read_facts
+from stoprule.agent.hook.state import StateError, declare_facts, read_facts
 from stoprule.project import STATE_DIR
 
 __all__ = ["declare_session_facts", "read_session_facts"]

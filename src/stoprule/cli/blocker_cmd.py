@@ -11,7 +11,7 @@ import json
 import os
 from typing import IO, Any
 
-from stoprule.agent.blocker_service import open_service
+from stoprule.agent.blockers.service import open_service
 from stoprule.diagnostics import PolicyError
 from stoprule.ledger.recorder import Recorder
 
@@ -59,7 +59,7 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
         service = open_service(policy=args.policy, recorder=record_in_ledger)
-        from stoprule.agent.remote import attach_mirror
+        from stoprule.agent.hook.remote import attach_mirror
 
         attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
         reply = service.log_blocker(args.session, {

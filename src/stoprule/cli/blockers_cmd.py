@@ -10,8 +10,8 @@ import json
 import os
 from typing import IO
 
-from stoprule.agent.blocker_service import open_service
-from stoprule.agent.blocker_store import StoreWriteError, render_markdown
+from stoprule.agent.blockers.service import open_service
+from stoprule.agent.blockers.store import StoreWriteError, render_markdown
 from stoprule.agent.redact import redact
 from stoprule.diagnostics import PolicyError
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
         return 1
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
-    from stoprule.agent.remote import attach_mirror
+    from stoprule.agent.hook.remote import attach_mirror
 
     try:
         attach_mirror(service)  # the team server, when the project names one, sees it resolved
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
 def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
-    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
+    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
 
     try:
         remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)

@@ -23,8 +23,8 @@ import subprocess
 import sys
 from typing import IO, Any
 
+from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
 from stoprule.agent.settings import hook_settings
-from stoprule.agent.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack

@@ -291,7 +291,7 @@ def remote_eval(
     import os
     from urllib.parse import urlencode
 
-    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks, verdict_from_envelope
+    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks, verdict_from_envelope
 
     query = {k: v for k, v in (("run", args.run), ("parent", args.parent), ("retry", args.retry)) if v}
     if args.checkpoint:

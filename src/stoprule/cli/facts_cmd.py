@@ -20,8 +20,8 @@ from typing import IO, Any
 from stoprule._util.files import read_bounded
 from stoprule._util.redact import redact
 from stoprule._util.text import clean
-from stoprule.agent.runner import state_home
-from stoprule.agent.state import StateError, clear_facts, read_facts, set_facts
+from stoprule.agent.hook.runner import state_home
+from stoprule.agent.hook.state import StateError, clear_facts, read_facts, set_facts
 from stoprule.cli.common import policy_error
 from stoprule.diagnostics import FactError, PolicyError, closest
 from stoprule.engine.packs import load_policy

@@ -25,7 +25,14 @@ import shutil
 import sys
 from typing import IO, Any
 
-from stoprule.agent.wiring import EXTRA_EVENTS, OPENCODE_CONFIG, OPENCODE_PLUGIN, TARGETS, add_entry, opencode_plugin
+from stoprule.agent.hook.wiring import (
+    EXTRA_EVENTS,
+    OPENCODE_CONFIG,
+    OPENCODE_PLUGIN,
+    TARGETS,
+    add_entry,
+    opencode_plugin,
+)
 from stoprule.project import STATE_DIR, find_project
 
 __all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     try:
-        from stoprule.agent.mcp_server import serve
+        from stoprule.agent.blockers.mcp import serve
     except ImportError as exc:
         stderr.write(f"stoprule: `stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})\n")
         return 2

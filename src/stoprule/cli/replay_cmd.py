@@ -14,10 +14,10 @@ import json
 import os
 from typing import IO, Any
 
-from stoprule.agent.replay import boundaries
-from stoprule.agent.runner import state_home
+from stoprule.agent.hook.replay import boundaries
+from stoprule.agent.hook.runner import state_home
+from stoprule.agent.hook.transcripts import detect
 from stoprule.agent.settings import hook_settings
-from stoprule.agent.transcripts import detect
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import EvaluationError, PolicyError

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import IO
 
-from stoprule.agent.reports import load_report, render_report
+from stoprule.agent.blockers.reports import load_report, render_report
 from stoprule.project import project_root
 
 __all__ = ["add_arguments", "run"]

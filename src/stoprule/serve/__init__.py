@@ -9,5 +9,5 @@ Modules, lowest first::
     run      start uvicorn with N worker processes
 
 The layer sits above ``agent`` (the harness adapters) and ``ledger``, below the CLI. Nothing on
-the hook's path imports it: clients speak plain HTTP (``stoprule.agent.remote``).
+the hook's path imports it: clients speak plain HTTP (``stoprule.agent.hook.remote``).
 """

@@ -294,9 +294,9 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
-        from stoprule.agent.adapters import ADAPTERS, adapter
-        from stoprule.agent.event import PayloadError
-        from stoprule.agent.runner import decision_of
+        from stoprule.agent.hook.adapters import ADAPTERS, adapter
+        from stoprule.agent.hook.event import PayloadError
+        from stoprule.agent.hook.runner import decision_of
 
         harness = request.path_params["harness"]
         if harness not in ADAPTERS:

@@ -16,12 +16,12 @@ from typing import Any
 
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blocker_config import BlockerSettings
-from stoprule.agent.blocker_facts import DEFAULT_SESSION, bind_task, blockers_facts
-from stoprule.agent.blocker_store import Blocker, BlockerStore, StoreWriteError
+from stoprule.agent.blockers.facts import DEFAULT_SESSION, bind_task, blockers_facts
+from stoprule.agent.blockers.reports import check_report, check_task_id, save_report
+from stoprule.agent.blockers.store import Blocker, BlockerStore, StoreWriteError
 from stoprule.agent.config import load_config
 from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
 from stoprule.agent.redact import redact, redact_obj
-from stoprule.agent.reports import check_report, check_task_id, save_report
 from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
 from stoprule.engine.evaluator import Evaluator
@@ -91,7 +91,7 @@ class BlockerService:
         ``default``."""
         if explicit or os.environ.get("STOPRULE_SESSION"):
             return session_id(explicit)
-        from stoprule.agent.procs import linked_session
+        from stoprule.agent.blockers.procs import linked_session
 
         link = linked_session(os.path.join(self.project_dir, STATE_DIR))
         return link["session"] if link else DEFAULT_SESSION
@@ -220,7 +220,7 @@ class BlockerService:
     def _session_tasks(self, session: str) -> list[dict[str, Any]]:
         """The task list the hook sees for the session: the transcript's (kept in the hook's
         session record at each stop), else none."""
-        from stoprule.agent.state import StateError, read_session
+        from stoprule.agent.hook.state import StateError, read_session
 
         try:
             rec = read_session(os.path.join(self.project_dir, STATE_DIR), session)

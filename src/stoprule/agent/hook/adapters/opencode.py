@@ -13,8 +13,8 @@ plugin shows as a toast.
 
 from __future__ import annotations
 
-from stoprule.agent.adapters._common import as_int, as_str, render_block_or_note
-from stoprule.agent.event import Decision, HookEvent
+from stoprule.agent.hook.adapters._common import as_int, as_str, render_block_or_note
+from stoprule.agent.hook.event import Decision, HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -28,26 +28,26 @@ def adapter(harness: str) -> ModuleType:
     """The adapter module of ``harness`` (KeyError if unknown); only that one is imported."""
     name = ADAPTERS[harness]
     if name == "claude_code":
-        from stoprule.agent.adapters import claude_code
+        from stoprule.agent.hook.adapters import claude_code
 
         return claude_code
     if name == "codex":
-        from stoprule.agent.adapters import codex
+        from stoprule.agent.hook.adapters import codex
 
         return codex
     if name == "gemini":
-        from stoprule.agent.adapters import gemini
+        from stoprule.agent.hook.adapters import gemini
 
         return gemini
     if name == "cursor":
-        from stoprule.agent.adapters import cursor
+        from stoprule.agent.hook.adapters import cursor
 
         return cursor
     if name == "copilot":
-        from stoprule.agent.adapters import copilot
+        from stoprule.agent.hook.adapters import copilot
 
         return copilot
-    from stoprule.agent.adapters import opencode
+    from stoprule.agent.hook.adapters import opencode
 
     return opencode
 
@@ -56,7 +56,7 @@ def decode_payload(data: bytes) -> dict:
     """The payload object from stdin bytes: one UTF-8 BOM stripped, empty input is ``{}``."""
     import json
 
-    from stoprule.agent.event import PayloadError
+    from stoprule.agent.hook.event import PayloadError
 
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from stoprule.agent.event import HookEvent
+from stoprule.agent.hook.event import HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
         return {}, []  # nothing was ever logged here: no config or store to read
     from types import SimpleNamespace
 
-    from stoprule.agent.blocker_facts import blockers_facts
+    from stoprule.agent.blockers.facts import blockers_facts
     from stoprule.agent.defaults import DEFAULT_BLOCKERS
-    from stoprule.agent.providers._turn import fresh_turn
+    from stoprule.agent.hook.providers._turn import fresh_turn
 
     cfg = ctx.settings.get("blockers") or DEFAULT_BLOCKERS  # the config's validated section, cached with the hook's
     notes: list[str] = []  # damaged record lines, skipped

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from stoprule.agent.event import HookEvent
+from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.settings import PROVIDER_ORDER
 
 TYPE_CHECKING = False
@@ -74,27 +74,27 @@ class Provenance:
 def _provider(name: str) -> ModuleType:
     """The module of provider ``name`` (of :data:`PROVIDER_ORDER`), imported when it first runs."""
     if name == "hook":
-        from stoprule.agent.providers import hook_provider
+        from stoprule.agent.hook.providers import hook_provider
 
         return hook_provider
     if name == "state":
-        from stoprule.agent.providers import state_provider
+        from stoprule.agent.hook.providers import state_provider
 
         return state_provider
     if name == "blockers":
-        from stoprule.agent.providers import blockers_provider
+        from stoprule.agent.hook.providers import blockers_provider
 
         return blockers_provider
     if name == "closure":
-        from stoprule.agent.providers import closure_provider
+        from stoprule.agent.hook.providers import closure_provider
 
         return closure_provider
     if name == "transcript":
-        from stoprule.agent.providers import transcript_provider
+        from stoprule.agent.hook.providers import transcript_provider
 
         return transcript_provider
     if name == "git":
-        from stoprule.agent.providers import git_provider
+        from stoprule.agent.hook.providers import git_provider
 
         return git_provider
     raise KeyError(name)

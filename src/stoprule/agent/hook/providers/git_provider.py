@@ -24,7 +24,7 @@ import os
 import time
 import zlib
 
-from stoprule.agent.event import HookEvent
+from stoprule.agent.hook.event import HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

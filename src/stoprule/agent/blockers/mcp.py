@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
-from stoprule.agent.blocker_service import BlockerService, LedgerRecorder, Reply, open_service
+from stoprule.agent.blockers.service import BlockerService, LedgerRecorder, Reply, open_service
 from stoprule.version import __version__
 
 __all__ = ["build_server", "serve"]
@@ -221,7 +221,7 @@ def serve(
     """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
     team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
-    from stoprule.agent.remote import attach_mirror
+    from stoprule.agent.hook.remote import attach_mirror
 
     attach_mirror(service, server)
     build_server(service).run("stdio")

@@ -12,8 +12,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule.agent.adapters._common import foreign_shape, parse_stop, render_block_or_note
-from stoprule.agent.event import Decision, HookEvent
+from stoprule.agent.hook.adapters._common import foreign_shape, parse_stop, render_block_or_note
+from stoprule.agent.hook.event import Decision, HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,11 +25,11 @@ __all__ = ["parse", "render"]
 def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:
     other = foreign_shape(payload)
     if other == "cursor":
-        from stoprule.agent.adapters.cursor import parse as parse_cursor
+        from stoprule.agent.hook.adapters.cursor import parse as parse_cursor
 
         return parse_cursor(payload, event)
     if other == "copilot":
-        from stoprule.agent.adapters.copilot import parse as parse_copilot
+        from stoprule.agent.hook.adapters.copilot import parse as parse_copilot
 
         return parse_copilot(payload, event)
     return parse_stop(payload, event, harness="claude-code", turn_key="prompt_id")

@@ -6,7 +6,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule.agent.event import Decision, HookEvent
+from stoprule.agent.hook.event import Decision, HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,13 +1,13 @@
 """``state``: facts declared for this session (``stoprule facts set``, the blocker tools),
-read from ``.stoprule/state/facts/`` (see :mod:`stoprule.agent.state`).
+read from ``.stoprule/state/facts/`` (see :mod:`stoprule.agent.hook.state`).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-from stoprule.agent.event import HookEvent
-from stoprule.agent.state import read_facts
+from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.state import read_facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

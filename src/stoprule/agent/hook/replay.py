@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stoprule.agent.providers import Provenance, merge
-from stoprule.agent.providers.closure_provider import parse_trailer
-from stoprule.agent.transcripts import Scan, observations, records
+from stoprule.agent.hook.providers import Provenance, merge
+from stoprule.agent.hook.providers.closure_provider import parse_trailer
+from stoprule.agent.hook.transcripts import Scan, observations, records
 
 __all__ = ["Boundary", "boundaries"]
 

@@ -40,7 +40,7 @@ def blockers_facts(
 
     ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None.
     ``notes`` gets a line per kind of damaged record line skipped."""
-    from stoprule.agent.blocker_store import BlockerStore
+    from stoprule.agent.blockers.store import BlockerStore
     from stoprule.diagnostics import ConfigError
 
     if settings is None:

@@ -24,8 +24,8 @@ from contextlib import suppress
 
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
-from stoprule.agent.adapters import adapter, decode_payload
-from stoprule.agent.event import Decision, HookEvent
+from stoprule.agent.hook.adapters import adapter, decode_payload
+from stoprule.agent.hook.event import Decision, HookEvent
 from stoprule.agent.settings import DEFAULT_HOOK, default_settings, hook_settings
 from stoprule.project import find_project
 
@@ -226,7 +226,7 @@ def _decide(
     payload_error: BaseException | None = None
     try:
         if len(data) > MAX_PAYLOAD_BYTES:
-            from stoprule.agent.event import PayloadError
+            from stoprule.agent.hook.event import PayloadError
 
             raise PayloadError(f"stdin holds more than {MAX_PAYLOAD_BYTES} bytes: not parsed")
         payload = decode_payload(data)
@@ -255,7 +255,7 @@ def _decide(
     st.disarm = _alarm(remaining)
     remote = None
     if server or st.settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
-        from stoprule.agent.remote import Remote
+        from stoprule.agent.hook.remote import Remote
 
         remote = Remote.configured(st.settings.get("server"), server, env, remaining)
     from stoprule.engine.packs import load_policy, pack_path
@@ -266,8 +266,8 @@ def _decide(
         st.evaluator = load_policy(pack)
     else:
         entry["pack"] = remote.url
-    from stoprule.agent.providers import Context, gather
-    from stoprule.agent.state import StateError, read_session
+    from stoprule.agent.hook.providers import Context, gather
+    from stoprule.agent.hook.state import StateError, read_session
 
     notes: list[str] = []
     try:
@@ -286,7 +286,7 @@ def _decide(
         assert st.evaluator is not None
         verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
     else:
-        from stoprule.agent.remote import verdict_from_envelope
+        from stoprule.agent.hook.remote import verdict_from_envelope
 
         recorded = st.settings.get("server", {}).get("record", True)
         run = (event.session_id or f"{st.harness}-unknown-session") if recorded else None
@@ -360,7 +360,7 @@ def _apply_guard(
 ) -> Decision:
     """Count consecutive blocks for the session and turn; past ``cap`` the stop is allowed.
     When the record cannot be written, :func:`_stateless_guard` decides."""
-    from stoprule.agent.state import StateError, update_session
+    from stoprule.agent.hook.state import StateError, update_session
 
     out: dict[str, Any] = {}
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from stoprule.agent.event import HookEvent
+from stoprule.agent.hook.event import HookEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     obs, notes = parse_trailer(event.last_message)
     if event.last_message is None:
         return obs, notes
-    from stoprule.agent.pack_data import pack_data
-    from stoprule.agent.providers._turn import fresh_turn
+    from stoprule.agent.hook.pack_data import pack_data
+    from stoprule.agent.hook.providers._turn import fresh_turn
 
     question = find_question(event.last_message, pack_data(ctx.pack).get("question") or {})
     seen = ctx.session.get("question") if isinstance(ctx.session.get("question"), dict) else {}

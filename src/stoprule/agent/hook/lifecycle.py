@@ -4,7 +4,7 @@
 ``SessionStart``, Copilot ``sessionStart``, the OpenCode plugin): records the session's
 baseline (the files already dirty, with content hashes: the ``git`` provider counts only
 what changed since), links the harness process to the session for ``stoprule mcp``
-(:mod:`stoprule.agent.procs`), and answers with the standing triage instructions, rendered
+(:mod:`stoprule.agent.blockers.procs`), and answers with the standing triage instructions, rendered
 from the pack's ``agent/triage.json`` and its blocker categories.
 
 ``permission`` (Claude Code / Codex ``PermissionRequest``, Copilot ``permissionRequest``,
@@ -20,14 +20,14 @@ import os
 import time
 from typing import NamedTuple, TypeVar
 
-from stoprule.agent.adapters import adapter, decode_payload
+from stoprule.agent.hook.adapters import adapter, decode_payload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from stoprule.agent.event import HookEvent
+    from stoprule.agent.hook.event import HookEvent
 
 _T = TypeVar("_T")
 
@@ -80,7 +80,7 @@ def _categories(pack: str) -> dict[str, str]:
 
 def instructions(pack: str) -> str:
     """The standing triage instructions of ``pack`` (empty when it has none)."""
-    from stoprule.agent.pack_data import pack_data, render_text
+    from stoprule.agent.hook.pack_data import pack_data, render_text
 
     template = pack_data(pack).get("instructions")
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
@@ -106,8 +106,8 @@ def _handle(
 ) -> _T:
     """Parse the payload, find the project and its settings, run ``body``; any failure gives
     ``fallback`` (a hook never fails its harness). One log line either way."""
-    from stoprule.agent.runner import _log as log
-    from stoprule.agent.runner import state_home
+    from stoprule.agent.hook.runner import _log as log
+    from stoprule.agent.hook.runner import state_home
     from stoprule.agent.settings import hook_settings
 
     env = os.environ if env is None else env
@@ -138,9 +138,9 @@ def run_session_start(
     """Record the baseline, link the session, answer with the instructions."""
 
     def body(b: _Begun, entry: dict[str, Any]) -> dict[str, Any] | None:
-        from stoprule.agent.procs import link_session
-        from stoprule.agent.providers.git_provider import baseline
-        from stoprule.agent.state import update_session
+        from stoprule.agent.blockers.procs import link_session
+        from stoprule.agent.hook.providers.git_provider import baseline
+        from stoprule.agent.hook.state import update_session
         from stoprule.engine.packs import pack_path
 
         entry.update(session=b.event.session_id, project=b.project)
@@ -175,7 +175,7 @@ def run_permission(
     """Deny with the triage message when ``hook.permission_triage`` is on; else no decision."""
 
     def body(b: _Begun, entry: dict[str, Any]) -> dict[str, Any] | None:
-        from stoprule.agent.pack_data import pack_data, render_text
+        from stoprule.agent.hook.pack_data import pack_data, render_text
         from stoprule.engine.packs import pack_path
 
         raw = b.event.raw

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from stoprule.agent.event import HookEvent
-from stoprule.agent.transcripts import detect, observations, scan_file
+from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.transcripts import detect, observations, scan_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
 
 def _from_payload(raw: dict[str, Any]) -> dict[str, Any]:
     """Observations from a payload's ``todos`` (``content``/``status``) and ``turns``."""
-    from stoprule.agent.transcripts import Scan
+    from stoprule.agent.hook.transcripts import Scan
 
     scan = Scan("claude")
     scan._set_tasks([t for t in raw["todos"] if isinstance(t, dict)], "content", "title", "description")
