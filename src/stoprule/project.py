@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["STATE_DIR", "find_project", "project_root"]
+__all__ = ["STATE_DIR", "find_project", "project_root", "session_file", "state_name"]
 
 STATE_DIR = ".stoprule"
 
@@ -36,3 +36,22 @@ def project_root(start: str | os.PathLike[str] | None = None) -> str | None:
     """The directory holding the nearest ``.stoprule/`` (the project), or None."""
     found = find_project(start)
     return os.path.dirname(found) if found else None
+
+
+def state_name(session: str | None) -> str:
+    """A file name for ``session`` in ``.stoprule/state/``: readable, and distinct sessions never
+    share one (``_project`` for None: what holds for every session)."""
+    if session is None:
+        return "_project"
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in session)[:80]
+    if safe == session and not safe.startswith((".", "_")):
+        return safe
+    import zlib
+
+    raw = session.encode("utf-8", "surrogatepass")
+    return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+
+
+def session_file(project: str, session: str | None) -> str:
+    """The hook's record of ``session`` in the ``.stoprule/`` directory ``project``."""
+    return os.path.join(project, "state", "sessions", state_name(session) + ".json")

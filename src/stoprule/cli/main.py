@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
     "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
     "hook": ("hook_cmd", "be an agent harness's stop hook: its payload in, its answer out (always exit 0)"),
+    "guard": ("guard_cmd", "be a harness's pre-tool hook refusing the agent's tampering with the gate; on|off|status"),
     "init": ("init_cmd", "wire stoprule into an agent harness's hook config and create .stoprule/config.yaml"),
     "doctor": ("doctor_cmd", "check the hook wiring of each configured harness and run one synthetic stop"),
     "facts": ("facts_cmd", "declare facts for a session (set, clear, show) for the hook's state provider"),
@@ -54,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # commands whose process ends when their output is flushed (see main): the stop hook
-EXIT_AT_ONCE = frozenset({"hook"})
+EXIT_AT_ONCE = frozenset({"hook", "guard"})
 
 
 def _formatter() -> type[argparse.HelpFormatter]:
