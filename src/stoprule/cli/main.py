@@ -141,7 +141,35 @@ def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> 
         sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
+    if argv[0] not in ("eval", "hook") and _refused_in_session(argv, stderr):  # (their lines change nothing)
+        return 2
     return int(command.run(args, stdin, stdout, stderr))
+
+
+def _refused_in_session(argv: list[str], stderr: IO[str]) -> bool:
+    """A command that changes what a stop decides, run inside an agent's session (its process
+    ancestry says so): refused, said how the user does it, and written to the session's attempts."""
+    from stoprule.agent.guard.commands import HARNESS_RUNS, MUTATING, USER_WAY, mutating
+
+    what = mutating(argv) if argv[0] in MUTATING else None
+    if what is None or what.split()[0] in HARNESS_RUNS:
+        return False
+    from stoprule.agent.guard.session import inside_session
+
+    found = inside_session()
+    if found is None:
+        return False
+    home, link = found
+    from stoprule.agent.guard.journal import record_attempt
+
+    record_attempt(home, link.get("session"), {"via": "cli", "harness": link.get("harness"), "kind": "command",
+                                               "what": f"ran `stoprule {what}` inside the session"})  # fmt: skip
+    stderr.write(
+        f"stoprule: `stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
+        f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "
+        "This attempt is shown to the user at the next stop.\n"
+    )
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
