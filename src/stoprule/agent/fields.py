@@ -42,6 +42,7 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
     "git.branch": None,
+    "guard.attempts": "tamperAttempts",
 }
 
 # Tool argument -> fact field: what the blocker tools write into the session's facts.

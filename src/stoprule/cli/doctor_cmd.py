@@ -141,20 +141,26 @@ def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
 
 
 def _synthetic_guard(command: str, harness: str, root: str) -> tuple[bool, str]:
-    """Run the guard's command on a call it must refuse (the agent turning blocker logging off)."""
-    call = {"tool_name": "Bash", "tool_input": {"command": "stoprule blockers off"}, "cwd": root,
-            "session_id": "stoprule-doctor", "hook_event_name": "PreToolUse"}  # fmt: skip
-    if harness == "copilot":
-        call = {"sessionId": "stoprule-doctor", "toolName": "bash", "toolArgs": {"command": "stoprule blockers off"},
-                "cwd": root}  # fmt: skip
-    elif harness == "cursor":
-        call = {"conversation_id": "stoprule-doctor", "command": "stoprule blockers off", "cwd": root,
-                "hook_event_name": "beforeShellExecution"}  # fmt: skip
-    try:
-        p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(call).encode(), capture_output=True,
-                           cwd=root, timeout=30, env=harness_env())  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return False, "no answer within 30 s"
+    """Run the guard's command on a call it must refuse (the agent turning blocker logging off), in
+    a scratch folder with its own state directory: the refusal is journaled there, not in the project."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="stoprule-doctor-") as scratch:
+        call: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "stoprule blockers off"},
+                                "cwd": scratch, "session_id": "stoprule-doctor", "hook_event_name": "PreToolUse"}
+        if harness == "copilot":
+            call = {"sessionId": "stoprule-doctor", "toolName": "bash", "cwd": scratch,
+                    "toolArgs": {"command": "stoprule blockers off"}}
+        elif harness == "cursor":
+            call = {"conversation_id": "stoprule-doctor", "command": "stoprule blockers off", "cwd": scratch,
+                    "hook_event_name": "beforeShellExecution"}
+        env = {k: v for k, v in harness_env().items() if k not in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")}
+        env["STOPRULE_STATE_DIR"] = scratch
+        try:
+            p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(call).encode(), capture_output=True,
+                               cwd=scratch, timeout=30, env=env)
+        except subprocess.TimeoutExpired:
+            return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
     if p.returncode != 0 or "stoprule blockers off" not in out:
         said = out[:200] or p.stderr.decode("utf-8", "replace")[:200]

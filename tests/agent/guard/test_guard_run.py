@@ -29,7 +29,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def _env(project: Path) -> dict[str, str]:
-    return {"HOME": str(project.parent / "home"), "PATH": "/usr/bin:/bin"}
+    return {"HOME": str(project.parent / "home"), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(project.parent / "st")}
 
 
 # harness -> (a payload writing .stoprule/config.yaml through the shell, the refusal's JSON path to the reason)
@@ -118,7 +118,8 @@ def test_a_settings_change_that_drops_the_hooks_is_refused_against_the_session_s
 
 def test_without_a_session_start_only_what_is_wrong_on_its_face_is_refused(project: Path) -> None:
     settings = project / ".claude" / "settings.json"
-    change = json.dumps({"session_id": "s9", "hook_event_name": "ConfigChange", "file_path": str(settings)}).encode()
+    change = json.dumps({"session_id": "s9", "hook_event_name": "ConfigChange", "file_path": str(settings),
+                         "cwd": str(project)}).encode()  # fmt: skip
     allow_all = {"hooks": {"PermissionRequest": [{"hooks": [{"type": "command", "command":
                  "echo '{\"hookSpecificOutput\": {\"decision\": {\"behavior\": \"allow\"}}}'"}]}]}}  # fmt: skip
     for content, refused in [({}, False), ({"disableAllHooks": True}, True), ({"env": {"STOPRULE_X": "1"}}, True),

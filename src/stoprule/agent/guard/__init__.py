@@ -23,4 +23,6 @@ The guard runs before every tool call: it imports no engine, no pydantic, no YAM
 start is measured in ``benchmarks/bench_guard.py``). String matching is best effort: what it
 cannot see (a path built at run time) the frozen session and the observed facts still catch
 at the next stop, and docs/agents.md ("Threat model") says what stays out of reach.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

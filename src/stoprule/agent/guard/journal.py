@@ -8,6 +8,8 @@ attempts in the fact the ledger records. Each line::
 
     {"at": 1767000000.0, "via": "guard", "harness": "claude-code", "tool": "Bash",
      "kind": "command", "what": "runs `stoprule facts set`, which only the user may run"}
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ def user_state_dir(env: Mapping[str, str]) -> str:
 
 
 def journal_file(home: str, session: str | None) -> str:
-    from stoprule.agent.hook.state import _name
+    from stoprule.project import state_name
 
-    return os.path.join(home, "state", "attempts", _name(session) + ".jsonl")
+    return os.path.join(home, "state", "attempts", state_name(session) + ".jsonl")
 
 
 def record_attempt(home: str, session: str | None, entry: dict[str, Any]) -> None:

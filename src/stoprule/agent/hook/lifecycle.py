@@ -155,11 +155,8 @@ def run_session_start(
 
             rec = update_session(b.home, b.event.session_id, keep_first)
             entry["baseline"] = len(rec["baseline"].get("files", {}))
-        if b.event.session_id:  # in the project and the user's state directory (the CLI looks in both)
-            from stoprule.agent.guard.journal import user_state_dir
-
-            for home in dict.fromkeys((b.home, user_state_dir(b.env))):
-                entry["linked"] = link_session(home, b.event.session_id, harness)
+        if b.event.session_id:
+            entry["linked"] = link_session(b.home, b.event.session_id, harness)
         text = instructions(pack_path(policy, b.env, b.workdir))
         return render_session_start(harness, text) if text else None
 

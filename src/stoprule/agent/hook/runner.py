@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["HookResult", "decision_of", "name_attempts", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -302,7 +302,22 @@ def _decide(
     if observe:
         entry["would"] = "block" if decision.block else "allow"
         decision = Decision(False, notice=None if decision.block else decision.notice)
+    if ctx.new_attempts:
+        entry["attempts_named"] = len(ctx.new_attempts)
+        decision = name_attempts(decision, ctx.new_attempts)
     return decision
+
+
+def name_attempts(decision: Decision, attempts: list[str]) -> Decision:
+    """The decision with the agent's refused attempts named: to the user (the notice, shown where
+    the harness has a user channel) and, on a block, to the agent (its instruction says so too)."""
+    shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
+    text = (f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
+            f"the harness's hooks since the last stop: {shown}")  # fmt: skip
+    notice = f"{decision.notice}\n{text}" if decision.notice else text
+    message = f"{decision.message}\n\n({text}. The user is told.)" if decision.block and decision.message else \
+        decision.message  # fmt: skip
+    return Decision(decision.block, message, notice)
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:

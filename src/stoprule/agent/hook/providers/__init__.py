@@ -1,7 +1,8 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
 Order (:data:`stoprule.agent.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
-``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
+``transcript``, ``closure``, ``git``, and always last ``guard`` (the agent's refused attempts)
+— what was declared (the payload, facts declared for
 the session, blockers the agent logged) before what is inferred (the working tree); the
 transcript comes before ``closure`` so that the agent's last message (its closure trailer,
 a question to the user) is read from the transcript when the payload has none.
@@ -39,7 +40,7 @@ class Context:
     ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
     the policy pack's directory (its ``agent/*.json`` data), None for the bundled one."""
 
-    __slots__ = ("deadline", "home", "pack", "project", "session", "settings", "workdir")
+    __slots__ = ("deadline", "home", "new_attempts", "pack", "project", "session", "settings", "workdir")
 
     def __init__(
         self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
@@ -47,6 +48,7 @@ class Context:
         self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
         self.deadline = 0.0
         self.pack: str | None = None
+        self.new_attempts: list[str] = []  # the guard provider's: refused attempts not yet named to the user
 
 
 class Provenance:
@@ -97,6 +99,10 @@ def _provider(name: str) -> ModuleType:
         from stoprule.agent.hook.providers import git_provider
 
         return git_provider
+    if name == "guard":
+        from stoprule.agent.hook.providers import guard_provider
+
+        return guard_provider
     raise KeyError(name)
 
 
@@ -111,8 +117,8 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
     results: list[tuple[str, dict[str, Any], list[str]]] = []
     timings: dict[str, float] = {}
-    for name in PROVIDER_ORDER:
-        if name not in enabled:
+    for name in (*PROVIDER_ORDER, "guard"):  # guard: always (the agent's attempts are never the config's to hide)
+        if name not in enabled and name != "guard":
             continue
         t0 = time.monotonic()
         ctx.deadline = t0 + budget
