@@ -348,7 +348,7 @@ def test_a_deeply_nested_line_is_skipped_and_the_position_advances(tmp_path: Pat
 @pytest.mark.parametrize("style", ["spaced", "pretty"])
 def test_spaced_and_pretty_transcripts_are_read_and_agree_with_replay(tmp_path: Path, style: str) -> None:
     from stoprule.agent.hook.replay import boundaries
-    from stoprule.agent.settings import DEFAULT_FIELDS
+    from stoprule.config.fields import DEFAULT_FIELDS
 
     t = tmp_path / "t.jsonl"
     t.write_text(_claude_turns(4, pretty=style == "pretty", spaced=style == "spaced"))

@@ -33,26 +33,11 @@ from stoprule.agent.hook.wiring import (
     add_entry,
     opencode_plugin,
 )
+from stoprule.config.template import config_template
 from stoprule.project import STATE_DIR, find_project
 
-__all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
+__all__ = ["add_arguments", "default_command", "run"]
 
-CONFIG_TEMPLATE = """\
-# stoprule settings (see docs/agents.md). Unknown keys are errors.
-hook:
-  mode: enforce      # enforce | observe (decide, log and record, but never block)
-  fail: open         # open: an internal error allows the stop; closed: it blocks with closed_message
-  loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
-  ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
-  budget_ms: 5000    # the whole hook's time budget
-  permission_triage: {triage}  # deny permission requests with the triage (autonomous sessions only)
-providers:
-  enabled: [hook, state, blockers, transcript, closure, git]
-  timeout_ms: 1500   # each provider's budget
-  # fields:          # observation -> fact field of the pack (null: observe only)
-  #   transcript.turns: turn
-  #   git.dirty: uncommittedWork
-"""
 GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
 
 
@@ -152,7 +137,7 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
 def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
     """``.stoprule/config.yaml`` (and its ``.gitignore``) when missing."""
     cfg = os.path.join(state_dir, "config.yaml")
-    text = CONFIG_TEMPLATE.replace("{triage}", "true" if triage else "false")
+    text = config_template(permission_triage=triage)
     if os.path.exists(cfg):
         stdout.write(f"{cfg}: exists; unchanged\n")
         if triage:

@@ -17,14 +17,15 @@ from typing import IO, Any
 from stoprule.agent.hook.replay import boundaries
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.transcripts import detect
-from stoprule.agent.settings import hook_settings
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
+from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
 from stoprule.facts.batch import map_ordered, resolve_jobs
+from stoprule.project import CONFIG_FILE
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
@@ -65,9 +66,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         return policy_error(exc, select_pack(args.policy), stderr)
     project, _ = state_home(None, os.environ)
     try:
-        mapping = hook_settings(os.path.join(project, "config.yaml") if project else None)["providers"]["fields"]
+        mapping = read_settings(os.path.join(project, CONFIG_FILE) if project else None).providers["fields"]
     except PolicyError as exc:
-        return policy_error(exc, os.path.join(project or "", "config.yaml"), stderr)
+        return policy_error(exc, os.path.join(project or "", CONFIG_FILE), stderr)
     code = 0
     total = _Tally()
     options = (mapping, args.harness, args.format)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.agent.hook.event import HookEvent
+    from stoprule.config.reader import Settings
 
 _T = TypeVar("_T")
 
@@ -91,7 +92,7 @@ class _Begun(NamedTuple):
     workdir: str
     project: str | None
     home: str
-    settings: dict[str, Any]
+    settings: Settings
     env: Mapping[str, str]
 
 
@@ -108,7 +109,7 @@ def _handle(
     ``fallback`` (a hook never fails its harness). One log line either way."""
     from stoprule.agent.hook.runner import _log as log
     from stoprule.agent.hook.runner import state_home
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import settings_for
 
     env = os.environ if env is None else env
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": name}
@@ -117,13 +118,13 @@ def _handle(
         event = adapter(harness).parse(decode_payload(data), name)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
         project, home = state_home(workdir, env)
-        settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+        settings = settings_for(project, event.session_id)
         out = body(_Begun(event, workdir, project, home, settings, env), entry)
     except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
         entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out = fallback
     if home is not None:
-        log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+        log(home, settings.hook.get("log", True) if settings is not None else True, entry)
     return out
 
 
@@ -145,7 +146,7 @@ def run_session_start(
 
         entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(b.workdir, b.project, b.settings["providers"])
+            base = baseline(b.workdir, b.project, b.settings.providers)
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:
@@ -182,7 +183,7 @@ def run_permission(
         tool = raw.get("tool_name") or raw.get("toolName") or raw.get("tool") or raw.get("permission") or "a tool"
         entry.update(session=b.event.session_id, tool=str(tool)[:200])
         message = None
-        if b.settings["hook"].get("permission_triage"):
+        if b.settings.hook.get("permission_triage"):
             pack = pack_path(policy, b.env, b.workdir)
             template = pack_data(pack).get("permission")
             if isinstance(template, str):
