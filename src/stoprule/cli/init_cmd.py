@@ -25,6 +25,7 @@ import shutil
 import sys
 from typing import IO, Any
 
+from stoprule._util.files import atomic_write
 from stoprule.agent.hook.wiring import (
     EXTRA_EVENTS,
     OPENCODE_CONFIG,
@@ -98,10 +99,7 @@ def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, std
         shutil.copy2(path, path + ".bak")
         stdout.write(f"backed up {path} to {path}.bak\n")
     backed.add(path)
-    tmp = path + ".stoprule-tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, text, keep_mode=True)
     stdout.write(f"{what} in {path}\n")
 
 
@@ -145,13 +143,9 @@ def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) 
     elif dry_run:
         stdout.write(f"would create {cfg}:\n{text}")
     else:
-        os.makedirs(state_dir, exist_ok=True)
-        with open(cfg, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        atomic_write(cfg, text, exclusive=True)
         gi = os.path.join(state_dir, ".gitignore")
-        if not os.path.exists(gi):
-            with open(gi, "w", encoding="utf-8") as fh:
-                fh.write(GITIGNORE)
+        atomic_write(gi, GITIGNORE, exclusive=True)  # kept when there is one
         stdout.write(f"created {cfg} (hook settings) and {gi}\n")
 
 
@@ -188,11 +182,7 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     elif args.dry_run:
         stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
     else:
-        os.makedirs(os.path.dirname(plugin), exist_ok=True)
-        tmp = plugin + ".stoprule-tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, plugin)
+        atomic_write(plugin, text, keep_mode=True)
         stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
     if args.no_mcp:
         return 0
