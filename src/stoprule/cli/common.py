@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 
+from stoprule.diagnostics import EXIT_INVALID, StopruleError
+
 __all__ = [
     "add_jobs_flag",
     "add_ledger_flag",
@@ -32,6 +34,7 @@ __all__ = [
     "config_error",
     "diagnostics_error",
     "fact_error",
+    "handled",
     "input_name",
     "ledger_target",
     "policy_error",
@@ -168,10 +171,20 @@ def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout:
         stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
 
 
+def handled(command: Callable[[], int], stderr: IO[str]) -> int:
+    """The exit code of ``command()``; a :class:`~stoprule.diagnostics.StopruleError` it raises is
+    the one way errors end a command: its report on ``stderr``, its ``exit_code`` returned."""
+    try:
+        return command()
+    except StopruleError as exc:
+        stderr.write(exc.report() + "\n")
+        return exc.exit_code
+
+
 def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
     """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
     stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
-    return 2
+    return EXIT_INVALID
 
 
 def config_error(exc: PolicyError, stderr: IO[str]) -> int:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
 from stoprule.config.reader import read_settings
-from stoprule.diagnostics import PolicyError
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import find_project
@@ -204,4 +204,4 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     from stoprule.cli.doctor_mcp import check_mcp
 
     good &= check_mcp(root, _line, stdout)
-    return 0 if good else 1
+    return EXIT_OK if good else EXIT_NOT_OK

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from stoprule._util.files import atomic_write
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "format_text", "run"]
 
@@ -100,7 +101,7 @@ def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
     name = anchor.value if anchor is not None and anchor.value else None
     if isinstance(node, (dict, list)):
         if id(node) in seen and name:
-            return 1 + len(name)
+            return EXIT_NOT_OK + len(name)
         lead = len(name) + 2 if name else 0
         if isinstance(node, dict):
             parts = [_flat_len(k, y, seen) + 2 + _flat_len(v, y, seen) for k, v in node.items()]
@@ -239,10 +240,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         atomic_write(str(path), new, keep_mode=True)
         stdout.write(f"formatted {path}\n")
     if bad:
-        return 2
+        return EXIT_INVALID
     if changed and (args.check or args.diff):
-        stderr.write(f"stoprule: {len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)\n")
-        return 1
+        raise CommandError(f"{len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)", EXIT_NOT_OK)
     return 0
 
 

@@ -35,6 +35,7 @@ from stoprule.agent.hook.wiring import (
     opencode_plugin,
 )
 from stoprule.config.template import config_template
+from stoprule.diagnostics import CommandError
 from stoprule.project import STATE_DIR, find_project
 
 __all__ = ["add_arguments", "default_command", "run"]
@@ -226,8 +227,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         changed = add_entry(config, t, command)
         added = [name for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)]
     except (OSError, ValueError) as exc:
-        stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
-        return 2
+        raise CommandError(f"cannot use {path}: {exc}; nothing written") from None
     state_dir = state or os.path.join(root, STATE_DIR)
     if not changed and not added:
         stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")

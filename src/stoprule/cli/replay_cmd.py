@@ -20,7 +20,7 @@ from stoprule.agent.hook.transcripts import detect
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.config.reader import read_settings
-from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.diagnostics import EXIT_INVALID, CommandError, EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
@@ -58,8 +58,7 @@ class _Tally:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.jobs < 0:
-        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
-        return 2
+        raise CommandError("--jobs must be 0 (one per CPU) or more")
     try:
         compiled = compile_policy(args.policy)
     except PolicyError as exc:
@@ -135,19 +134,19 @@ def replay_one(
     kind = detect(path, harness)
     if kind is None:
         stderr.write(f"stoprule: {path}: unreadable or not a Claude Code, Codex or Gemini transcript\n")
-        return 2, tally
+        return EXIT_INVALID, tally
     try:
         found = boundaries(path, kind, mapping)
     except OSError as exc:
         stderr.write(f"stoprule: cannot read {path}: {exc.strerror}\n")
-        return 2, tally
+        return EXIT_INVALID, tally
     code = 0
     for b in found:
         try:
             v = evaluator.evaluate(b.fact)
         except EvaluationError as exc:
             stderr.write(f"stoprule: {path}:{b.line}: stop {b.index}: {exc}\n")
-            code = 2
+            code = EXIT_INVALID
             continue
         tally.stops += 1
         if v.stop == "block":

@@ -16,9 +16,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic
+from stoprule.diagnostics import Diagnostic, QuantifierError
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
-from stoprule.engine.simplify import QuantifierError, dnf_size, simplify, split_quantifiers
+from stoprule.engine.simplify import dnf_size, simplify, split_quantifiers
 from stoprule.facts.schema import FactField, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy

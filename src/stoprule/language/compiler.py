@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic, PolicyError, closest, unknown_hint
+from stoprule.diagnostics import CheckError, Diagnostic, PolicyError, closest, unknown_hint
 from stoprule.facts.schema import FactField, FactSchema, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import (
@@ -35,7 +35,7 @@ from stoprule.language.checked import (
     FieldPath,
     NamedCondition,
 )
-from stoprule.language.operators import OPERATORS, CheckError, check_number
+from stoprule.language.operators import OPERATORS, check_number
 from stoprule.language.source import SourceFile, format_path, read_pack
 from stoprule.language.spec import FieldSpec, PackFile, RuleSpec, parse_file
 from stoprule.language.templates import Template, parse_template

@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stoprule.diagnostics import CheckError
 from stoprule.facts.schema import MISSING
 from stoprule.language.patterns import (
-    CheckError,
     ends_with_test,
     glob_class,
     glob_escape,
@@ -52,7 +52,6 @@ from stoprule.limits import (
 
 __all__ = [
     "OPERATORS",
-    "CheckError",
     "Operator",
     "PresenceArgs",
     "check_number",

@@ -39,7 +39,7 @@ from typing import Any
 
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
-from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.diagnostics import AgentError, ConfigError, Diagnostic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pydantic: never on the hook's path
@@ -52,7 +52,7 @@ MAX_ROTATED = 10  # rotated record/markdown pairs kept
 MAX_RECORD_BYTES = 256 << 20  # a record larger than this is not read (rotation keeps it far smaller)
 
 
-class StoreWriteError(Exception):
+class StoreWriteError(AgentError):
     """The record or ``blockers.md`` could not be written (read-only, disk full): nothing was half-written."""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
 
 TYPE_CHECKING = False
@@ -33,7 +34,7 @@ __all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirro
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 
 
-class RemoteError(Exception):
+class RemoteError(AgentError):
     """The server could not be asked, or refused: ``code`` is the server's error code or ``server.*``."""
 
     def __init__(self, code: str, message: str, status: int = 0, body: Any = None) -> None:

@@ -28,6 +28,7 @@ from stoprule.agent.hook.adapters import adapter, decode_payload
 from stoprule.agent.hook.event import Decision, HookEvent
 from stoprule.config.defaults import DEFAULT_HOOK
 from stoprule.config.reader import default_settings, settings_for
+from stoprule.diagnostics import AgentError
 from stoprule.project import CONFIG_FILE, find_project
 
 TYPE_CHECKING = False
@@ -44,7 +45,7 @@ LOG_MAX_BYTES = 4 << 20
 MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
-class BudgetSpent(Exception):
+class BudgetSpent(AgentError):
     """The hook's time budget (``hook.budget_ms``) ran out."""
 
 

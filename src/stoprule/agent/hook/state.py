@@ -32,6 +32,7 @@ from contextlib import suppress
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
+from stoprule.diagnostics import AgentError
 from stoprule.project import PROJECT_WIDE, state_file
 
 TYPE_CHECKING = False
@@ -53,7 +54,7 @@ __all__ = [
 
 
 
-class StateError(ValueError):
+class StateError(AgentError, ValueError):
     """A state file that cannot be read or written (the message names it)."""
 
 
