@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import pytest
 
 import stoprule.diagnostics as diagnostics
 from clirunner import invoke
+from stoprule import codes
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError, StopruleError
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "stoprule"
@@ -85,3 +87,29 @@ def test_no_command_returns_a_literal_error_code() -> None:
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) and node.value.value in (1, 2):
                 literal.append(f"{path.name}:{node.lineno}")
     assert not literal, f"return EXIT_NOT_OK / EXIT_INVALID, or raise CommandError: {literal}"
+
+
+# every family of codes in stoprule.codes; the ledger's and the service's stay beside their errors
+_FAMILIES = sorted({v.split(".")[0] for k, v in vars(codes).items() if k.isupper()})
+_CODE = re.compile(rf"^({'|'.join(_FAMILIES)})\.[a-z_]+$")
+_OWN_CODES = ("codes.py", "ledger/", "serve/")
+
+
+def test_error_codes_are_named_constants() -> None:
+    inline = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(_OWN_CODES):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            value = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(value, str) and _CODE.match(value) and value not in ("config.yaml", "config.toml"):
+                inline.append(f"{rel}:{node.lineno}: {value}")
+    assert not inline, f"use the constant of stoprule.codes: {inline}"
+
+
+def test_each_code_is_spelt_once() -> None:
+    spelt = [v for k, v in vars(codes).items() if k.isupper()]
+    assert len(spelt) == len(set(spelt)) and all(_CODE.match(v) for v in spelt)
+    assert all(k == v.replace(".", "_").upper() for k, v in vars(codes).items() if k.isupper())

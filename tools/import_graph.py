@@ -52,7 +52,7 @@ ROOT = "stoprule"
 
 #: layer -> rank; a module may import its own layer and lower ranks only (equal ranks: neither way)
 LAYERS: dict[str, int] = {
-    "base": 0,  # diagnostics, limits, project, version, _util
+    "base": 0,  # codes, diagnostics, limits, project, version, _util
     "facts": 1,
     "language": 2,
     "config": 3,
@@ -64,7 +64,7 @@ LAYERS: dict[str, int] = {
     "cli": 7,
     "top": 8,  # stoprule/__init__.py (the public API) and __main__.py
 }
-BASE = ("diagnostics", "limits", "project", "version", "_util")
+BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
 AGENT_IMPORTS = ("base", "facts", "language", "config", "engine", "agent")
 #: the only module that may import a computed module name: the CLI's command table
@@ -112,6 +112,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.cli.eval_cmd",
     "stoprule.cli.hook_cmd",
     "stoprule.cli.main",
+    "stoprule.codes",
     "stoprule.config",
     "stoprule.config.defaults",
     "stoprule.config.fields",

@@ -8,7 +8,7 @@ Public API::
 
 Packages and modules, the pipeline from the bottom up (tools/import_graph.py keeps the layers)::
 
-    diagnostics, limits, project, version, _util/   the base: errors, limits, the project's folder, helpers
+    codes, diagnostics, limits, project, version, _util/   the base: codes, errors, limits, state paths, helpers
     facts/      the fact schema, reading facts, batches
     language/   a pack's YAML: load, check, compile stages
     config/     .stoprule/config.yaml and the serve file: defaults, models, the one loader

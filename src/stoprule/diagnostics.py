@@ -33,6 +33,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule import codes
 from stoprule._util.records import record
 
 TYPE_CHECKING = False
@@ -171,7 +172,7 @@ class CheckError(StopruleError, ValueError):
     """An operator argument that does not fit the field (message for the user); ``code``
     is the diagnostic code (``condition.type``, or ``limit.*`` for a literal beyond a limit)."""
 
-    def __init__(self, message: str, code: str = "condition.type") -> None:
+    def __init__(self, message: str, code: str = codes.CONDITION_TYPE) -> None:
         super().__init__(message)
         self.code = code
 
@@ -233,7 +234,8 @@ class NoRuleMatched(EvaluationError):
     """A valid fact that no rule of the pack decides (the pack has a gap and no catch-all)."""
 
     def __init__(self, line: int | None = None) -> None:
-        super().__init__("policy.no_rule", "no rule matched this fact and the pack has no catch-all rule", line=line)
+        message = "no rule matched this fact and the pack has no catch-all rule"
+        super().__init__(codes.POLICY_NO_RULE, message, line=line)
 
 
 class AnalysisError(StopruleError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stoprule.config.freeze import FROZEN_DAMAGED, freeze, frozen
+from stoprule.config.freeze import freeze, frozen
 from stoprule.config.reader import read_settings, settings_for
 from stoprule.diagnostics import ConfigError
 
@@ -77,7 +77,7 @@ def test_a_damaged_copy_is_an_error_never_the_defaults(project: Path, damage) ->
     Path(copy.path).write_text(damage(entry))
     with pytest.raises(ConfigError) as caught:
         settings_for(str(project), "s1")
-    assert [d.code for d in caught.value.diagnostics] == [FROZEN_DAMAGED]
+    assert [d.code for d in caught.value.diagnostics] == ["config.frozen_damaged"]
 
 
 def test_a_frozen_config_that_does_not_validate_names_the_copy(project: Path) -> None:

@@ -8,6 +8,7 @@ import time
 from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule import codes
 from stoprule.analysis import AnalysisLimit, audit_pack
 from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
@@ -82,7 +83,7 @@ def audit_command(
             shown = Progress(stderr) if not quiet else None
             report = audit_pack(ctx.checked, shown, backend=backend, timeout=timeout, engine=engine)
         except AnalysisLimit as exc:
-            diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
+            diag = Diagnostic(str(root), 1, 1, codes.AUDIT_LIMIT, str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
             with Bar(stderr, "audit: corpus", unit="chunks", quiet=quiet) as bar:

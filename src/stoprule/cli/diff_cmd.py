@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import IO
 
+from stoprule import codes
 from stoprule.analysis import AnalysisLimit, diff_packs
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_diff
@@ -29,7 +30,7 @@ def diff_command(
     try:
         report = diff_packs(ctxs[0], ctxs[1], Progress(stderr), backend=backend, timeout=timeout)
     except AnalysisLimit as exc:
-        diag = Diagnostic(new, 1, 1, "audit.limit", str(exc))
+        diag = Diagnostic(new, 1, 1, codes.AUDIT_LIMIT, str(exc))
         return diagnostics_error(PolicyError([diag]), "the packs are beyond the analysis", stderr)
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")

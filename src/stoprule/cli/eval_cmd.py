@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from stoprule import codes
 from stoprule.cli.common import (
     add_jobs_flag,
     add_ledger_flag,
@@ -205,7 +206,7 @@ def _decide_all(evaluator: Evaluator, facts: list[Any], strict: bool) -> list[Ve
         except EvaluationError as exc:
             out.append(exc)
         except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
-            out.append(EvaluationError("internal.error", f"{type(exc).__name__}: {exc}"))
+            out.append(EvaluationError(codes.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
     return out
 
 
@@ -321,7 +322,8 @@ def remote_eval(
                     status, body = remote.batch(chunk, qs if n == 0 else "?" + urlencode(later) if later else "")
                     if status != 200:
                         err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
-                        raise RemoteError(err.get("code", "server.bad_answer"), err.get("message", f"HTTP {status}"))
+                        code_, message = err.get("code", codes.SERVER_BAD_ANSWER), err.get("message", f"HTTP {status}")
+                        raise RemoteError(code_, message)
                     for line in body.splitlines():
                         if line.strip():
                             answer = json.loads(line)

@@ -17,6 +17,7 @@ import json
 import os
 from typing import IO, Any
 
+from stoprule import codes
 from stoprule._util.files import read_bounded
 from stoprule._util.redact import redact
 from stoprule._util.text import clean
@@ -66,7 +67,7 @@ def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
         if canonical is None:
             best = closest(name, root.lookup)
             hint = f" (did you mean {root.lookup[best]!r}?)" if best else ""
-            out.append(FactError("fact.unknown_field", "not a field of the schema" + hint, name))
+            out.append(FactError(codes.FACT_UNKNOWN_FIELD, "not a field of the schema" + hint, name))
             continue
         try:
             schema.check_value(root.fields[canonical], value)

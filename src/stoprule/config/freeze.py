@@ -23,16 +23,16 @@ from __future__ import annotations
 import json
 import os
 
+from stoprule import codes
 from stoprule._util.files import atomic_write, read_bounded
 from stoprule._util.records import record
 from stoprule.config.source import read_config
 from stoprule.limits import MAX_CONFIG_BYTES
 from stoprule.project import CONFIG_FILE, state_file
 
-__all__ = ["FROZEN_DAMAGED", "FrozenConfig", "freeze", "frozen"]
+__all__ = ["FrozenConfig", "freeze", "frozen"]
 
 FORMAT = 1
-FROZEN_DAMAGED = "config.frozen_damaged"  # the diagnostic code of a copy that does not read back
 _MAX_COPY_BYTES = 4 * MAX_CONFIG_BYTES + 4096  # the bytes as JSON text, escaped
 
 
@@ -62,7 +62,7 @@ def _damaged(path: str, why: str) -> Exception:
     from stoprule.diagnostics import ConfigError, Diagnostic
 
     return ConfigError(
-        [Diagnostic(path, 1, 1, FROZEN_DAMAGED, f"the session's frozen config does not read back: {why}")]
+        [Diagnostic(path, 1, 1, codes.CONFIG_FROZEN_DAMAGED, f"the session's frozen config does not read back: {why}")]
     )
 
 

@@ -17,27 +17,20 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from stoprule import codes
 from stoprule.config.sections import SECTIONS
-from stoprule.config.source import UNREADABLE, read_config
+from stoprule.config.source import read_config
 from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
 from stoprule.language.source import PathKey, SourceFile, format_path, parse_yaml
 from stoprule.project import CONFIG_FILE, find_project
 
 __all__ = [
     "CONFIG_FILE",
-    "INVALID",
-    "NOT_MAPPING",
-    "UNKNOWN_KEY",
-    "UNREADABLE",
     "config_path",
     "load_config",
     "load_document",
 ]
 
-# the diagnostic codes of a config that does not load (and reader.UNREADABLE)
-NOT_MAPPING = "config.not_mapping"
-UNKNOWN_KEY = "config.unknown_key"
-INVALID = "config.invalid"
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -53,7 +46,7 @@ def _mapping(name: str, data: bytes) -> tuple[SourceFile | None, dict[Any, Any]]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([Diagnostic(name, 1, 1, UNREADABLE, str(exc))]) from None
+        raise ConfigError([Diagnostic(name, 1, 1, codes.CONFIG_UNREADABLE, str(exc))]) from None
     diags: list[Diagnostic] = []
     src = parse_yaml(name, text, diags)
     if diags:
@@ -61,7 +54,7 @@ def _mapping(name: str, data: bytes) -> tuple[SourceFile | None, dict[Any, Any]]
     if src.data is None or src.data == {}:
         return src, {}
     if not isinstance(src.data, dict):
-        raise ConfigError([src.diag((), NOT_MAPPING, "the config must be a YAML mapping")])
+        raise ConfigError([src.diag((), codes.CONFIG_NOT_MAPPING, "the config must be a YAML mapping")])
     return src, src.data
 
 
@@ -78,7 +71,7 @@ def _validate(
         from stoprule.language.spec import validation_messages
 
         for sub, kind, msg in validation_messages(model, raw, exc.errors()):
-            code = UNKNOWN_KEY if kind == "policy.unknown_key" else INVALID
+            code = codes.CONFIG_UNKNOWN_KEY if kind == codes.POLICY_UNKNOWN_KEY else codes.CONFIG_INVALID
             diags.append(_diag(name, src, (*at, *sub), code, msg))
         return None
 
@@ -96,7 +89,7 @@ def load_config(
         data = read_config(path)
     src, doc = _mapping(name, data) if data is not None else (None, {})
     diags = [
-        _diag(name, src, (key,), UNKNOWN_KEY, f"unknown section {key!r}{unknown_hint(str(key), SECTIONS)}")
+        _diag(name, src, (key,), codes.CONFIG_UNKNOWN_KEY, f"unknown section {key!r}{unknown_hint(str(key), SECTIONS)}")
         for key in doc
         if key not in SECTIONS
     ]

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stoprule import codes
 from stoprule.config.defaults import SERVE_DEFAULTS, SERVE_LIMITS
-from stoprule.config.source import UNREADABLE
 from stoprule.diagnostics import ConfigError, Diagnostic
 
 __all__ = ["Limits", "ServeConfig", "ServeFile", "hash_token", "load_serve_config", "new_token"]
@@ -133,7 +133,7 @@ def load_serve_config(path: str) -> ServeConfig:
 
     data = read_config(path)
     if data is None:
-        raise ConfigError([Diagnostic(path, 1, 1, UNREADABLE, "no such file")])
+        raise ConfigError([Diagnostic(path, 1, 1, codes.CONFIG_UNREADABLE, "no such file")])
     found = load_document(path, data, ServeFile)
     base = os.path.dirname(os.path.abspath(path))
     ledger = found.ledger

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 
+from stoprule import codes
 from stoprule._util.files import read_bounded
 from stoprule.limits import MAX_CONFIG_BYTES
 
-__all__ = ["UNREADABLE", "read_config"]
-
-UNREADABLE = "config.unreadable"  # the diagnostic code of a config file that cannot be read
+__all__ = ["read_config"]
 
 
 def read_config(path: str | os.PathLike[str]) -> bytes | None:
@@ -27,4 +26,4 @@ def read_config(path: str | os.PathLike[str]) -> bytes | None:
     except OSError as exc:
         from stoprule.diagnostics import ConfigError, Diagnostic
 
-        raise ConfigError([Diagnostic(name, 1, 1, UNREADABLE, str(exc))]) from None
+        raise ConfigError([Diagnostic(name, 1, 1, codes.CONFIG_UNREADABLE, str(exc))]) from None

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule import codes
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
 from stoprule.diagnostics import AgentError, ConfigError, Diagnostic
@@ -250,7 +251,7 @@ class BlockerStore:
         if os.path.commonpath([root, target]) != root or target == root:
             name = config_file or os.path.join(self.project_dir, ".stoprule", "config.yaml")
             raise ConfigError(
-                [Diagnostic(name, 1, 1, "config.invalid", f"the blockers file {rel!r} resolves to {target}, "
+                [Diagnostic(name, 1, 1, codes.CONFIG_INVALID, f"the blockers file {rel!r} resolves to {target}, "
                             f"outside the project {root} (a '..' step or a symlink out)", "blockers.file")]
             )  # fmt: skip
         return target

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+from stoprule import codes
 from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
 
@@ -68,7 +69,7 @@ class Remote:
 
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError("server.bad_url", f"{url!r} is not an http:// or https:// URL")
+            raise RemoteError(codes.SERVER_BAD_URL, f"{url!r} is not an http:// or https:// URL")
         self.url = url.rstrip("/")
         self._https = parts.scheme == "https"
         self._host, self._port = parts.hostname, parts.port
@@ -107,9 +108,9 @@ class Remote:
             data = resp.read()
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
         except TimeoutError:
-            raise RemoteError("server.timeout", f"{self.url} did not answer within {self.timeout:g}s") from None
+            raise RemoteError(codes.SERVER_TIMEOUT, f"{self.url} did not answer within {self.timeout:g}s") from None
         except (OSError, http.client.HTTPException) as exc:
-            raise RemoteError("server.unreachable", f"{self.url}: {type(exc).__name__}: {exc}") from None
+            raise RemoteError(codes.SERVER_UNREACHABLE, f"{self.url}: {type(exc).__name__}: {exc}") from None
         finally:
             conn.close()
 
@@ -119,12 +120,12 @@ class Remote:
         try:
             value = json.loads(data)
         except ValueError:
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}, not JSON", status) from None
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}, not JSON", status) from None
         if status != 200:
             err = value.get("error") if isinstance(value, dict) else None
             if isinstance(err, dict) and "code" in err:
                 raise RemoteError(str(err["code"]), str(err.get("message", "")), status, value)
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}", status, value)
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}", status, value)
         return value
 
     def hook(
@@ -134,7 +135,7 @@ class Remote:
         body = {"payload": payload, "fact": fact, "event": event, "run": run}
         answer = self.call("POST", f"/v1/hooks/{harness}", json.dumps(body).encode())
         if not isinstance(answer, dict) or not isinstance(answer.get("verdict"), dict):
-            raise RemoteError("server.bad_answer", f"{self.url}: the hook answer has no verdict")
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}: the hook answer has no verdict")
         return answer
 
     def batch(self, data: bytes, query: str = "") -> tuple[int, bytes]:
