@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from stoprule._util.files import read_bounded
 from stoprule.agent.blocker_config import BlockerSettings
-from stoprule.agent.hook_config import HookSettings, ProviderSettings
+from stoprule.agent.hook_config import HookSettings, ProviderSettings, SessionSettings
 from stoprule.agent.ledger_config import LedgerSettings
 from stoprule.agent.server_config import ServerSettings
 from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
@@ -33,6 +33,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "blockers": BlockerSettings,
     "server": ServerSettings,
     "ledger": LedgerSettings,
+    "session": SessionSettings,
 }
 
 

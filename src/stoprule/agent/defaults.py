@@ -9,7 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DEFAULT_BLOCKERS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "PROVIDER_ORDER"]
+__all__ = ["DEFAULT_BLOCKERS", "DEFAULT_HOOK", "DEFAULT_PROVIDERS", "DEFAULT_SESSION", "PROVIDER_ORDER"]
 
 # Providers run in this fixed order; the first to set a field wins, and a later provider
 # with another value is recorded as a conflict. Declarations (hook payload, declared
@@ -50,3 +50,5 @@ DEFAULT_PROVIDERS: dict[str, Any] = {
     "transcript_tail_bytes": 262144,
     "transcript_max_scan_bytes": 8388608,
 }
+# The ``session:`` section's defaults: the session mode is detected from the harness
+DEFAULT_SESSION: dict[str, Any] = {"mode": "auto"}

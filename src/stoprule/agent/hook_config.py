@@ -1,4 +1,4 @@
-"""The ``hook:`` and ``providers:`` sections of ``.stoprule/config.yaml`` (pydantic models).
+"""The ``hook:``, ``providers:`` and ``session:`` sections of ``.stoprule/config.yaml`` (pydantic models).
 
 Named in :data:`stoprule.agent.config.SECTIONS`; :func:`stoprule.agent.settings.hook_settings`
 validates through them once per distinct file content and caches plain dicts.
@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stoprule.agent.defaults import DEFAULT_HOOK, PROVIDER_ORDER
 
-__all__ = ["HookSettings", "ProviderSettings"]
+__all__ = ["HookSettings", "ProviderSettings", "SessionSettings"]
 
 Provider = Literal["hook", "state", "blockers", "transcript", "closure", "git"]
 
@@ -43,3 +43,12 @@ class ProviderSettings(BaseModel):
     fields: dict[str, str | None] = Field(default_factory=dict)
     transcript_tail_bytes: int = Field(262144, ge=4096)
     transcript_max_scan_bytes: int = Field(8388608, ge=0)
+
+
+class SessionSettings(BaseModel):
+    """``session:`` — who is there: ``mode: auto`` (detected from the harness; when it says
+    nothing, interactive), ``autonomous`` (nobody answers) or ``interactive`` (a person is there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["auto", "autonomous", "interactive"] = "auto"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from stoprule.agent.defaults import DEFAULT_BLOCKERS, DEFAULT_HOOK, DEFAULT_PROVIDERS, PROVIDER_ORDER
+from stoprule.agent.defaults import DEFAULT_BLOCKERS, DEFAULT_HOOK, DEFAULT_PROVIDERS, DEFAULT_SESSION, PROVIDER_ORDER
 from stoprule.agent.fields import DEFAULT_FIELDS
 from stoprule.limits import MAX_CONFIG_BYTES
 
@@ -36,7 +36,7 @@ def default_settings() -> dict[str, dict[str, Any]]:
     """The settings when there is no config file (plain dicts, as :func:`hook_settings` returns)."""
     providers = dict(DEFAULT_PROVIDERS, enabled=list(PROVIDER_ORDER), fields=dict(DEFAULT_FIELDS))
     providers["blockers"] = dict(DEFAULT_BLOCKERS, soft_categories=[])
-    return {"hook": dict(DEFAULT_HOOK), "providers": providers}
+    return {"hook": dict(DEFAULT_HOOK), "providers": providers, "session": dict(DEFAULT_SESSION)}
 
 
 def _cache_file(key: str) -> str | None:
@@ -49,7 +49,7 @@ def _cache_file(key: str) -> str | None:
 
 
 def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
-    """The validated ``hook`` and ``providers`` sections of the config at ``path`` (the ``blockers``
+    """The validated ``hook``, ``providers`` and ``session`` sections of the config at ``path`` (the ``blockers``
     section rides along as ``providers["blockers"]``, for the blockers provider) (None or a
     missing file: defaults) as plain dicts; ``providers.fields`` is the full mapping (defaults
     overlaid with the file's). Raises :class:`~stoprule.diagnostics.ConfigError`.
@@ -82,10 +82,11 @@ def hook_settings(path: str | None) -> dict[str, dict[str, Any]]:
             pass
     from stoprule.agent.config import load_config  # pydantic + YAML: only on a cache miss
 
-    sections = load_config(path, sections=("hook", "providers", "blockers", "server", "ledger"))
+    sections = load_config(path, sections=("hook", "providers", "blockers", "server", "ledger", "session"))
     settings = {"hook": sections["hook"].model_dump(), "providers": sections["providers"].model_dump()}
     settings["server"] = sections["server"].model_dump()
     settings["ledger"] = sections["ledger"].model_dump()
+    settings["session"] = sections["session"].model_dump()
     settings["providers"]["fields"] = {**DEFAULT_FIELDS, **settings["providers"]["fields"]}
     settings["providers"]["blockers"] = sections["blockers"].model_dump()  # for the blockers provider
     if cache is not None:
