@@ -63,8 +63,13 @@ QUESTION = "I prepared the migration script. Should I go ahead and apply it to s
 
 
 def _project(tmp_path: Path, config: str = "") -> Path:
+    """A project whose sessions are autonomous (nobody answers: questions are pushed back),
+    unless ``config`` says otherwise."""
+    config = config or "hook:\n  log: false\n"
+    if "session:" not in config:
+        config += "session:\n  mode: autonomous\n"
     (tmp_path / ".stoprule").mkdir(exist_ok=True)
-    (tmp_path / ".stoprule" / "config.yaml").write_text(config or "hook:\n  log: false\n")
+    (tmp_path / ".stoprule" / "config.yaml").write_text(config)
     return tmp_path
 
 

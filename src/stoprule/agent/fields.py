@@ -43,6 +43,8 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
     "git.branch": None,
+    "session.mode": "sessionMode",
+    "transcript.versions": None,
 }
 
 # Tool argument -> fact field: what the blocker tools write into the session's facts.
