@@ -52,24 +52,25 @@ def boundaries(
     """Every stop of the transcript at ``path`` (OSError if unreadable)."""
     out: list[Boundary] = []
     scan = Scan(fmt, full=True)
-    line_no = 0
+    line_no = start = 0
 
-    def at(s: Scan) -> None:
+    def at(s: Scan) -> None:  # before the record that starts the next turn: the stop's last line is before it
         fact, prov = stop_fact(s.state(), fmt, mapping, pack=pack, mode_setting=mode_setting, path=path)
-        out.append(Boundary(len(out) + 1, line_no, fact, prov))
+        out.append(Boundary(len(out) + 1, start, fact, prov))
 
     scan.on_turn = at
     with open(path, "rb") as fh:
         data = fh.read()
     if data and not data.endswith(b"\n"):
         data += b"\n"  # the last record is complete: the file is no longer being written
-    line_no = prev = 0
+    line_no = prev = start = 0
     for record, end in records(data):  # the hook's reader: pretty-printed records too
+        start = line_no
         line_no += data.count(b"\n", prev, end)
         prev = end
         if record.strip():
             scan.feed(record)
-    line_no = data.count(b"\n")
+    start = data.count(b"\n")
     if scan.turns:
         at(scan)
     return out

@@ -129,7 +129,7 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
         if name == "transcript" and event.last_message is None:
-            scan = (ctx.session.get("transcript") or {}).get("scan") or {}
+            scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
                 event.last_message = scan["last_text"]  # the payload has none: the transcript's
                 notes = [*notes, "last message read from the transcript"]
