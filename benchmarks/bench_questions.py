@@ -17,7 +17,6 @@ Exit 0 always (a benchmark reports; the default test tier asserts a fixed sample
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -26,7 +25,6 @@ from _common import REPO, print_header
 
 sys.path.insert(0, str(REPO / "tests"))
 from sessions_corpus import CLOSINGS, TRANSCRIPTS, compare_stops, load_closings, transcript_cases  # noqa: E402
-
 from stoprule.agent.hook.pack_data import pack_data  # noqa: E402
 from stoprule.agent.hook.providers.closure_provider import explain_question  # noqa: E402
 
@@ -46,7 +44,7 @@ def questions(policy: str | None, quiet: bool) -> None:
     t0 = time.perf_counter()
     found = [explain_question(r["text"], spec) for r in rows]
     ms = (time.perf_counter() - t0) * 1000
-    pairs = [(r["label"] == "question", f is not None and f["asked"]) for r, f in zip(rows, found)]
+    pairs = [(r["label"] == "question", f is not None and f["asked"]) for r, f in zip(rows, found, strict=True)]
     p, rc, tp, fp, fn = _pr(pairs)
     print(f"\n{CLOSINGS.relative_to(REPO)}: {len(rows)} closing messages "
           f"({sum(1 for r in rows if r['label'] == 'question')} questions), "
@@ -54,14 +52,14 @@ def questions(policy: str | None, quiet: bool) -> None:
     print(f"precision {p:.3f}  recall {rc:.3f}  (tp {tp}, fp {fp}, fn {fn})")
     for key in ("harness", "lang"):
         groups: dict[str, list[tuple[bool, bool]]] = {}
-        for r, pair in zip(rows, pairs):
+        for r, pair in zip(rows, pairs, strict=True):
             groups.setdefault(r[key], []).append(pair)
         parts = []
         for name, g in sorted(groups.items()):
             gp, gr, *_ = _pr(g)
             parts.append(f"{name} {len(g)}: P {gp:.2f} R {gr:.2f}")
         print(f"by {key}: " + "; ".join(parts))
-    misses = [(r, f) for r, f, (want, got) in zip(rows, found, pairs) if want != got]
+    misses = [(r, f) for r, f, (want, got) in zip(rows, found, pairs, strict=True) if want != got]
     print(f"misses: {len(misses)}")
     for r, f in misses:
         kind = "false question" if f and f["asked"] else "missed question"

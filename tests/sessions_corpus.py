@@ -97,7 +97,7 @@ def compare_stops(case: Case) -> tuple[list[str], int]:
     diffs = []
     if len(want) != len(got):
         diffs.append(f"stops: expected {len(want)}, read {len(got)}")
-    for i, (w, g) in enumerate(zip(want, got), 1):
+    for i, (w, g) in enumerate(zip(want, got, strict=False), 1):
         for key in sorted(set(w) | set(g)):
             if w.get(key) != g.get(key):
                 diffs.append(f"stop {i} {key}: expected {w.get(key)!r}, read {g.get(key)!r}")

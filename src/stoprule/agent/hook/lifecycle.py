@@ -202,8 +202,8 @@ def run_permission(
             template = pack_data(pack).get("permission")
             if isinstance(template, str):
                 message = render_text(template, {"tool": str(tool)[:200], **_categories(pack)})
-        entry["decision"] = "deny" if message else (
-            "none (an interactive session: the user answers)" if mode == "interactive" else "none (permission_triage is off)")
+        quiet = "an interactive session: the user answers" if mode == "interactive" else "permission_triage is off"
+        entry["decision"] = "deny" if message else f"none ({quiet})"
         return render_permission(harness, message)
 
     return _handle(harness, "permission", data, cwd, env, body, render_permission(harness, None))

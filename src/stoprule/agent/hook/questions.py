@@ -127,10 +127,11 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
     list_questions: list[str] = []  # the questions among that list's items
     for kind, text in reversed(units):
         if kind == "list":
-            questions = [item for item in text.split("\n")
-                         if _any(asks, item) and not _any(rhetorical, item) and not _any(invitations, item)]  # fmt: skip
+            questions = [item for item in text.split("\n") if _any(asks, item)
+                         and not _any(rhetorical, item) and not _any(invitations, item)]  # fmt: skip
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
-                return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
+                return {"asked": True, "sentence": questions[0][:300],
+                        "why": "a list of questions to the user"}  # fmt: skip
             listed, list_questions = text, questions if seen <= 1 else []
             continue
         if seen >= window:
@@ -153,7 +154,8 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
                     "why": "asks the user the questions listed after it"}  # fmt: skip
         if not _any(asks, text):
             if introduces and text.rstrip().endswith((":", "：")) and _any(options, text):
-                return {"asked": True, "sentence": text[:300], "why": "asks the user to choose among the options after it"}
+                return {"asked": True, "sentence": text[:300],
+                        "why": "asks the user to choose among the options after it"}  # fmt: skip
             continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"

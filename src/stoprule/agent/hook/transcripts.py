@@ -573,10 +573,11 @@ class Scan:
                     if isinstance(item.get("content"), str):
                         by_id[key]["title"] = item["content"]
                 else:
-                    self.tasks.append({"id": key, "title": _title(item, "content"), "status": _status(item.get("status"))})
+                    self.tasks.append({"id": key, "title": _title(item, "content"),
+                                       "status": _status(item.get("status"))})  # fmt: skip
             return
         self._set_tasks(todos, "content")
-        for task, item in zip(self.tasks, [t for t in todos if isinstance(t, dict)]):
+        for task, item in zip(self.tasks, [t for t in todos if isinstance(t, dict)], strict=False):
             if item.get("id") is not None:
                 task["id"] = str(item["id"])
 

@@ -156,7 +156,8 @@ def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
     if not target:
         return
     scan = (ctx.session.get("transcript") or {}).get("scan") if ctx.scan is None else ctx.scan
-    mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan if isinstance(scan, dict) else None)
+    scan = scan if isinstance(scan, dict) else None
+    mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
     if target in fact and fact[target] != mode:
         kept = prov.fields.get(target, {})
         prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
