@@ -47,7 +47,8 @@ CASES = [
     ], 1),
     ("claude: the ! bash mode is not a prompt", "claude", [
         _user("Fix the bug."), _said("Fixed."),
-        _user("<bash-input>git status</bash-input>"), _user("<bash-stdout>clean</bash-stdout><bash-stderr></bash-stderr>"),
+        _user("<bash-input>git status</bash-input>"),
+        _user("<bash-stdout>clean</bash-stdout><bash-stderr></bash-stderr>"),
     ], 1),
     ("claude: a custom slash command carries the user's prompt; a built-in one does not", "claude", [
         _user("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
@@ -100,7 +101,8 @@ def test_cursors_todo_list_is_read_with_its_merges() -> None:
 
 
 def _stop(path: Path, last_message: str | None, session: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    event = HookEvent(harness="claude-code", event="stop", transcript_path=str(path), last_message=last_message)
+    event = HookEvent(harness="claude-code", event="stop", transcript_path=str(path),
+                      last_message=last_message)  # fmt: skip
     settings = {"enabled": ["hook", "transcript", "closure"], "fields": dict(DEFAULT_FIELDS), "timeout_ms": 5000}
     ctx = Context(None, str(path.parent), str(path.parent), settings, session)
     fact, prov = gather(event, ctx)
