@@ -111,8 +111,8 @@ def _stop(path: Path, last_message: str | None, session: dict[str, Any]) -> tupl
 
 def test_a_transcript_whose_last_records_arrive_after_the_stop_is_waited_for(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    create = {"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "tu1", "name": "TaskCreate", "input": {"subject": "Ship the release"}}]}}  # fmt: skip
+    call = {"type": "tool_use", "id": "tu1", "name": "TaskCreate", "input": {"subject": "Ship the release"}}
+    create = {"type": "assistant", "message": {"role": "assistant", "content": [call]}}
     path.write_text("".join(json.dumps(x) + "\n" for x in (_user("Plan the release."), create)))
     late = [_user([{"type": "tool_result", "tool_use_id": "tu1", "content": "Task #1 created"}]), _said("Planned.")]
 
