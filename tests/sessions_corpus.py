@@ -13,7 +13,7 @@ from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, gather
 from stoprule.agent.hook.replay import FORMAT_HARNESS, REPLAY_PROVIDERS, boundaries
 from stoprule.agent.hook.transcripts import detect
-from stoprule.agent.settings import DEFAULT_FIELDS
+from stoprule.config.fields import DEFAULT_FIELDS
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "sessions"
 CLOSINGS = ROOT / "closings.jsonl"

@@ -15,7 +15,7 @@ import pytest
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, gather
 from stoprule.agent.hook.transcripts import Scan
-from stoprule.agent.settings import DEFAULT_FIELDS
+from stoprule.config.fields import DEFAULT_FIELDS
 
 
 def _user(content: Any, **extra: Any) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import json
 import os
 from typing import IO
 
+from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.blockers.store import StoreWriteError, render_markdown
-from stoprule.agent.redact import redact
 from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "run"]

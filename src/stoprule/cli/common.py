@@ -103,16 +103,16 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
         return explicit, False
     if os.environ.get("STOPRULE_LEDGER"):
         return os.environ["STOPRULE_LEDGER"], False
-    from stoprule.project import find_project
+    from stoprule.project import CONFIG_FILE, find_project
 
     project = find_project(start)
     if project is None:
         from stoprule.ledger.store import DEFAULT_PATH
 
         return DEFAULT_PATH, True
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import read_settings
 
-    url = (hook_settings(os.path.join(project, "config.yaml")).get("ledger") or {}).get("url")
+    url = read_settings(os.path.join(project, CONFIG_FILE)).ledger.get("url")
     if url:
         from stoprule.ledger.backend import is_url
 

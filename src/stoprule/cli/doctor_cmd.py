@@ -24,7 +24,7 @@ import sys
 from typing import IO, Any
 
 from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
-from stoprule.agent.settings import hook_settings
+from stoprule.config.reader import read_settings
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
@@ -167,8 +167,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
-        settings = hook_settings(cfg)
-        hook = settings["hook"]
+        hook = read_settings(cfg).hook
         _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
                             f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
     except PolicyError as exc:

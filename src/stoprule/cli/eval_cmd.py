@@ -273,9 +273,9 @@ def _server_section() -> dict[str, Any]:
                 return {}
     except OSError:
         return {}
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import read_settings
 
-    return dict(hook_settings(path).get("server") or {})
+    return dict(read_settings(path).server)
 
 
 def remote_eval(

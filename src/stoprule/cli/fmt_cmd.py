@@ -20,9 +20,10 @@ would change (each is named), 2 a file cannot be read or parsed.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import IO, Any
+
+from stoprule._util.files import atomic_write
 
 __all__ = ["add_arguments", "format_text", "run"]
 
@@ -207,24 +208,6 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (a temporary file beside it, then a rename): never half-written."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".stoprule-fmt-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     import difflib
 
@@ -253,7 +236,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             if not args.diff:
                 stdout.write(f"{path}\n")
             continue
-        _write(path, new)
+        atomic_write(str(path), new, keep_mode=True)
         stdout.write(f"formatted {path}\n")
     if bad:
         return 2

@@ -17,14 +17,15 @@ from typing import IO, Any
 from stoprule.agent.hook.replay import boundaries
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.transcripts import detect
-from stoprule.agent.settings import hook_settings
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
+from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
 from stoprule.facts.batch import map_ordered, resolve_jobs
+from stoprule.project import CONFIG_FILE
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
@@ -67,11 +68,11 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         return policy_error(exc, select_pack(args.policy), stderr)
     project, _ = state_home(None, os.environ)
     try:
-        settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+        settings = read_settings(os.path.join(project, CONFIG_FILE) if project else None)
     except PolicyError as exc:
-        return policy_error(exc, os.path.join(project or "", "config.yaml"), stderr)
-    mapping = settings["providers"]["fields"]
-    context = (str(select_pack(args.policy)), settings.get("session", {}).get("mode"))
+        return policy_error(exc, os.path.join(project or "", CONFIG_FILE), stderr)
+    mapping = settings.providers["fields"]
+    context = (str(select_pack(args.policy)), (settings.session or {}).get("mode"))
     code = 0
     total = _Tally()
     options = (mapping, args.harness, args.format, context)

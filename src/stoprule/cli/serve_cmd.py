@@ -36,14 +36,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.serve.config import ConfigError, ServeConfig, load_config, new_token
+    from stoprule.config.serve import ServeConfig, load_serve_config, new_token
+    from stoprule.diagnostics import ConfigError
 
     if args.new_token:
         token, digest = new_token()
         stdout.write(f"token: {token}\n# in the server's config, under tokens:\n  - name: NAME\n    sha256: {digest}\n")
         return 0
     try:
-        config = load_config(args.config) if args.config else ServeConfig()
+        config = load_serve_config(args.config) if args.config else ServeConfig()
     except ConfigError as exc:
         stderr.write(f"stoprule: {exc}\n")
         return 2

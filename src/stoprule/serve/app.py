@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from stoprule.config.serve import ServeConfig
 from stoprule.diagnostics import EvaluationError
-from stoprule.serve.config import ServeConfig
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
 

@@ -43,7 +43,7 @@ from stoprule.diagnostics import ConfigError, Diagnostic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pydantic: never on the hook's path
-    from stoprule.agent.blocker_config import BlockerSettings
+    from stoprule.config.sections import BlockerSettings
 
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 

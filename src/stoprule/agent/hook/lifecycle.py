@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.agent.hook.event import HookEvent
+    from stoprule.config.reader import Settings
 
 _T = TypeVar("_T")
 
@@ -94,7 +95,7 @@ def instructions(pack: str, mode: str = "autonomous") -> str:
 def _mode(b: _Begun, harness: str) -> tuple[str, str]:
     from stoprule.agent.hook.mode import resolve
 
-    return resolve(harness, b.event.raw, b.env, b.settings.get("session", {}).get("mode"), None)
+    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
 
 
 class _Begun(NamedTuple):
@@ -102,7 +103,7 @@ class _Begun(NamedTuple):
     workdir: str
     project: str | None
     home: str
-    settings: dict[str, Any]
+    settings: Settings
     env: Mapping[str, str]
 
 
@@ -119,7 +120,7 @@ def _handle(
     ``fallback`` (a hook never fails its harness). One log line either way."""
     from stoprule.agent.hook.runner import _log as log
     from stoprule.agent.hook.runner import state_home
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import settings_for
 
     env = os.environ if env is None else env
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": name}
@@ -128,13 +129,13 @@ def _handle(
         event = adapter(harness).parse(decode_payload(data), name)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
         project, home = state_home(workdir, env)
-        settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+        settings = settings_for(project, event.session_id)
         out = body(_Begun(event, workdir, project, home, settings, env), entry)
     except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
         entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out = fallback
     if home is not None:
-        log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+        log(home, settings.hook.get("log", True) if settings is not None else True, entry)
     return out
 
 
@@ -156,7 +157,7 @@ def run_session_start(
 
         entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(b.workdir, b.project, b.settings["providers"])
+            base = baseline(b.workdir, b.project, b.settings.providers)
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:
@@ -197,7 +198,7 @@ def run_permission(
         message = None
         mode, source = _mode(b, harness)
         entry["session_mode"] = {"mode": mode, "source": source}
-        if b.settings["hook"].get("permission_triage") and mode == "autonomous":
+        if b.settings.hook.get("permission_triage") and mode == "autonomous":
             pack = pack_path(policy, b.env, b.workdir)
             template = pack_data(pack).get("permission")
             if isinstance(template, str):

@@ -194,7 +194,7 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     (``server.project``, else the project directory's name)."""
     import os
 
-    from stoprule.agent.config import load_config
+    from stoprule.config.loader import load_config
 
     section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
     data = section.model_dump()

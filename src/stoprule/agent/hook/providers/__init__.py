@@ -1,6 +1,6 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
-Order (:data:`stoprule.agent.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
+Order (:data:`stoprule.config.defaults.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
 ``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
 the session, blockers the agent logged) before what is inferred (the working tree); the
 transcript comes before ``closure`` so that the agent's last message (its closure trailer,
@@ -13,6 +13,10 @@ The first provider to set a field wins; a later provider with a different value 
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
 it is told its deadline, and one that overruns it has its observations dropped (noted).
 
+Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
+``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
+and ``_turn`` (which stops belong to one user turn, for the providers that keep per-turn marks).
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 import time
 
 from stoprule.agent.hook.event import HookEvent
-from stoprule.agent.settings import PROVIDER_ORDER
+from stoprule.config.defaults import PROVIDER_ORDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
