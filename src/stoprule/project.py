@@ -2,8 +2,8 @@
 
 Found the way git finds ``.git``: agent hooks run from subdirectories and worktrees.
 It holds ``config.yaml`` (hook, provider and blocker settings), ``policies/`` (an
-optional pack), the ledger, session state, blockers and reports. On the CLI's
-cold-start path: ``os`` only.
+optional pack), the ledger, session state (``state/<kind>/<session>.json``,
+:func:`state_file`), blockers and reports.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["STATE_DIR", "find_project", "project_root", "session_file", "state_name"]
+__all__ = ["CONFIG_FILE", "PROJECT_WIDE", "STATE_DIR", "find_project", "project_root", "session_name", "state_file"]
 
 STATE_DIR = ".stoprule"
+CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
+PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:
@@ -38,11 +40,12 @@ def project_root(start: str | os.PathLike[str] | None = None) -> str | None:
     return os.path.dirname(found) if found else None
 
 
-def state_name(session: str | None) -> str:
-    """A file name for ``session`` in ``.stoprule/state/``: readable, and distinct sessions never
-    share one (``_project`` for None: what holds for every session)."""
+def session_name(session: str | None) -> str:
+    """A file name for ``session``: readable, and distinct sessions never share one
+    (:data:`PROJECT_WIDE` for None)."""
     if session is None:
-        return "_project"
+        return PROJECT_WIDE
+    # (no regex: this module is on the guard's path, which never imports re)
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in session)[:80]
     if safe == session and not safe.startswith((".", "_")):
         return safe
@@ -52,6 +55,7 @@ def state_name(session: str | None) -> str:
     return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
 
 
-def session_file(project: str, session: str | None) -> str:
-    """The hook's record of ``session`` in the ``.stoprule/`` directory ``project``."""
-    return os.path.join(project, "state", "sessions", state_name(session) + ".json")
+def state_file(project: str, kind: str, session: str | None) -> str:
+    """``<project>/state/<kind>/<session>.json``: one session's state of one kind (``facts``,
+    ``sessions``, ``config``); ``project`` is the ``.stoprule/`` directory."""
+    return os.path.join(project, "state", kind, session_name(session) + ".json")

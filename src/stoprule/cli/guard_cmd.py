@@ -53,8 +53,9 @@ def _switch(target: str, stdout: IO[str], stderr: IO[str]) -> int:
 
     project = find_project()
     if project is None:
-        stderr.write("stoprule: no .stoprule/ found upward (run stoprule init first)\n")
-        return 2
+        from stoprule.diagnostics import CommandError
+
+        raise CommandError("no .stoprule/ found upward (run stoprule init first)")
     path = os.path.join(project, OFF_FILE)
     if target == "off":
         import time

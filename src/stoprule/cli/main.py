@@ -7,6 +7,11 @@ A module may also define ``parse_simple(argv) -> namespace | None``: its most co
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
 
+Errors have one handler (:func:`stoprule.cli.common.handled`, around every command here and
+around each run of ``--watch``): a command raises a :class:`~stoprule.diagnostics.StopruleError`
+(:class:`~stoprule.diagnostics.CommandError` for its own refusals), and the handler prints its
+:meth:`~stoprule.diagnostics.StopruleError.report` on standard error and returns its ``exit_code``.
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -16,6 +21,7 @@ import importlib
 import os
 import sys
 
+from stoprule.cli.common import handled
 from stoprule.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
@@ -119,7 +125,12 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    """Run one command with the given streams; returns the exit code."""
+    """Run one command with the given streams; returns the exit code (a
+    :class:`~stoprule.diagnostics.StopruleError` it raises: its report on ``stderr``, its code)."""
+    return handled(lambda: _run(argv, stdin, stdout, stderr), stderr)
+
+
+def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if argv and argv[0] in COMMANDS:
         command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)
@@ -141,35 +152,36 @@ def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> 
         sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
-    if argv[0] not in ("eval", "hook") and _refused_in_session(argv, stderr):  # (their lines change nothing)
-        return 2
+    if argv[0] not in ("eval", "hook"):  # (their lines change nothing)
+        _refuse_in_session(argv)
     return int(command.run(args, stdin, stdout, stderr))
 
 
-def _refused_in_session(argv: list[str], stderr: IO[str]) -> bool:
+def _refuse_in_session(argv: list[str]) -> None:
     """A command that changes what a stop decides, run inside an agent's session (its process
-    ancestry says so): refused, said how the user does it, and written to the session's attempts."""
+    ancestry says so): refused (a CommandError saying how the user does it) and written to the
+    session's attempts."""
     from stoprule.agent.guard.commands import HARNESS_RUNS, MUTATING, USER_WAY, mutating
 
     what = mutating(argv) if argv[0] in MUTATING else None
     if what is None or what.split()[0] in HARNESS_RUNS:
-        return False
+        return
     from stoprule.agent.guard.session import inside_session
 
     found = inside_session()
     if found is None:
-        return False
+        return
     home, link = found
     from stoprule.agent.guard.journal import record_attempt
+    from stoprule.diagnostics import CommandError
 
     record_attempt(home, link.get("session"), {"via": "cli", "harness": link.get("harness"), "kind": "command",
                                                "what": f"ran `stoprule {what}` inside the session"})  # fmt: skip
-    stderr.write(
-        f"stoprule: `stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
+    raise CommandError(
+        f"`stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
         f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "
-        "This attempt is shown to the user at the next stop.\n"
+        "This attempt is shown to the user at the next stop."
     )
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:

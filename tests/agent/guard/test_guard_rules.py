@@ -13,7 +13,7 @@ import pytest
 from stoprule.agent.guard.commands import mutating
 from stoprule.agent.guard.paths import Places, protected
 from stoprule.agent.guard.rules import Call, check, code_refusal, patch_paths
-from stoprule.agent.guard.shell import Unparsed, commands
+from stoprule.agent.guard.shell import commands
 
 
 @pytest.fixture
@@ -205,12 +205,11 @@ def test_the_table_of_mutating_commands(words: list[str], expected: str | None) 
 
 
 def test_a_line_with_an_open_quote_is_reported_unparsed() -> None:
-    with pytest.raises(Unparsed):
-        commands("echo 'open", "/")
+    assert commands("echo 'open", "/") is None
 
 
 def test_redirections_and_descriptors() -> None:
-    (cmd,) = commands("echo a 2>&1 >> out.txt 2> err.txt", "/r")
+    (cmd,) = commands("echo a 2>&1 >> out.txt 2> err.txt", "/r") or []
     assert cmd.argv == ["echo", "a"]
     assert cmd.writes == ["out.txt", "err.txt"]
 

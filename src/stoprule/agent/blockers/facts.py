@@ -25,7 +25,7 @@ from typing import Any
 
 from stoprule._util.files import read_bounded
 from stoprule._util.text import clean_obj
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 
 __all__ = ["bind_task", "blockers_facts"]
 
@@ -38,13 +38,13 @@ def blockers_facts(
 ) -> dict[str, Any]:
     """Fact fields for ``session_id`` in the project at ``project_dir`` (the directory holding ``.stoprule/``).
 
-    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None.
+    ``settings``: a :class:`~stoprule.config.sections.BlockerSettings`; read from the project's config when None.
     ``notes`` gets a line per kind of damaged record line skipped."""
     from stoprule.agent.blockers.store import BlockerStore
     from stoprule.diagnostics import ConfigError
 
     if settings is None:
-        from stoprule.agent.config import load_config
+        from stoprule.config.loader import load_config
 
         try:
             settings = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("blockers",))[

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
-from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.blockers.facts import DEFAULT_SESSION, bind_task, blockers_facts
 from stoprule.agent.blockers.reports import check_report, check_task_id, save_report
+from stoprule.agent.blockers.session import declare_session_facts, read_session_facts
 from stoprule.agent.blockers.store import Blocker, BlockerStore, StoreWriteError
-from stoprule.agent.config import load_config
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
-from stoprule.agent.redact import redact, redact_obj
-from stoprule.agent.session import declare_session_facts, read_session_facts
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.loader import load_config
+from stoprule.config.sections import BlockerSettings
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import load_policy, select_pack

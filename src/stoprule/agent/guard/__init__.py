@@ -14,10 +14,13 @@ Modules, lowest first::
     commands         stoprule's mutating commands (one table: the guard and the CLI read it)
     paths            what is protected: stoprule's files, the harnesses' wiring
     shell            a shell command line as simple commands (argv, redirections), nested ones too
-    rules            one tool call (or settings change) -> the refusal's reason, or None
+    rules            one tool call -> the refusal's reason, or None
+    settings         a harness settings file as the gate sees it; which changes of it are refused
     calls            each harness's pre-tool payload -> a tool call; the harness's deny answer
     journal          the session's attempts journal (append-only JSON lines)
+    session          is this process inside an agent's session (its linked ancestry)?
     run              one guard call: payload in, the harness's answer out
+    __main__         the guard's own fast entry (``python -S -I .../guard/__main__.py HARNESS``)
 
 The guard runs before every tool call: it imports no engine, no pydantic, no YAML (its cold
 start is measured in ``benchmarks/bench_guard.py``). String matching is best effort: what it

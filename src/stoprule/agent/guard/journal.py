@@ -37,9 +37,9 @@ def user_state_dir(env: Mapping[str, str]) -> str:
 
 
 def journal_file(home: str, session: str | None) -> str:
-    from stoprule.project import state_name
+    from stoprule.project import session_name
 
-    return os.path.join(home, "state", "attempts", state_name(session) + ".jsonl")
+    return os.path.join(home, "state", "attempts", session_name(session) + ".jsonl")
 
 
 def record_attempt(home: str, session: str | None, entry: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ import os
 
 from stoprule.agent.guard.commands import mutating
 from stoprule.agent.guard.paths import TEXT_NAMES, Places, protected
-from stoprule.agent.guard.shell import Command, Unparsed, commands, expand_word, find_exec
+from stoprule.agent.guard.shell import Command, commands, expand_word, find_exec
 
 __all__ = ["Call", "Refusal", "check"]
 
@@ -299,14 +299,14 @@ def _command_refusal(cmd: Command, places: Places, env: dict[str, str], depth: i
 
 def shell_refusal(text: str, cwd: str, places: Places, env: dict[str, str], depth: int = 0) -> Refusal | None:
     """The refusal of a shell command line, or None."""
-    try:
-        cmds = commands(text, cwd, env)
-    except Unparsed as exc:
+    cmds = commands(text, cwd, env)
+    if cmds is None:
         import re
 
         m = re.search(TEXT_NAMES, text) or re.search(r"\bstoprule\b", text)
         if m is not None:
-            return Refusal("unparsed", f"a command line that does not parse ({exc}) names {m.group(0)}", text[:200])
+            return Refusal("unparsed", f"a command line that does not parse (an open quote) names {m.group(0)}",
+                           text[:200])  # fmt: skip
         return None
     for cmd in cmds:
         found = _command_refusal(cmd, places, env, depth)

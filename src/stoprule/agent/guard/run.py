@@ -55,10 +55,10 @@ def _frozen(project: str | None, session: str | None) -> dict[str, Any]:
     if project is None or session is None:
         return {}
     from stoprule._util.jsonin import loads
-    from stoprule.project import session_file
+    from stoprule.project import state_file
 
     try:
-        with open(session_file(project, session), encoding="utf-8") as fh:
+        with open(state_file(project, "sessions", session), encoding="utf-8") as fh:
             rec = loads(fh.read(1 << 22))
     except (OSError, ValueError):
         return {}

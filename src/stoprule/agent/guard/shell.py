@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["Command", "Unparsed", "commands", "expand_word", "find_exec"]
+__all__ = ["Command", "commands", "expand_word", "find_exec"]
 
 MAX_DEPTH = 6  # nested shells and substitutions followed
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "\n", "(", ")", "|&", ";;", ";&"})
@@ -46,7 +46,7 @@ class Command:
         return f"Command({self.argv!r}, cwd={self.cwd!r}, writes={self.writes!r})"
 
 
-class Unparsed(ValueError):
+class _Unparsed(ValueError):
     """The line does not tokenize (an open quote): it cannot be split into commands."""
 
 
@@ -171,13 +171,13 @@ def _ansi(text: str, i: int) -> tuple[str, int]:
         out.append(c)
         i += 1
     if i >= n:
-        raise Unparsed("no closing quotation")
+        raise _Unparsed("no closing quotation")
     return "".join(out), i + 1
 
 
 def _tokens(text: str) -> list[str]:
     """Words (quotes and escapes resolved) and operators (newline among them); a digit-only word
-    glued to a redirection (``2>``) is the descriptor's number, dropped. Raises :class:`Unparsed`."""
+    glued to a redirection (``2>``) is the descriptor's number, dropped. Raises :class:`_Unparsed`."""
     tokens: list[str] = []
     word: list[str] = []
     in_word = False
@@ -206,7 +206,7 @@ def _tokens(text: str) -> list[str]:
         elif c == "'":
             j = text.find("'", i + 1)
             if j < 0:
-                raise Unparsed("no closing quotation")
+                raise _Unparsed("no closing quotation")
             word.append(text[i + 1 : j])
             in_word = True
             i = j + 1
@@ -225,7 +225,7 @@ def _tokens(text: str) -> list[str]:
                 word.append(text[i])
                 i += 1
             if i >= n:
-                raise Unparsed("no closing quotation")
+                raise _Unparsed("no closing quotation")
             in_word = True
             i += 1
         else:
@@ -351,8 +351,16 @@ def find_exec(argv: list[str]) -> list[list[str]]:
     return out
 
 
-def commands(text: str, cwd: str, env: dict[str, str] | None = None, depth: int = 0) -> list[Command]:
-    """The simple commands ``text`` runs (from ``cwd``), in order; raises :class:`Unparsed`."""
+def commands(text: str, cwd: str, env: dict[str, str] | None = None) -> list[Command] | None:
+    """The simple commands ``text`` runs (from ``cwd``), in order; None when the line does not
+    tokenize (an open quote: it cannot be split into commands)."""
+    try:
+        return _commands(text, cwd, env, 0)
+    except _Unparsed:
+        return None
+
+
+def _commands(text: str, cwd: str, env: dict[str, str] | None, depth: int) -> list[Command]:
     variables = dict(env or {})
     found: list[Command] = []
     if depth > MAX_DEPTH:
@@ -360,7 +368,7 @@ def commands(text: str, cwd: str, env: dict[str, str] | None = None, depth: int 
     text, heredocs = _heredocs(text)
     text, substituted = _substitutions(text)
     for body in substituted:
-        found += commands(body, cwd, variables, depth + 1)
+        found += _commands(body, cwd, variables, depth + 1)
     tokens = _tokens(text)
     here = iter(heredocs)
     argv: list[str] = []
@@ -375,16 +383,16 @@ def commands(text: str, cwd: str, env: dict[str, str] | None = None, depth: int 
             variables.update(assigns)
         inner, shell_text = _unwrap(words)
         if shell_text is not None:
-            found.extend(commands(shell_text, cwd, variables, depth + 1))
+            found.extend(_commands(shell_text, cwd, variables, depth + 1))
             if stdin is not None:
-                found.extend(commands(stdin, cwd, variables, depth + 1))
+                found.extend(_commands(stdin, cwd, variables, depth + 1))
         elif inner or writes:
             name = os.path.basename(inner[0]) if inner else ""
             if name in ("export", "declare", "typeset", "local", "readonly"):
                 variables.update({a.split("=", 1)[0]: a.split("=", 1)[1] for a in inner[1:] if "=" in a})
             found.append(Command(inner, cwd, [expand_word(w, variables) for w in writes], stdin))
             if name in _SHELLS and stdin is not None and len(inner) == 1:
-                found.extend(commands(stdin, cwd, variables, depth + 1))
+                found.extend(_commands(stdin, cwd, variables, depth + 1))
             if name == "find":
                 for sub in find_exec(inner):
                     found.append(Command(sub, cwd, [], None))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 
+from stoprule import codes
+from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
 
 TYPE_CHECKING = False
@@ -33,7 +35,7 @@ __all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirro
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 
 
-class RemoteError(Exception):
+class RemoteError(AgentError):
     """The server could not be asked, or refused: ``code`` is the server's error code or ``server.*``."""
 
     def __init__(self, code: str, message: str, status: int = 0, body: Any = None) -> None:
@@ -67,7 +69,7 @@ class Remote:
 
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError("server.bad_url", f"{url!r} is not an http:// or https:// URL")
+            raise RemoteError(codes.SERVER_BAD_URL, f"{url!r} is not an http:// or https:// URL")
         self.url = url.rstrip("/")
         self._https = parts.scheme == "https"
         self._host, self._port = parts.hostname, parts.port
@@ -106,9 +108,9 @@ class Remote:
             data = resp.read()
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
         except TimeoutError:
-            raise RemoteError("server.timeout", f"{self.url} did not answer within {self.timeout:g}s") from None
+            raise RemoteError(codes.SERVER_TIMEOUT, f"{self.url} did not answer within {self.timeout:g}s") from None
         except (OSError, http.client.HTTPException) as exc:
-            raise RemoteError("server.unreachable", f"{self.url}: {type(exc).__name__}: {exc}") from None
+            raise RemoteError(codes.SERVER_UNREACHABLE, f"{self.url}: {type(exc).__name__}: {exc}") from None
         finally:
             conn.close()
 
@@ -118,12 +120,12 @@ class Remote:
         try:
             value = json.loads(data)
         except ValueError:
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}, not JSON", status) from None
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}, not JSON", status) from None
         if status != 200:
             err = value.get("error") if isinstance(value, dict) else None
             if isinstance(err, dict) and "code" in err:
                 raise RemoteError(str(err["code"]), str(err.get("message", "")), status, value)
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}", status, value)
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}", status, value)
         return value
 
     def hook(
@@ -133,7 +135,7 @@ class Remote:
         body = {"payload": payload, "fact": fact, "event": event, "run": run}
         answer = self.call("POST", f"/v1/hooks/{harness}", json.dumps(body).encode())
         if not isinstance(answer, dict) or not isinstance(answer.get("verdict"), dict):
-            raise RemoteError("server.bad_answer", f"{self.url}: the hook answer has no verdict")
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}: the hook answer has no verdict")
         return answer
 
     def batch(self, data: bytes, query: str = "") -> tuple[int, bytes]:
@@ -194,7 +196,7 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     (``server.project``, else the project directory's name)."""
     import os
 
-    from stoprule.agent.config import load_config
+    from stoprule.config.loader import load_config
 
     section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
     data = section.model_dump()

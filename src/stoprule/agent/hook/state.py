@@ -32,7 +32,8 @@ from contextlib import suppress
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
-from stoprule.project import session_file, state_name
+from stoprule.diagnostics import AgentError
+from stoprule.project import PROJECT_WIDE, state_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,19 +52,18 @@ __all__ = [
     "update_session",
 ]
 
-PROJECT_WIDE = "_project"
 
 
-class StateError(ValueError):
+class StateError(AgentError, ValueError):
     """A state file that cannot be read or written (the message names it)."""
 
 
-def _name(session: str | None) -> str:
-    return state_name(session)
-
-
 def facts_file(project: str, session: str | None) -> str:
-    return os.path.join(project, "state", "facts", _name(session) + ".json")
+    return state_file(project, "facts", session)
+
+
+def session_file(project: str, session: str | None) -> str:
+    return state_file(project, "sessions", session)
 
 
 MAX_STATE_BYTES = 4 << 20  # one state file; larger is damage (quarantined)
