@@ -43,6 +43,7 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
     "git.branch": None,
+    "git.hidden": None,
     "session.mode": "sessionMode",
     "transcript.versions": None,
     "guard.attempts": "tamperAttempts",

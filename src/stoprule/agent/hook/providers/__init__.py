@@ -12,7 +12,8 @@ provider's observations are fact fields already (``state.<field>`` may rename on
 
 The first provider to set a field wins; a later provider with a different value is
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
-it is told its deadline, and one that overruns it has its observations dropped (noted).
+it is told its deadline. One that fails or overruns it makes the stop an internal error
+(:class:`ObservationFailed`, the hook's fail policy): what it did not see is never "nothing".
 
 Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
 ``transcript_provider``, ``closure_provider``, ``git_provider``, ``guard_provider``), imported when it first runs,
@@ -27,6 +28,7 @@ import time
 
 from stoprule.agent.hook.event import HookEvent
 from stoprule.config.defaults import PROVIDER_ORDER
+from stoprule.diagnostics import AgentError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-__all__ = ["Context", "Provenance", "gather", "merge"]
+__all__ = ["Context", "ObservationFailed", "Provenance", "gather", "merge"]
 
 
 class Context:
@@ -123,12 +125,19 @@ def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], lis
     return result
 
 
+class ObservationFailed(AgentError):
+    """A provider failed or overran its budget: what it would have seen is unknown, and unknown
+    is never "nothing there" (the hook's fail policy decides the stop)."""
+
+
 def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
-    """Run the enabled providers in order; the merged fact and its provenance."""
+    """Run the enabled providers in order; the merged fact and its provenance. Raises
+    :class:`ObservationFailed` when one failed or overran its budget."""
     enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
     budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
     results: list[tuple[str, dict[str, Any], list[str]]] = []
     timings: dict[str, float] = {}
+    failures: list[str] = []
     for name in (*PROVIDER_ORDER, "guard"):  # guard: always (the agent's attempts are never the config's to hide)
         if name not in enabled and name != "guard":
             continue
@@ -136,8 +145,9 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         ctx.deadline = t0 + budget
         try:
             obs, notes = _run(name, event, ctx)
-        except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
+        except Exception as exc:  # noqa: BLE001 - collected: could not observe is never "nothing there"
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
         if name == "transcript" and event.last_message is None:
             scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
@@ -147,7 +157,11 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         timings[name] = round(spent * 1000, 2)
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+            failures.append(f"{name}: took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms")
         results.append((name, obs, notes))
+    if failures:
+        raise ObservationFailed("could not observe (" + "; ".join(failures)[:1000] + "): the stop is not decided "
+                                "on what is missing")  # fmt: skip
     fields = ctx.settings.get("fields", {})
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
