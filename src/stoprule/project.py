@@ -12,10 +12,20 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CONFIG_FILE", "PROJECT_WIDE", "STATE_DIR", "find_project", "project_root", "session_name", "state_file"]
+__all__ = [
+    "CONFIG_FILE",
+    "GUARD_OFF_FILE",
+    "PROJECT_WIDE",
+    "STATE_DIR",
+    "find_project",
+    "project_root",
+    "session_name",
+    "state_file",
+]
 
 STATE_DIR = ".stoprule"
 CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
+GUARD_OFF_FILE = "guard.off"  # in STATE_DIR: the user's switch (``stoprule guard off``)
 PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
 
 

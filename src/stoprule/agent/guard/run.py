@@ -18,7 +18,7 @@ import os
 from stoprule.agent.guard.calls import allow, call_cwd, deny, event_of, session_of, tool_call
 from stoprule.agent.guard.paths import Places
 from stoprule.agent.guard.rules import Call, Refusal, check
-from stoprule.project import find_project
+from stoprule.project import GUARD_OFF_FILE, find_project
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MESSAGE", "OFF_FILE", "answer", "run_guard"]
 
-OFF_FILE = "guard.off"  # in .stoprule/: the user's switch (stoprule guard off)
+OFF_FILE = GUARD_OFF_FILE  # in .stoprule/: the user's switch (stoprule guard off)
 MESSAGE = (
     "stoprule refused this call: {what}. stoprule's settings and state and the harness's hooks are the "
     "user's to change; if you need such a change, log it with the `blocker` tool (category permission) and "

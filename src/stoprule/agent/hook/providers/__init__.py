@@ -204,13 +204,20 @@ def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
         fact[target] = kept
 
 
+# what the agent declares (facts it set, report_status, its closure trailer): never over an observation
+DECLARING = ("state", "closure")
+
+
 def merge(
     results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
 ) -> tuple[dict[str, Any], Provenance]:
-    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    """Map each provider's observations to fact fields: what was observed first (in provider
+    order), then what the agent declared (:data:`DECLARING`); the first to set a field wins, so
+    a declaration never overrides an observation: the conflict is kept (``declared: true``)."""
     fact: dict[str, Any] = {}
     prov = Provenance()
-    for name, obs, notes in results:
+    ordered = [r for r in results if r[0] not in DECLARING] + [r for r in results if r[0] in DECLARING]
+    for name, obs, notes in ordered:
         if notes:
             prov.notes[name] = notes
         for key, value in obs.items():
@@ -225,6 +232,7 @@ def merge(
                         "field": target,
                         "kept": {"provider": kept["provider"], "value": kept["value"]},
                         "ignored": {"provider": name, "key": key, "value": value},
+                        **({"declared": True} if name in DECLARING and kept["provider"] not in DECLARING else {}),
                     })  # fmt: skip
                 continue
             fact[target] = value
