@@ -186,10 +186,11 @@ def _rel(path: str, root: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str],
-            nested: str | None) -> list[tuple[str, str]]:  # fmt: skip
+def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str], nested: str | None,
+            selected: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """``(key, what)`` for each change since the session froze that was not named yet (each is
-    then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root."""
+    then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
+    ``selected``: the pack a stop would select now."""
     from stoprule.project import GUARD_OFF_FILE as OFF_FILE
 
     root = str(frozen.get("root") or "")
@@ -200,7 +201,11 @@ def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str],
                                 "decided with it as it was"))  # fmt: skip
     recorded_pack = frozen.get("pack")
     pack: dict[str, Any] = recorded_pack if isinstance(recorded_pack, dict) else {}
-    if pack.get("path") and pack_key(str(pack["path"])) != pack.get("key"):
+    if selected and pack.get("path") and os.path.abspath(selected) != os.path.abspath(str(pack["path"])):
+        found.append(("pack-selected", f"the pack a stop selects is now {_rel(selected, root)}, not "
+                                       f"{_rel(str(pack['path']), root)}: this session is decided with the one it "
+                                       "started with"))  # fmt: skip
+    elif pack.get("path") and pack_key(str(pack["path"])) != pack.get("key"):
         found.append(("pack", f"the policy pack {_rel(str(pack['path']), root)} (or the global pack it layers) changed "
                               "since the session started: this session is decided with it as it was"))  # fmt: skip
     recorded_wiring = frozen.get("wiring")

@@ -375,7 +375,7 @@ def _frozen_session(st: _Stop, event: HookEvent, env: Mapping[str, str], rec: di
     if record is None:
         root = os.path.dirname(st.project) if st.project else workdir
         rec["frozen"] = record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
-    new = fz.changes(record, st.project, env, st.nested)
+    new = fz.changes(record, st.project, env, st.nested, pack)
     if new:
         from stoprule.agent.guard.journal import record_attempt
 
