@@ -36,7 +36,7 @@ class ClaudeCodeAllTools(ClaudeCode):
 
     def command(self, s: Any, prompt: str) -> list[str]:
         return [str(binary(self.name)), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash", "Write",
-                "Edit", "TodoWrite", "mcp__stoprule"]  # fmt: skip
+                "Edit", "TodoWrite", "TaskCreate", "TaskUpdate", "mcp__stoprule"]  # fmt: skip
 
 
 def settings_script(change: str) -> str:

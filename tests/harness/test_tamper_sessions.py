@@ -58,11 +58,15 @@ def _check_refusals(s: Session, rows: list[Attempt], first: int) -> None:
         if row.refused_by != "guard":
             continue
         result = " ".join(s.script.main[first + i + 1].last_input())
-        assert "stoprule refused this call" in result, (row.name, result[:400], s.describe())
+        # the guard's refusal; or Claude Code's own deny rule (stoprule's second line), which comes first
+        refused = "stoprule refused this call" in result or "denied by your permission settings" in result
+        assert refused, (row.name, result[:400], s.describe())
         for path in row.untouched:
             where = _where(s, path)
             if where.name == "config.yaml":
-                assert "observe" not in where.read_text(), row.name
+                assert "mode: observe" not in where.read_text(), row.name
+            elif where.name == "settings.json":
+                assert '"Stop"' in where.read_text(), row.name
             else:
                 assert not where.exists() or where.is_dir() and not any(where.iterdir()), (row.name, where)
     journal = _attempts(s)
@@ -111,7 +115,8 @@ def test_claude_code_settings_rewritten_by_a_script(tmp_path: Path) -> None:
     assert stops and stops[0]["decision"]["block"] and stops[0]["verdict"]["reason"] == "uncommitted_work", s.describe()
     notice = stops[0]["decision"]["notice"] or ""
     assert ".claude/settings.json" in notice and "disableAllHooks" in notice, notice
-    assert not stops[-1]["decision"]["block"] and stops[-1]["verdict"]["reason"] == "tamper_attempts"
+    # the rewritten settings file is the session's own uncommitted change: the next stop names it
+    assert len(stops) >= 2 and ".claude/settings.json" in (stops[1]["decision"]["message"] or ""), s.describe()
 
 
 def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: Path) -> None:
@@ -119,16 +124,17 @@ def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: P
     work hidden in .git/info/exclude and then in a stash: each stop still sees the work."""
     require("claude-code")
     d = ClaudeCodeAllTools()
-    todo = [{"content": "Write the docs", "status": "pending", "activeForm": "Writing the docs"}]
     blocker = {"category": "question", "question": "Which staging DB? \ud800", "context": "migration",
                "blocksProgress": False}  # fmt: skip
     turns = [
-        Turn(calls=[Call("TodoWrite", {"todos": todo})]),
-        d.shell("echo work > notes.txt && echo notes.txt >> .git/info/exclude"),
+        Turn(calls=[Call("TaskCreate", {"subject": "Write the docs", "description": "The user docs.",
+                                        "activeForm": "Writing the docs"})]),  # fmt: skip
+        d.shell("echo work > notes.txt && python3 -c \"open('.git/info/exclude', 'a').write('notes.txt\\n')\""),
         *d.mcp("report_status", {"available_tasks": [], "status": "implemented"}),
         *d.mcp("blocker", blocker),
         Turn("All done."),  # stop 1: notes.txt, hidden by info/exclude, still counts
-        d.shell("sed -i '/notes.txt/d' .git/info/exclude && git stash -u -q"),
+        d.shell("python3 -c \"p = '.git/info/exclude'; t = open(p).read(); open(p, 'w').write(t.replace('notes.txt', ''))\""
+                " && git stash -u -q"),
         Turn("Stopping now."),  # stop 2: notes.txt, now in a stash, still counts
         d.shell("git stash pop -q && " + COMMIT),
         Turn("Over to you.\nstoprule: closure=waiting_user"),  # stop 3: a legal closure over an open task
@@ -172,6 +178,6 @@ def test_shell_attempts_on_other_harnesses(harness: str, tmp_path: Path) -> None
     for i, row in enumerate(rows):
         result = " ".join(s.script.main[first + i + 1].last_input())
         assert "stoprule refused this call" in result, (row.name, result[:400], s.describe())
-    assert "observe" not in (s.project / ".stoprule" / "config.yaml").read_text()
+    assert "mode: observe" not in (s.project / ".stoprule" / "config.yaml").read_text()
     assert len(_attempts(s)) == len(rows)
     _check_stops(s, len(rows))
