@@ -133,8 +133,8 @@ def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: P
         *d.mcp("report_status", {"available_tasks": [], "status": "implemented"}),
         *d.mcp("blocker", blocker),
         Turn("All done."),  # stop 1: notes.txt, hidden by info/exclude, still counts
-        d.shell("python3 -c \"p = '.git/info/exclude'; t = open(p).read(); open(p, 'w').write(t.replace('notes.txt', ''))\""
-                " && git stash -u -q"),
+        d.shell("python3 -c \"p = '.git/info/exclude'; t = open(p).read(); "
+                "open(p, 'w').write(t.replace('notes.txt', ''))\" && git stash -u -q"),
         Turn("Stopping now."),  # stop 2: notes.txt, now in a stash, still counts
         d.shell("git stash pop -q && " + COMMIT),
         Turn("Over to you.\nstoprule: closure=waiting_user"),  # stop 3: a legal closure over an open task
