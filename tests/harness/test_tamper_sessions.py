@@ -154,9 +154,10 @@ def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: P
     assert "Write the docs" in (stops[2]["decision"]["notice"] or ""), stops[2]["decision"]
 
 
-@pytest.mark.parametrize("harness", ["codex", "opencode"])
+@pytest.mark.parametrize("harness", ["codex", "opencode", "gemini", "copilot"])
 def test_shell_attempts_on_other_harnesses(harness: str, tmp_path: Path) -> None:
-    """The attempts each harness's tools allow (its shell; OpenCode's write tool too)."""
+    """The attempts each harness's tools allow (its shell; OpenCode's write tool too), on Codex, OpenCode,
+    Gemini CLI and Copilot CLI: the guard refuses each (its reason is the tool's result)."""
     require(harness)
     d = DRIVERS.get(harness)
     if d is None:
