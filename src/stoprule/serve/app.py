@@ -323,7 +323,7 @@ def create_app(config: ServeConfig) -> Starlette:
         if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
             from stoprule.ledger.recorder import Recorder
 
-            outcome = Recorder(svc.ledger(), served.evaluator).record(run, body["fact"])
+            outcome = Recorder(svc.ledger(), served.evaluator).record_stop(run, body["fact"])
             verdict, envelope = outcome.verdict, outcome.envelope()
         else:
             verdict = served.evaluator.evaluate(body["fact"], strict=bool(body.get("strict")))
