@@ -11,8 +11,7 @@ import os
 from typing import IO
 
 from stoprule.agent.blocker_service import open_service
-from stoprule.agent.blocker_store import StoreWriteError, render_markdown
-from stoprule.agent.redact import redact
+from stoprule.agent.blocker_store import StoreWriteError
 from stoprule.diagnostics import PolicyError
 
 __all__ = ["add_arguments", "run"]
@@ -95,30 +94,22 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stdout.write(f"{head}\n{reply.text}\n")
             return 0
         if cmd == "export":
-            items = store.blockers()
-            if args.format == "md":
-                stdout.write(render_markdown(items))
-            else:
-                for b in items:
-                    stdout.write(json.dumps(b.to_dict(), ensure_ascii=False) + "\n")
+            stdout.write(service.export(args.format))
             return 0
-        hit = store.resolve(args.id, redact(args.note) if args.note else None)
+        from stoprule.agent.remote import attach_mirror
+
+        attach_mirror(service)  # the team server, when the project names one, sees it resolved
+        hit = service.resolve(args.id, args.note)
     except StoreWriteError as exc:
         stderr.write(f"stoprule: {exc}\n")
         return 1
+    except PolicyError as exc:
+        stderr.write(exc.render() + "\n")
+        return 2
     if hit is None:
         stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
         return 1
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
-    from stoprule.agent.remote import attach_mirror
-
-    try:
-        attach_mirror(service)  # the team server, when the project names one, sees it resolved
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
-    if service.mirror is not None:
-        service.mirror(service, "blocker", hit.to_dict())
     return 0
 
 
