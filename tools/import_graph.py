@@ -13,7 +13,7 @@ The rules (``tests/test_import_graph.py`` runs them):
 - no cycle between modules (edges into an enclosing package's ``__init__`` ignored: Python
   runs a package's ``__init__`` before any of its modules anyway) and none between packages;
 - layers, lowest first (:data:`LAYERS`): the base modules and ``_util`` < ``facts`` <
-  ``language`` < ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``serve`` < ``cli``; a
+  ``language`` < ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``console`` < ``serve`` < ``cli``; a
   module imports only lower layers and its own (so ``language`` imports no ``engine``, nothing
   below the CLI imports it, ``analysis`` and ``ledger`` do not know each other);
 - ``agent`` is a leaf below the CLI: it imports neither ``analysis`` nor ``ledger`` (the CLI
@@ -59,9 +59,10 @@ LAYERS: dict[str, int] = {
     "analysis": 4,
     "ledger": 4,
     "agent": 5,
-    "serve": 6,
-    "cli": 7,
-    "top": 8,  # stoprule/__init__.py (the public API) and __main__.py
+    "console": 6,  # the web console: reads the ledger, the agent's blockers and the analysis; serve mounts it
+    "serve": 7,
+    "cli": 8,
+    "top": 9,  # stoprule/__init__.py (the public API) and __main__.py
 }
 BASE = ("diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)

@@ -1,0 +1,215 @@
+// stoprule console: live regions, sections loaded on demand, the run graph, the decision panel.
+// No build step and no framework. Page content comes from the server already escaped, parsed
+// with DOMParser (which runs no script) and moved into the page; graph labels are drawn as text
+// on a canvas. Nothing here builds HTML from strings.
+"use strict";
+
+(function () {
+  const body = document.body;
+
+  function parse(html) {
+    return new DOMParser().parseFromString(html, "text/html");
+  }
+
+  async function fetchDoc(url) {
+    const res = await fetch(url, { credentials: "same-origin", headers: { "X-Console": "live" } });
+    if (!res.ok) throw new Error(res.status + " " + url);
+    return parse(await res.text());
+  }
+
+  // ---------------------------------------------------------------- live regions
+
+  function keys(el) {
+    return new Set(Array.from(el.querySelectorAll("[data-key]"), (e) => e.getAttribute("data-key")));
+  }
+
+  async function refreshLive() {
+    const regions = document.querySelectorAll("[data-live]:not(body)");
+    if (!regions.length) return;
+    const doc = await fetchDoc(location.href);
+    regions.forEach((old) => {
+      const name = old.getAttribute("data-live");
+      const fresh = doc.querySelector('[data-live="' + CSS.escape(name) + '"]');
+      if (!fresh) return;
+      const before = keys(old);
+      const node = document.importNode(fresh, true);
+      node.querySelectorAll("[data-key]").forEach((e) => {
+        if (before.size && !before.has(e.getAttribute("data-key"))) e.classList.add("new");
+      });
+      old.replaceWith(node);
+      wireNodeLinks(node);
+    });
+    if (graph) graph.update();
+    document.dispatchEvent(new CustomEvent("console:refreshed"));
+  }
+
+  let refreshing = null;
+  function scheduleRefresh() {
+    if (refreshing) return;
+    refreshing = refreshLive().catch(() => {}).finally(() => { refreshing = null; });
+  }
+
+  function startLive() {
+    const live = document.getElementById("live");
+    const url = body.getAttribute("data-live");
+    if (!url) return;
+    if (window.EventSource) {
+      const es = new EventSource(url);
+      es.addEventListener("hello", () => live && live.classList.add("on"));
+      es.addEventListener("change", scheduleRefresh);
+      es.onerror = () => live && live.classList.remove("on");
+      es.onopen = () => live && live.classList.add("on");
+      return;
+    }
+    let last = null; // no EventSource: poll the version
+    setInterval(async () => {
+      try {
+        const res = await fetch(body.getAttribute("data-version"), { credentials: "same-origin" });
+        const v = (await res.json()).version;
+        if (last !== null && v !== last) scheduleRefresh();
+        last = v;
+        live && live.classList.add("on");
+      } catch (e) {
+        live && live.classList.remove("on");
+      }
+    }, 2000);
+  }
+
+  // ---------------------------------------------------------------- sections loaded on demand
+
+  function loadSections() {
+    return Promise.all(Array.from(document.querySelectorAll("[data-load]"), async (el) => {
+      try {
+        const doc = await fetchDoc(el.getAttribute("data-load"));
+        const fresh = doc.body.firstElementChild;
+        if (fresh) el.replaceChildren(...Array.from(fresh.childNodes, (n) => document.importNode(n, true)));
+      } catch (e) {
+        const p = document.createElement("p");
+        p.className = "bad";
+        p.textContent = "Could not load this section (" + e.message + ").";
+        el.append(p);
+      }
+    }));
+  }
+
+  // ---------------------------------------------------------------- the decision panel
+
+  const panel = document.getElementById("decision");
+  const graphEl = document.getElementById("graph");
+
+  async function openDecision(node, push) {
+    if (!panel || !graphEl) return false;
+    const url = graphEl.getAttribute("data-decision") + "?run=" + encodeURIComponent(graphEl.getAttribute("data-run")) +
+      "&node=" + encodeURIComponent(node) + "&fragment=1";
+    const doc = await fetchDoc(url);
+    const section = doc.querySelector("section.decision-body");
+    if (!section) return false;
+    panel.replaceChildren(document.importNode(section, true));
+    wireNodeLinks(panel);
+    if (push) history.replaceState(null, "", "#" + encodeURIComponent(node));
+    if (graph) graph.select(node);
+    if (window.matchMedia("(max-width: 999px)").matches) panel.scrollIntoView({ behavior: "smooth", block: "start" });
+    return true;
+  }
+
+  function wireNodeLinks(root) {
+    if (!panel || !graphEl) return;
+    root.querySelectorAll("a[data-node]").forEach((a) => {
+      a.addEventListener("click", (ev) => {
+        if (ev.metaKey || ev.ctrlKey || ev.shiftKey) return;
+        ev.preventDefault();
+        openDecision(a.getAttribute("data-node"), true).catch(() => { location.href = a.href; });
+      });
+    });
+  }
+
+  // ---------------------------------------------------------------- the run graph
+
+  let graph = null;
+
+  const STYLE = [
+    { selector: "node", style: {
+      "label": "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
+      "font-size": 9, "width": 120, "height": 36, "shape": "round-rectangle",
+      "background-color": "#e6f4ea", "border-width": 2, "border-color": "#1a7f37", "color": "#1d2330" } },
+    { selector: "node.checkpoint", style: { "shape": "barrel", "background-color": "#e8f1ff", "border-color": "#2e5aac" } },
+    { selector: "node.blocked", style: { "shape": "hexagon", "background-color": "#fde2e1", "border-color": "#b42318" } },
+    { selector: "node.terminal", style: { "shape": "hexagon", "background-color": "#f5b7b1", "border-color": "#7a1f14", "border-width": 3 } },
+    { selector: "node.tip", style: { "border-style": "double", "border-width": 5 } },
+    { selector: "node:selected", style: { "overlay-color": "#2e5aac", "overlay-opacity": 0.18, "overlay-padding": 5 } },
+    { selector: "edge", style: { "width": 2, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3",
+      "target-arrow-shape": "triangle", "curve-style": "bezier" } },
+    { selector: "edge.retry", style: { "line-style": "dashed", "line-color": "#b42318", "target-arrow-color": "#b42318",
+      "label": "retry", "font-size": 8, "color": "#b42318", "text-background-color": "#fff", "text-background-opacity": 1 } },
+  ];
+
+  function elements(data) {
+    const out = [];
+    for (const n of data.nodes) {
+      const classes = [n.kind === "blocked_attempt" ? (n.retryable ? "blocked" : "terminal") : n.kind];
+      if (n.id === data.tip) classes.push("tip");
+      const attempt = n.attempt > 1 ? " #" + n.attempt : "";
+      out.push({ group: "nodes", data: { id: n.id, label: n.id + attempt + "\n" + n.verdict + "\n" + n.reason }, classes: classes.join(" ") });
+    }
+    for (const e of data.edges) {
+      out.push({ group: "edges", data: { id: e.from + ">" + e.to, source: e.from, target: e.to }, classes: e.kind });
+    }
+    return out;
+  }
+
+  function drawGraph() {
+    if (!graphEl || !window.cytoscape) return Promise.resolve();
+    const url = graphEl.getAttribute("data-graph");
+    let cy = null;
+    let count = -1;
+
+    function focus(data) {
+      if (data.nodes.length <= 60) { cy.fit(undefined, 24); return; }
+      const tip = cy.getElementById(data.tip);
+      cy.zoom(1);
+      cy.center(tip.length ? tip : cy.nodes().last());
+    }
+
+    async function load(first) {
+      const res = await fetch(url, { credentials: "same-origin" });
+      const data = await res.json();
+      if (data.nodes.length === count) return;
+      count = data.nodes.length;
+      if (!cy) {
+        cy = window.cytoscape({ container: graphEl, elements: elements(data), style: STYLE, wheelSensitivity: 0.4,
+          minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
+        cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
+      } else {
+        cy.elements().remove();
+        cy.add(elements(data));
+      }
+      const children = new Set(data.edges.map((e) => e.to));
+      const roots = data.nodes.filter((n) => !children.has(n.id)).map((n) => n.id);
+      cy.layout({ name: "breadthfirst", directed: true, roots: roots, spacingFactor: 0.9, animate: false }).run();
+      focus(data);
+      graphEl.setAttribute("data-nodes", String(count));
+      if (first) body.setAttribute("data-graph-ready", "1");
+    }
+
+    const fit = document.getElementById("fit");
+    if (fit) fit.addEventListener("click", () => cy && cy.fit(undefined, 24));
+    graph = {
+      update: () => load(false).catch(() => {}),
+      select: (id) => { if (!cy) return; cy.nodes().unselect(); cy.getElementById(id).select(); },
+    };
+    return load(true);
+  }
+
+  // ---------------------------------------------------------------- start
+
+  async function start() {
+    wireNodeLinks(document);
+    startLive();
+    await Promise.all([drawGraph(), loadSections()]);
+    const wanted = decodeURIComponent(location.hash.slice(1));
+    if (wanted) await openDecision(wanted, false).catch(() => {});
+    body.setAttribute("data-ready", "1");
+  }
+
+  start().catch(() => body.setAttribute("data-ready", "error"));
+})();
