@@ -282,6 +282,7 @@ def test_command(
         from stoprule.analysis.backends import engine_of
 
         cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
+        _keep(root, ctx.compiled.digest, _summary(results), cov, stderr)
     failed = any(not r.passed for r in results)
     low = cov is not None and threshold is not None and not cov.mcdc_at_least(threshold)
     if fmt == "json":
@@ -308,6 +309,24 @@ def test_command(
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
     return 1 if failed or low else 0
+
+
+def _keep(root: Path, digest: str, summary: dict[str, int], cov: Coverage, stderr: IO[str]) -> None:
+    """In a project (a ``.stoprule/`` here or above): keep this run as its last coverage, and a copy
+    of the pack, for the console's policy page. Nothing is created where there is no project."""
+    from stoprule.project import find_project
+
+    state = find_project()
+    if state is None:
+        return
+    from stoprule.console.policy import PACKS_DIR, keep_pack, save_coverage
+
+    try:
+        save_coverage(state, str(root), digest, summary, cov.to_dict())
+    except OSError as exc:
+        stderr.write(f"stoprule: could not keep the coverage for the console: {exc}\n")
+        return
+    keep_pack(str(Path(state) / PACKS_DIR), str(root), digest)
 
 
 def _percent(text: str) -> float:

@@ -28,6 +28,7 @@ __all__ = ["PROVIDERS", "Chain", "Decision", "FactRow", "RunFilter", "RunPage", 
 
 PAGE = 50  # runs per page of the list
 VERIFY_BUDGET_S = 0.3  # the run list checks chains it has not checked for at most this long
+TAMPER_BUDGET_S = 5.0  # ... and, to list the runs with a broken chain, every run's for at most this long
 
 #: the fact providers, in the order they run: (declared by the agent?, where the value came from)
 PROVIDERS: dict[str, tuple[bool, str]] = {
@@ -188,23 +189,27 @@ class Runs:
                     for st in statuses]  # fmt: skip
             harnesses = sorted({r.harness for r in rows if r.harness})
             verdicts = sorted({r.status.verdict for r in rows})
+            deadline = time.monotonic() + (TAMPER_BUDGET_S if flt.state == "tamper" else VERIFY_BUDGET_S)
+            if flt.state == "tamper":  # the filter is about chains: check those not checked yet first
+                rows = [self._checked(ledger, r, deadline) for r in rows]
             kept = [r for r in rows if flt.keeps(r)]
             pages = max(1, -(-len(kept) // PAGE))
             page = min(max(page, 1), pages)
-            shown = kept[(page - 1) * PAGE : page * PAGE]
-            deadline = time.monotonic() + VERIFY_BUDGET_S
-            out, unchecked = [], 0
-            for r in shown:
-                if not r.chain.checked and time.monotonic() < deadline:
-                    r = RunRow(r.status, r.harness, r.open_blockers, self.chain(ledger, r.status))
-                unchecked += not r.chain.checked
-                out.append(r)
-        return RunPage(out, len(kept), len(statuses), page, pages, harnesses, verdicts, unchecked)
+            shown = [self._checked(ledger, r, deadline) for r in kept[(page - 1) * PAGE : page * PAGE]]
+            unchecked = sum(not r.chain.checked for r in (rows if flt.state == "tamper" else shown))
+        return RunPage(shown, len(kept), len(statuses), page, pages, harnesses, verdicts, unchecked)
+
+    def _checked(self, ledger: Any, row: RunRow, deadline: float) -> RunRow:
+        """The row with its chain checked, if it was not and time is left before ``deadline``."""
+        if row.chain.checked or time.monotonic() >= deadline:
+            return row
+        return RunRow(row.status, row.harness, row.open_blockers, self.chain(ledger, row.status))
 
     # ------------------------------------------------------------------ one run
 
     def run(self, run: str) -> tuple[RunStatus, list[Node], Chain]:
         """The run's status, every node in append order, and its chain (LedgerError ``ledger.unknown_run``)."""
+        self.log.refresh()
         with self.opened() as ledger:
             st = ledger.require(run)
             return st, ledger.nodes(run), self.chain(ledger, st)

@@ -179,6 +179,7 @@
         cy = window.cytoscape({ container: graphEl, elements: elements(data), style: STYLE, wheelSensitivity: 0.4,
           minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
         cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
+        window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
       } else {
         cy.elements().remove();
         cy.add(elements(data));
