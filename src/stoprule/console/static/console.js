@@ -130,7 +130,7 @@
   const STYLE = [
     { selector: "node", style: {
       "label": "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
-      "font-size": 9, "width": 120, "height": 36, "shape": "round-rectangle",
+      "font-size": 10, "width": 130, "height": 40, "shape": "round-rectangle",
       "background-color": "#e6f4ea", "border-width": 2, "border-color": "#1a7f37", "color": "#1d2330" } },
     { selector: "node.checkpoint", style: { "shape": "barrel", "background-color": "#e8f1ff", "border-color": "#2e5aac" } },
     { selector: "node.blocked", style: { "shape": "hexagon", "background-color": "#fde2e1", "border-color": "#b42318" } },
@@ -176,7 +176,7 @@
       if (data.nodes.length === count) return;
       count = data.nodes.length;
       if (!cy) {
-        cy = window.cytoscape({ container: graphEl, elements: elements(data), style: STYLE, wheelSensitivity: 0.4,
+        cy = window.cytoscape({ container: graphEl, elements: elements(data), style: STYLE,
           minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
         cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
         window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
@@ -209,6 +209,10 @@
     await Promise.all([drawGraph(), loadSections()]);
     const wanted = decodeURIComponent(location.hash.slice(1));
     if (wanted) await openDecision(wanted, false).catch(() => {});
+    window.addEventListener("hashchange", () => {
+      const node = decodeURIComponent(location.hash.slice(1));
+      if (node) openDecision(node, false).catch(() => {});
+    });
     body.setAttribute("data-ready", "1");
   }
 
