@@ -86,8 +86,8 @@ class Project:
         assert p.returncode == 0, p.stderr
 
     def file_report(self, session: str, task: str, report: dict[str, Any]) -> None:
-        from stoprule.agent.blocker_service import open_service
         from clirunner import process_env
+        from stoprule.agent.blocker_service import open_service
 
         with process_env(self.env, self.root):
             reply = open_service(str(self.root)).file_report(session, {"task_id": task, **report})

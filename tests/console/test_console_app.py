@@ -11,8 +11,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import KEY, PORT, console
-from recorded import OTHER, QUESTION, SESSION, SOFT_QUESTION, XSS, Project
+from consolehelp import KEY, PORT, console
+from recorded import OTHER, QUESTION, SESSION, SOFT_QUESTION, Project
 from starlette.testclient import TestClient
 
 from clirunner import process_env
@@ -285,7 +285,8 @@ def test_the_key_in_the_link_becomes_a_cookie_and_leaves_the_address(project: Pr
         cookie = first.headers["set-cookie"]
         assert f"stoprule_console_{PORT}={KEY}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert c.get("/").status_code == 200  # the cookie now
-        assert c.get("/api/graph", params={"run": SESSION}, headers={"authorization": f"Bearer {KEY}"}).status_code == 200
+        bearer = {"authorization": f"Bearer {KEY}"}
+        assert c.get("/api/graph", params={"run": SESSION}, headers=bearer).status_code == 200
 
 
 def test_only_loopback_host_names_are_answered(project: Project) -> None:
@@ -293,7 +294,8 @@ def test_only_loopback_host_names_are_answered(project: Project) -> None:
     with process_env(project.env, project.root), TestClient(console(project), base_url="http://evil.example:8475") as c:
         c.cookies.set(f"stoprule_console_{PORT}", KEY, domain="evil.example")
         assert c.get("/").status_code == 401
-        assert c.get("/api/graph", params={"run": SESSION}, headers={"authorization": f"Bearer {KEY}"}).status_code == 401
+        bearer = {"authorization": f"Bearer {KEY}"}
+        assert c.get("/api/graph", params={"run": SESSION}, headers=bearer).status_code == 401
 
 
 def test_the_version_moves_with_each_new_stop(client, project: Project) -> None:

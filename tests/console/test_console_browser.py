@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import project_env
+from consolehelp import project_env
 from recorded import OTHER, QUESTION, SESSION, Project, record
 
 pytestmark = pytest.mark.browser
@@ -152,7 +152,8 @@ def test_the_dag_with_a_blocked_attempt_its_retry_and_a_decisions_provenance(pag
     panel.wait_for()
     text = panel.inner_text()
     assert "as its retry" in text and "attempt 2" in text and "auto_continue" in text
-    facts = {r.locator("td").nth(0).inner_text(): r.inner_text() for r in panel.locator("table.factrows tbody tr").all()}
+    rows = panel.locator("table.factrows tbody tr").all()
+    facts = {r.locator("td").nth(0).inner_text(): r.inner_text() for r in rows}
     assert "state" in facts["turn"] and "declared" in facts["turn"]
     assert "hook" in facts["taskBoundaryStop"] and "observed" in facts["taskBoundaryStop"]
     assert "transcript" in facts["availableTasks"] and "observed" in facts["availableTasks"]
@@ -224,7 +225,8 @@ def test_a_phone_sized_screen(browser, console_url: str, shots: Path, path: str)
             tab.wait_for_selector("body[data-graph-ready='1']")
         width = tab.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"{path}: the page is wider than the screen ({width[0]} > {width[1]})"
-        name = {"/": "runs", "/blockers?show=all": "blockers", "/reports": "reports", "/policy": "policy"}.get(path, "run")
+        names = {"/": "runs", "/blockers?show=all": "blockers", "/reports": "reports", "/policy": "policy"}
+        name = names.get(path, "run")
         tab.screenshot(path=str(shots / f"phone-{name}.png"), full_page=False)
     finally:
         tab.close()

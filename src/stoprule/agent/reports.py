@@ -25,7 +25,8 @@ from stoprule.diagnostics import EvaluationError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.templates import render
 
-__all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_report", "report_path", "save_report", "succeeded"]
+__all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_report", "report_path", "save_report",
+           "succeeded"]  # fmt: skip
 
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: no trailing newline
 

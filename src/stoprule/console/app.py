@@ -48,6 +48,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "Cache-Control": "no-store", "X-Frame-Options": "DENY"}  # fmt: skip
 MAX_FORM_BYTES = 16 << 10
+TABLE_ROWS = 100  # a run page lists its last decisions (the graph shows every one; ?all=1 lists every one)
 
 
 def _templates() -> Environment:
@@ -142,8 +143,9 @@ def create_console(
     def run_page(request: Request, grant: Grant) -> Response:
         run = _required(request, "run")
         st, nodes, chain = runs.run(run)
-        return page(request, "run.html", grant, st=st, nodes=nodes, chain=chain, nav="runs", heading=f"Run {run}",
-                    harness=runs.log.harness(run))  # fmt: skip
+        listed = nodes if request.query_params.get("all") else nodes[-TABLE_ROWS:]
+        return page(request, "run.html", grant, st=st, nodes=nodes, listed=listed, chain=chain, nav="runs",
+                    heading=f"Run {run}", harness=runs.log.harness(run), graph=runs.graph(st, nodes))  # fmt: skip
 
     def graph_api(request: Request, grant: Grant) -> Response:
         st, nodes, _ = runs.run(_required(request, "run"))
@@ -222,7 +224,7 @@ def create_console(
         except LedgerError:
             used = []
         copies = policy.copies()
-        pairs = [(a["policy"], b["policy"]) for a, b in zip(used, used[1:])]
+        pairs = [(a["policy"], b["policy"]) for a, b in zip(used, used[1:], strict=False)]
         return page(request, "policy.html", grant, state=state, coverage=policy.coverage(), used=used,
                     copies=copies, pairs=pairs, nav="policy", heading="Policy")  # fmt: skip
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import suppress
 from typing import Any, Protocol
 
 from stoprule.agent.fields import REPORT_SECTIONS
@@ -70,7 +71,7 @@ def report_view(task: str, project: str, data: dict[str, Any]) -> dict[str, Any]
     lists of dicts and strings, whatever shape the file has (it is the agent's writing)."""
     from stoprule.agent.reports import succeeded
 
-    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
+    meta = data["_meta"] if isinstance(data.get("_meta"), dict) else {}
     issues, attempts, alternatives, action = (data.get(k) for k in REPORT_SECTIONS)
     return {
         "task_id": task, "project": project, "session": meta.get("session"), "filed_at": meta.get("filed_at"),
@@ -145,10 +146,8 @@ class LocalBoard:
         store = self.service().store
         reports = os.path.join(self.root, ".stoprule", "reports")
         parts = [_stamp(store.record_path), _stamp(reports)]
-        try:
+        with suppress(OSError):
             parts += [_stamp(os.path.join(reports, t)) for t in sorted(os.listdir(reports))]
-        except OSError:
-            pass
         return str(hash(tuple(parts)))
 
 

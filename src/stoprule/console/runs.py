@@ -220,8 +220,8 @@ class Runs:
         return {
             "run": st.run,
             "tip": st.tip,
-            "nodes": [{"id": n.node, "kind": n.kind, "retryable": n.retryable, "attempt": n.attempt, "ok": n.ok,
-                       "verdict": n.verdict, "reason": n.reason, "retry_of": n.retry_of} for n in nodes],
+            "nodes": [{"id": n.node, "parent": n.parent, "kind": n.kind, "retryable": n.retryable, "attempt": n.attempt,
+                       "ok": n.ok, "verdict": n.verdict, "reason": n.reason, "retry_of": n.retry_of} for n in nodes],
             "edges": [{"from": n.parent, "to": n.node, "kind": n.edge} for n in nodes if n.parent is not None],
         }  # fmt: skip
 
@@ -287,7 +287,7 @@ class Runs:
 
 def fact_rows(fact: dict[str, Any], provenance: dict[str, Any]) -> list[FactRow]:
     """The fact's fields with the provider that set each (as the hook logged it), in provider order."""
-    fields = provenance.get("fields") if isinstance(provenance.get("fields"), dict) else {}
+    fields = provenance["fields"] if isinstance(provenance.get("fields"), dict) else {}
     order = list(PROVIDERS)
     rows = []
     for name, value in fact.items():

@@ -4,6 +4,7 @@
 // on a canvas. Nothing here builds HTML from strings.
 "use strict";
 
+performance.mark("console-js");
 (function () {
   const body = document.body;
 
@@ -137,24 +138,45 @@
     { selector: "node.terminal", style: { "shape": "hexagon", "background-color": "#f5b7b1", "border-color": "#7a1f14", "border-width": 3 } },
     { selector: "node.tip", style: { "border-style": "double", "border-width": 5 } },
     { selector: "node:selected", style: { "overlay-color": "#2e5aac", "overlay-opacity": 0.18, "overlay-padding": 5 } },
-    { selector: "edge", style: { "width": 2, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3",
-      "target-arrow-shape": "triangle", "curve-style": "bezier" } },
-    { selector: "edge.retry", style: { "line-style": "dashed", "line-color": "#b42318", "target-arrow-color": "#b42318",
-      "label": "retry", "font-size": 8, "color": "#b42318", "text-background-color": "#fff", "text-background-opacity": 1 } },
+    // plain edges as straight "haystack" lines (the graph runs top-down); retry edges dashed, with an arrow
+    { selector: "edge", style: { "width": 2, "line-color": "#98a2b3", "curve-style": "haystack", "haystack-radius": 0 } },
+    { selector: "edge.retry", style: { "curve-style": "bezier", "line-style": "dashed", "line-color": "#b42318",
+      "target-arrow-color": "#b42318", "target-arrow-shape": "triangle", "label": "retry", "font-size": 8,
+      "color": "#b42318", "text-background-color": "#fff", "text-background-opacity": 1 } },
   ];
 
-  function elements(data) {
+  function elements(data, at) {
     const out = [];
     for (const n of data.nodes) {
+      const p = at.get(n.id);
       const classes = [n.kind === "blocked_attempt" ? (n.retryable ? "blocked" : "terminal") : n.kind];
       if (n.id === data.tip) classes.push("tip");
       const attempt = n.attempt > 1 ? " #" + n.attempt : "";
-      out.push({ group: "nodes", data: { id: n.id, label: n.id + attempt + "\n" + n.verdict + "\n" + n.reason }, classes: classes.join(" ") });
+      out.push({ group: "nodes", data: { id: n.id, label: n.id + attempt + "\n" + n.verdict + "\n" + n.reason },
+        classes: classes.join(" "), position: { x: p.col * 170, y: p.depth * 72 } });
     }
     for (const e of data.edges) {
       out.push({ group: "edges", data: { id: e.from + ">" + e.to, source: e.from, target: e.to }, classes: e.kind });
     }
     return out;
+  }
+
+  // A run's DAG is a tree (each node has one parent): drawn top-down in append order, a chain in
+  // one column, each further child of a node in a column of its own. Positions are computed here
+  // in one pass (the library's own layouts measure every label first: slow at 1,000 nodes).
+  function positions(data) {
+    const at = new Map();
+    const used = new Set();
+    let columns = 0;
+    for (const n of data.nodes) {
+      const parent = n.parent == null ? null : at.get(n.parent);
+      let col;
+      if (!parent) col = columns++;
+      else if (!used.has(n.parent)) { col = parent.col; used.add(n.parent); }
+      else col = columns++;
+      at.set(n.id, { col: col, depth: parent ? parent.depth + 1 : 0 });
+    }
+    return at;
   }
 
   function drawGraph() {
@@ -164,41 +186,47 @@
     let count = -1;
 
     function focus(data) {
-      if (data.nodes.length <= 60) { cy.fit(undefined, 24); return; }
+      if (data.nodes.length <= 60) { cy.fit(undefined, 24); if (cy.zoom() > 1.3) cy.zoom(1.3); cy.center(); return; }
       const tip = cy.getElementById(data.tip);
       cy.zoom(1);
       cy.center(tip.length ? tip : cy.nodes().last());
     }
 
-    async function load(first) {
-      const res = await fetch(url, { credentials: "same-origin" });
-      const data = await res.json();
+    function draw(data, first) {
+      performance.mark("graph-data");
       if (data.nodes.length === count) return;
       count = data.nodes.length;
+      const at = positions(data);
+      const els = elements(data, at);
+      performance.mark("graph-elements");
       if (!cy) {
-        cy = window.cytoscape({ container: graphEl, elements: elements(data), style: STYLE,
+        cy = window.cytoscape({ container: graphEl, elements: els, style: STYLE, layout: { name: "preset" },
           minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
         cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
         window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
       } else {
-        cy.elements().remove();
-        cy.add(elements(data));
+        cy.batch(() => { cy.elements().remove(); cy.add(els); });
       }
-      const children = new Set(data.edges.map((e) => e.to));
-      const roots = data.nodes.filter((n) => !children.has(n.id)).map((n) => n.id);
-      cy.layout({ name: "breadthfirst", directed: true, roots: roots, spacingFactor: 0.9, animate: false }).run();
+      performance.mark("graph-layout");
       focus(data);
       graphEl.setAttribute("data-nodes", String(count));
-      if (first) body.setAttribute("data-graph-ready", "1");
+      if (first) requestAnimationFrame(() => requestAnimationFrame(() => body.setAttribute("data-graph-ready", "1")));
+    }
+
+    async function load() {
+      const res = await fetch(url, { credentials: "same-origin" });
+      draw(await res.json(), false);
     }
 
     const fit = document.getElementById("fit");
     if (fit) fit.addEventListener("click", () => cy && cy.fit(undefined, 24));
     graph = {
-      update: () => load(false).catch(() => {}),
+      update: () => load().catch(() => {}),
       select: (id) => { if (!cy) return; cy.nodes().unselect(); cy.getElementById(id).select(); },
     };
-    return load(true);
+    const embedded = document.getElementById("graph-data");  // the page carries its graph: no second request
+    if (embedded) { draw(JSON.parse(embedded.textContent), true); return Promise.resolve(); }
+    return load().then(() => requestAnimationFrame(() => body.setAttribute("data-graph-ready", "1")));
   }
 
   // ---------------------------------------------------------------- start
