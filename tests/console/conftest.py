@@ -37,3 +37,6 @@ def client(project: Project) -> Iterator[object]:
     with process_env(project.env, project.root), TestClient(console(project), base_url=f"http://127.0.0.1:{PORT}") as c:
         c.cookies.set(f"stoprule_console_{PORT}", KEY)
         yield c
+
+
+from pgcluster import pg, pg_url  # noqa: E402,F401 - the PostgreSQL cluster for the tests marked postgres

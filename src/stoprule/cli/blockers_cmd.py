@@ -82,6 +82,11 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 )
             return 0
         if cmd == "list":
+            from stoprule.agent.remote import attach_mirror
+
+            attach_mirror(service)  # with a team server: what was resolved in its console is resolved here first
+            if service.mirror is not None:
+                service.mirror(service, "blocker", {})
             reply = service.list_blockers(args.session, every=args.all)
             if args.format == "json":
                 stdout.write(json.dumps(reply.data, ensure_ascii=False) + "\n")

@@ -358,7 +358,8 @@ def create_app(config: ServeConfig) -> Starlette:
         ):
             raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
         n = svc.team().put(data["project"], str(data.get("machine") or "?"), kind, data["items"])
-        return svc.respond(200, {"stored": n, "policy": svc.pack.current.digest})
+        resolved = svc.team().resolved_here(data["project"], data["items"]) if kind == "blocker" else []
+        return svc.respond(200, {"stored": n, "resolved": resolved, "policy": svc.pack.current.digest})
 
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
@@ -383,6 +384,9 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
         Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
+    from stoprule.serve.console_mount import console_routes
+
+    routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
     async def lifespan(app: Starlette) -> Any:
         task = asyncio.create_task(svc.watch())

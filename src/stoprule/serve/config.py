@@ -11,6 +11,7 @@ compared in constant time with every stored hash.
     ledger: postgresql://stoprule@db/stoprule   # optional: record decisions that name a run
     limits: {max_body_bytes: 1048576, max_batch: 10000, timeout_ms: 10000}
     reload_interval_ms: 1000
+    console: {resolve: [ops]}     # the tokens that may resolve blockers in /console (every token reads)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     reload_interval_ms: int = 1000
     auth: bool = True  # False only with --no-auth (loopback development)
+    console_resolve: tuple[str, ...] = ()  # names of the tokens that may resolve blockers in the console
 
     def token_name(self, header: str | None) -> str | None:
         """The name of the token in an ``Authorization: Bearer`` header, or None if it is not valid."""
@@ -60,6 +62,7 @@ class ServeConfig:
             "limits": {f.name: getattr(self.limits, f.name) for f in fields(Limits)},
             "reload_interval_ms": self.reload_interval_ms,
             "auth": self.auth,
+            "console_resolve": list(self.console_resolve),
         }
 
     @classmethod
@@ -75,6 +78,7 @@ class ServeConfig:
             limits=Limits(**limits),
             reload_interval_ms=int(data.get("reload_interval_ms", 1000)),  # type: ignore[call-overload]
             auth=bool(data.get("auth", True)),
+            console_resolve=tuple(str(n) for n in data.get("console_resolve") or ()),  # type: ignore[attr-defined]
         )
 
 
@@ -111,7 +115,7 @@ def load_config(path: str) -> ServeConfig:
         raise ConfigError(f"{path}: not YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a mapping")
-    known = {"policy", "tokens", "ledger", "limits", "reload_interval_ms"}
+    known = {"policy", "tokens", "ledger", "limits", "reload_interval_ms", "console"}
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(f"{path}: unknown field(s) {', '.join(map(str, extra))} (known: {', '.join(sorted(known))})")
@@ -137,7 +141,17 @@ def load_config(path: str) -> ServeConfig:
         raise ConfigError(f"{path}: ledger: must be a path or a postgresql:// URL")
     if ledger and "://" not in ledger:
         ledger = os.path.join(base, ledger)
+    console = data.get("console") or {}
+    resolvers = console.get("resolve") if isinstance(console, dict) else None
+    if not isinstance(console, dict) or set(console) - {"resolve"} or not (
+        resolvers is None or (isinstance(resolvers, list) and all(isinstance(n, str) for n in resolvers))
+    ):
+        raise ConfigError(f"{path}: console: must be {{resolve: [token names]}}")
+    unknown = sorted(set(resolvers or ()) - {name for name, _ in tokens})
+    if unknown:
+        raise ConfigError(f"{path}: console.resolve: no token named {', '.join(unknown)}")
     return ServeConfig(
+        console_resolve=tuple(resolvers or ()),
         policy=os.path.join(base, policy) if policy else None,
         tokens=tuple(tokens),
         ledger=ledger,
