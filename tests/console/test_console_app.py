@@ -310,3 +310,26 @@ def test_the_vendored_graph_library_is_the_release_it_names() -> None:
     digest = hashlib.sha256((STATIC / "vendor" / "cytoscape.min.js").read_bytes()).hexdigest()
     assert digest in readme and "3.34.4" in readme
     assert "Permission is hereby granted" in (STATIC / "vendor" / "cytoscape.LICENSE").read_text()
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def test_the_command_serves_loopback_only_and_needs_a_project(run_cli, tmp_path: Path) -> None:
+    wide = run_cli("console", "--host", "0.0.0.0", "--port", "0")
+    assert wide.returncode == 2 and "loopback only" in wide.stderr
+    nowhere = run_cli("console", "--port", "0", cwd=tmp_path)
+    assert nowhere.returncode == 2 and "no .stoprule/" in nowhere.stderr
+
+
+def test_started_inside_an_agents_session_the_console_is_read_only(tmp_path: Path) -> None:
+    """The harness process links its session at session start; a console started below it (from
+    the agent's shell) may not resolve."""
+    from stoprule.agent.procs import link_session
+    from stoprule.cli.console_cmd import agent_session
+
+    home = tmp_path / ".stoprule"
+    assert agent_session(str(home)) is None
+    assert link_session(str(home), "s-agent", "claude-code") > 0  # this process's ancestors: as a hook would
+    why = agent_session(str(home))
+    assert why is not None and "claude-code session s-agent" in why
