@@ -13,7 +13,8 @@ The rules (``tests/test_import_graph.py`` runs them):
 - no cycle between modules (edges into an enclosing package's ``__init__`` ignored: Python
   runs a package's ``__init__`` before any of its modules anyway) and none between packages;
 - layers, lowest first (:data:`LAYERS`): the base modules and ``_util`` < ``facts`` <
-  ``language`` < ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``console`` < ``serve`` < ``cli``; a
+  ``language`` < ``config``, ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``console`` < ``serve``
+  < ``cli``; a
   module imports only lower layers and its own (so ``language`` imports no ``engine``, nothing
   below the CLI imports it, ``analysis`` and ``ledger`` do not know each other);
 - ``agent`` is a leaf below the CLI: it imports neither ``analysis`` nor ``ledger`` (the CLI
@@ -52,9 +53,10 @@ ROOT = "stoprule"
 
 #: layer -> rank; a module may import its own layer and lower ranks only (equal ranks: neither way)
 LAYERS: dict[str, int] = {
-    "base": 0,  # diagnostics, limits, project, version, _util
+    "base": 0,  # codes, diagnostics, limits, project, version, _util
     "facts": 1,
     "language": 2,
+    "config": 3,
     "engine": 3,
     "analysis": 4,
     "ledger": 4,
@@ -64,9 +66,9 @@ LAYERS: dict[str, int] = {
     "cli": 8,
     "top": 9,  # stoprule/__init__.py (the public API) and __main__.py
 }
-BASE = ("diagnostics", "limits", "project", "version", "_util")
+BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
-AGENT_IMPORTS = ("base", "facts", "language", "engine", "agent")
+AGENT_IMPORTS = ("base", "facts", "language", "config", "engine", "agent")
 #: the only module that may import a computed module name: the CLI's command table
 DYNAMIC_OK = ("stoprule.cli.main",)
 MARK = "cold path"  # what a cold-path module's docstring says
@@ -77,6 +79,7 @@ MARK = "cold path"  # what a cold-path module's docstring says
 COLD_PATH: tuple[str, ...] = (
     "stoprule",
     "stoprule._util",
+    "stoprule._util.cache",
     "stoprule._util.codegen",
     "stoprule._util.command",
     "stoprule._util.files",
@@ -85,34 +88,41 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.redact",
     "stoprule._util.text",
     "stoprule.agent",
-    "stoprule.agent.adapters",
-    "stoprule.agent.adapters._common",
-    "stoprule.agent.adapters.claude_code",
-    "stoprule.agent.adapters.codex",
-    "stoprule.agent.adapters.copilot",
-    "stoprule.agent.adapters.cursor",
-    "stoprule.agent.adapters.gemini",
-    "stoprule.agent.defaults",
-    "stoprule.agent.event",
-    "stoprule.agent.fields",
-    "stoprule.agent.pack_data",
-    "stoprule.agent.providers",
-    "stoprule.agent.providers._turn",
-    "stoprule.agent.providers.blockers_provider",
-    "stoprule.agent.providers.closure_provider",
-    "stoprule.agent.providers.git_provider",
-    "stoprule.agent.providers.hook_provider",
-    "stoprule.agent.providers.state_provider",
-    "stoprule.agent.providers.transcript_provider",
-    "stoprule.agent.runner",
-    "stoprule.agent.settings",
-    "stoprule.agent.state",
-    "stoprule.agent.transcripts",
+    "stoprule.agent.hook",
+    "stoprule.agent.hook.adapters",
+    "stoprule.agent.hook.adapters._common",
+    "stoprule.agent.hook.adapters.claude_code",
+    "stoprule.agent.hook.adapters.codex",
+    "stoprule.agent.hook.adapters.copilot",
+    "stoprule.agent.hook.adapters.cursor",
+    "stoprule.agent.hook.adapters.gemini",
+    "stoprule.agent.hook.event",
+    "stoprule.agent.hook.mode",
+    "stoprule.agent.hook.pack_data",
+    "stoprule.agent.hook.providers",
+    "stoprule.agent.hook.providers._turn",
+    "stoprule.agent.hook.providers.blockers_provider",
+    "stoprule.agent.hook.providers.closure_provider",
+    "stoprule.agent.hook.providers.git_provider",
+    "stoprule.agent.hook.providers.hook_provider",
+    "stoprule.agent.hook.providers.state_provider",
+    "stoprule.agent.hook.providers.transcript_provider",
+    "stoprule.agent.hook.questions",
+    "stoprule.agent.hook.runner",
+    "stoprule.agent.hook.state",
+    "stoprule.agent.hook.transcripts",
     "stoprule.cli",
     "stoprule.cli.common",
     "stoprule.cli.eval_cmd",
     "stoprule.cli.hook_cmd",
     "stoprule.cli.main",
+    "stoprule.codes",
+    "stoprule.config",
+    "stoprule.config.defaults",
+    "stoprule.config.fields",
+    "stoprule.config.freeze",
+    "stoprule.config.reader",
+    "stoprule.config.source",
     "stoprule.diagnostics",
     "stoprule.engine",
     "stoprule.engine.compiled",

@@ -46,7 +46,7 @@ def test_init_registers_the_mcp_server_once(run_cli, tmp_path: Path) -> None:
 def test_a_report_filed_before_any_blocker_reaches_the_stop(run_cli, tmp_path: Path) -> None:
     """The escape hatch asks for a blocked report; once filed, the next stop sees it, even when the
     project never logged a blocker (no blockers store yet)."""
-    from stoprule.agent.blocker_service import BlockerService
+    from stoprule.agent.blockers.service import BlockerService
 
     (tmp_path / ".stoprule").mkdir()
     (tmp_path / ".stoprule" / "config.yaml").write_text(CONFIG)

@@ -87,7 +87,7 @@ class Project:
 
     def file_report(self, session: str, task: str, report: dict[str, Any]) -> None:
         from clirunner import process_env
-        from stoprule.agent.blocker_service import open_service
+        from stoprule.agent.blockers.service import open_service
 
         with process_env(self.env, self.root):
             reply = open_service(str(self.root)).file_report(session, {"task_id": task, **report})

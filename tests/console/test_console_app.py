@@ -325,7 +325,7 @@ def test_the_command_serves_loopback_only_and_needs_a_project(run_cli, tmp_path:
 def test_started_inside_an_agents_session_the_console_is_read_only(tmp_path: Path) -> None:
     """The harness process links its session at session start; a console started below it (from
     the agent's shell) may not resolve."""
-    from stoprule.agent.procs import link_session
+    from stoprule.agent.blockers.procs import link_session
     from stoprule.cli.console_cmd import agent_session
 
     home = tmp_path / ".stoprule"

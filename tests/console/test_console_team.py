@@ -19,8 +19,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from ledger_facts import CONTINUITY, OK
+from stoprule.config.serve import ServeConfig, hash_token, load_serve_config
+from stoprule.diagnostics import ConfigError
 from stoprule.serve.app import create_app
-from stoprule.serve.config import ConfigError, ServeConfig, hash_token, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 READER, OPS = "srv1_reader-token", "srv1_ops-token"
@@ -74,13 +75,13 @@ def test_without_auth_the_console_is_read_only(tmp_path: Path) -> None:
 def test_the_config_names_the_tokens_that_may_resolve(tmp_path: Path) -> None:
     cfg = tmp_path / "serve.yaml"
     cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\nconsole: {{resolve: [ops]}}\n")
-    assert load_config(str(cfg)).console_resolve == ("ops",)
-    assert ServeConfig.from_env(load_config(str(cfg)).to_env()).console_resolve == ("ops",)
+    assert load_serve_config(str(cfg)).console_resolve == ("ops",)
+    assert ServeConfig.from_env(load_serve_config(str(cfg)).to_env()).console_resolve == ("ops",)
     for bad, why in (("console: {resolve: [nobody]}", "no token named nobody"), ("console: [ops]", "console:"),
                      ("console: {read: [ops]}", "console:")):  # fmt: skip
         cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\n{bad}\n")
         with pytest.raises(ConfigError, match=re.escape(why)):
-            load_config(str(cfg))
+            load_serve_config(str(cfg))
 
 
 @pytest.mark.postgres

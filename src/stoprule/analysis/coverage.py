@@ -595,7 +595,7 @@ class _Prover:
         import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
         from stoprule.analysis.encoding import Encoder
-        from stoprule.analysis.solver import Solver, Unknown
+        from stoprule.analysis.solver import Solver, SolverUnknown
 
         enc = Encoder(self.schema.root, [d.cond])
         terms = [enc.cond(x) for x in d.nodes]
@@ -616,7 +616,7 @@ class _Prover:
             ]
             try:
                 return solver.check(s, *want)
-            except Unknown:
+            except SolverUnknown:
                 raise _TooBig from None
 
         try:

@@ -10,9 +10,9 @@ import json
 import os
 from typing import IO
 
-from stoprule.agent.blocker_service import open_service
-from stoprule.agent.blocker_store import StoreWriteError
-from stoprule.diagnostics import PolicyError
+from stoprule.agent.blockers.service import open_service
+from stoprule.agent.blockers.store import StoreWriteError
+from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "run"]
 
@@ -41,11 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if getattr(args, "server", None):
         return _team_list(args, stdout, stderr)
-    try:
-        service = open_service()
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
+    service = open_service()
     store = service.store
     cmd = args.blockers_command
     try:
@@ -82,7 +78,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 )
             return 0
         if cmd == "list":
-            from stoprule.agent.remote import attach_mirror
+            from stoprule.agent.hook.remote import attach_mirror
 
             attach_mirror(service)  # with a team server: what was resolved in its console is resolved here first
             if service.mirror is not None:
@@ -101,33 +97,27 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         if cmd == "export":
             stdout.write(service.export(args.format))
             return 0
-        from stoprule.agent.remote import attach_mirror
+        from stoprule.agent.hook.remote import attach_mirror
 
         attach_mirror(service)  # the team server, when the project names one, sees it resolved
         hit = service.resolve(args.id, args.note)
     except StoreWriteError as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 1
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
+        raise CommandError(str(exc), EXIT_NOT_OK) from None
     if hit is None:
-        stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
-        return 1
+        raise CommandError(f"no blocker {args.id!r} in {store.record_path}", EXIT_NOT_OK)
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
     return 0
 
 
 def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
-    from stoprule.agent.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
+    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
 
     try:
         remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
         items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]
     except RemoteError as exc:
-        stderr.write(f"stoprule: {args.server}: {exc}\n")
-        return 2
+        raise CommandError(f"{args.server}: {exc}") from None
     if args.format == "json":
         stdout.write(json.dumps({"blockers": items}, ensure_ascii=False) + "\n")
         return 0

@@ -8,7 +8,7 @@ import os
 from typing import IO
 
 from stoprule.cli.common import add_policy_flags
-from stoprule.diagnostics import PolicyError
+from stoprule.diagnostics import CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.packs import select_pack
 from stoprule.project import find_project
@@ -27,8 +27,7 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
             stdout.write(json.dumps({"ok": False, "pack": str(root), "total": exc.total, "diagnostics": diags}) + "\n")
         else:
             stdout.write(exc.render() + "\n")
-        stderr.write(f"stoprule: {exc.total} error(s) in {root}\n")
-        return 2
+        raise CommandError(f"{exc.total} error(s) in {root}") from None
     c = ctx.compiled
     assert c is not None
 

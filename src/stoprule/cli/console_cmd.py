@@ -19,8 +19,8 @@ import socket
 import threading
 from typing import IO
 
-from stoprule.cli.common import config_error, ledger_target
-from stoprule.diagnostics import ConfigError
+from stoprule.cli.common import ledger_target
+from stoprule.diagnostics import CommandError
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "run"]
 
@@ -46,7 +46,7 @@ def agent_session(state_dir: str | None) -> str | None:
     harness process linked at session start is an ancestor), else None."""
     if not state_dir:
         return None
-    from stoprule.agent.procs import linked_session
+    from stoprule.agent.blockers.procs import linked_session
 
     link = linked_session(state_dir)
     if link is None:
@@ -58,9 +58,9 @@ def agent_session(state_dir: str | None) -> str | None:
 def _hook_log(state_dir: str | None) -> str | None:
     if not state_dir:
         return None
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import read_settings
 
-    log = hook_settings(os.path.join(state_dir, "config.yaml"))["hook"].get("log", True)
+    log = read_settings(os.path.join(state_dir, "config.yaml")).hook.get("log", True)
     if log is False:
         return None
     return log if isinstance(log, str) else os.path.join(state_dir, "hook.log")
@@ -68,16 +68,14 @@ def _hook_log(state_dir: str | None) -> str | None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.host not in _LOOPBACK:
-        stderr.write("stoprule: the console listens on loopback only (a team serves it with `stoprule serve`)\n")
-        return 2
+        raise CommandError("the console listens on loopback only (a team serves it with `stoprule serve`)")
     try:
         import uvicorn
 
         from stoprule.console.access import KeyGate
         from stoprule.console.app import create_console
     except ImportError as exc:
-        stderr.write(f"stoprule: the console needs its libraries ({exc.name}): pip install 'stoprule[console]'\n")
-        return 2
+        raise CommandError(f"the console needs its libraries ({exc.name}): pip install 'stoprule[console]'") from None
     from stoprule.console.board import LocalBoard, NoBoard
     from stoprule.console.hooklog import HookLog
     from stoprule.console.policy import PACKS_DIR, PolicyView
@@ -86,15 +84,11 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     from stoprule.project import find_project
 
     state_dir = find_project()
-    try:
-        target, default = ledger_target(args.ledger)
-        log = _hook_log(state_dir)
-    except ConfigError as exc:
-        return config_error(exc, stderr)
+    target, default = ledger_target(args.ledger)  # a bad config: ConfigError, reported by the CLI
+    log = _hook_log(state_dir)
     if state_dir is None and default:
-        stderr.write("stoprule: no .stoprule/ here or above: run the console inside a project (`stoprule init`), "
-                     "or name a ledger with --ledger\n")  # fmt: skip
-        return 2
+        raise CommandError("no .stoprule/ here or above: run the console inside a project (`stoprule init`), "
+                           "or name a ledger with --ledger")  # fmt: skip
     read_only = "started with --read-only" if args.read_only else agent_session(state_dir)
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -102,8 +96,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         sock.bind((args.host, args.port))
         sock.listen(128)
     except OSError as exc:
-        stderr.write(f"stoprule: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}\n")
-        return 2
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     port = sock.getsockname()[1]
     key = secrets.token_urlsafe(24)
     root = os.path.dirname(state_dir) if state_dir else None

@@ -23,9 +23,9 @@ import subprocess
 import sys
 from typing import IO, Any
 
-from stoprule.agent.settings import hook_settings
-from stoprule.agent.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
-from stoprule.diagnostics import PolicyError
+from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
+from stoprule.config.reader import read_settings
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import find_project
@@ -167,8 +167,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
-        settings = hook_settings(cfg)
-        hook = settings["hook"]
+        hook = read_settings(cfg).hook
         _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
                             f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
     except PolicyError as exc:
@@ -205,4 +204,4 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     from stoprule.cli.doctor_mcp import check_mcp
 
     good &= check_mcp(root, _line, stdout)
-    return 0 if good else 1
+    return EXIT_OK if good else EXIT_NOT_OK

@@ -20,9 +20,11 @@ would change (each is named), 2 a file cannot be read or parsed.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import IO, Any
+
+from stoprule._util.files import atomic_write
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "format_text", "run"]
 
@@ -99,7 +101,7 @@ def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
     name = anchor.value if anchor is not None and anchor.value else None
     if isinstance(node, (dict, list)):
         if id(node) in seen and name:
-            return 1 + len(name)
+            return EXIT_NOT_OK + len(name)
         lead = len(name) + 2 if name else 0
         if isinstance(node, dict):
             parts = [_flat_len(k, y, seen) + 2 + _flat_len(v, y, seen) for k, v in node.items()]
@@ -207,24 +209,6 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (a temporary file beside it, then a rename): never half-written."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".stoprule-fmt-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     import difflib
 
@@ -253,13 +237,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             if not args.diff:
                 stdout.write(f"{path}\n")
             continue
-        _write(path, new)
+        atomic_write(str(path), new, keep_mode=True)
         stdout.write(f"formatted {path}\n")
     if bad:
-        return 2
+        return EXIT_INVALID
     if changed and (args.check or args.diff):
-        stderr.write(f"stoprule: {len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)\n")
-        return 1
+        raise CommandError(f"{len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)", EXIT_NOT_OK)
     return 0
 
 

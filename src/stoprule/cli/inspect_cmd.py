@@ -12,7 +12,7 @@ import json
 from typing import IO, Any
 
 from stoprule.cli.common import add_policy_flags, policy_error
-from stoprule.diagnostics import PolicyError
+from stoprule.diagnostics import CommandError, PolicyError
 from stoprule.language.inventory import inspect_data
 
 __all__ = ["SECTIONS", "add_arguments", "inspect_data", "layering", "run"]
@@ -117,8 +117,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
 
     for name in args.only:
         if name not in SECTIONS:
-            stderr.write(f"stoprule: unknown section {name!r}{unknown_hint(name, SECTIONS)}\n")
-            return 2
+            raise CommandError(f"unknown section {name!r}{unknown_hint(name, SECTIONS)}")
     root = select_pack(args.policy)
     try:
         checked = check_pack(root)

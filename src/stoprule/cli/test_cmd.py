@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
-from stoprule.diagnostics import PolicyError
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
@@ -241,8 +241,7 @@ def test_command(
     assert ctx.compiled is not None
     files = [Path(p) for p in paths] or [root / "tests"]
     if not paths and not files[0].is_dir():
-        stderr.write(f"stoprule: no test files: {files[0]} is not a directory (name case files or folders)\n")
-        return 2
+        raise CommandError(f"no test files: {files[0]} is not a directory (name case files or folders)")
     try:
         cases = load_cases(files, ctx.compiled)
     except PolicyError as exc:
@@ -254,15 +253,12 @@ def test_command(
         try:
             wanted = re.compile(pattern)
         except re.error as exc:
-            stderr.write(f"stoprule: --run {pattern!r} is not a regular expression: {exc}\n")
-            return 2
+            raise CommandError(f"--run {pattern!r} is not a regular expression: {exc}") from None
         cases = [c for c in cases if wanted.search(c.id)]
         if not cases:
-            stderr.write(f"stoprule: no case matches --run {pattern!r}\n")
-            return 2
+            raise CommandError(f"no case matches --run {pattern!r}")
     if not cases:
-        stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
-        return 2
+        raise CommandError(f"no cases found in {', '.join(map(str, files))}")
     evaluator = Evaluator(ctx.compiled)
     from stoprule.cli.progress import Bar
 
@@ -308,7 +304,7 @@ def test_command(
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
-    return 1 if failed or low else 0
+    return EXIT_NOT_OK if failed or low else EXIT_OK
 
 
 def _keep(root: Path, digest: str, summary: dict[str, int], cov: Coverage, stderr: IO[str]) -> None:

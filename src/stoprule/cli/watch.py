@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO
 
+from stoprule.cli.common import handled
+
 __all__ = ["POLL", "watch"]
 
 POLL = 0.5  # seconds between two looks at the files
@@ -60,7 +62,7 @@ def watch(roots: list[str], run_once: Callable[[], int], stderr: IO[str]) -> int
     seen = _snapshot(roots)
     stderr.write(f"stoprule: watching {len(seen)} file(s) in {', '.join(roots)} (Ctrl-C stops)\n")
     stderr.flush()
-    code = run_once()
+    code = handled(run_once, stderr)
     _on_run(code)
     try:
         while not _stopped():
@@ -72,7 +74,7 @@ def watch(roots: list[str], run_once: Callable[[], int], stderr: IO[str]) -> int
             seen = now
             stderr.write(f"stoprule: changed: {', '.join(os.path.basename(p) for p in changed)}; re-running\n")
             stderr.flush()
-            code = run_once()
+            code = handled(run_once, stderr)
             _on_run(code)
     except KeyboardInterrupt:
         stderr.write("\n")

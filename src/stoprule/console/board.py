@@ -16,7 +16,7 @@ import threading
 from contextlib import suppress
 from typing import Any, Protocol
 
-from stoprule.agent.fields import REPORT_SECTIONS
+from stoprule.config.fields import REPORT_SECTIONS
 
 __all__ = ["Board", "LocalBoard", "NoBoard", "group_blockers", "report_view"]
 
@@ -69,7 +69,7 @@ def _items(value: Any) -> list[Any]:
 def report_view(task: str, project: str, data: dict[str, Any]) -> dict[str, Any]:
     """A saved report (four sections and ``_meta``) as the console's panel shows it: sections as
     lists of dicts and strings, whatever shape the file has (it is the agent's writing)."""
-    from stoprule.agent.reports import succeeded
+    from stoprule.agent.blockers.reports import succeeded
 
     meta = data["_meta"] if isinstance(data.get("_meta"), dict) else {}
     issues, attempts, alternatives, action = (data.get(k) for k in REPORT_SECTIONS)
@@ -98,7 +98,7 @@ class LocalBoard:
 
     def service(self) -> Any:
         """The project's blocker service (made again when ``.stoprule/config.yaml`` changes)."""
-        from stoprule.agent.blocker_service import BlockerService
+        from stoprule.agent.blockers.service import BlockerService
 
         stamp = _stamp(os.path.join(self.root, ".stoprule", "config.yaml"))
         with self._lock:
@@ -110,7 +110,7 @@ class LocalBoard:
         return [{**b.to_dict(), "project": self.name} for b in self.service().store.blockers()]
 
     def reports(self) -> list[dict[str, Any]]:
-        from stoprule.agent.reports import load_report
+        from stoprule.agent.blockers.reports import load_report
 
         base = os.path.join(self.root, ".stoprule", "reports")
         try:
@@ -126,8 +126,8 @@ class LocalBoard:
         return out
 
     def resolve(self, project: str, blocker_id: str, note: str | None, by: str) -> dict[str, Any] | None:
-        from stoprule.agent.blocker_store import StoreWriteError
-        from stoprule.agent.remote import attach_mirror
+        from stoprule.agent.blockers.store import StoreWriteError
+        from stoprule.agent.hook.remote import attach_mirror
 
         if project != self.name:
             return None

@@ -52,7 +52,7 @@ class TeamBoard:
         return sorted(out, key=lambda r: str(r.get("filed_at") or ""), reverse=True)
 
     def resolve(self, project: str, blocker_id: str, note: str | None, by: str) -> dict[str, Any] | None:
-        from stoprule.agent.redact import redact
+        from stoprule._util.redact import redact
 
         found: dict[str, Any] | None = self._call("resolve", project, blocker_id, redact(note) if note else None, by)
         return found
@@ -63,7 +63,7 @@ class TeamBoard:
         items = self.blockers()
         if fmt != "md":
             return "".join(json.dumps(b, ensure_ascii=False) + "\n" for b in items)
-        from stoprule.agent.blocker_store import Blocker, render_markdown
+        from stoprule.agent.blockers.store import Blocker, render_markdown
 
         parts = []
         for project in sorted({str(b.get("project")) for b in items}):
@@ -95,7 +95,7 @@ def console_routes(svc: Any) -> list[Any]:
         from stoprule.console.app import create_console
     except ImportError:
         return []
-    from stoprule.agent.runner import user_state_dir
+    from stoprule.agent.hook.runner import user_state_dir
     from stoprule.console.board import NoBoard
     from stoprule.console.policy import PACKS_DIR, PolicyView
     from stoprule.console.runs import Runs

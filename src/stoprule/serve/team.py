@@ -4,7 +4,7 @@ Clients mirror their project's blockers (the whole list after each change: idemp
 ones included) and each blocked report they file; ``GET /v1/blockers`` lists them across
 machines. A blocker resolved here (in the console, by a token that may) stays resolved when the
 project mirrors it as open again, and the answer to that mirror names it, so that the project
-resolves it too (:class:`stoprule.agent.remote.Mirror`). These rows are a shared view, not a
+resolves it too (:class:`stoprule.agent.hook.remote.Mirror`). These rows are a shared view, not a
 record of decisions: they are upserted by ``(project, kind, id)`` (a blocker's status moves from
 open to resolved), in one table beside the ledger's, which the ledger's guards and ``log verify``
 do not cover.
