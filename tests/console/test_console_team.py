@@ -77,8 +77,8 @@ def test_the_config_names_the_tokens_that_may_resolve(tmp_path: Path) -> None:
     cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\nconsole: {{resolve: [ops]}}\n")
     assert load_serve_config(str(cfg)).console_resolve == ("ops",)
     assert ServeConfig.from_env(load_serve_config(str(cfg)).to_env()).console_resolve == ("ops",)
-    for bad, why in (("console: {resolve: [nobody]}", "no token named nobody"), ("console: [ops]", "console:"),
-                     ("console: {read: [ops]}", "console:")):  # fmt: skip
+    for bad, why in (("console: {resolve: [nobody]}", "no token named nobody (at console.resolve)"),
+                     ("console: [ops]", "(at console)"), ("console: {read: [ops]}", "(at console.read)")):  # fmt: skip
         cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\n{bad}\n")
         with pytest.raises(ConfigError, match=re.escape(why)):
             load_serve_config(str(cfg))
