@@ -17,13 +17,16 @@ percentile), the 1-minute load average printed before and after:
 3. the baseline, same run: the same reads straight from the ledger's API in this process
    (``runs()`` and ``nodes(run)`` of an open ledger), and the ratio of each page to it.
 
-Target: each page <= 1 s (server plus browser) on 2 shared cores. ``--keep DIR`` keeps (and
+Target: each page <= 1 s (server plus browser) on 2 shared cores. Beside each wall-clock median,
+the CPU time it took (the console's process for a request; every browser process for a page):
+on a busy machine the wall clock waits for the other processes, the CPU time much less. ``--keep DIR`` keeps (and
 reuses) the generated ledger.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -50,6 +53,26 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
+
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms(pid: int | None = None, tag: str | None = None) -> float:
+    """CPU time (user + system) of process ``pid``, or of every process whose command line holds
+    ``tag`` (the browser's processes: its profile folder), in ms: steadier than wall time when
+    the machine is busy."""
+    total = 0
+    paths = [f"/proc/{pid}"] if pid else glob.glob("/proc/[0-9]*")
+    for d in paths:
+        try:
+            if tag and tag not in Path(f"{d}/cmdline").read_bytes().decode(errors="replace"):
+                continue
+            fields = Path(f"{d}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total * TICK_MS
 
 
 def build(ledger: Path, runs: int, per_run: int, big: int) -> float:
@@ -90,6 +113,7 @@ def baseline(ledger: Path, repeat: int) -> dict[str, list[float]]:
 
 
 def fetch(url: str, key: str) -> tuple[float, int]:
+    """Wall seconds and bytes of one GET."""
     req = urllib.request.Request(url, headers={"authorization": f"Bearer {key}"})
     t0 = time.perf_counter()
     with urllib.request.urlopen(req, timeout=60) as r:
@@ -97,7 +121,8 @@ def fetch(url: str, key: str) -> tuple[float, int]:
     return time.perf_counter() - t0, size
 
 
-def browser_times(base: str, key: str, repeat: int) -> dict[str, list[float]] | None:
+def browser_times(base: str, key: str, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]] | None:
+    """Per page: wall seconds from navigation until drawn, and the browser's CPU ms for it."""
     exe = os.environ.get("STOPRULE_CHROMIUM") or "/usr/bin/chromium"
     if not os.path.exists(exe):
         return None
@@ -106,7 +131,8 @@ def browser_times(base: str, key: str, repeat: int) -> dict[str, list[float]] | 
     except ImportError:
         return None
     out: dict[str, list[float]] = {"/": [], "/run": []}
-    with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
+    cpu: dict[str, list[float]] = {"/": [], "/run": []}
+    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-console-profile-") as profile:
         ctx = pw.chromium.launch_persistent_context(profile, executable_path=exe, args=FLAGS, headless=True,
                                                     viewport={"width": 1280, "height": 860})  # fmt: skip
         page = ctx.new_page()
@@ -114,13 +140,15 @@ def browser_times(base: str, key: str, repeat: int) -> dict[str, list[float]] | 
         page.wait_for_selector("body[data-ready='1']")
         for _ in range(repeat):
             for path, marker in (("/", "data-ready"), (f"/run?run={BIG}", "data-graph-ready")):
-                t0 = time.perf_counter()
+                name = "/run" if path.startswith("/run") else "/"
+                c0, t0 = cpu_ms(tag=profile), time.perf_counter()
                 page.goto(base + path)
                 page.wait_for_selector(f"body[{marker}='1']", timeout=60_000)
-                out["/run" if path.startswith("/run") else "/"].append(time.perf_counter() - t0)
+                out[name].append(time.perf_counter() - t0)
+                cpu[name].append(cpu_ms(tag=profile) - c0)
         assert page.get_attribute("#graph", "data-nodes") == str(BIG_N)
         ctx.close()
-    return out
+    return out, cpu
 
 
 BIG_N = 1000
@@ -182,18 +210,25 @@ def main() -> int:
             pages = {"/ (run list, page 1)": "/", f"/run ({args.big:,} nodes)": f"/run?run={BIG}",
                      "/api/graph (its DAG)": f"/api/graph?run={BIG}"}  # fmt: skip
             served: dict[str, list[float]] = {name: [] for name in pages}
+            server_cpu: dict[str, list[float]] = {name: [] for name in pages}
             for _ in range(args.repeat):
                 for name, path in pages.items():
+                    c0 = cpu_ms(proc.pid)
                     served[name].append(fetch(base_url + path, key)[0])
+                    server_cpu[name].append(cpu_ms(proc.pid) - c0)
             for name, values in served.items():
-                print(line(name, values, raw_nodes if "run" in name.split()[0] or "graph" in name else raw_runs))
-            shown = browser_times(base_url, key, args.repeat)
-            if shown is None:
+                print(line(name, values, raw_nodes if "run" in name.split()[0] or "graph" in name else raw_runs)
+                      + f"  server CPU {statistics.median(server_cpu[name]):.0f} ms")  # fmt: skip
+            measured = browser_times(base_url, key, args.repeat)
+            if measured is None:
                 print("the browser: no chromium (apt-get install -y chromium) or no playwright: not measured")
             else:
-                print("the browser (headless Chromium: navigation until drawn):")
-                print(line("/ (run list)", shown["/"], raw_runs))
-                print(line(f"/run ({args.big:,} nodes laid out and drawn)", shown["/run"], raw_nodes))
+                shown, cpu = measured
+                print("the browser (headless Chromium: navigation until drawn; CPU: every browser process):")
+                print(line("/ (run list)", shown["/"], raw_runs)
+                      + f"  browser CPU {statistics.median(cpu['/']):.0f} ms")  # fmt: skip
+                print(line(f"/run ({args.big:,} nodes drawn)", shown["/run"], raw_nodes)
+                      + f"  browser CPU {statistics.median(cpu['/run']):.0f} ms")  # fmt: skip
             print(f"load average after: {load()}")
         finally:
             proc.terminate()
