@@ -120,7 +120,8 @@ class _Limits(BaseModel):
 class _Console(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    resolve: list[str] = Field(default_factory=list, description="token names that may resolve blockers")
+    resolve: list[str] = Field(default_factory=lambda: list(SERVE_DEFAULTS["console"]["resolve"]),
+                               description="token names that may resolve blockers")
 
 
 class ServeFile(BaseModel):

@@ -225,7 +225,7 @@ def create_console(
             used = []
         copies = policy.copies()
         pairs = [(a["policy"], b["policy"]) for a, b in zip(used, used[1:], strict=False)]
-        return page(request, "policy.html", grant, state=state, coverage=policy.coverage(), used=used,
+        return page(request, "policy_page.html", grant, state=state, coverage=policy.coverage(), used=used,
                     copies=copies, pairs=pairs, nav="policy", heading="Policy")  # fmt: skip
 
     def audit_fragment(request: Request, grant: Grant) -> Response:
