@@ -230,7 +230,7 @@ def test_the_policy_page_shows_rules_in_order_verdicts_and_the_packs_used(client
     assert len(rows) == len(ev.compiled.rules) and rows[0][0] == "review.agent_requested_review"
     priorities = [int(p) for _, p in rows]
     assert priorities == sorted(priorities, reverse=True) and rows[-1][0] == "progress.ok"  # the order tried
-    used = text(page[page.index('id="packs"'):])
+    used = text(client.get("/policy/packs").text)
     assert f"{ev.digest.partition(':')[2][:12]} in force 5 2" in used  # 5 decisions in 2 runs
     assert "None kept yet" in text(page)  # no coverage run yet
 
@@ -260,7 +260,8 @@ def test_a_changed_pack_is_diffed_against_the_one_before(project: Project, defau
         rules.write_text(src.replace("  - id: available_tasks\n    priority: 200\n", "  - id: available_tasks\n"
                                      "    priority: 200\n    description: changed\n", 1))  # fmt: skip
         project.stop("codex", "cx-after", project.root / "cx-transcript.jsonl", "done")
-        page = c.get("/policy").text
+        assert c.get("/policy").status_code == 200  # sees (and keeps) the changed pack
+        page = c.get("/policy/packs").text
         pairs = re.findall(r'data-load="/policy/diff\?old=([^&]+)&amp;new=([^"]+)"', page)
         assert len(pairs) == 1  # the bundled pack (the project's copy has its digest) -> the changed copy
         diff = text(c.get("/policy/diff", params={"old": _unquote(pairs[-1][0]), "new": _unquote(pairs[-1][1])}).text)
@@ -333,3 +334,14 @@ def test_started_inside_an_agents_session_the_console_is_read_only(tmp_path: Pat
     assert link_session(str(home), "s-agent", "claude-code") > 0  # this process's ancestors: as a hook would
     why = agent_session(str(home))
     assert why is not None and "claude-code session s-agent" in why
+
+
+def test_a_pack_that_does_not_compile_is_shown_not_raised(project: Project) -> None:
+    pack = project.root / ".stoprule" / "policies"
+    pack.mkdir()
+    (pack / "rules.yaml").write_text("rules:\n  - id: broken\n    when: {nope: 1}\n")
+    with process_env(project.env, project.root), TestClient(console(project), base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(f"stoprule_console_{PORT}", KEY)
+        page = c.get("/policy")
+        assert page.status_code == 200 and "rules.yaml:" in text(page.text)
+        assert c.get("/").status_code == 200  # the runs do not need the pack

@@ -209,6 +209,7 @@ def test_new_stops_appear_without_a_reload(page, console_url: str, project: Proj
 def test_the_policy_page(page, console_url: str, shots: Path) -> None:  # noqa: ANN001
     ready(page, base(console_url) + "/policy")
     page.wait_for_selector("#audit table.vmap", timeout=30_000)
+    page.wait_for_selector("#packs table", timeout=30_000)
     assert page.locator("table.rules tbody tr").count() > 10
     assert "in force" in page.locator("#packs").inner_text()
     page.screenshot(path=str(shots / "policy.png"))  # the top of the page: a full one is very tall

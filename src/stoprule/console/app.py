@@ -5,7 +5,7 @@ JavaScript (the run graph, live regions), and the user's actions on blockers.
 
 Pages: ``/`` runs, ``/run`` one run's DAG and decisions, ``/decision`` one decision,
 ``/blockers`` the board (``POST /blockers/resolve``, ``/blockers/export``), ``/reports``,
-``/policy`` (``/policy/audit``, ``/policy/diff``), ``/verify`` (the whole ledger). Data:
+``/policy`` (``/policy/audit``, ``/policy/packs``, ``/policy/diff``), ``/verify`` (the whole ledger). Data:
 ``/api/graph``, ``/version``; ``/events`` is a server-sent event stream that says when the
 ledger or the board changed, so open pages refresh their live regions without a reload.
 
@@ -219,14 +219,17 @@ def create_console(
             state = policy.current()
         except PolicyError as exc:
             return page(request, "error.html", grant, 200, message=exc.render(), nav="policy", heading="Policy")
+        return page(request, "policy_page.html", grant, state=state, coverage=policy.coverage(), nav="policy",
+                    heading="Policy")  # fmt: skip
+
+    def packs_fragment(request: Request, grant: Grant) -> Response:
         try:
             used = runs.digests()
         except LedgerError:
             used = []
-        copies = policy.copies()
         pairs = [(a["policy"], b["policy"]) for a, b in zip(used, used[1:], strict=False)]
-        return page(request, "policy_page.html", grant, state=state, coverage=policy.coverage(), used=used,
-                    copies=copies, pairs=pairs, nav="policy", heading="Policy")  # fmt: skip
+        return page(request, "_packs.html", grant, state=policy.current(), used=used, copies=policy.copies(),
+                    pairs=pairs)  # fmt: skip
 
     def audit_fragment(request: Request, grant: Grant) -> Response:
         return page(request, "_audit.html", grant, audit=policy.audit())
@@ -299,6 +302,7 @@ def create_console(
         Route("/reports", guarded(reports_page)),
         Route("/policy", guarded(policy_page)),
         Route("/policy/audit", guarded(audit_fragment)),
+        Route("/policy/packs", guarded(packs_fragment)),
         Route("/policy/diff", guarded(diff_fragment)),
         Route("/api/graph", guarded(graph_api, api=True)),
         Route("/version", guarded(version_api, api=True)),

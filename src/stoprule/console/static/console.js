@@ -78,12 +78,14 @@ performance.mark("console-js");
 
   // ---------------------------------------------------------------- sections loaded on demand
 
-  function loadSections() {
-    return Promise.all(Array.from(document.querySelectorAll("[data-load]"), async (el) => {
+  function loadSections(root) {
+    return Promise.all(Array.from((root || document).querySelectorAll("[data-load]"), async (el) => {
       try {
         const doc = await fetchDoc(el.getAttribute("data-load"));
         const fresh = doc.body.firstElementChild;
+        el.removeAttribute("data-load");
         if (fresh) el.replaceChildren(...Array.from(fresh.childNodes, (n) => document.importNode(n, true)));
+        await loadSections(el); // a loaded section may hold sections of its own
       } catch (e) {
         const p = document.createElement("p");
         p.className = "bad";
