@@ -28,6 +28,7 @@ pytestmark = pytest.mark.browser
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 PHONE = {"width": 390, "height": 844}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def chromium() -> str | None:
@@ -231,3 +232,22 @@ def test_a_phone_sized_screen(browser, console_url: str, shots: Path, path: str)
         tab.screenshot(path=str(shots / f"phone-{name}.png"), full_page=False)
     finally:
         tab.close()
+
+
+def test_a_long_run_is_drawn_whole_and_grows_live(page, console_url: str, project: Project, shots: Path) -> None:  # noqa: ANN001
+    """More nodes than the first paint draws (the rest come in slices), and a new decision joins
+    the open graph without a reload."""
+    facts = [json.loads((EXAMPLES / name).read_text()) for name in ("task-boundary-stop.json", "soft-blocker.json")]
+    batch = "".join(json.dumps(facts[i % 2]) + "\n" for i in range(150))
+    assert project.cli("eval", "--run", "long-run", "-", input=batch).returncode in (0, 1)
+    ready(page, base(console_url) + "/run?run=long-run")
+    page.wait_for_selector("body[data-graph-complete='1']")
+    assert page.get_attribute("#graph", "data-drawn") == "150"
+    assert page.evaluate("() => consoleGraph.nodes().length") == 150
+    assert page.evaluate("() => consoleGraph.getElementById('n150').hasClass('tip')")
+    page.wait_for_selector("#live.on")
+    assert project.cli("eval", "--run", "long-run", "-", input=json.dumps(facts[1]) + "\n").returncode in (0, 1)
+    page.wait_for_function("() => consoleGraph.nodes().length === 151", timeout=15_000)
+    assert page.evaluate("() => consoleGraph.getElementById('n151').hasClass('tip')")
+    assert not page.evaluate("() => consoleGraph.getElementById('n150').hasClass('tip')")
+    page.screenshot(path=str(shots / "run-long.png"))

@@ -194,6 +194,32 @@ performance.mark("console-js");
       cy.center(tip.length ? tip : cy.nodes().last());
     }
 
+    // A long run is drawn in two steps: the nodes nearest its tip (what the view opens on) at once,
+    // the rest in slices right after, so the page is usable before a 1,000-node graph is complete.
+    const FIRST = 120;
+    const SLICE = 250;
+
+    function split(data, els) {
+      const near = new Set(data.nodes.slice(Math.max(0, data.nodes.length - FIRST)).map((n) => n.id));
+      const now = [], nodes = [], edges = [];
+      for (const e of els) {
+        const inNear = e.group === "nodes" ? near.has(e.data.id) : near.has(e.data.source) && near.has(e.data.target);
+        (inNear ? now : e.group === "nodes" ? nodes : edges).push(e);
+      }
+      return [now, nodes.concat(edges)];
+    }
+
+    function addRest(rest, done) {
+      let i = 0;
+      (function slice() {
+        if (!cy) return;
+        cy.batch(() => cy.add(rest.slice(i, i + SLICE)));
+        i += SLICE;
+        if (i < rest.length) setTimeout(slice, 0);
+        else done();
+      })();
+    }
+
     function draw(data, first) {
       performance.mark("graph-data");
       if (data.nodes.length === count) return;
@@ -201,18 +227,33 @@ performance.mark("console-js");
       const at = positions(data);
       const els = elements(data, at);
       performance.mark("graph-elements");
+      let rest = [];
       if (!cy) {
-        cy = window.cytoscape({ container: graphEl, elements: els, style: STYLE, layout: { name: "preset" },
+        const parts = split(data, els);
+        rest = parts[1];
+        cy = window.cytoscape({ container: graphEl, elements: parts[0], style: STYLE, layout: { name: "preset" },
           minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
         cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
         window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
-      } else {
-        cy.batch(() => { cy.elements().remove(); cy.add(els); });
+      } else {  // a run only grows: add what is new, move the tip
+        cy.batch(() => {
+          cy.add(els.filter((e) => cy.getElementById(e.data.id).empty()));
+          cy.nodes(".tip").removeClass("tip");
+          cy.getElementById(data.tip).addClass("tip");
+        });
       }
       performance.mark("graph-layout");
       focus(data);
       graphEl.setAttribute("data-nodes", String(count));
-      if (first) requestAnimationFrame(() => requestAnimationFrame(() => body.setAttribute("data-graph-ready", "1")));
+      const complete = () => { graphEl.setAttribute("data-drawn", String(cy.nodes().length)); };
+      if (first) {
+        requestAnimationFrame(() => requestAnimationFrame(() => {
+          body.setAttribute("data-graph-ready", "1");
+          addRest(rest, () => requestAnimationFrame(() => { complete(); body.setAttribute("data-graph-complete", "1"); }));
+        }));
+      } else {
+        complete();
+      }
     }
 
     async function load() {
@@ -228,7 +269,10 @@ performance.mark("console-js");
     };
     const embedded = document.getElementById("graph-data");  // the page carries its graph: no second request
     if (embedded) { draw(JSON.parse(embedded.textContent), true); return Promise.resolve(); }
-    return load().then(() => requestAnimationFrame(() => body.setAttribute("data-graph-ready", "1")));
+    return load().then(() => requestAnimationFrame(() => {
+      body.setAttribute("data-graph-ready", "1");
+      body.setAttribute("data-graph-complete", "1");
+    }));
   }
 
   // ---------------------------------------------------------------- start
