@@ -16,6 +16,7 @@ import threading
 from contextlib import suppress
 from typing import Any, Protocol
 
+from stoprule._util.files import stamp
 from stoprule.config.fields import REPORT_SECTIONS
 
 __all__ = ["Board", "LocalBoard", "NoBoard", "group_blockers", "report_view"]
@@ -100,10 +101,10 @@ class LocalBoard:
         """The project's blocker service (made again when ``.stoprule/config.yaml`` changes)."""
         from stoprule.agent.blockers.service import BlockerService
 
-        stamp = _stamp(os.path.join(self.root, ".stoprule", "config.yaml"))
+        config = stamp(os.path.join(self.root, ".stoprule", "config.yaml"))
         with self._lock:
-            if self._service is None or stamp != self._config:
-                self._service, self._config = BlockerService(self.root), stamp
+            if self._service is None or config != self._config:
+                self._service, self._config = BlockerService(self.root), config
             return self._service
 
     def blockers(self) -> list[dict[str, Any]]:
@@ -145,18 +146,11 @@ class LocalBoard:
     def version(self) -> str:
         store = self.service().store
         reports = os.path.join(self.root, ".stoprule", "reports")
-        parts = [_stamp(store.record_path), _stamp(reports)]
+        parts = [stamp(store.record_path), stamp(reports)]
         with suppress(OSError):
-            parts += [_stamp(os.path.join(reports, t)) for t in sorted(os.listdir(reports))]
+            parts += [stamp(os.path.join(reports, t)) for t in sorted(os.listdir(reports))]
         return str(hash(tuple(parts)))
 
-
-def _stamp(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (0, 0)
-    return (st.st_size, st.st_mtime_ns)
 
 
 def group_blockers(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

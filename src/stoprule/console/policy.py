@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stoprule._util.files import atomic_write, read_bounded
+from stoprule._util.files import atomic_write, read_bounded, stamp
 
 __all__ = ["COVERAGE_FILE", "PACKS_DIR", "PackState", "PolicyView", "keep_pack", "load_coverage", "save_coverage"]
 
@@ -110,9 +110,9 @@ class PolicyView:
         from stoprule.language.files import pack_files
 
         root = self.pack()
-        stamp = (root, *((p, *_stat(p)) for p in pack_files(root)))
+        key = (root, *((p, *stamp(p)) for p in pack_files(root)))
         with self._lock:
-            if self._state is not None and self._state[0] == stamp:
+            if self._state is not None and self._state[0] == key:
                 return self._state[1]
         from stoprule.engine.build import compile_pack
         from stoprule.language.inventory import inspect_data
@@ -122,7 +122,7 @@ class PolicyView:
         if self.packs_dir:
             keep_pack(self.packs_dir, root, state.digest)
         with self._lock:
-            self._state = (stamp, state)
+            self._state = (key, state)
         return state
 
     def coverage(self) -> dict[str, Any] | None:
@@ -173,10 +173,3 @@ class PolicyView:
                 self._diffs[(old, new)] = report.to_dict()
             return self._diffs[(old, new)]
 
-
-def _stat(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (0, 0)
-    return (st.st_size, st.st_mtime_ns)
