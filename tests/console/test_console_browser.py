@@ -234,20 +234,26 @@ def test_a_phone_sized_screen(browser, console_url: str, shots: Path, path: str)
         tab.close()
 
 
-def test_a_long_run_is_drawn_whole_and_grows_live(page, console_url: str, project: Project, shots: Path) -> None:  # noqa: ANN001
-    """More nodes than the first paint draws (the rest come in slices), and a new decision joins
-    the open graph without a reload."""
+def test_a_long_run_opens_on_its_tip_draws_whole_on_fit_and_grows_live(page, console_url: str, project: Project,
+                                                                         shots: Path) -> None:  # noqa: ANN001
+    """A run longer than a screen is drawn where the view is (the rest as the view moves), whole
+    for "fit all", and a new decision joins the open graph without a reload."""
     facts = [json.loads((EXAMPLES / name).read_text()) for name in ("task-boundary-stop.json", "soft-blocker.json")]
     batch = "".join(json.dumps(facts[i % 2]) + "\n" for i in range(150))
     assert project.cli("eval", "--run", "long-run", "-", input=batch).returncode in (0, 1)
     ready(page, base(console_url) + "/run?run=long-run")
-    page.wait_for_selector("body[data-graph-complete='1']")
-    assert page.get_attribute("#graph", "data-drawn") == "150"
-    assert page.evaluate("() => consoleGraph.nodes().length") == 150
+    page.wait_for_selector("body[data-graph-ready='1']")
+    assert page.get_attribute("#graph", "data-nodes") == "150"
+    drawn = page.evaluate("() => consoleGraph.nodes().map(n => n.id())")
+    assert "n150" in drawn and "n1" not in drawn and len(drawn) < 150  # the tip's neighbourhood
     assert page.evaluate("() => consoleGraph.getElementById('n150').hasClass('tip')")
+    page.click("#fit")
+    assert page.evaluate("() => consoleGraph.nodes().length") == 150 == int(page.get_attribute("#graph", "data-drawn"))
+    assert page.evaluate("() => consoleGraph.edges().length") == 149
+    page.screenshot(path=str(shots / "run-long.png"))
     page.wait_for_selector("#live.on")
     assert project.cli("eval", "--run", "long-run", "-", input=json.dumps(facts[1]) + "\n").returncode in (0, 1)
     page.wait_for_function("() => consoleGraph.nodes().length === 151", timeout=15_000)
     assert page.evaluate("() => consoleGraph.getElementById('n151').hasClass('tip')")
     assert not page.evaluate("() => consoleGraph.getElementById('n150').hasClass('tip')")
-    page.screenshot(path=str(shots / "run-long.png"))
+    assert page.evaluate("() => consoleGraph.getElementById('n150>n151').length") == 1

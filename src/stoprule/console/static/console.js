@@ -133,7 +133,7 @@ performance.mark("console-js");
   const STYLE = [
     { selector: "node", style: {
       "label": "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
-      "font-size": 10, "width": 130, "height": 40, "shape": "round-rectangle",
+      "font-size": 10, "min-zoomed-font-size": 6, "width": 130, "height": 40, "shape": "round-rectangle",
       "background-color": "#e6f4ea", "border-width": 2, "border-color": "#1a7f37", "color": "#1d2330" } },
     { selector: "node.checkpoint", style: { "shape": "barrel", "background-color": "#e8f1ff", "border-color": "#2e5aac" } },
     { selector: "node.blocked", style: { "shape": "hexagon", "background-color": "#fde2e1", "border-color": "#b42318" } },
@@ -144,24 +144,11 @@ performance.mark("console-js");
     { selector: "edge", style: { "width": 2, "line-color": "#98a2b3", "curve-style": "haystack", "haystack-radius": 0 } },
     { selector: "edge.retry", style: { "curve-style": "bezier", "line-style": "dashed", "line-color": "#b42318",
       "target-arrow-color": "#b42318", "target-arrow-shape": "triangle", "label": "retry", "font-size": 8,
+      "min-zoomed-font-size": 6,
       "color": "#b42318", "text-background-color": "#fff", "text-background-opacity": 1 } },
   ];
 
-  function elements(data, at) {
-    const out = [];
-    for (const n of data.nodes) {
-      const p = at.get(n.id);
-      const classes = [n.kind === "blocked_attempt" ? (n.retryable ? "blocked" : "terminal") : n.kind];
-      if (n.id === data.tip) classes.push("tip");
-      const attempt = n.attempt > 1 ? " #" + n.attempt : "";
-      out.push({ group: "nodes", data: { id: n.id, label: n.id + attempt + "\n" + n.verdict + "\n" + n.reason },
-        classes: classes.join(" "), position: { x: p.col * 170, y: p.depth * 72 } });
-    }
-    for (const e of data.edges) {
-      out.push({ group: "edges", data: { id: e.from + ">" + e.to, source: e.from, target: e.to }, classes: e.kind });
-    }
-    return out;
-  }
+  const DX = 170, DY = 72; // one column, one row of the drawing
 
   // A run's DAG is a tree (each node has one parent): drawn top-down in append order, a chain in
   // one column, each further child of a node in a column of its own. Positions are computed here
@@ -181,98 +168,130 @@ performance.mark("console-js");
     return at;
   }
 
+  function nodeElement(n, tip, p) {
+    const classes = [n.kind === "blocked_attempt" ? (n.retryable ? "blocked" : "terminal") : n.kind];
+    if (n.id === tip) classes.push("tip");
+    const attempt = n.attempt > 1 ? " #" + n.attempt : "";
+    return { group: "nodes", data: { id: n.id, label: n.id + attempt + "\n" + n.verdict + "\n" + n.reason },
+      classes: classes.join(" "), position: { x: p.col * DX, y: p.depth * DY } };
+  }
+
+  // Every node has its position before anything is drawn; what is drawn is the part of the run in
+  // and around the view (one screen above and below), added as the view moves, and all of it for
+  // "fit all". A long run thus opens on its tip at the cost of the few dozen nodes on screen.
   function drawGraph() {
     if (!graphEl || !window.cytoscape) return Promise.resolve();
     const url = graphEl.getAttribute("data-graph");
-    let cy = null;
-    let count = -1;
+    const SMALL = 60; // a run this short is drawn whole and fitted
+    let cy = null, data = null, at = null, byId = new Map(), kids = new Map();
 
-    function focus(data) {
-      if (data.nodes.length <= 60) { cy.fit(undefined, 24); if (cy.zoom() > 1.3) cy.zoom(1.3); cy.center(); return; }
-      const tip = cy.getElementById(data.tip);
-      cy.zoom(1);
-      cy.center(tip.length ? tip : cy.nodes().last());
+    function index(fresh) {
+      data = fresh;
+      at = positions(data);
+      byId = new Map(data.nodes.map((n) => [n.id, n]));
+      kids = new Map();
+      for (const n of data.nodes) if (n.parent != null) (kids.get(n.parent) || kids.set(n.parent, []).get(n.parent)).push(n);
+      graphEl.setAttribute("data-nodes", String(data.nodes.length));
     }
 
-    // A long run is drawn in two steps: the nodes nearest its tip (what the view opens on) at once,
-    // the rest in slices right after, so the page is usable before a 1,000-node graph is complete.
-    const FIRST = 120;
-    const SLICE = 250;
-
-    function split(data, els) {
-      const near = new Set(data.nodes.slice(Math.max(0, data.nodes.length - FIRST)).map((n) => n.id));
-      const now = [], nodes = [], edges = [];
-      for (const e of els) {
-        const inNear = e.group === "nodes" ? near.has(e.data.id) : near.has(e.data.source) && near.has(e.data.target);
-        (inNear ? now : e.group === "nodes" ? nodes : edges).push(e);
+    function ensure(ids) {  // draw these nodes, with their edges to nodes already drawn (or drawn now)
+      const add = [], fresh = new Set();
+      for (const id of ids) {
+        if (fresh.has(id) || cy.hasElementWithId(id) || !byId.has(id)) continue;
+        fresh.add(id);
+        add.push(nodeElement(byId.get(id), data.tip, at.get(id)));
       }
-      return [now, nodes.concat(edges)];
+      const drawn = (id) => fresh.has(id) || cy.hasElementWithId(id);
+      for (const id of fresh) {
+        const n = byId.get(id);
+        if (n.parent != null && drawn(n.parent)) add.push(edgeElement(n));
+        for (const k of kids.get(id) || []) if (!fresh.has(k.id) && drawn(k.id)) add.push(edgeElement(k));
+      }
+      if (add.length) cy.batch(() => cy.add(add));
+      graphEl.setAttribute("data-drawn", String(cy.nodes().length));
     }
 
-    function addRest(rest, done) {
-      let i = 0;
-      (function slice() {
-        if (!cy) return;
-        cy.batch(() => cy.add(rest.slice(i, i + SLICE)));
-        i += SLICE;
-        if (i < rest.length) setTimeout(slice, 0);
-        else done();
-      })();
+    function edgeElement(n) {
+      return { group: "edges", data: { id: n.parent + ">" + n.id, source: n.parent, target: n.id }, classes: n.retry_of ? "retry" : "next" };
     }
 
-    function draw(data, first) {
-      performance.mark("graph-data");
-      if (data.nodes.length === count) return;
-      count = data.nodes.length;
-      const at = positions(data);
-      const els = elements(data, at);
-      performance.mark("graph-elements");
-      let rest = [];
-      if (!cy) {
-        const parts = split(data, els);
-        rest = parts[1];
-        cy = window.cytoscape({ container: graphEl, elements: parts[0], style: STYLE, layout: { name: "preset" },
-          minZoom: 0.05, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
-        cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
-        window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
-      } else {  // a run only grows: add what is new, move the tip
-        cy.batch(() => {
-          cy.add(els.filter((e) => cy.getElementById(e.data.id).empty()));
-          cy.nodes(".tip").removeClass("tip");
-          cy.getElementById(data.tip).addClass("tip");
+    function inView() {  // the nodes within one screen of the view, and their parents
+      const e = cy.extent(), h = e.y2 - e.y1, w = e.x2 - e.x1;
+      const ids = [];
+      for (const n of data.nodes) {
+        const p = at.get(n.id), x = p.col * DX, y = p.depth * DY;
+        if (y >= e.y1 - h && y <= e.y2 + h && x >= e.x1 - w && x <= e.x2 + w) {
+          ids.push(n.id);
+          if (n.parent != null) ids.push(n.parent);
+        }
+      }
+      return ids;
+    }
+
+    function drawAll() { ensure(data.nodes.map((n) => n.id)); }
+
+    function open() {
+      cy = window.cytoscape({ container: graphEl, elements: [], style: STYLE, layout: { name: "preset" },
+        minZoom: 0.002, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true });
+      cy.on("tap", "node", (ev) => openDecision(ev.target.id(), true));
+      window.consoleGraph = cy; // for the browser tests and the curious: the graph library's own API
+      if (data.nodes.length <= SMALL) {
+        drawAll();
+        cy.fit(undefined, 24);
+        if (cy.zoom() > 1.3) { cy.zoom(1.3); cy.center(); }
+      } else {
+        const p = at.get(data.tip) || at.get(data.nodes[data.nodes.length - 1].id);
+        cy.zoom(1);
+        cy.pan({ x: cy.width() / 2 - p.col * DX, y: cy.height() / 2 - p.depth * DY });
+        ensure(inView());
+        let pending = false;
+        cy.on("viewport", () => {
+          if (pending) return;
+          pending = true;
+          requestAnimationFrame(() => { pending = false; ensure(inView()); });
         });
       }
-      performance.mark("graph-layout");
-      focus(data);
-      graphEl.setAttribute("data-nodes", String(count));
-      const complete = () => { graphEl.setAttribute("data-drawn", String(cy.nodes().length)); };
-      if (first) {
-        requestAnimationFrame(() => requestAnimationFrame(() => {
-          body.setAttribute("data-graph-ready", "1");
-          addRest(rest, () => requestAnimationFrame(() => { complete(); body.setAttribute("data-graph-complete", "1"); }));
-        }));
-      } else {
-        complete();
-      }
+    }
+
+    function grow(fresh) {  // a run only grows: draw what is new where it shows, move the tip
+      index(fresh);
+      cy.batch(() => {
+        cy.nodes(".tip").removeClass("tip");
+        cy.getElementById(data.tip).addClass("tip");
+      });
+      if (data.nodes.length <= SMALL) drawAll();
+      else ensure(inView());
     }
 
     async function load() {
       const res = await fetch(url, { credentials: "same-origin" });
-      draw(await res.json(), false);
+      const fresh = await res.json();
+      if (cy && fresh.nodes.length !== data.nodes.length) grow(fresh);
     }
 
     const fit = document.getElementById("fit");
-    if (fit) fit.addEventListener("click", () => cy && cy.fit(undefined, 24));
+    if (fit) fit.addEventListener("click", () => {
+      if (!cy) return;
+      drawAll();
+      cy.fit(undefined, 24);
+      requestAnimationFrame(() => requestAnimationFrame(() => performance.mark("graph-all")));
+    });
     graph = {
       update: () => load().catch(() => {}),
-      select: (id) => { if (!cy) return; cy.nodes().unselect(); cy.getElementById(id).select(); },
+      select: (id) => { if (!cy) return; ensure([id]); cy.nodes().unselect(); cy.getElementById(id).select(); },
     };
     const embedded = document.getElementById("graph-data");  // the page carries its graph: no second request
-    if (embedded) { draw(JSON.parse(embedded.textContent), true); return Promise.resolve(); }
-    return load().then(() => requestAnimationFrame(() => {
+    const ready = () => requestAnimationFrame(() => requestAnimationFrame(() => {  // painted
+      performance.mark("graph-ready");
       body.setAttribute("data-graph-ready", "1");
-      body.setAttribute("data-graph-complete", "1");
     }));
+    if (embedded) {
+      index(JSON.parse(embedded.textContent));
+      open();
+      ready();
+      return Promise.resolve();
+    }
+    return fetch(url, { credentials: "same-origin" }).then((r) => r.json()).then((d) => { index(d); open(); ready(); });
   }
 
   // ---------------------------------------------------------------- start
@@ -287,6 +306,7 @@ performance.mark("console-js");
       const node = decodeURIComponent(location.hash.slice(1));
       if (node) openDecision(node, false).catch(() => {});
     });
+    requestAnimationFrame(() => requestAnimationFrame(() => performance.mark("page-ready")));
     body.setAttribute("data-ready", "1");
   }
 
