@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
+from stoprule._util.records import record
 from stoprule.agent.hook.adapters import adapter, decode_payload
 
 TYPE_CHECKING = False
@@ -90,7 +91,8 @@ def instructions(pack: str) -> str:
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
 
 
-class _Begun(NamedTuple):
+@record
+class _Begun:
     event: HookEvent
     workdir: str
     project: str | None
