@@ -22,7 +22,7 @@ def test_the_corpus_is_what_its_readme_says() -> None:
 
 
 def test_a_fixed_sample_of_closings_is_labelled_as_the_detector_reads_it() -> None:
-    """Every 7th message (45), in the order of the file; the two known misses are left out."""
+    """Every 7th message (71), in the order of the file; the known misses are left out."""
     spec = pack_data(PACK)["question"]
     known_misses = {"c113", "c280"}  # listed in benchmarks/README.md
     sample = [r for r in load_closings()[::7] if r["id"] not in known_misses]
