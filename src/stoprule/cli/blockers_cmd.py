@@ -12,6 +12,7 @@ from typing import IO
 
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.blockers.store import StoreWriteError
+from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, attach_mirror
 from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "run"]
@@ -78,8 +79,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 )
             return 0
         if cmd == "list":
-            from stoprule.agent.hook.remote import attach_mirror
-
             attach_mirror(service)  # with a team server: what was resolved in its console is resolved here first
             if service.mirror is not None:
                 service.mirror(service, "blocker", {})
@@ -97,8 +96,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         if cmd == "export":
             stdout.write(service.export(args.format))
             return 0
-        from stoprule.agent.hook.remote import attach_mirror
-
         attach_mirror(service)  # the team server, when the project names one, sees it resolved
         hit = service.resolve(args.id, args.note)
     except StoreWriteError as exc:
@@ -111,8 +108,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
 def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
-    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
-
     try:
         remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
         items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]

@@ -19,8 +19,16 @@ import socket
 import threading
 from typing import IO
 
+from stoprule.agent.blockers.procs import linked_session
 from stoprule.cli.common import ledger_target
+from stoprule.config.reader import read_settings
+from stoprule.console.board import LocalBoard, NoBoard
+from stoprule.console.hooklog import HookLog
+from stoprule.console.policy import PACKS_DIR, PolicyView
+from stoprule.console.runs import Runs
 from stoprule.diagnostics import CommandError
+from stoprule.engine.packs import pack_path
+from stoprule.project import find_project
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "run"]
 
@@ -46,8 +54,6 @@ def agent_session(state_dir: str | None) -> str | None:
     harness process linked at session start is an ancestor), else None."""
     if not state_dir:
         return None
-    from stoprule.agent.blockers.procs import linked_session
-
     link = linked_session(state_dir)
     if link is None:
         return None
@@ -58,8 +64,6 @@ def agent_session(state_dir: str | None) -> str | None:
 def _hook_log(state_dir: str | None) -> str | None:
     if not state_dir:
         return None
-    from stoprule.config.reader import read_settings
-
     log = read_settings(os.path.join(state_dir, "config.yaml")).hook.get("log", True)
     if log is False:
         return None
@@ -76,13 +80,6 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         from stoprule.console.app import create_console
     except ImportError as exc:
         raise CommandError(f"the console needs its libraries ({exc.name}): pip install 'stoprule[console]'") from None
-    from stoprule.console.board import LocalBoard, NoBoard
-    from stoprule.console.hooklog import HookLog
-    from stoprule.console.policy import PACKS_DIR, PolicyView
-    from stoprule.console.runs import Runs
-    from stoprule.engine.packs import pack_path
-    from stoprule.project import find_project
-
     state_dir = find_project()
     target, default = ledger_target(args.ledger)  # a bad config: ConfigError, reported by the CLI
     log = _hook_log(state_dir)

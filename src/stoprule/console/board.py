@@ -17,6 +17,10 @@ from contextlib import suppress
 from typing import Any, Protocol
 
 from stoprule._util.files import stamp
+from stoprule.agent.blockers.reports import load_report, succeeded
+from stoprule.agent.blockers.service import BlockerService
+from stoprule.agent.blockers.store import StoreWriteError
+from stoprule.agent.hook.remote import attach_mirror
 from stoprule.config.fields import REPORT_SECTIONS
 
 __all__ = ["Board", "LocalBoard", "NoBoard", "group_blockers", "report_view"]
@@ -70,8 +74,6 @@ def _items(value: Any) -> list[Any]:
 def report_view(task: str, project: str, data: dict[str, Any]) -> dict[str, Any]:
     """A saved report (four sections and ``_meta``) as the console's panel shows it: sections as
     lists of dicts and strings, whatever shape the file has (it is the agent's writing)."""
-    from stoprule.agent.blockers.reports import succeeded
-
     meta = data["_meta"] if isinstance(data.get("_meta"), dict) else {}
     issues, attempts, alternatives, action = (data.get(k) for k in REPORT_SECTIONS)
     return {
@@ -99,8 +101,6 @@ class LocalBoard:
 
     def service(self) -> Any:
         """The project's blocker service (made again when ``.stoprule/config.yaml`` changes)."""
-        from stoprule.agent.blockers.service import BlockerService
-
         config = stamp(os.path.join(self.root, ".stoprule", "config.yaml"))
         with self._lock:
             if self._service is None or config != self._config:
@@ -111,8 +111,6 @@ class LocalBoard:
         return [{**b.to_dict(), "project": self.name} for b in self.service().store.blockers()]
 
     def reports(self) -> list[dict[str, Any]]:
-        from stoprule.agent.blockers.reports import load_report
-
         base = os.path.join(self.root, ".stoprule", "reports")
         try:
             tasks = sorted(os.listdir(base))
@@ -127,9 +125,6 @@ class LocalBoard:
         return out
 
     def resolve(self, project: str, blocker_id: str, note: str | None, by: str) -> dict[str, Any] | None:
-        from stoprule.agent.blockers.store import StoreWriteError
-        from stoprule.agent.hook.remote import attach_mirror
-
         if project != self.name:
             return None
         service = self.service()

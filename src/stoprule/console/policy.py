@@ -23,6 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoprule._util.files import atomic_write, read_bounded, stamp
+from stoprule.analysis import audit_pack, diff_packs
+from stoprule.analysis.backends import engine_of
+from stoprule.engine.build import compile_pack
+from stoprule.engine.evaluator import Evaluator
+from stoprule.language.compiler import check_pack
+from stoprule.language.files import pack_files
+from stoprule.language.inventory import inspect_data
 
 __all__ = ["COVERAGE_FILE", "PACKS_DIR", "PackState", "PolicyView", "keep_pack", "load_coverage", "save_coverage"]
 
@@ -58,8 +65,6 @@ def _hex(digest: str) -> str:
 def keep_pack(packs_dir: str, root: str, digest: str) -> str | None:
     """Copy the pack at ``root`` (its YAML files, the global pack's it uses included) to
     ``packs_dir/<digest hex>/`` unless a copy is there; the copy's directory (None: not kept)."""
-    from stoprule.language.files import pack_files
-
     target = os.path.join(packs_dir, _hex(digest))
     if os.path.isdir(target):
         return target
@@ -107,16 +112,11 @@ class PolicyView:
 
     def current(self) -> PackState:
         """The pack in force, compiled (again only when its files change); its copy kept."""
-        from stoprule.language.files import pack_files
-
         root = self.pack()
         key = (root, *((p, *stamp(p)) for p in pack_files(root)))
         with self._lock:
             if self._state is not None and self._state[0] == key:
                 return self._state[1]
-        from stoprule.engine.build import compile_pack
-        from stoprule.language.inventory import inspect_data
-
         ctx = compile_pack(root)
         state = PackState(root, ctx.checked.digest, inspect_data(ctx.checked, root), ctx.checked, ctx.compiled)
         if self.packs_dir:
@@ -133,10 +133,6 @@ class PolicyView:
         state = self.current()
         with self._analysis:
             if state.digest not in self._audits:
-                from stoprule.analysis import audit_pack
-                from stoprule.analysis.backends import engine_of
-                from stoprule.engine.evaluator import Evaluator
-
                 report = audit_pack(state.checked, backend="auto", timeout=ANALYSIS_TIMEOUT_S,
                                     engine=engine_of(Evaluator(state.compiled)))  # fmt: skip
                 self._audits[state.digest] = report.to_dict()
@@ -165,9 +161,6 @@ class PolicyView:
             return None
         with self._analysis:
             if (old, new) not in self._diffs:
-                from stoprule.analysis import diff_packs
-                from stoprule.language.compiler import check_pack
-
                 report = diff_packs(check_pack(copies[old]), check_pack(copies[new]), backend="auto",
                                     timeout=ANALYSIS_TIMEOUT_S)  # fmt: skip
                 self._diffs[(old, new)] = report.to_dict()

@@ -23,6 +23,7 @@ from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import canonical, digest
 from stoprule.ledger.store import Node, RunStatus
+from stoprule.ledger.verify import verify
 
 __all__ = ["PROVIDERS", "Chain", "Decision", "FactRow", "RunFilter", "RunPage", "RunRow", "Runs"]
 
@@ -166,8 +167,6 @@ class Runs:
             cached = self._chains.get(st.run)
         if cached and cached[0] == st.head:
             return cached[1]
-        from stoprule.ledger import verify
-
         report = verify(ledger, st.run)
         chain = Chain(True, report.ok, tuple(b.format() for b in report.breaks), report.events)
         with self._lock:
@@ -279,8 +278,6 @@ class Runs:
 
     def verify_all(self) -> Any:
         """``log verify`` over the whole ledger: every run, the ledger chain and its signed head."""
-        from stoprule.ledger import verify
-
         with self.opened() as ledger:
             return verify(ledger)
 

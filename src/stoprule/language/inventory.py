@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from stoprule.language.files import GLOBAL_PREFIX, layers
+
 __all__ = ["inspect_data"]
 
 
@@ -41,8 +43,6 @@ def _fields(field: Any, prefix: str = "") -> list[dict[str, Any]]:
 
 def inspect_data(checked: Any, root: str) -> dict[str, Any]:
     """Everything ``inspect`` shows, as JSON-ready data."""
-    from stoprule.language.files import GLOBAL_PREFIX, layers
-
     used, shadowed, glob = layers(root)
     verdicts = checked.verdicts
     order = sorted(checked.rules, key=lambda r: (-r.priority, r.index))
