@@ -4,7 +4,6 @@
 // on a canvas. Nothing here builds HTML from strings.
 "use strict";
 
-performance.mark("console-js");
 (function () {
   const body = document.body;
 
