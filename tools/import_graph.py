@@ -148,6 +148,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.engine.evaluator",
     "stoprule.engine.packs",
     "stoprule.engine.projection",
+    "stoprule.engine.verdict",
     "stoprule.facts",
     "stoprule.facts.batch",
     "stoprule.facts.parse",
