@@ -122,6 +122,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.providers._turn",
     "stoprule.agent.hook.providers.blockers_provider",
     "stoprule.agent.hook.providers.closure_provider",
+    "stoprule.agent.hook.providers.context",
     "stoprule.agent.hook.providers.git_provider",
     "stoprule.agent.hook.providers.hook_provider",
     "stoprule.agent.hook.providers.state_provider",

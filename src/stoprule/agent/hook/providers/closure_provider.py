@@ -30,6 +30,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["parse_trailer", "provide"]
 
 # compiled on first use (re's cache): most messages have no trailer
@@ -86,7 +88,7 @@ def find_question(message: str | None, spec: dict[str, Any]) -> str | None:
     return None
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     obs, notes = parse_trailer(event.last_message)
     if event.last_message is None:
         return obs, notes
@@ -94,7 +96,8 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     from stoprule.agent.hook.providers._turn import fresh_turn
 
     question = find_question(event.last_message, pack_data(ctx.pack).get("question") or {})
-    seen = ctx.session.get("question") if isinstance(ctx.session.get("question"), dict) else {}
+    seen = ctx.session.get("question")
+    seen = seen if isinstance(seen, dict) else {}
     again = bool(seen.get("asked")) and not fresh_turn(event, ctx.session)
     obs["question_asked"] = question is not None
     if question is not None:
