@@ -31,11 +31,13 @@ __all__ = ["add_arguments", "replay_one", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Walk recorded transcripts stop by stop and print the verdicts the policy would have given."
-    p.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="Claude Code, Codex or Gemini JSONL")
+    p.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT",
+                   help="Claude Code, Codex, Gemini CLI, Copilot CLI or Cursor transcripts")  # fmt: skip
     p.add_argument("--policy", metavar="PATH", help="policy pack (default: as `stoprule eval`)")
     p.add_argument("--format", choices=("pretty", "json", "facts", "summary"), default="pretty")
     p.add_argument(
-        "--harness", choices=("claude-code", "codex", "gemini"), help="the transcripts' format (default: sniffed)"
+        "--harness", choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
+        help="the transcripts' format (default: sniffed)",
     )
     add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
                      "output order is kept")  # fmt: skip
@@ -65,12 +67,14 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         return policy_error(exc, select_pack(args.policy), stderr)
     project, _ = state_home(None, os.environ)
     try:
-        mapping = read_settings(os.path.join(project, CONFIG_FILE) if project else None).providers["fields"]
+        settings = read_settings(os.path.join(project, CONFIG_FILE) if project else None)
     except PolicyError as exc:
         return policy_error(exc, os.path.join(project or "", CONFIG_FILE), stderr)
+    mapping = settings.providers["fields"]
+    context = (str(select_pack(args.policy)), (settings.session or {}).get("mode"))
     code = 0
     total = _Tally()
-    options = (mapping, args.harness, args.format)
+    options = (mapping, args.harness, args.format, context)
     paths: list[str] = args.transcripts
 
     jobs = min(resolve_jobs(args.jobs), len(paths))
@@ -104,19 +108,20 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     return code
 
 
-_Options = tuple[dict[str, str | None], str | None, str]  # field mapping, harness, format
+# field mapping, harness, format, (pack, session mode setting)
+_Options = tuple[dict[str, str | None], str | None, str, tuple[str, str | None]]
 
 
 def _replay_setup(compiled: CompiledPolicy, *options: Any) -> tuple[Evaluator, _Options]:
-    mapping, harness, fmt = options
-    return Evaluator(compiled), (mapping, harness, fmt)
+    mapping, harness, fmt, context = options
+    return Evaluator(compiled), (mapping, harness, fmt, context)
 
 
 def _replay_task(context: tuple[Evaluator, _Options], path: str) -> tuple[str, str, int, _Tally]:
     """One transcript replayed in a worker: (stdout text, stderr text, exit code, tally)."""
-    evaluator, (mapping, harness, fmt) = context
+    evaluator, (mapping, harness, fmt, where) = context
     out, err = io.StringIO(), io.StringIO()
-    code, tally = replay_one(evaluator, path, mapping, harness, fmt, out, err)
+    code, tally = replay_one(evaluator, path, mapping, harness, fmt, where, out, err)
     return out.getvalue(), err.getvalue(), code, tally
 
 
@@ -126,17 +131,19 @@ def replay_one(
     mapping: dict[str, str | None],
     harness: str | None,
     fmt: str,
+    where: tuple[str, str | None],
     stdout: IO[str],
     stderr: IO[str],
 ) -> tuple[int, _Tally]:
-    """Replay one transcript, writing its lines; its exit code (0 or 2) and tally."""
+    """Replay one transcript, writing its lines; its exit code (0 or 2) and tally. ``where``:
+    the pack (its question patterns) and the config's session mode."""
     tally = _Tally()
     kind = detect(path, harness)
     if kind is None:
-        stderr.write(f"stoprule: {path}: unreadable or not a Claude Code, Codex or Gemini transcript\n")
+        stderr.write(f"stoprule: {path}: unreadable or not a transcript of a supported harness\n")
         return EXIT_INVALID, tally
     try:
-        found = boundaries(path, kind, mapping)
+        found = boundaries(path, kind, mapping, pack=where[0], mode_setting=where[1])
     except OSError as exc:
         stderr.write(f"stoprule: cannot read {path}: {exc.strerror}\n")
         return EXIT_INVALID, tally

@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_LEDGER",
     "DEFAULT_PROVIDERS",
     "DEFAULT_SERVER",
+    "DEFAULT_SESSION",
     "DEFAULT_TOKEN_ENV",
     "PROVIDER_ORDER",
     "SERVE_DEFAULTS",
@@ -77,6 +78,8 @@ DEFAULT_SERVER: dict[str, Any] = {
     "project": None,
 }
 DEFAULT_LEDGER: dict[str, Any] = {"url": None}
+# ``session:``: the session mode is detected from the harness (``auto``), or set
+DEFAULT_SESSION: dict[str, Any] = {"mode": "auto"}
 
 #: section of ``.stoprule/config.yaml`` -> its defaults
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -85,6 +88,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "blockers": DEFAULT_BLOCKERS,
     "server": DEFAULT_SERVER,
     "ledger": DEFAULT_LEDGER,
+    "session": DEFAULT_SESSION,
 }
 
 # ``stoprule serve --config FILE``

@@ -45,12 +45,15 @@ class Settings:
     server: dict[str, Any]
     ledger: dict[str, Any]
     source: str | None = None
+    session: dict[str, Any] | None = None  # ``session:`` (the session mode); None: its defaults
 
 
 def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
     providers = dict(sections["providers"])
     providers["fields"] = {**DEFAULT_FIELDS, **providers["fields"]}
-    return Settings(sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source)
+    session = sections.get("session") or dict(DEFAULTS["session"])
+    return Settings(sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source,
+                    session)  # fmt: skip
 
 
 def default_settings() -> Settings:

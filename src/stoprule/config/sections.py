@@ -17,9 +17,11 @@ from stoprule.config.defaults import (
     DEFAULT_LEDGER,
     DEFAULT_PROVIDERS,
     DEFAULT_SERVER,
+    DEFAULT_SESSION,
 )
 
-__all__ = ["SECTIONS", "BlockerSettings", "HookSettings", "LedgerSettings", "ProviderSettings", "ServerSettings"]
+__all__ = ["SECTIONS", "BlockerSettings", "HookSettings", "LedgerSettings", "ProviderSettings", "ServerSettings",
+           "SessionSettings"]
 
 Provider = Literal["hook", "state", "blockers", "transcript", "closure", "git"]
 
@@ -161,6 +163,17 @@ class LedgerSettings(BaseModel):
         return value
 
 
+class SessionSettings(BaseModel):
+    """``session:`` — who is there: ``auto`` (detected from the harness; when it says nothing,
+    interactive), ``autonomous`` (nobody answers) or ``interactive`` (a person is there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["auto", "autonomous", "interactive"] = Field(
+        DEFAULT_SESSION["mode"], description="auto | autonomous | interactive (who answers a question)"
+    )
+
+
 #: section -> the model that validates it (extra keys forbidden)
 SECTIONS: dict[str, type[BaseModel]] = {
     "hook": HookSettings,
@@ -168,4 +181,5 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "blockers": BlockerSettings,
     "server": ServerSettings,
     "ledger": LedgerSettings,
+    "session": SessionSettings,
 }

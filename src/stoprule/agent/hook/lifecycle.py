@@ -7,6 +7,9 @@ what changed since), links the harness process to the session for ``stoprule mcp
 (:mod:`stoprule.agent.blockers.procs`), and answers with the standing triage instructions, rendered
 from the pack's ``agent/triage.json`` and its blocker categories.
 
+Both follow the session mode (:mod:`stoprule.agent.hook.mode`): an interactive session gets
+the pack's ``instructions_interactive`` (no "nobody will answer") and no permission triage.
+
 ``permission`` (Claude Code / Codex ``PermissionRequest``, Copilot ``permissionRequest``,
 OpenCode ``permission.ask``), opt-in with ``hook.permission_triage: true``: a permission
 request is never approved by stoprule; it is denied with the pack's triage message (log a
@@ -83,11 +86,13 @@ def _categories(pack: str) -> dict[str, str]:
     return {"hard": ", ".join(hard), "soft": ", ".join(soft), "closures": closures}
 
 
-def instructions(pack: str) -> str:
-    """The standing triage instructions of ``pack`` (empty when it has none)."""
+def instructions(pack: str, mode: str = "autonomous") -> str:
+    """The standing instructions of ``pack`` for a session of ``mode`` (``instructions``, or
+    ``instructions_interactive`` when a person is there; empty when the pack has none)."""
     from stoprule.agent.hook.pack_data import pack_data, render_text
 
-    template = pack_data(pack).get("instructions")
+    data = pack_data(pack)
+    template = data.get("instructions_interactive") if mode == "interactive" else data.get("instructions")
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
 
 
@@ -99,6 +104,12 @@ class _Begun:
     home: str
     settings: Settings
     env: Mapping[str, str]
+
+
+def _mode(b: _Begun, harness: str) -> tuple[str, str]:
+    from stoprule.agent.hook.mode import resolve
+
+    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
 
 
 def _handle(
@@ -163,7 +174,9 @@ def run_session_start(
             entry["baseline"] = len(rec["baseline"].get("files", {}))
         if b.event.session_id:
             entry["linked"] = link_session(b.home, b.event.session_id, harness)
-        text = instructions(pack_path(policy, b.env, b.workdir))
+        mode, source = _mode(b, harness)
+        entry["session_mode"] = {"mode": mode, "source": source}
+        text = instructions(pack_path(policy, b.env, b.workdir), mode)
         return render_session_start(harness, text) if text else None
 
     fallback: dict[str, Any] | None = {} if harness in ("gemini", "copilot", "opencode", "cursor") else None
@@ -188,12 +201,15 @@ def run_permission(
         tool = raw.get("tool_name") or raw.get("toolName") or raw.get("tool") or raw.get("permission") or "a tool"
         entry.update(session=b.event.session_id, tool=str(tool)[:200])
         message = None
-        if b.settings.hook.get("permission_triage"):
+        mode, source = _mode(b, harness)
+        entry["session_mode"] = {"mode": mode, "source": source}
+        if b.settings.hook.get("permission_triage") and mode == "autonomous":
             pack = pack_path(policy, b.env, b.workdir)
             template = pack_data(pack).get("permission")
             if isinstance(template, str):
                 message = render_text(template, {"tool": str(tool)[:200], **_categories(pack)})
-        entry["decision"] = "deny" if message else "none (permission_triage is off)"
+        quiet = "an interactive session: the user answers" if mode == "interactive" else "permission_triage is off"
+        entry["decision"] = "deny" if message else f"none ({quiet})"
         return render_permission(harness, message)
 
     return _handle(harness, "permission", data, cwd, env, body, render_permission(harness, None))

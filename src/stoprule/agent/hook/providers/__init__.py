@@ -88,7 +88,7 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
         if name == "transcript" and event.last_message is None:
-            scan = (ctx.session.get("transcript") or {}).get("scan") or {}
+            scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
                 event.last_message = scan["last_text"]  # the payload has none: the transcript's
                 notes = [*notes, "last message read from the transcript"]
@@ -101,7 +101,28 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
     _skip_blocked(fact, prov, fields)
+    _session_mode(fact, prov, fields, event, ctx)
     return fact, prov
+
+
+def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent,
+                  ctx: Context) -> None:  # fmt: skip
+    """``sessionMode`` and where it came from; what the harness, the config or the user's switch
+    says beats a declared value (the agent can declare facts; it cannot make itself attended)."""
+    from stoprule.agent.hook.mode import resolve
+
+    target = fields.get("session.mode", "sessionMode")
+    if not target:
+        return
+    scan = (ctx.session.get("transcript") or {}).get("scan") if ctx.scan is None else ctx.scan
+    scan = scan if isinstance(scan, dict) else None
+    mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
+    if target in fact and fact[target] != mode:
+        kept = prov.fields.get(target, {})
+        prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
+                               "ignored": {"provider": kept.get("provider"), "value": fact[target]}})  # fmt: skip
+    fact[target] = mode
+    prov.fields[target] = {"provider": "session", "key": "mode", "value": mode, "source": source}
 
 
 def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:

@@ -10,6 +10,7 @@ from stoprule.config.defaults import DEFAULT_BLOCKERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 __all__ = ["Context", "Provenance"]
@@ -22,9 +23,13 @@ class Context:
     ``blockers`` (the ``blockers`` section, a plain dict),
     ``session`` (the hook's record for this session; providers may update it) and
     ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
-    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one."""
+    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one; ``env``
+    the hook's environment and ``mode_setting`` the config's ``session.mode`` (the session
+    mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
+    instead of the file (``replay``)."""
 
-    __slots__ = ("blockers", "deadline", "home", "pack", "project", "session", "settings", "workdir")
+    __slots__ = ("blockers", "deadline", "env", "home", "mode_setting", "pack", "project", "scan", "session",
+                 "settings", "workdir")  # fmt: skip
 
     def __init__(
         self,
@@ -39,6 +44,9 @@ class Context:
         self.blockers: dict[str, Any] = dict(DEFAULT_BLOCKERS) if blockers is None else blockers
         self.deadline = 0.0
         self.pack: str | None = None
+        self.env: Mapping[str, str] = {}  # the hook process's environment (set by the harness)
+        self.mode_setting: str | None = None  # config session.mode
+        self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
 
 
 class Provenance:
