@@ -137,8 +137,9 @@ def browser_times(base: str, key: str, repeat: int) -> tuple[dict[str, list[floa
     out: dict[str, list[float]] = {"/": [], "/run": [], "/run complete": []}
     cpu: dict[str, list[float]] = {"/": [], "/run": [], "/run complete": []}
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-console-profile-") as profile:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=exe, args=FLAGS, headless=True,
-                                                    viewport={"width": 1280, "height": 860})  # fmt: skip
+        ctx = pw.chromium.launch_persistent_context(
+            profile, executable_path=exe, args=FLAGS, headless=True, viewport={"width": 1280, "height": 860}
+        )
         page = ctx.new_page()
         page.goto(f"{base}/?key={key}")
         page.wait_for_selector("body[data-ready='1']")
@@ -154,8 +155,9 @@ def browser_times(base: str, key: str, repeat: int) -> tuple[dict[str, list[floa
             page.click("#fit")
             page.wait_for_function("() => performance.getEntriesByName('graph-all').length > 0", timeout=60_000)
             cpu["/run complete"].append(cpu_ms(tag=profile) - c0)
-            out["/run complete"].append((page.evaluate("() => performance.getEntriesByName('graph-all')[0].startTime")
-                                         - start) / 1000)  # fmt: skip
+            out["/run complete"].append(
+                (page.evaluate("() => performance.getEntriesByName('graph-all')[0].startTime") - start) / 1000
+            )
             assert page.get_attribute("#graph", "data-drawn") == str(BIG_N)
         ctx.close()
     return out, cpu
@@ -197,8 +199,14 @@ def main() -> int:
         else:
             print(f"reusing {ledger}")
         env = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
-        proc = subprocess.Popen([sys.executable, "-m", "stoprule", "console", "--port", "0"], cwd=work, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "stoprule", "console", "--port", "0"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             assert proc.stdout is not None
             link = proc.stdout.readline().strip()
@@ -215,8 +223,10 @@ def main() -> int:
             first_list, size_list = fetch(base_url + "/", key)
             first_run, size_run = fetch(f"{base_url}/run?run={BIG}", key)
             print("the server (HTTP on loopback):")
-            print(f"  first requests (chains checked):   / {first_list * 1000:.0f} ms ({size_list:,} bytes), "
-                  f"/run {first_run * 1000:.0f} ms ({size_run:,} bytes)")  # fmt: skip
+            print(
+                f"  first requests (chains checked):   / {first_list * 1000:.0f} ms ({size_list:,} bytes), "
+                f"/run {first_run * 1000:.0f} ms ({size_run:,} bytes)"
+            )
             pages = {"/ (run list, page 1)": "/", f"/run ({args.big:,} nodes)": f"/run?run={BIG}",
                      "/api/graph (its DAG)": f"/api/graph?run={BIG}"}  # fmt: skip
             served: dict[str, list[float]] = {name: [] for name in pages}
@@ -227,20 +237,27 @@ def main() -> int:
                     served[name].append(fetch(base_url + path, key)[0])
                     server_cpu[name].append(cpu_ms(proc.pid) - c0)
             for name, values in served.items():
-                print(line(name, values, raw_nodes if "run" in name.split()[0] or "graph" in name else raw_runs)
-                      + f"  server CPU {statistics.median(server_cpu[name]):.0f} ms")  # fmt: skip
+                print(
+                    line(name, values, raw_nodes if "run" in name.split()[0] or "graph" in name else raw_runs)
+                    + f"  server CPU {statistics.median(server_cpu[name]):.0f} ms"
+                )
             measured = browser_times(base_url, key, args.repeat)
             if measured is None:
                 print("the browser: no chromium (apt-get install -y chromium) or no playwright: not measured")
             else:
                 shown, cpu = measured
                 print("the browser (headless Chromium: navigation until drawn; CPU: every browser process):")
-                print(line("/ (run list)", shown["/"], raw_runs)
-                      + f"  browser CPU {statistics.median(cpu['/']):.0f} ms")  # fmt: skip
-                print(line(f"/run ({args.big:,} nodes: opens on its tip)", shown["/run"], raw_nodes)
-                      + f"  browser CPU {statistics.median(cpu['/run']):.0f} ms")  # fmt: skip
-                print(line(f"  then fit all: {args.big:,} nodes drawn", shown["/run complete"], raw_nodes)
-                      + f"  browser CPU {statistics.median(cpu['/run complete']):.0f} ms")  # fmt: skip
+                print(
+                    line("/ (run list)", shown["/"], raw_runs) + f"  browser CPU {statistics.median(cpu['/']):.0f} ms"
+                )
+                print(
+                    line(f"/run ({args.big:,} nodes: opens on its tip)", shown["/run"], raw_nodes)
+                    + f"  browser CPU {statistics.median(cpu['/run']):.0f} ms"
+                )
+                print(
+                    line(f"  then fit all: {args.big:,} nodes drawn", shown["/run complete"], raw_nodes)
+                    + f"  browser CPU {statistics.median(cpu['/run complete']):.0f} ms"
+                )
             print(f"load average after: {load()}")
         finally:
             proc.terminate()

@@ -16,8 +16,12 @@ PORT = 8475
 
 def project_env(tmp: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
-    env.update(HOME=str(tmp / "home"), XDG_STATE_HOME=str(tmp / "xs"), XDG_CONFIG_HOME=str(tmp / "config"),
-               STOPRULE_CACHE_DIR=str(cache))  # fmt: skip
+    env.update(
+        HOME=str(tmp / "home"),
+        XDG_STATE_HOME=str(tmp / "xs"),
+        XDG_CONFIG_HOME=str(tmp / "config"),
+        STOPRULE_CACHE_DIR=str(cache),
+    )
     return env
 
 
@@ -35,6 +39,11 @@ def console(pr: Project, *, read_only: str | None = None, key: str = KEY) -> obj
     with process_env(pr.env, pr.root):
         pack = pack_path(None)
     policy = PolicyView(lambda: pack, str(state), str(state / "packs"))
-    return create_console(runs=Runs(str(state / "ledger.db"), HookLog(str(state / "hook.log"))),
-                          board=LocalBoard(str(pr.root)), policy=policy, gate=KeyGate(key, PORT, read_only),
-                          title="proj", project="proj")  # fmt: skip
+    return create_console(
+        runs=Runs(str(state / "ledger.db"), HookLog(str(state / "hook.log"))),
+        board=LocalBoard(str(pr.root)),
+        policy=policy,
+        gate=KeyGate(key, PORT, read_only),
+        title="proj",
+        project="proj",
+    )

@@ -38,8 +38,10 @@ REPORT = {
 
 def _todos(done: bool) -> list[dict[str, str]]:
     status = "completed" if done else "pending"
-    return [{"content": "Write the cache", "status": "completed", "activeForm": "Writing the cache"},
-            {"content": "Write the cache tests", "status": status, "activeForm": "Writing the cache tests"}]
+    return [
+        {"content": "Write the cache", "status": "completed", "activeForm": "Writing the cache"},
+        {"content": "Write the cache tests", "status": status, "activeForm": "Writing the cache tests"},
+    ]
 
 
 def _transcript(path: Path, session: str, done: bool, text: str) -> None:
@@ -110,12 +112,39 @@ def record(root: Path, env: dict[str, str], progress: Callable[[str], None] = la
     assert out.get("decision") == "block", out
     pr.file_report(SESSION, "CACHE-1", REPORT)
     out = pr.stop("claude-code", SESSION, t1, "Filed the blocked report.")  # n3: the retry of n2
-    p = pr.cli("blocker", "add", "--session", SESSION, "--category", "question", "--question", QUESTION,
-               "--context", "Choosing the cache backend <b>now</b>", "--blocks-progress")  # fmt: skip
+    p = pr.cli(
+        "blocker",
+        "add",
+        "--session",
+        SESSION,
+        "--category",
+        "question",
+        "--question",
+        QUESTION,
+        "--context",
+        "Choosing the cache backend <b>now</b>",
+        "--blocks-progress",
+    )
     assert p.returncode == 0, p.stderr
-    p = pr.cli("blocker", "add", "--session", SESSION, "--category", "naming", "--question", SOFT_QUESTION,
-               "--no-blocks-progress", "--option", "cache.py", "--option", "store.py",
-               "--chosen-option", "cache.py", "--chosen-reasoning", "Matches the module it wraps")  # fmt: skip
+    p = pr.cli(
+        "blocker",
+        "add",
+        "--session",
+        SESSION,
+        "--category",
+        "naming",
+        "--question",
+        SOFT_QUESTION,
+        "--no-blocks-progress",
+        "--option",
+        "cache.py",
+        "--option",
+        "store.py",
+        "--chosen-option",
+        "cache.py",
+        "--chosen-reasoning",
+        "Matches the module it wraps",
+    )
     assert p.returncode == 0, p.stderr
     pr.facts(SESSION, "status=implemented")
     out = pr.stop("claude-code", SESSION, t1, "Waiting for the database decision.")  # n4: open blocker: terminal

@@ -68,10 +68,17 @@ def test_the_run_list_filters(client, query: str, shown: set[str]) -> None:
 def test_the_dag_has_the_blocked_attempt_and_its_retry(client) -> None:
     graph = client.get("/api/graph", params={"run": SESSION}).json()
     kinds = {n["id"]: (n["kind"], n["retryable"], n["attempt"]) for n in graph["nodes"]}
-    assert kinds == {"n1": ("step", False, 1), "n2": ("blocked_attempt", True, 1), "n3": ("step", False, 2),
-                     "n4": ("blocked_attempt", False, 1)}  # fmt: skip
+    assert kinds == {
+        "n1": ("step", False, 1),
+        "n2": ("blocked_attempt", True, 1),
+        "n3": ("step", False, 2),
+        "n4": ("blocked_attempt", False, 1),
+    }
     assert {(e["from"], e["to"], e["kind"]) for e in graph["edges"]} == {
-        ("n1", "n2", "next"), ("n2", "n3", "retry"), ("n3", "n4", "next")}  # fmt: skip
+        ("n1", "n2", "next"),
+        ("n2", "n3", "retry"),
+        ("n3", "n4", "next"),
+    }
     assert graph["tip"] == "n4"
     page = text(client.get("/run", params={"run": SESSION}).text)
     assert "blocked_attempt (retryable) escape_hatch blocked_report_required" in page
@@ -88,8 +95,10 @@ def test_a_decision_shows_verdict_rules_message_facts_and_provenance(client) -> 
     retry = text(page)
     assert "after n2 as its retry" in retry and "attempt 2" in retry
     assert "its copy of the fact is the one the ledger recorded" in retry and "Harness: claude-code" in retry
-    rows = {m.group(1): text(m.group(0)) for m in re.finditer(r"<tr class=\"\w*\">\s*<td><code>(\w+)</code>.*?</tr>",
-                                                              page, re.S)}  # fmt: skip
+    rows = {
+        m.group(1): text(m.group(0))
+        for m in re.finditer(r"<tr class=\"\w*\">\s*<td><code>(\w+)</code>.*?</tr>", page, re.S)
+    }
     assert rows["turn"].endswith("state declared")  # declared with `stoprule facts set`
     assert rows["taskBoundaryStop"].endswith("hook (stopping) observed")  # from the harness's payload
     assert "blocked_report" in rows and rows["blocked_report"].endswith("blockers declared")  # the agent filed it
@@ -103,9 +112,13 @@ def test_a_decision_fragment_is_only_the_panel(client) -> None:
 
 @pytest.mark.parametrize(
     ("url", "status"),
-    [("/run?run=nope", 404), ("/decision?run=" + SESSION + "&node=n99", 404), ("/run", 400),
-     ("/api/graph?run=nope", 404)],
-)  # fmt: skip
+    [
+        ("/run?run=nope", 404),
+        ("/decision?run=" + SESSION + "&node=n99", 404),
+        ("/run", 400),
+        ("/api/graph?run=nope", 404),
+    ],
+)
 def test_unknown_runs_and_nodes_are_404(client, url: str, status: int) -> None:
     assert client.get(url).status_code == status
 
@@ -187,8 +200,10 @@ def test_a_resolve_that_is_refused_changes_nothing(client, project: Project, cha
 def test_a_read_only_console_cannot_resolve(project: Project) -> None:
     (hard,) = open_blockers(project)
     why = "started from inside the claude-code session s1"
-    with process_env(project.env, project.root), TestClient(console(project, read_only=why),
-                                                            base_url=f"http://127.0.0.1:{PORT}") as c:  # fmt: skip
+    with (
+        process_env(project.env, project.root),
+        TestClient(console(project, read_only=why), base_url=f"http://127.0.0.1:{PORT}") as c,
+    ):
         c.cookies.set(f"stoprule_console_{PORT}", KEY)
         page = c.get("/blockers").text
         assert 'action="/blockers/resolve"' not in page and why in page
@@ -257,8 +272,13 @@ def test_a_changed_pack_is_diffed_against_the_one_before(project: Project, defau
         rules = pack / "progress.yaml"
         src = rules.read_text()
         assert "    verdict: auto_continue\n    reason: available_tasks\n" in src
-        rules.write_text(src.replace("  - id: available_tasks\n    priority: 200\n", "  - id: available_tasks\n"
-                                     "    priority: 200\n    description: changed\n", 1))  # fmt: skip
+        rules.write_text(
+            src.replace(
+                "  - id: available_tasks\n    priority: 200\n",
+                "  - id: available_tasks\n    priority: 200\n    description: changed\n",
+                1,
+            )
+        )
         project.stop("codex", "cx-after", project.root / "cx-transcript.jsonl", "done")
         assert c.get("/policy").status_code == 200  # sees (and keeps) the changed pack
         page = c.get("/policy/packs").text

@@ -55,9 +55,15 @@ def project(tmp_path_factory: pytest.TempPathFactory, pack_cache: Path) -> Proje
 @pytest.fixture(scope="module")
 def console_url(project: Project) -> Iterator[str]:
     """``stoprule console --port 0`` in the project; its link (with the key) once it answers."""
-    proc = subprocess.Popen([sys.executable, "-m", "stoprule", "console", "--port", "0"], cwd=project.root,
-                            env=project.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stoprule", "console", "--port", "0"],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -86,7 +92,10 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")), executable_path=exe, args=CHROMIUM_FLAGS, headless=True,
+            str(tmp_path_factory.mktemp("profile")),
+            executable_path=exe,
+            args=CHROMIUM_FLAGS,
+            headless=True,
             viewport={"width": 1280, "height": 860},
         )  # a fresh user-data-dir
         try:
@@ -133,8 +142,9 @@ def test_the_run_list(page, console_url: str, shots: Path) -> None:  # noqa: ANN
     assert page.locator("table.runs tbody tr").count() == 1
 
 
-def test_the_dag_with_a_blocked_attempt_its_retry_and_a_decisions_provenance(page, console_url: str,
-                                                                              shots: Path) -> None:  # noqa: ANN001
+def test_the_dag_with_a_blocked_attempt_its_retry_and_a_decisions_provenance(
+    page, console_url: str, shots: Path
+) -> None:  # noqa: ANN001
     page.click(f'a:text-is("{SESSION}")')
     page.wait_for_selector("body[data-graph-ready='1']")
     assert page.get_attribute("#graph", "data-nodes") == "4"
@@ -178,7 +188,8 @@ def test_resolving_a_blocker_and_the_cli_sees_it(page, console_url: str, project
     listed = project.cli("blockers", "list", "--all", "--format", "json")
     data = json.loads(listed.stdout)
     assert data["open"] == [] and [b["resolution"] for b in data["resolved"] if b["kind"] == "hard"] == [
-        "Use SQLite for the cache"]  # fmt: skip
+        "Use SQLite for the cache"
+    ]
     ready(page, base(console_url) + "/blockers?show=all")
     page.screenshot(path=str(shots / "blockers-resolved.png"), full_page=True)
 
@@ -234,8 +245,9 @@ def test_a_phone_sized_screen(browser, console_url: str, shots: Path, path: str)
         tab.close()
 
 
-def test_a_long_run_opens_on_its_tip_draws_whole_on_fit_and_grows_live(page, console_url: str, project: Project,
-                                                                         shots: Path) -> None:  # noqa: ANN001
+def test_a_long_run_opens_on_its_tip_draws_whole_on_fit_and_grows_live(
+    page, console_url: str, project: Project, shots: Path
+) -> None:  # noqa: ANN001
     """A run longer than a screen is drawn where the view is (the rest as the view moves), whole
     for "fit all", and a new decision joins the open graph without a reload."""
     facts = [json.loads((EXAMPLES / name).read_text()) for name in ("task-boundary-stop.json", "soft-blocker.json")]

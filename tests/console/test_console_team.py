@@ -77,8 +77,11 @@ def test_the_config_names_the_tokens_that_may_resolve(tmp_path: Path) -> None:
     cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\nconsole: {{resolve: [ops]}}\n")
     assert load_serve_config(str(cfg)).console_resolve == ("ops",)
     assert ServeConfig.from_env(load_serve_config(str(cfg)).to_env()).console_resolve == ("ops",)
-    for bad, why in (("console: {resolve: [nobody]}", "no token named nobody (at console.resolve)"),
-                     ("console: [ops]", "(at console)"), ("console: {read: [ops]}", "(at console.read)")):  # fmt: skip
+    for bad, why in (
+        ("console: {resolve: [nobody]}", "no token named nobody (at console.resolve)"),
+        ("console: [ops]", "(at console)"),
+        ("console: {read: [ops]}", "(at console.read)"),
+    ):
         cfg.write_text(f"tokens:\n  - {{name: ops, sha256: '{hash_token(OPS)}'}}\n{bad}\n")
         with pytest.raises(ConfigError, match=re.escape(why)):
             load_serve_config(str(cfg))
@@ -107,8 +110,17 @@ def test_a_blocker_resolved_in_the_team_console_is_resolved_in_its_project(
     with _server(tmp_path, pg_url) as url:
         monkeypatch.setenv("STOPRULE_SERVER_TOKEN", READER)  # what the project's clients (and agents) hold
         (proj / ".stoprule" / "config.yaml").write_text(f"server:\n  url: {url}\n  project: web\n")
-        code, out = stoprule("blocker", "add", "--category", "question", "--question", "Which <b>DB</b>?",
-                             "--blocks-progress", "--session", "s1")  # fmt: skip
+        code, out = stoprule(
+            "blocker",
+            "add",
+            "--category",
+            "question",
+            "--question",
+            "Which <b>DB</b>?",
+            "--blocks-progress",
+            "--session",
+            "s1",
+        )
         assert code == 0, out
         blocker_id = json.loads(stoprule("blockers", "list", "--all", "--format", "json")[1])["open"][0]["id"]
         with _Http(url) as http:
@@ -116,30 +128,38 @@ def test_a_blocker_resolved_in_the_team_console_is_resolved_in_its_project(
             page = http.get("/console/blockers")
             assert "Which &lt;b&gt;DB&lt;/b&gt;?" in page and "project web" in page.lower()
             csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
-            done = http.post("/console/blockers/resolve", {"csrf": csrf, "id": blocker_id, "project": "web",
-                                                           "note": "Postgres"})  # fmt: skip
+            done = http.post(
+                "/console/blockers/resolve", {"csrf": csrf, "id": blocker_id, "project": "web", "note": "Postgres"}
+            )
             assert "Resolved" in done
         code, out = stoprule("blockers", "list", "--server", url, "--all", "--format", "json")
         team = json.loads(out)["blockers"]
         assert [(b["id"], b["status"], b.get("resolved_by")) for b in team] == [(blocker_id, "resolved", "token ops")]
         code, out = stoprule("blockers", "list", "--all", "--format", "json")  # mirrors first: resolved here too
         local = json.loads(out)
-        assert local["open"] == [] and "resolved in the team console by token ops: Postgres" in local["resolved"][0][
-            "resolution"]  # fmt: skip
+        assert (
+            local["open"] == []
+            and "resolved in the team console by token ops: Postgres" in local["resolved"][0]["resolution"]
+        )
 
 
 @contextmanager
 def _server(tmp: Path, ledger: str) -> Iterator[str]:
     """``stoprule serve`` (its own process: a real server) with a reader and a resolving token."""
     cfg = tmp / "serve.yaml"
-    tokens = "".join(f"  - {{name: {name}, sha256: '{hash_token(t)}'}}\n" for name, t in (("reader", READER),
-                                                                                         ("ops", OPS)))  # fmt: skip
+    tokens = "".join(
+        f"  - {{name: {name}, sha256: '{hash_token(t)}'}}\n" for name, t in (("reader", READER), ("ops", OPS))
+    )
     cfg.write_text(f"policy: {REPO / 'policies'}\nledger: '{ledger}'\ntokens:\n{tokens}console: {{resolve: [ops]}}\n")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

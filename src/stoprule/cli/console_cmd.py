@@ -57,8 +57,10 @@ def agent_session(state_dir: str | None) -> str | None:
     link = linked_session(state_dir)
     if link is None:
         return None
-    return (f"started from inside the {link.get('harness', 'agent')} session {link['session']}: blockers are the "
-            "user's to resolve (start the console from your own terminal)")  # fmt: skip
+    return (
+        f"started from inside the {link.get('harness', 'agent')} session {link['session']}: blockers are the "
+        "user's to resolve (start the console from your own terminal)"
+    )
 
 
 def _hook_log(state_dir: str | None) -> str | None:
@@ -84,8 +86,10 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     target, default = ledger_target(args.ledger)  # a bad config: ConfigError, reported by the CLI
     log = _hook_log(state_dir)
     if state_dir is None and default:
-        raise CommandError("no .stoprule/ here or above: run the console inside a project (`stoprule init`), "
-                           "or name a ledger with --ledger")  # fmt: skip
+        raise CommandError(
+            "no .stoprule/ here or above: run the console inside a project (`stoprule init`), "
+            "or name a ledger with --ledger"
+        )
     read_only = "started with --read-only" if args.read_only else agent_session(state_dir)
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -97,19 +101,26 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     port = sock.getsockname()[1]
     key = secrets.token_urlsafe(24)
     root = os.path.dirname(state_dir) if state_dir else None
-    policy = PolicyView(lambda: pack_path(args.policy), state_dir,
-                        os.path.join(state_dir, PACKS_DIR) if state_dir else None)  # fmt: skip
+    policy = PolicyView(
+        lambda: pack_path(args.policy), state_dir, os.path.join(state_dir, PACKS_DIR) if state_dir else None
+    )
     app = create_console(
-        runs=Runs(target, HookLog(log)), board=LocalBoard(root) if root else NoBoard(), policy=policy,
-        gate=KeyGate(key, port, read_only), title=os.path.basename(root) if root else "stoprule",
+        runs=Runs(target, HookLog(log)),
+        board=LocalBoard(root) if root else NoBoard(),
+        policy=policy,
+        gate=KeyGate(key, port, read_only),
+        title=os.path.basename(root) if root else "stoprule",
         project=os.path.basename(root) if root else None,
-    )  # fmt: skip
+    )
     threading.Thread(target=_warm, args=(policy,), daemon=True).start()
     host = f"[{args.host}]" if ":" in args.host else args.host
     stdout.write(f"http://{host}:{port}/?key={key}\n")
     stdout.flush()
-    stderr.write(f"stoprule console: open the link above; ledger {target}"
-                 + (f"; read-only: {read_only}" if read_only else "") + "; Ctrl-C stops it\n")  # fmt: skip
+    stderr.write(
+        f"stoprule console: open the link above; ledger {target}"
+        + (f"; read-only: {read_only}" if read_only else "")
+        + "; Ctrl-C stops it\n"
+    )
     stderr.flush()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1))
     server.run(sockets=[sock])

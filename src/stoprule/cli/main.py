@@ -80,8 +80,9 @@ def _formatter() -> type[argparse.HelpFormatter]:
     return _Formatter
 
 
-def _version_action(argparse: Any) -> type:
+def _version_action() -> type[argparse.Action]:
     """``--version``: the version and the evaluation backend (the engine imported only then)."""
+    import argparse
 
     class _Version(argparse.Action):
         def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
@@ -107,7 +108,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    version = _version_action(argparse)
+    version = _version_action()
     help_text = "show program's version number and exit"
     p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

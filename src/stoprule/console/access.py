@@ -81,8 +81,10 @@ class KeyGate:
         self.key = key
         self.cookie = f"stoprule_console_{port}"
         self.read_only = read_only
-        self.login_hint = ("Open the link `stoprule console` printed when it started (it ends in ?key=...); "
-                           "the key is not stored anywhere else.")  # fmt: skip
+        self.login_hint = (
+            "Open the link `stoprule console` printed when it started (it ends in ?key=...); "
+            "the key is not stored anywhere else."
+        )
 
     def check(self, credential: str) -> Grant | None:
         if not hmac.compare_digest(credential.encode(), self.key.encode()):
@@ -105,8 +107,9 @@ class TokenGate:
     accepts_login = True
     cookie = "stoprule_console"
 
-    def __init__(self, token_name: Callable[[str | None], str | None], resolvers: Collection[str],
-                 open: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self, token_name: Callable[[str | None], str | None], resolvers: Collection[str], open: bool = False
+    ) -> None:
         self.token_name = token_name
         self.resolvers = frozenset(resolvers)
         self.open = open
@@ -118,8 +121,13 @@ class TokenGate:
             return None
         if name in self.resolvers:
             return Grant(f"token {name}", True, credential)
-        return Grant(f"token {name}", False, credential, f"token {name} may read but not resolve "
-                     "(the server's config lists the tokens that may under console.resolve)")  # fmt: skip
+        return Grant(
+            f"token {name}",
+            False,
+            credential,
+            f"token {name} may read but not resolve "
+            "(the server's config lists the tokens that may under console.resolve)",
+        )
 
     def grant(self, request: Request) -> Grant | None:
         for credential in (_bearer(request), request.cookies.get(self.cookie)):
@@ -128,6 +136,10 @@ class TokenGate:
                 if found is not None:
                     return found
         if self.open:
-            return Grant("anyone (the server runs without auth)", False, "no-auth",
-                         "the server runs without auth (--no-auth): the console is read-only")  # fmt: skip
+            return Grant(
+                "anyone (the server runs without auth)",
+                False,
+                "no-auth",
+                "the server runs without auth (--no-auth): the console is read-only",
+            )
         return None

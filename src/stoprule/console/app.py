@@ -43,8 +43,10 @@ __all__ = ["create_console"]
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 POLL_S = 1.0  # how often the event stream looks for changes
 KEEPALIVE_S = 15.0
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")  # fmt: skip
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "Cache-Control": "no-store", "X-Frame-Options": "DENY"}  # fmt: skip
 MAX_FORM_BYTES = 16 << 10
@@ -52,8 +54,12 @@ TABLE_ROWS = 100  # a run page lists its last decisions (the graph shows every o
 
 
 def _templates() -> Environment:
-    env = Environment(loader=PackageLoader("stoprule.console", "templates"), autoescape=select_autoescape(["html"]),
-                      trim_blocks=True, lstrip_blocks=True)  # fmt: skip
+    env = Environment(
+        loader=PackageLoader("stoprule.console", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["pretty"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1)
     env.filters["short"] = lambda d: (d.partition(":")[2] or d)[:12] if isinstance(d, str) else d
     env.filters["pct"] = lambda v: f"{100 * v:.1f}%" if isinstance(v, (int, float)) else "—"
@@ -78,8 +84,9 @@ def create_console(
         return str(request.scope.get("root_path", "")).rstrip("/")
 
     def page(request: Request, template: str, grant: Grant | None, status: int = 200, **ctx: Any) -> HTMLResponse:
-        html = env.get_template(template).render(base=base(request), grant=grant, title=ctx.pop("heading", title),
-                                                 site=title, request=request, **ctx)  # fmt: skip
+        html = env.get_template(template).render(
+            base=base(request), grant=grant, title=ctx.pop("heading", title), site=title, request=request, **ctx
+        )
         return HTMLResponse(html, status, headers=HEADERS)
 
     def guarded(handler: Any, *, api: bool = False) -> Any:
@@ -95,8 +102,9 @@ def create_console(
                 rest = [(k, v) for k, v in request.query_params.multi_items() if k != "key"]
                 target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
                 response: Response = RedirectResponse(target, 303, headers=HEADERS)
-                response.set_cookie(gate.cookie, grant.credential, httponly=True, samesite="strict",
-                                    path=base(request) or "/")  # fmt: skip
+                response.set_cookie(
+                    gate.cookie, grant.credential, httponly=True, samesite="strict", path=base(request) or "/"
+                )
                 return response
             try:
                 if asyncio.iscoroutinefunction(handler):
@@ -127,25 +135,50 @@ def create_console(
 
     def runs_page(request: Request, grant: Grant) -> Response:
         q = request.query_params
-        flt = RunFilter(q.get("q", "").strip(), q.get("harness", ""), q.get("verdict", ""),
-                        q.get("state", "") if q.get("state", "") in RunFilter.STATES else "")  # fmt: skip
+        flt = RunFilter(
+            q.get("q", "").strip(),
+            q.get("harness", ""),
+            q.get("verdict", ""),
+            q.get("state", "") if q.get("state", "") in RunFilter.STATES else "",
+        )
         counts = open_counts()
         try:
             result = runs.page(flt, _int(q.get("page"), 1), lambda run: counts.get(run, 0))
         except LedgerError as exc:
             if exc.code != "ledger.missing":
                 raise
-            return page(request, "runs.html", grant, result=None, empty=exc.message, flt=flt, nav="runs",
-                        heading="Runs")  # fmt: skip
-        return page(request, "runs.html", grant, result=result, flt=flt, nav="runs", heading="Runs", project=project,
-                    query=[(k, v) for k, v in q.multi_items() if k != "page"])  # fmt: skip
+            return page(
+                request, "runs.html", grant, result=None, empty=exc.message, flt=flt, nav="runs", heading="Runs"
+            )
+        return page(
+            request,
+            "runs.html",
+            grant,
+            result=result,
+            flt=flt,
+            nav="runs",
+            heading="Runs",
+            project=project,
+            query=[(k, v) for k, v in q.multi_items() if k != "page"],
+        )
 
     def run_page(request: Request, grant: Grant) -> Response:
         run = _required(request, "run")
         st, nodes, chain = runs.run(run)
         listed = nodes if request.query_params.get("all") else nodes[-TABLE_ROWS:]
-        return page(request, "run.html", grant, st=st, nodes=nodes, listed=listed, chain=chain, nav="runs",
-                    heading=f"Run {run}", harness=runs.log.harness(run), graph=runs.graph(st, nodes))  # fmt: skip
+        return page(
+            request,
+            "run.html",
+            grant,
+            st=st,
+            nodes=nodes,
+            listed=listed,
+            chain=chain,
+            nav="runs",
+            heading=f"Run {run}",
+            harness=runs.log.harness(run),
+            graph=runs.graph(st, nodes),
+        )
 
     def graph_api(request: Request, grant: Grant) -> Response:
         st, nodes, _ = runs.run(_required(request, "run"))
@@ -165,15 +198,32 @@ def create_console(
         q = request.query_params
         items = board.blockers()
         session, project, show = q.get("session", ""), q.get("project", ""), q.get("show", "open")
-        kept = [b for b in items if (not session or b.get("session") == session)
-                and (not project or b.get("project") == project)
-                and (show == "all" or b.get("status") == "open" or b.get("kind") == "soft")]  # fmt: skip
+        kept = [
+            b
+            for b in items
+            if (not session or b.get("session") == session)
+            and (not project or b.get("project") == project)
+            and (show == "all" or b.get("status") == "open" or b.get("kind") == "soft")
+        ]
         sessions = sorted({str(b.get("session")) for b in items})
         projects = sorted({str(b.get("project")) for b in items})
-        return page(request, "blockers.html", grant, groups=group_blockers(kept), sessions=sessions,
-                    projects=projects, session=session, project=project, show=show, nav="blockers",
-                    heading="Blockers", total=len(items), open=sum(b.get("status") == "open" for b in items),
-                    done=q.get("resolved"), team=board.team)  # fmt: skip
+        return page(
+            request,
+            "blockers.html",
+            grant,
+            groups=group_blockers(kept),
+            sessions=sessions,
+            projects=projects,
+            session=session,
+            project=project,
+            show=show,
+            nav="blockers",
+            heading="Blockers",
+            total=len(items),
+            open=sum(b.get("status") == "open" for b in items),
+            done=q.get("resolved"),
+            team=board.team,
+        )
 
     async def resolve(request: Request, grant: Grant) -> Response:
         if request.method != "POST":
@@ -201,16 +251,27 @@ def create_console(
     def export(request: Request, grant: Grant) -> Response:
         fmt = "md" if request.query_params.get("format") == "md" else "json"
         name, media = ("blockers.md", "text/markdown") if fmt == "md" else ("blockers.ndjson", "application/x-ndjson")
-        return Response(board.export(fmt), headers={**HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
-                        media_type=f"{media}; charset=utf-8")  # fmt: skip
+        return Response(
+            board.export(fmt),
+            headers={**HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
+            media_type=f"{media}; charset=utf-8",
+        )
 
     def reports_page(request: Request, grant: Grant) -> Response:
         q = request.query_params
         items = board.reports()
         task, project = q.get("task", ""), q.get("project", "")
         shown = [r for r in items if (not task or r["task_id"] == task) and (not project or r["project"] == project)]
-        return page(request, "reports.html", grant, reports=shown, total=len(items), task=task, nav="reports",
-                    heading="Blocked reports")  # fmt: skip
+        return page(
+            request,
+            "reports.html",
+            grant,
+            reports=shown,
+            total=len(items),
+            task=task,
+            nav="reports",
+            heading="Blocked reports",
+        )
 
     # ------------------------------------------------------------------ policy
 
@@ -219,8 +280,9 @@ def create_console(
             state = policy.current()
         except PolicyError as exc:
             return page(request, "error.html", grant, 200, message=exc.render(), nav="policy", heading="Policy")
-        return page(request, "policy_page.html", grant, state=state, coverage=policy.coverage(), nav="policy",
-                    heading="Policy")  # fmt: skip
+        return page(
+            request, "policy_page.html", grant, state=state, coverage=policy.coverage(), nav="policy", heading="Policy"
+        )
 
     def packs_fragment(request: Request, grant: Grant) -> Response:
         try:
@@ -228,8 +290,9 @@ def create_console(
         except LedgerError:
             used = []
         pairs = [(a["policy"], b["policy"]) for a, b in zip(used, used[1:], strict=False)]
-        return page(request, "_packs.html", grant, state=policy.current(), used=used, copies=policy.copies(),
-                    pairs=pairs)  # fmt: skip
+        return page(
+            request, "_packs.html", grant, state=policy.current(), used=used, copies=policy.copies(), pairs=pairs
+        )
 
     def audit_fragment(request: Request, grant: Grant) -> Response:
         return page(request, "_audit.html", grant, audit=policy.audit())
@@ -278,13 +341,19 @@ def create_console(
             grant = gate.check(token) if token else None
             if grant is not None:
                 response = RedirectResponse(f"{base(request)}/", 303, headers=HEADERS)
-                response.set_cookie(gate.cookie, token, httponly=True, samesite="strict", path=base(request) or "/",
-                                    secure=request.url.scheme == "https")  # fmt: skip
+                response.set_cookie(
+                    gate.cookie,
+                    token,
+                    httponly=True,
+                    samesite="strict",
+                    path=base(request) or "/",
+                    secure=request.url.scheme == "https",
+                )
                 return response
-            return page(request, "login.html", None, 401, hint=gate.login_hint, failed=True, form=True,
-                        heading="Sign in")  # fmt: skip
-        return page(request, "login.html", None, 200, hint=gate.login_hint, form=gate.accepts_login,
-                    heading="Sign in")  # fmt: skip
+            return page(
+                request, "login.html", None, 401, hint=gate.login_hint, failed=True, form=True, heading="Sign in"
+            )
+        return page(request, "login.html", None, 200, hint=gate.login_hint, form=gate.accepts_login, heading="Sign in")
 
     async def logout(request: Request) -> Response:
         response = RedirectResponse(f"{base(request)}/login", 303, headers=HEADERS)

@@ -77,14 +77,20 @@ def report_view(task: str, project: str, data: dict[str, Any]) -> dict[str, Any]
     meta = data["_meta"] if isinstance(data.get("_meta"), dict) else {}
     issues, attempts, alternatives, action = (data.get(k) for k in REPORT_SECTIONS)
     return {
-        "task_id": task, "project": project, "session": meta.get("session"), "filed_at": meta.get("filed_at"),
-        "turn": meta.get("turn"), "max_turns": meta.get("max_turns"),
+        "task_id": task,
+        "project": project,
+        "session": meta.get("session"),
+        "filed_at": meta.get("filed_at"),
+        "turn": meta.get("turn"),
+        "max_turns": meta.get("max_turns"),
         "issues": [i if isinstance(i, dict) else {"issue": str(i)} for i in _items(issues)],
-        "attempts": [{**a, "ok": succeeded(a.get("result"))} if isinstance(a, dict) else {"action": str(a), "ok": False}
-                     for a in _items(attempts)],
+        "attempts": [
+            {**a, "ok": succeeded(a.get("result"))} if isinstance(a, dict) else {"action": str(a), "ok": False}
+            for a in _items(attempts)
+        ],
         "alternatives": [str(a) for a in _items(alternatives)],
         "action": action if isinstance(action, str) and action.strip() else None,
-    }  # fmt: skip
+    }
 
 
 class LocalBoard:
@@ -147,7 +153,6 @@ class LocalBoard:
         return str(hash(tuple(parts)))
 
 
-
 def group_blockers(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Blockers by project, then session: ``[{project, sessions: [{session, hard, soft}]}]``; hard ones
     open first (those blocking progress first of all), soft ones as logged."""
@@ -160,10 +165,18 @@ def group_blockers(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for project, sessions in projects.items():
         rows = []
         for session, kinds in sessions.items():
-            hard = sorted(kinds["hard"], key=lambda b: (b.get("status") != "open", not b.get("blocksProgress"),
-                                                        str(b.get("at") or "")))  # fmt: skip
-            rows.append({"session": session, "hard": hard, "soft": kinds["soft"],
-                         "open": sum(b.get("status") == "open" for b in hard)})  # fmt: skip
+            hard = sorted(
+                kinds["hard"],
+                key=lambda b: (b.get("status") != "open", not b.get("blocksProgress"), str(b.get("at") or "")),
+            )
+            rows.append(
+                {
+                    "session": session,
+                    "hard": hard,
+                    "soft": kinds["soft"],
+                    "open": sum(b.get("status") == "open" for b in hard),
+                }
+            )
         rows.sort(key=lambda s: (-s["open"], s["session"]))
         out.append({"project": project, "sessions": rows})
     return out

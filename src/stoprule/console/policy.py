@@ -133,8 +133,12 @@ class PolicyView:
         state = self.current()
         with self._analysis:
             if state.digest not in self._audits:
-                report = audit_pack(state.checked, backend="auto", timeout=ANALYSIS_TIMEOUT_S,
-                                    engine=engine_of(Evaluator(state.compiled)))  # fmt: skip
+                report = audit_pack(
+                    state.checked,
+                    backend="auto",
+                    timeout=ANALYSIS_TIMEOUT_S,
+                    engine=engine_of(Evaluator(state.compiled)),
+                )
                 self._audits[state.digest] = report.to_dict()
             return self._audits[state.digest]
 
@@ -161,8 +165,8 @@ class PolicyView:
             return None
         with self._analysis:
             if (old, new) not in self._diffs:
-                report = diff_packs(check_pack(copies[old]), check_pack(copies[new]), backend="auto",
-                                    timeout=ANALYSIS_TIMEOUT_S)  # fmt: skip
+                report = diff_packs(
+                    check_pack(copies[old]), check_pack(copies[new]), backend="auto", timeout=ANALYSIS_TIMEOUT_S
+                )
                 self._diffs[(old, new)] = report.to_dict()
             return self._diffs[(old, new)]
-

@@ -80,8 +80,13 @@ class RunFilter:
             return False
         if self.verdict and st.verdict != self.verdict:
             return False
-        return {"": True, "not_ok": not st.ok, "blocked": st.blocked > 0, "open_blockers": row.open_blockers > 0,
-                "tamper": row.chain.checked and not row.chain.ok}.get(self.state, True)  # fmt: skip
+        return {
+            "": True,
+            "not_ok": not st.ok,
+            "blocked": st.blocked > 0,
+            "open_blockers": row.open_blockers > 0,
+            "tamper": row.chain.checked and not row.chain.ok,
+        }.get(self.state, True)
 
 
 @dataclass(frozen=True)
@@ -184,8 +189,9 @@ class Runs:
         self.log.refresh()
         with self.opened() as ledger:
             statuses = ledger.runs()
-            rows = [RunRow(st, self.log.harness(st.run), open_blockers(st.run), self._cached_chain(st))
-                    for st in statuses]  # fmt: skip
+            rows = [
+                RunRow(st, self.log.harness(st.run), open_blockers(st.run), self._cached_chain(st)) for st in statuses
+            ]
             harnesses = sorted({r.harness for r in rows if r.harness})
             verdicts = sorted({r.status.verdict for r in rows})
             deadline = time.monotonic() + (TAMPER_BUDGET_S if flt.state == "tamper" else VERIFY_BUDGET_S)
@@ -219,10 +225,22 @@ class Runs:
         return {
             "run": st.run,
             "tip": st.tip,
-            "nodes": [{"id": n.node, "parent": n.parent, "kind": n.kind, "retryable": n.retryable, "attempt": n.attempt,
-                       "ok": n.ok, "verdict": n.verdict, "reason": n.reason, "retry_of": n.retry_of} for n in nodes],
+            "nodes": [
+                {
+                    "id": n.node,
+                    "parent": n.parent,
+                    "kind": n.kind,
+                    "retryable": n.retryable,
+                    "attempt": n.attempt,
+                    "ok": n.ok,
+                    "verdict": n.verdict,
+                    "reason": n.reason,
+                    "retry_of": n.retry_of,
+                }
+                for n in nodes
+            ],
             "edges": [{"from": n.parent, "to": n.node, "kind": n.edge} for n in nodes if n.parent is not None],
-        }  # fmt: skip
+        }
 
     def decision(self, run: str, node_id: str) -> Decision:
         """One decision (LedgerError ``ledger.unknown_run`` / ``ledger.unknown_node``)."""

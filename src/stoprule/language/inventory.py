@@ -25,15 +25,17 @@ def _fields(field: Any, prefix: str = "") -> list[dict[str, Any]]:
             kind = "enum(" + "|".join(f.values) + ")"
         elif f.type == "list" and f.items is not None:
             kind = f"list of {f.items.type}"
-        out.append({
-            "field": path,
-            "type": kind,
-            "required": f.required,
-            "nullable": f.nullable,
-            "default": f.default if f.has_default else None,
-            "aliases": list(f.aliases),
-            "description": f.description or "",
-        })  # fmt: skip
+        out.append(
+            {
+                "field": path,
+                "type": kind,
+                "required": f.required,
+                "nullable": f.nullable,
+                "default": f.default if f.has_default else None,
+                "aliases": list(f.aliases),
+                "description": f.description or "",
+            }
+        )
         if f.type == "object":
             out += _fields(f, path + ".")
         elif f.type == "list" and f.items is not None and f.items.type == "object":
@@ -73,13 +75,17 @@ def inspect_data(checked: Any, root: str) -> dict[str, Any]:
         "files": list(checked.files),
         "rules": rules,
         "verdicts": [
-            {"verdict": v.name, "ok": v.ok, "stop": v.stop, "requires_user_review": v.requires_user_review,
-             "retryable": v.retryable, "where": _where(v.loc)}
+            {
+                "verdict": v.name,
+                "ok": v.ok,
+                "stop": v.stop,
+                "requires_user_review": v.requires_user_review,
+                "retryable": v.retryable,
+                "where": _where(v.loc),
+            }
             for v in verdicts.values()
-        ],  # fmt: skip
-        "sets": [
-            {"set": s.name, "members": list(s.members), "where": _where(s.loc)} for s in checked.sets.values()
         ],
+        "sets": [{"set": s.name, "members": list(s.members), "where": _where(s.loc)} for s in checked.sets.values()],
         "stops": [{"stop": s.id, "description": s.description, "where": _where(s.loc)} for s in checked.stops],
         "conditions": [{"condition": c.name, "where": _where(c.loc)} for c in checked.conditions.values()],
         "schema": _fields(checked.schema.root),

@@ -79,12 +79,23 @@ class TeamBoard:
 
 
 def _blocker(d: dict[str, Any], cls: Any) -> Any:
-    return cls(id=str(d.get("id")), session=str(d.get("session") or "?"), at=str(d.get("at") or ""), ts=0.0, hash="",
-               category=str(d.get("category") or "?"), soft=d.get("kind") == "soft", question=str(d.get("question")),
-               context=str(d.get("context") or ""), blocksProgress=bool(d.get("blocksProgress")),
-               options=[str(o) for o in d.get("options") or []], chosenOption=d.get("chosenOption"),
-               chosenReasoning=d.get("chosenReasoning"), resolved_at=d.get("resolved_at"),
-               resolution=d.get("resolution"))  # fmt: skip
+    return cls(
+        id=str(d.get("id")),
+        session=str(d.get("session") or "?"),
+        at=str(d.get("at") or ""),
+        ts=0.0,
+        hash="",
+        category=str(d.get("category") or "?"),
+        soft=d.get("kind") == "soft",
+        question=str(d.get("question")),
+        context=str(d.get("context") or ""),
+        blocksProgress=bool(d.get("blocksProgress")),
+        options=[str(o) for o in d.get("options") or []],
+        chosenOption=d.get("chosenOption"),
+        chosenReasoning=d.get("chosenReasoning"),
+        resolved_at=d.get("resolved_at"),
+        resolution=d.get("resolution"),
+    )
 
 
 def console_routes(svc: Any) -> list[Any]:
