@@ -2,6 +2,9 @@
 (and ``enum`` with it), a third of a bare interpreter's start, which the guard (run before every
 tool call) does not pay. Same results as ``json.loads`` for any text; its errors are
 ``ValueError`` (a malformed text imports ``json`` for the error's class, as ``json`` would).
+
+On the cold path when the guard runs, before every tool call (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from typing import IO, Any
 
 from stoprule.agent.hook.wiring import (
@@ -35,11 +36,12 @@ from stoprule.agent.hook.wiring import (
     find_guard,
     opencode_plugin,
 )
+from stoprule.cli.doctor_mcp import check_mcp, path_remedy
 from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
-from stoprule.project import find_project
+from stoprule.project import GUARD_OFF_FILE, find_project
 
 __all__ = ["SYNTHETIC", "add_arguments", "run"]
 
@@ -94,8 +96,6 @@ def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
 
 
 def _dirty(root: str) -> bool:
-    import subprocess
-
     try:
         p = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -130,8 +130,6 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
 
 def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
     """Does the hook's command resolve without this venv, and allow a synthetic stop?"""
-    from stoprule.cli.doctor_mcp import path_remedy
-
     exe = shlex.split(command)[0]
     resolved = shutil.which(exe, path=harness_env()["PATH"])
     where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
@@ -143,8 +141,6 @@ def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
 def _synthetic_guard(command: str, harness: str, root: str) -> tuple[bool, str]:
     """Run the guard's command on a call it must refuse (the agent turning blocker logging off), in
     a scratch folder with its own state directory: the refusal is journaled there, not in the project."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="stoprule-doctor-") as scratch:
         call: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "stoprule blockers off"},
                                 "cwd": scratch, "session_id": "stoprule-doctor", "hook_event_name": "PreToolUse"}
@@ -279,12 +275,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
     if state is not None:
-        from stoprule.agent.guard.run import OFF_FILE
-
-        off = os.path.exists(os.path.join(state, OFF_FILE))
+        off = os.path.exists(os.path.join(state, GUARD_OFF_FILE))
         _line(stdout, True, "guard switch: " + ("off (the user's `stoprule guard off`; `stoprule guard on` undoes it)"
                                                  if off else "on"))  # fmt: skip
-    from stoprule.cli.doctor_mcp import check_mcp
 
     good &= check_mcp(root, _line, stdout)
     return EXIT_OK if good else EXIT_NOT_OK

@@ -11,13 +11,19 @@ See :mod:`stoprule.agent.guard` and docs/agents.md ("Threat model").
 started with the guard on keeps it); ``on`` undoes it. Only the user runs them: inside an
 agent's session they are refused.
 
-On the cold path of the guard (benchmarks/bench_guard.py): its imports stay few, light and lazy.
+The harnesses run the guard by its own entry (``agent/guard/__main__.py``, ``stoprule init`` wires
+it): this command is the same guard for a person or a script.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from types import SimpleNamespace
+
+from stoprule.agent.guard.run import answer
+from stoprule.diagnostics import CommandError
+from stoprule.project import GUARD_OFF_FILE, find_project
 
 __all__ = ["add_arguments", "parse_simple", "run"]
 
@@ -48,18 +54,11 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 
 def _switch(target: str, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.guard.run import OFF_FILE
-    from stoprule.project import find_project
-
     project = find_project()
     if project is None:
-        from stoprule.diagnostics import CommandError
-
         raise CommandError("no .stoprule/ found upward (run stoprule init first)")
-    path = os.path.join(project, OFF_FILE)
+    path = os.path.join(project, GUARD_OFF_FILE)
     if target == "off":
-        import time
-
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(f"guard switched off by the user at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
         stdout.write(f"the guard is off for {os.path.dirname(project)} from the next agent session on "
@@ -77,6 +76,4 @@ def _switch(target: str, stdout: IO[str], stderr: IO[str]) -> int:
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if args.target in SWITCH:
         return _switch(args.target, stdout, stderr)
-    from stoprule.agent.guard.run import answer
-
     return answer(args.target, stdin, stdout, stderr)

@@ -30,6 +30,8 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
+from stoprule.cli.progress import Bar
+from stoprule.config.fields import DEFAULT_FIELDS
 from stoprule.diagnostics import (
     EXIT_INVALID,
     EXIT_NOT_OK,
@@ -48,6 +50,7 @@ from stoprule.ledger.recorder import Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
+from stoprule.ledger.verify import verify
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -128,8 +131,6 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
 def _attempts(ledger, run: str, stdout: IO[str]) -> None:  # noqa: ANN001
     """The agent's refused attempts the run's stops saw (each stop's fact holds the session's so
     far), each once, with the first node that saw it."""
-    from stoprule.config.fields import DEFAULT_FIELDS
-
     field = DEFAULT_FIELDS["guard.attempts"]
     first: dict[str, str] = {}
     for node, fact in ledger.records(run):
@@ -177,8 +178,6 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.cli.progress import Bar
-    from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)
@@ -276,7 +275,7 @@ def _misuse(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _retry(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -290,7 +289,7 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     return EXIT_OK if outcome.verdict.ok else EXIT_NOT_OK
 
 
-def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _batch(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.progress import Bar
+from stoprule.cli.style import painter
+from stoprule.cli.watch import watch
+from stoprule.console.policy import PACKS_DIR, keep_pack, save_coverage
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
+from stoprule.project import find_project
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -248,8 +255,6 @@ def test_command(
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)
     if pattern is not None:
-        import re
-
         try:
             wanted = re.compile(pattern)
         except re.error as exc:
@@ -260,7 +265,6 @@ def test_command(
     if not cases:
         raise CommandError(f"no cases found in {', '.join(map(str, files))}")
     evaluator = Evaluator(ctx.compiled)
-    from stoprule.cli.progress import Bar
 
     with Bar(stderr, "test", len(cases), unit="cases", quiet=quiet) as bar:
         results = []
@@ -275,9 +279,9 @@ def test_command(
             for run in r.runs
             if run.data is not None and run.verdict is not None
         ]
-        from stoprule.analysis.backends import engine_of
 
         cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
+        _keep(root, ctx.compiled.digest, _summary(results), cov, stderr)
     failed = any(not r.passed for r in results)
     low = cov is not None and threshold is not None and not cov.mcdc_at_least(threshold)
     if fmt == "json":
@@ -297,13 +301,25 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        from stoprule.cli.style import painter
-
         stdout.write(_pretty(results, cov, root, threshold, verbose, painter(stdout)))
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
     return EXIT_NOT_OK if failed or low else EXIT_OK
+
+
+def _keep(root: Path, digest: str, summary: dict[str, int], cov: Coverage, stderr: IO[str]) -> None:
+    """In a project (a ``.stoprule/`` here or above): keep this run as its last coverage, and a copy
+    of the pack, for the console's policy page. Nothing is created where there is no project."""
+    state = find_project()
+    if state is None:
+        return
+    try:
+        save_coverage(state, str(root), digest, summary, cov.to_dict())
+    except OSError as exc:
+        stderr.write(f"stoprule: could not keep the coverage for the console: {exc}\n")
+        return
+    keep_pack(str(Path(state) / PACKS_DIR), str(root), digest)
 
 
 def _percent(text: str) -> float:
@@ -346,9 +362,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.watch:
-        from stoprule.cli.watch import watch
-        from stoprule.engine.packs import select_pack
-
         args.watch = False
         return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
     return test_command(

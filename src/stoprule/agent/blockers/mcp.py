@@ -16,14 +16,22 @@ argument the tool refuses is named by field and kind, never by value (it may hol
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import BlockerService, LedgerRecorder, Reply, open_service
+from stoprule.agent.hook.remote import attach_mirror
+from stoprule.language.source import format_path
+from stoprule.language.spec import validation_messages
 from stoprule.version import __version__
 
 __all__ = ["build_server", "serve"]
@@ -121,8 +129,6 @@ def clean_line(line: str) -> str:
     as ``\\udXXX`` escapes) become U+FFFD, NULs are dropped; a line that is not JSON is left as it is."""
     if "\\u" not in line and "\x00" not in line:
         return line
-    import json
-
     try:
         obj = json.loads(line)
     except ValueError:
@@ -134,11 +140,6 @@ class _CleanStdin:
     """The server's stdin as cleaned lines (:func:`clean_line`), for the SDK's stdio transport."""
 
     def __init__(self) -> None:
-        import io
-        import sys
-
-        import anyio
-
         self._file = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
 
     def __aiter__(self) -> _CleanStdin:
@@ -173,9 +174,6 @@ class _Server(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                from stoprule.language.source import format_path
-                from stoprule.language.spec import validation_messages
-
                 errors = [{**e, "input": _kind_only(e.get("input"))} for e in cause.errors()]  # values never echoed
                 parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
                                                                                              errors)]
@@ -285,12 +283,8 @@ def serve(
     """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
     team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
-    from stoprule.agent.hook.remote import attach_mirror
 
     attach_mirror(service, server)
-    import anyio
-    from mcp.server.stdio import stdio_server
-
     app = build_server(service)
 
     async def run() -> None:

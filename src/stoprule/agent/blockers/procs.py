@@ -13,6 +13,9 @@ The linked ancestors are the shells the hook runs in, the harness (the first tha
 shell) and the wrappers above it, never the shell the harness was started from: the CLI
 (:mod:`stoprule.agent.guard.session`) refuses its mutating commands inside a linked ancestry,
 and the user's own terminal must stay outside it.
+
+On the cold path when a session starts (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ in the ledger, rendered, or echoed back.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,13 +18,15 @@ from typing import Any
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blockers.facts import DEFAULT_SESSION, bind_task, blockers_facts
+from stoprule.agent.blockers.procs import linked_session
 from stoprule.agent.blockers.reports import check_report, check_task_id, save_report
 from stoprule.agent.blockers.session import declare_session_facts, read_session_facts
-from stoprule.agent.blockers.store import Blocker, BlockerStore, StoreWriteError
+from stoprule.agent.blockers.store import Blocker, BlockerStore, StoreWriteError, render_markdown
+from stoprule.agent.hook.state import StateError, read_session
 from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 from stoprule.config.loader import load_config
 from stoprule.config.sections import BlockerSettings
-from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
+from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError, closest
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import STATE_DIR, project_root
@@ -31,7 +34,7 @@ from stoprule.project import STATE_DIR, project_root
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
     ok: bool
     text: str
@@ -91,7 +94,6 @@ class BlockerService:
         ``default``."""
         if explicit or os.environ.get("STOPRULE_SESSION"):
             return session_id(explicit)
-        from stoprule.agent.blockers.procs import linked_session
 
         link = linked_session(os.path.join(self.project_dir, STATE_DIR))
         return link["session"] if link else DEFAULT_SESSION
@@ -179,8 +181,6 @@ class BlockerService:
         hard, soft = self.categories()
         cat = args.get("category")
         if not _str(cat) or cat not in (*hard, *soft):
-            from stoprule.diagnostics import closest
-
             best = closest(str(cat), (*hard, *soft)) if _str(cat) else None
             meant = f" Did you mean {best!r}?" if best else ""
             return (f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
@@ -220,8 +220,6 @@ class BlockerService:
     def _session_tasks(self, session: str) -> list[dict[str, Any]]:
         """The task list the hook sees for the session: the transcript's (kept in the hook's
         session record at each stop), else none."""
-        from stoprule.agent.hook.state import StateError, read_session
-
         try:
             rec = read_session(os.path.join(self.project_dir, STATE_DIR), session)
         except (StateError, OSError):
@@ -333,6 +331,25 @@ class BlockerService:
             self.mirror(self, "report", {**meta, "report": report})
         return Reply(True, f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
                      f"`stoprule report show {task}`.", {"task_id": task, "file": rel})  # fmt: skip
+
+    # ------------------------------------------------------------ resolve (a user action)
+
+    def resolve(self, blocker_id: str, note: str | None = None) -> Blocker | None:
+        """Mark an open blocker resolved: the user's action (``stoprule blockers resolve``, the console),
+        never the agent's. The note is redacted; the record gets a ``resolve`` line, ``blockers.md`` is
+        rewritten and the team server (``mirror``) told. None if no blocker has that id; raises
+        :class:`StoreWriteError` if the record cannot be written."""
+        hit = self.store.resolve(blocker_id, redact(clean(note)) if note else None)
+        if hit is not None and self.mirror is not None:
+            self.mirror(self, "blocker", hit.to_dict())
+        return hit
+
+    def export(self, fmt: str = "json") -> str:
+        """Every blocker of the current record: NDJSON (``json``) or ``blockers.md`` (``md``)."""
+        items = self.store.blockers()
+        if fmt == "md":
+            return render_markdown(items)
+        return "".join(json.dumps(b.to_dict(), ensure_ascii=False) + "\n" for b in items)
 
     # ------------------------------------------------------------ listing
 

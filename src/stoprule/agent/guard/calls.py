@@ -13,6 +13,9 @@
 
 Nothing is printed for a call the guard lets through (``{}`` where the harness wants JSON):
 the guard never approves anything, the harness's own permissions still apply.
+
+On the cold path when the guard runs, before every tool call (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

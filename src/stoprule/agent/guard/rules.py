@@ -6,6 +6,9 @@ commands (:mod:`.commands`), from the shell or from code; code (inline, a script
 here-document fed to an interpreter) that names a protected place and writes, or runs
 stoprule; a recursive delete, move or clean that takes a protected place along; a command
 line too broken to read that names one. Reading is never refused.
+
+On the cold path when the guard runs, before every tool call (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

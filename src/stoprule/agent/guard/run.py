@@ -9,6 +9,9 @@ The user's switch ``stoprule guard off`` (a ``.stoprule/guard.off`` file) lets e
 through, unless the session started with the guard on (then it holds until the session ends).
 Anything that keeps the guard from reading the call lets it through (an error on stderr): the
 guard never stops the agent's work for a fault of its own.
+
+On the cold path when the guard runs, before every tool call (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

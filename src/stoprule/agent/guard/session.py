@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import os
 
+from stoprule.agent.blockers.procs import linked_session
+from stoprule.agent.guard.journal import user_state_dir
+from stoprule.project import find_project
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,17 +25,12 @@ __all__ = ["homes", "inside_session"]
 
 def homes(env: Mapping[str, str], start: str | None = None) -> list[str]:
     """Where session links are kept: the nearest ``.stoprule/`` (from ``start``) and the user's state directory."""
-    from stoprule.agent.guard.journal import user_state_dir
-    from stoprule.project import find_project
-
     found = [find_project(start), user_state_dir(env)]
     return list(dict.fromkeys(h for h in found if h))
 
 
 def inside_session(env: Mapping[str, str] | None = None, start: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """``(home, link)`` of the agent session this process runs in (``link``: ``session``, ``harness``), or None."""
-    from stoprule.agent.blockers.procs import linked_session
-
     env = os.environ if env is None else env
     for home in homes(env, start):
         link = linked_session(home)

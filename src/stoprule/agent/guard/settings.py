@@ -13,6 +13,7 @@ harness's block cap); stoprule's MCP server or deny rules dropped. Without a rec
 
 from __future__ import annotations
 
+import json
 import re
 
 TYPE_CHECKING = False
@@ -29,8 +30,6 @@ _STEERING = re.compile(
 
 def _handlers(hooks: Any) -> list[tuple[str, str, str]]:
     """``(event, matcher, handler as canonical JSON)`` of every hook in a ``hooks`` object."""
-    import json
-
     out: list[tuple[str, str, str]] = []
     if not isinstance(hooks, dict):
         return out
@@ -70,8 +69,6 @@ def view(data: Any) -> dict[str, Any]:
 
 
 def _short(handler: str) -> str:
-    import json
-
     try:
         h = json.loads(handler)
     except ValueError:

@@ -13,6 +13,9 @@ string (``sh -c``, ``bash -lc``, ``watch``, ``script -c``). A line that does not
 
 Best effort, by design: a command built at run time (``$(printf ...)``, base64, a variable
 the line does not set) is not resolved.
+
+On the cold path when the guard runs, before every tool call (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

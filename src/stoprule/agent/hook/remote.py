@@ -14,6 +14,9 @@ notice. The bearer token comes from an environment variable (``server.token_env`
       timeout_ms: 2000                          # per request; the hook's budget_ms bounds it too
       record: true                              # the server records each stop (run = the session id)
       project: web-app                          # how the team's blocker list names this project
+
+On the cold path when the project asks a decision server (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 from stoprule import codes
 from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
+from stoprule.project import CONFIG_FILE, STATE_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -173,7 +177,8 @@ def ndjson_chunks(data: bytes, facts: int = CHUNK_FACTS, size: int = CHUNK_BYTES
 class Mirror:
     """Copies a project's blockers (the whole list, after each change) and its blocked reports to
     the server, so that ``stoprule blockers list --server URL`` shows the team's. A server that
-    cannot be reached costs a line on stderr, never the local write."""
+    cannot be reached costs a line on stderr, never the local write. Blockers the server says were
+    resolved there (in the team's console) are resolved here too, with who resolved them."""
 
     def __init__(self, remote: Remote, project: str) -> None:
         import socket
@@ -186,9 +191,19 @@ class Mirror:
         items = [b.to_dict() for b in service.store.blockers()] if kind == "blocker" else [item]
         body = {"project": self.project, "machine": self.machine, "items": items}
         try:
-            self.remote.call("PUT", f"/v1/{kind}s", json.dumps(body).encode())
+            answer = self.remote.call("PUT", f"/v1/{kind}s", json.dumps(body).encode())
         except RemoteError as exc:
             sys.stderr.write(f"stoprule: could not copy the {kind} to {self.remote.url}: {exc}\n")
+            return
+        resolved = answer.get("resolved") if isinstance(answer, dict) else None
+        for b in resolved if kind == "blocker" and isinstance(resolved, list) else []:
+            if isinstance(b, dict) and isinstance(b.get("id"), str):
+                from stoprule._util.redact import redact
+                from stoprule._util.text import clean
+
+                note = f"resolved in the team console by {b.get('resolved_by') or '?'}"
+                note += f": {b['resolution']}" if isinstance(b.get("resolution"), str) and b["resolution"] else ""
+                service.store.resolve(b["id"], redact(clean(note))[:2000])
 
 
 def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str]) -> tuple[Remote | None, str]:
@@ -196,10 +211,9 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     (``server.project``, else the project directory's name)."""
     import os
 
-    from stoprule.config.loader import load_config
+    from stoprule.config.reader import read_settings
 
-    section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
-    data = section.model_dump()
+    data = read_settings(os.path.join(project_dir, STATE_DIR, CONFIG_FILE)).server
     return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)
 
 

@@ -290,7 +290,7 @@ def _decide(
         entry["pack"] = remote.url
     from stoprule.agent.hook.providers import Context, gather
 
-    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec)
+    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
     ctx.pack = selected  # the pack's data (triage patterns) for the providers
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)

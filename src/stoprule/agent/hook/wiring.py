@@ -15,10 +15,14 @@ The guard (:mod:`stoprule.agent.guard`) is wired on every event that can veto a 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from stoprule.agent.guard.commands import MUTATING
 
 __all__ = [
     "EXTRA_EVENTS",
@@ -103,8 +107,6 @@ GUARD_EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
 def guard_argv(harness: str | None = None) -> list[str]:
     """How a harness runs the guard: this interpreter without ``site`` and isolated (``-S -I``) on
     the guard's own entry (its cold start: about a bare interpreter's), then ``harness``."""
-    import sys
-
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     entry = os.path.join(here, "guard", "__main__.py")
     return [sys.executable, "-S", "-I", entry, *([harness] if harness else [])]
@@ -113,8 +115,6 @@ def guard_argv(harness: str | None = None) -> list[str]:
 def deny_rules() -> list[str]:
     """Claude Code ``permissions.deny`` rules: edits of stoprule's files and the harness's wiring,
     runs of stoprule's mutating commands (the guard's table). The harness enforces them itself."""
-    from stoprule.agent.guard.commands import MUTATING
-
     edits = ["Edit(/.stoprule/**)", "Edit(**/.stoprule/**)", "Edit(/.claude/**)", "Edit(/.mcp.json)",
              "Edit(~/.claude/**)", "Edit(~/.config/stoprule/**)", "Edit(~/.cache/stoprule/**)",
              "Edit(~/.local/state/stoprule/**)"]  # fmt: skip
@@ -149,8 +149,6 @@ OPENCODE_CONFIG = ("opencode.json", os.path.join(".config", "opencode", "opencod
 def opencode_plugin(argv: list[str], guard: list[str] | None = None) -> str:
     """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``) and the
     guard as ``guard`` (default: :func:`guard_argv`; ``[]``: no guard)."""
-    import json
-
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "opencode_plugin.js"), encoding="utf-8") as fh:
         text = fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))

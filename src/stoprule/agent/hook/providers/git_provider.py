@@ -37,6 +37,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["GENERATED", "baseline", "dirty_files", "git_dir", "provide", "repo_root"]
 
 SHOWN = 5
@@ -205,25 +207,25 @@ def _hash(root: str, path: str) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
 
 
-def _blockers_file(settings: dict[str, Any]) -> str | None:
-    cfg = settings.get("blockers")
-    return cfg.get("file") if isinstance(cfg, dict) else None
+def _blockers_file(blockers: dict[str, Any]) -> str | None:
+    found = blockers.get("file")
+    return found if isinstance(found, str) else None
 
 
 MAX_IGNORED = 5000  # ignored entries kept in the baseline
 
 
 def baseline(
-    workdir: str, project: str | None, settings: dict[str, Any], timeout: float = 3.0
+    workdir: str, project: str | None, blockers: dict[str, Any], timeout: float = 3.0
 ) -> dict[str, Any] | None:
     """What is dirty now, with content hashes, and git's exclusion state (ignored entries, the
     files flagged assume-unchanged or skip-worktree, the stash entries, the ignore files
-    outside the tree), recorded at session start; None outside git. ``settings``: the
-    ``providers`` section."""
+    outside the tree), recorded at session start; None outside git. ``blockers``: the
+    ``blockers`` section (its rendered view is stoprule's, never dirty work)."""
     root = repo_root(workdir)
     if root is None:
         return None
-    _, paths, ignored = _status(root, project, timeout, _blockers_file(settings))
+    _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
     return {"root": root, "files": {p: _hash(root, p) for p in paths}, "ignored": ignored[:MAX_IGNORED],
             "flagged": _flagged(root, timeout), "stashes": _stashes(root),
             "ignore_sources": _ignore_sources(root, timeout)}  # fmt: skip
@@ -263,7 +265,7 @@ def _hidden(root: str, base: dict[str, Any], paths: list[str], ignored: list[str
     return found
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     """Raises (the hook's fail path: "could not observe" is never a clean tree) when git is
     missing in a repository, fails, or overruns the provider's deadline."""
     root = repo_root(ctx.workdir)
@@ -271,7 +273,7 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
         return {}, ["not in a git repository"]
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
-        branch, paths, ignored = _status(root, ctx.project, timeout, _blockers_file(ctx.settings))
+        branch, paths, ignored = _status(root, ctx.project, timeout, _blockers_file(ctx.blockers))
     except FileNotFoundError:
         raise OSError(f"git is not installed: cannot observe the work tree at {root}") from None
     obs: dict[str, Any] = {}
