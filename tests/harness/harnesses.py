@@ -30,7 +30,7 @@ __all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "mak
 # harness -> (npm package, pinned version, executable); the versions the tier was verified with
 PINNED: dict[str, tuple[str, str, str]] = {
     "claude-code": ("@anthropic-ai/claude-code", "2.1.332", "claude"),
-    "codex": ("@openai/codex", "0.169.0", "codex"),
+    "codex": ("@openai/codex", "0.171.0", "codex"),
     "gemini": ("@google/gemini-cli", "0.61.0", "gemini"),
     "opencode": ("opencode-ai", "1.18.33", "opencode"),
     "copilot": ("@github/copilot", "1.0.102", "copilot"),
@@ -224,10 +224,8 @@ class Codex(Driver):
                 f'name = "scripted"\nbase_url = "{s.url}/v1"\nwire_api = "responses"\n'
                 f'env_key = "SCRIPTED_API_KEY"\n\n[projects."{s.project}"]\ntrust_level = "trusted"\n'
             )
-            # what `stoprule init --harness codex` tells the user to add for the blocker tools
-            fh.write(
-                f'\n[mcp_servers.stoprule]\ncommand = {json.dumps(stoprule_exe())}\nargs = ["mcp"]\nrequired = true\n'
-            )
+            # the blocker tools' MCP server comes from the project's .codex/config.toml (stoprule init),
+            # which Codex reads because the project is trusted
 
     def environment(self, s: Session) -> dict[str, str]:
         return {"CODEX_HOME": str(s.home / ".codex"), "SCRIPTED_API_KEY": "sk-test-dummy"}
