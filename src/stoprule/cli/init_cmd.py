@@ -21,10 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 from typing import IO, Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
 
 from stoprule._util.files import atomic_write
 from stoprule.agent.hook.wiring import (
@@ -137,14 +141,9 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
 def _toml_tables(text: str, key: str) -> dict[str, Any]:
     """The table ``key`` of a TOML document (ValueError when it does not parse). Python 3.10
     has no TOML reader: there only a ``[key.NAME]`` header is looked for, unchecked."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        table = tomllib.loads(text).get(key, {})
-    else:
-        import re
-
+    if sys.version_info < (3, 11):
         return {m: {} for m in re.findall(rf"(?m)^\s*\[{re.escape(key)}\.([A-Za-z0-9_-]+)\]", text)}
+    table = tomllib.loads(text).get(key, {})
     if not isinstance(table, dict):
         raise ValueError(f"its {key} is not a table")
     return table
