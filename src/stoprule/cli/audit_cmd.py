@@ -10,10 +10,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 from stoprule import codes
 from stoprule.analysis import AnalysisLimit, audit_pack
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_audit
 from stoprule.cli.common import add_backend_flag, add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.inspect_cmd import layering
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
@@ -70,9 +72,6 @@ def audit_command(
             if data is None:
                 return EXIT_INVALID
         try:
-            from stoprule.analysis.backends import engine_of
-            from stoprule.engine.evaluator import Evaluator
-
             made: list[Any] = []
 
             def engine(fact: dict[str, Any]) -> Any:  # made on first use: only the solver re-checks witnesses
@@ -105,7 +104,6 @@ def audit_command(
                             bar.advance()
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     report.seconds = time.monotonic() - started
-    from stoprule.cli.inspect_cmd import layering
 
     layers = layering(ctx.checked, str(root))  # the global pack under this one: what it adds, shadows, ties
     if fmt == "json":

@@ -12,7 +12,10 @@ import os
 from typing import IO, Any
 
 from stoprule.agent.blockers.service import open_service
+from stoprule.agent.hook.remote import attach_mirror
+from stoprule.cli.common import ledger_target
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError
+from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.recorder import Recorder
 
 __all__ = ["add_arguments", "record_in_ledger", "run"]
@@ -46,9 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
     in the project's ledger (``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``.stoprule/ledger.db``)."""
-    from stoprule.cli.common import ledger_target
-    from stoprule.ledger.backend import open_ledger
-
     path, default = ledger_target(None, start=service.project_dir)
     if default:
         path = os.path.join(service.project_dir, ".stoprule", "ledger.db")
@@ -58,7 +58,6 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     service = open_service(policy=args.policy, recorder=record_in_ledger)
-    from stoprule.agent.hook.remote import attach_mirror
 
     attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
     reply = service.log_blocker(args.session, {

@@ -13,6 +13,7 @@ from typing import IO
 from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.blockers.store import StoreWriteError, render_markdown
+from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, attach_mirror
 from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "run"]
@@ -104,7 +105,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if hit is None:
         raise CommandError(f"no blocker {args.id!r} in {store.record_path}", EXIT_NOT_OK)
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
-    from stoprule.agent.hook.remote import attach_mirror
 
     attach_mirror(service)  # the team server, when the project names one, sees it resolved
     if service.mirror is not None:
@@ -114,8 +114,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
 def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
-    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
-
     try:
         remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
         items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]

@@ -20,11 +20,14 @@ would change (each is named), 2 a file cannot be read or parsed.
 from __future__ import annotations
 
 import argparse
+import difflib
+import io
 from pathlib import Path
 from typing import IO, Any
 
 from stoprule._util.files import atomic_write
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError
+from stoprule.engine.packs import select_pack
 
 __all__ = ["add_arguments", "format_text", "run"]
 
@@ -95,8 +98,6 @@ def _case_file(doc: Any) -> None:
 
 def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
     """How long ``node`` is written on one line in flow style; a node met before (an alias) as ``*name``."""
-    import io
-
     anchor = getattr(node, "anchor", None)
     name = anchor.value if anchor is not None and anchor.value else None
     if isinstance(node, (dict, list)):
@@ -169,8 +170,6 @@ def _yaml() -> Any:
 
 def format_text(text: str, yaml: Any = None) -> str:
     """``text`` (one pack or case file) in the canonical layout. Raises ``ValueError`` if it is not YAML."""
-    import io
-
     from ruamel.yaml.error import YAMLError
 
     y = yaml if yaml is not None else _yaml()
@@ -195,8 +194,6 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
     """The YAML files to format: named files, the ``*.yaml``/``*.yml`` of named folders and of
     their ``tests/``; by default the selected pack's."""
     if not paths:
-        from stoprule.engine.packs import select_pack
-
         paths = [str(select_pack(policy))]
     out: list[Path] = []
     for p in map(Path, paths):
@@ -210,8 +207,6 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    import difflib
-
     yaml = _yaml()
     changed: list[Path] = []
     bad = 0

@@ -30,6 +30,7 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
+from stoprule.cli.progress import Bar
 from stoprule.diagnostics import (
     EXIT_INVALID,
     EXIT_NOT_OK,
@@ -48,6 +49,7 @@ from stoprule.ledger.recorder import Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
+from stoprule.ledger.verify import verify
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -155,8 +157,6 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.cli.progress import Bar
-    from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
+from stoprule.cli.blocker_cmd import record_in_ledger
 from stoprule.diagnostics import EXIT_OK, CommandError
 
 __all__ = ["add_arguments", "run"]
@@ -23,6 +24,5 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         from stoprule.agent.blockers.mcp import serve
     except ImportError as exc:
         raise CommandError(f"`stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})") from None
-    from stoprule.cli.blocker_cmd import record_in_ledger
     serve(project=args.project, policy=args.policy, recorder=record_in_ledger, server=args.server)
     return EXIT_OK

@@ -12,7 +12,13 @@ import argparse
 import os
 from typing import IO
 
+from stoprule.cli.common import policy_error
+from stoprule.config.serve import ServeConfig, load_serve_config, new_token
 from stoprule.diagnostics import EXIT_NOT_OK, CommandError, PolicyError
+from stoprule.ledger.backend import is_url
+from stoprule.ledger.postgres import display_url
+from stoprule.serve.policy import PackHolder
+from stoprule.serve.run import serve
 
 __all__ = ["add_arguments", "run"]
 
@@ -38,7 +44,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.config.serve import ServeConfig, load_serve_config, new_token
     if args.new_token:
         token, digest = new_token()
         stdout.write(f"token: {token}\n# in the server's config, under tokens:\n  - name: NAME\n    sha256: {digest}\n")
@@ -53,20 +58,16 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if config.auth and not config.tokens:
         raise CommandError("no bearer tokens configured: add `tokens:` to --config (`stoprule serve --new-token`)"
                            " or run with --no-auth on loopback")  # fmt: skip
-    from stoprule.serve.policy import PackHolder
 
     try:
         holder = PackHolder(config.policy)  # refuse to start on a pack that fails check
     except PolicyError as exc:
-        from stoprule.cli.common import policy_error
-
         return policy_error(exc, config.policy or "the selected pack", stderr)
     config = ServeConfig(policy=holder.root, tokens=config.tokens, ledger=config.ledger, limits=config.limits,
                          reload_interval_ms=config.reload_interval_ms, auth=config.auth)  # fmt: skip
     workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
     stderr.write(f"stoprule serve: http://{args.host}:{args.port} ({workers} worker(s)); pack {holder.root} "
                  f"{holder.current.digest}; ledger {_shown(config.ledger)}\n")  # fmt: skip
-    from stoprule.serve.run import serve
 
     try:
         ok = serve(config, host=args.host, port=args.port, workers=workers, log_level=args.log_level)
@@ -80,10 +81,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 def _shown(ledger: str | None) -> str:
     if not ledger:
         return "none"
-    from stoprule.ledger.backend import is_url
 
     if is_url(ledger):
-        from stoprule.ledger.postgres import display_url
-
         return display_url(ledger)
     return ledger

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.progress import Bar
+from stoprule.cli.style import painter
+from stoprule.cli.watch import watch
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
@@ -248,8 +253,6 @@ def test_command(
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)
     if pattern is not None:
-        import re
-
         try:
             wanted = re.compile(pattern)
         except re.error as exc:
@@ -260,7 +263,6 @@ def test_command(
     if not cases:
         raise CommandError(f"no cases found in {', '.join(map(str, files))}")
     evaluator = Evaluator(ctx.compiled)
-    from stoprule.cli.progress import Bar
 
     with Bar(stderr, "test", len(cases), unit="cases", quiet=quiet) as bar:
         results = []
@@ -275,7 +277,6 @@ def test_command(
             for run in r.runs
             if run.data is not None and run.verdict is not None
         ]
-        from stoprule.analysis.backends import engine_of
 
         cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
     failed = any(not r.passed for r in results)
@@ -297,8 +298,6 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        from stoprule.cli.style import painter
-
         stdout.write(_pretty(results, cov, root, threshold, verbose, painter(stdout)))
     if low:
         assert cov is not None
@@ -346,9 +345,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.watch:
-        from stoprule.cli.watch import watch
-        from stoprule.engine.packs import select_pack
-
         args.watch = False
         return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
     return test_command(

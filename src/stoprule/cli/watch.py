@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import IO
 
 from stoprule.cli.common import handled
+from stoprule.language.files import global_pack
 
 __all__ = ["POLL", "watch"]
 
@@ -55,8 +56,6 @@ def _snapshot(roots: Iterable[str]) -> dict[str, tuple[int, int]]:
 def watch(roots: list[str], run_once: Callable[[], int], stderr: IO[str]) -> int:
     """Run ``run_once`` now and after every change under ``roots`` (files, or pack folders and
     their ``tests/``) until Ctrl-C; returns the last run's exit code."""
-    from stoprule.language.files import global_pack
-
     glob = global_pack()
     roots = [*roots, *([glob] if glob else [])]
     seen = _snapshot(roots)

@@ -22,6 +22,7 @@ from stoprule.config.sections import SECTIONS
 from stoprule.config.source import read_config
 from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
 from stoprule.language.source import PathKey, SourceFile, format_path, parse_yaml
+from stoprule.language.spec import validation_messages
 from stoprule.project import CONFIG_FILE, find_project
 
 __all__ = [
@@ -68,8 +69,6 @@ def _validate(
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        from stoprule.language.spec import validation_messages
-
         for sub, kind, msg in validation_messages(model, raw, exc.errors()):
             code = codes.CONFIG_UNKNOWN_KEY if kind == codes.POLICY_UNKNOWN_KEY else codes.CONFIG_INVALID
             diags.append(_diag(name, src, (*at, *sub), code, msg))

@@ -27,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stoprule import codes
 from stoprule.config.defaults import SERVE_DEFAULTS, SERVE_LIMITS
+from stoprule.config.loader import load_document
+from stoprule.config.source import read_config
 from stoprule.diagnostics import ConfigError, Diagnostic
 
 __all__ = ["Limits", "ServeConfig", "ServeFile", "hash_token", "load_serve_config", "new_token"]
@@ -128,9 +130,6 @@ class ServeFile(BaseModel):
 def load_serve_config(path: str) -> ServeConfig:
     """Read and check the YAML config at ``path`` (relative ``policy`` and ``ledger`` paths are
     relative to it). Raises :class:`~stoprule.diagnostics.ConfigError` naming the file, line and key."""
-    from stoprule.config.loader import load_document
-    from stoprule.config.source import read_config
-
     data = read_config(path)
     if data is None:
         raise ConfigError([Diagnostic(path, 1, 1, codes.CONFIG_UNREADABLE, "no such file")])

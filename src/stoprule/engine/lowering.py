@@ -13,12 +13,14 @@ Operators lower themselves (:mod:`stoprule.language.operators`); this module add
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
 from stoprule import codes
 from stoprule.diagnostics import Diagnostic, QuantifierError
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
+from stoprule.engine.durable import check_ruleset, encode
 from stoprule.engine.simplify import dnf_size, simplify, split_quantifiers
 from stoprule.facts.schema import FactField, can_be_absent
 from stoprule.language import conditions as C
@@ -299,8 +301,6 @@ def _chunks(
 
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
     """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
-    from stoprule.engine.durable import check_ruleset, encode
-
     alternatives = sum(dnf_size(body["all"][0]["m"]) for _, body in lowered.rules)
     if alternatives > MAX_PACK_ALTERNATIVES:
         diags.append(
@@ -370,7 +370,5 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
 
 def _conditions(checked: CheckedPolicy) -> bytes:
     """Every rule's and stop's condition by engine name, pickled (see ``CompiledPolicy.conditions``)."""
-    import pickle
-
     conds = {f"h{s.index}": s.when for s in checked.stops} | {f"r{r.index}": r.when for r in checked.rules}
     return pickle.dumps(conds, protocol=pickle.HIGHEST_PROTOCOL)

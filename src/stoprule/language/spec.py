@@ -6,6 +6,8 @@ every mistake inside one gets its own path and location.
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -151,9 +153,6 @@ def describe(value: Any) -> str:
 
 def _keys_of(model: type[BaseModel], loc: tuple) -> list[str]:
     """The keys ``model`` allows in the mapping at ``loc`` (a path of the data), for did-you-mean."""
-    import types
-    import typing
-
     cur: Any = model
     for part in loc:
         while True:  # unwrap Optional, list[...] and dict[str, ...] down to a model

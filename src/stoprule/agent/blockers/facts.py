@@ -15,6 +15,9 @@ A session's blockers are those logged with its id, plus those logged without one
 (:data:`.service.DEFAULT_SESSION`: an agent whose MCP server does not know the
 session). With blocker logging off (``stoprule blockers off`` or ``enabled: false``)
 it returns ``{}``. It never raises for a missing or damaged store: no fields, then.
+
+On the cold path when the agent has logged blockers (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations

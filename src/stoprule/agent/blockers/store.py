@@ -22,6 +22,9 @@
 
 Everything that reaches this module is already redacted (:mod:`.service` does it); the
 markdown escapes HTML, so a question cannot inject markup into ``blockers.md``.
+
+On the cold path when the agent has logged blockers (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations

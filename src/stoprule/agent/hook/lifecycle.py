@@ -15,6 +15,9 @@ OpenCode ``permission.ask``), opt-in with ``hook.permission_triage: true``: a pe
 request is never approved by stoprule; it is denied with the pack's triage message (log a
 ``permission`` blocker, switch tasks). Off (the default), stoprule says nothing and the
 harness asks the user as usual.
+
+On the cold path when a session starts or a permission is requested (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ notice. The bearer token comes from an environment variable (``server.token_env`
       timeout_ms: 2000                          # per request; the hook's budget_ms bounds it too
       record: true                              # the server records each stop (run = the session id)
       project: web-app                          # how the team's blocker list names this project
+
+On the cold path when the project asks a decision server (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 from stoprule import codes
 from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
+from stoprule.project import CONFIG_FILE, STATE_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -196,10 +200,9 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     (``server.project``, else the project directory's name)."""
     import os
 
-    from stoprule.config.loader import load_config
+    from stoprule.config.reader import read_settings
 
-    section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
-    data = section.model_dump()
+    data = read_settings(os.path.join(project_dir, STATE_DIR, CONFIG_FILE)).server
     return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)
 
 
