@@ -141,12 +141,12 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
 def _toml_tables(text: str, key: str) -> dict[str, Any]:
     """The table ``key`` of a TOML document (ValueError when it does not parse). Python 3.10
     has no TOML reader: there only a ``[key.NAME]`` header is looked for, unchecked."""
-    if sys.version_info < (3, 11):
-        return {m: {} for m in re.findall(rf"(?m)^\s*\[{re.escape(key)}\.([A-Za-z0-9_-]+)\]", text)}
-    table = tomllib.loads(text).get(key, {})
-    if not isinstance(table, dict):
-        raise ValueError(f"its {key} is not a table")
-    return table
+    if sys.version_info >= (3, 11):
+        table = tomllib.loads(text).get(key, {})
+        if not isinstance(table, dict):
+            raise ValueError(f"its {key} is not a table")
+        return table
+    return {m: {} for m in re.findall(rf"(?m)^\s*\[{re.escape(key)}\.([A-Za-z0-9_-]+)\]", text)}
 
 
 def _wire_codex_mcp(path: str, server: dict[str, Any], dry_run: bool, stdout: IO[str], stderr: IO[str],
