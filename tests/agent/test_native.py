@@ -63,3 +63,46 @@ def test_init_writes_nothing_into_a_codex_config_it_cannot_read(project: Path) -
     code, _, err = _cli("init", "--harness", "codex")
     assert code == 0 and "cannot use" in err and "required = true" in err  # the snippet to add by hand
     assert toml.read_text() == "[broken\n"
+
+
+# ------------------------------------------------------------------ /goal beside stoprule
+
+NO_GIT = "hook:\n  loop_cap: 3\nproviders:\n  enabled: [hook, state, blockers, closure]\n"
+
+
+def _goal_stop(tmp_path: Path, root: Path, active: bool, status: str | None = None) -> dict:
+    import json
+
+    from blocker_helpers import DEFAULT_PACK
+    from hookharness import payload
+
+    from stoprule.agent.hook.runner import run_hook
+    from stoprule.agent.hook.state import set_facts
+
+    if status:
+        set_facts(str(root / ".stoprule"), "s1", {"status": status})
+    data = {**payload("claude-code"), "cwd": str(root), "session_id": "s1", "prompt_id": "p1",
+            "stop_hook_active": active, "last_assistant_message": "Working on it."}  # fmt: skip
+    data.pop("transcript_path", None)
+    env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_NO_CACHE": "1", "STOPRULE_STATE_DIR": str(tmp_path / "u")}
+    return run_hook("claude-code", None, json.dumps(data).encode(), cwd=str(root), env=env).entry
+
+
+def test_a_goal_continuation_shares_stoprules_loop_budget_and_the_log_names_who_continued(tmp_path: Path) -> None:
+    """Claude Code's ``/goal`` is a stop hook beside stoprule's: after stoprule allowed a stop, a
+    stop with ``stop_hook_active`` in the same turn was continued by the other hook. It counts
+    against the same loop cap; each log entry says who continued the session into it."""
+    root = tmp_path / "proj"
+    (root / ".stoprule").mkdir(parents=True)
+    (root / ".stoprule" / "config.yaml").write_text(NO_GIT)
+    first = _goal_stop(tmp_path, root, False)
+    assert first["decision"]["block"] is False and "continued_by" not in first["loop"]
+    goal = _goal_stop(tmp_path, root, True)  # /goal continued the session
+    assert goal["loop"]["continued_by"] == "another stop hook" and goal["loop"]["blocks_before"] == 1
+    # /goal again, and now stoprule wants to continue too (a partial status): 2 of the budget of 3 are spent
+    mine = _goal_stop(tmp_path, root, True, status="partial")
+    assert mine["loop"]["continued_by"] == "another stop hook" and mine["loop"]["blocks_before"] == 2
+    assert mine["decision"]["block"] is True
+    capped = _goal_stop(tmp_path, root, True)
+    assert capped["loop"]["continued_by"] == "stoprule"
+    assert capped["loop"]["capped"] is True and capped["decision"]["block"] is False
