@@ -1,15 +1,20 @@
 """The harnesses' own routes, in process: Codex's MCP registration, the plugins and extensions
 stoprule generates, the in-session ``/blockers`` command, the newer hook events (the real
-binaries run them in ``tests/harness/test_native.py``)."""
+binaries run them in ``tests/harness/test_harness_native.py``)."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 import tomllib
 
+from blocker_helpers import DEFAULT_PACK
+from hookharness import payload
+from stoprule.agent.hook.runner import run_hook
+from stoprule.agent.hook.state import set_facts
 from stoprule.cli.main import run as cli
 
 
@@ -71,14 +76,6 @@ NO_GIT = "hook:\n  loop_cap: 3\nproviders:\n  enabled: [hook, state, blockers, c
 
 
 def _goal_stop(tmp_path: Path, root: Path, active: bool, status: str | None = None) -> dict:
-    import json
-
-    from blocker_helpers import DEFAULT_PACK
-    from hookharness import payload
-
-    from stoprule.agent.hook.runner import run_hook
-    from stoprule.agent.hook.state import set_facts
-
     if status:
         set_facts(str(root / ".stoprule"), "s1", {"status": status})
     data = {**payload("claude-code"), "cwd": str(root), "session_id": "s1", "prompt_id": "p1",
