@@ -236,7 +236,7 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
         stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
     else:
         atomic_write(plugin, text, keep_mode=True)
-        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
+        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (idle -> `{' '.join(argv)} hook opencode`)\n")
     if args.no_mcp:
         return 0
     path = os.path.join(base, OPENCODE_CONFIG[1 if args.user else 0])
@@ -254,8 +254,8 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     server = mcp_server()
     servers["stoprule"] = {"type": "local", "command": [server["command"], *server["args"]], "enabled": True}
     _write_json(path, config, args.dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
-    if not args.user:
-        stdout.write("note: OpenCode asks you to approve a project's MCP servers once (`opencode mcp approve`)\n")
+    stdout.write("note: under plain `opencode run` the session ends before the plugin's continuation lands: "
+                 "run `opencode serve` (or the TUI) for stop decisions to reach the agent (docs/agents.md)\n")
     return 0
 
 
