@@ -103,3 +103,32 @@ def test_a_goal_continuation_shares_stoprules_loop_budget_and_the_log_names_who_
     capped = _goal_stop(tmp_path, root, True)
     assert capped["loop"]["continued_by"] == "stoprule"
     assert capped["loop"]["capped"] is True and capped["decision"]["block"] is False
+
+
+# ------------------------------------------------------------------ Cursor: no session-start hook
+
+
+def test_cursor_leaves_the_users_work_in_progress_alone_at_the_first_stop(tmp_path: Path) -> None:
+    """Cursor has no session-start hook: the files dirty at a session's first stop are the user's
+    (not "commit it"); what changes after that is the session's."""
+    import subprocess
+
+    root = tmp_path / "proj"
+    (root / ".stoprule").mkdir(parents=True)
+    (root / ".stoprule" / "config.yaml").write_text("providers:\n  enabled: [hook, state, blockers, closure, git]\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / "wip.txt").write_text("the user's own edit\n")
+    env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_NO_CACHE": "1", "STOPRULE_STATE_DIR": str(tmp_path / "u")}
+
+    def stop(loop: int) -> dict:
+        data = {**payload("cursor"), "workspace_roots": [str(root)], "conversation_id": "c1", "loop_count": loop,
+                "status": "completed"}  # fmt: skip
+        data.pop("transcript_path", None)
+        return run_hook("cursor", None, json.dumps(data).encode(), cwd=str(root), env=env).entry
+
+    first = stop(0)
+    assert first["fact"]["uncommittedWork"] is False, first["provenance"]
+    assert first["decision"]["block"] is False
+    (root / "agent.txt").write_text("the agent's work\n")
+    second = stop(0)
+    assert second["fact"]["uncommittedWork"] is True and second["fact"]["uncommittedFiles"] == ["agent.txt"]
