@@ -145,7 +145,8 @@ def _acquire(definition: str) -> int:
         idle = _IDLE.get(definition)
         if idle:
             return idle.pop()
-    return _dre.create_ruleset(_unique("stoprule"), definition)
+    handle: int = _dre.create_ruleset(_unique("stoprule"), definition)
+    return handle
 
 
 def _release(pairs: list[tuple[str, int]]) -> None:

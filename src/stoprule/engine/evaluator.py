@@ -64,7 +64,7 @@ def generated_sources(compiled: CompiledPolicy) -> list[str]:
     return out
 
 
-def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str]]]:
+def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict[Any, Any]], str]]]:
     """The rules' message (and review reason, where given) renderers, in rule order."""
     tpls = []
     for r in compiled.rules:
@@ -74,7 +74,7 @@ def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str
     return compile_templates(tpls, compiled.sets)
 
 
-def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict], str]]]:
+def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict[Any, Any]], str]]]:
     """The projectors of ``compiled``: one for every ruleset, or one per ruleset when each
     reads a subset of the projection (``ruleset_keys``)."""
     subsets = [None] if compiled.ruleset_keys is None else [frozenset(k) for k in compiled.ruleset_keys]
@@ -106,7 +106,7 @@ def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any
 
 def _json_projector(
     slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField, keys: frozenset[str] | None = None
-) -> tuple[str, Callable[[dict], str]]:
+) -> tuple[str, Callable[[dict[Any, Any]], str]]:
     """Straight-line code projecting a validated fact to the keys the rules read, JSON-encoded
     in one pass (generated once per pack, as namedtuple does; it runs for every fact).
 
@@ -414,7 +414,8 @@ class Evaluator:
             else:
                 chosen = self._backend
             run = self._runners.run = None if chosen is None else chosen(self.plan())
-        return run
+        found: Runner | None = run
+        return found
 
     def plan(self) -> Plan:
         """What a backend evaluates this pack with (:class:`~stoprule.engine.plan.Plan`), made once."""
@@ -473,13 +474,15 @@ class Evaluator:
         if len(fills) == 1:
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-                return new(Verdict, (*head, render(data), False, None, *tail, warnings))
+                made: Verdict = new(Verdict, (*head, render(data), False, None, *tail, warnings))
+                return made
 
         else:
             review = fills[1][1]
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-                return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+                made: Verdict = new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+                return made
 
         if len(self._makers) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
             self._makers.clear()
