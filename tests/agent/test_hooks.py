@@ -60,8 +60,11 @@ def test_codex_fixtures_are_valid_codex_input() -> None:
 
 EXPECTED = {  # block form, allow form, user note form (HARNESSES.md § 0)
     # Claude Code: its Stop additionalContext continues the session (measured on 2.1.332)
-    "claude-code": ({"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "M"}}, None,
-                    {"systemMessage": "R"}),  # fmt: skip
+    "claude-code": (
+        {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "M"}},
+        None,
+        {"systemMessage": "R"},
+    ),  # fmt: skip
     "codex": ({"decision": "block", "reason": "M"}, None, {"systemMessage": "R"}),
     "gemini": ({"decision": "deny", "reason": "M"}, {}, {"systemMessage": "R"}),
     "cursor": ({"followup_message": "M"}, {}, {}),
@@ -104,8 +107,18 @@ def test_parse_per_harness() -> None:
     assert (cp.session_id, cp.flag_known) == ("cp-session-1", False)
 
 
-@pytest.mark.parametrize("argv", [*([h] for h in HARNESSES), ["claude-code", "--explain-facts"], ["--help"], [],
-                                  ["claude"], ["codex", "--event", "stop"], ["gemini", "--policy", "p"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *([h] for h in HARNESSES),
+        ["claude-code", "--explain-facts"],
+        ["--help"],
+        [],
+        ["claude"],
+        ["codex", "--event", "stop"],
+        ["gemini", "--policy", "p"],
+    ],
+)
 def test_the_hooks_usual_line_parses_as_argparse_parses_it(argv: list[str]) -> None:
     """``stoprule hook HARNESS`` skips argparse (cold start): the same namespace; any other line is argparse's."""
     from stoprule.cli import hook_cmd
@@ -155,8 +168,14 @@ def test_transcript_observations(harness: str) -> None:
 def test_claude_task_tools() -> None:
     state, _ = scan_file(str(FIXTURES / "claude-code" / "transcript_tasks.jsonl"), "claude", None)
     obs = observations(state["scan"])
-    assert obs == {"turns": 1, "current_task": "1", "task_state": "complete", "next_task": "2",
-                   "next_task_known": True, "available_tasks": ["Document API"]}  # fmt: skip
+    assert obs == {
+        "turns": 1,
+        "current_task": "1",
+        "task_state": "complete",
+        "next_task": "2",
+        "next_task_known": True,
+        "available_tasks": ["Document API"],
+    }
 
 
 def test_transcript_is_read_incrementally_and_from_its_end(tmp_path: Path) -> None:
@@ -205,11 +224,17 @@ def test_closure_trailer() -> None:
 
 def test_merge_keeps_the_first_and_records_the_conflict() -> None:
     fields = {"transcript.turns": "turn", "git.branch": None}
-    fact, prov = merge([("state", {"turn": 7}, []), ("transcript", {"turns": 3}, ["n"]), ("git", {"branch": "m"}, [])],
-                       fields)  # fmt: skip
+    fact, prov = merge(
+        [("state", {"turn": 7}, []), ("transcript", {"turns": 3}, ["n"]), ("git", {"branch": "m"}, [])], fields
+    )
     assert fact == {"turn": 7} and prov.fields["turn"]["provider"] == "state"
-    assert prov.conflicts == [{"field": "turn", "kept": {"provider": "state", "value": 7},
-                               "ignored": {"provider": "transcript", "key": "turns", "value": 3}}]  # fmt: skip
+    assert prov.conflicts == [
+        {
+            "field": "turn",
+            "kept": {"provider": "state", "value": 7},
+            "ignored": {"provider": "transcript", "key": "turns", "value": 3},
+        }
+    ]
     assert prov.observed == [{"provider": "git", "key": "branch", "value": "m"}] and prov.notes == {"transcript": ["n"]}
 
 

@@ -33,8 +33,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """The canary's tally: each harness-tier test's outcome, by harness."""
     if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
         return
-    harness = next((h for h in PINNED if f"[{h}" in report.nodeid or f"-{h}]" in report.nodeid
-                    or h.replace("-", "_") in report.nodeid), None)  # fmt: skip
+    harness = next(
+        (
+            h
+            for h in PINNED
+            if f"[{h}" in report.nodeid or f"-{h}]" in report.nodeid or h.replace("-", "_") in report.nodeid
+        ),
+        None,
+    )
     if harness is not None:
         _OUTCOMES.setdefault(harness, {}).setdefault(report.outcome, []).append(report.nodeid.split("::")[-1])
 

@@ -119,8 +119,10 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
         return
     name = MCP_FILES.get(harness)
     if name is None:
-        stdout.write(f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
-                     "by hand for the blocker tools (docs/blockers.md)\n")  # fmt: skip
+        stdout.write(
+            f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
+            "by hand for the blocker tools (docs/blockers.md)\n"
+        )
         return
     path = os.path.join(root, name)
     try:
@@ -149,8 +151,9 @@ def _toml_tables(text: str, key: str) -> dict[str, Any]:
     return {m: {} for m in re.findall(rf"(?m)^\s*\[{re.escape(key)}\.([A-Za-z0-9_-]+)\]", text)}
 
 
-def _wire_codex_mcp(path: str, server: dict[str, Any], dry_run: bool, stdout: IO[str], stderr: IO[str],
-                    backed: set[str]) -> None:  # fmt: skip
+def _wire_codex_mcp(
+    path: str, server: dict[str, Any], dry_run: bool, stdout: IO[str], stderr: IO[str], backed: set[str]
+) -> None:
     """``[mcp_servers.stoprule]`` (``required = true``) appended to the project's Codex config;
     an existing ``stoprule`` server is kept (a note when it is not required)."""
     snippet = CODEX_MCP.format(command=json.dumps(server["command"]), args=json.dumps(server["args"]))
@@ -167,8 +170,10 @@ def _wire_codex_mcp(path: str, server: dict[str, Any], dry_run: bool, stdout: IO
         entry = servers["stoprule"]
         stdout.write(f"{path}: the stoprule MCP server is already there; unchanged\n")
         if not (isinstance(entry, dict) and entry.get("required") is True):
-            stdout.write(f"note: add `required = true` to [mcp_servers.stoprule] in {path}: without it `codex exec` "
-                         "may send its first request before the blocker tools are up\n")  # fmt: skip
+            stdout.write(
+                f"note: add `required = true` to [mcp_servers.stoprule] in {path}: without it `codex exec` "
+                "may send its first request before the blocker tools are up\n"
+            )
         return
     text = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old.strip() else "") + snippet
     _toml_tables(text, "mcp_servers")  # still one valid document
@@ -181,8 +186,10 @@ def _wire_codex_mcp(path: str, server: dict[str, Any], dry_run: bool, stdout: IO
         stdout.write(f"backed up {path} to {path}.bak\n")
     backed.add(path)
     atomic_write(path, text, keep_mode=True)
-    stdout.write(f"registered the blocker tools' MCP server (stoprule mcp, required) in {path}\n"
-                 "note: Codex reads a project's .codex/config.toml only once the project is trusted\n")  # fmt: skip
+    stdout.write(
+        f"registered the blocker tools' MCP server (stoprule mcp, required) in {path}\n"
+        "note: Codex reads a project's .codex/config.toml only once the project is trusted\n"
+    )
 
 
 def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
@@ -254,8 +261,10 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     server = mcp_server()
     servers["stoprule"] = {"type": "local", "command": [server["command"], *server["args"]], "enabled": True}
     _write_json(path, config, args.dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
-    stdout.write("note: under plain `opencode run` the session ends before the plugin's continuation lands: "
-                 "run `opencode serve` (or the TUI) for stop decisions to reach the agent (docs/agents.md)\n")
+    stdout.write(
+        "note: under plain `opencode run` the session ends before the plugin's continuation lands: "
+        "run `opencode serve` (or the TUI) for stop decisions to reach the agent (docs/agents.md)\n"
+    )
     return 0
 
 

@@ -163,9 +163,12 @@ def _stateless_guard(event: HookEvent, decision: Decision, cap: int, entry: dict
         repeat = bool(event.flag_known and event.stop_hook_active)
     entry["loop"] = {"blocks_before": None, "cap": cap, "capped": decision.block and repeat, "stateless": True}
     if decision.block and repeat:
-        return Decision(False, notice=f"stoprule allowed this stop: the session state cannot be written "
-                        f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
-                        f"{decision.message}")  # fmt: skip
+        return Decision(
+            False,
+            notice=f"stoprule allowed this stop: the session state cannot be written "
+            f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
+            f"{decision.message}",
+        )
     return decision
 
 
@@ -237,9 +240,16 @@ class _Stop:
 
 
 def _decide(
-    st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
-    policy: str | None, t0: float, server: str | None,
-) -> Decision:  # fmt: skip
+    st: _Stop,
+    mod: Any,
+    data: bytes,
+    entry: dict[str, Any],
+    cwd: str | None,
+    env: Mapping[str, str],
+    policy: str | None,
+    t0: float,
+    server: str | None,
+) -> Decision:
     st.home = user_state_dir(env)
     payload_error: BaseException | None = None
     try:
@@ -353,8 +363,12 @@ def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
         safe: dict[str, Any] = redact_obj(clean_obj(entry))
         return safe
     except Exception as exc:  # noqa: BLE001
-        return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
-                "log_error": f"{type(exc).__name__}"}  # fmt: skip
+        return {
+            "ts": entry.get("ts"),
+            "harness": entry.get("harness"),
+            "decision": entry.get("decision"),
+            "log_error": f"{type(exc).__name__}",
+        }
 
 
 def decision_of(verdict: Verdict) -> Decision:

@@ -42,8 +42,12 @@ def render(decision: Decision, event: HookEvent) -> dict[str, Any] | None:
     if decision.block and event.status not in (None, "completed"):  # Cursor: the user aborted, or an error
         return render_block_or_note(Decision(False, notice=decision.notice))
     if decision.block and event.harness == "claude-code" and event.event == "stop" and event.raw.get("prompt_id"):
-        out: dict[str, Any] = {"hookSpecificOutput": {
-            "hookEventName": "Stop", "additionalContext": (decision.message or "").strip() or "Continue working."}}
+        out: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": "Stop",
+                "additionalContext": (decision.message or "").strip() or "Continue working.",
+            }
+        }
         if decision.notice and decision.notice.strip():
             out["systemMessage"] = decision.notice
         return out

@@ -165,8 +165,10 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
         ctx.session["baseline"] = {"root": root, "files": {p: _hash(root, p) for p in paths}}
         mine = []
         if paths:
-            notes.append(f"{len(paths)} file(s) dirty at the session's first stop, with no session-start hook: "
-                         "taken as the baseline, not counted")  # fmt: skip
+            notes.append(
+                f"{len(paths)} file(s) dirty at the session's first stop, with no session-start hook: "
+                "taken as the baseline, not counted"
+            )
     else:
         mine = paths
         notes.append("no baseline recorded at session start: every dirty file counts")
