@@ -45,9 +45,15 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
     path = event.transcript_path
     if event.harness != "claude-code" or not path:
         return []
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
+    import stat
+
+    try:  # non-blocking: a FIFO in the transcript's place must not hold the stop
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return []
+            fh.seek(max(0, st.st_size - TAIL_BYTES))
             data = fh.read()
     except OSError:
         return []
