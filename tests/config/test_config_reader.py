@@ -42,6 +42,20 @@ def test_an_entry_that_does_not_match_its_file_is_ignored(tmp_path: Path, cache:
     assert read_settings(str(cfg)).hook["fail"] == "closed"
 
 
+def test_an_entry_another_checkout_wrote_is_a_miss(tmp_path: Path, cache: Path) -> None:
+    """The same config bytes validated by other code (another version, an edited model) may mean
+    other settings: the entry names the code it came from."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("hook: {}\n")
+    read_settings(str(cfg))
+    entry = cache / f"config-{content_key(cfg.read_bytes())}.json"
+    other = json.loads(entry.read_text())
+    other["code"] = "0.0.1 1:1 1:1 1:1 1:1"
+    other["sections"]["hook"]["mode"] = "observe"
+    entry.write_text(json.dumps(other))
+    assert read_settings(str(cfg)).hook["mode"] == "enforce"
+
+
 @pytest.mark.parametrize(
     ("text", "line", "path", "code"),
     [

@@ -29,6 +29,24 @@ if TYPE_CHECKING:
 __all__ = ["Settings", "default_settings", "read_settings", "settings_for"]
 
 _MAX_ENTRY_BYTES = 1 << 20
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# the modules that shape what a config validates to: a cached entry names their sizes and mtimes
+_VALIDATORS = ("defaults.py", "fields.py", "loader.py", "sections.py")
+
+
+def _code_stamp() -> str:
+    """The version and the validating modules' size and mtime (another checkout or an edit of
+    them is a miss, never a stale hit)."""
+    from stoprule.version import __version__
+
+    parts = [__version__]
+    for name in _VALIDATORS:
+        try:
+            st = os.stat(os.path.join(_HERE, name))
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("?")
+    return " ".join(parts)
 
 
 @record
@@ -93,14 +111,13 @@ def _validated(name: str, data: bytes) -> Settings:
     """``data`` (the bytes of the file ``name``) validated, through the cache."""
     import json
 
-    from stoprule.version import __version__
-
+    stamp = _code_stamp()
     entry = cache_file(f"config-{content_key(data)}.json")
     if entry is not None:
         raw = read_entry(entry, _MAX_ENTRY_BYTES)
         try:
             hit = json.loads(raw) if raw is not None else None
-            if hit is not None and hit.get("version") == __version__ and hit.get("config") == data.hex():
+            if hit is not None and hit.get("code") == stamp and hit.get("config") == data.hex():
                 return _build(hit["sections"], name)
         except (ValueError, KeyError, AttributeError, TypeError):
             pass
@@ -108,5 +125,5 @@ def _validated(name: str, data: bytes) -> Settings:
 
     sections = {key: model.model_dump() for key, model in load_config(name, data=data).items()}
     if entry is not None:
-        write_entry(entry, json.dumps({"version": __version__, "config": data.hex(), "sections": sections}).encode())
+        write_entry(entry, json.dumps({"code": stamp, "config": data.hex(), "sections": sections}).encode())
     return _build(sections, name)
