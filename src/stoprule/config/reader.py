@@ -111,8 +111,8 @@ def _validated(name: str, data: bytes) -> Settings:
     """``data`` (the bytes of the file ``name``) validated, through the cache."""
     import json
 
-    stamp = _code_stamp()
-    entry = cache_file(f"config-{content_key(data)}.json")
+    stamp = _code_stamp()  # in the name too: checkouts sharing a cache folder keep an entry each
+    entry = cache_file(f"config-{content_key(data)}-{content_key(stamp.encode())}.json")
     if entry is not None:
         raw = read_entry(entry, _MAX_ENTRY_BYTES)
         try:
