@@ -59,14 +59,15 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
     """Append the decision as a node of run ``run`` (the session) to the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``."""
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A stop
+    after a retryable block is recorded as that block's retry (``Recorder.record_stop``)."""
     from stoprule.cli.common import ledger_target
     from stoprule.ledger.backend import open_ledger  # psycopg loads only for a postgresql:// URL
     from stoprule.ledger.recorder import Recorder
 
     path, default = ledger_target(None, start=os.path.dirname(project))
     with open_ledger(os.path.join(project, "ledger.db") if default else path, create=True) as ledger:
-        return str(Recorder(ledger, evaluator).record(run, fact).node.node)
+        return str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:

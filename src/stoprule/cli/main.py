@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "console": ("console_cmd", "this project's runs, stops, blockers and policy in a browser (loopback)"),
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),

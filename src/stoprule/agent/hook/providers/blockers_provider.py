@@ -23,8 +23,8 @@ __all__ = ["provide"]
 
 
 def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
-    if ctx.project is None or not os.path.isdir(os.path.join(ctx.project, "blockers")):
-        return {}, []  # nothing was ever logged here: no config or store to read
+    if ctx.project is None or not any(os.path.isdir(os.path.join(ctx.project, d)) for d in ("blockers", "reports")):
+        return {}, []  # no blocker was ever logged and no report filed here: nothing to read
     from types import SimpleNamespace
 
     from stoprule.agent.blockers.facts import blockers_facts
