@@ -75,10 +75,13 @@ def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
 
 
 def default_settings() -> Settings:
-    """The settings when there is no config file."""
-    import copy
+    """The settings when there is no config file (a copy: the caller may change it)."""
+    return _build({name: _copy(section) for name, section in DEFAULTS.items()}, None)
 
-    return _build(copy.deepcopy(DEFAULTS), None)
+
+def _copy(section: dict[str, Any]) -> dict[str, Any]:
+    """A section of defaults with its lists and mappings copied (their values are plain data)."""
+    return {k: list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v for k, v in section.items()}
 
 
 def read_settings(path: str | None) -> Settings:
