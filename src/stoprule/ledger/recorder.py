@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.engine.evaluator import Evaluator, Verdict
-    from stoprule.ledger.store import Ledger, Node
+    from stoprule.ledger.protocols import LedgerBackend
+    from stoprule.ledger.store import Node
 
 __all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
 
@@ -68,7 +69,7 @@ def fact_identity(fact: Any) -> tuple[str, str]:
 class Recorder:
     """Records decisions of one pack into one ledger."""
 
-    def __init__(self, ledger: Ledger, evaluator: Evaluator) -> None:
+    def __init__(self, ledger: LedgerBackend, evaluator: Evaluator) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
         self._ring: keys.KeyRing | None = None
