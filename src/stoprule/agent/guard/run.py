@@ -129,9 +129,17 @@ def run_guard(
         return allow(harness), None
     from stoprule.agent.guard.journal import record_attempt, user_state_dir
 
-    record_attempt(project or user_state_dir(env), session, {
-        "via": "guard", "harness": harness, "tool": tool, "kind": refusal.kind, "what": refusal.what,
-    })  # fmt: skip
+    record_attempt(
+        project or user_state_dir(env),
+        session,
+        {
+            "via": "guard",
+            "harness": harness,
+            "tool": tool,
+            "kind": refusal.kind,
+            "what": refusal.what,
+        },
+    )
     return deny(harness, event, MESSAGE.format(what=refusal.what)), refusal
 
 

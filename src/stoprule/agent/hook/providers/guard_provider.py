@@ -82,8 +82,15 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
                 command = args.get("command") if isinstance(args.get("command"), str) else None
                 refusal = check(Call(name, root, command, paths), places, {"HOME": os.path.expanduser("~")})
                 if refusal is not None:
-                    out.append({"via": "harness", "tool": name, "kind": refusal.kind, "id": tid,
-                                "what": f"{refusal.what} (refused by the harness's deny rules)"})  # fmt: skip
+                    out.append(
+                        {
+                            "via": "harness",
+                            "tool": name,
+                            "kind": refusal.kind,
+                            "id": tid,
+                            "what": f"{refusal.what} (refused by the harness's deny rules)",
+                        }
+                    )
                     known.add(tid)
     return out
 
