@@ -274,11 +274,10 @@ def _stoprule_args(name: str, args: list[str]) -> list[str] | None:
 
 
 def _read_script(path: str) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
+    from stoprule._util.regular import read_regular
+
+    data = read_regular(path, MAX_SCRIPT_BYTES)  # a FIFO named like a script: nothing (never blocks)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def code_refusal(text: str, where: str) -> Refusal | None:

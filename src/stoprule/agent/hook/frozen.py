@@ -43,11 +43,9 @@ def _key(data: bytes | None) -> str:
 
 
 def _read(path: str, limit: int = 8 << 20) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
+    from stoprule._util.regular import read_regular
+
+    return read_regular(path, limit)
 
 
 def anchor(harness: str, env: Mapping[str, str]) -> str | None:

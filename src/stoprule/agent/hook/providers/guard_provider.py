@@ -45,13 +45,10 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
     path = event.transcript_path
     if event.harness != "claude-code" or not path:
         return []
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
-            data = fh.read()
-    except OSError:
-        return []
-    if not any(d in data for d in _DENIALS):
+    from stoprule._util.regular import read_regular
+
+    data = read_regular(path, TAIL_BYTES, tail=True)  # a FIFO there: nothing (never blocks)
+    if not data or not any(d in data for d in _DENIALS):
         return []
     from stoprule.agent.guard.paths import Places
     from stoprule.agent.guard.rules import Call, check
