@@ -84,15 +84,31 @@ def _fresh_turn(event: HookEvent, guard: dict[str, Any]) -> bool:
     return False  # no turn id and no flag: only an allowed stop ends a series
 
 
+def continued_by(event: HookEvent, guard: dict[str, Any]) -> str | None:
+    """Who continued the session into this stop, as far as the harness shows it: ``stoprule``
+    (its last answer in this turn was a block), ``another stop hook`` (the harness says a stop
+    hook continued it, stoprule had allowed: Claude Code's and Codex's ``/goal``, or a
+    user's own hook), None (a fresh turn, or nothing to tell)."""
+    if not event.stop_hook_active or _fresh_turn(event, guard) or "last" not in guard:
+        return None
+    return "stoprule" if guard.get("last") == "block" else "another stop hook"
+
+
 def _guard(rec: dict[str, Any], event: HookEvent, block: bool, cap: int) -> tuple[dict[str, Any], int, bool]:
-    """Apply the loop guard to the session record: (new record, blocks so far, capped)."""
+    """Apply the loop guard to the session record: (new record, blocks so far, capped). A
+    continuation by another stop hook (``/goal``) counts against the same budget: one loop
+    budget for every engine that keeps the session going."""
     guard: dict[str, Any] = rec["guard"] if isinstance(rec.get("guard"), dict) else {}
     blocks = 0 if _fresh_turn(event, guard) else int(guard.get("blocks", 0))
+    if continued_by(event, guard) == "another stop hook":
+        blocks += 1
     if event.loop_count is not None:
         blocks = max(blocks, event.loop_count)
     capped = block and blocks >= cap
-    new_blocks = blocks + 1 if block and not capped else 0
-    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "at": round(time.time(), 3)})
+    # an allow ends the series, except that a turn id keeps it for another hook's continuation
+    new_blocks = blocks + 1 if block and not capped else (blocks if event.turn_id is not None and not capped else 0)
+    last = "block" if block and not capped else "allow"
+    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "last": last, "at": round(time.time(), 3)})
     return rec, blocks, capped
 
 
@@ -147,9 +163,12 @@ def _stateless_guard(event: HookEvent, decision: Decision, cap: int, entry: dict
         repeat = bool(event.flag_known and event.stop_hook_active)
     entry["loop"] = {"blocks_before": None, "cap": cap, "capped": decision.block and repeat, "stateless": True}
     if decision.block and repeat:
-        return Decision(False, notice=f"stoprule allowed this stop: the session state cannot be written "
-                        f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
-                        f"{decision.message}")  # fmt: skip
+        return Decision(
+            False,
+            notice=f"stoprule allowed this stop: the session state cannot be written "
+            f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
+            f"{decision.message}",
+        )
     return decision
 
 
@@ -222,9 +241,16 @@ class _Stop:
 
 
 def _decide(
-    st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
-    policy: str | None, t0: float, server: str | None,
-) -> Decision:  # fmt: skip
+    st: _Stop,
+    mod: Any,
+    data: bytes,
+    entry: dict[str, Any],
+    cwd: str | None,
+    env: Mapping[str, str],
+    policy: str | None,
+    t0: float,
+    server: str | None,
+) -> Decision:
     st.home = user_state_dir(env)
     payload_error: BaseException | None = None
     try:
@@ -413,8 +439,12 @@ def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
         safe: dict[str, Any] = redact_obj(clean_obj(entry))
         return safe
     except Exception as exc:  # noqa: BLE001
-        return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
-                "log_error": f"{type(exc).__name__}"}  # fmt: skip
+        return {
+            "ts": entry.get("ts"),
+            "harness": entry.get("harness"),
+            "decision": entry.get("decision"),
+            "log_error": f"{type(exc).__name__}",
+        }
 
 
 def decision_of(verdict: Verdict) -> Decision:
@@ -448,8 +478,9 @@ def _apply_guard(
             rec = {**rec, **{k: v for k, v in session.items() if k != "guard"}}
         if observe:
             return rec
+        by = continued_by(event, rec["guard"] if isinstance(rec.get("guard"), dict) else {})
         rec, blocks, capped = _guard(rec, event, decision.block, cap)
-        out.update(blocks=blocks, capped=capped)
+        out.update(blocks=blocks, capped=capped, by=by)
         return rec
 
     try:
@@ -457,6 +488,8 @@ def _apply_guard(
     except (StateError, OSError) as exc:
         return decision if observe else _stateless_guard(event, decision, cap, entry, str(exc))
     entry["loop"] = {"blocks_before": out.get("blocks", 0), "cap": cap, "capped": out.get("capped", False)}
+    if out.get("by"):
+        entry["loop"]["continued_by"] = out["by"]
     if out.get("capped"):
         return Decision(
             False,

@@ -30,8 +30,9 @@ def as_int(value: Any) -> int | None:
 def foreign_shape(payload: dict[str, Any]) -> str | None:
     """The harness whose stop payload this is, when it is not Claude Code's or Codex's shape:
     Cursor and Copilot also run ``.claude/settings.json`` hooks."""
-    if "conversation_id" in payload and any(k in payload for k in ("workspace_roots", "cursor_version",
-                                                                    "loop_count", "generation_id")):  # fmt: skip
+    if "conversation_id" in payload and any(
+        k in payload for k in ("workspace_roots", "cursor_version", "loop_count", "generation_id")
+    ):
         return "cursor"
     copilot_keys = ("stopReason", "transcriptPath", "timestamp", "stopHookActive")
     if "sessionId" in payload and "session_id" not in payload and any(k in payload for k in copilot_keys):
@@ -46,7 +47,7 @@ def foreign_shape(payload: dict[str, Any]) -> str | None:
 def parse_stop(payload: dict[str, Any], event: str | None, *, harness: str, turn_key: str) -> HookEvent:
     """A ``Stop``/``SubagentStop`` payload (a subagent's own transcript when it has one)."""
     name = payload.get("hook_event_name")
-    ev = event or ("subagent-stop" if name == "SubagentStop" else "stop")
+    ev = event or {"SubagentStop": "subagent-stop", "TaskCompleted": "task-completed"}.get(str(name), "stop")
     transcript = as_str(payload.get("transcript_path"))
     if ev == "subagent-stop":
         transcript = as_str(payload.get("agent_transcript_path")) or transcript
