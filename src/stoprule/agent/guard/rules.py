@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from stoprule.agent.guard.commands import mutating
+from stoprule.agent.guard.commands import MUTATING, mutating
 from stoprule.agent.guard.paths import TEXT_NAMES, Places, protected
 from stoprule.agent.guard.shell import Command, commands, expand_word, find_exec
 
@@ -382,7 +382,18 @@ def _command_refusal(cmd: Command, places: Places, env: dict[str, str], depth: i
         what = mutating(sr)
         if what is not None:
             return Refusal("command", f"runs `stoprule {what}`, which only the user may run", f"stoprule {what}")
+        plain = [a for a in sr if not a.startswith("-")]
+        unknown = bool(plain) and ("$" in plain[0] or (plain[0] in MUTATING and "$" in " ".join(plain[1:2])))
+        if unknown:  # "$@", "$(...)", xargs' stdin: which command runs is not known here
+            return Refusal("command", "runs stoprule with a command made at run time", "stoprule")
         return None
+    if name == "alias":  # an alias that runs stoprule's mutating commands
+        for a in args:
+            value = a.partition("=")[2]
+            found = shell_refusal(value, cmd.cwd, places, env, depth + 1) if value and depth < 3 else None
+            if found is not None:
+                found.what = f"an alias: {found.what}"
+                return found
     found = _script_refusal(cmd, name, args, places, env, depth)
     if found is not None:
         return found

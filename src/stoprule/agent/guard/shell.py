@@ -362,8 +362,9 @@ def _unwrap(argv: list[str]) -> tuple[list[str], str | None]:
                     return [], rest[i + 1]
             argv = rest[1:]
             continue
-        if name == "xargs":
+        if name in ("xargs", "parallel"):  # the arguments come from stdin: a word that stands for them
             argv = _skip_options(rest, _XARGS_VALUED)
+            argv = [*argv, "$STDIN_ARGS"] if argv else argv
             continue
         if name in ("uvx", "pipx", "npx", "bunx") or (
             name in ("uv", "poetry", "pdm", "hatch", "conda", "pixi", "rye") and rest[:1] == ["run"]
