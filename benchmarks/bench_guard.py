@@ -45,8 +45,12 @@ def main() -> int:
         tmp = Path(tmpdir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env.update(PYTHONPYCACHEPREFIX=str(tmp / "pyc"), HOME=str(tmp / "home"), STOPRULE_CACHE_DIR=str(tmp / "cache"),
-                   XDG_STATE_HOME=str(tmp / "state"))  # fmt: skip
+        env.update(
+            PYTHONPYCACHEPREFIX=str(tmp / "pyc"),
+            HOME=str(tmp / "home"),
+            STOPRULE_CACHE_DIR=str(tmp / "cache"),
+            XDG_STATE_HOME=str(tmp / "state"),
+        )
         payload = hook_project(tmp, script, env)
         if payload is None:
             print("no git: the hook's project cannot be made")
@@ -77,8 +81,10 @@ def main() -> int:
         w, c = wall[k] / wall["bare"], cpu[k] / cpu["bare"]
         print(f"  {k:<14} {wall[k]:9.1f} ms {w:6.2f}x {cpu[k]:8.1f} ms {c:6.2f}x")
     ratio, hook = wall["guard"] / wall["bare"], wall["guard"] / wall["hook"]
-    print(f"guard: {ratio:.2f}x bare Python (target <= 2x: {'MET' if ratio <= 2 else 'NOT MET'}), "
-          f"{hook:.2f}x the stop hook (target <= 1.5x: {'MET' if hook <= 1.5 else 'NOT MET'})")  # fmt: skip
+    print(
+        f"guard: {ratio:.2f}x bare Python (target <= 2x: {'MET' if ratio <= 2 else 'NOT MET'}), "
+        f"{hook:.2f}x the stop hook (target <= 1.5x: {'MET' if hook <= 1.5 else 'NOT MET'})"
+    )
     return 0
 
 

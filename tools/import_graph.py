@@ -111,6 +111,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.gcpause",
     "stoprule._util.records",
     "stoprule._util.redact",
+    "stoprule._util.regular",
     "stoprule._util.text",
     "stoprule.agent",
     "stoprule.agent.guard",

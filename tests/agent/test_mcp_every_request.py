@@ -20,12 +20,21 @@ from blocker_helpers import DEFAULT_PACK
 pytest.importorskip("mcp")
 
 CALLS: list[tuple[int, str, str]] = [  # id, raw arguments JSON (as a client could send it), what the answer holds
-    (2, '{"category": "question", "question": "Which DB? \\ud800", "context": "x\\u0000y", "blocksProgress": true}',
-     "Blocker logged"),
-    (3, '{"category": "question", "question": "\\udfff\\udfff", "context": "c", "blocksProgress": false}',
-     "Blocker logged"),
-    (4, '{"category": "question", "question": "q", "context": "c", "blocksProgress": "hunter2-s3cret"}',
-     "blocksProgress"),
+    (
+        2,
+        '{"category": "question", "question": "Which DB? \\ud800", "context": "x\\u0000y", "blocksProgress": true}',
+        "Blocker logged",
+    ),
+    (
+        3,
+        '{"category": "question", "question": "\\udfff\\udfff", "context": "c", "blocksProgress": false}',
+        "Blocker logged",
+    ),
+    (
+        4,
+        '{"category": "question", "question": "q", "context": "c", "blocksProgress": "hunter2-s3cret"}',
+        "blocksProgress",
+    ),
     (5, '{"all_sessions": "AKIAIOSFODNN7EXAMPLE"}', "all_sessions"),
 ]
 
@@ -39,8 +48,14 @@ def test_every_request_is_answered_and_no_rejected_value_is_echoed(tmp_path: Pat
     (tmp_path / ".stoprule").mkdir()
     env = {**os.environ, "STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_SESSION": "mcp-raw",
            "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "stoprule", "mcp"], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stoprule", "mcp"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     answers: dict[int, dict[str, Any]] = {}
     done = threading.Event()
 

@@ -27,8 +27,9 @@ COMMIT = "git add notes.txt && git commit -qm notes"
 
 def _attempts(s: Session) -> list[dict]:
     folder = s.project / ".stoprule" / "state" / "attempts"
-    lines = [line for p in sorted(folder.glob("*.jsonl")) for line in p.read_text().splitlines()] if folder.is_dir() \
-        else []  # fmt: skip
+    lines = (
+        [line for p in sorted(folder.glob("*.jsonl")) for line in p.read_text().splitlines()] if folder.is_dir() else []
+    )
     return [json.loads(line) for line in lines]
 
 
@@ -127,14 +128,22 @@ def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: P
     blocker = {"category": "question", "question": "Which staging DB? \ud800", "context": "migration",
                "blocksProgress": False}  # fmt: skip
     turns = [
-        Turn(calls=[Call("TaskCreate", {"subject": "Write the docs", "description": "The user docs.",
-                                        "activeForm": "Writing the docs"})]),  # fmt: skip
+        Turn(
+            calls=[
+                Call(
+                    "TaskCreate",
+                    {"subject": "Write the docs", "description": "The user docs.", "activeForm": "Writing the docs"},
+                )
+            ]
+        ),  # fmt: skip
         d.shell("echo work > notes.txt && python3 -c \"open('.git/info/exclude', 'a').write('notes.txt\\n')\""),
         *d.mcp("report_status", {"available_tasks": [], "status": "implemented"}),
         *d.mcp("blocker", blocker),
         Turn("All done."),  # stop 1: notes.txt, hidden by info/exclude, still counts
-        d.shell("python3 -c \"p = '.git/info/exclude'; t = open(p).read(); "
-                "open(p, 'w').write(t.replace('notes.txt', ''))\" && git stash -u -q"),
+        d.shell(
+            "python3 -c \"p = '.git/info/exclude'; t = open(p).read(); "
+            "open(p, 'w').write(t.replace('notes.txt', ''))\" && git stash -u -q"
+        ),
         Turn("Stopping now."),  # stop 2: notes.txt, now in a stash, still counts
         d.shell("git stash pop -q && " + COMMIT),
         Turn("Over to you.\nstoprule: closure=waiting_user"),  # stop 3: a legal closure over an open task
@@ -166,14 +175,28 @@ def test_shell_attempts_on_other_harnesses(harness: str, tmp_path: Path) -> None
     rows = [
         Attempt("blockers off", d.shell(f"{exe} blockers off"), [".stoprule/blockers"]),
         Attempt("facts set", d.shell(f"{exe} facts set uncommittedWork=false"), [".stoprule/state/facts"]),
-        Attempt("observe mode", d.shell("printf 'hook:\\n  mode: observe\\n' > .stoprule/config.yaml"),
-                [".stoprule/config.yaml"]),
+        Attempt(
+            "observe mode",
+            d.shell("printf 'hook:\\n  mode: observe\\n' > .stoprule/config.yaml"),
+            [".stoprule/config.yaml"],
+        ),
         Attempt("rm -rf .stoprule", d.shell("rm -rf .stoprule"), [".stoprule/config.yaml"]),
     ]
     if harness == "opencode":
-        rows.append(Attempt("observe mode (write tool)", Turn(calls=[Call("write", {
-            "filePath": "{project}/.stoprule/config.yaml", "content": "hook:\n  mode: observe\n"})]),
-            [".stoprule/config.yaml"]))  # fmt: skip
+        rows.append(
+            Attempt(
+                "observe mode (write tool)",
+                Turn(
+                    calls=[
+                        Call(
+                            "write",
+                            {"filePath": "{project}/.stoprule/config.yaml", "content": "hook:\n  mode: observe\n"},
+                        )
+                    ]
+                ),
+                [".stoprule/config.yaml"],
+            )
+        )
     s, first = _play(harness, tmp_path, rows, d)
     assert s.result is not None and s.result.returncode == 0, s.describe()
     for i, row in enumerate(rows):

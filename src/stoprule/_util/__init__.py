@@ -10,4 +10,5 @@ Modules::
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
     text      strings safe to store
-    jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)"""
+    jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)
+    regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)"""

@@ -42,8 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "and its runs of stoprule's mutating commands (payload on stdin, the harness's answer on stdout, always "
         "exit 0). on | off | status: the user's switch for this project (off: from the next session on)."
     )
-    p.add_argument("target", choices=(*HARNESSES, *SWITCH), metavar="HARNESS|on|off|status",
-                   help=" | ".join((*HARNESSES, *SWITCH)))  # fmt: skip
+    p.add_argument(
+        "target", choices=(*HARNESSES, *SWITCH), metavar="HARNESS|on|off|status", help=" | ".join((*HARNESSES, *SWITCH))
+    )
 
 
 def parse_simple(argv: list[str]) -> SimpleNamespace | None:
@@ -61,15 +62,19 @@ def _switch(target: str, stdout: IO[str], stderr: IO[str]) -> int:
     if target == "off":
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(f"guard switched off by the user at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
-        stdout.write(f"the guard is off for {os.path.dirname(project)} from the next agent session on "
-                     f"({path}; `stoprule guard on` undoes it)\n")  # fmt: skip
+        stdout.write(
+            f"the guard is off for {os.path.dirname(project)} from the next agent session on "
+            f"({path}; `stoprule guard on` undoes it)\n"
+        )
     elif target == "on":
         if os.path.exists(path):
             os.unlink(path)
         stdout.write(f"the guard is on for {os.path.dirname(project)}\n")
     else:
-        stdout.write(f"guard: {'off' if os.path.exists(path) else 'on'} ({os.path.dirname(project)}); "
-                     "`stoprule doctor` lists where it is wired\n")  # fmt: skip
+        stdout.write(
+            f"guard: {'off' if os.path.exists(path) else 'on'} ({os.path.dirname(project)}); "
+            "`stoprule doctor` lists where it is wired\n"
+        )
     return 0
 
 

@@ -28,28 +28,35 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "CLAUDE_"))}
-    full.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"),
-                STOPRULE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    full.update(
+        HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"), STOPRULE_CACHE_DIR=str(tmp_path / "cache")
+    )
     return full
 
 
 def _wired(project: Path, env: dict[str, str]) -> None:
     assert invoke(["init", "--harness", "claude-code", "--no-mcp"], env=env, cwd=project).returncode == 0
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    subprocess.run(["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t", "commit", "-qm", "w"], cwd=project,
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t", "commit", "-qm", "w"], cwd=project, check=True
+    )
 
 
 def _stop(project: Path, env: dict[str, str], **changes: object):  # noqa: ANN202
-    return run_hook("claude-code", payload("claude-code", session_id="sess-1", cwd=str(project), **changes), project,
-                    env)  # fmt: skip
+    return run_hook(
+        "claude-code", payload("claude-code", session_id="sess-1", cwd=str(project), **changes), project, env
+    )
 
 
-def test_the_next_stop_names_each_new_attempt_once_and_the_ledger_keeps_them(project: Path,
-                                                                             env: dict[str, str]) -> None:  # fmt: skip
+def test_the_next_stop_names_each_new_attempt_once_and_the_ledger_keeps_them(
+    project: Path, env: dict[str, str]
+) -> None:
     _wired(project, env)
-    record_attempt(str(project / ".stoprule"), "sess-1", {"via": "guard", "tool": "Bash", "kind": "command",
-                                                          "what": "runs `stoprule blockers off`"})  # fmt: skip
+    record_attempt(
+        str(project / ".stoprule"),
+        "sess-1",
+        {"via": "guard", "tool": "Bash", "kind": "command", "what": "runs `stoprule blockers off`"},
+    )
     first = _stop(project, env)
     assert first.stops  # nothing else to do: the stop is allowed, for the user to review
     assert "refused 1 attempt(s)" in first.user_sees and "stoprule blockers off" in first.user_sees

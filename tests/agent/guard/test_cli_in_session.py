@@ -52,8 +52,10 @@ def test_mutating_commands_refuse_inside_a_session(argv: list[str], project: Pat
     assert not (project / ".stoprule" / "guard.off").exists() and not (project / ".stoprule" / "policies").exists()
 
 
-@pytest.mark.parametrize("argv", [["facts", "show"], ["blockers", "status"], ["blockers", "list"], ["guard", "status"],
-                                  ["keys", "list"], ["check"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [["facts", "show"], ["blockers", "status"], ["blockers", "list"], ["guard", "status"], ["keys", "list"], ["check"]],
+)
 def test_reading_commands_run_inside_a_session(argv: list[str], project: Path, env: dict[str, str]) -> None:
     _inside(project)
     r = invoke(argv, env=env, cwd=project)
@@ -67,8 +69,9 @@ def test_outside_any_session_the_user_runs_them(project: Path, env: dict[str, st
     assert invoke(["guard", "off"], env=env, cwd=project).returncode == 0
 
 
-def test_a_session_linked_in_the_users_state_directory_is_seen_from_anywhere(tmp_path: Path,
-                                                                             env: dict[str, str]) -> None:  # fmt: skip
+def test_a_session_linked_in_the_users_state_directory_is_seen_from_anywhere(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     link_session(str(tmp_path / "state" / "stoprule"), "sess-2", "codex")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

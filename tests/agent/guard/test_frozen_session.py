@@ -20,16 +20,22 @@ from hookharness import FIXTURES, interpret
 from stoprule.agent.hook.state import set_facts
 
 GIT = ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t"]
-PASS_RULE = ("rules:\n  - id: let_go\n    priority: 60000\n    when: true\n    verdict: pass\n    reason: ok\n"
-             "    message: fine\n")
+PASS_RULE = (
+    "rules:\n  - id: let_go\n    priority: 60000\n    when: true\n    verdict: pass\n    reason: ok\n"
+    "    message: fine\n"
+)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "CLAUDE_", "GIT_"))}
-    full.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"),
-                XDG_CONFIG_HOME=str(tmp_path / "xdg"), STOPRULE_CACHE_DIR=str(tmp_path / "cache"),
-                CLAUDE_PROJECT_DIR=str(tmp_path / "p"))  # fmt: skip
+    full.update(
+        HOME=str(tmp_path / "home"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        STOPRULE_CACHE_DIR=str(tmp_path / "cache"),
+        CLAUDE_PROJECT_DIR=str(tmp_path / "p"),
+    )
     return full
 
 
@@ -45,8 +51,9 @@ def project(tmp_path: Path, env: dict[str, str]) -> Path:
     return root
 
 
-def _hook(project: Path, env: dict[str, str], cwd: Path | None = None, event: str | None = None,
-          **changes: Any) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+def _hook(
+    project: Path, env: dict[str, str], cwd: Path | None = None, event: str | None = None, **changes: Any
+) -> tuple[Any, dict[str, Any]]:
     data = json.loads((FIXTURES / "claude-code" / "stop.json").read_text())
     data.update(session_id="sess-f", cwd=str(cwd or project), **changes)
     extra = ["--event", event] if event else []
@@ -163,9 +170,9 @@ REVIEWS: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("what", "declared", "reason"), REVIEWS, ids=[r[0] for r in REVIEWS])
-def test_a_declaration_may_end_in_review_but_the_user_still_sees_the_work(what: str, declared: dict[str, Any],
-                                                                         reason: str, project: Path,
-                                                                         env: dict[str, str]) -> None:  # fmt: skip
+def test_a_declaration_may_end_in_review_but_the_user_still_sees_the_work(
+    what: str, declared: dict[str, Any], reason: str, project: Path, env: dict[str, str]
+) -> None:
     _start(project, env)
     (project / "notes.txt").write_text("work\n")
     set_facts(str(project / ".stoprule"), "sess-f", declared)
@@ -179,8 +186,12 @@ def test_a_closure_trailer_over_open_tasks_names_them(project: Path, env: dict[s
     shutil.copy(FIXTURES / "claude-code" / "transcript_tasks.jsonl", project / "t.jsonl")
     subprocess.run([*GIT, "add", "-A"], cwd=project, check=True)
     subprocess.run([*GIT, "commit", "-qm", "t"], cwd=project, check=True)
-    out, entry = _hook(project, env, transcript_path=str(project / "t.jsonl"),
-                       last_assistant_message="Over to you.\nstoprule: closure=waiting_user")  # fmt: skip
+    out, entry = _hook(
+        project,
+        env,
+        transcript_path=str(project / "t.jsonl"),
+        last_assistant_message="Over to you.\nstoprule: closure=waiting_user",
+    )
     tasks = entry["fact"].get("availableTasks")
     assert tasks, entry["fact"]
     assert out.stops and "open tasks" in (out.user_sees or "") and str(tasks[0]) in out.user_sees

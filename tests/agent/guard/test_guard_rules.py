@@ -58,7 +58,7 @@ REFUSED = [
     ("uv run stoprule blockers off", "stoprule blockers off"),
     ("STOPRULE_SESSION=x env -i A=1 sudo -u me nohup timeout 5 stoprule facts set a=1", "stoprule facts set"),
     ("sh -c 'stoprule blockers off'", "stoprule blockers off"),
-    ("bash -lc \"cd sub && stoprule blockers off\"", "stoprule blockers off"),
+    ('bash -lc "cd sub && stoprule blockers off"', "stoprule blockers off"),
     ("eval 'stoprule blockers off'", "stoprule blockers off"),
     ('echo "$(stoprule facts set a=1)"', "stoprule facts set"),
     ("echo `stoprule facts set a=1`", "stoprule facts set"),
@@ -66,6 +66,10 @@ REFUSED = [
     ("ls\nstoprule blockers off", "stoprule blockers off"),
     ("true # a comment\nstoprule blockers off", "stoprule blockers off"),
     ("ls | xargs -n1 stoprule blockers resolve", "stoprule blockers resolve"),
+    ("echo 'blockers off' | xargs stoprule", "made at run time"),
+    ('f() { stoprule "$@"; }; f blockers off', "made at run time"),
+    ("stoprule $(echo blockers) off", "made at run time"),
+    ("alias s='stoprule blockers off'; s", "an alias: runs `stoprule blockers off`"),
     ("if true; then stoprule blockers off; fi", "stoprule blockers off"),
     ("bash <<'EOF'\nstoprule blockers off\nEOF", "stoprule blockers off"),
     ("st\\oprule blockers off", "stoprule blockers off"),
@@ -82,7 +86,7 @@ REFUSED = [
     ("mv .stoprule /tmp/gone", ".stoprule"),
     ("cd .stoprule && rm config.yaml", ".stoprule/config.yaml"),
     ("d=.stoprule; rm -rf $d", ".stoprule"),
-    ("touch \"$(echo .stoprule)/x\"", "made at run time"),
+    ('touch "$(echo .stoprule)/x"', "made at run time"),
     ("sed -i s/enforce/observe/ .stoprule/config.yaml", ".stoprule/config.yaml"),
     ("tee -a .claude/settings.json < /tmp/x", ".claude/settings.json"),
     ("cp /tmp/x .claude/settings.local.json", ".claude/settings.local.json"),
@@ -113,13 +117,32 @@ REFUSED = [
 ]
 
 ALLOWED = [
-    "ls -la", "git status", "git diff .stoprule", "cat .stoprule/config.yaml", "grep -r hook .claude",
+    "ls -la",
+    "git status",
+    "git diff .stoprule",
+    "cat .stoprule/config.yaml",
+    "grep -r hook .claude",
     "echo hello > notes.txt && git add notes.txt && git commit -qm notes",
-    "git commit -m 'fix the .stoprule handling'", "rm -rf build", "mkdir -p src/pkg && touch src/pkg/__init__.py",
-    "python3 reads.py", "./fine.sh", "python -m pytest -q", "stoprule facts show", "stoprule blockers list",
-    "stoprule eval fact.json", "stoprule log show s1", "stoprule doctor", "stoprule blocker --category question",
-    "cp .stoprule/config.yaml /tmp/backup.yaml", "cp README.md src/", "echo ok >&2", "echo x 2>/dev/null",
-    "npm test", "sed -n 1,5p .claude/settings.json", "find . -name '*.py'", "cd sub && ls",
+    "git commit -m 'fix the .stoprule handling'",
+    "rm -rf build",
+    "mkdir -p src/pkg && touch src/pkg/__init__.py",
+    "python3 reads.py",
+    "./fine.sh",
+    "python -m pytest -q",
+    "stoprule facts show",
+    "stoprule blockers list",
+    "stoprule eval fact.json",
+    "stoprule log show s1",
+    "stoprule doctor",
+    "stoprule blocker --category question",
+    "cp .stoprule/config.yaml /tmp/backup.yaml",
+    "cp README.md src/",
+    "echo ok >&2",
+    "echo x 2>/dev/null",
+    "npm test",
+    "sed -n 1,5p .claude/settings.json",
+    "find . -name '*.py'",
+    "cd sub && ls",
 ]
 
 
@@ -162,8 +185,10 @@ def test_write_tools_are_refused_on_protected_files(repo: Path, path: str, what:
     assert found is not None and what in found
 
 
-@pytest.mark.parametrize("path", ["src/app.py", "README.md", ".github/workflows/ci.yml", "docs/claude.md",
-                                  ".cursor/rules/style.mdc", "CLAUDE.md"])
+@pytest.mark.parametrize(
+    "path",
+    ["src/app.py", "README.md", ".github/workflows/ci.yml", "docs/claude.md", ".cursor/rules/style.mdc", "CLAUDE.md"],
+)
 def test_write_tools_pass_on_the_projects_files(repo: Path, path: str) -> None:
     assert _check(repo, None, [path], tool="Write") is None
 
@@ -178,11 +203,21 @@ def test_a_patch_is_refused_by_the_files_it_touches(repo: Path) -> None:
 
 
 def test_the_places_follow_the_users_directories(tmp_path: Path) -> None:
-    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "xc"), "STOPRULE_STATE_DIR": str(tmp_path / "st"),
-           "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "STOPRULE_LEDGER": str(tmp_path / "l.db")}
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_CACHE_HOME": str(tmp_path / "xc"),
+        "STOPRULE_STATE_DIR": str(tmp_path / "st"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"),
+        "STOPRULE_LEDGER": str(tmp_path / "l.db"),
+    }
     places = Places(env)
-    for path, what in [("xc/stoprule/hookcfg.json", "caches"), ("st/state/x.json", "state"),
-                       ("cc/settings.json", "Claude Code"), ("l.db", "ledger"), ("src/x.py", None)]:
+    for path, what in [
+        ("xc/stoprule/hookcfg.json", "caches"),
+        ("st/state/x.json", "state"),
+        ("cc/settings.json", "Claude Code"),
+        ("l.db", "ledger"),
+        ("src/x.py", None),
+    ]:
         found = protected(str(tmp_path / path), places)
         assert (found is None) if what is None else (found is not None and what in found), path
 
@@ -194,12 +229,23 @@ def test_code_is_refused_only_when_it_names_a_protected_place_and_writes() -> No
     assert found is not None and ".stoprule" in found.what
 
 
-@pytest.mark.parametrize(("words", "expected"), [
-    (["facts", "set", "a=1"], "facts set"), (["facts", "--session", "s", "set"], "facts set"),
-    (["facts", "show"], None), (["blockers", "list"], None), (["init", "--harness", "codex"], "init"),
-    (["keys", "list"], None), (["guard", "status"], None), (["guard", "off"], "guard off"), (["hook", "codex"], "hook"),
-    (["eval", "x.json"], None), ([], None), (["--version"], None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (["facts", "set", "a=1"], "facts set"),
+        (["facts", "--session", "s", "set"], "facts set"),
+        (["facts", "show"], None),
+        (["blockers", "list"], None),
+        (["init", "--harness", "codex"], "init"),
+        (["keys", "list"], None),
+        (["guard", "status"], None),
+        (["guard", "off"], "guard off"),
+        (["hook", "codex"], "hook"),
+        (["eval", "x.json"], None),
+        ([], None),
+        (["--version"], None),
+    ],
+)
 def test_the_table_of_mutating_commands(words: list[str], expected: str | None) -> None:
     assert mutating(words) == expected
 

@@ -94,8 +94,9 @@ def test_a_settings_change_that_drops_the_hooks_is_refused_against_the_session_s
 
     settings = project / ".claude" / "settings.json"
     wired = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/v/bin/stoprule hook claude-code"}]}]}}
-    update_session(str(project / ".stoprule"), "s1",
-                   lambda rec: {**rec, "frozen": {"wiring": {str(settings): view(wired)}}})  # fmt: skip
+    update_session(
+        str(project / ".stoprule"), "s1", lambda rec: {**rec, "frozen": {"wiring": {str(settings): view(wired)}}}
+    )
     change = {"session_id": "s1", "hook_event_name": "ConfigChange", "source": "project_settings",
               "file_path": str(settings), "cwd": str(project)}  # fmt: skip
     cases = [
@@ -118,12 +119,18 @@ def test_a_settings_change_that_drops_the_hooks_is_refused_against_the_session_s
 
 def test_without_a_session_start_only_what_is_wrong_on_its_face_is_refused(project: Path) -> None:
     settings = project / ".claude" / "settings.json"
-    change = json.dumps({"session_id": "s9", "hook_event_name": "ConfigChange", "file_path": str(settings),
-                         "cwd": str(project)}).encode()  # fmt: skip
+    change = json.dumps(
+        {"session_id": "s9", "hook_event_name": "ConfigChange", "file_path": str(settings), "cwd": str(project)}
+    ).encode()
     allow_all = {"hooks": {"PermissionRequest": [{"hooks": [{"type": "command", "command":
                  "echo '{\"hookSpecificOutput\": {\"decision\": {\"behavior\": \"allow\"}}}'"}]}]}}  # fmt: skip
-    for content, refused in [({}, False), ({"disableAllHooks": True}, True), ({"env": {"STOPRULE_X": "1"}}, True),
-                             (allow_all, True), ({"env": {"PATH": "/usr/bin"}}, False)]:  # fmt: skip
+    for content, refused in [
+        ({}, False),
+        ({"disableAllHooks": True}, True),
+        ({"env": {"STOPRULE_X": "1"}}, True),
+        (allow_all, True),
+        ({"env": {"PATH": "/usr/bin"}}, False),
+    ]:
         settings.write_text(json.dumps(content))
         _, refusal = run_guard("claude-code", change, env=_env(project))
         assert (refusal is not None) is refused, content
@@ -155,22 +162,37 @@ PROBE = (  # runs the entry as `python -S -I ENTRY claude-code` would, then list
 
 def test_the_wired_entry_imports_no_engine_and_no_regex_for_an_ordinary_call(project: Path) -> None:
     """A fresh interpreter (the process boundary is the point: what the guard's start pays for)."""
-    payload = json.dumps({"session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "ls -la src"},
-                          "cwd": str(project)})  # fmt: skip
-    p = subprocess.run([sys.executable, "-S", "-I", "-c", PROBE, str(ENTRY)], input=payload.encode(),
-                       capture_output=True, cwd=project, timeout=60)  # fmt: skip
+    payload = json.dumps(
+        {"session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "ls -la src"}, "cwd": str(project)}
+    )
+    p = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", PROBE, str(ENTRY)],
+        input=payload.encode(),
+        capture_output=True,
+        cwd=project,
+        timeout=60,
+    )
     assert p.returncode == 0 and p.stdout == b"", p.stderr
     modules = set(p.stderr.decode().split())
     assert "stoprule.agent.guard.run" in modules
-    heavy = {m for m in modules if m.split(".")[0] in ("re", "json", "pydantic", "yaml", "durable_rules_engine")
-             or m.startswith(("stoprule.engine", "stoprule.language", "stoprule.ledger"))}  # fmt: skip
+    heavy = {
+        m
+        for m in modules
+        if m.split(".")[0] in ("re", "json", "pydantic", "yaml", "durable_rules_engine")
+        or m.startswith(("stoprule.engine", "stoprule.language", "stoprule.ledger"))
+    }
     assert heavy == set()
 
 
 def test_the_wired_entry_refuses_as_the_cli_does(project: Path) -> None:
     payload = dict(PAYLOADS["claude-code"][0], cwd=str(project))
-    p = subprocess.run([sys.executable, "-S", "-I", str(ENTRY), "claude-code"], input=json.dumps(payload).encode(),
-                       capture_output=True, cwd=project, timeout=60)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-S", "-I", str(ENTRY), "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        cwd=project,
+        timeout=60,
+    )
     assert p.returncode == 0
     assert json.loads(p.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert b"refused" in p.stderr

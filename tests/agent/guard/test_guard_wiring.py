@@ -53,8 +53,10 @@ def test_init_adds_the_guard_to_a_project_wired_before_it(tmp_path: Path, env: d
     r = invoke(["init", "--harness", "claude-code", "--no-mcp"], env=env, cwd=tmp_path)
     assert "the guard on PreToolUse, ConfigChange" in r.stdout
     config = json.loads(settings.read_text())
-    assert config["permissions"]["deny"][0] == "Bash(rm -rf /:*)" and "Bash(stoprule blockers off:*)" in \
-        config["permissions"]["deny"]  # fmt: skip
+    assert (
+        config["permissions"]["deny"][0] == "Bash(rm -rf /:*)"
+        and "Bash(stoprule blockers off:*)" in config["permissions"]["deny"]
+    )
 
 
 def test_doctor_reports_the_guards_and_a_missing_one(tmp_path: Path, env: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-""""Could not observe" is not "clean": git runs without the file-system monitor and the untracked
+""" "Could not observe" is not "clean": git runs without the file-system monitor and the untracked
 cache; work the session hid from ``git status`` (ignored by an ignore file it added or changed,
 flagged assume-unchanged or skip-worktree, stashed) counts as its work; build output a committed
 ``.gitignore`` already ignored does not; a git that fails takes the fail path."""
@@ -26,8 +26,12 @@ def _git(root: Path, *args: str) -> None:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "CLAUDE_", "GIT_"))}
-    full.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"),
-                XDG_CONFIG_HOME=str(tmp_path / "xdg"), STOPRULE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    full.update(
+        HOME=str(tmp_path / "home"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        STOPRULE_CACHE_DIR=str(tmp_path / "cache"),
+    )
     return full
 
 
@@ -108,8 +112,9 @@ HIDDEN: list[tuple[str, Callable[[Path], None], str, str]] = [
 
 
 @pytest.mark.parametrize(("how", "hide", "path", "noted"), HIDDEN, ids=[h[0] for h in HIDDEN])
-def test_work_hidden_from_git_status_counts(how: str, hide: Callable[[Path], None], path: str, noted: str,
-                                            project: Path, env: dict[str, str]) -> None:  # fmt: skip
+def test_work_hidden_from_git_status_counts(
+    how: str, hide: Callable[[Path], None], path: str, noted: str, project: Path, env: dict[str, str]
+) -> None:
     _session_start(project, env)
     hide(project)
     entry, out = _stop(project, env)

@@ -27,11 +27,37 @@ if TYPE_CHECKING:
 __all__ = ["READ_TOOLS", "allow", "deny", "event_of", "session_of", "tool_call"]
 
 # tools that only read: no path of theirs is a write
-READ_TOOLS = frozenset({
-    "Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "ToolSearch", "TodoWrite", "TaskCreate", "TaskUpdate",
-    "read_file", "read_many_files", "list_directory", "glob", "search_file_content", "grep", "web_fetch",
-    "google_web_search", "read", "list", "view", "webfetch", "todowrite", "todoread", "ls", "find", "search",
-})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "ToolSearch",
+        "TodoWrite",
+        "TaskCreate",
+        "TaskUpdate",
+        "read_file",
+        "read_many_files",
+        "list_directory",
+        "glob",
+        "search_file_content",
+        "grep",
+        "web_fetch",
+        "google_web_search",
+        "read",
+        "list",
+        "view",
+        "webfetch",
+        "todowrite",
+        "todoread",
+        "ls",
+        "find",
+        "search",
+    }
+)
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "absolute_path", "filename", "file")
 _PATCH_KEYS = ("patchText", "patch", "input", "diff")
 _CWD_KEYS = ("dir_path", "directory", "workdir", "cwd", "working_directory")
@@ -73,8 +99,9 @@ def tool_call(payload: dict[str, Any], cwd: str) -> tuple[str, str | None, list[
     tool, args = _input(payload)
     command = args.get("command", args.get("cmd"))
     if isinstance(command, list) and all(isinstance(a, str) for a in command):
-        shell = len(command) >= 3 and command[0].rsplit("/", 1)[-1] in ("sh", "bash", "zsh") and command[1] in (
-            "-c", "-lc")  # fmt: skip
+        shell = (
+            len(command) >= 3 and command[0].rsplit("/", 1)[-1] in ("sh", "bash", "zsh") and command[1] in ("-c", "-lc")
+        )
         command = command[2] if shell else " ".join(_quote(a) for a in command)
     if not isinstance(command, str):
         command = next((args[k] for k in _PATCH_KEYS if isinstance(args.get(k), str)), None)
@@ -111,8 +138,13 @@ def deny(harness: str, event: str, reason: str) -> dict[str, Any]:
     if event == "config-change":
         return {"decision": "block", "reason": reason}
     if harness in ("claude-code", "codex"):
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                       "permissionDecisionReason": reason}}  # fmt: skip
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        }
     if harness == "gemini":
         return {"decision": "deny", "reason": reason}
     if harness == "copilot":

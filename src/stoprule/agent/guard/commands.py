@@ -23,9 +23,7 @@ MUTATING: dict[str, frozenset[str] | None] = {
 HARNESS_RUNS = frozenset({"hook", "mcp"})
 
 # what the user does instead (the CLI's refusal says it)
-USER_WAY = (
-    "run it yourself in a terminal outside the agent's session (a shell the agent did not start)"
-)
+USER_WAY = "run it yourself in a terminal outside the agent's session (a shell the agent did not start)"
 
 
 def mutating(words: list[str]) -> str | None:

@@ -66,18 +66,17 @@ def record_attempt(home: str, session: str | None, entry: dict[str, Any]) -> Non
 
 def read_attempts(home: str, session: str | None) -> list[dict[str, Any]]:
     """The session's attempts, oldest first (damaged lines skipped; at most :data:`MAX_LINES`)."""
+    from stoprule._util.regular import read_regular
+
     out: list[dict[str, Any]] = []
-    try:
-        with open(journal_file(home, session), encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    item = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(item, dict) and isinstance(item.get("what"), str):
-                    out.append(item)
-                if len(out) >= MAX_LINES:
-                    break
-    except OSError:
-        return []
+    data = read_regular(journal_file(home, session), 8 << 20)  # a FIFO or a folder there: nothing
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("what"), str):
+            out.append(item)
+        if len(out) >= MAX_LINES:
+            break
     return out

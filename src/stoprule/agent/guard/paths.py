@@ -83,11 +83,14 @@ class Places:
             ("/etc/cursor", "Cursor's enterprise hooks"),
             ("/etc/codex", "Codex's managed config"),
         ]
-        for var, what in (("STOPRULE_GLOBAL_POLICY", "stoprule's global pack"),
-                          ("STOPRULE_CACHE_DIR", "stoprule's caches"), ("STOPRULE_STATE_DIR", "stoprule's state"),
-                          ("CLAUDE_CONFIG_DIR", "Claude Code's settings and hooks"),
-                          ("CODEX_HOME", "Codex's config and hooks"),
-                          ("COPILOT_HOME", "Copilot CLI's config and hooks")):  # fmt: skip
+        for var, what in (
+            ("STOPRULE_GLOBAL_POLICY", "stoprule's global pack"),
+            ("STOPRULE_CACHE_DIR", "stoprule's caches"),
+            ("STOPRULE_STATE_DIR", "stoprule's state"),
+            ("CLAUDE_CONFIG_DIR", "Claude Code's settings and hooks"),
+            ("CODEX_HOME", "Codex's config and hooks"),
+            ("COPILOT_HOME", "Copilot CLI's config and hooks"),
+        ):
             if env.get(var):
                 found.append((env[var], what))
         ledger = env.get("STOPRULE_LEDGER")

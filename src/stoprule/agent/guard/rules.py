@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from stoprule.agent.guard.commands import mutating
+from stoprule.agent.guard.commands import MUTATING, mutating
 from stoprule.agent.guard.paths import TEXT_NAMES, Places, protected
 from stoprule.agent.guard.shell import Command, commands, expand_word, find_exec
 
@@ -24,22 +24,139 @@ __all__ = ["Call", "Refusal", "check"]
 MAX_SCRIPT_BYTES = 1 << 20
 
 # commands that only read their arguments (a redirection of theirs is still checked)
-READERS = frozenset({
-    "cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ack", "ls", "ll", "dir", "tree",
-    "stat", "file", "wc", "du", "df", "diff", "cmp", "comm", "md5sum", "sha1sum", "sha256sum", "b2sum", "jq", "echo",
-    "printf", "true", "false", "test", "[", "realpath", "readlink", "basename", "dirname", "cd", "pushd", "popd",
-    "pwd", "which", "type", "hash", "bat", "od", "xxd", "hexdump", "strings", "sort", "uniq", "cut", "tr", "column",
-    "nl", "fold", "sleep", "date", "whoami", "id", "uname", "env", "printenv", "set", "export", "unset", "source",
-    ".", "wait", "jobs", "kill", "exit", "return", "shift", "read", "local", "declare", "typeset",
-})  # fmt: skip
-GIT_READERS = frozenset({"status", "log", "diff", "show", "ls-files", "ls-tree", "blame", "rev-parse", "grep",
-                         "check-ignore", "describe", "shortlog", "cat-file", "for-each-ref", "reflog", "whatchanged",
-                         "rev-list", "merge-base", "name-rev", "version", "help"})  # fmt: skip
+READERS = frozenset(
+    {
+        "cat",
+        "less",
+        "more",
+        "head",
+        "tail",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "ls",
+        "ll",
+        "dir",
+        "tree",
+        "stat",
+        "file",
+        "wc",
+        "du",
+        "df",
+        "diff",
+        "cmp",
+        "comm",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "b2sum",
+        "jq",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "test",
+        "[",
+        "realpath",
+        "readlink",
+        "basename",
+        "dirname",
+        "cd",
+        "pushd",
+        "popd",
+        "pwd",
+        "which",
+        "type",
+        "hash",
+        "bat",
+        "od",
+        "xxd",
+        "hexdump",
+        "strings",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "column",
+        "nl",
+        "fold",
+        "sleep",
+        "date",
+        "whoami",
+        "id",
+        "uname",
+        "env",
+        "printenv",
+        "set",
+        "export",
+        "unset",
+        "source",
+        ".",
+        "wait",
+        "jobs",
+        "kill",
+        "exit",
+        "return",
+        "shift",
+        "read",
+        "local",
+        "declare",
+        "typeset",
+    }
+)
+GIT_READERS = frozenset(
+    {
+        "status",
+        "log",
+        "diff",
+        "show",
+        "ls-files",
+        "ls-tree",
+        "blame",
+        "rev-parse",
+        "grep",
+        "check-ignore",
+        "describe",
+        "shortlog",
+        "cat-file",
+        "for-each-ref",
+        "reflog",
+        "whatchanged",
+        "rev-list",
+        "merge-base",
+        "name-rev",
+        "version",
+        "help",
+    }
+)
 # recursive deleters and movers: a folder that holds a protected place counts
 TAKERS = frozenset({"rm", "rmdir", "mv", "chmod", "chown", "chattr", "shred", "unlink", "srm", "trash", "trash-put"})
 COPIERS = frozenset({"cp", "rsync", "install", "ditto", "scp"})
-INTERPRETERS = frozenset({"python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "Rscript", "lua",
-                          "tclsh", "osascript", "pwsh", "powershell", "jshell", "groovy", "julia"})  # fmt: skip
+INTERPRETERS = frozenset(
+    {
+        "python",
+        "pypy",
+        "node",
+        "nodejs",
+        "deno",
+        "bun",
+        "perl",
+        "ruby",
+        "php",
+        "Rscript",
+        "lua",
+        "tclsh",
+        "osascript",
+        "pwsh",
+        "powershell",
+        "jshell",
+        "groovy",
+        "julia",
+    }
+)
 INLINE_FLAGS = frozenset({"-c", "-e", "--eval", "-p", "--print", "-r", "-E", "-x", "--command", "-Command"})
 SHELL_NAMES = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "source", "."})
 
@@ -157,11 +274,10 @@ def _stoprule_args(name: str, args: list[str]) -> list[str] | None:
 
 
 def _read_script(path: str) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
+    from stoprule._util.regular import read_regular
+
+    data = read_regular(path, MAX_SCRIPT_BYTES)  # a FIFO named like a script: nothing (never blocks)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def code_refusal(text: str, where: str) -> Refusal | None:
@@ -177,8 +293,9 @@ def code_refusal(text: str, where: str) -> Refusal | None:
     return None
 
 
-def _script_refusal(cmd: Command, name: str, args: list[str], places: Places, env: dict[str, str],
-                    depth: int) -> Refusal | None:  # fmt: skip
+def _script_refusal(
+    cmd: Command, name: str, args: list[str], places: Places, env: dict[str, str], depth: int
+) -> Refusal | None:
     """An interpreter's inline code, here-document or script; a shell's script; an executable file."""
     shown = " ".join(cmd.argv)[:120]
     if name in SHELL_NAMES or _interpreter(name):
@@ -211,8 +328,9 @@ def _script_refusal(cmd: Command, name: str, args: list[str], places: Places, en
     return None
 
 
-def _text_refusal(text: str, path: str, shell: bool, cwd: str, places: Places, env: dict[str, str],
-                  depth: int) -> Refusal | None:  # fmt: skip
+def _text_refusal(
+    text: str, path: str, shell: bool, cwd: str, places: Places, env: dict[str, str], depth: int
+) -> Refusal | None:
     if shell and depth < 3:
         found = shell_refusal(text, cwd, places, env, depth + 1)
         if found is not None:
@@ -237,11 +355,15 @@ def _git_refusal(args: list[str], cmd: Command, places: Places, env: dict[str, s
     flags = "".join(a.lstrip("-") for a in rest[1:] if a.startswith("-") and not a.startswith("--"))
     if sub == "clean" and ("x" in flags or "X" in flags):
         own = protected(os.path.join(cwd, ".stoprule"), places)
-        return Refusal("command", f"`git clean -x` deletes ignored files: stoprule's state ({own or '.stoprule/'})",
-                       "git clean"), False  # fmt: skip
+        return Refusal(
+            "command", f"`git clean -x` deletes ignored files: stoprule's state ({own or '.stoprule/'})", "git clean"
+        ), False
     if sub == "stash" and any(a in ("-a", "--all") for a in rest[1:]):
-        return Refusal("command", "`git stash --all` moves ignored files away: stoprule's state (.stoprule/state)",
-                       "git stash --all"), False  # fmt: skip
+        return Refusal(
+            "command",
+            "`git stash --all` moves ignored files away: stoprule's state (.stoprule/state)",
+            "git stash --all",
+        ), False
     return None, sub in GIT_READERS or (sub == "branch" and len(rest) == 1)
 
 
@@ -260,7 +382,18 @@ def _command_refusal(cmd: Command, places: Places, env: dict[str, str], depth: i
         what = mutating(sr)
         if what is not None:
             return Refusal("command", f"runs `stoprule {what}`, which only the user may run", f"stoprule {what}")
+        plain = [a for a in sr if not a.startswith("-")]
+        unknown = bool(plain) and ("$" in plain[0] or (plain[0] in MUTATING and "$" in " ".join(plain[1:2])))
+        if unknown:  # "$@", "$(...)", xargs' stdin: which command runs is not known here
+            return Refusal("command", "runs stoprule with a command made at run time", "stoprule")
         return None
+    if name == "alias":  # an alias that runs stoprule's mutating commands
+        for a in args:
+            value = a.partition("=")[2]
+            found = shell_refusal(value, cmd.cwd, places, env, depth + 1) if value and depth < 3 else None
+            if found is not None:
+                found.what = f"an alias: {found.what}"
+                return found
     found = _script_refusal(cmd, name, args, places, env, depth)
     if found is not None:
         return found
@@ -272,7 +405,8 @@ def _command_refusal(cmd: Command, places: Places, env: dict[str, str], depth: i
     if name == "find":
         runs = [os.path.basename(sub[0]) for sub in find_exec(args) if sub]
         readonly = not any(a in ("-delete", "-fprint", "-fprint0", "-fprintf", "-fls") for a in args) and all(
-            r in READERS for r in runs)  # fmt: skip
+            r in READERS for r in runs
+        )
         takes = not readonly
     else:
         takes = name in TAKERS
@@ -308,8 +442,9 @@ def shell_refusal(text: str, cwd: str, places: Places, env: dict[str, str], dept
 
         m = re.search(TEXT_NAMES, text) or re.search(r"\bstoprule\b", text)
         if m is not None:
-            return Refusal("unparsed", f"a command line that does not parse (an open quote) names {m.group(0)}",
-                           text[:200])  # fmt: skip
+            return Refusal(
+                "unparsed", f"a command line that does not parse (an open quote) names {m.group(0)}", text[:200]
+            )
         return None
     for cmd in cmds:
         found = _command_refusal(cmd, places, env, depth)
@@ -324,8 +459,12 @@ def shell_refusal(text: str, cwd: str, places: Places, env: dict[str, str], dept
 
             named = re.search(TEXT_NAMES, text)
             if named is not None:
-                return Refusal("write", f"`{name or 'a redirection'}` writes a path made at run time, in a line "
-                                        f"that names {named.group(0)}", text[:200])  # fmt: skip
+                return Refusal(
+                    "write",
+                    f"`{name or 'a redirection'}` writes a path made at run time, in a line "
+                    f"that names {named.group(0)}",
+                    text[:200],
+                )
     return None
 
 
@@ -333,8 +472,11 @@ def patch_paths(text: str) -> list[str]:
     """The files a patch (``apply_patch`` format or a unified diff) touches."""
     import re
 
-    found = re.findall(r"(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
-                       r"|^(?:---|\+\+\+) (?:[ab]/)?(.+?)\s*$", text)  # fmt: skip
+    found = re.findall(
+        r"(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+        r"|^(?:---|\+\+\+) (?:[ab]/)?(.+?)\s*$",
+        text,
+    )
     return [p for groups in found for p in groups if p and p != "/dev/null"]
 
 

@@ -58,12 +58,13 @@ def _frozen(project: str | None, session: str | None) -> dict[str, Any]:
     if project is None or session is None:
         return {}
     from stoprule._util.jsonin import loads
+    from stoprule._util.regular import read_regular
     from stoprule.project import state_file
 
+    data = read_regular(state_file(project, "sessions", session), 1 << 22)
     try:
-        with open(state_file(project, "sessions", session), encoding="utf-8") as fh:
-            rec = loads(fh.read(1 << 22))
-    except (OSError, ValueError):
+        rec = loads(data) if data else {}
+    except ValueError:
         return {}
     frozen = rec.get("frozen") if isinstance(rec, dict) else None
     return frozen if isinstance(frozen, dict) else {}
@@ -129,9 +130,17 @@ def run_guard(
         return allow(harness), None
     from stoprule.agent.guard.journal import record_attempt, user_state_dir
 
-    record_attempt(project or user_state_dir(env), session, {
-        "via": "guard", "harness": harness, "tool": tool, "kind": refusal.kind, "what": refusal.what,
-    })  # fmt: skip
+    record_attempt(
+        project or user_state_dir(env),
+        session,
+        {
+            "via": "guard",
+            "harness": harness,
+            "tool": tool,
+            "kind": refusal.kind,
+            "what": refusal.what,
+        },
+    )
     return deny(harness, event, MESSAGE.format(what=refusal.what)), refusal
 
 

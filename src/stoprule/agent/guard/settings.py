@@ -92,8 +92,11 @@ def settings_refusal(old: dict[str, Any] | None, new_data: Any, path: str) -> st
     if old is None:
         for event, _, handler in new["hooks"]:
             text = _short(handler)
-            if "stoprule" not in text and re.search(r"\ballow\b", handler) and event in (
-                "PermissionRequest", "PreToolUse", "permissionRequest", "preToolUse"):  # fmt: skip
+            if (
+                "stoprule" not in text
+                and re.search(r"\ballow\b", handler)
+                and event in ("PermissionRequest", "PreToolUse", "permissionRequest", "preToolUse")
+            ):
                 return f"{path} adds a {event} hook answering allow (`{text}`)"
         return None
     before = {tuple(h) for h in old.get("hooks", [])}

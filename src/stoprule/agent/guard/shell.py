@@ -26,8 +26,25 @@ __all__ = ["Command", "commands", "expand_word", "find_exec"]
 
 MAX_DEPTH = 6  # nested shells and substitutions followed
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "\n", "(", ")", "|&", ";;", ";&"})
-_XARGS_VALUED = frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-e", "-a", "--max-args",
-                           "--max-procs", "--delimiter", "--arg-file"})  # fmt: skip
+_XARGS_VALUED = frozenset(
+    {
+        "-I",
+        "-i",
+        "-n",
+        "-P",
+        "-d",
+        "-L",
+        "-l",
+        "-s",
+        "-E",
+        "-e",
+        "-a",
+        "--max-args",
+        "--max-procs",
+        "--delimiter",
+        "--arg-file",
+    }
+)
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time", "fi", "done"})
 # patterns compiled on first use (re's cache): most lines need neither
 _HEREDOC = r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2"
@@ -310,8 +327,26 @@ def _unwrap(argv: list[str]) -> tuple[list[str], str | None]:
         if name in ("sudo", "doas"):
             argv = _skip_options(rest, frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"}))
             continue
-        if name in ("nohup", "setsid", "builtin", "chronic", "unbuffer", "caffeinate", "command", "exec", "time",
-                    "stdbuf", "strace", "ltrace", "nice", "ionice", "chroot", "systemd-run", "firejail", "torsocks"):
+        if name in (
+            "nohup",
+            "setsid",
+            "builtin",
+            "chronic",
+            "unbuffer",
+            "caffeinate",
+            "command",
+            "exec",
+            "time",
+            "stdbuf",
+            "strace",
+            "ltrace",
+            "nice",
+            "ionice",
+            "chroot",
+            "systemd-run",
+            "firejail",
+            "torsocks",
+        ):
             argv = _skip_options(rest, frozenset({"-n", "-c", "-a", "-o", "-p", "-e", "-s", "--unit", "-u"}))
             if name == "chroot" and argv:
                 argv = argv[1:]
@@ -327,11 +362,13 @@ def _unwrap(argv: list[str]) -> tuple[list[str], str | None]:
                     return [], rest[i + 1]
             argv = rest[1:]
             continue
-        if name == "xargs":
+        if name in ("xargs", "parallel"):  # the arguments come from stdin: a word that stands for them
             argv = _skip_options(rest, _XARGS_VALUED)
+            argv = [*argv, "$STDIN_ARGS"] if argv else argv
             continue
-        if name in ("uvx", "pipx", "npx", "bunx") or (name in ("uv", "poetry", "pdm", "hatch", "conda", "pixi", "rye")
-                                                       and rest[:1] == ["run"]):  # fmt: skip
+        if name in ("uvx", "pipx", "npx", "bunx") or (
+            name in ("uv", "poetry", "pdm", "hatch", "conda", "pixi", "rye") and rest[:1] == ["run"]
+        ):
             rest = rest[1:] if rest[:1] == ["run"] else rest
             argv = _skip_options(rest, frozenset({"--with", "--from", "-p", "--python", "-n", "--name", "--spec"}))
             continue

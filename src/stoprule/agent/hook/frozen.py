@@ -43,11 +43,9 @@ def _key(data: bytes | None) -> str:
 
 
 def _read(path: str, limit: int = 8 << 20) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
+    from stoprule._util.regular import read_regular
+
+    return read_regular(path, limit)
 
 
 def anchor(harness: str, env: Mapping[str, str]) -> str | None:
@@ -111,10 +109,16 @@ def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
     found: list[str] = []
     for t in TARGETS.values():
         found += [t.path(root, False), t.path(root, True, env)]
-    found += [os.path.join(root, ".claude", "settings.local.json"), os.path.join(root, ".mcp.json"),
-              os.path.join(root, ".cursor", "mcp.json"), os.path.join(root, ".github", "mcp.json"),
-              os.path.join(root, OPENCODE_PLUGIN[0]), os.path.join(home, OPENCODE_PLUGIN[1]),
-              os.path.join(root, OPENCODE_CONFIG[0]), os.path.join(home, OPENCODE_CONFIG[1])]  # fmt: skip
+    found += [
+        os.path.join(root, ".claude", "settings.local.json"),
+        os.path.join(root, ".mcp.json"),
+        os.path.join(root, ".cursor", "mcp.json"),
+        os.path.join(root, ".github", "mcp.json"),
+        os.path.join(root, OPENCODE_PLUGIN[0]),
+        os.path.join(home, OPENCODE_PLUGIN[1]),
+        os.path.join(root, OPENCODE_CONFIG[0]),
+        os.path.join(home, OPENCODE_CONFIG[1]),
+    ]
     return list(dict.fromkeys(os.path.abspath(p) for p in found))
 
 
@@ -139,8 +143,9 @@ def _env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES)}
 
 
-def freeze(project: str | None, home: str, session: str, root: str, pack: str,
-           env: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+def freeze(
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+) -> dict[str, Any]:
     """Freeze the session: its config (``config.freeze``), a copy of its pack, the keys of what
     else decides it. Returns the record to keep as ``frozen`` in the session's record."""
     import time
@@ -186,8 +191,9 @@ def _rel(path: str, root: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str], nested: str | None,
-            selected: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+def changes(
+    frozen: dict[str, Any], project: str | None, env: Mapping[str, str], nested: str | None, selected: str | None = None
+) -> list[tuple[str, str]]:
     """``(key, what)`` for each change since the session froze that was not named yet (each is
     then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
     ``selected``: the pack a stop would select now."""
@@ -197,23 +203,39 @@ def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str],
     found: list[tuple[str, str]] = []
     config = os.path.join(project, "config.yaml") if project else ""
     if project and frozen.get("config_key") is not None and _key(_read(config)) != frozen["config_key"]:
-        found.append(("config", f"{_rel(config, root)} changed since the session started: this session is "
-                                "decided with it as it was"))  # fmt: skip
+        found.append(
+            (
+                "config",
+                f"{_rel(config, root)} changed since the session started: this session is decided with it as it was",
+            )
+        )
     recorded_pack = frozen.get("pack")
     pack: dict[str, Any] = recorded_pack if isinstance(recorded_pack, dict) else {}
     if selected and pack.get("path") and os.path.abspath(selected) != os.path.abspath(str(pack["path"])):
-        found.append(("pack-selected", f"the pack a stop selects is now {_rel(selected, root)}, not "
-                                       f"{_rel(str(pack['path']), root)}: this session is decided with the one it "
-                                       "started with"))  # fmt: skip
+        found.append(
+            (
+                "pack-selected",
+                f"the pack a stop selects is now {_rel(selected, root)}, not "
+                f"{_rel(str(pack['path']), root)}: this session is decided with the one it "
+                "started with",
+            )
+        )
     elif pack.get("path") and pack_key(str(pack["path"])) != pack.get("key"):
-        found.append(("pack", f"the policy pack {_rel(str(pack['path']), root)} (or the global pack it layers) changed "
-                              "since the session started: this session is decided with it as it was"))  # fmt: skip
+        found.append(
+            (
+                "pack",
+                f"the policy pack {_rel(str(pack['path']), root)} (or the global pack it layers) changed "
+                "since the session started: this session is decided with it as it was",
+            )
+        )
     recorded_wiring = frozen.get("wiring")
     wiring: dict[str, Any] = recorded_wiring if isinstance(recorded_wiring, dict) else {}
     for path, entry in wiring.items():
         if isinstance(entry, dict) and _key(_read(path)) != entry.get("key"):
-            what = (f"{_rel(path, root)} (the harness's hooks or MCP servers) changed since the session started: "
-                    "the next session loads it as it is now; review it")  # fmt: skip
+            what = (
+                f"{_rel(path, root)} (the harness's hooks or MCP servers) changed since the session started: "
+                "the next session loads it as it is now; review it"
+            )
             found.append((f"wiring:{path}", what))
     if project and frozen.get("guard") == "on" and os.path.exists(os.path.join(project, OFF_FILE)):
         found.append(("guard", "the guard was switched off during the session: it stays on until the session ends"))
@@ -228,13 +250,23 @@ def changes(frozen: dict[str, Any], project: str | None, env: Mapping[str, str],
 
         try:
             if read_facts(project, None) != frozen.get("facts", {}):
-                found.append(("facts", "the project-wide declared facts changed during the session: this session "
-                                       "reads them as they were"))  # fmt: skip
+                found.append(
+                    (
+                        "facts",
+                        "the project-wide declared facts changed during the session: this session "
+                        "reads them as they were",
+                    )
+                )
         except Exception:  # noqa: BLE001 - unreadable now: the frozen ones are read anyway
             pass
     if nested is not None:
-        found.append((f"nested:{nested}", f"a .stoprule/ at {_rel(nested, root)} below the project root is ignored "
-                                          "(the session's project is the one it started in)"))  # fmt: skip
+        found.append(
+            (
+                f"nested:{nested}",
+                f"a .stoprule/ at {_rel(nested, root)} below the project root is ignored "
+                "(the session's project is the one it started in)",
+            )
+        )
     named = frozen.setdefault("named", [])
     new = [(k, w) for k, w in found if k not in named]
     named.extend(k for k, _ in new)

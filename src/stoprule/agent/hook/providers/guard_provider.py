@@ -45,19 +45,10 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
     path = event.transcript_path
     if event.harness != "claude-code" or not path:
         return []
-    import stat
+    from stoprule._util.regular import read_regular
 
-    try:  # non-blocking: a FIFO in the transcript's place must not hold the stop
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-        with open(fd, "rb") as fh:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return []
-            fh.seek(max(0, st.st_size - TAIL_BYTES))
-            data = fh.read()
-    except OSError:
-        return []
-    if not any(d in data for d in _DENIALS):
+    data = read_regular(path, TAIL_BYTES, tail=True)  # a FIFO there: nothing (never blocks)
+    if not data or not any(d in data for d in _DENIALS):
         return []
     from stoprule.agent.guard.paths import Places
     from stoprule.agent.guard.rules import Call, check
@@ -88,8 +79,15 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
                 command = args.get("command") if isinstance(args.get("command"), str) else None
                 refusal = check(Call(name, root, command, paths), places, {"HOME": os.path.expanduser("~")})
                 if refusal is not None:
-                    out.append({"via": "harness", "tool": name, "kind": refusal.kind, "id": tid,
-                                "what": f"{refusal.what} (refused by the harness's deny rules)"})  # fmt: skip
+                    out.append(
+                        {
+                            "via": "harness",
+                            "tool": name,
+                            "kind": refusal.kind,
+                            "id": tid,
+                            "what": f"{refusal.what} (refused by the harness's deny rules)",
+                        }
+                    )
                     known.add(tid)
     return out
 
