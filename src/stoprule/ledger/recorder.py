@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from stoprule.engine.evaluator import Evaluator, Verdict
     from stoprule.ledger.store import Ledger, Node
 
-__all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
+__all__ = ["GROUP", "Outcome", "Prepared", "Recorder", "fact_identity", "prepare"]
 
 GROUP = 256  # decisions per transaction in batch mode (each decision stays all-or-nothing)
 
@@ -65,12 +65,51 @@ def fact_identity(fact: Any) -> tuple[str, str]:
     return digest(text), text
 
 
-class Recorder:
-    """Records decisions of one pack into one ledger."""
+@record
+class Prepared:
+    """A fact decided and ready to append: its verdict, digest and canonical body, node kind."""
 
-    def __init__(self, ledger: Ledger, evaluator: Evaluator) -> None:
+    verdict: Verdict
+    digest: str
+    body: str
+    kind: str
+    retryable: bool
+
+
+def _kind(evaluator: Evaluator, verdict: Verdict, checkpoint: bool) -> tuple[str, bool]:
+    if verdict.ok:
+        return ("checkpoint" if checkpoint else "step"), False
+    meta = evaluator.compiled.verdicts.get(verdict.verdict)
+    return "blocked_attempt", bool(meta and meta.retryable)
+
+
+def prepare(
+    evaluator: Evaluator, facts: Iterable[Any], *, checkpoint: bool = False
+) -> list[Prepared | EvaluationError]:
+    """Decide each fact (nothing touches a ledger): one result per fact, an EvaluationError for a bad one."""
+    out: list[Prepared | EvaluationError] = []
+    for fact in facts:
+        if isinstance(fact, EvaluationError):
+            out.append(fact)
+            continue
+        try:
+            verdict = evaluator.evaluate(fact)
+        except EvaluationError as exc:
+            out.append(exc)
+            continue
+        out.append(Prepared(verdict, *fact_identity(fact), *_kind(evaluator, verdict, checkpoint)))
+    return out
+
+
+class Recorder:
+    """Records decisions of one pack into one ledger (``by``: the server token recording them; with
+    ``own``, only into new runs or runs ``by`` started)."""
+
+    def __init__(self, ledger: Ledger, evaluator: Evaluator, *, by: str | None = None, own: bool = False) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
+        self.by = by
+        self.own = own
         self._ring: keys.KeyRing | None = None
 
     def _signing_ring(self) -> keys.KeyRing:
@@ -83,11 +122,6 @@ class Recorder:
             return None
         return tokens.mint(self._signing_ring(), node.run, node.node, node.attempt)
 
-    def _kind(self, verdict: Verdict, checkpoint: bool) -> tuple[str, bool]:
-        if verdict.ok:
-            return ("checkpoint" if checkpoint else "step"), False
-        meta = self.evaluator.compiled.verdicts.get(verdict.verdict)
-        return "blocked_attempt", bool(meta and meta.retryable)
 
     # ------------------------------------------------------------------ new decisions
 
@@ -112,9 +146,7 @@ class Recorder:
         ``parent`` is the first decision's parent; each later one follows the run's tip.
         Up to ``group`` decisions share a transaction; results are yielded once it commits.
         """
-        check_run_id(run)
-        if parent is not TIP and parent is not None and self.ledger.node(run, parent) is None:
-            raise self.ledger.unknown_node(run, parent)
+        self.check_parent(run, parent)
         batch: list[Any] = []
         for fact in facts:
             batch.append(fact)
@@ -130,27 +162,23 @@ class Recorder:
         self, run: str, batch: list[Any], parent: Any, checkpoint: bool
     ) -> tuple[list[Outcome | EvaluationError], Any]:
         """Evaluate a batch outside the lock, then append its good facts in one transaction."""
-        prepared: list[EvaluationError | tuple[Verdict, str, str, str, bool]] = []
-        for fact in batch:
-            if isinstance(fact, EvaluationError):
-                prepared.append(fact)
-                continue
-            try:
-                verdict = self.evaluator.evaluate(fact)
-            except EvaluationError as exc:
-                prepared.append(exc)
-                continue
-            prepared.append((verdict, *fact_identity(fact), *self._kind(verdict, checkpoint)))
+        return self.append_prepared(run, prepare(self.evaluator, batch, checkpoint=checkpoint), parent)
+
+    def append_prepared(
+        self, run: str, prepared: list[Prepared | EvaluationError], parent: Any = TIP
+    ) -> tuple[list[Outcome | EvaluationError], Any]:
+        """Append the good ones of ``prepared`` (see :func:`prepare`) in one transaction, the first
+        after ``parent``; the results in order, and the parent for what follows."""
         good = [p for p in prepared if not isinstance(p, EvaluationError)]
-        if any(p[4] for p in good):
+        if any(p.retryable for p in good):
             self._signing_ring()  # the key file exists before any block that needs a token is recorded
         nodes: list[Node] = []
         if good:
             with self.ledger.write():
-                for verdict, fd, body, kind, retryable in good:
-                    nodes.append(
-                        self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, parent=parent)
-                    )
+                for g in good:
+                    nodes.append(self.ledger.append(run, g.verdict, g.digest, g.body, kind=g.kind,
+                                                    retryable=g.retryable, parent=parent, by=self.by,
+                                                    own=self.own))  # fmt: skip
                     parent = TIP
         appended = iter(nodes)
         results: list[Outcome | EvaluationError] = []
@@ -159,8 +187,14 @@ class Recorder:
                 results.append(p)
             else:
                 node = next(appended)
-                results.append(Outcome(p[0], node, self._mint(node)))
+                results.append(Outcome(p.verdict, node, self._mint(node)))
         return results, parent
+
+    def check_parent(self, run: str, parent: Any) -> None:
+        """LedgerError unless ``parent`` (a node id; TIP and None need no check) is a node of ``run``."""
+        check_run_id(run)
+        if parent is not TIP and parent is not None and self.ledger.node(run, parent) is None:
+            raise self.ledger.unknown_node(run, parent)
 
     # ------------------------------------------------------------------ retries
 
@@ -176,13 +210,15 @@ class Recorder:
             return self._replay(done, fd, claims.node)
         self._check_target(self.ledger.node(run, claims.node), claims)
         verdict = self.evaluator.evaluate(fact)
-        kind, retryable = self._kind(verdict, checkpoint)
+        kind, retryable = _kind(self.evaluator, verdict, checkpoint)
         if retryable:
             self._signing_ring()
         with self.ledger.write():
+            self.ledger.lock_runs([run])  # no other writer of the run between the check and the append
             done = self.ledger.retry_of(run, claims.node)
             if done is None:
-                node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, retry_of=claims.node)
+                node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, retry_of=claims.node,
+                                          by=self.by, own=self.own)  # fmt: skip
         if done is not None:  # another process retried it between our check and our lock
             return self._replay(done, fd, claims.node)
         return Outcome(verdict, node, self._mint(node))
