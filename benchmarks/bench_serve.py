@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -55,7 +56,7 @@ def _port() -> int:
 
 class Server:
     def __init__(self, workers: int, ledger: str | None = None, env: dict[str, str] | None = None) -> None:
-        from stoprule.serve.config import hash_token
+        from stoprule.serve.tokens import hash_token
 
         self.dir = tempfile.mkdtemp(prefix="bench-serve-")
         cfg = Path(self.dir, "serve.yaml")
@@ -388,6 +389,104 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
     }
 
 
+# ---------------------------------------------------------------------- recording agents
+
+
+def _tree(ref: str) -> str:
+    """``src/`` of commit ``ref`` in a temporary directory, with this tree's compiled engine modules
+    (untracked build outputs): a server of that commit for a before/after in the same run."""
+    out = tempfile.mkdtemp(prefix="bench-serve-ref-")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "src"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
+    engine = REPO / "src" / "stoprule" / "engine"
+    for built in engine.glob("*.so"):
+        shutil.copy(built, Path(out, "src", "stoprule", "engine", built.name))
+    return str(Path(out, "src"))
+
+
+def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: bytes) -> dict[str, Any]:
+    """``agents`` keep-alive connections, each recording single facts into its own run back to back
+    (a closed loop: an agent sends its next stop when the last one is answered) for ``warmup`` +
+    ``seconds``; decisions/s and latency percentiles over the measured ``seconds``."""
+    lat: list[float] = []
+    statuses: dict[int, int] = {}
+    base = f"bench-{os.getpid()}-{time.monotonic_ns()}"
+
+    async def agent(i: int, start: float, end: float) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        req = request(f"/v1/evaluate?run={base}-{i}", fact)
+        try:
+            while (t0 := time.perf_counter()) < end:
+                writer.write(req)
+                await writer.drain()
+                status, _ = await _read(reader)
+                if t0 >= start:
+                    lat.append(time.perf_counter() - t0)
+                    statuses[status] = statuses.get(status, 0) + 1
+        finally:
+            writer.close()
+
+    async def main() -> float:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(agent(i, t0 + warmup, t0 + warmup + seconds) for i in range(agents)))
+        return time.perf_counter() - t0 - warmup
+
+    b0 = machine_busy()
+    wall = asyncio.run(main())
+    busy = (machine_busy() - b0) / (wall + warmup)
+    ok = statuses.get(200, 0)
+    return {"agents": agents, "rate": ok / wall, "p50_ms": pct(lat, 0.5) * 1000, "p99_ms": pct(lat, 0.99) * 1000,
+            "errors": {k: v for k, v in statuses.items() if k != 200}, "busy_cores": busy}  # fmt: skip
+
+
+def recording(args: argparse.Namespace) -> None:
+    """Recorded decisions/s and p50/p99 with ``--agents`` recording agents against ``--workers 2`` on a
+    PostgreSQL ledger: this tree, and with ``--baseline REF`` the server of that commit, alternated."""
+    from pgcluster import cluster
+
+    fact = json.dumps({"status": "implemented", "task_id": "T1", "turn": 3, "max_turns": 40}).encode()
+    trees = {"this tree": None}
+    if args.baseline:
+        trees = {f"baseline {args.baseline}": _tree(args.baseline), **trees}
+    keys = os.path.join(tempfile.mkdtemp(), "pg.keys")
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    with cluster() as pg:
+        for _ in range(args.repeats):
+            for name, src in trees.items():
+                url = pg.new_database()
+                env = {"STOPRULE_LEDGER_KEYS": keys}
+                if src is not None:
+                    env["PYTHONPATH"] = src
+                else:
+                    migrate = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url]
+                    if subprocess.run(migrate, env={**os.environ, **env}, capture_output=True).returncode != 0:
+                        raise RuntimeError("stoprule serve migrate failed")
+                srv = Server(2, ledger=url, env=env)
+                try:
+                    for agents in args.agents:
+                        if args.wait_quiet:
+                            wait_quiet(args.wait_quiet)
+                        r = agents_run(srv.port, agents, args.record_seconds, 2.0, fact)
+                        results[name].append(r)
+                        print(f"  {name}: {agents} agents: {r['rate']:,.0f} recorded/s, p50 {r['p50_ms']:.1f} ms, "
+                              f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}, machine {r['busy_cores']:.2f} "
+                              f"cores busy, load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+                finally:
+                    srv.stop()
+    print("recording agents (medians over repeats):")
+    for agents in args.agents:
+        row = {}
+        for name, runs in results.items():
+            mine = [r for r in runs if r["agents"] == agents]
+            row[name] = {k: statistics.median(r[k] for r in mine) for k in ("rate", "p50_ms", "p99_ms")}
+            print(f"  {agents} agents, {name}: {row[name]['rate']:,.0f} recorded decisions/s, p50 "
+                  f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms")  # fmt: skip
+        if len(row) == 2:
+            (a, before), (b, after) = row.items()
+            print(f"  {agents} agents: {after['rate'] / before['rate']:.2f}x the decisions/s of the baseline; p99 "
+                  f"{before['p99_ms']:.0f} -> {after['p99_ms']:.0f} ms")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--facts", type=int, default=2000, help="generated facts (default 2000)")
@@ -402,8 +501,19 @@ def main() -> None:
     p.add_argument("--priority", type=int, metavar="NICE",
                    help="give the servers' and this process's sessions this autogroup nice value (e.g. -10, needs "
                         "root): on a shared machine, the servers then take the cores other jobs hold")  # fmt: skip
+    p.add_argument("--recording", action="store_true",
+                   help="only the recording agents: decisions/s and p50/p99 on a PostgreSQL ledger")  # fmt: skip
+    p.add_argument("--agents", type=int, nargs="+", default=[50, 200], help="recording agents (default 50 200)")
+    p.add_argument("--record-seconds", type=float, default=10.0, help="length of each recording run (default 10 s)")
+    p.add_argument("--baseline", metavar="REF", help="with --recording: also the server of commit REF, alternated")
     args = p.parse_args()
     print_header(PACK)
+    if args.recording:
+        load0 = os.getloadavg()
+        recording(args)
+        print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
+              + " ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
+        return
     load0 = os.getloadavg()
     m = measure(args)
     per_in, per_1 = 1e6 / m["inproc"], 1e6 / m["rate_1w"]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from stoprule.serve.config import hash_token
+from stoprule.serve.tokens import hash_token
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "srv1_client-test-token"
@@ -26,34 +26,55 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def migrate(url: str) -> None:
+    """``stoprule serve migrate``: the PostgreSQL schema a server records into (made by its owner)."""
+    proc = subprocess.run([sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
 @contextmanager
-def server(tmp: Path, *, workers: int = 1, ledger: str | None = None, extra: str = "") -> Iterator[str]:
-    """Start ``stoprule serve``; yield its URL once /healthz answers; SIGTERM (then SIGKILL) at the end."""
+def server(
+    tmp: Path, *, workers: int = 1, ledger: str | None = None, extra: str = "", tokens: str = "",
+    nofile: int | None = None,
+) -> Iterator[str]:
+    """Start ``stoprule serve``; yield its URL once /healthz answers; SIGTERM (then SIGKILL) at the end.
+    ``tokens``: more lines under ``tokens:``; ``nofile``: the server's open-file limit."""
     cfg = tmp / "serve.yaml"
     lines = [f"policy: {REPO / 'policies'}", "tokens:", f"  - {{name: test, sha256: '{hash_token(TOKEN)}'}}"]
+    if tokens:
+        lines.append(tokens.rstrip("\n"))
     if ledger:
         lines.append(f"ledger: '{ledger}'")
     cfg.write_text("\n".join(lines) + "\n" + extra)
     port = free_port()
+
+    def limit() -> None:
+        if nofile is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(port),
          "--workers", str(workers)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=limit,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        deadline = time.monotonic() + 90
+        seen: set[int] = set()
+        while len(seen) < workers:  # every worker up (a new connection may reach any of them)
             if proc.poll() is not None:
                 raise RuntimeError(f"stoprule serve exited: {proc.stderr.read().decode() if proc.stderr else ''}")
             try:
                 with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
-                    if json.load(r)["ok"]:
-                        break
+                    seen.add(json.load(r)["worker"])
+                    continue
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("stoprule serve did not answer /healthz within 60 s")
+                raise RuntimeError(f"stoprule serve did not answer /healthz from {workers} worker(s) within 90 s")
             time.sleep(0.1)
         yield url
     finally:

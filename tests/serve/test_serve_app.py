@@ -12,7 +12,8 @@ from starlette.testclient import TestClient
 
 from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
 from stoprule.serve.app import create_app
-from stoprule.serve.config import Limits, ServeConfig, hash_token, load_config, new_token
+from stoprule.serve.config import Limits, ServeConfig, load_config
+from stoprule.serve.tokens import Token, hash_token, new_token
 
 REPO = Path(__file__).resolve().parents[2]
 PACK = REPO / "policies"
@@ -23,7 +24,7 @@ AUTH = {"authorization": f"Bearer {TOKEN}"}
 def _client(tmp_path: Path, *, ledger: bool = False, limits: Limits | None = None, pack: Path = PACK) -> TestClient:
     config = ServeConfig(
         policy=str(pack),
-        tokens=(("t", hash_token(TOKEN)),),
+        tokens=(Token("t", hash_token(TOKEN)),),
         ledger=str(tmp_path / "ledger.db") if ledger else None,
         limits=limits or Limits(),
         reload_interval_ms=50,
@@ -287,5 +288,5 @@ def test_new_token_verifies_and_a_config_reads_it(tmp_path: Path) -> None:
     path = tmp_path / "serve.yaml"
     path.write_text(f"policy: pack\ntokens: [{{name: ci, sha256: '{digest}'}}]\nledger: l.db\n")
     cfg = load_config(str(path))
-    assert cfg.token_name(f"Bearer {token}") == "ci" and cfg.token_name(f"Bearer {token}x") is None
+    assert cfg.token(f"Bearer {token}").name == "ci" and cfg.token(f"Bearer {token}x") is None
     assert cfg.policy == str(tmp_path / "pack") and cfg.ledger == str(tmp_path / "l.db")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from servehelp import TOKEN, server
+from servehelp import TOKEN, migrate, server
 
 from ledger_facts import CONTINUITY, OK
 from stoprule.cli.main import run as cli
@@ -37,6 +37,7 @@ def test_two_workers_append_to_one_run_with_nothing_lost(tmp_path: Path, pg_url:
     keys = str(tmp_path / "pg.keys")
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", keys)  # the server processes inherit it
     n = 120
+    migrate(pg_url)
     with server(tmp_path, workers=2, ledger=pg_url) as url:
         facts = [{**(OK if i % 3 else CONTINUITY), "i": i} for i in range(n)]
         with ThreadPoolExecutor(16) as pool:
@@ -57,6 +58,7 @@ def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monke
 
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
     monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
+    migrate(pg_url)
     with server(tmp_path, ledger=pg_url) as url:
         for name in ("web", "api"):
             proj = tmp_path / name
@@ -84,6 +86,7 @@ def test_the_blocker_commands_copy_to_the_team_server(tmp_path: Path, pg_url: st
     from clirunner import invoke
 
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
+    migrate(pg_url)
     with server(tmp_path, ledger=pg_url) as url:
         proj = tmp_path / "svc"
         (proj / ".stoprule").mkdir(parents=True)

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["DDL", "GRANTS", "LOCK_TIMEOUT_MS", "SCHEMA", "PgLedger", "display_url", "grant_sql", "is_url", "migrate"]
+__all__ = ["DDL", "GRANTS", "LOCK_TIMEOUT_MS", "SCHEMA", "PgLedger", "connect", "display_url", "grant_sql", "is_url",
+           "migrate", "pg_error"]
 
 SCHEMES = ("postgresql://", "postgres://")
 LOCK_TIMEOUT_MS = 10_000  # a writer waits this long for its run's lock (SQLite: BUSY_TIMEOUT), unless told otherwise
@@ -243,7 +244,7 @@ def default_keys_path(env: Any = None) -> str:
     return os.path.join(project or ".stoprule", "ledger.keys")
 
 
-def _connect(url: str, timeout_ms: int | None) -> Any:
+def connect(url: str, timeout_ms: int | None) -> Any:
     """A connection (autocommit: transactions are explicit); with ``timeout_ms``, every wait on the
     database is bounded: connecting, a statement, a lock, an idle transaction, an unanswered socket."""
     import psycopg
@@ -303,7 +304,7 @@ class PgLedger(Ledger):
 
         shown = label or display_url(path)
         try:
-            conn = _connect(path, timeout_ms)
+            conn = connect(path, timeout_ms)
         except psycopg.Error as exc:
             text = f": {_first_line(exc)}" if label is None else ""
             raise LedgerError("ledger.unavailable", f"cannot connect to {shown}{text}") from None
@@ -385,19 +386,7 @@ class PgLedger(Ledger):
     # ------------------------------------------------------------------ what differs from SQLite
 
     def _error(self, exc: BaseException) -> LedgerError:
-        import psycopg
-
-        text = _first_line(exc)
-        state = getattr(exc, "sqlstate", None) or ""
-        if (isinstance(exc, psycopg.OperationalError) and not state) or state.startswith(("08", "57", "25P03")):
-            return LedgerError("ledger.unavailable", f"{self.path} is not reachable ({text}); nothing was recorded")
-        if state in ("55P03", "40001", "40P01"):
-            return LedgerError("ledger.busy", f"{self.path} is locked by another writer ({text}); try again")
-        if state == "42501":
-            return LedgerError("ledger.read_only", f"{self.path}: not allowed ({text}); nothing was recorded")
-        if state.startswith("42"):
-            return corrupt(self.path, f"its schema is damaged ({text})")
-        return LedgerError("ledger.error", f"{self.path}: {text}")
+        return pg_error(exc, self.path)
 
     def _begin(self) -> None:
         self._locked.clear()
@@ -528,6 +517,23 @@ class PgLedger(Ledger):
         return breaks
 
 
+def pg_error(exc: BaseException, where: str) -> LedgerError:
+    """A psycopg error as a LedgerError about ``where`` (the database as messages name it)."""
+    import psycopg
+
+    text = _first_line(exc)
+    state = getattr(exc, "sqlstate", None) or ""
+    if (isinstance(exc, psycopg.OperationalError) and not state) or state.startswith(("08", "57", "25P03")):
+        return LedgerError("ledger.unavailable", f"{where} is not reachable ({text}); nothing was recorded")
+    if state in ("55P03", "40001", "40P01"):
+        return LedgerError("ledger.busy", f"{where} is locked by another writer ({text}); try again")
+    if state == "42501":
+        return LedgerError("ledger.read_only", f"{where}: not allowed ({text}); nothing was recorded")
+    if state.startswith("42"):
+        return corrupt(where, f"its schema is damaged ({text})")
+    return LedgerError("ledger.error", f"{where}: {text}")
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -544,7 +550,7 @@ def migrate(url: str, *, keys_file: str | None = None) -> tuple[int | None, int]
     import psycopg
 
     try:
-        conn = _connect(url, None)
+        conn = connect(url, None)
     except psycopg.Error as exc:
         raise LedgerError("ledger.unavailable", f"cannot connect to {display_url(url)}: {_first_line(exc)}") from None
     ledger = PgLedger(conn, display_url(url), keys_file or default_keys_path())

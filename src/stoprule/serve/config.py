@@ -1,27 +1,28 @@
-"""The server's configuration: where the pack is, who may call, the limits, the ledger.
-
-Bearer tokens are stored as ``sha256:<hex>`` of the token (tokens are random, 32 bytes of
-``secrets``: a plain hash is enough, no password stretching); a request's token is hashed and
-compared in constant time with every stored hash.
+"""The server's configuration: where the pack is, who may call and what each token may do, the
+limits, the ledger.
 
     policy: ./policies              # the pack directory (hot-reloaded)
     tokens:
       - name: ci
         sha256: sha256:9f86d08...
+        scopes: [evaluate, "record:ci-*"]   # what the token may do (serve/tokens.py); default: everything
     ledger: postgresql://stoprule@db/stoprule   # optional: record decisions that name a run
-    limits: {max_body_bytes: 1048576, max_batch: 10000, timeout_ms: 10000}
+    limits: {max_body_bytes: 1048576, max_batch: 10000, timeout_ms: 10000, ledger_timeout_ms: 1500,
+             header_timeout_ms: 10000, max_connections: 0}
+    ledger_connections: 8           # per worker: database work runs on this many threads, off the event loop
+    anchor_interval_ms: 1000        # PostgreSQL: how often each worker anchors the runs written since the last anchor
+    probe_timeout_ms: 5000          # a worker that does not answer the supervisor's probe this long is replaced
     reload_interval_ms: 1000
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Limits", "ServeConfig", "hash_token", "load_config", "new_token"]
+from stoprule.serve.tokens import Token, find, parse_scope
+
+__all__ = ["ConfigError", "Limits", "ServeConfig", "load_config"]
 
 
 @dataclass(frozen=True)
@@ -29,37 +30,37 @@ class Limits:
     max_body_bytes: int = 1 << 20  # a request body larger than this: 413
     max_batch: int = 10_000  # facts per batch request: 413 beyond
     timeout_ms: int = 10_000  # reading the body and deciding; past it: 408 (a batch: the rest of its lines)
+    ledger_timeout_ms: int = 1_500  # the database work of one request (queue, locks, statements); past it: 503
+    header_timeout_ms: int = 10_000  # a connection's next request head must be complete within this: else closed
+    max_connections: int = 0  # open connections per worker (0: what its open-file limit allows); past it the
+    # connection idle the longest is closed
 
 
 @dataclass(frozen=True)
 class ServeConfig:
     policy: str | None = None  # pack directory (None: the CLI's selection: $STOPRULE_POLICY, .stoprule/, bundled)
-    tokens: tuple[tuple[str, str], ...] = ()  # (name, "sha256:<hex>")
+    tokens: tuple[Token, ...] = ()
     ledger: str | None = None  # path or postgresql:// URL; None: nothing recorded
     limits: Limits = field(default_factory=Limits)
     reload_interval_ms: int = 1000
+    ledger_connections: int = 8  # per worker
+    anchor_interval_ms: int = 1000
+    probe_timeout_ms: int = 5000
     auth: bool = True  # False only with --no-auth (loopback development)
 
-    def token_name(self, header: str | None) -> str | None:
-        """The name of the token in an ``Authorization: Bearer`` header, or None if it is not valid."""
-        if not header or not header.startswith("Bearer "):
-            return None
-        given = hash_token(header[7:].strip())
-        found = None
-        for name, stored in self.tokens:  # every hash compared: no early exit on a match
-            if hmac.compare_digest(given.encode(), stored.encode()):
-                found = name
-        return found
+    def token(self, header: str | None) -> Token | None:
+        """The token an ``Authorization: Bearer`` header carries, or None if it is not a valid one."""
+        return find(self.tokens, header)
 
     def to_env(self) -> dict[str, object]:
         """Plain data for the worker processes (they rebuild the config with :func:`from_env`)."""
         return {
             "policy": self.policy,
-            "tokens": [list(t) for t in self.tokens],
+            "tokens": [[t.name, t.sha256, list(t.scopes)] for t in self.tokens],
             "ledger": self.ledger,
             "limits": {f.name: getattr(self.limits, f.name) for f in fields(Limits)},
-            "reload_interval_ms": self.reload_interval_ms,
             "auth": self.auth,
+            **{k: getattr(self, k) for k in _INTS},
         }
 
     @classmethod
@@ -68,24 +69,18 @@ class ServeConfig:
         assert isinstance(limits, dict)
         tokens = data.get("tokens") or []
         assert isinstance(tokens, list)
+        ints = {k: int(data[k]) for k in _INTS if k in data}  # type: ignore[call-overload]
         return cls(
             policy=data.get("policy"),  # type: ignore[arg-type]
-            tokens=tuple((str(n), str(h)) for n, h in tokens),
+            tokens=tuple(Token(str(n), str(h), tuple(sc)) for n, h, sc in tokens),
             ledger=data.get("ledger"),  # type: ignore[arg-type]
             limits=Limits(**limits),
-            reload_interval_ms=int(data.get("reload_interval_ms", 1000)),  # type: ignore[call-overload]
             auth=bool(data.get("auth", True)),
+            **ints,
         )
 
 
-def hash_token(token: str) -> str:
-    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def new_token() -> tuple[str, str]:
-    """A fresh bearer token and the hash to store in the server's config."""
-    token = "srv1_" + secrets.token_urlsafe(32)
-    return token, hash_token(token)
+_INTS = ("reload_interval_ms", "ledger_connections", "anchor_interval_ms", "probe_timeout_ms")
 
 
 class ConfigError(ValueError):
@@ -111,7 +106,7 @@ def load_config(path: str) -> ServeConfig:
         raise ConfigError(f"{path}: not YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a mapping")
-    known = {"policy", "tokens", "ledger", "limits", "reload_interval_ms"}
+    known = {"policy", "tokens", "ledger", "limits", *_INTS}
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(f"{path}: unknown field(s) {', '.join(map(str, extra))} (known: {', '.join(sorted(known))})")
@@ -119,28 +114,41 @@ def load_config(path: str) -> ServeConfig:
     policy = data.get("policy")
     if policy is not None and not isinstance(policy, str):
         raise ConfigError(f"{path}: policy: must be a directory path")
-    tokens = []
+    tokens: list[Token] = []
     for i, item in enumerate(data.get("tokens") or []):
         where = f"{path}: tokens[{i}]"
-        if not isinstance(item, dict) or set(item) - {"name", "sha256"} or "sha256" not in item:
-            raise ConfigError(f"{where}: must be {{name: ..., sha256: sha256:<hex>}}")
+        if not isinstance(item, dict) or set(item) - {"name", "sha256", "scopes"} or "sha256" not in item:
+            raise ConfigError(f"{where}: must be {{name: ..., sha256: sha256:<hex>, scopes: [...]}}")
         h = item["sha256"]
         if not isinstance(h, str) or not h.startswith("sha256:") or len(h) != 71:
             raise ConfigError(f"{where}.sha256: not a token hash (`stoprule serve --new-token` prints one)")
-        tokens.append((str(item.get("name", f"token{i}")), h))
+        name = str(item.get("name", f"token{i}"))
+        if any(t.name == name for t in tokens):
+            raise ConfigError(f"{where}.name: {name!r} names another token too (the ledger records tokens by name)")
+        scopes = item.get("scopes", ["*"])
+        if not isinstance(scopes, list) or not scopes:
+            raise ConfigError(f"{where}.scopes: must be a list of scopes, e.g. [evaluate, 'record:ci-*']")
+        for j, scope in enumerate(scopes):
+            try:
+                parse_scope(scope)
+            except ValueError as exc:
+                raise ConfigError(f"{where}.scopes[{j}]: {exc}") from None
+        tokens.append(Token(name, h, tuple(scopes)))
     limits_data = data.get("limits") or {}
     if not isinstance(limits_data, dict) or set(limits_data) - {f.name for f in fields(Limits)}:
         raise ConfigError(f"{path}: limits: known fields are {', '.join(f.name for f in fields(Limits))}")
-    limits = Limits(**{k: _int(f"{path}: limits.{k}", v) for k, v in limits_data.items()})
+    limits = Limits(**{k: _int(f"{path}: limits.{k}", v, 0 if k == "max_connections" else 1)
+                       for k, v in limits_data.items()})  # fmt: skip
     ledger = data.get("ledger")
     if ledger is not None and not isinstance(ledger, str):
         raise ConfigError(f"{path}: ledger: must be a path or a postgresql:// URL")
     if ledger and "://" not in ledger:
         ledger = os.path.join(base, ledger)
+    defaults = ServeConfig()
     return ServeConfig(
         policy=os.path.join(base, policy) if policy else None,
         tokens=tuple(tokens),
         ledger=ledger,
         limits=limits,
-        reload_interval_ms=_int(f"{path}: reload_interval_ms", data.get("reload_interval_ms", 1000)),
+        **{k: _int(f"{path}: {k}", data.get(k, getattr(defaults, k))) for k in _INTS},  # type: ignore[arg-type]
     )
