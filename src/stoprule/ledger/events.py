@@ -73,13 +73,14 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def canonical(value: Any) -> str:
-    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is.
+def canonical(value: Any, *, finite: bool = False) -> str:
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is (with ``finite``: ValueError for
+    a NaN or an infinity, which JSON has no number for).
 
     A lone surrogate (which JSON input can carry as ``"\\udfff"`` but UTF-8 cannot encode) is
     written as its ``\\uXXXX`` escape, so every canonical text is valid UTF-8 and reads back equal.
     """
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=not finite)
     if text.isascii():
         return text
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from stoprule._util.records import record
 from stoprule._util.redact import redact_obj
-from stoprule.diagnostics import EvaluationError
+from stoprule.diagnostics import EvaluationError, FactError
 from stoprule.ledger import keys, tokens
 from stoprule.ledger.errors import TokenError
 from stoprule.ledger.events import canonical, digest, verdict_from_event
@@ -60,8 +60,13 @@ class Outcome:
 
 def fact_identity(fact: Any) -> tuple[str, str]:
     """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
-    keeps): key order and spacing do not matter."""
-    text = canonical(redact_obj(fact))
+    keeps): key order and spacing do not matter. A number JSON cannot write (NaN, an infinity: what
+    ``1e999`` reads as) is refused (``fact.not_json``): the ledger keeps only facts it can give back."""
+    try:
+        text = canonical(redact_obj(fact), finite=True)
+    except ValueError:
+        raise FactError("fact.not_json", "the fact holds a number JSON cannot write (NaN, or an infinity such as "
+                                         "1e999): not recorded") from None  # fmt: skip
     return digest(text), text
 
 

@@ -453,7 +453,6 @@ def create_app(config: ServeConfig) -> Starlette:
 
     async def team_put(request: Request) -> Response:
         kind = team_kind(request)
-        db = svc.team()
         body = await svc.body(request, svc.deadline())
         try:
             data = json.loads(body)
@@ -469,15 +468,14 @@ def create_app(config: ServeConfig) -> Starlette:
             raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
         svc.projects(request, data["project"])
         project, machine, items = data["project"], str(data.get("machine") or "?"), data["items"]
-        n = await db.run(lambda s: s.team().put(project, machine, kind, items))
+        n = await svc.team().run(lambda s: s.team().put(project, machine, kind, items))
         return svc.respond(200, {"stored": n, "policy": svc.pack.current.digest})
 
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
-        db = svc.team()
         projects = svc.projects(request, request.query_params.get("project"))
         only_open = not _flag(request, "all")
-        items = await db.run(lambda s: s.team().list(kind, only_open=only_open, projects=projects))
+        items = await svc.team().run(lambda s: s.team().list(kind, only_open=only_open, projects=projects))
         return svc.respond(200, {kind + "s": items, "policy": svc.pack.current.digest})
 
     async def not_found(request: Request, exc: Exception) -> Response:

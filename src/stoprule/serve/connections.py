@@ -7,7 +7,9 @@ Here every connection must deliver a complete request head within ``limits.heade
 opening (or of its previous answer), however it trickles; and a worker holding
 ``limits.max_connections`` connections closes the one that has waited longest for a request head
 when another arrives. The worker also raises its open-file limit to the hard limit at start-up;
-``max_connections`` 0 means what that limit allows, less a reserve for the ledger and the pack.
+``max_connections`` 0 means what that limit allows, less a reserve for the ledger and the pack and
+room for bursts of accepted connections: asyncio accepts up to the listen backlog at once, before
+any of them can be shed, and a burst that runs out of descriptors stops accepting for a second.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-__all__ = ["guarded_protocol", "open_file_limit"]
+__all__ = ["guarded", "open_file_limit"]
 
 _RESERVE = 64  # descriptors kept for the ledger's connections, the pack's files, the probe, logs
 
@@ -35,16 +37,19 @@ def open_file_limit() -> int:
     return soft
 
 
-def guarded_protocol(header_timeout: float, max_connections: int, reserve: int = 0) -> type[asyncio.Protocol]:
+def guarded(header_timeout: float, max_connections: int, reserve: int = 0) -> tuple[type[asyncio.Protocol], int]:
     """uvicorn's HTTP protocol class (httptools if installed, else h11) with the head time limit and
-    the connection cap (0: from the open-file limit, less ``reserve`` more descriptors)."""
+    the connection cap (0: from the open-file limit, less ``reserve`` more descriptors), and the
+    listen backlog to use with it."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    cap = max_connections or max(open_file_limit() - _RESERVE - reserve, 16)
+    files = open_file_limit()
+    backlog = min(max(files // 16, 16), 2048)  # accepted at one wake-up; one more burst may come before any is shed
+    cap = max_connections or max(files - _RESERVE - reserve - 3 * backlog, 16)
     base: Any = AutoHTTPProtocol
+    waiting: dict[Any, None] = {}  # connections by when they began to wait for a request head, oldest first
 
     class Guarded(base):
-        _waiting_since = 0.0
         _timer: asyncio.TimerHandle | None = None
         _armed_for: Any = None  # the request cycle that was current when the wait began
 
@@ -62,6 +67,7 @@ def guarded_protocol(header_timeout: float, max_connections: int, reserve: int =
         def connection_lost(self, exc: Exception | None) -> None:
             if self._timer is not None:
                 self._timer.cancel()
+            waiting.pop(self, None)
             super().connection_lost(exc)
 
         def _waiting(self) -> bool:
@@ -71,8 +77,10 @@ def guarded_protocol(header_timeout: float, max_connections: int, reserve: int =
         def _arm(self) -> None:
             if self._timer is not None:
                 self._timer.cancel()
-            self._armed_for, self._waiting_since = self.cycle, self.loop.time()
+            self._armed_for = self.cycle
             self._timer = self.loop.call_later(header_timeout, self._head_due)
+            waiting.pop(self, None)
+            waiting[self] = None
 
         def _head_due(self) -> None:
             self._timer = None
@@ -81,8 +89,11 @@ def guarded_protocol(header_timeout: float, max_connections: int, reserve: int =
 
         def _shed(self) -> None:
             """Over the cap: close the connection waiting longest for a request head (else this one)."""
-            idle = [c for c in self.connections if c is not self and getattr(c, "_waiting", None) and c._waiting()]
-            victim = min(idle, key=lambda c: c._waiting_since) if idle else self
-            victim.transport.close()
+            for c in list(waiting):
+                del waiting[c]
+                if c is not self and c._waiting():  # (one reading or answering a request is not waiting: skipped)
+                    c.transport.close()
+                    return
+            self.transport.close()
 
-    return Guarded
+    return Guarded, backlog

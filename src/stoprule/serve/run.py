@@ -38,17 +38,18 @@ _FACTORY = "stoprule.serve.app:from_environment"
 _STARTUP_FAILED = 3  # a worker's exit status when it could not start (uvicorn's): not restarted
 _PROBE_EVERY = 1.0  # seconds between probes
 _FIRST_ANSWER = 120.0  # seconds a new worker may take to compile the pack and answer its first probe
+_QUEUE = 2048  # connections the kernel holds for a worker before it accepts them
 
 
 def _uvicorn_config(config: ServeConfig, log_level: str, **extra: Any) -> Any:
     import uvicorn
 
-    from stoprule.serve.connections import guarded_protocol
+    from stoprule.serve.connections import guarded
 
     limits = config.limits
-    http = guarded_protocol(limits.header_timeout_ms / 1000.0, limits.max_connections, 2 * config.ledger_connections)
+    http, backlog = guarded(limits.header_timeout_ms / 1000.0, limits.max_connections, 2 * config.ledger_connections)
     return uvicorn.Config(_FACTORY, factory=True, log_level=log_level, access_log=False, timeout_keep_alive=30,
-                          server_header=False, proxy_headers=True, http=http, **extra)  # fmt: skip
+                          server_header=False, proxy_headers=True, http=http, backlog=backlog, **extra)  # fmt: skip
 
 
 def listening_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
@@ -78,6 +79,10 @@ def _worker(host: str, port: int, log_level: str, probe: socket.socket) -> None:
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             import asyncio
+
+            # asyncio accepts up to the backlog it listened with at each wake-up (what ``connections`` sizes);
+            # the kernel's queue of connections not yet accepted may be longer: bursts of agents wait there
+            sock.listen(_QUEUE)
 
             probe.setblocking(False)
 
