@@ -36,8 +36,8 @@ def _auth(name: str, scheme: str = "Bearer") -> dict[str, str]:
 
 def _client(tmp_path: Path, ledger: str | None = None) -> TestClient:
     tokens = tuple(Token(n, hash_token(f"secret-of-{n}"), s) for n, s in TOKENS.items())
-    config = ServeConfig(policy=str(PACK), tokens=tokens, ledger=ledger if ledger is not None else str(tmp_path / "l.db"),
-                         limits=Limits(ledger_timeout_ms=5000))  # fmt: skip
+    target = ledger if ledger is not None else str(tmp_path / "l.db")
+    config = ServeConfig(policy=str(PACK), tokens=tokens, ledger=target, limits=Limits(ledger_timeout_ms=5000))
     return TestClient(create_app(config))
 
 
@@ -109,7 +109,8 @@ def test_every_recorded_node_names_its_token_through_export_and_import(tmp_path:
         c.post(f"/v1/evaluate?run=ci-1&retry={blocked['retry_token']}", headers=_auth("ci"), content=json.dumps(FIXED))
         c.post("/v1/evaluate/batch?run=ci-2", headers=_auth("ci"), content=json.dumps(OK))
     out, err = io.StringIO(), io.StringIO()
-    assert cli(["log", "show", "ci-1", "--format", "json", "--ledger", str(tmp_path / "l.db")], io.BytesIO(), out, err) == 0
+    show = ["log", "show", "ci-1", "--format", "json", "--ledger", str(tmp_path / "l.db")]
+    assert cli(show, io.BytesIO(), out, err) == 0
     assert [n["by"] for n in json.loads(out.getvalue())["nodes"]] == ["ci", "all", "ci"]
     out = io.StringIO()
     assert cli(["log", "export", "--ledger", str(tmp_path / "l.db")], io.BytesIO(), out, err) == 0
