@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -87,3 +89,84 @@ def server(
             proc.wait()
         if proc.stderr:
             proc.stderr.close()
+
+
+def request(path: str, body: bytes, token: str = TOKEN) -> bytes:
+    """A pre-encoded HTTP/1.1 POST (keep-alive)."""
+    return (f"POST {path} HTTP/1.1\r\nhost: t\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = next((int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
+                  0)  # fmt: skip
+    return status, await reader.readexactly(length)
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+class Proxy:
+    """A TCP proxy on loopback whose link can stall: :meth:`pause` stops moving bytes both ways (and
+    connecting) without closing anything, as a network that drops every packet; :meth:`resume`."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.running = threading.Event()
+        self.running.set()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._socks: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, url: str) -> str:
+        return url.replace(f":{url.rsplit(':', 1)[1].split('/')[0]}/", f":{self.port}/")
+
+    def pause(self) -> None:
+        self.running.clear()
+
+    def resume(self) -> None:
+        self.running.set()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._open, args=(client,), daemon=True).start()
+
+    def _open(self, client: socket.socket) -> None:
+        self.running.wait()
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+        except OSError:
+            client.close()
+            return
+        self._socks += [client, upstream]
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                self.running.wait()
+                data = src.recv(65536)
+                self.running.wait()  # held while the link stalls
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                dst.sendall(data)
+        except OSError:
+            with suppress(OSError):
+                dst.close()
+
+    def close(self) -> None:
+        self.running.set()
+        self.listener.close()
+        for s in self._socks:
+            with suppress(OSError):
+                s.close()
