@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psycopg
@@ -196,10 +196,8 @@ def _recorded(pg_url: str) -> list[int]:
 def _worker_pids(url: str) -> set[int]:
     out: set[int] = set()
     for _ in range(24):
-        try:
+        with suppress(OSError):
             out.add(_call(url, "/healthz", timeout=2)[1]["worker"])
-        except OSError:
-            pass
     return out
 
 
