@@ -148,7 +148,7 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     from stoprule.cli.progress import Bar
-    from stoprule.ledger import verify  # the function (the package binds it over its module's name)
+    from stoprule.ledger.verify import verify  # (the package's `verify` is the module once anything imported it)
 
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)
@@ -156,7 +156,10 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
         stdout.write(_dump(report.to_dict()) + "\n")
     elif report.ok:
         head = report.head
-        signed = f"; ledger head {head['hash']} over {head['events']} event(s), signed by {head['key']}" if head else ""
+        signed = ""
+        if head:
+            anchors = f" (anchor {head['anchors']})" if "anchors" in head else ""
+            signed = f"; ledger head {head['hash']}{anchors} over {head['events']} event(s), signed by {head['key']}"
         stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies{signed}\n")
     else:
         for br in report.breaks:

@@ -50,6 +50,7 @@ LOCK_TIMEOUT_MS = 10_000  # a writer waits this long for its run's lock (SQLite:
 ANCHOR_INTERVAL = 1.0  # seconds between anchors (a run written and deleted within it is not anchored)
 MARKER = "stoprule_ledger"  # a one-row table: the schema version
 SCHEMA = 3
+_IN_TX, _FAILED = 2, 3  # libpq's transaction status: in a transaction block, in a failed one
 _LOCK_SPACE = "stoprule-run/1\n"  # what a run's advisory lock key is hashed from (with the run id)
 
 _RUNS = """
@@ -388,6 +389,27 @@ class PgLedger(Ledger):
     def _error(self, exc: BaseException) -> LedgerError:
         return pg_error(exc, self.path)
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """In pipeline mode: statements go out without waiting for each other's answers (a decision is
+        two round trips: the run's row, then everything else and the COMMIT), answered at the end."""
+        import psycopg
+
+        raw = self._conn.raw
+        if not psycopg.Pipeline.is_supported():  # a libpq before 14
+            with super()._transaction():
+                yield
+            return
+        try:
+            with raw.pipeline(), super()._transaction():
+                yield
+        except psycopg.Error as exc:  # answered at the pipeline's end: the COMMIT's, say
+            raise self._error(exc) from None
+        finally:
+            if raw.info.transaction_status in (_IN_TX, _FAILED):
+                with suppress(psycopg.Error):  # the connection may be gone: the transaction is void either way
+                    raw.execute("ROLLBACK")
+
     def _begin(self) -> None:
         self._locked.clear()
         self._conn.execute("BEGIN")
@@ -399,13 +421,20 @@ class PgLedger(Ledger):
         self._conn.execute("SELECT pg_advisory_xact_lock(?)", (key - (1 << 64) if key >= 1 << 63 else key,))
         self._locked.add(run)
 
-    def _run_row(self, run: str) -> tuple[tuple | None, int | None]:
-        got = self._conn.execute(
-            "SELECT nextval('event_ids'), r.events, r.head, r.tip, r.blocked, r.key, r.mac"
-            " FROM (SELECT 1) AS one LEFT JOIN runs r ON r.run = ?",
-            (run,),
-        ).fetchone()
-        return (tuple(got[1:]) if got[1] is not None else None), int(got[0])
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
+        raw = self._conn.raw
+        rows = raw.execute("SELECT run, events, head, tip, blocked, key, mac FROM runs WHERE run = ANY(%s)",
+                           [runs]) if runs else None  # fmt: skip
+        taken = raw.execute("SELECT nextval('event_ids') FROM generate_series(1, %s)", [ids]) if ids else None
+        found: dict[str, tuple | None] = dict.fromkeys(runs)
+        for run, *row in rows.fetchall() if rows is not None else ():  # (in a pipeline: one round trip for both)
+            found[run] = tuple(row)
+        return found, [int(i) for (i,) in reversed(taken.fetchall())] if taken is not None else []
+
+    def _event_id(self) -> int | None:
+        if not self._ids:
+            self._ids = [int(self._conn.execute("SELECT nextval('event_ids')").fetchone()[0])]
+        return self._ids.pop()
 
     def _note_pending(self, run: str) -> None:
         self._conn.execute("INSERT INTO pending (run) VALUES (?) ON CONFLICT DO NOTHING", (run,))

@@ -19,7 +19,7 @@ from stoprule._util.records import record
 from stoprule._util.redact import redact_obj
 from stoprule.diagnostics import EvaluationError, FactError
 from stoprule.ledger import keys, tokens
-from stoprule.ledger.errors import TokenError
+from stoprule.ledger.errors import LedgerError, TokenError
 from stoprule.ledger.events import canonical, digest, verdict_from_event
 from stoprule.ledger.store import TIP, check_run_id
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from stoprule.engine.evaluator import Evaluator, Verdict
     from stoprule.ledger.store import Ledger, Node
 
-__all__ = ["GROUP", "Outcome", "Prepared", "Recorder", "fact_identity", "prepare"]
+__all__ = ["GROUP", "Outcome", "Prepared", "Recorder", "append_group", "fact_identity", "prepare"]
 
 GROUP = 256  # decisions per transaction in batch mode (each decision stays all-or-nothing)
 
@@ -180,20 +180,26 @@ class Recorder:
         nodes: list[Node] = []
         if good:
             with self.ledger.write():
-                for g in good:
-                    nodes.append(self.ledger.append(run, g.verdict, g.digest, g.body, kind=g.kind,
-                                                    retryable=g.retryable, parent=parent, by=self.by,
-                                                    own=self.own))  # fmt: skip
-                    parent = TIP
+                self.ledger.hold([run], len(good))
+                nodes = self._append_all(run, good, parent)
+            parent = TIP
+        return self._outcomes(prepared, nodes), parent
+
+    def _append_all(self, run: str, good: list[Prepared], parent: Any) -> list[Node]:
+        """Inside a write transaction: ``good`` after ``parent``, in order (only the first can be refused)."""
+        nodes = []
+        for g in good:
+            nodes.append(self.ledger.append(run, g.verdict, g.digest, g.body, kind=g.kind, retryable=g.retryable,
+                                            parent=parent, by=self.by, own=self.own))  # fmt: skip
+            parent = TIP
+        return nodes
+
+    def _outcomes(
+        self, prepared: list[Prepared | EvaluationError], nodes: list[Node]
+    ) -> list[Outcome | EvaluationError]:
         appended = iter(nodes)
-        results: list[Outcome | EvaluationError] = []
-        for p in prepared:
-            if isinstance(p, EvaluationError):
-                results.append(p)
-            else:
-                node = next(appended)
-                results.append(Outcome(p.verdict, node, self._mint(node)))
-        return results, parent
+        return [p if isinstance(p, EvaluationError) else Outcome(p.verdict, (n := next(appended)), self._mint(n))
+                for p in prepared]  # fmt: skip
 
     def check_parent(self, run: str, parent: Any) -> None:
         """LedgerError unless ``parent`` (a node id; TIP and None need no check) is a node of ``run``."""
@@ -219,7 +225,7 @@ class Recorder:
         if retryable:
             self._signing_ring()
         with self.ledger.write():
-            self.ledger.lock_runs([run])  # no other writer of the run between the check and the append
+            self.ledger.hold([run])  # no other writer of the run between the check and the append
             done = self.ledger.retry_of(run, claims.node)
             if done is None:
                 node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, retry_of=claims.node,
@@ -253,3 +259,31 @@ class Recorder:
             raise TokenError(
                 "token.stale", f"the retry token is for attempt {claims.attempt} of {target.node}, not {target.attempt}"
             )
+
+
+def append_group(
+    ledger: Ledger, entries: list[tuple[Recorder, str, list[Prepared | EvaluationError], Any]]
+) -> list[list[Outcome | EvaluationError] | LedgerError]:
+    """Append the decisions of several requests, each ``(recorder, run, prepared, parent)``, in one
+    transaction: one commit (and one flush to disk) for all. A request refused on its own (a node
+    it names is not there, a run it may not write, a run changed without the key) gets its
+    LedgerError, and nothing of it is appended; the others are. A database error fails them all
+    (LedgerError raised: nothing committed)."""
+    if any(rec.ledger is not ledger for rec, *_ in entries):
+        raise ValueError("every recorder of a group writes to the ledger given")
+    goods = [[p for p in prepared if not isinstance(p, EvaluationError)] for _, _, prepared, _ in entries]
+    for (rec, *_), good in zip(entries, goods, strict=True):
+        if any(g.retryable for g in good):
+            rec._signing_ring()
+    results: list[list[Node] | LedgerError] = []
+    with ledger.write():
+        ledger.hold([run for (_, run, _, _), good in zip(entries, goods, strict=True) if good],
+                    sum(len(g) for g in goods))  # fmt: skip
+        for (rec, run, _, parent), good in zip(entries, goods, strict=True):
+            try:
+                rec.check_parent(run, parent)
+                results.append(rec._append_all(run, good, parent) if good else [])
+            except LedgerError as exc:  # refused before anything of it was written: the others go on
+                results.append(exc)
+    return [r if isinstance(r, LedgerError) else rec._outcomes(prepared, r)
+            for (rec, _, prepared, _), r in zip(entries, results, strict=True)]  # fmt: skip

@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
-from stoprule._util.redact import redact_obj
+from stoprule._util.redact import redact
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, LEGACY_HEAD, SCHEMA_VERSION, STATEMENTS, UPGRADE
 from stoprule.ledger.errors import LedgerError
@@ -194,6 +194,24 @@ def _run(row: tuple) -> RunStatus:
     return RunStatus(*cols)
 
 
+# the verdict's texts that a pack's templates fill with a fact's values (the rest of an event body is
+# stoprule's own: ids, digests, times, the pack's rule names): redacted, each text once (they repeat)
+_TEXTS = ("message", "review_reason", "high_risk_stop")
+_REDACTED: dict[str, str] = {}
+
+
+def _redact_texts(verdict: dict[str, Any]) -> None:
+    for name in _TEXTS:
+        text = verdict.get(name)
+        if isinstance(text, str):
+            done = _REDACTED.get(text)
+            if done is None:
+                if len(_REDACTED) >= 4096:
+                    _REDACTED.clear()
+                done = _REDACTED[text] = redact(text)
+            verdict[name] = done
+
+
 def _now() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
@@ -270,7 +288,8 @@ class Ledger:
         self._touched: dict[str, tuple[str, int, str, int]] = {}  # inside write(): each run's new state
         self._ring: keys.KeyRing | None = None
         self._ring_stamp: tuple[int, ...] | None = None
-        self._next_id: int | None = None  # the id of the event being appended, when the database does not assign it
+        self._rows: dict[str, tuple | None] = {}  # inside write(): each run held, as this transaction left it
+        self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
 
     # ------------------------------------------------------------------ opening
 
@@ -476,6 +495,15 @@ class Ledger:
         """One write transaction: everything inside commits together or not at all."""
         if self._in_tx:
             raise RuntimeError("write transactions do not nest")
+        wrote = False
+        with self._transaction():
+            yield self
+            wrote = bool(self._touched)
+        if wrote:
+            self._written()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         try:
             self._begin()
         except self._errors as exc:
@@ -485,7 +513,7 @@ class Ledger:
             self._keyring()
             if self.anchor_every_write:
                 self._head = self._checked_head()
-            yield self
+            yield
             if self._touched and self.anchor_every_write:
                 assert self._head is not None
                 self._anchor(self._head, list(self._touched.values()))
@@ -499,9 +527,7 @@ class Ledger:
         finally:
             self._in_tx = False
             self._head = None
-            wrote, self._touched = bool(self._touched), {}
-        if wrote:
-            self._written()
+            self._touched, self._rows, self._ids = {}, {}, []
 
     # the database's errors, and how they read as a LedgerError (the PostgreSQL backend overrides these)
     _errors: tuple[type[BaseException], ...] = _DB_ERRORS
@@ -523,12 +549,15 @@ class Ledger:
     def _lock_run(self, run: str) -> None:
         """Hold ``run`` against other writers to the end of the transaction (SQLite: the write lock does)."""
 
-    def _run_row(self, run: str) -> tuple[tuple | None, int | None]:
-        """The run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and the id its next
-        event gets (None: the database assigns it)."""
-        return self._conn.execute(
-            "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?", (run,)
-        ).fetchone(), None
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
+        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
+        ids taken ahead (none here: SQLite assigns them)."""
+        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
+        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        return self._ids.pop() if self._ids else None
 
     def _note_pending(self, run: str) -> None:
         """Queue ``run`` for the next anchor (SQLite anchors in the same transaction: nothing to queue)."""
@@ -730,22 +759,31 @@ class Ledger:
             at=at,
             by=by,
         )
-        body = redact_obj(body)  # a verdict's message may quote a fact's secret
+        _redact_texts(body["verdict"])  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
 
     def _locked_run(self, run: str) -> tuple | None:
         """The run's row, held for this transaction and its signature checked (None: a new run)."""
-        self._lock_run(run)
-        row, self._next_id = self._run_row(run)
-        if row is not None:
-            self._check_run(run, row)
-        return row
+        if run not in self._rows:
+            self.hold([run])
+        return self._rows[run]
 
-    def lock_runs(self, runs: list[str]) -> None:
-        """Inside :meth:`write`: hold ``runs`` in a fixed order before appending to several of them
-        (two transactions that each write several runs then never wait on each other in a circle)."""
-        for run in sorted(set(runs)):
+    def hold(self, runs: list[str], events: int = 1) -> None:
+        """Inside :meth:`write`: hold ``runs`` for this transaction, in a fixed order (two transactions
+        that each write several runs then never wait on each other in a circle), read their status
+        rows at once and check their signatures; take ``events`` event ids ahead."""
+        if not self._in_tx:
+            raise RuntimeError("hold must run inside Ledger.write()")
+        fresh = sorted(set(runs) - set(self._rows))
+        for run in fresh:
             self._lock_run(run)
+        rows, ids = self._run_rows(fresh, events if not self._ids else 0)
+        self._ids += ids
+        for run in fresh:
+            row = rows[run]
+            if row is not None:
+                self._check_run(run, row)
+            self._rows[run] = row
 
     def append_recorded(self, body: dict[str, Any], fact_body: str) -> Node:
         """Append an event exactly as another ledger recorded it (``log import``); inside :meth:`write`.
@@ -773,7 +811,7 @@ class Ledger:
         text = canonical(body)
         h = link(head, text)
         self._insert_fact(fact, fact_body)
-        event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h), self._next_id)
+        event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h), self._event_id())
         c.execute(
             "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -796,6 +834,7 @@ class Ledger:
                 (*status, run),
             )
         self._touched[run] = (run, seq, h, event_id)
+        self._rows[run] = (seq, h, node, status[9], key, mac)  # as the next append in this transaction reads it
         self._note_pending(run)
         return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, v["ok"], v["verdict"],
                     v["reason"], fact, h, body)  # fmt: skip

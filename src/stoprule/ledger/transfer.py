@@ -66,7 +66,7 @@ def import_records(ledger: Ledger, data: bytes, name: str) -> tuple[int, int]:
         records.append((body, fact_body, rec["event"], n))
     runs: set[str] = set()
     with ledger.write():
-        ledger.lock_runs([body["run"] for body, _, _, _ in records])
+        ledger.hold([body["run"] for body, _, _, _ in records], len(records))
         for body, fact_body, want, n in records:
             node = ledger.append_recorded(body, fact_body)
             if node.hash != want:

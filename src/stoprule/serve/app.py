@@ -304,14 +304,8 @@ def create_app(config: ServeConfig) -> Starlette:
         prepared = prepare(served.evaluator, [fact], checkpoint=checkpoint)
         if isinstance(prepared[0], EvaluationError):
             raise prepared[0]
-        start = TIP if parent is None else parent
-
-        def job(s: Any) -> Any:
-            rec = Recorder(s.ledger(), served.evaluator, **args)
-            rec.check_parent(run, start)
-            return rec.append_prepared(run, prepared, start)[0][0]
-
-        return await db.run(job)
+        item = (served.evaluator, args, run, prepared, TIP if parent is None else parent)
+        return (await db.grouped(_append_group, item))[0]
 
     async def healthz(request: Request) -> Response:
         return svc.respond(200, {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused,
@@ -513,6 +507,15 @@ def create_app(config: ServeConfig) -> Starlette:
                     lifespan=asynccontextmanager(lifespan))  # fmt: skip
     app.state.service = svc
     return app
+
+
+def _append_group(session: Any, items: list[tuple[Any, dict[str, Any], str, list[Any], Any]]) -> list[Any]:
+    """On a database thread: single decisions of several requests appended together (one commit)."""
+    from stoprule.ledger.recorder import Recorder, append_group
+
+    led = session.ledger()
+    return append_group(led, [(Recorder(led, ev, **args), run, prepared, parent)
+                              for ev, args, run, prepared, parent in items])  # fmt: skip
 
 
 def _line(svc: Service, result: Any, line: int) -> str:

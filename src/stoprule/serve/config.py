@@ -9,7 +9,7 @@ limits, the ledger.
     ledger: postgresql://stoprule@db/stoprule   # optional: record decisions that name a run
     limits: {max_body_bytes: 1048576, max_batch: 10000, timeout_ms: 10000, ledger_timeout_ms: 1500,
              header_timeout_ms: 10000, max_connections: 0}
-    ledger_connections: 8           # per worker: database work runs on this many threads, off the event loop
+    ledger_connections: 4           # per worker: database work runs on this many threads, off the event loop
     anchor_interval_ms: 1000        # PostgreSQL: how often each worker anchors the runs written since the last anchor
     probe_timeout_ms: 5000          # a worker that does not answer the supervisor's probe this long is replaced
     reload_interval_ms: 1000
@@ -43,7 +43,7 @@ class ServeConfig:
     ledger: str | None = None  # path or postgresql:// URL; None: nothing recorded
     limits: Limits = field(default_factory=Limits)
     reload_interval_ms: int = 1000
-    ledger_connections: int = 8  # per worker
+    ledger_connections: int = 4  # per worker
     anchor_interval_ms: int = 1000
     probe_timeout_ms: int = 5000
     auth: bool = True  # False only with --no-auth (loopback development)
