@@ -451,6 +451,10 @@ def recording(args: argparse.Namespace) -> None:
     keys = os.path.join(tempfile.mkdtemp(), "pg.keys")
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     with cluster() as pg:
+        if args.priority is not None:  # the database's session, and this one (the client), ahead of other jobs
+            postmaster = int(Path(pg.data, "postmaster.pid").read_text().split()[0])
+            for pid in (postmaster, os.getpid()):
+                Path(f"/proc/{pid}/autogroup").write_text(str(args.priority))
         for _ in range(args.repeats):
             for name, src in trees.items():
                 url = pg.new_database()
@@ -462,6 +466,8 @@ def recording(args: argparse.Namespace) -> None:
                     if subprocess.run(migrate, env={**os.environ, **env}, capture_output=True).returncode != 0:
                         raise RuntimeError("stoprule serve migrate failed")
                 srv = Server(2, ledger=url, env=env)
+                if args.priority is not None:
+                    Path(f"/proc/{srv.proc.pid}/autogroup").write_text(str(args.priority))
                 try:
                     for agents in args.agents:
                         if args.wait_quiet:

@@ -161,6 +161,9 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
             anchors = f" (anchor {head['anchors']})" if "anchors" in head else ""
             signed = f"; ledger head {head['hash']}{anchors} over {head['events']} event(s), signed by {head['key']}"
         stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies{signed}\n")
+        if report.unanchored:
+            stdout.write(f"note: {report.unanchored} run(s) written since the last anchor (anchored within the "
+                         "anchor interval; until then a whole run removed would not be seen)\n")  # fmt: skip
     else:
         for br in report.breaks:
             stdout.write(f"BROKEN: {br.format()}\n")

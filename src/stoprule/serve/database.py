@@ -141,6 +141,11 @@ class _Job:
             self.loop.call_soon_threadsafe(settle)
 
 
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 def _first(fn: Callable[[Session, list[Any]], list[Any]], item: Any, session: Session) -> Any:
     return fn(session, [item])[0]
 
@@ -191,6 +196,7 @@ class Database:
             return await asyncio.wait_for(asyncio.shield(job.future), limit)
         except asyncio.TimeoutError:
             job.expire()
+            job.future.add_done_callback(_retrieved)  # what it comes to later: nobody waits for it any more
             self.timeouts += 1
             raise LedgerError(
                 "ledger.unavailable",
