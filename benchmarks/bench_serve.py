@@ -1,11 +1,14 @@
-"""``stoprule serve`` measured: decisions/s of one worker vs in-process ``evaluate``, the single-fact
-round trip, 2 workers vs 1, latency under 200 concurrent clients, and two fault runs on a
-PostgreSQL ledger (kill -9 of a worker under load; a PostgreSQL restart under load).
+"""``stoprule serve`` measured: decisions/s of one worker vs in-process ``evaluate``, single facts
+on kept-alive connections (1 and 2 workers), 2 workers vs 1, latency under 200 concurrent
+clients, two fault runs on a PostgreSQL ledger (kill -9 of a worker under load; a PostgreSQL
+restart under load), and recording agents: recorded decisions/s and p50/p99 with 50 and 200
+agents each recording single stops into its own run, against this tree and a baseline commit.
 
     .venv/bin/python benchmarks/bench_serve.py                  # ~3 min; needs the serve and postgres extras
     .venv/bin/python benchmarks/bench_serve.py --no-faults      # without PostgreSQL
     .venv/bin/python benchmarks/bench_serve.py --priority -20   # on a shared machine (root): the servers first
     .venv/bin/python benchmarks/bench_serve.py --only-scaling --wait-quiet 120   # 1 vs 2 workers when idle
+    .venv/bin/python benchmarks/bench_serve.py --recording --baseline fbd8b2b --priority -20   # before/after
 
 Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
 <= 2 ms p50 on loopback; 2 workers >= 1.8x one on 2 cores; fault runs: 0 lost or duplicated
@@ -281,13 +284,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         out["quiet"] = (runs[1][quiet], runs[2][quiet])
         if args.only_scaling:
             return out
-        srv = servers[1]
         single = [request("/v1/evaluate", ln) for ln in lines[:2000]]
-        p50s = []
-        for _ in range(args.repeats):
-            _, lat = load(srv.port, [single])
-            p50s.append(pct(lat, 0.5))
-        out["single_p50_ms"] = statistics.median(p50s) * 1000
+        for w, srv in servers.items():  # one keep-alive connection after another: no delayed-ACK stall on either
+            p50s, rates = [], []
+            for _ in range(args.repeats):
+                wall, lat = load(srv.port, [single[i::8] for i in range(8)])
+                p50s.append(pct(lat, 0.5))
+                rates.append(len(single) / wall)
+            out[f"single_p50_ms_{w}w"] = statistics.median(p50s) * 1000
+            out[f"single_rate_{w}w"] = statistics.median(rates)
         srv = servers[2]
         clients = [[request("/v1/evaluate", lines[(c * 20 + i) % len(lines)]) for i in range(20)]
                    for c in range(200)]  # fmt: skip
@@ -320,6 +325,7 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
     os.environ["STOPRULE_LEDGER_KEYS"] = keys
     with cluster() as pg:
         url = pg.new_database()
+        migrate(url, {"STOPRULE_LEDGER_KEYS": keys})
         srv = Server(2, ledger=url, env={"STOPRULE_LEDGER_KEYS": keys})
         sent: dict[int, int] = {}  # i -> status
         info: dict[str, object] = {}
@@ -371,7 +377,7 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
             report = verify(led)
             size = led.connection.execute(
                 "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['facts','events','nodes','edges','runs',"
-                "'head']) AS c"
+                "'anchors','pending','head']) AS c"
             ).fetchone()[0]
     ok = {i for i, s in sent.items() if s == 200}
     return {
@@ -392,6 +398,13 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
 # ---------------------------------------------------------------------- recording agents
 
 
+def migrate(url: str, env: dict[str, str]) -> None:
+    """``stoprule serve migrate``: the PostgreSQL schema a server of this tree records into."""
+    argv = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url]
+    if subprocess.run(argv, env={**os.environ, **env}, capture_output=True).returncode != 0:
+        raise RuntimeError("stoprule serve migrate failed")
+
+
 def _tree(ref: str) -> str:
     """``src/`` of commit ``ref`` in a temporary directory, with this tree's compiled engine modules
     (untracked build outputs): a server of that commit for a before/after in the same run."""
@@ -404,10 +417,36 @@ def _tree(ref: str) -> str:
     return str(Path(out, "src"))
 
 
-def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: bytes) -> dict[str, Any]:
+def _cpu_of(pids: list[int]) -> float:
+    """CPU seconds the processes ``pids`` have spent so far (/proc/PID/stat: user + system)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _postgres_pids() -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"postgres"):
+                    out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: bytes,
+               srv: Server | None = None) -> dict[str, Any]:  # fmt: skip
     """``agents`` keep-alive connections, each recording single facts into its own run back to back
     (a closed loop: an agent sends its next stop when the last one is answered) for ``warmup`` +
-    ``seconds``; decisions/s and latency percentiles over the measured ``seconds``."""
+    ``seconds``; decisions/s and latency percentiles over the measured ``seconds``, and (with
+    ``srv``) the CPU the server's workers, PostgreSQL and this client spent per decision."""
     lat: list[float] = []
     statuses: dict[int, int] = {}
     base = f"bench-{os.getpid()}-{time.monotonic_ns()}"
@@ -432,11 +471,17 @@ def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: byte
         return time.perf_counter() - t0 - warmup
 
     b0 = machine_busy()
+    workers, pg = (srv.workers() if srv else []), _postgres_pids()
+    w0, p0, c0 = _cpu_of(workers), _cpu_of(pg), time.process_time()
     wall = asyncio.run(main())
+    w1, p1, c1 = _cpu_of(workers), _cpu_of(pg), time.process_time()
     busy = (machine_busy() - b0) / (wall + warmup)
     ok = statuses.get(200, 0)
+    n = max(sum(statuses.values()), 1) * (wall + warmup) / wall  # every answer, warm-up included
     return {"agents": agents, "rate": ok / wall, "p50_ms": pct(lat, 0.5) * 1000, "p99_ms": pct(lat, 0.99) * 1000,
-            "errors": {k: v for k, v in statuses.items() if k != 200}, "busy_cores": busy}  # fmt: skip
+            "errors": {k: v for k, v in statuses.items() if k != 200}, "busy_cores": busy,
+            "server_us": (w1 - w0) / n * 1e6, "postgres_us": (p1 - p0) / n * 1e6,
+            "client_us": (c1 - c0) / n * 1e6}  # fmt: skip
 
 
 def recording(args: argparse.Namespace) -> None:
@@ -462,9 +507,7 @@ def recording(args: argparse.Namespace) -> None:
                 if src is not None:
                     env["PYTHONPATH"] = src
                 else:
-                    migrate = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url]
-                    if subprocess.run(migrate, env={**os.environ, **env}, capture_output=True).returncode != 0:
-                        raise RuntimeError("stoprule serve migrate failed")
+                    migrate(url, env)
                 srv = Server(2, ledger=url, env=env)
                 if args.priority is not None:
                     Path(f"/proc/{srv.proc.pid}/autogroup").write_text(str(args.priority))
@@ -472,11 +515,13 @@ def recording(args: argparse.Namespace) -> None:
                     for agents in args.agents:
                         if args.wait_quiet:
                             wait_quiet(args.wait_quiet)
-                        r = agents_run(srv.port, agents, args.record_seconds, 2.0, fact)
+                        r = agents_run(srv.port, agents, args.record_seconds, 2.0, fact, srv)
                         results[name].append(r)
                         print(f"  {name}: {agents} agents: {r['rate']:,.0f} recorded/s, p50 {r['p50_ms']:.1f} ms, "
-                              f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}, machine {r['busy_cores']:.2f} "
-                              f"cores busy, load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+                              f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}; CPU per decision: workers "
+                              f"{r['server_us']:.0f} us, PostgreSQL {r['postgres_us']:.0f} us, client "
+                              f"{r['client_us']:.0f} us; machine {r['busy_cores']:.2f} cores busy, load "
+                              f"{os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
                 finally:
                     srv.stop()
     print("recording agents (medians over repeats):")
@@ -484,9 +529,11 @@ def recording(args: argparse.Namespace) -> None:
         row = {}
         for name, runs in results.items():
             mine = [r for r in runs if r["agents"] == agents]
-            row[name] = {k: statistics.median(r[k] for r in mine) for k in ("rate", "p50_ms", "p99_ms")}
+            row[name] = {k: statistics.median(r[k] for r in mine)
+                         for k in ("rate", "p50_ms", "p99_ms", "server_us", "postgres_us")}  # fmt: skip
             print(f"  {agents} agents, {name}: {row[name]['rate']:,.0f} recorded decisions/s, p50 "
-                  f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms")  # fmt: skip
+                  f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms; CPU per decision: workers "
+                  f"{row[name]['server_us']:.0f} us, PostgreSQL {row[name]['postgres_us']:.0f} us")  # fmt: skip
         if len(row) == 2:
             (a, before), (b, after) = row.items()
             print(f"  {agents} agents: {after['rate'] / before['rate']:.2f}x the decisions/s of the baseline; p99 "
@@ -557,7 +604,10 @@ def main() -> None:
               "workers are one session: with other jobs running, 2 workers get no more CPU than 1)")  # fmt: skip
     if args.only_scaling:
         return
-    print(f"single fact, 1 connection, 1 worker: p50 {m['single_p50_ms']:.2f} ms (target <= 2 ms)")
+    for w in (1, 2):
+        print(f"single facts, 8 keep-alive connections, {w} worker(s): {m[f'single_rate_{w}w']:,.0f} requests/s, "
+              f"p50 {m[f'single_p50_ms_{w}w']:.2f} ms (target <= 2 ms)")  # fmt: skip
+    print(f"  2 workers vs 1 on kept-alive connections: {m['single_rate_2w'] / m['single_rate_1w']:.2f}x")
     print(f"200 concurrent clients, 2 workers: {m['c200_rate']:,.0f} requests/s, p50 {m['c200_p50_ms']:.1f} ms, "
           f"p99 {m['c200_p99_ms']:.1f} ms")  # fmt: skip
     if not args.no_faults:
