@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stoprule.agent.blocker_service import BlockerService
+from stoprule.agent.blockers.service import BlockerService
 
 DEFAULT_PACK = Path(__file__).resolve().parent.parent / "policies"
 

@@ -12,14 +12,14 @@ import pytest
 
 from blocker_helpers import DEFAULT_PACK, SECRETS, make_project, secret_values
 from stoprule import load_policy
-from stoprule.agent import blocker_store as store_mod
-from stoprule.agent.blocker_facts import blockers_facts
-from stoprule.agent.config import load_config
-from stoprule.agent.redact import REDACTED, redact
-from stoprule.agent.reports import render_report
-from stoprule.agent.session import declare_session_facts, read_session_facts
-from stoprule.agent.state import facts_file
+from stoprule._util.redact import REDACTED, redact
+from stoprule.agent.blockers import store as store_mod
+from stoprule.agent.blockers.facts import blockers_facts
+from stoprule.agent.blockers.reports import render_report
+from stoprule.agent.blockers.session import declare_session_facts, read_session_facts
+from stoprule.agent.hook.state import facts_file
 from stoprule.cli.blocker_cmd import record_in_ledger
+from stoprule.config.loader import load_config
 from stoprule.diagnostics import ConfigError
 
 HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
@@ -408,7 +408,7 @@ def test_report_judged_at_the_sessions_turns(svc) -> None:
 
 _WRITER = """
 import sys
-from stoprule.agent.blocker_service import BlockerService
+from stoprule.agent.blockers.service import BlockerService
 s = BlockerService(sys.argv[1], policy=sys.argv[2])
 for i in range(int(sys.argv[4])):
     r = s.log_blocker(sys.argv[3], {"category": "missing_dependency", "question": f"{sys.argv[3]} q{i}?",

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from hookharness import FIXTURES, payload
-from stoprule.agent.adapters import adapter
-from stoprule.agent.event import Decision
-from stoprule.agent.runner import run_hook
-from stoprule.agent.state import set_facts
-from stoprule.agent.transcripts import Scan, detect
+from stoprule.agent.hook.adapters import adapter
+from stoprule.agent.hook.event import Decision
+from stoprule.agent.hook.runner import run_hook
+from stoprule.agent.hook.state import set_facts
+from stoprule.agent.hook.transcripts import Scan, detect
 from stoprule.cli.main import run as cli
 
 TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "payloads" not in p.name)
@@ -269,8 +269,8 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_ve
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_replay_reads_every_harness_format(path: Path) -> None:
-    from stoprule.agent.replay import boundaries
-    from stoprule.agent.settings import DEFAULT_FIELDS
+    from stoprule.agent.hook.replay import boundaries
+    from stoprule.config.fields import DEFAULT_FIELDS
 
     stops = boundaries(str(path), _fmt(path), dict(DEFAULT_FIELDS))
     assert stops and all(b.fact.get("taskBoundaryStop") is True for b in stops)

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from hookharness import FIXTURES, HARNESSES, payload
-from stoprule.agent.adapters import adapter, decode_payload
-from stoprule.agent.event import Decision, HookEvent, PayloadError
-from stoprule.agent.providers import merge
-from stoprule.agent.providers.closure_provider import parse_trailer
-from stoprule.agent.runner import _guard, run_hook
-from stoprule.agent.state import clear_facts, read_facts, set_facts
-from stoprule.agent.transcripts import observations, scan_file
+from stoprule.agent.hook.adapters import adapter, decode_payload
+from stoprule.agent.hook.event import Decision, HookEvent, PayloadError
+from stoprule.agent.hook.providers import merge
+from stoprule.agent.hook.providers.closure_provider import parse_trailer
+from stoprule.agent.hook.runner import _guard, run_hook
+from stoprule.agent.hook.state import clear_facts, read_facts, set_facts
+from stoprule.agent.hook.transcripts import observations, scan_file
 from stoprule.cli.main import run as cli
 
 CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # vendored: see its SOURCE.md
@@ -169,8 +169,8 @@ def test_transcript_is_read_incrementally_and_from_its_end(tmp_path: Path) -> No
 
 
 def test_unknown_or_missing_transcripts_give_notes_not_fields(tmp_path: Path) -> None:
-    from stoprule.agent.providers import Context
-    from stoprule.agent.providers.transcript_provider import provide
+    from stoprule.agent.hook.providers import Context
+    from stoprule.agent.hook.providers.transcript_provider import provide
 
     ctx = Context(None, str(tmp_path), str(tmp_path), {}, {})
     odd = tmp_path / "odd.jsonl"
@@ -274,7 +274,7 @@ def test_the_hook_command_leaves_the_garbage_collector_as_it_found_it(
     monkeypatch.setenv("STOPRULE_STATE_DIR", str(tmp_path / "st"))
     monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-    import stoprule.agent.runner as runner
+    import stoprule.agent.hook.runner as runner
 
     seen: list[bool] = []
     real = runner.run_hook
@@ -293,7 +293,7 @@ def test_the_hook_command_leaves_the_garbage_collector_as_it_found_it(
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stoprule.agent.wiring import TARGETS, find_entry
+    from stoprule.agent.hook.wiring import TARGETS, find_entry
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -315,7 +315,7 @@ def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, mo
     assert code == 0 and "already there" in out and json.loads(path.read_text()) == new
     code, out, _ = _cli("init", "--harness", harness, "--user", "--command", f"stoprule hook {harness}")
     assert code == 0 and Path(t.path(str(tmp_path), True)).exists()
-    from stoprule.agent.config import load_config
+    from stoprule.config.loader import load_config
 
     load_config(str(tmp_path / ".stoprule" / "config.yaml"), sections=("hook", "providers"))
 
@@ -418,7 +418,7 @@ def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:
 def test_scan_state_keeps_the_last_fifty_tool_names_in_order() -> None:
     """``Scan.state`` (saved at every stop, and built at every stop of a replay) keeps the 50
     tool names seen last, oldest first, read from the end whatever the scan has seen."""
-    from stoprule.agent.transcripts import Scan
+    from stoprule.agent.hook.transcripts import Scan
 
     scan = Scan("claude", full=True)
     for n in (0, 1, 49, 50, 51, 120, 5000):

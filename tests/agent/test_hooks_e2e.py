@@ -85,7 +85,7 @@ def test_open_tasks_in_the_transcript_keep_the_agent_working(harness: str, proje
 
 @pytest.mark.parametrize("harness", ["cursor", "copilot"])
 def test_declared_state_blocks_in_cursor_and_copilot(harness: str, project: Path, env: dict[str, str]) -> None:
-    from stoprule.agent.state import set_facts
+    from stoprule.agent.hook.state import set_facts
 
     set_facts(str(project / ".stoprule"), None, {"status": "partial"})
     out = run_hook(harness, _stop(harness, project), project, env)
@@ -112,7 +112,7 @@ def test_default_pack_rows_from_providers(
     declared: dict, trailer: str | None, transcript: str | None, stops: bool, says: str | None,
     project: Path, env: dict[str, str],
 ) -> None:  # fmt: skip
-    from stoprule.agent.state import set_facts
+    from stoprule.agent.hook.state import set_facts
 
     if declared:
         set_facts(str(project / ".stoprule"), "cc-session-1", declared)
@@ -141,7 +141,7 @@ def test_uncommitted_work_from_git(project: Path, env: dict[str, str]) -> None:
 @pytest.mark.parametrize("harness", ["claude-code", "codex", "cursor"])  # Gemini's flag rule: test_hooks.py
 def test_an_agent_that_never_complies_is_let_go_after_the_cap(harness: str, project: Path, env: dict) -> None:
     """The agent answers every block by trying to stop again; after 3 blocks the stop is allowed."""
-    from stoprule.agent.state import set_facts
+    from stoprule.agent.hook.state import set_facts
 
     set_facts(str(project / ".stoprule"), None, {"status": "partial"})
     answers = []
@@ -255,13 +255,13 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     p = subprocess.run([sys.executable, "-c", code], cwd=root, env=full, capture_output=True, text=True, check=True)
     code_, modules = json.loads(p.stderr.splitlines()[-1])
     assert code_ == 0 and json.loads(p.stdout)["decision"] == "block"  # the transcript's open task
-    assert {"stoprule.ledger.store", "stoprule.agent.providers.git_provider", "sqlite3"} <= set(modules)
+    assert {"stoprule.ledger.store", "stoprule.agent.hook.providers.git_provider", "sqlite3"} <= set(modules)
     log = [json.loads(line) for line in (root / ".stoprule" / "hook.log").read_text().splitlines()]
     assert log[-1]["ledger_node"] and "git" in log[-1]["provenance"]["timings_ms"]
     assert "uncommittedWork" in log[-1]["fact"]
     unneeded = {"typing", "argparse", "gettext", "locale", "subprocess", "selectors", "hashlib", "hmac", "_hashlib",
                 "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
-                "stoprule.language.compiler", "stoprule.agent.config", "stoprule.agent.hook_config"}  # fmt: skip
+                "stoprule.language.compiler", "stoprule.config.loader", "stoprule.config.sections"}  # fmt: skip
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
 
 

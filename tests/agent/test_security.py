@@ -18,12 +18,12 @@ from blocker_helpers import DEFAULT_PACK, make_project
 from hookharness import payload
 from stoprule._util.files import NotRegular, atomic_write, read_bounded
 from stoprule._util.redact import REDACTED, redact
-from stoprule.agent import runner as runner_mod
-from stoprule.agent.blocker_facts import blockers_facts
-from stoprule.agent.reports import check_task_id
-from stoprule.agent.runner import MAX_PAYLOAD_BYTES, run_hook
-from stoprule.agent.state import read_session, session_file, set_facts
-from stoprule.agent.transcripts import scan_file
+from stoprule.agent.blockers.facts import blockers_facts
+from stoprule.agent.blockers.reports import check_task_id
+from stoprule.agent.hook import runner as runner_mod
+from stoprule.agent.hook.runner import MAX_PAYLOAD_BYTES, run_hook
+from stoprule.agent.hook.state import read_session, session_file, set_facts
+from stoprule.agent.hook.transcripts import scan_file
 from stoprule.cli.main import run as cli_run
 
 HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
@@ -149,7 +149,7 @@ def test_open_blockers_beyond_rotate_entries_do_not_rotate_on_every_add(tmp_path
 
 
 def test_rotation_keeps_a_bounded_number_of_files(tmp_path: Path, evaluator) -> None:  # noqa: ANN001
-    from stoprule.agent.blocker_store import MAX_ROTATED
+    from stoprule.agent.blockers.store import MAX_ROTATED
 
     s = make_project(tmp_path, "blockers:\n  rotate_entries: 4\n  cooldown_seconds: 0\n  max_per_run: 1000\n")
     s._evaluator = evaluator
@@ -347,8 +347,8 @@ def test_a_deeply_nested_line_is_skipped_and_the_position_advances(tmp_path: Pat
 
 @pytest.mark.parametrize("style", ["spaced", "pretty"])
 def test_spaced_and_pretty_transcripts_are_read_and_agree_with_replay(tmp_path: Path, style: str) -> None:
-    from stoprule.agent.replay import boundaries
-    from stoprule.agent.settings import DEFAULT_FIELDS
+    from stoprule.agent.hook.replay import boundaries
+    from stoprule.config.fields import DEFAULT_FIELDS
 
     t = tmp_path / "t.jsonl"
     t.write_text(_claude_turns(4, pretty=style == "pretty", spaced=style == "spaced"))
@@ -430,7 +430,7 @@ def test_mcp_refuses_a_non_boolean_and_never_echoes_rejected_values(tmp_path: Pa
     import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from stoprule.agent.mcp_server import build_server
+    from stoprule.agent.blockers.mcp import build_server
 
     svc = make_project(tmp_path)
     svc._evaluator = evaluator
@@ -460,11 +460,29 @@ def test_atomic_write_replaces_or_creates_exclusively(tmp_path: Path) -> None:
     assert [x.name for x in p.parent.iterdir()] == ["f.json"]  # no temp file left
 
 
+def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    p = tmp_path / "f"
+    atomic_write(str(p), "one", mode=0o600)
+    assert p.stat().st_mode & 0o777 == 0o600
+    p.chmod(0o750)
+    atomic_write(str(p), "two", keep_mode=True)
+    assert (p.read_text(), p.stat().st_mode & 0o777) == ("two", 0o750)
+    atomic_write(str(p), "three")
+    assert p.stat().st_mode & 0o777 == 0o644 & ~_umask()
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
 def test_every_temp_then_rename_write_and_lock_goes_through_the_helper() -> None:
     src = Path(__file__).resolve().parents[2] / "src" / "stoprule"
-    for layer in ("agent", "ledger"):
-        for f in (src / layer).rglob("*.py"):
-            text = f.read_text()
-            for needle in ("os.replace(", "mkstemp(", "flock(", "os.link("):
-                allowed = f.name == "runner.py" and needle == "os.replace("  # the log's one rotation
-                assert allowed or needle not in text, (f, needle)
+    for f in src.rglob("*.py"):
+        if f.relative_to(src).as_posix() == "_util/files.py":
+            continue
+        text = f.read_text()
+        for needle in ("os.replace(", "mkstemp(", "flock(", "os.link("):
+            allowed = f.name == "runner.py" and needle == "os.replace("  # the log's one rotation
+            assert allowed or needle not in text, (f, needle)

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from blocker_helpers import DEFAULT_PACK, make_project
 from hookharness import HARNESSES, payload
 from stoprule import load_policy
-from stoprule.agent.blocker_facts import blockers_facts
-from stoprule.agent.runner import run_hook
-from stoprule.agent.state import facts_file, session_file, set_facts
-from stoprule.agent.transcripts import scan_file
+from stoprule.agent.blockers.facts import blockers_facts
+from stoprule.agent.hook.runner import run_hook
+from stoprule.agent.hook.state import facts_file, session_file, set_facts
+from stoprule.agent.hook.transcripts import scan_file
 
 pytestmark = pytest.mark.torture
 

@@ -400,7 +400,7 @@ def _opencode_supported() -> bool:
     """OpenCode joins the tier once stoprule has its adapter (and ``init`` its plugin)."""
     import importlib.util
 
-    return importlib.util.find_spec("stoprule.agent.adapters.opencode") is not None
+    return importlib.util.find_spec("stoprule.agent.hook.adapters.opencode") is not None
 
 
 if _opencode_supported():

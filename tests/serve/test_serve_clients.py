@@ -15,7 +15,7 @@ import pytest
 from servehelp import TOKEN, server
 
 from ledger_facts import CONTINUITY, OK, REVIEW
-from stoprule.agent.runner import run_hook
+from stoprule.agent.hook.runner import run_hook
 from stoprule.cli.main import run as cli
 
 HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
@@ -52,7 +52,7 @@ def test_eval_server_records_in_the_servers_ledger(url: str, monkeypatch: pytest
 def test_eval_server_sends_a_large_input_in_requests_under_the_limits(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stoprule.agent.remote import CHUNK_FACTS
+    from stoprule.agent.hook.remote import CHUNK_FACTS
 
     monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
     n = CHUNK_FACTS * 2 + 7  # three requests
@@ -150,7 +150,7 @@ def test_hook_server_down_or_slow_takes_the_fail_mode_without_hanging(
 def test_the_mcp_server_finds_the_team_server(
     tmp_path: Path, config: str, explicit: str | None, env: dict, want: tuple | None
 ) -> None:
-    from stoprule.agent.remote import project_remote
+    from stoprule.agent.hook.remote import project_remote
 
     proj = _project(tmp_path / "proj", config)
     remote, name = project_remote(str(proj), explicit, env)
@@ -158,7 +158,7 @@ def test_the_mcp_server_finds_the_team_server(
 
 
 def test_a_bad_server_section_is_a_config_error(tmp_path: Path) -> None:
-    from stoprule.agent.remote import project_remote
+    from stoprule.agent.hook.remote import project_remote
     from stoprule.diagnostics import ConfigError
 
     proj = _project(tmp_path / "proj", "server:\n  url: ftp://x\n")

@@ -20,10 +20,9 @@ from servehelp import server
 from starlette.testclient import TestClient
 
 from ledger_facts import OK
+from stoprule.config.serve import ServeConfig, Token, hash_token
 from stoprule.serve.app import create_app
-from stoprule.serve.config import ServeConfig
 from stoprule.serve.run import listening_socket
-from stoprule.serve.tokens import Token, hash_token
 
 REPO = Path(__file__).resolve().parents[2]
 AUTH = {"authorization": "Bearer t0k"}

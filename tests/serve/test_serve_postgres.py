@@ -53,8 +53,8 @@ def test_two_workers_append_to_one_run_with_nothing_lost(tmp_path: Path, pg_url:
 
 
 def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monkeypatch) -> None:  # noqa: ANN001
-    from stoprule.agent.blocker_service import open_service
-    from stoprule.agent.remote import Mirror, Remote
+    from stoprule.agent.blockers.service import open_service
+    from stoprule.agent.hook.remote import Mirror, Remote
 
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
     monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)

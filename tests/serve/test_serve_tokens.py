@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 
 from ledger_facts import CONTINUITY, FIXED, OK
 from stoprule.cli.main import run as cli
+from stoprule.config.serve import Limits, ServeConfig, Token, hash_token, load_serve_config
+from stoprule.diagnostics import ConfigError
 from stoprule.serve.app import create_app
-from stoprule.serve.config import ConfigError, Limits, ServeConfig, load_config
-from stoprule.serve.tokens import Token, hash_token
 
 REPO = Path(__file__).resolve().parents[2]
 PACK = REPO / "policies"
@@ -138,7 +138,7 @@ def test_bad_token_entries_name_the_field(tmp_path: Path, text: str, problem: st
     path = tmp_path / "serve.yaml"
     path.write_text(text.replace("SHA", hash_token("x")))
     with pytest.raises(ConfigError, match=problem.replace("[", r"\[").replace("]", r"\]")):
-        load_config(str(path))
+        load_serve_config(str(path))
 
 
 def test_new_token_prints_its_scopes_and_a_config_reads_them(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_new_token_prints_its_scopes_and_a_config_reads_them(tmp_path: Path) -> 
     assert code == 0, err.getvalue()
     token = out.getvalue().split()[1]
     (tmp_path / "serve.yaml").write_text("tokens:\n" + out.getvalue().split("under tokens:\n", 1)[1])
-    cfg = load_config(str(tmp_path / "serve.yaml"))
+    cfg = load_serve_config(str(tmp_path / "serve.yaml"))
     found = cfg.token(f"bearer {token}")
     assert found is not None and found.name == "ci" and found.scopes == ("evaluate", "record:ci-*")
     assert cli(["serve", "--new-token", "--scope", "record:x*y"], io.BytesIO(), io.StringIO(), err) == 2

@@ -76,9 +76,9 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:
-    """``--event session-start`` / ``permission``: their answers (:mod:`stoprule.agent.lifecycle`)."""
+    """``--event session-start`` / ``permission``: their answers (:mod:`stoprule.agent.hook.lifecycle`)."""
     try:
-        from stoprule.agent import lifecycle
+        from stoprule.agent.hook import lifecycle
 
         fn = lifecycle.run_session_start if args.event == "session-start" else lifecycle.run_permission
         output = fn(args.harness, data, policy=args.policy)
@@ -91,7 +91,7 @@ def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: 
 
 
 def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.agent.runner import MAX_PAYLOAD_BYTES
+    from stoprule.agent.hook.runner import MAX_PAYLOAD_BYTES
 
     try:
         data = stdin.read(MAX_PAYLOAD_BYTES + 1)  # more is refused unparsed (the fail policy decides)
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
 
     try:
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
-            from stoprule.agent.runner import run_hook
+            from stoprule.agent.hook.runner import run_hook
 
             result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server)
         output, entry, decision = result.output, result.entry, result.decision

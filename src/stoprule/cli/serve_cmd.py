@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from typing import IO
+
+from stoprule.cli.common import policy_error
+from stoprule.config.serve import ServeConfig, load_serve_config, new_token, parse_scope
+from stoprule.diagnostics import EXIT_NOT_OK, CommandError, PolicyError
+from stoprule.ledger.backend import is_url
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.postgres import PgLedger, display_url, grant_sql, migrate
+from stoprule.serve import team
+from stoprule.serve.policy import PackHolder
+from stoprule.serve.run import serve
 
 __all__ = ["add_arguments", "run"]
 
@@ -48,40 +59,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.serve.config import ConfigError, ServeConfig, load_config
-
     if args.new_token:
-        return _new_token(args, stdout, stderr)
-    try:
-        config = load_config(args.config) if args.config else ServeConfig()
-    except ConfigError as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 2
+        return _new_token(args, stdout)
+    config = load_serve_config(args.config) if args.config else ServeConfig()
     ledger = args.ledger or os.environ.get("STOPRULE_LEDGER") or config.ledger or None  # flag > env > file
     if args.action == "migrate":
-        return _migrate(ledger, args.grant, stdout, stderr)
-    from dataclasses import replace
-
+        return _migrate(ledger, args.grant, stdout)
     config = replace(config, policy=args.policy or config.policy, ledger=ledger, auth=not args.no_auth)
     if args.no_auth and args.host not in _LOOPBACK:
-        stderr.write("stoprule: --no-auth listens on loopback only (--host 127.0.0.1)\n")
-        return 2
+        raise CommandError("--no-auth listens on loopback only (--host 127.0.0.1)")
     if config.auth and not config.tokens:
-        stderr.write("stoprule: no bearer tokens configured: add `tokens:` to --config (`stoprule serve --new-token`)"
-                     " or run with --no-auth on loopback\n")  # fmt: skip
-        return 2
-    problem = _ledger_problem(ledger)
-    if problem:
-        stderr.write(f"stoprule: {problem}\n")
-        return 2
-    from stoprule.diagnostics import PolicyError
-    from stoprule.serve.policy import PackHolder
-
+        raise CommandError("no bearer tokens configured: add `tokens:` to --config (`stoprule serve --new-token`)"
+                           " or run with --no-auth on loopback")  # fmt: skip
+    _check_schema(ledger)
     try:
         holder = PackHolder(config.policy)  # refuse to start on a pack that fails check
     except PolicyError as exc:
-        from stoprule.cli.common import policy_error
-
         return policy_error(exc, config.policy or "the selected pack", stderr)
     config = replace(config, policy=holder.root)
     workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
@@ -90,29 +83,22 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
         stderr.write(f"stoprule serve: token(s) {', '.join(unscoped)} may do everything (no `scopes:`)\n")
     stderr.write(f"stoprule serve: http://{args.host}:{args.port} ({workers} worker(s)); pack {holder.root} "
                  f"{holder.current.digest}; ledger {_shown(config.ledger)}\n")  # fmt: skip
-    from stoprule.serve.run import serve
-
     try:
         ok = serve(config, host=args.host, port=args.port, workers=workers, log_level=args.log_level)
     except OSError as exc:
-        stderr.write(f"stoprule: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}\n")
-        return 2
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not ok:
-        stderr.write("stoprule: the server's workers could not start (see the messages above)\n")
-        return 1
+        raise CommandError("the server's workers could not start (see the messages above)", EXIT_NOT_OK)
     return 0
 
 
-def _new_token(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.serve.tokens import new_token, parse_scope
-
+def _new_token(args: argparse.Namespace, stdout: IO[str]) -> int:
     scopes = args.scope or ["evaluate"]
     try:
         for scope in scopes:
             parse_scope(scope)
     except ValueError as exc:
-        stderr.write(f"stoprule: --scope: {exc}\n")
-        return 2
+        raise CommandError(f"--scope: {exc}") from None
     token, digest = new_token()
     shown = ", ".join(f"'{s}'" if any(c in s for c in ":*,") else s for s in scopes)
     stdout.write(f"token: {token}\n# in the server's config, under tokens:\n  - name: {args.name}\n"
@@ -120,34 +106,22 @@ def _new_token(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
     return 0
 
 
-def _migrate(ledger: str | None, role: str | None, stdout: IO[str], stderr: IO[str]) -> int:
+def _migrate(ledger: str | None, role: str | None, stdout: IO[str]) -> int:
     """Make or upgrade the PostgreSQL schema of the ledger and the team store; grant ``role``."""
-    from stoprule.ledger.backend import is_url
-    from stoprule.ledger.errors import LedgerError
+    if ledger is None or not is_url(ledger):
+        raise CommandError("serve migrate needs the ledger's postgresql:// URL (--ledger, $STOPRULE_LEDGER or "
+                           "`ledger:` in --config); a ledger file is made and upgraded by its first write")  # fmt: skip
+    import psycopg  # the `postgres` extra
 
-    if not is_url(ledger):
-        stderr.write("stoprule: serve migrate needs the ledger's postgresql:// URL (--ledger, $STOPRULE_LEDGER or "
-                     "`ledger:` in --config); a ledger file is made and upgraded by its first write\n")  # fmt: skip
-        return 2
-    assert ledger is not None
-    import psycopg
-
-    from stoprule.ledger.postgres import display_url, grant_sql, migrate
-    from stoprule.serve import team
-
+    found, now = migrate(ledger)
     try:
-        found, now = migrate(ledger)
         with psycopg.connect(ledger, autocommit=True, connect_timeout=10) as conn:
             conn.execute(team.DDL)
             if role:
                 conn.execute(grant_sql(role))
                 conn.execute(team.GRANTS.format(role='"' + role.replace('"', '""') + '"'))
-    except LedgerError as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 2
     except psycopg.Error as exc:
-        stderr.write(f"stoprule: serve migrate: {str(exc).strip().splitlines()[0]}\n")
-        return 2
+        raise CommandError(f"serve migrate: {str(exc).strip().splitlines()[0]}") from None
     if found is None:
         what = f"made ledger schema {now}"
     else:
@@ -157,32 +131,22 @@ def _migrate(ledger: str | None, role: str | None, stdout: IO[str], stderr: IO[s
     return 0
 
 
-def _ledger_problem(ledger: str | None) -> str | None:
-    """Why the server cannot record into a PostgreSQL ledger (its schema missing or older), if it can
-    tell; a database that does not answer now is no reason not to start (it is asked again per request)."""
-    from stoprule.ledger.backend import is_url
-
-    if not is_url(ledger):
-        return None
-    assert ledger is not None
-    from stoprule.ledger.errors import LedgerError
-    from stoprule.ledger.postgres import PgLedger
-
+def _check_schema(ledger: str | None) -> None:
+    """Refuse to serve a PostgreSQL ledger whose schema is missing or older (``serve migrate``); a
+    database that does not answer now is no reason not to start (it is asked again per request)."""
+    if ledger is None or not is_url(ledger):
+        return
     try:
         PgLedger.open(ledger, create=False, timeout_ms=5000).close()
     except LedgerError as exc:
         if exc.code in ("ledger.missing", "ledger.old_schema", "ledger.too_new"):
-            return str(exc)
-    return None
+            raise
+        return
 
 
 def _shown(ledger: str | None) -> str:
     if not ledger:
         return "none"
-    from stoprule.ledger.backend import is_url
-
     if is_url(ledger):
-        from stoprule.ledger.postgres import display_url
-
         return display_url(ledger)
     return ledger

@@ -26,12 +26,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from stoprule.diagnostics import EvaluationError
-from stoprule.serve.config import ServeConfig
+from stoprule.config.serve import ServeConfig, Token
+from stoprule.diagnostics import EvaluationError, ServeError
 from stoprule.serve.database import LABEL, Database
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
-from stoprule.serve.tokens import Token
 
 __all__ = ["ENV_CONFIG", "Service", "create_app", "from_environment"]
 
@@ -39,12 +38,8 @@ ENV_CONFIG = "STOPRULE_SERVE_CONFIG"  # the config as JSON, for worker processes
 _RECORD_GROUP = 256  # batch lines per ledger transaction (and between deadline checks)
 
 
-class Refused(Exception):
+class Refused(ServeError):
     """A request refused with an HTTP status and an error code."""
-
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
 
 
 # ledger and token errors: which HTTP status
@@ -395,9 +390,9 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
-        from stoprule.agent.adapters import ADAPTERS, adapter
-        from stoprule.agent.event import PayloadError
-        from stoprule.agent.runner import decision_of
+        from stoprule.agent.hook.adapters import ADAPTERS, adapter
+        from stoprule.agent.hook.event import PayloadError
+        from stoprule.agent.hook.runner import decision_of
 
         harness = request.path_params["harness"]
         if harness not in ADAPTERS:

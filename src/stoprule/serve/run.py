@@ -29,8 +29,8 @@ import time
 from contextlib import suppress
 from typing import Any
 
+from stoprule.config.serve import ServeConfig
 from stoprule.serve.app import ENV_CONFIG
-from stoprule.serve.config import ServeConfig
 
 __all__ = ["listening_socket", "serve"]
 

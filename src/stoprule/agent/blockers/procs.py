@@ -1,0 +1,96 @@
+"""Which session an MCP server serves: the harness process links it at session start.
+
+No harness tells an MCP server its session id, but the harness process is an ancestor of
+both its hook commands and its MCP servers. At session start the hook writes, for each of
+its nearest ancestors, ``state/procs/<pid>.json`` = ``{session, harness, start}`` (``start``:
+the process's start time, so a reused pid never matches); ``stoprule mcp`` walks up from
+itself and takes the nearest ancestor with a link. Two sessions in one project never mix:
+each harness process has its own link, and a new session in the same process (``/clear``)
+replaces it. Where the ancestry cannot be read, nothing is linked (the server falls back to
+``$STOPRULE_SESSION``, then ``default``).
+
+On the cold path when a session starts (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["ancestors", "link_session", "linked_session"]
+
+DEPTH = 3  # ancestors linked: the shell a hook runs in, the harness, one wrapper
+
+
+def _proc(pid: int) -> tuple[int, str] | None:
+    """``(parent pid, start time)`` of ``pid``, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return int(fields[1]), fields[19]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        from stoprule._util.command import capture
+
+        code, out, _ = capture(["ps", "-o", "ppid=,lstart=", "-p", str(pid)], 2.0)
+        text = out.decode("utf-8", "replace").strip()
+        if code != 0 or not text:
+            return None
+        ppid, _, start = text.partition(" ")
+        return int(ppid), start.strip()
+    except (OSError, ValueError, Exception):  # noqa: BLE001 - no ps, a timeout: no ancestry
+        return None
+
+
+def ancestors(pid: int | None = None, depth: int = 16) -> list[tuple[int, str]]:
+    """``[(pid, start time)]`` of the ancestors of ``pid`` (default: this process), nearest first."""
+    out: list[tuple[int, str]] = []
+    info = _proc(pid or os.getpid())
+    while info is not None and info[0] > 1 and len(out) < depth:
+        parent = _proc(info[0])
+        if parent is None:
+            break
+        out.append((info[0], parent[1]))
+        info = parent
+    return out
+
+
+def _dir(home: str) -> str:
+    return os.path.join(home, "state", "procs")
+
+
+def link_session(home: str, session: str, harness: str) -> int:
+    """Link this process's nearest ancestors to ``session``; returns how many were linked."""
+    folder = _dir(home)
+    linked = 0
+    from stoprule._util.files import atomic_write
+
+    for pid, start in ancestors(depth=DEPTH):
+        link = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
+        atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(link), sync=False)
+        linked += 1
+    return linked
+
+
+def linked_session(home: str) -> dict[str, Any] | None:
+    """The link of this process's nearest linked ancestor (``session``, ``harness``), or None."""
+    folder = _dir(home)
+    if not os.path.isdir(folder):
+        return None
+    for pid, start in ancestors():
+        try:
+            with open(os.path.join(folder, f"{pid}.json"), encoding="utf-8") as fh:
+                link = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(link, dict) and link.get("start") == start and isinstance(link.get("session"), str):
+            return link
+    return None

@@ -1,0 +1,212 @@
+"""Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
+
+Order (:data:`stoprule.config.defaults.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
+``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
+the session, blockers the agent logged) before what is inferred (the working tree); the
+transcript comes before ``closure`` so that the agent's last message (its closure trailer,
+a question to the user) is read from the transcript when the payload has none.
+A provider reports neutral observations (``transcript.turns`` ...); ``providers.fields``
+in the config maps each to a fact field of the pack (or to nothing). The ``state``
+provider's observations are fact fields already (``state.<field>`` may rename one).
+
+The first provider to set a field wins; a later provider with a different value is
+recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
+it is told its deadline, and one that overruns it has its observations dropped (noted).
+
+Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
+``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
+and ``_turn`` (which stops belong to one user turn, for the providers that keep per-turn marks).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import time
+
+from stoprule.agent.hook.event import HookEvent
+from stoprule.config.defaults import PROVIDER_ORDER
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import ModuleType
+    from typing import Any
+
+__all__ = ["Context", "Provenance", "gather", "merge"]
+
+
+class Context:
+    """What a provider may use besides the event: ``project`` (the .stoprule/ directory or
+    None), ``home`` (where session state lives: the project, else the user's state
+    directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
+    ``session`` (the hook's record for this session; providers may update it) and
+    ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
+    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one; ``env``
+    the hook's environment and ``mode_setting`` the config's ``session.mode`` (the session
+    mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
+    instead of the file (``replay``)."""
+
+    __slots__ = ("deadline", "env", "home", "mode_setting", "pack", "project", "scan", "session", "settings",
+                 "workdir")  # fmt: skip
+
+    def __init__(
+        self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
+    ) -> None:
+        self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
+        self.deadline = 0.0
+        self.pack: str | None = None
+        self.env: Mapping[str, str] = {}  # the hook process's environment (set by the harness)
+        self.mode_setting: str | None = None  # config session.mode
+        self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
+
+
+class Provenance:
+    """Which provider set each fact field, what else was observed, conflicts and notes."""
+
+    __slots__ = ("conflicts", "fields", "notes", "observed", "timings_ms")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, dict[str, Any]] = {}
+        self.observed: list[dict[str, Any]] = []
+        self.conflicts: list[dict[str, Any]] = []
+        self.notes: dict[str, list[str]] = {}
+        self.timings_ms: dict[str, float] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fields": self.fields,
+            "observed": self.observed,
+            "conflicts": self.conflicts,
+            "notes": self.notes,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def _provider(name: str) -> ModuleType:
+    """The module of provider ``name`` (of :data:`PROVIDER_ORDER`), imported when it first runs."""
+    if name == "hook":
+        from stoprule.agent.hook.providers import hook_provider
+
+        return hook_provider
+    if name == "state":
+        from stoprule.agent.hook.providers import state_provider
+
+        return state_provider
+    if name == "blockers":
+        from stoprule.agent.hook.providers import blockers_provider
+
+        return blockers_provider
+    if name == "closure":
+        from stoprule.agent.hook.providers import closure_provider
+
+        return closure_provider
+    if name == "transcript":
+        from stoprule.agent.hook.providers import transcript_provider
+
+        return transcript_provider
+    if name == "git":
+        from stoprule.agent.hook.providers import git_provider
+
+        return git_provider
+    raise KeyError(name)
+
+
+def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
+    result: tuple[dict[str, Any], list[str]] = _provider(name).provide(event, ctx)
+    return result
+
+
+def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
+    """Run the enabled providers in order; the merged fact and its provenance."""
+    enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
+    budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
+    results: list[tuple[str, dict[str, Any], list[str]]] = []
+    timings: dict[str, float] = {}
+    for name in PROVIDER_ORDER:
+        if name not in enabled:
+            continue
+        t0 = time.monotonic()
+        ctx.deadline = t0 + budget
+        try:
+            obs, notes = _run(name, event, ctx)
+        except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
+            obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+        if name == "transcript" and event.last_message is None:
+            scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
+            if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
+                event.last_message = scan["last_text"]  # the payload has none: the transcript's
+                notes = [*notes, "last message read from the transcript"]
+        spent = time.monotonic() - t0
+        timings[name] = round(spent * 1000, 2)
+        if spent > budget:
+            obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+        results.append((name, obs, notes))
+    fields = ctx.settings.get("fields", {})
+    fact, prov = merge(results, fields)
+    prov.timings_ms = timings
+    _skip_blocked(fact, prov, fields)
+    _session_mode(fact, prov, fields, event, ctx)
+    return fact, prov
+
+
+def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent,
+                  ctx: Context) -> None:  # fmt: skip
+    """``sessionMode`` and where it came from; what the harness, the config or the user's switch
+    says beats a declared value (the agent can declare facts; it cannot make itself attended)."""
+    from stoprule.agent.hook.mode import resolve
+
+    target = fields.get("session.mode", "sessionMode")
+    if not target:
+        return
+    scan = (ctx.session.get("transcript") or {}).get("scan") if ctx.scan is None else ctx.scan
+    scan = scan if isinstance(scan, dict) else None
+    mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
+    if target in fact and fact[target] != mode:
+        kept = prov.fields.get(target, {})
+        prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
+                               "ignored": {"provider": kept.get("provider"), "value": fact[target]}})  # fmt: skip
+    fact[target] = mode
+    prov.fields[target] = {"provider": "session", "key": "mode", "value": mode, "source": source}
+
+
+def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:
+    """Tasks an open progress-blocking blocker is about are never offered as the next task:
+    they leave the available tasks (noted in the provenance)."""
+    blocked = next((o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"),
+                   None)  # fmt: skip
+    target = fields.get("transcript.available_tasks")
+    if not blocked or not target or not isinstance(fact.get(target), list):
+        return
+    kept = [t for t in fact[target] if t not in blocked]
+    if len(kept) < len(fact[target]):
+        prov.notes.setdefault("blockers", []).append(f"left out of {target} (blocked): {', '.join(map(str, blocked))}")
+        fact[target] = kept
+
+
+def merge(
+    results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
+) -> tuple[dict[str, Any], Provenance]:
+    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    fact: dict[str, Any] = {}
+    prov = Provenance()
+    for name, obs, notes in results:
+        if notes:
+            prov.notes[name] = notes
+        for key, value in obs.items():
+            target = mapping.get(f"{name}.{key}", key if name == "state" else None)
+            if target is None:
+                prov.observed.append({"provider": name, "key": key, "value": value})
+                continue
+            if target in fact:
+                if fact[target] != value:
+                    kept = prov.fields[target]
+                    prov.conflicts.append({
+                        "field": target,
+                        "kept": {"provider": kept["provider"], "value": kept["value"]},
+                        "ignored": {"provider": name, "key": key, "value": value},
+                    })  # fmt: skip
+                continue
+            fact[target] = value
+            prov.fields[target] = {"provider": name, "key": key, "value": value}
+    return fact, prov

@@ -1,0 +1,22 @@
+"""``state``: facts declared for this session (``stoprule facts set``, the blocker tools),
+read from ``.stoprule/state/facts/`` (see :mod:`stoprule.agent.hook.state`).
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.state import read_facts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["provide"]
+
+
+def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+    if ctx.project is None:
+        return {}, []
+    return read_facts(ctx.project, event.session_id), []
