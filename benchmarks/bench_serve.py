@@ -9,6 +9,7 @@ agents each recording single stops into its own run, against this tree and a bas
     .venv/bin/python benchmarks/bench_serve.py --priority -20   # on a shared machine (root): the servers first
     .venv/bin/python benchmarks/bench_serve.py --only-scaling --wait-quiet 120   # 1 vs 2 workers when idle
     .venv/bin/python benchmarks/bench_serve.py --recording --baseline fbd8b2b --priority -20   # before/after
+    .venv/bin/python benchmarks/bench_serve.py --keepalive --baseline fbd8b2b     # kept-alive facts, before/after
 
 Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
 <= 2 ms p50 on loopback; 2 workers >= 1.8x one on 2 cores; fault runs: 0 lost or duplicated
@@ -407,13 +408,21 @@ def migrate(url: str, env: dict[str, str]) -> None:
 
 def _tree(ref: str) -> str:
     """``src/`` of commit ``ref`` in a temporary directory, with this tree's compiled engine modules
-    (untracked build outputs): a server of that commit for a before/after in the same run."""
+    (untracked build outputs): a server of that commit for a before/after in the same run. Its
+    ``serve`` extra had no httptools or uvloop: they are hidden from it (uvicorn then runs h11 on
+    asyncio's loop, as that commit installed it)."""
     out = tempfile.mkdtemp(prefix="bench-serve-ref-")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "src"], capture_output=True, check=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "src", "pyproject.toml"],
+                             capture_output=True, check=True)  # fmt: skip
     subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
     engine = REPO / "src" / "stoprule" / "engine"
     for built in engine.glob("*.so"):
         shutil.copy(built, Path(out, "src", "stoprule", "engine", built.name))
+    extras = Path(out, "pyproject.toml").read_text()
+    for module in ("httptools", "uvloop"):
+        if module not in extras:
+            Path(out, "src", module).mkdir()
+            Path(out, "src", module, "__init__.py").write_text(f"raise ImportError('{module}: not in {ref}')\n")
     return str(Path(out, "src"))
 
 
@@ -540,6 +549,37 @@ def recording(args: argparse.Namespace) -> None:
                   f"{before['p99_ms']:.0f} -> {after['p99_ms']:.0f} ms")  # fmt: skip
 
 
+def keepalive(args: argparse.Namespace) -> None:
+    """Single facts over 8 kept-alive connections against 1 and 2 workers: this tree, and with
+    ``--baseline REF`` the server of that commit (where an answer on a kept-alive connection to
+    2 workers waited for the client's delayed ACK), alternated."""
+    facts = [json.dumps(f).encode() for f in generate(2000)]
+    single = [request("/v1/evaluate", f) for f in facts]
+    trees: dict[str, str | None] = {"this tree": None}
+    if args.baseline:
+        trees = {f"baseline {args.baseline}": _tree(args.baseline), **trees}
+    results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    servers = {(name, w): Server(w, env={"PYTHONPATH": src} if src else None)
+               for name, src in trees.items() for w in (1, 2)}  # fmt: skip
+    try:
+        if args.priority is not None:
+            for srv in servers.values():
+                Path(f"/proc/{srv.proc.pid}/autogroup").write_text(str(args.priority))
+        for _ in range(args.repeats):
+            for key, srv in servers.items():
+                wall, lat = load(srv.port, [single[i::8] for i in range(8)])
+                results.setdefault(key, []).append((len(single) / wall, pct(lat, 0.5) * 1000))
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    print(f"single facts over 8 kept-alive connections (medians of {args.repeats} alternated repeats):")
+    for name in trees:
+        rate = {w: statistics.median(r for r, _ in results[name, w]) for w in (1, 2)}
+        p50 = {w: statistics.median(q for _, q in results[name, w]) for w in (1, 2)}
+        print(f"  {name}: 1 worker {rate[1]:,.0f} requests/s, p50 {p50[1]:.2f} ms; 2 workers {rate[2]:,.0f} "
+              f"requests/s, p50 {p50[2]:.2f} ms; 2 workers vs 1: {rate[2] / rate[1]:.2f}x")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--facts", type=int, default=2000, help="generated facts (default 2000)")
@@ -558,9 +598,18 @@ def main() -> None:
                    help="only the recording agents: decisions/s and p50/p99 on a PostgreSQL ledger")  # fmt: skip
     p.add_argument("--agents", type=int, nargs="+", default=[50, 200], help="recording agents (default 50 200)")
     p.add_argument("--record-seconds", type=float, default=10.0, help="length of each recording run (default 10 s)")
-    p.add_argument("--baseline", metavar="REF", help="with --recording: also the server of commit REF, alternated")
+    p.add_argument("--keepalive", action="store_true",
+                   help="only single facts over kept-alive connections, 1 and 2 workers")  # fmt: skip
+    p.add_argument("--baseline", metavar="REF",
+                   help="with --recording or --keepalive: also the server of commit REF, alternated")  # fmt: skip
     args = p.parse_args()
     print_header(PACK)
+    if args.keepalive:
+        load0 = os.getloadavg()
+        keepalive(args)
+        print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
+              + " ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
+        return
     if args.recording:
         load0 = os.getloadavg()
         recording(args)
