@@ -483,6 +483,7 @@ def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: byte
     workers, pg = (srv.workers() if srv else []), _postgres_pids()
     w0, p0, c0 = _cpu_of(workers), _cpu_of(pg), time.process_time()
     wall = asyncio.run(main())
+    pg += [pid for pid in _postgres_pids() if pid not in pg]  # backends the run opened: all of their CPU
     w1, p1, c1 = _cpu_of(workers), _cpu_of(pg), time.process_time()
     busy = (machine_busy() - b0) / (wall + warmup)
     ok = statuses.get(200, 0)
