@@ -34,8 +34,8 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from stoprule.analysis.domain import build_space
 from stoprule.analysis.encoding import Encoder
@@ -67,7 +67,8 @@ Key = tuple[Any, ...]
 Node = C.Atom | C.Quant
 
 
-class Observation(NamedTuple):
+@dataclass(frozen=True)
+class Observation:
     """One evaluated fact: a label naming it (``file::case[i]``), the validated fact and its verdict."""
 
     label: str
@@ -143,7 +144,8 @@ class RuleCoverage:
         }
 
 
-class Unexercised(NamedTuple):
+@dataclass(frozen=True, order=True)
+class Unexercised:
     """A declaration no fact exercised: ``kind`` is set, set_member, blocker_category, ...."""
 
     kind: str
@@ -153,7 +155,7 @@ class Unexercised(NamedTuple):
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return asdict(self)
 
 
 def _ratio(covered: int, total: int) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def _ratio(covered: int, total: int) -> dict[str, Any]:
     return {"covered": covered, "total": total, "percent": pct}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Coverage:
     """The whole report; ``to_dict`` is the JSON form."""
 
@@ -736,7 +738,8 @@ def compute_coverage(
     verdicts_seen: set[str] = set()
     warnings: list[str] = []
     facts = 0
-    for label, fact, verdict in observations:
+    for seen in observations:
+        label, fact, verdict = seen.label, seen.fact, seen.verdict
         facts += 1
         verdicts_seen.add(verdict.verdict)
         matched = {m.rule for m in verdict.matched}

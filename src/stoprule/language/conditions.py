@@ -157,7 +157,7 @@ class HighRisk:
 Cond = Const | Atom | Quant | AllOf | AnyOf | Not | Ref | HighRisk
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Parser:
     src: SourceFile
     diags: list[Diagnostic] = field(default_factory=list)

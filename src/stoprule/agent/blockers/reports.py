@@ -30,7 +30,7 @@ __all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_repo
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: no trailing newline
 
 
-@dataclass
+@dataclass(frozen=True)
 class Problem:
     rule: str
     reason: str
@@ -47,7 +47,7 @@ class Problem:
         return self.message + ("" if not self.entries else " Wrong entries: " + "; ".join(self.entries) + ".")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportCheck:
     ok: bool
     problems: list[Problem]

@@ -33,7 +33,7 @@ from stoprule.project import STATE_DIR, project_root
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
     ok: bool
     text: str

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
+from stoprule._util.records import record
 from stoprule.agent.hook.adapters import adapter, decode_payload
 
 TYPE_CHECKING = False
@@ -95,19 +96,20 @@ def instructions(pack: str, mode: str = "autonomous") -> str:
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
 
 
-def _mode(b: _Begun, harness: str) -> tuple[str, str]:
-    from stoprule.agent.hook.mode import resolve
-
-    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
-
-
-class _Begun(NamedTuple):
+@record
+class _Begun:
     event: HookEvent
     workdir: str
     project: str | None
     home: str
     settings: Settings
     env: Mapping[str, str]
+
+
+def _mode(b: _Begun, harness: str) -> tuple[str, str]:
+    from stoprule.agent.hook.mode import resolve
+
+    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
 
 
 def _handle(
