@@ -21,9 +21,9 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from stoprule._util.records import Record, record
 from stoprule.ledger import keys
 from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, head_link, link, well_formed
 from stoprule.ledger.sha import compare_digest
@@ -45,8 +45,8 @@ def shown(value: Any) -> Any:
     return value
 
 
-@record
-class Break(Record):
+@dataclass(frozen=True)
+class Break:
     """What is broken: a run's first broken link (the event ``seq`` and node where it is), or,
     with ``run`` None, the ledger as a whole (its head, its file, rows that belong to no run)."""
 
@@ -57,7 +57,7 @@ class Break(Record):
 
     def printable(self) -> Break:
         """The same break with any byte that was not UTF-8 written as ``\\xNN`` (safe to print)."""
-        return self._replace(run=shown(self.run), node=shown(self.node), problem=shown(self.problem))
+        return replace(self, run=shown(self.run), node=shown(self.node), problem=shown(self.problem))
 
     def format(self) -> str:
         if self.run is None:
@@ -68,7 +68,7 @@ class Break(Record):
         return f"run {self.run!r}: first broken link at {where}: {self.problem}"
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return asdict(self)
 
 
 def _lenient_text(raw: bytes) -> str:

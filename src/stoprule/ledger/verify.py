@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from stoprule._util.records import Record, record
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -53,8 +53,8 @@ def _expected_schema() -> dict[str, tuple[str, str]]:
 _SCHEMA: dict[str, tuple[str, str]] = {}
 
 
-@record
-class Report(Record):
+@dataclass(frozen=True)
+class Report:
     runs: int
     events: int
     breaks: list[Break]
@@ -237,7 +237,7 @@ def verify(ledger: Ledger, run: str | None = None, on_progress: Callable[[int, i
 def _with(report: Report, extra: list[Break]) -> Report:
     """The report with the storage findings; its head only when nothing at all is broken."""
     breaks = report.breaks + [b.printable() for b in extra]
-    return report._replace(breaks=breaks, head=report.head if not breaks else None)
+    return replace(report, breaks=breaks, head=report.head if not breaks else None)
 
 
 def _names(c: Any) -> list[str]:
