@@ -48,6 +48,8 @@ def server(
         lines.append(tokens.rstrip("\n"))
     if ledger:
         lines.append(f"ledger: '{ledger}'")
+    if "limits:" not in extra:  # no request of a test is timed out because the machine is busy
+        extra += "limits: {ledger_timeout_ms: 10000}\n"
     cfg.write_text("\n".join(lines) + "\n" + extra)
     port = free_port()
 

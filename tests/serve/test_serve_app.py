@@ -25,7 +25,7 @@ def _client(tmp_path: Path, *, ledger: bool = False, limits: Limits | None = Non
         policy=str(pack),
         tokens=(Token("t", hash_token(TOKEN)),),
         ledger=str(tmp_path / "ledger.db") if ledger else None,
-        limits=limits or Limits(),
+        limits=limits or Limits(ledger_timeout_ms=10_000),  # no request timed out because the machine is busy
         reload_interval_ms=50,
     )
     return TestClient(create_app(config))

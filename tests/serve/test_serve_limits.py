@@ -20,7 +20,7 @@ from servehelp import server
 from starlette.testclient import TestClient
 
 from ledger_facts import OK
-from stoprule.config.serve import ServeConfig, Token, hash_token
+from stoprule.config.serve import Limits, ServeConfig, Token, hash_token
 from stoprule.serve.app import create_app
 from stoprule.serve.run import listening_socket
 
@@ -52,7 +52,7 @@ def test_the_hook_route_records_only_what_evaluate_accepts(tmp_path: Path, fact_
     recording ``/v1/evaluate`` refuses is refused here too, and a body too deep to parse is a 4xx,
     not a 500 that drops the worker's database connection."""
     config = ServeConfig(policy=str(REPO / "policies"), tokens=(Token("t", hash_token("t0k")),),
-                         ledger=str(tmp_path / "l.db"))  # fmt: skip
+                         ledger=str(tmp_path / "l.db"), limits=Limits(ledger_timeout_ms=10_000))  # fmt: skip
     body = '{"payload": {"session_id": "s"}, "run": "s", "fact": ' + fact_text + "}"
     with TestClient(create_app(config)) as c:
         r = c.post("/v1/hooks/claude-code", headers=AUTH, content=body)
@@ -175,7 +175,7 @@ def _pids(url: str, connections: int = 16) -> set[int]:
 
 
 def test_a_stopped_worker_is_replaced(tmp_path: Path) -> None:
-    with server(tmp_path, workers=2, extra="probe_timeout_ms: 2000\n") as url:
+    with server(tmp_path, workers=2, extra="probe_timeout_ms: 3000\n") as url:
         before = _pids(url)
         while len(before) < 2:
             before |= _pids(url)
