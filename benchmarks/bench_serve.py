@@ -69,11 +69,23 @@ class Server:
         cfg.write_text(text + (f"ledger: '{ledger}'\n" if ledger else ""))
         self.port = _port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(self.port),
-             "--workers", str(workers)],
-            env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "stoprule",
+                "serve",
+                "--config",
+                str(cfg),
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+            ],
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -114,8 +126,10 @@ class Server:
 
 
 def request(path: str, body: bytes) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nhost: b\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+    return (
+        f"POST {path} HTTP/1.1\r\nhost: b\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 async def _read(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -295,8 +309,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             out[f"single_p50_ms_{w}w"] = statistics.median(p50s) * 1000
             out[f"single_rate_{w}w"] = statistics.median(rates)
         srv = servers[2]
-        clients = [[request("/v1/evaluate", lines[(c * 20 + i) % len(lines)]) for i in range(20)]
-                   for c in range(200)]  # fmt: skip
+        clients = [[request("/v1/evaluate", lines[(c * 20 + i) % len(lines)]) for i in range(20)] for c in range(200)]
         walls, p50, p99 = [], [], []
         for _ in range(args.repeats):
             wall, lat = load(srv.port, clients)
@@ -412,8 +425,9 @@ def _tree(ref: str) -> str:
     ``serve`` extra had no httptools or uvloop: they are hidden from it (uvicorn then runs h11 on
     asyncio's loop, as that commit installed it)."""
     out = tempfile.mkdtemp(prefix="bench-serve-ref-")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "src", "pyproject.toml"],
-                             capture_output=True, check=True)  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref, "src", "pyproject.toml"], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
     engine = REPO / "src" / "stoprule" / "engine"
     for built in engine.glob("*.so"):
@@ -450,8 +464,9 @@ def _postgres_pids() -> list[int]:
     return out
 
 
-def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: bytes,
-               srv: Server | None = None) -> dict[str, Any]:  # fmt: skip
+def agents_run(
+    port: int, agents: int, seconds: float, warmup: float, fact: bytes, srv: Server | None = None
+) -> dict[str, Any]:
     """``agents`` keep-alive connections, each recording single facts into its own run back to back
     (a closed loop: an agent sends its next stop when the last one is answered) for ``warmup`` +
     ``seconds``; decisions/s and latency percentiles over the measured ``seconds``, and (with
@@ -488,10 +503,17 @@ def agents_run(port: int, agents: int, seconds: float, warmup: float, fact: byte
     busy = (machine_busy() - b0) / (wall + warmup)
     ok = statuses.get(200, 0)
     n = max(sum(statuses.values()), 1) * (wall + warmup) / wall  # every answer, warm-up included
-    return {"agents": agents, "rate": ok / wall, "p50_ms": pct(lat, 0.5) * 1000, "p99_ms": pct(lat, 0.99) * 1000,
-            "errors": {k: v for k, v in statuses.items() if k != 200}, "busy_cores": busy,
-            "server_us": (w1 - w0) / n * 1e6, "postgres_us": (p1 - p0) / n * 1e6,
-            "client_us": (c1 - c0) / n * 1e6}  # fmt: skip
+    return {
+        "agents": agents,
+        "rate": ok / wall,
+        "p50_ms": pct(lat, 0.5) * 1000,
+        "p99_ms": pct(lat, 0.99) * 1000,
+        "errors": {k: v for k, v in statuses.items() if k != 200},
+        "busy_cores": busy,
+        "server_us": (w1 - w0) / n * 1e6,
+        "postgres_us": (p1 - p0) / n * 1e6,
+        "client_us": (c1 - c0) / n * 1e6,
+    }
 
 
 def recording(args: argparse.Namespace) -> None:
@@ -527,11 +549,14 @@ def recording(args: argparse.Namespace) -> None:
                             wait_quiet(args.wait_quiet)
                         r = agents_run(srv.port, agents, args.record_seconds, 2.0, fact, srv)
                         results[name].append(r)
-                        print(f"  {name}: {agents} agents: {r['rate']:,.0f} recorded/s, p50 {r['p50_ms']:.1f} ms, "
-                              f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}; CPU per decision: workers "
-                              f"{r['server_us']:.0f} us, PostgreSQL {r['postgres_us']:.0f} us, client "
-                              f"{r['client_us']:.0f} us; machine {r['busy_cores']:.2f} cores busy, load "
-                              f"{os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+                        print(
+                            f"  {name}: {agents} agents: {r['rate']:,.0f} recorded/s, p50 {r['p50_ms']:.1f} ms, "
+                            f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}; CPU per decision: workers "
+                            f"{r['server_us']:.0f} us, PostgreSQL {r['postgres_us']:.0f} us, client "
+                            f"{r['client_us']:.0f} us; machine {r['busy_cores']:.2f} cores busy, load "
+                            f"{os.getloadavg()[0]:.2f}",
+                            flush=True,
+                        )
                 finally:
                     srv.stop()
     print("recording agents (medians over repeats):")
@@ -539,15 +564,21 @@ def recording(args: argparse.Namespace) -> None:
         row = {}
         for name, runs in results.items():
             mine = [r for r in runs if r["agents"] == agents]
-            row[name] = {k: statistics.median(r[k] for r in mine)
-                         for k in ("rate", "p50_ms", "p99_ms", "server_us", "postgres_us")}  # fmt: skip
-            print(f"  {agents} agents, {name}: {row[name]['rate']:,.0f} recorded decisions/s, p50 "
-                  f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms; CPU per decision: workers "
-                  f"{row[name]['server_us']:.0f} us, PostgreSQL {row[name]['postgres_us']:.0f} us")  # fmt: skip
+            row[name] = {
+                k: statistics.median(r[k] for r in mine)
+                for k in ("rate", "p50_ms", "p99_ms", "server_us", "postgres_us")
+            }
+            print(
+                f"  {agents} agents, {name}: {row[name]['rate']:,.0f} recorded decisions/s, p50 "
+                f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms; CPU per decision: workers "
+                f"{row[name]['server_us']:.0f} us, PostgreSQL {row[name]['postgres_us']:.0f} us"
+            )
         if len(row) == 2:
             (a, before), (b, after) = row.items()
-            print(f"  {agents} agents: {after['rate'] / before['rate']:.2f}x the decisions/s of the baseline; p99 "
-                  f"{before['p99_ms']:.0f} -> {after['p99_ms']:.0f} ms")  # fmt: skip
+            print(
+                f"  {agents} agents: {after['rate'] / before['rate']:.2f}x the decisions/s of the baseline; p99 "
+                f"{before['p99_ms']:.0f} -> {after['p99_ms']:.0f} ms"
+            )
 
 
 def keepalive(args: argparse.Namespace) -> None:
@@ -560,8 +591,9 @@ def keepalive(args: argparse.Namespace) -> None:
     if args.baseline:
         trees = {f"baseline {args.baseline}": _tree(args.baseline), **trees}
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
-    servers = {(name, w): Server(w, env={"PYTHONPATH": src} if src else None)
-               for name, src in trees.items() for w in (1, 2)}  # fmt: skip
+    servers = {
+        (name, w): Server(w, env={"PYTHONPATH": src} if src else None) for name, src in trees.items() for w in (1, 2)
+    }
     try:
         if args.priority is not None:
             for srv in servers.values():
@@ -577,8 +609,10 @@ def keepalive(args: argparse.Namespace) -> None:
     for name in trees:
         rate = {w: statistics.median(r for r, _ in results[name, w]) for w in (1, 2)}
         p50 = {w: statistics.median(q for _, q in results[name, w]) for w in (1, 2)}
-        print(f"  {name}: 1 worker {rate[1]:,.0f} requests/s, p50 {p50[1]:.2f} ms; 2 workers {rate[2]:,.0f} "
-              f"requests/s, p50 {p50[2]:.2f} ms; 2 workers vs 1: {rate[2] / rate[1]:.2f}x")  # fmt: skip
+        print(
+            f"  {name}: 1 worker {rate[1]:,.0f} requests/s, p50 {p50[1]:.2f} ms; 2 workers {rate[2]:,.0f} "
+            f"requests/s, p50 {p50[2]:.2f} ms; 2 workers vs 1: {rate[2] / rate[1]:.2f}x"
+        )
 
 
 def main() -> None:
@@ -589,60 +623,97 @@ def main() -> None:
     p.add_argument("--conns", type=int, default=32, help="keep-alive connections for the throughput runs (default 32)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-faults", action="store_true")
-    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
-                   help="before each 1-vs-2-worker pair, wait up to S seconds for the machine to be idle")  # fmt: skip
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each 1-vs-2-worker pair, wait up to S seconds for the machine to be idle",
+    )
     p.add_argument("--only-scaling", action="store_true", help="only the 1-vs-2-worker runs")
-    p.add_argument("--priority", type=int, metavar="NICE",
-                   help="give the servers' and this process's sessions this autogroup nice value (e.g. -10, needs "
-                        "root): on a shared machine, the servers then take the cores other jobs hold")  # fmt: skip
-    p.add_argument("--recording", action="store_true",
-                   help="only the recording agents: decisions/s and p50/p99 on a PostgreSQL ledger")  # fmt: skip
+    p.add_argument(
+        "--priority",
+        type=int,
+        metavar="NICE",
+        help="give the servers' and this process's sessions this autogroup nice value (e.g. -10, needs "
+        "root): on a shared machine, the servers then take the cores other jobs hold",
+    )
+    p.add_argument(
+        "--recording",
+        action="store_true",
+        help="only the recording agents: decisions/s and p50/p99 on a PostgreSQL ledger",
+    )
     p.add_argument("--agents", type=int, nargs="+", default=[50, 200], help="recording agents (default 50 200)")
     p.add_argument("--record-seconds", type=float, default=10.0, help="length of each recording run (default 10 s)")
-    p.add_argument("--keepalive", action="store_true",
-                   help="only single facts over kept-alive connections, 1 and 2 workers")  # fmt: skip
-    p.add_argument("--baseline", metavar="REF",
-                   help="with --recording or --keepalive: also the server of commit REF, alternated")  # fmt: skip
+    p.add_argument(
+        "--keepalive", action="store_true", help="only single facts over kept-alive connections, 1 and 2 workers"
+    )
+    p.add_argument(
+        "--baseline", metavar="REF", help="with --recording or --keepalive: also the server of commit REF, alternated"
+    )
     args = p.parse_args()
     print_header(PACK)
     if args.keepalive:
         load0 = os.getloadavg()
         keepalive(args)
-        print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
-              + " ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
+        print(
+            f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        )
         return
     if args.recording:
         load0 = os.getloadavg()
         recording(args)
-        print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
-              + " ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
+        print(
+            f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        )
         return
     load0 = os.getloadavg()
     m = measure(args)
     per_in, per_1 = 1e6 / m["inproc"], 1e6 / m["rate_1w"]
-    print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
-    print(f"in-process evaluate:               {m['inproc']:>9,.0f} decisions/s ({per_in:.1f} us each, "
-          f"{m['inproc_cpu_us']:.1f} us CPU)")  # fmt: skip
-    print(f"batch endpoint ({args.batch} facts/request, {args.conns} keep-alive connections), medians of "
-          f"{args.repeats} alternated repeats:")  # fmt: skip
+    print(
+        f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}; after: "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
+    print(
+        f"in-process evaluate:               {m['inproc']:>9,.0f} decisions/s ({per_in:.1f} us each, "
+        f"{m['inproc_cpu_us']:.1f} us CPU)"
+    )
+    print(
+        f"batch endpoint ({args.batch} facts/request, {args.conns} keep-alive connections), medians of "
+        f"{args.repeats} alternated repeats:"
+    )
     for w in (1, 2):
-        print(f"  {w} worker(s): {m[f'rate_{w}w']:>9,.0f} decisions/s; server CPU "
-              f"{m[f'server_us_{w}w']:.1f} us/decision "
-              f"worker split {m[f'split_{w}w']:.2f}; client CPU {m[f'client_us_{w}w']:.1f} us/decision; other jobs "
-              f"{m[f'others_cores_{w}w']:.2f} cores; a worker waited for a core {m[f'waited_{w}w']:.0%} of the run, "
-              f"had no request {m[f'idle_{w}w']:.0%}")  # fmt: skip
-    print(f"  1 worker vs in-process: {per_1 / per_in:.2f}x wall, {m['server_us_1w'] / m['inproc_cpu_us']:.2f}x CPU "
-          "per decision (target <= 3x)")  # fmt: skip
-    print(f"  2 workers vs 1: {m['rate_2w'] / m['rate_1w']:.2f}x wall (target >= 1.8x); CPU per decision "
-          f"{m['server_us_2w'] / m['server_us_1w']:.2f}x; without the time workers waited for a core "
-          f"{m['unqueued_rate_2w'] / m['unqueued_rate_1w']:.2f}x")  # fmt: skip
+        print(
+            f"  {w} worker(s): {m[f'rate_{w}w']:>9,.0f} decisions/s; server CPU "
+            f"{m[f'server_us_{w}w']:.1f} us/decision "
+            f"worker split {m[f'split_{w}w']:.2f}; client CPU {m[f'client_us_{w}w']:.1f} us/decision; other jobs "
+            f"{m[f'others_cores_{w}w']:.2f} cores; a worker waited for a core {m[f'waited_{w}w']:.0%} of the run, "
+            f"had no request {m[f'idle_{w}w']:.0%}"
+        )
+    print(
+        f"  1 worker vs in-process: {per_1 / per_in:.2f}x wall, {m['server_us_1w'] / m['inproc_cpu_us']:.2f}x CPU "
+        "per decision (target <= 3x)"
+    )
+    print(
+        f"  2 workers vs 1: {m['rate_2w'] / m['rate_1w']:.2f}x wall (target >= 1.8x); CPU per decision "
+        f"{m['server_us_2w'] / m['server_us_1w']:.2f}x; without the time workers waited for a core "
+        f"{m['unqueued_rate_2w'] / m['unqueued_rate_1w']:.2f}x"
+    )
     q1, q2 = m["quiet"]
-    print(f"  quietest repeat (other jobs {q1['others_cores']:.2f} / {q2['others_cores']:.2f} cores): "
-          f"{q1['rate']:,.0f} vs {q2['rate']:,.0f} decisions/s = {q2['rate'] / q1['rate']:.2f}x")  # fmt: skip
-    print("  every repeat: " + "; ".join(
-        f"{a['rate']:,.0f} vs {b['rate']:,.0f}/s = {b['rate'] / a['rate']:.2f}x (others {a['others_cores']:.2f}/"
-        f"{b['others_cores']:.2f})" for a, b in zip(m["runs"][1], m["runs"][2], strict=True)))  # fmt: skip
+    print(
+        f"  quietest repeat (other jobs {q1['others_cores']:.2f} / {q2['others_cores']:.2f} cores): "
+        f"{q1['rate']:,.0f} vs {q2['rate']:,.0f} decisions/s = {q2['rate'] / q1['rate']:.2f}x"
+    )
+    print(
+        "  every repeat: "
+        + "; ".join(
+            f"{a['rate']:,.0f} vs {b['rate']:,.0f}/s = {b['rate'] / a['rate']:.2f}x (others {a['others_cores']:.2f}/"
+            f"{b['others_cores']:.2f})"
+            for a, b in zip(m["runs"][1], m["runs"][2], strict=True)
+        )
+    )
     try:
         autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
     except OSError:
@@ -650,16 +721,22 @@ def main() -> None:
     if args.priority is not None:
         print(f"  (the servers' and the client's sessions ran at autogroup nice {args.priority})")
     elif autogroup:
-        print("  (sched_autogroup_enabled=1: under contention the kernel shares the CPU by session, and a server's "
-              "workers are one session: with other jobs running, 2 workers get no more CPU than 1)")  # fmt: skip
+        print(
+            "  (sched_autogroup_enabled=1: under contention the kernel shares the CPU by session, and a server's "
+            "workers are one session: with other jobs running, 2 workers get no more CPU than 1)"
+        )
     if args.only_scaling:
         return
     for w in (1, 2):
-        print(f"single facts, 8 keep-alive connections, {w} worker(s): {m[f'single_rate_{w}w']:,.0f} requests/s, "
-              f"p50 {m[f'single_p50_ms_{w}w']:.2f} ms (target <= 2 ms)")  # fmt: skip
+        print(
+            f"single facts, 8 keep-alive connections, {w} worker(s): {m[f'single_rate_{w}w']:,.0f} requests/s, "
+            f"p50 {m[f'single_p50_ms_{w}w']:.2f} ms (target <= 2 ms)"
+        )
     print(f"  2 workers vs 1 on kept-alive connections: {m['single_rate_2w'] / m['single_rate_1w']:.2f}x")
-    print(f"200 concurrent clients, 2 workers: {m['c200_rate']:,.0f} requests/s, p50 {m['c200_p50_ms']:.1f} ms, "
-          f"p99 {m['c200_p99_ms']:.1f} ms")  # fmt: skip
+    print(
+        f"200 concurrent clients, 2 workers: {m['c200_rate']:,.0f} requests/s, p50 {m['c200_p50_ms']:.1f} ms, "
+        f"p99 {m['c200_p99_ms']:.1f} ms"
+    )
     if not args.no_faults:
         for kind, what in (("none", "no fault"), ("kill", "kill -9 of a worker"), ("pg", "PostgreSQL restart")):
             print(f"fault run, {what} under load: {json.dumps(fault_run(kind))}")

@@ -45,8 +45,11 @@ def test_ledger_and_its_side_files_are_owner_only_under_umask_022(tmp_path: Path
             side = [Path(f"{path}{s}") for s in ("-wal", "-shm")]
             assert all(p.exists() for p in side)  # while open, WAL mode keeps both
             assert {p.name: mode(p) for p in (path, *side, Path(led.keys_path))} == {
-                "ledger.db": 0o600, "ledger.db-wal": 0o600, "ledger.db-shm": 0o600, "ledger.db.keys": 0o600,
-            }  # fmt: skip
+                "ledger.db": 0o600,
+                "ledger.db-wal": 0o600,
+                "ledger.db-shm": 0o600,
+                "ledger.db.keys": 0o600,
+            }
     finally:
         os.umask(old)
 
@@ -71,9 +74,19 @@ def test_cli_creates_the_default_ledger_owner_only_under_umask_022(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "argv",
-    [("log", "status", "r"), ("log", "show", "r"), ("log", "runs"), ("log", "export"), ("log", "export", "--run", "r"),
-     ("log", "verify"), ("log", "verify", "r"), ("log", "upgrade"), ("keys", "rotate"), ("keys", "retire", "k1")],
-)  # fmt: skip
+    [
+        ("log", "status", "r"),
+        ("log", "show", "r"),
+        ("log", "runs"),
+        ("log", "export"),
+        ("log", "export", "--run", "r"),
+        ("log", "verify"),
+        ("log", "verify", "r"),
+        ("log", "upgrade"),
+        ("keys", "rotate"),
+        ("keys", "retire", "k1"),
+    ],
+)
 @pytest.mark.parametrize("explicit", [False, True])
 def test_commands_that_read_a_ledger_say_no_ledger_here_and_create_nothing(
     run_cli, tmp_path: Path, argv: tuple[str, ...], explicit: bool
@@ -120,8 +133,12 @@ def test_export_escapes_line_separators_and_round_trips_through_eval(run_cli, tm
     full = run_cli("log", "export", "--ledger", db)
     assert len(full.stdout.splitlines()) == len(facts)
     assert [json.loads(ln)["fact"] for ln in full.stdout.splitlines()] == facts
-    for fmt_args in (("show", "r", "--format", "json"), ("status", "r", "--format", "json"),
-                     ("runs", "--format", "json"), ("verify", "--format", "json")):  # fmt: skip
+    for fmt_args in (
+        ("show", "r", "--format", "json"),
+        ("status", "r", "--format", "json"),
+        ("runs", "--format", "json"),
+        ("verify", "--format", "json"),
+    ):
         out = run_cli("log", *fmt_args, "--ledger", db).stdout
         assert len(out.splitlines()) == 1 and not any(ch in out for ch in "\u2028\u2029\u0085"), fmt_args
 
@@ -144,8 +161,13 @@ def test_lone_surrogates_in_unknown_fields_are_recorded_and_exported_safely(run_
     assert json.loads(only.stdout) == want and only.stdout.isascii()
     assert run_cli("eval", "-", input=only.stdout).returncode == 0
     assert run_cli("log", "verify", "--ledger", db).returncode == 0
-    for args in (("show", "r"), ("show", "r", "--format", "json"), ("show", "r", "--format", "mermaid"),
-                 ("status", "r"), ("runs",)):  # fmt: skip
+    for args in (
+        ("show", "r"),
+        ("show", "r", "--format", "json"),
+        ("show", "r", "--format", "mermaid"),
+        ("status", "r"),
+        ("runs",),
+    ):
         shown = run_cli("log", *args, "--ledger", db)
         no_traceback(shown)
         assert shown.returncode == 0, args

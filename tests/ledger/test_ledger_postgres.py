@@ -50,12 +50,24 @@ def _story(ledger: str) -> None:
     (blocked,) = _record(ledger, "r1", CONTINUITY)
     fixed = FIXED
     for _ in range(2):  # the second is an idempotent replay: nothing appended
-        code, out, err = _cli("eval", "--policy", PACK, "--run", "r1", "--retry", blocked["retry_token"],
-                              "--ledger", ledger, "-", stdin=json.dumps(fixed).encode())  # fmt: skip
+        code, out, err = _cli(
+            "eval",
+            "--policy",
+            PACK,
+            "--run",
+            "r1",
+            "--retry",
+            blocked["retry_token"],
+            "--ledger",
+            ledger,
+            "-",
+            stdin=json.dumps(fixed).encode(),
+        )
         assert code == 0, err
     _record(ledger, "r2", REVIEW, FAILED, {"status": "bogus"}, OK)
-    code, _, err = _cli("eval", "--policy", PACK, "--run", "r3", "--checkpoint", "--ledger", ledger, "-",
-                        stdin=json.dumps(OK).encode())  # fmt: skip
+    code, _, err = _cli(
+        "eval", "--policy", PACK, "--run", "r3", "--checkpoint", "--ledger", ledger, "-", stdin=json.dumps(OK).encode()
+    )
     assert code == 0, err
 
 
@@ -108,8 +120,19 @@ def test_the_commands_work_on_postgres_as_recorded(pg_url: str) -> None:
     assert code == 0 and out.startswith("ok: 3 run(s), 8 event(s)"), err + out
     st = json.loads(_cli("log", "status", "r1", "--format", "json", "--ledger", pg_url)[1])
     assert (st["decisions"], st["tip"], st["blocked"]) == (4, "n4", 2)
-    code, _, err = _cli("eval", "--policy", PACK, "--run", "r1", "--retry", "srt1.k1.x.y", "--ledger", pg_url, "-",
-                        stdin=json.dumps(OK).encode())  # fmt: skip
+    code, _, err = _cli(
+        "eval",
+        "--policy",
+        PACK,
+        "--run",
+        "r1",
+        "--retry",
+        "srt1.k1.x.y",
+        "--ledger",
+        pg_url,
+        "-",
+        stdin=json.dumps(OK).encode(),
+    )
     assert code == 2 and "token." in err
 
 
@@ -138,9 +161,15 @@ def test_event_tables_refuse_change_even_for_the_owner(pg_url: str, table: str, 
 
 @pytest.mark.parametrize(
     "sql",
-    ["UPDATE events SET body = body", "DELETE FROM nodes", "TRUNCATE facts CASCADE", "DELETE FROM runs",
-     "DELETE FROM head", "DROP TRIGGER events_no_change ON events"],
-)  # fmt: skip
+    [
+        "UPDATE events SET body = body",
+        "DELETE FROM nodes",
+        "TRUNCATE facts CASCADE",
+        "DELETE FROM runs",
+        "DELETE FROM head",
+        "DROP TRIGGER events_no_change ON events",
+    ],
+)
 def test_the_services_role_may_only_insert(pg_url: str, sql: str) -> None:
     _record(pg_url, "r", OK)
     role = "svc_" + pg_url.rsplit("/", 1)[1]  # roles are cluster-wide: one per test database
@@ -183,8 +212,10 @@ def test_many_writers_append_to_one_run_with_nothing_lost_or_reordered(pg_url: s
     ctx = multiprocessing.get_context("spawn")
     writers, per = 6, 40
     barrier = ctx.Barrier(writers)
-    procs = [ctx.Process(target=_writer, args=(pg_url, os.environ["STOPRULE_LEDGER_KEYS"], "shared", per, barrier))
-             for _ in range(writers)]  # fmt: skip
+    procs = [
+        ctx.Process(target=_writer, args=(pg_url, os.environ["STOPRULE_LEDGER_KEYS"], "shared", per, barrier))
+        for _ in range(writers)
+    ]
     for p in procs:
         p.start()
     for p in procs:

@@ -83,12 +83,14 @@ def rehash_event(run: str, seq: int, old: str, new: str) -> Callable[[sqlite3.Co
 def swap_ids(a: int, b: int) -> Callable[[sqlite3.Connection], None]:
     """Swap two events' ids and every reference to them: only the append order changes."""
     return sql(
-        f"UPDATE events SET id = -1 WHERE id = {a}", f"UPDATE events SET id = {a} WHERE id = {b}",
+        f"UPDATE events SET id = -1 WHERE id = {a}",
+        f"UPDATE events SET id = {a} WHERE id = {b}",
         f"UPDATE events SET id = {b} WHERE id = -1",
-        f"UPDATE nodes SET event = -1 WHERE event = {a}", f"UPDATE nodes SET event = {a} WHERE event = {b}",
+        f"UPDATE nodes SET event = -1 WHERE event = {a}",
+        f"UPDATE nodes SET event = {a} WHERE event = {b}",
         f"UPDATE nodes SET event = {b} WHERE event = -1",
         f"UPDATE runs SET last_event = CASE last_event WHEN {a} THEN {b} WHEN {b} THEN {a} ELSE last_event END",
-    )  # fmt: skip
+    )
 
 
 def drop_run(run: str, *, rewrite_head: bool = False) -> Callable[[sqlite3.Connection], None]:
@@ -370,8 +372,10 @@ def _content(path: Path) -> list | None:
         c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         c.text_factory = bytes
         try:
-            return [c.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                    for t in ("facts", "events", "nodes", "edges", "runs", "head")]  # fmt: skip
+            return [
+                c.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("facts", "events", "nodes", "edges", "runs", "head")
+            ]
         finally:
             c.close()
     except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema: SQLite's messages are not UTF-8 either

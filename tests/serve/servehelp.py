@@ -30,14 +30,23 @@ def free_port() -> int:
 
 def migrate(url: str) -> None:
     """``stoprule serve migrate``: the PostgreSQL schema a server records into (made by its owner)."""
-    proc = subprocess.run([sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 @contextmanager
 def server(
-    tmp: Path, *, workers: int = 1, ledger: str | None = None, extra: str = "", tokens: str = "",
+    tmp: Path,
+    *,
+    workers: int = 1,
+    ledger: str | None = None,
+    extra: str = "",
+    tokens: str = "",
     nofile: int | None = None,
 ) -> Iterator[str]:
     """Start ``stoprule serve``; yield its URL once /healthz answers; SIGTERM (then SIGKILL) at the end.
@@ -60,10 +69,23 @@ def server(
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "stoprule", "serve", "--config", str(cfg), "--port", str(port),
-         "--workers", str(workers)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=limit,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "stoprule",
+            "serve",
+            "--config",
+            str(cfg),
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=limit,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -95,15 +117,18 @@ def server(
 
 def request(path: str, body: bytes, token: str = TOKEN) -> bytes:
     """A pre-encoded HTTP/1.1 POST (keep-alive)."""
-    return (f"POST {path} HTTP/1.1\r\nhost: t\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+    return (
+        f"POST {path} HTTP/1.1\r\nhost: t\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
-    length = next((int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
-                  0)  # fmt: skip
+    length = next(
+        (int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")), 0
+    )
     return status, await reader.readexactly(length)
 
 

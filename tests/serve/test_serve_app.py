@@ -65,9 +65,11 @@ def test_no_valid_token_records_nothing_in_the_ledger(tmp_path: Path, header: st
     headers = {"authorization": header} if header else {}
     hook = json.dumps({"payload": {"session_id": "s"}, "fact": CONTINUITY, "run": "r1"})
     with _client(tmp_path, ledger=True) as c:
-        for path, body in (("/v1/evaluate?run=r1", json.dumps(CONTINUITY)),
-                           ("/v1/evaluate/batch?run=r1", f"{json.dumps(OK)}\n{json.dumps(REVIEW)}\n"),
-                           ("/v1/hooks/claude-code", hook)):  # fmt: skip
+        for path, body in (
+            ("/v1/evaluate?run=r1", json.dumps(CONTINUITY)),
+            ("/v1/evaluate/batch?run=r1", f"{json.dumps(OK)}\n{json.dumps(REVIEW)}\n"),
+            ("/v1/hooks/claude-code", hook),
+        ):
             r = c.post(path, headers=headers, content=body)
             assert (r.status_code, r.json()["error"]["code"]) == (401, "serve.unauthorized")
         assert not (tmp_path / "ledger.db").exists()  # the ledger was not even opened
@@ -134,7 +136,12 @@ def test_batch_keeps_order_and_answers_every_line(client: TestClient) -> None:
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     out = [json.loads(x) for x in r.text.splitlines()]
     assert [o.get("verdict") or o["error"]["code"] for o in out] == [
-        "pass", "fact.enum", "continuity_failure", "fact.not_object", "user_review"]  # fmt: skip
+        "pass",
+        "fact.enum",
+        "continuity_failure",
+        "fact.not_object",
+        "user_review",
+    ]
     assert out[1]["error"]["line"] == 2
 
 

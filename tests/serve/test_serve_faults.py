@@ -31,8 +31,10 @@ pytestmark = pytest.mark.postgres
 # limits short enough that a stalled or locked ledger answers within the runs below, and long enough
 # that a request on this loaded 2-core machine is not timed out when nothing is wrong
 LEDGER_TIMEOUT = 2.0
-LIMITS = ("limits: {ledger_timeout_ms: 2000, timeout_ms: 3000, header_timeout_ms: 3000}\nprobe_timeout_ms: 4000\n"
-          "anchor_interval_ms: 500\n")  # fmt: skip
+LIMITS = (
+    "limits: {ledger_timeout_ms: 2000, timeout_ms: 3000, header_timeout_ms: 3000}\nprobe_timeout_ms: 4000\n"
+    "anchor_interval_ms: 500\n"
+)
 ROOMY = LIMITS.replace("ledger_timeout_ms: 2000", "ledger_timeout_ms: 10000")  # where no wait is bounded on purpose
 NOT_STALLED = 3.0  # seconds: a request that does not record answers within this (stalled, it waited for the fault)
 
@@ -47,8 +49,9 @@ def _call(
 ) -> tuple[int, dict, float]:
     """``(status, JSON body, seconds)`` of one request on a new connection."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url + path, data, {"authorization": f"Bearer {TOKEN}"},
-                                 method=method or ("POST" if data is not None else "GET"))  # fmt: skip
+    req = urllib.request.Request(
+        url + path, data, {"authorization": f"Bearer {TOKEN}"}, method=method or ("POST" if data is not None else "GET")
+    )
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -92,7 +95,8 @@ def test_a_stalled_database_link_costs_only_the_requests_that_record(tmp_path: P
                 failures.append((status, body["error"]["code"], took))
             _not_recording_answers(url, 4)
             assert all(s == 503 and c == "ledger.unavailable" and t < LEDGER_TIMEOUT + 2 for s, c, t in failures), (
-                failures)  # fmt: skip
+                failures
+            )
             proxy.resume()
             deadline = time.monotonic() + 30
             while (status := _call(url, "/v1/evaluate?run=after", OK)[0]) != 200:
@@ -136,7 +140,10 @@ def test_a_held_row_lock_costs_only_the_requests_that_wait_for_it(tmp_path: Path
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_after_a_database_restart_no_request_fails_once_it_is_back(
-    tmp_path: Path, pg_url: str, pg, mode: str  # noqa: ANN001
+    tmp_path: Path,
+    pg_url: str,
+    pg,
+    mode: str,  # noqa: ANN001
 ) -> None:
     """Every database connection of every worker is dead after a restart; each request's first try
     on one is not sent again blindly but reconnects (nothing was committed on it), so the first

@@ -51,8 +51,12 @@ def test_the_hook_route_records_only_what_evaluate_accepts(tmp_path: Path, fact_
     """What the hook route records, ``log export --facts-only | stoprule eval`` reads back: a fact the
     recording ``/v1/evaluate`` refuses is refused here too, and a body too deep to parse is a 4xx,
     not a 500 that drops the worker's database connection."""
-    config = ServeConfig(policy=str(REPO / "policies"), tokens=(Token("t", hash_token("t0k")),),
-                         ledger=str(tmp_path / "l.db"), limits=Limits(ledger_timeout_ms=10_000))  # fmt: skip
+    config = ServeConfig(
+        policy=str(REPO / "policies"),
+        tokens=(Token("t", hash_token("t0k")),),
+        ledger=str(tmp_path / "l.db"),
+        limits=Limits(ledger_timeout_ms=10_000),
+    )
     body = '{"payload": {"session_id": "s"}, "run": "s", "fact": ' + fact_text + "}"
     with TestClient(create_app(config)) as c:
         r = c.post("/v1/hooks/claude-code", headers=AUTH, content=body)
@@ -61,8 +65,11 @@ def test_the_hook_route_records_only_what_evaluate_accepts(tmp_path: Path, fact_
             assert (r.status_code, r.json()["error"]["code"]) == (422, code), r.text
             recorded = c.post("/v1/evaluate?run=e", headers=AUTH, content=fact_text)
             assert (recorded.status_code, recorded.json()["error"]["code"]) == (422, code)
-        ok = c.post("/v1/hooks/claude-code", headers=AUTH,
-                    content=json.dumps({"payload": {"session_id": "s"}, "run": "s", "fact": OK}))  # fmt: skip
+        ok = c.post(
+            "/v1/hooks/claude-code",
+            headers=AUTH,
+            content=json.dumps({"payload": {"session_id": "s"}, "run": "s", "fact": OK}),
+        )
         assert ok.status_code == 200 and ok.json()["verdict"]["node"] == "n1"  # nothing was recorded before it
         assert c.get("/metrics", headers=AUTH).status_code == 200
 

@@ -67,8 +67,9 @@ def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monke
             service = open_service(str(proj))
             service.store.set_enabled(True)
             service.mirror = Mirror(Remote(url, TOKEN, 10), name)
-            reply = service.log_blocker("s1", {"category": "permission", "question": f"Need the {name} key?",
-                                                "blocksProgress": True})  # fmt: skip
+            reply = service.log_blocker(
+                "s1", {"category": "permission", "question": f"Need the {name} key?", "blocksProgress": True}
+            )
             assert reply.ok, reply.text
         code, out, err = _cli("blockers", "list", "--server", url, "--format", "json")
         assert code == 0, err
@@ -93,8 +94,21 @@ def test_the_blocker_commands_copy_to_the_team_server(tmp_path: Path, pg_url: st
         (proj / ".stoprule" / "config.yaml").write_text(f"blockers:\n  enabled: true\nserver:\n  url: {url}\n")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")},
                "STOPRULE_SERVER_TOKEN": TOKEN, "HOME": str(tmp_path / "home")}  # fmt: skip
-        p = invoke(["blocker", "add", "--category", "permission", "--question", "Need the deploy key?",
-                    "--blocks-progress", "--format", "json"], env=env, cwd=proj)  # fmt: skip
+        p = invoke(
+            [
+                "blocker",
+                "add",
+                "--category",
+                "permission",
+                "--question",
+                "Need the deploy key?",
+                "--blocks-progress",
+                "--format",
+                "json",
+            ],
+            env=env,
+            cwd=proj,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
         blocker_id = json.loads(p.stdout)["id"]
 

@@ -97,8 +97,9 @@ def test_record_own_appends_only_to_runs_the_token_started(client: TestClient) -
     assert (r.status_code, r.json()["error"]["code"]) == (403, "ledger.not_yours")
     assert client.post("/v1/evaluate?run=a", headers=_auth("own"), content=json.dumps(OK)).json()["node"] == "n2"
     blocked = client.post("/v1/evaluate?run=b", headers=_auth("own2"), content=json.dumps(CONTINUITY)).json()
-    r = client.post(f"/v1/evaluate?run=b&retry={blocked['retry_token']}", headers=_auth("own"),
-                    content=json.dumps(FIXED))  # fmt: skip
+    r = client.post(
+        f"/v1/evaluate?run=b&retry={blocked['retry_token']}", headers=_auth("own"), content=json.dumps(FIXED)
+    )
     assert (r.status_code, r.json()["error"]["code"]) == (403, "ledger.not_yours")
 
 
@@ -118,7 +119,8 @@ def test_every_recorded_node_names_its_token_through_export_and_import(tmp_path:
     assert [json.loads(x)["by"] for x in exported.splitlines()] == ["ci", "all", "ci", "ci"]
     copy = tmp_path / "copy.db"
     assert cli(["log", "import", "--ledger", str(copy)], io.BytesIO(exported.encode()), io.StringIO(), err) == 0, (
-        err.getvalue())  # fmt: skip
+        err.getvalue()
+    )
     again = io.StringIO()
     assert cli(["log", "export", "--ledger", str(copy)], io.BytesIO(), again, err) == 0
     assert again.getvalue() == exported  # the author is part of each hashed event: it moves with it
@@ -143,8 +145,12 @@ def test_bad_token_entries_name_the_field(tmp_path: Path, text: str, problem: st
 
 def test_new_token_prints_its_scopes_and_a_config_reads_them(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = cli(["serve", "--new-token", "--name", "ci", "--scope", "evaluate", "--scope", "record:ci-*"],
-               io.BytesIO(), out, err)  # fmt: skip
+    code = cli(
+        ["serve", "--new-token", "--name", "ci", "--scope", "evaluate", "--scope", "record:ci-*"],
+        io.BytesIO(),
+        out,
+        err,
+    )
     assert code == 0, err.getvalue()
     token = out.getvalue().split()[1]
     (tmp_path / "serve.yaml").write_text("tokens:\n" + out.getvalue().split("under tokens:\n", 1)[1])

@@ -59,7 +59,8 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
     """Append the decision as a node of run ``run`` (the session) to the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``."""
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A stop
+    after a retryable block is recorded as that block's retry (``Recorder.record_stop``)."""
     from stoprule.cli.common import ledger_target
     from stoprule.ledger.recorder import Recorder
     from stoprule.ledger.store import Ledger
@@ -72,7 +73,7 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
     else:
         opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
     with opened as ledger:
-        return str(Recorder(ledger, evaluator).record(run, fact).node.node)
+        return str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:

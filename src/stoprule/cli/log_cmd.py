@@ -169,8 +169,10 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
             signed = f"; ledger head {head['hash']}{anchors} over {head['events']} event(s), signed by {head['key']}"
         stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies{signed}\n")
         if report.unanchored:
-            stdout.write(f"note: {report.unanchored} run(s) written since the last anchor (anchored within the "
-                         "anchor interval; until then a whole run removed would not be seen)\n")  # fmt: skip
+            stdout.write(
+                f"note: {report.unanchored} run(s) written since the last anchor (anchored within the "
+                "anchor interval; until then a whole run removed would not be seen)\n"
+            )
     else:
         for br in report.breaks:
             stdout.write(f"BROKEN: {br.format()}\n")
@@ -259,7 +261,7 @@ def _misuse(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _retry(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -273,7 +275,7 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     return EXIT_OK if outcome.verdict.ok else EXIT_NOT_OK
 
 
-def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _batch(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)

@@ -38,9 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "come from --config; TLS belongs to a reverse proxy in front. `stoprule serve migrate` makes the "
         "PostgreSQL schema, run once by the database's owner. See docs/serve.md."
     )
-    p.add_argument("action", nargs="?", choices=("migrate",),
-                   help="migrate: make the ledger's and the team store's tables in PostgreSQL, or bring them to "
-                        "this stoprule's schema (as the role that owns them), then exit")  # fmt: skip
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("migrate",),
+        help="migrate: make the ledger's and the team store's tables in PostgreSQL, or bring them to "
+        "this stoprule's schema (as the role that owns them), then exit",
+    )
     p.add_argument("--config", metavar="FILE", help="the server's YAML config (policy, tokens, ledger, limits)")
     p.add_argument("--policy", metavar="DIR", help="the pack directory (overrides the config; hot-reloaded)")
     p.add_argument("--ledger", metavar="PATH|URL", help="record decisions that name a run (overrides the config)")
@@ -50,10 +54,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-auth", action="store_true", help="accept requests without a token (loopback only)")
     p.add_argument("--new-token", action="store_true", help="print a new bearer token and its config lines, then exit")
     p.add_argument("--name", default="NAME", help="with --new-token: the token's name (the ledger records it)")
-    p.add_argument("--scope", action="append", metavar="SCOPE",
-                   help="with --new-token: what the token may do, repeatable: evaluate, record:PREFIX*, "
-                        "record:own, blockers:PROJECT[,PROJECT], metrics, console:read, console:resolve, * "
-                        "(default: evaluate)")  # fmt: skip
+    p.add_argument(
+        "--scope",
+        action="append",
+        metavar="SCOPE",
+        help="with --new-token: what the token may do, repeatable: evaluate, record:PREFIX*, "
+        "record:own, blockers:PROJECT[,PROJECT], metrics, console:read, console:resolve, * "
+        "(default: evaluate)",
+    )
     p.add_argument("--grant", metavar="ROLE", help="with migrate: also grant the service's ROLE what it needs, no more")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
 
@@ -69,8 +77,10 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if args.no_auth and args.host not in _LOOPBACK:
         raise CommandError("--no-auth listens on loopback only (--host 127.0.0.1)")
     if config.auth and not config.tokens:
-        raise CommandError("no bearer tokens configured: add `tokens:` to --config (`stoprule serve --new-token`)"
-                           " or run with --no-auth on loopback")  # fmt: skip
+        raise CommandError(
+            "no bearer tokens configured: add `tokens:` to --config (`stoprule serve --new-token`)"
+            " or run with --no-auth on loopback"
+        )
     _check_schema(ledger)
     try:
         holder = PackHolder(config.policy)  # refuse to start on a pack that fails check
@@ -81,8 +91,10 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     unscoped = [t.name for t in config.tokens if "*" in t.scopes]
     if unscoped:
         stderr.write(f"stoprule serve: token(s) {', '.join(unscoped)} may do everything (no `scopes:`)\n")
-    stderr.write(f"stoprule serve: http://{args.host}:{args.port} ({workers} worker(s)); pack {holder.root} "
-                 f"{holder.current.digest}; ledger {_shown(config.ledger)}\n")  # fmt: skip
+    stderr.write(
+        f"stoprule serve: http://{args.host}:{args.port} ({workers} worker(s)); pack {holder.root} "
+        f"{holder.current.digest}; ledger {_shown(config.ledger)}\n"
+    )
     try:
         ok = serve(config, host=args.host, port=args.port, workers=workers, log_level=args.log_level)
     except OSError as exc:
@@ -101,16 +113,20 @@ def _new_token(args: argparse.Namespace, stdout: IO[str]) -> int:
         raise CommandError(f"--scope: {exc}") from None
     token, digest = new_token()
     shown = ", ".join(f"'{s}'" if any(c in s for c in ":*,") else s for s in scopes)
-    stdout.write(f"token: {token}\n# in the server's config, under tokens:\n  - name: {args.name}\n"
-                 f"    sha256: {digest}\n    scopes: [{shown}]\n")  # fmt: skip
+    stdout.write(
+        f"token: {token}\n# in the server's config, under tokens:\n  - name: {args.name}\n"
+        f"    sha256: {digest}\n    scopes: [{shown}]\n"
+    )
     return 0
 
 
 def _migrate(ledger: str | None, role: str | None, stdout: IO[str]) -> int:
     """Make or upgrade the PostgreSQL schema of the ledger and the team store; grant ``role``."""
     if ledger is None or not is_url(ledger):
-        raise CommandError("serve migrate needs the ledger's postgresql:// URL (--ledger, $STOPRULE_LEDGER or "
-                           "`ledger:` in --config); a ledger file is made and upgraded by its first write")  # fmt: skip
+        raise CommandError(
+            "serve migrate needs the ledger's postgresql:// URL (--ledger, $STOPRULE_LEDGER or "
+            "`ledger:` in --config); a ledger file is made and upgraded by its first write"
+        )
     import psycopg  # the `postgres` extra
 
     found, now = migrate(ledger)

@@ -109,4 +109,5 @@ SERVE_DEFAULTS: dict[str, Any] = {
     "ledger_connections": 4,  # database threads (and connections) per worker
     "anchor_interval_ms": 1000,  # PostgreSQL: how often the runs written are anchored in the ledger chain
     "probe_timeout_ms": 5000,  # a worker silent this long to the supervisor's probe is replaced
+    "console": {"resolve": []},  # the tokens that may resolve blockers in /console (every token reads)
 }

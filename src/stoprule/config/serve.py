@@ -18,6 +18,7 @@ compared in constant time with every stored hash. The scheme ``Bearer`` is match
     anchor_interval_ms: 1000        # PostgreSQL: how often the runs written since the last anchor are anchored
     probe_timeout_ms: 5000          # a worker that does not answer the supervisor's probe this long is replaced
     reload_interval_ms: 1000
+    console: {resolve: [ops]}       # tokens that may resolve blockers in /console (as the scope console:resolve)
 
 Scopes (a token without ``scopes`` has ``*``, every one):
 
@@ -28,7 +29,8 @@ Scopes (a token without ``scopes`` has ``*``, every one):
     metrics               GET /metrics
     console:read          the web console, read only
     console:resolve       the web console: resolve blockers
-    *                     all of the above
+    *                     all of the above (in the console: read; resolving takes ``console.resolve``
+                          or the scope ``console:resolve`` named)
 
 Every decision a token records names it (the event's ``by``), so the ledger says who wrote what.
 """
@@ -166,6 +168,12 @@ class ServeConfig:
     anchor_interval_ms: int = SERVE_DEFAULTS["anchor_interval_ms"]
     probe_timeout_ms: int = SERVE_DEFAULTS["probe_timeout_ms"]
     auth: bool = True  # False only with --no-auth (loopback development)
+    console_resolve: tuple[str, ...] = ()  # names of the tokens that may resolve blockers in the console
+
+    def __post_init__(self) -> None:
+        # a token may be given as ``(name, "sha256:<hex>")``: every scope, as before scopes existed
+        tokens = tuple(t if isinstance(t, Token) else Token(*t) for t in self.tokens)
+        object.__setattr__(self, "tokens", tokens)
 
     def token(self, header: str | None) -> Token | None:
         """The token an ``Authorization: Bearer`` header carries, or None if it is not a valid one."""
@@ -179,6 +187,21 @@ class ServeConfig:
                 found = token
         return found
 
+    def console_reader(self, header: str | None) -> str | None:
+        """The name of the token in ``header`` if it may read the console (``console:read``,
+        ``console:resolve`` or ``*``), else None."""
+        token = self.token(header)
+        if token is None or not (token.allows("console:read") or token.allows("console:resolve")):
+            return None
+        return token.name
+
+    @property
+    def console_resolvers(self) -> tuple[str, ...]:
+        """The tokens that may resolve blockers in the console: those ``console.resolve`` names and
+        those whose scopes name ``console:resolve``."""
+        scoped = tuple(t.name for t in self.tokens if "console:resolve" in t.scopes)
+        return tuple(dict.fromkeys(self.console_resolve + scoped))
+
     def to_env(self) -> dict[str, object]:
         """Plain data for the worker processes (they rebuild the config with :func:`from_env`)."""
         return {
@@ -187,6 +210,7 @@ class ServeConfig:
             "ledger": self.ledger,
             "limits": {f.name: getattr(self.limits, f.name) for f in fields(Limits)},
             "auth": self.auth,
+            "console_resolve": list(self.console_resolve),
             **{k: getattr(self, k) for k in _INTS},
         }
 
@@ -203,6 +227,7 @@ class ServeConfig:
             ledger=data.get("ledger"),  # type: ignore[arg-type]
             limits=Limits(**limits),
             auth=bool(data.get("auth", True)),
+            console_resolve=tuple(str(n) for n in data.get("console_resolve") or ()),  # type: ignore[attr-defined]
             **ints,
         )
 
@@ -229,6 +254,15 @@ class _Limits(BaseModel):
     max_connections: int = Field(SERVE_LIMITS["max_connections"], ge=0, strict=True)
 
 
+class _Console(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    resolve: list[str] = Field(
+        default_factory=lambda: list(SERVE_DEFAULTS["console"]["resolve"]),
+        description="token names that may resolve blockers",
+    )
+
+
 class ServeFile(BaseModel):
     """The ``stoprule serve --config`` file (unknown keys are errors)."""
 
@@ -242,6 +276,7 @@ class ServeFile(BaseModel):
     ledger_connections: int = Field(SERVE_DEFAULTS["ledger_connections"], ge=1, strict=True)
     anchor_interval_ms: int = Field(SERVE_DEFAULTS["anchor_interval_ms"], ge=1, strict=True)
     probe_timeout_ms: int = Field(SERVE_DEFAULTS["probe_timeout_ms"], ge=1, strict=True)
+    console: _Console = Field(default_factory=_Console)
 
 
 def _token_problems(found: ServeFile) -> list[tuple[tuple[str | int, ...], str]]:
@@ -276,9 +311,16 @@ def load_serve_config(path: str) -> ServeConfig:
     ledger = found.ledger
     if ledger and "://" not in ledger:
         ledger = os.path.join(base, ledger)
+    tokens = tuple(Token(t.name or f"token{i}", t.sha256, tuple(t.scopes)) for i, t in enumerate(found.tokens))
+    unknown = sorted(set(found.console.resolve) - {t.name for t in tokens})
+    if unknown:
+        raise ConfigError(
+            [Diagnostic(path, 1, 1, codes.CONFIG_INVALID, f"no token named {', '.join(unknown)}", "console.resolve")]
+        )
     return ServeConfig(
+        console_resolve=tuple(found.console.resolve),
         policy=os.path.join(base, found.policy) if found.policy else None,
-        tokens=tuple(Token(t.name or f"token{i}", t.sha256, tuple(t.scopes)) for i, t in enumerate(found.tokens)),
+        tokens=tokens,
         ledger=ledger,
         limits=Limits(**found.limits.model_dump()),
         **{k: getattr(found, k) for k in _INTS},

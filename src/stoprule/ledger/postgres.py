@@ -42,8 +42,19 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["DDL", "GRANTS", "LOCK_TIMEOUT_MS", "SCHEMA", "PgLedger", "connect", "display_url", "grant_sql", "is_url",
-           "migrate", "pg_error"]
+__all__ = [
+    "DDL",
+    "GRANTS",
+    "LOCK_TIMEOUT_MS",
+    "SCHEMA",
+    "PgLedger",
+    "connect",
+    "display_url",
+    "grant_sql",
+    "is_url",
+    "migrate",
+    "pg_error",
+]
 
 SCHEMES = ("postgresql://", "postgres://")
 LOCK_TIMEOUT_MS = 10_000  # a writer waits this long for its run's lock (SQLite: BUSY_TIMEOUT), unless told otherwise
@@ -62,7 +73,8 @@ CREATE TABLE runs (
 CREATE INDEX runs_recent ON runs (last_event);
 """
 
-_TABLES = """
+_TABLES = (
+    """
 CREATE TABLE stoprule_ledger (version INTEGER NOT NULL);
 CREATE TABLE facts (digest TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE events (
@@ -84,7 +96,9 @@ CREATE TABLE edges (
     PRIMARY KEY (run, child), FOREIGN KEY (run, child) REFERENCES nodes (run, node),
     FOREIGN KEY (run, parent) REFERENCES nodes (run, node));
 CREATE INDEX edges_parent ON edges (run, parent);
-""" + _RUNS
+"""
+    + _RUNS
+)
 
 # schema 3: event ids from a sequence, the anchors, the queue of runs to anchor, the head over anchors
 _SCHEMA_3 = """
@@ -162,16 +176,23 @@ _TRIGGER_SPECS = [
     ("head_forward", "head", "BEFORE INSERT OR UPDATE", "FOR EACH ROW", "stoprule_head_forward"),
 ] + [
     spec
-    for t, ops in (("facts", "UPDATE OR DELETE"), ("events", "UPDATE OR DELETE"), ("nodes", "UPDATE OR DELETE"),
-                   ("edges", "UPDATE OR DELETE"), ("anchors", "UPDATE OR DELETE"), ("runs", "DELETE"),
-                   ("head", "DELETE"))  # fmt: skip
+    for t, ops in (
+        ("facts", "UPDATE OR DELETE"),
+        ("events", "UPDATE OR DELETE"),
+        ("nodes", "UPDATE OR DELETE"),
+        ("edges", "UPDATE OR DELETE"),
+        ("anchors", "UPDATE OR DELETE"),
+        ("runs", "DELETE"),
+        ("head", "DELETE"),
+    )
     for spec in (
         (f"{t}_no_change", t, f"BEFORE {ops}", "FOR EACH ROW", "stoprule_refuse"),
         (f"{t}_no_truncate", t, "BEFORE TRUNCATE", "FOR EACH STATEMENT", "stoprule_refuse"),
     )
 ]
-_TRIGGERS = "".join(f"CREATE TRIGGER {n} {when} ON {t} {each} EXECUTE FUNCTION {fn}();\n"
-                    for n, t, when, each, fn in _TRIGGER_SPECS)  # fmt: skip
+_TRIGGERS = "".join(
+    f"CREATE TRIGGER {n} {when} ON {t} {each} EXECUTE FUNCTION {fn}();\n" for n, t, when, each, fn in _TRIGGER_SPECS
+)
 TRIGGERS = tuple(sorted(n for n, *_ in _TRIGGER_SPECS))
 
 DDL = _TABLES + _SCHEMA_3 + _FUNCTIONS + _TRIGGERS
@@ -253,11 +274,21 @@ def connect(url: str, timeout_ms: int | None) -> Any:
     if timeout_ms is None:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     seconds = max(2, -(-timeout_ms // 1000))  # libpq counts whole seconds, at least 2
-    options = (f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
-               f"-c idle_in_transaction_session_timeout={max(timeout_ms * 2, 5000)}")  # fmt: skip
-    return psycopg.connect(url, autocommit=True, connect_timeout=seconds, options=options, keepalives=1,
-                           keepalives_idle=max(1, seconds // 2), keepalives_interval=1, keepalives_count=3,
-                           tcp_user_timeout=timeout_ms)  # fmt: skip
+    options = (
+        f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+        f"-c idle_in_transaction_session_timeout={max(timeout_ms * 2, 5000)}"
+    )
+    return psycopg.connect(
+        url,
+        autocommit=True,
+        connect_timeout=seconds,
+        options=options,
+        keepalives=1,
+        keepalives_idle=max(1, seconds // 2),
+        keepalives_interval=1,
+        keepalives_count=3,
+        tcp_user_timeout=timeout_ms,
+    )
 
 
 class PgLedger(Ledger):
@@ -342,8 +373,9 @@ class PgLedger(Ledger):
                 )
             self._migrate()
         elif version != SCHEMA:
-            raise LedgerError("ledger.too_new",
-                              f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA}")  # fmt: skip
+            raise LedgerError(
+                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA}"
+            )
 
     def _version(self) -> int | None:
         # pg_tables by a query, not to_regclass: a table another creator just committed is seen at once
@@ -423,8 +455,11 @@ class PgLedger(Ledger):
 
     def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
         raw = self._conn.raw
-        rows = raw.execute("SELECT run, events, head, tip, blocked, key, mac FROM runs WHERE run = ANY(%s)",
-                           [runs]) if runs else None  # fmt: skip
+        rows = (
+            raw.execute("SELECT run, events, head, tip, blocked, key, mac FROM runs WHERE run = ANY(%s)", [runs])
+            if runs
+            else None
+        )
         taken = raw.execute("SELECT nextval('event_ids') FROM generate_series(1, %s)", [ids]) if ids else None
         found: dict[str, tuple | None] = dict.fromkeys(runs)
         for run, *row in rows.fetchall() if rows is not None else ():  # (in a pipeline: one round trip for both)
@@ -470,9 +505,17 @@ class PgLedger(Ledger):
             c.execute("BEGIN")
             try:
                 row = c.execute("SELECT id FROM head WHERE id = 1 FOR UPDATE SKIP LOCKED").fetchone()
-                runs = [r for (r,) in c.execute(
-                    "DELETE FROM pending WHERE run IN (SELECT run FROM pending ORDER BY run LIMIT 10000"
-                    " FOR UPDATE SKIP LOCKED) RETURNING run").fetchall()] if row else []  # fmt: skip
+                runs = (
+                    [
+                        r
+                        for (r,) in c.execute(
+                            "DELETE FROM pending WHERE run IN (SELECT run FROM pending ORDER BY run LIMIT 10000"
+                            " FOR UPDATE SKIP LOCKED) RETURNING run"
+                        ).fetchall()
+                    ]
+                    if row
+                    else []
+                )
                 if not runs:
                     c.execute("ROLLBACK")
                     return 0
@@ -528,11 +571,14 @@ class PgLedger(Ledger):
             breaks.append(Break(None, 0, None, f"facts holds {orphan[0]}, which no decision refers to"))
         if self.schema < SCHEMA:
             return breaks
-        have = {name: enabled for name, enabled in c.execute(
-            "SELECT t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid"
-            " WHERE NOT t.tgisinternal AND r.relname IN"
-            " ('facts','events','nodes','edges','runs','anchors','pending','head') AND pg_table_is_visible(r.oid)"
-        ).fetchall()}  # fmt: skip
+        have = {
+            name: enabled
+            for name, enabled in c.execute(
+                "SELECT t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid"
+                " WHERE NOT t.tgisinternal AND r.relname IN"
+                " ('facts','events','nodes','edges','runs','anchors','pending','head') AND pg_table_is_visible(r.oid)"
+            ).fetchall()
+        }
         gone = [t for t in TRIGGERS if t not in have]
         if gone:
             breaks.append(Break(None, 0, None, f"the append-only guards were removed (trigger(s) {', '.join(gone)})"))

@@ -65,8 +65,10 @@ def fact_identity(fact: Any) -> tuple[str, str]:
     try:
         text = canonical(redact_obj(fact), finite=True)
     except ValueError:
-        raise FactError("fact.not_json", "the fact holds a number JSON cannot write (NaN, or an infinity such as "
-                                         "1e999): not recorded") from None  # fmt: skip
+        raise FactError(
+            "fact.not_json",
+            "the fact holds a number JSON cannot write (NaN, or an infinity such as 1e999): not recorded",
+        ) from None
     return digest(text), text
 
 
@@ -110,11 +112,14 @@ class Recorder:
     """Records decisions of one pack into one ledger (``by``: the server token recording them; with
     ``own``, only into new runs or runs ``by`` started)."""
 
-    def __init__(self, ledger: Ledger, evaluator: Evaluator, *, by: str | None = None, own: bool = False) -> None:
+    def __init__(
+        self, ledger: Ledger, evaluator: Evaluator, *, by: str | None = None, own: bool = False, stop: bool = False
+    ) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
         self.by = by
         self.own = own
+        self.stop = stop  # a stop hook's: after a retryable block, the next decision is its retry
         self._ring: keys.KeyRing | None = None
 
     def _signing_ring(self) -> keys.KeyRing:
@@ -126,7 +131,6 @@ class Recorder:
         if not node.retryable:
             return None
         return tokens.mint(self._signing_ring(), node.run, node.node, node.attempt)
-
 
     # ------------------------------------------------------------------ new decisions
 
@@ -189,23 +193,56 @@ class Recorder:
         """Inside a write transaction: ``good`` after ``parent``, in order (only the first can be refused)."""
         nodes = []
         for g in good:
-            nodes.append(self.ledger.append(run, g.verdict, g.digest, g.body, kind=g.kind, retryable=g.retryable,
-                                            parent=parent, by=self.by, own=self.own))  # fmt: skip
+            retry_of = self._open_block(run) if self.stop and parent is TIP else None
+            nodes.append(
+                self.ledger.append(
+                    run,
+                    g.verdict,
+                    g.digest,
+                    g.body,
+                    kind=g.kind,
+                    retryable=g.retryable,
+                    parent=parent,
+                    retry_of=retry_of,
+                    by=self.by,
+                    own=self.own,
+                )
+            )
             parent = TIP
         return nodes
+
+    def _open_block(self, run: str) -> str | None:
+        """Inside a write transaction holding ``run``: its tip, if that is a retryable block not retried yet."""
+        st = self.ledger.status(run)
+        if st is None or st.tip_kind != "blocked_attempt" or not st.retryable:
+            return None
+        return st.tip if self.ledger.retry_of(run, st.tip) is None else None
 
     def _outcomes(
         self, prepared: list[Prepared | EvaluationError], nodes: list[Node]
     ) -> list[Outcome | EvaluationError]:
         appended = iter(nodes)
-        return [p if isinstance(p, EvaluationError) else Outcome(p.verdict, (n := next(appended)), self._mint(n))
-                for p in prepared]  # fmt: skip
+        return [
+            p if isinstance(p, EvaluationError) else Outcome(p.verdict, (n := next(appended)), self._mint(n))
+            for p in prepared
+        ]
 
     def check_parent(self, run: str, parent: Any) -> None:
         """LedgerError unless ``parent`` (a node id; TIP and None need no check) is a node of ``run``."""
         check_run_id(run)
         if parent is not TIP and parent is not None and self.ledger.node(run, parent) is None:
             raise self.ledger.unknown_node(run, parent)
+
+    def record_stop(self, run: str, fact: Any) -> Outcome:
+        """A stop hook's decision. After a retryable block the agent was kept working, so its next
+        stop is that block's retry (a ``retry`` edge, ``attempt`` + 1: the run's retry chain);
+        otherwise the decision follows the run's tip. No token is needed: the hook is the recorder."""
+        check_run_id(run)
+        stop = Recorder(self.ledger, self.evaluator, by=self.by, own=self.own, stop=True)
+        (result,), _ = stop.append_prepared(run, prepare(self.evaluator, [fact]))
+        if isinstance(result, EvaluationError):
+            raise result
+        return result
 
     # ------------------------------------------------------------------ retries
 
@@ -228,8 +265,17 @@ class Recorder:
             self.ledger.hold([run])  # no other writer of the run between the check and the append
             done = self.ledger.retry_of(run, claims.node)
             if done is None:
-                node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, retry_of=claims.node,
-                                          by=self.by, own=self.own)  # fmt: skip
+                node = self.ledger.append(
+                    run,
+                    verdict,
+                    fd,
+                    body,
+                    kind=kind,
+                    retryable=retryable,
+                    retry_of=claims.node,
+                    by=self.by,
+                    own=self.own,
+                )
         if done is not None:  # another process retried it between our check and our lock
             return self._replay(done, fd, claims.node)
         return Outcome(verdict, node, self._mint(node))
@@ -277,13 +323,16 @@ def append_group(
             rec._signing_ring()
     results: list[list[Node] | LedgerError] = []
     with ledger.write():
-        ledger.hold([run for (_, run, _, _), good in zip(entries, goods, strict=True) if good],
-                    sum(len(g) for g in goods))  # fmt: skip
+        ledger.hold(
+            [run for (_, run, _, _), good in zip(entries, goods, strict=True) if good], sum(len(g) for g in goods)
+        )
         for (rec, run, _, parent), good in zip(entries, goods, strict=True):
             try:
                 rec.check_parent(run, parent)
                 results.append(rec._append_all(run, good, parent) if good else [])
             except LedgerError as exc:  # refused before anything of it was written: the others go on
                 results.append(exc)
-    return [r if isinstance(r, LedgerError) else rec._outcomes(prepared, r)
-            for (rec, _, prepared, _), r in zip(entries, results, strict=True)]  # fmt: skip
+    return [
+        r if isinstance(r, LedgerError) else rec._outcomes(prepared, r)
+        for (rec, _, prepared, _), r in zip(entries, results, strict=True)
+    ]

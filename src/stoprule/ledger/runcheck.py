@@ -116,8 +116,31 @@ def _check_event(
     run: str, expect_seq: int, prev_hash: str, last_id: int, row: tuple
 ) -> tuple[str | None, dict[str, Any] | None]:
     """What is wrong with one event and its node, edge and fact (None if nothing), and its parsed body."""
-    (eid, seq, etype, enode, text, prev, h, nnode, nseq, kind, retryable, attempt, retry_of, ok, verdict, reason,
-     fact, nevent, gchild, gparent, gkind, fdigest, fbody) = row  # fmt: skip
+    (
+        eid,
+        seq,
+        etype,
+        enode,
+        text,
+        prev,
+        h,
+        nnode,
+        nseq,
+        kind,
+        retryable,
+        attempt,
+        retry_of,
+        ok,
+        verdict,
+        reason,
+        fact,
+        nevent,
+        gchild,
+        gparent,
+        gkind,
+        fdigest,
+        fbody,
+    ) = row
     if type(seq) is not int or seq != expect_seq:
         return f"event {expect_seq} is missing (the chain jumps to event {seq})", None
     if type(eid) is not int or eid <= last_id:
@@ -168,16 +191,22 @@ def _check_anchored(
         if type(events) is not int or events < 1:
             return Break(run, 0, None, f"anchor {anchor} records {events!r} event(s) of this run, which no writer does")
         if events > len(chain):
-            return Break(run, len(chain) + 1, None, (
-                f"anchor {anchor} recorded {events} event(s) of this run, it holds {len(chain)}: events were deleted"
-            ))  # fmt: skip
+            return Break(
+                run,
+                len(chain) + 1,
+                None,
+                (f"anchor {anchor} recorded {events} event(s) of this run, it holds {len(chain)}: events were deleted"),
+            )
         eid, h, node = chain[events - 1]
         if h != head:
             return Break(run, events, node, f"it is not the event anchor {anchor} recorded (the run was rewritten)")
         if eid != last:
-            return Break(run, events, node, (
-                f"its id {eid} is not the id {last!r} anchor {anchor} recorded (ids renumbered or reordered)"
-            ))  # fmt: skip
+            return Break(
+                run,
+                events,
+                node,
+                (f"its id {eid} is not the id {last!r} anchor {anchor} recorded (ids renumbered or reordered)"),
+            )
     return None
 
 
@@ -259,10 +288,13 @@ def check_runs(
     is checked too; with ``anchored``, every state of a run an anchor recorded."""
     with lenient(c):
         if names is None:
-            names = [r[0] for r in c.execute(
-                "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
-                " UNION SELECT run FROM edges ORDER BY 1"
-            ).fetchall()]  # fmt: skip
+            names = [
+                r[0]
+                for r in c.execute(
+                    "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+                    " UNION SELECT run FROM edges ORDER BY 1"
+                ).fetchall()
+            ]
         total, breaks = 0, []
         for done, name in enumerate(names, 1):
             n, br = _check_run_safely(c, name, signed, anchored)
@@ -296,21 +328,47 @@ def check_head_v2(c: Any, ring: keys.KeyRing, keys_path: str) -> tuple[list[Brea
     if missing:
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         shown_ids = ", ".join(str(i) for i in missing[:10]) + more
-        breaks.append(Break(None, missing[0], None, (
-            f"event id(s) {shown_ids} are missing: events were deleted (a run removed from every table "
-            "leaves exactly this gap)"
-        )))  # fmt: skip
+        breaks.append(
+            Break(
+                None,
+                missing[0],
+                None,
+                (
+                    f"event id(s) {shown_ids} are missing: events were deleted (a run removed from every table "
+                    "leaves exactly this gap)"
+                ),
+            )
+        )
     elif type(events) is not int or events != n:
-        breaks.append(Break(None, n, None, (
-            f"the ledger head covers {events!r} events but the last event is {n}: events were deleted, or added "
-            "without the head"
-        )))  # fmt: skip
+        breaks.append(
+            Break(
+                None,
+                n,
+                None,
+                (
+                    f"the ledger head covers {events!r} events but the last event is {n}: events were deleted, "
+                    "or added without the head"
+                ),
+            )
+        )
     elif chain != head:
-        breaks.append(Break(None, n, None, (
-            "the events no longer chain to the ledger head: events were reordered, renumbered or replaced"
-        )))  # fmt: skip
-    breaks += check_mac(kid, mac, ring, keys_path, lambda secret: keys.head_mac(secret, events, head),
-                        "the ledger head", events == 0 and head == GENESIS)  # fmt: skip
+        breaks.append(
+            Break(
+                None,
+                n,
+                None,
+                ("the events no longer chain to the ledger head: events were reordered, renumbered or replaced"),
+            )
+        )
+    breaks += check_mac(
+        kid,
+        mac,
+        ring,
+        keys_path,
+        lambda secret: keys.head_mac(secret, events, head),
+        "the ledger head",
+        events == 0 and head == GENESIS,
+    )
     return breaks, info
 
 
@@ -322,9 +380,17 @@ def check_mac(
         return [] if empty else [Break(None, 0, None, f"{what} is not signed")]
     key = ring.keys.get(kid) if isinstance(kid, str) else None
     if key is None or key.secret is None:
-        return [Break(None, 0, None, (
-            f"{what} is signed with key {kid!r}, which {keys_path} does not hold: its signature cannot be checked"
-        ))]  # fmt: skip
+        return [
+            Break(
+                None,
+                0,
+                None,
+                (
+                    f"{what} is signed with key {kid!r}, which {keys_path} does not hold: its signature cannot "
+                    "be checked"
+                ),
+            )
+        ]
     given = mac.encode("utf-8", "surrogateescape") if isinstance(mac, str) else None
     if given is None or not compare_digest(given, expect(key.secret).encode()):
         return [Break(None, 0, None, f"{what}'s signature does not verify: it was rewritten without the key")]

@@ -589,10 +589,13 @@ class Ledger:
         """The secret of key ``kid`` (a write refuses what it cannot check: ``ledger.corrupt``)."""
         key = self._keyring().keys.get(kid) if isinstance(kid, str) else None
         if key is None or key.secret is None:
-            raise corrupt(self.path, (
-                f"{what} is signed with key {kid!r}, which {self.keys_path} does not hold (the key file is part of the "
-                "ledger: restore it), so nothing can be appended"
-            ))  # fmt: skip
+            raise corrupt(
+                self.path,
+                (
+                    f"{what} is signed with key {kid!r}, which {self.keys_path} does not hold (the key file is part "
+                    "of the ledger: restore it), so nothing can be appended"
+                ),
+            )
         return key.secret
 
     def head(self) -> Head | None:
@@ -646,13 +649,18 @@ class Ledger:
         """Refuse to extend a run whose status row's signature does not verify."""
         events, head, _, _, kid, mac = row
         if kid is None:
-            raise corrupt(self.path, f"run {run!r}'s status row is not signed (changed without the key), so nothing "
-                                     "can be appended to it")  # fmt: skip
+            raise corrupt(
+                self.path,
+                f"run {run!r}'s status row is not signed (changed without the key), so nothing can be appended to it",
+            )
         secret = self._secret(kid, f"run {run!r}'s status row")
         want = keys.run_mac(secret, run, events, head)
         if not isinstance(mac, str) or not compare_digest(mac.encode(), want.encode()):
-            raise corrupt(self.path, f"run {run!r}'s status row does not match its signature (it was altered "
-                                     "without the key), so nothing can be appended to it")  # fmt: skip
+            raise corrupt(
+                self.path,
+                f"run {run!r}'s status row does not match its signature (it was altered "
+                "without the key), so nothing can be appended to it",
+            )
 
     def _anchor(self, head: Head, entries: list[tuple[str, int, str, int]]) -> Head:
         """Append one anchor naming ``entries`` (``(run, events, head, last event id)``) to the ledger chain
@@ -728,8 +736,10 @@ class Ledger:
             first = c.execute("SELECT body FROM events WHERE run = ? AND seq = 1", (run,)).fetchone()
             owner = json.loads(first[0]).get("by") if first else None
             if owner != by:
-                raise LedgerError("ledger.not_yours", f"run {run!r} was started by another token: this one may only "
-                                                      "record into runs of its own")  # fmt: skip
+                raise LedgerError(
+                    "ledger.not_yours",
+                    f"run {run!r} was started by another token: this one may only record into runs of its own",
+                )
         events, tip = (row[0], row[2]) if row else (0, None)
         attempt = 1
         if retry_of is not None:
@@ -795,8 +805,11 @@ class Ledger:
         run = body["run"]
         row = self._locked_run(run)
         if body["seq"] != (row[0] if row else 0) + 1:
-            raise LedgerError("ledger.import", f"run {run!r}: event {body['seq']} does not follow the run's "
-                                               f"{row[0] if row else 0} event(s) in {self.path}")  # fmt: skip
+            raise LedgerError(
+                "ledger.import",
+                f"run {run!r}: event {body['seq']} does not follow the run's "
+                f"{row[0] if row else 0} event(s) in {self.path}",
+            )
         return self._store(body, fact_body, row)
 
     def _store(self, body: dict[str, Any], fact_body: str, row: tuple | None) -> Node:
@@ -836,8 +849,23 @@ class Ledger:
         self._touched[run] = (run, seq, h, event_id)
         self._rows[run] = (seq, h, node, status[9], key, mac)  # as the next append in this transaction reads it
         self._note_pending(run)
-        return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, v["ok"], v["verdict"],
-                    v["reason"], fact, h, body)  # fmt: skip
+        return Node(
+            run,
+            node,
+            seq,
+            parent,
+            edge,
+            kind,
+            retryable,
+            attempt,
+            retry_of,
+            v["ok"],
+            v["verdict"],
+            v["reason"],
+            fact,
+            h,
+            body,
+        )
 
     def unknown_node(self, run: str, node: str, *, exists: bool | None = None) -> LedgerError:
         """The error for a node id the run does not have."""

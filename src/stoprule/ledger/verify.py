@@ -44,8 +44,11 @@ def _expected_schema() -> dict[str, tuple[str, str]]:
     try:
         for statement in STATEMENTS:
             c.execute(statement)
-        return {n: (t, sql) for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
-                if not n.startswith("sqlite_autoindex_")}  # fmt: skip
+        return {
+            n: (t, sql)
+            for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+            if not n.startswith("sqlite_autoindex_")
+        }
     finally:
         c.close()
 
@@ -66,16 +69,29 @@ class Report:
         return not self.breaks
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "runs": self.runs, "events": self.events, "breaks": [b.to_dict() for b in self.breaks],
-                "head": self.head, "unanchored": self.unanchored}  # fmt: skip
+        return {
+            "ok": self.ok,
+            "runs": self.runs,
+            "events": self.events,
+            "breaks": [b.to_dict() for b in self.breaks],
+            "head": self.head,
+            "unanchored": self.unanchored,
+        }
 
 
 def _signed(ring: keys.KeyRing, keys_path: str) -> Any:
     """The status-row signature check for ``check_runs``."""
 
     def check(run: str, events: Any, head: Any, kid: Any, mac: Any) -> str | None:
-        found = check_mac(kid, mac, ring, keys_path, lambda secret: keys.run_mac(secret, run, events, head),
-                          "the run's status row", False)  # fmt: skip
+        found = check_mac(
+            kid,
+            mac,
+            ring,
+            keys_path,
+            lambda secret: keys.run_mac(secret, run, events, head),
+            "the run's status row",
+            False,
+        )
         return found[0].problem if found else None
 
     return check
@@ -89,13 +105,30 @@ def _anchors(c: Any) -> tuple[list[Break], Anchored, int, str, int]:
     n, prev = 0, GENESIS
     for aid, text, aprev, h in c.execute("SELECT id, body, prev, hash FROM anchors ORDER BY id"):
         if type(aid) is not int or aid != n + 1:
-            what = f"anchor(s) {n + 1}..{aid - 1} are missing" if type(aid) is int and aid > n + 1 else (
-                f"anchor id {aid!r} does not follow anchor {n}")  # fmt: skip
+            what = (
+                f"anchor(s) {n + 1}..{aid - 1} are missing"
+                if type(aid) is int and aid > n + 1
+                else (f"anchor id {aid!r} does not follow anchor {n}")
+            )
             return [Break(None, n + 1, None, f"{what}: the ledger chain was cut")], states, n, prev, n + 1
         if aprev != prev or not isinstance(text, str) or link(prev, text) != h:
-            return [Break(None, aid, None, (
-                f"anchor {aid} was altered, removed or reordered (it no longer chains to the anchor before it)"
-            ))], states, n, prev, aid  # fmt: skip
+            return (
+                [
+                    Break(
+                        None,
+                        aid,
+                        None,
+                        (
+                            f"anchor {aid} was altered, removed or reordered (it no longer chains to the anchor "
+                            "before it)"
+                        ),
+                    )
+                ],
+                states,
+                n,
+                prev,
+                aid,
+            )
         try:
             body = json.loads(text)
             assert body["anchor"] == aid
@@ -122,8 +155,11 @@ def _check_head(ledger: Ledger, c: Any, anchors: int, last: str) -> tuple[list[B
             what = f"anchors {anchors + 1}..{count} were deleted"
         else:
             what = "anchors were added without the head, or the head was replaced"
-        breaks.append(Break(None, anchors, None, f"the ledger head covers {count!r} anchor(s), the ledger holds "
-                                                 f"{anchors}: {what}"))  # fmt: skip
+        breaks.append(
+            Break(
+                None, anchors, None, f"the ledger head covers {count!r} anchor(s), the ledger holds {anchors}: {what}"
+            )
+        )
     elif head != last:
         breaks.append(Break(None, anchors, None, "the anchors no longer chain to the ledger head: they were replaced"))
     try:
@@ -131,8 +167,15 @@ def _check_head(ledger: Ledger, c: Any, anchors: int, last: str) -> tuple[list[B
     except LedgerError as exc:
         breaks.append(Break(None, 0, None, f"the ledger head's signature cannot be checked: {exc.message}"))
         return breaks, info
-    breaks += check_mac(kid, mac, ring, ledger.keys_path, lambda secret: keys.head_mac(secret, count, head),
-                        "the ledger head", count == 0 and head == GENESIS)  # fmt: skip
+    breaks += check_mac(
+        kid,
+        mac,
+        ring,
+        ledger.keys_path,
+        lambda secret: keys.head_mac(secret, count, head),
+        "the ledger head",
+        count == 0 and head == GENESIS,
+    )
     return breaks, info
 
 
@@ -142,10 +185,17 @@ def _whole(ledger: Ledger, c: Any, on_progress: Callable[[int, int], None] | Non
     if ledger.schema < SCHEMA_VERSION:
         total, breaks = check_runs(c, names, on_progress)
         if ledger.schema == 1:
-            breaks.append(Break(None, 0, None, (
-                "this is a schema-1 ledger: it has no signed ledger head, so a run deleted from every table "
-                "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
-            )))  # fmt: skip
+            breaks.append(
+                Break(
+                    None,
+                    0,
+                    None,
+                    (
+                        "this is a schema-1 ledger: it has no signed ledger head, so a run deleted from every table "
+                        "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
+                    ),
+                )
+            )
             return Report(len(names), total, [b.printable() for b in breaks])
         try:  # schema 2: its one chain over every event, as it was written (the first write upgrades it)
             head_breaks, head = check_head_v2(c, keys.load(ledger.keys_path), ledger.keys_path)
@@ -160,9 +210,14 @@ def _whole(ledger: Ledger, c: Any, on_progress: Callable[[int, int], None] | Non
     present = set(names)
     for run in sorted(set(states) - present):
         events, _, _, aid = max(states[run], key=lambda s: s[3])
-        breaks.append(Break(run, 0, None, (
-            f"the run is gone: anchor {aid} recorded {events} event(s) of it (a run removed from every table)"
-        )).printable())  # fmt: skip
+        breaks.append(
+            Break(
+                run,
+                0,
+                None,
+                (f"the run is gone: anchor {aid} recorded {events} event(s) of it (a run removed from every table)"),
+            ).printable()
+        )
     head_breaks, head = _check_head(ledger, c, count, last) if not cut else ([], None)
     anchored = {run: max(s[0] for s in st) for run, st in states.items()}
     unanchored = sum(1 for run, events in c.execute("SELECT run, events FROM runs") if anchored.get(run) != events)
@@ -191,8 +246,11 @@ def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
     if not _SCHEMA:
         _SCHEMA.update(_expected_schema())
     want = _SCHEMA
-    have = {n: (t, sql) for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
-            if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))}  # fmt: skip
+    have = {
+        n: (t, sql)
+        for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+        if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))
+    }
     gone = [n for n, (t, _) in want.items() if t == "trigger" and n not in have]
     if gone:
         breaks.append(Break(None, 0, None, f"the append-only guards were removed (trigger(s) {', '.join(gone)})"))
@@ -241,15 +299,19 @@ def _with(report: Report, extra: list[Break]) -> Report:
 
 
 def _names(c: Any) -> list[str]:
-    return [r[0] for r in c.execute(
-        "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
-        " UNION SELECT run FROM edges ORDER BY 1"
-    ).fetchall()]  # fmt: skip
+    return [
+        r[0]
+        for r in c.execute(
+            "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+            " UNION SELECT run FROM edges ORDER BY 1"
+        ).fetchall()
+    ]
 
 
 def _one_run(ledger: Ledger, c: Any, run: str) -> Report:
-    if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
-                     (run, run)).fetchone():  # fmt: skip
+    if not c.execute(
+        "SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?", (run, run)
+    ).fetchone():
         raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
     signed = None
     if ledger.schema >= SCHEMA_VERSION:

@@ -9,6 +9,7 @@ Modules, lowest first::
     app          the ASGI application: routes, tokens and their scopes, limits, JSON errors
     connections  the HTTP protocol with a time limit on request heads and a cap on open connections
     run          start uvicorn with N worker processes under a supervisor that probes each
+    console_mount  the web console under /console (:mod:`stoprule.console`) with the team's board
 
 Its configuration (``ServeConfig``, read by the one loader) is :mod:`stoprule.config.serve`.
 

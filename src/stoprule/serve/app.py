@@ -139,8 +139,11 @@ class Service:
             return {"by": None, "own": False}
         allowed, own = token.may_record(run)
         if not allowed:
-            raise Refused(403, "serve.forbidden", f"token {token.name!r} may not record into run {run!r} "
-                                                  "(its scopes: " + ", ".join(token.scopes) + ")")  # fmt: skip
+            raise Refused(
+                403,
+                "serve.forbidden",
+                f"token {token.name!r} may not record into run {run!r} (its scopes: " + ", ".join(token.scopes) + ")",
+            )
         return {"by": token.name, "own": own}
 
     def projects(self, request: Request, project: str | None) -> tuple[str, ...] | None:
@@ -263,8 +266,12 @@ def create_app(config: ServeConfig) -> Starlette:
             except Refused as exc:
                 response = svc.error(exc.status, exc.code, exc.message, **exc.extra)
             except EvaluationError as exc:
-                response = svc.error(422, exc.code, exc.message, **{k: v for k, v in exc.to_dict().items()
-                                                                     if k not in ("code", "message")})  # fmt: skip
+                response = svc.error(
+                    422,
+                    exc.code,
+                    exc.message,
+                    **{k: v for k, v in exc.to_dict().items() if k not in ("code", "message")},
+                )
             except Exception as exc:  # noqa: BLE001 - never a traceback to the client
                 from stoprule.ledger.errors import LedgerError
 
@@ -284,9 +291,19 @@ def create_app(config: ServeConfig) -> Starlette:
 
         return endpoint
 
-    async def record_one(request: Request, served: Served, run: str, fact: Any, *, parent: Any = None,
-                         retry: str | None = None, checkpoint: bool = False) -> Any:
-        """Decide ``fact`` here, record it on a database thread (a retry is decided there too)."""
+    async def record_one(
+        request: Request,
+        served: Served,
+        run: str,
+        fact: Any,
+        *,
+        parent: Any = None,
+        retry: str | None = None,
+        checkpoint: bool = False,
+        stop: bool = False,
+    ) -> Any:
+        """Decide ``fact`` here, record it on a database thread (a retry is decided there too); a
+        hook's ``stop`` after a retryable block is that block's retry (``Recorder.record_stop``)."""
         from stoprule.ledger.recorder import Recorder, prepare
         from stoprule.ledger.store import TIP, check_run_id
 
@@ -294,17 +311,20 @@ def create_app(config: ServeConfig) -> Starlette:
         args = svc.recorder_args(request, run)
         db = svc.database()
         if retry:
-            return await db.run(lambda s: Recorder(s.ledger(), served.evaluator, **args).retry(
-                run, retry, fact, checkpoint=checkpoint))  # fmt: skip
+            return await db.run(
+                lambda s: Recorder(s.ledger(), served.evaluator, **args).retry(run, retry, fact, checkpoint=checkpoint)
+            )
         prepared = prepare(served.evaluator, [fact], checkpoint=checkpoint)
         if isinstance(prepared[0], EvaluationError):
             raise prepared[0]
-        item = (served.evaluator, args, run, prepared, TIP if parent is None else parent)
+        item = (served.evaluator, {**args, "stop": stop}, run, prepared, TIP if parent is None else parent)
         return (await db.grouped(_append_group, item))[0]
 
     async def healthz(request: Request) -> Response:
-        return svc.respond(200, {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused,
-                                 "worker": os.getpid()})  # fmt: skip
+        return svc.respond(
+            200,
+            {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused, "worker": os.getpid()},
+        )
 
     async def metrics(request: Request) -> Response:
         svc.require(request, "metrics")
@@ -347,8 +367,11 @@ def create_app(config: ServeConfig) -> Starlette:
         served = svc.pack.current
         items = parse_facts(data)
         if len(items) > config.limits.max_batch:
-            raise Refused(413, "serve.batch_too_large",
-                          f"the batch holds {len(items)} facts; the limit is {config.limits.max_batch}")  # fmt: skip
+            raise Refused(
+                413,
+                "serve.batch_too_large",
+                f"the batch holds {len(items)} facts; the limit is {config.limits.max_batch}",
+            )
         strict = _flag(request, "strict")
         out: list[str] = []
         if run is not None:
@@ -420,7 +443,7 @@ def create_app(config: ServeConfig) -> Starlette:
         run = body.get("run")
         envelope: dict[str, Any]
         if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
-            outcome = await record_one(request, served, run, fact)
+            outcome = await record_one(request, served, run, fact, stop=True)
             verdict, envelope = outcome.verdict, outcome.envelope()
         else:
             svc.require(request, "evaluate")
@@ -457,8 +480,14 @@ def create_app(config: ServeConfig) -> Starlette:
             raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
         svc.projects(request, data["project"])
         project, machine, items = data["project"], str(data.get("machine") or "?"), data["items"]
-        n = await svc.team().run(lambda s: s.team().put(project, machine, kind, items))
-        return svc.respond(200, {"stored": n, "policy": svc.pack.current.digest})
+
+        def store(s: Any) -> tuple[int, list[dict[str, Any]]]:
+            team = s.team()
+            stored = team.put(project, machine, kind, items)
+            return stored, team.resolved_here(project, items) if kind == "blocker" else []
+
+        n, resolved = await svc.team().run(store)
+        return svc.respond(200, {"stored": n, "resolved": resolved, "policy": svc.pack.current.digest})
 
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
@@ -485,6 +514,9 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
         Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
+    from stoprule.serve.console_mount import console_routes
+
+    routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
     async def lifespan(app: Starlette) -> Any:
         tasks = [asyncio.create_task(svc.watch()), asyncio.create_task(svc.anchor())]
@@ -498,8 +530,11 @@ def create_app(config: ServeConfig) -> Starlette:
 
     from contextlib import asynccontextmanager
 
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: internal},
-                    lifespan=asynccontextmanager(lifespan))  # fmt: skip
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: not_found, Exception: internal},
+        lifespan=asynccontextmanager(lifespan),
+    )
     app.state.service = svc
     return app
 
@@ -509,8 +544,9 @@ def _append_group(session: Any, items: list[tuple[Any, dict[str, Any], str, list
     from stoprule.ledger.recorder import Recorder, append_group
 
     led = session.ledger()
-    return append_group(led, [(Recorder(led, ev, **args), run, prepared, parent)
-                              for ev, args, run, prepared, parent in items])  # fmt: skip
+    return append_group(
+        led, [(Recorder(led, ev, **args), run, prepared, parent) for ev, args, run, prepared, parent in items]
+    )
 
 
 def _line(svc: Service, result: Any, line: int) -> str:

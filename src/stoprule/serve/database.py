@@ -78,8 +78,11 @@ class Session:
     @property
     def commits(self) -> int:
         """COMMITs sent through this session so far (a job that failed with none sent left nothing behind)."""
-        return self._commits + (getattr(self._ledger, "commits", 0) if self._ledger is not None else 0) + (
-            self._team.commits if self._team is not None else 0)  # fmt: skip
+        return (
+            self._commits
+            + (getattr(self._ledger, "commits", 0) if self._ledger is not None else 0)
+            + (self._team.commits if self._team is not None else 0)
+        )
 
     def interrupt(self) -> None:
         """From another thread: stop what this session's connections are doing now (cut the socket;

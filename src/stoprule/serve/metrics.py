@@ -51,15 +51,23 @@ class Metrics:
             "# TYPE stoprule_decisions_total counter",
         ]
         out += [f'stoprule_decisions_total{{{w},verdict="{_esc(v)}"}} {n}' for v, n in sorted(self.decisions.items())]
-        out += ["# HELP stoprule_errors_total Refused requests and facts, by error code.",
-                "# TYPE stoprule_errors_total counter"]  # fmt: skip
+        out += [
+            "# HELP stoprule_errors_total Refused requests and facts, by error code.",
+            "# TYPE stoprule_errors_total counter",
+        ]
         out += [f'stoprule_errors_total{{{w},code="{_esc(c)}"}} {n}' for c, n in sorted(self.errors.items())]
-        out += ["# HELP stoprule_requests_total HTTP requests, by route and status.",
-                "# TYPE stoprule_requests_total counter"]  # fmt: skip
-        out += [f'stoprule_requests_total{{{w},route="{_esc(r)}",status="{s}"}} {n}'
-                for (r, s), n in sorted(self.requests.items())]  # fmt: skip
-        out += ["# HELP stoprule_request_seconds Request latency, by route.",
-                "# TYPE stoprule_request_seconds histogram"]  # fmt: skip
+        out += [
+            "# HELP stoprule_requests_total HTTP requests, by route and status.",
+            "# TYPE stoprule_requests_total counter",
+        ]
+        out += [
+            f'stoprule_requests_total{{{w},route="{_esc(r)}",status="{s}"}} {n}'
+            for (r, s), n in sorted(self.requests.items())
+        ]
+        out += [
+            "# HELP stoprule_request_seconds Request latency, by route.",
+            "# TYPE stoprule_request_seconds histogram",
+        ]
         for route, counts in sorted(self.latency.items()):
             acc = 0
             labels = f'{w},route="{_esc(route)}"'

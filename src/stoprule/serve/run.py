@@ -48,8 +48,18 @@ def _uvicorn_config(config: ServeConfig, log_level: str, **extra: Any) -> Any:
 
     limits = config.limits
     http, backlog = guarded(limits.header_timeout_ms / 1000.0, limits.max_connections, 2 * config.ledger_connections)
-    return uvicorn.Config(_FACTORY, factory=True, log_level=log_level, access_log=False, timeout_keep_alive=30,
-                          server_header=False, proxy_headers=True, http=http, backlog=backlog, **extra)  # fmt: skip
+    return uvicorn.Config(
+        _FACTORY,
+        factory=True,
+        log_level=log_level,
+        access_log=False,
+        timeout_keep_alive=30,
+        server_header=False,
+        proxy_headers=True,
+        http=http,
+        backlog=backlog,
+        **extra,
+    )
 
 
 def listening_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
@@ -200,8 +210,10 @@ def _supervise(host: str, port: int, workers: int, log_level: str, probe_timeout
                 if w.proc.is_alive():
                     if w.check(now, probe_timeout):
                         continue
-                    sys.stderr.write(f"stoprule serve: worker {w.proc.pid} did not answer its health probe for "
-                                     f"{probe_timeout:g} s: replaced\n")  # fmt: skip
+                    sys.stderr.write(
+                        f"stoprule serve: worker {w.proc.pid} did not answer its health probe for "
+                        f"{probe_timeout:g} s: replaced\n"
+                    )
                     w.kill()
                 else:
                     w.proc.join()
