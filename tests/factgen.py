@@ -116,6 +116,8 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
         put("questionAsked", rng.random() < 0.7)
         put("questionRepeated", rng.random() < 0.3)
         put("blockersThisTurn", rng.randint(0, 1))
+    if rng.random() < 0.1:  # the agent's refused attempts (row 17)
+        put("tamperAttempts", ["guard: Bash: runs `stoprule blockers off`"] * rng.randint(0, 1))
     return f
 
 

@@ -113,6 +113,8 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.redact",
     "stoprule._util.text",
     "stoprule.agent",
+    "stoprule.agent.guard",
+    "stoprule.agent.guard.journal",
     "stoprule.agent.hook",
     "stoprule.agent.hook.adapters",
     "stoprule.agent.hook.adapters._common",
@@ -122,6 +124,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.adapters.cursor",
     "stoprule.agent.hook.adapters.gemini",
     "stoprule.agent.hook.event",
+    "stoprule.agent.hook.frozen",
     "stoprule.agent.hook.mode",
     "stoprule.agent.hook.pack_data",
     "stoprule.agent.hook.providers",
@@ -130,6 +133,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.providers.closure_provider",
     "stoprule.agent.hook.providers.context",
     "stoprule.agent.hook.providers.git_provider",
+    "stoprule.agent.hook.providers.guard_provider",
     "stoprule.agent.hook.providers.hook_provider",
     "stoprule.agent.hook.providers.state_provider",
     "stoprule.agent.hook.providers.transcript_provider",
@@ -188,6 +192,12 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
+    # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
+    "stoprule._util.jsonin": "the guard runs",
+    "stoprule.agent.guard.calls": "the guard runs",
+    "stoprule.agent.guard.rules": "the guard runs",
+    "stoprule.agent.guard.run": "the guard runs",
+    "stoprule.agent.guard.shell": "the guard runs",
 }
 
 

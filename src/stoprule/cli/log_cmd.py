@@ -1,7 +1,7 @@
 """``stoprule log``: read the decision ledger; and the recording side of ``stoprule eval --run``.
 
     stoprule log status RUN             the run's tip, verdict and counters (one indexed lookup)
-    stoprule log show RUN               the run's DAG: tree (pretty), JSON, or Mermaid
+    stoprule log show RUN               the run's DAG: tree (pretty: and the agent's refused attempts), JSON, or Mermaid
     stoprule log runs                   recent runs with their status
     stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
     stoprule log verify [RUN]           recompute hash chains and the signed ledger head; exit 1 naming what broke
@@ -31,6 +31,7 @@ from stoprule.cli.common import (
     render_verdict,
 )
 from stoprule.cli.progress import Bar
+from stoprule.config.fields import DEFAULT_FIELDS
 from stoprule.diagnostics import (
     EXIT_INVALID,
     EXIT_NOT_OK,
@@ -123,7 +124,27 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
         stdout.write(run_mermaid(st, nodes) + "\n")
     else:
         stdout.write(run_tree(st, nodes) + "\n")
+        _attempts(ledger, args.run, stdout)
     return 0
+
+
+def _attempts(ledger, run: str, stdout: IO[str]) -> None:  # noqa: ANN001
+    """The agent's refused attempts the run's stops saw (each stop's fact holds the session's so
+    far), each once, with the first node that saw it."""
+    field = DEFAULT_FIELDS["guard.attempts"]
+    first: dict[str, str] = {}
+    for node, fact in ledger.records(run):
+        if field not in fact:  # (cheap: most facts have none)
+            continue
+        try:
+            found = json.loads(fact).get(field)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        for attempt in found if isinstance(found, list) else []:
+            first.setdefault(str(attempt), node.node)
+    if first:
+        stdout.write(f"refused attempts by the agent ({len(first)}):\n")
+        stdout.writelines(f"  {node}: {attempt}\n" for attempt, node in first.items())
 
 
 def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
