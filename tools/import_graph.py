@@ -170,6 +170,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.language.patterns",
     "stoprule.language.templates",
     "stoprule.ledger",
+    "stoprule.ledger.backend",
     "stoprule.ledger.ddl",
     "stoprule.ledger.errors",
     "stoprule.ledger.events",

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.engine.evaluator import Evaluator, Verdict
-    from stoprule.ledger.store import Ledger, Node
+    from stoprule.ledger.protocols import LedgerBackend
+    from stoprule.ledger.store import Node
 
 __all__ = ["GROUP", "Outcome", "Prepared", "Recorder", "append_group", "fact_identity", "prepare"]
 
@@ -113,7 +114,13 @@ class Recorder:
     ``own``, only into new runs or runs ``by`` started)."""
 
     def __init__(
-        self, ledger: Ledger, evaluator: Evaluator, *, by: str | None = None, own: bool = False, stop: bool = False
+        self,
+        ledger: LedgerBackend,
+        evaluator: Evaluator,
+        *,
+        by: str | None = None,
+        own: bool = False,
+        stop: bool = False,
     ) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
@@ -308,7 +315,7 @@ class Recorder:
 
 
 def append_group(
-    ledger: Ledger, entries: list[tuple[Recorder, str, list[Prepared | EvaluationError], Any]]
+    ledger: LedgerBackend, entries: list[tuple[Recorder, str, list[Prepared | EvaluationError], Any]]
 ) -> list[list[Outcome | EvaluationError] | LedgerError]:
     """Append the decisions of several requests, each ``(recorder, run, prepared, parent)``, in one
     transaction: one commit (and one flush to disk) for all. A request refused on its own (a node

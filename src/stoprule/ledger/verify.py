@@ -32,8 +32,9 @@ from stoprule.ledger import keys
 from stoprule.ledger.ddl import SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import GENESIS, link
+from stoprule.ledger.protocols import LedgerBackend
 from stoprule.ledger.runcheck import Anchored, Break, check_head_v2, check_mac, check_runs, lenient
-from stoprule.ledger.store import Ledger, corrupt, sqlite_error
+from stoprule.ledger.store import corrupt, sqlite_error
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -140,7 +141,7 @@ def _anchors(c: Any) -> tuple[list[Break], Anchored, int, str, int]:
     return breaks, states, n, prev, 0
 
 
-def _check_head(ledger: Ledger, c: Any, anchors: int, last: str) -> tuple[list[Break], dict[str, Any] | None]:
+def _check_head(ledger: LedgerBackend, c: Any, anchors: int, last: str) -> tuple[list[Break], dict[str, Any] | None]:
     """The stored head against the anchors: it must cover them all, end at the last one, and be signed."""
     rows = c.execute("SELECT anchors, hash, key, mac FROM head").fetchall()
     if len(rows) == 1 and not c.execute("SELECT 1 FROM head WHERE id = 1").fetchone():
@@ -179,7 +180,7 @@ def _check_head(ledger: Ledger, c: Any, anchors: int, last: str) -> tuple[list[B
     return breaks, info
 
 
-def _whole(ledger: Ledger, c: Any, on_progress: Callable[[int, int], None] | None) -> Report:
+def _whole(ledger: LedgerBackend, c: Any, on_progress: Callable[[int, int], None] | None) -> Report:
     """Every run, the anchors and the head (the storage check is the caller's)."""
     names = _names(c)
     if ledger.schema < SCHEMA_VERSION:
@@ -227,7 +228,7 @@ def _whole(ledger: Ledger, c: Any, on_progress: Callable[[int, int], None] | Non
     return Report(len(names), total, [b.printable() for b in breaks], head, unanchored)
 
 
-def _ring(ledger: Ledger) -> keys.KeyRing | None:
+def _ring(ledger: LedgerBackend) -> keys.KeyRing | None:
     try:
         return keys.load(ledger.keys_path)
     except LedgerError:
@@ -269,7 +270,9 @@ def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
     return breaks
 
 
-def verify(ledger: Ledger, run: str | None = None, on_progress: Callable[[int, int], None] | None = None) -> Report:
+def verify(
+    ledger: LedgerBackend, run: str | None = None, on_progress: Callable[[int, int], None] | None = None
+) -> Report:
     """Check one run (LedgerError if unknown), or every run and the ledger as a whole
     (``on_progress(runs done, runs)`` after each run).
 
@@ -308,7 +311,7 @@ def _names(c: Any) -> list[str]:
     ]
 
 
-def _one_run(ledger: Ledger, c: Any, run: str) -> Report:
+def _one_run(ledger: LedgerBackend, c: Any, run: str) -> Report:
     if not c.execute(
         "SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?", (run, run)
     ).fetchone():

@@ -9,6 +9,7 @@ Modules, lowest first::
     transcripts      reading each harness's transcript from the end, incrementally
     questions        does the last message hand a question to the user (the pack's patterns)
     mode             the session's mode: autonomous or interactive, and who said so
+    frozen           a session frozen at its start: config, pack, wiring, root; what changed since
     providers/       hook, state, blockers, closure, transcript, git: partial facts with provenance
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
     lifecycle        the events besides the stop: session start, permission requests
