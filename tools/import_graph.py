@@ -91,12 +91,13 @@ LAZY_OK: dict[str, str] = {
     "cvc5": "the solver: audit and diff on packs the exhaustive analysis cannot cover",
     "rich": "colour, tables and progress bars, on a terminal only",
     "ruamel": "stoprule fmt's comment-keeping YAML round trip",
+    "resource": "the process limits, on Unix only",
     "jinja2": "the `serve` and `console` extras (the console's pages)",
     "stoprule.console.app": "the console's application, which imports starlette and jinja2",
     "stoprule.console.access": "the console's sign-in, which imports starlette",
 }
 #: packages whose local imports are not checked yet (others are reworking them)
-LAZY_UNCHECKED = ("stoprule.ledger", "stoprule.serve")
+LAZY_UNCHECKED: tuple[str, ...] = ()
 
 #: Every stoprule module a warm ``stoprule hook HARNESS`` (each harness; a project as ``stoprule
 #: init`` leaves it: the ledger on, every provider) and a warm ``stoprule eval`` import; nothing

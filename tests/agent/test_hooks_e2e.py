@@ -260,8 +260,9 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     assert log[-1]["ledger_node"] and "git" in log[-1]["provenance"]["timings_ms"]
     assert "uncommittedWork" in log[-1]["fact"]
     unneeded = {"typing", "argparse", "gettext", "locale", "subprocess", "selectors", "hashlib", "hmac", "_hashlib",
-                "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
-                "stoprule.language.compiler", "stoprule.config.loader", "stoprule.config.sections"}  # fmt: skip
+                "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verification",
+                "stoprule.ledger.runcheck", "stoprule.language.compiler", "stoprule.config.loader",
+                "stoprule.config.sections"}  # fmt: skip
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
 
 

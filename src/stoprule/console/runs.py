@@ -23,7 +23,7 @@ from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import canonical, digest
 from stoprule.ledger.store import Node, RunStatus
-from stoprule.ledger.verify import verify
+from stoprule.ledger.verification import verify
 
 __all__ = ["PROVIDERS", "Chain", "Decision", "FactRow", "RunFilter", "RunPage", "RunRow", "Runs"]
 

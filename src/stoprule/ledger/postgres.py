@@ -33,9 +33,10 @@ from contextlib import contextmanager, suppress
 from stoprule.ledger import keys
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import GENESIS
-from stoprule.ledger.runcheck import Break
+from stoprule.ledger.runcheck import Break, check_head_v2, check_runs
 from stoprule.ledger.sha import sha256_hex
-from stoprule.ledger.store import Head, Ledger, corrupt
+from stoprule.ledger.store import _RUN_SQL, Head, LedgerCore, _run, corrupt
+from stoprule.project import find_project
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -260,7 +261,6 @@ def default_keys_path(env: Any = None) -> str:
     env = os.environ if env is None else env
     if env.get("STOPRULE_LEDGER_KEYS"):
         return str(env["STOPRULE_LEDGER_KEYS"])
-    from stoprule.project import find_project
 
     project = find_project()
     return os.path.join(project or ".stoprule", "ledger.keys")
@@ -291,7 +291,7 @@ def connect(url: str, timeout_ms: int | None) -> Any:
     )
 
 
-class PgLedger(Ledger):
+class PgLedger(LedgerCore):
     """A ledger in a PostgreSQL database (the tables in the connection's ``search_path`` schema)."""
 
     backend = "postgresql"
@@ -400,7 +400,6 @@ class PgLedger(Ledger):
                 c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
             elif version == 2:
                 c.execute("LOCK TABLE events, runs, head IN EXCLUSIVE MODE")  # writers of schema 2 wait
-                from stoprule.ledger.runcheck import check_head_v2, check_runs
 
                 _, breaks = check_runs(c)
                 if not breaks:
@@ -416,7 +415,7 @@ class PgLedger(Ledger):
             c.execute("ROLLBACK")
             raise
 
-    # ------------------------------------------------------------------ what differs from SQLite
+    # ------------------------------------------------------------------ the storage primitives, on PostgreSQL
 
     def _error(self, exc: BaseException) -> LedgerError:
         return pg_error(exc, self.path)
@@ -548,8 +547,6 @@ class PgLedger(Ledger):
         return len(entries)
 
     def runs(self, limit: int | None = None) -> list:
-        from stoprule.ledger.store import _RUN_SQL, _run
-
         sql = _RUN_SQL + " ORDER BY last_event DESC" + (f" LIMIT {int(limit)}" if limit else "")
         return [_run(r) for r in self._read(sql)]
 

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from typing_extensions import Self
+
     from stoprule.engine.evaluator import Verdict
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "TIP",
     "Head",
     "Ledger",
+    "LedgerCore",
     "Node",
     "RunStatus",
     "check_run_id",
@@ -275,8 +278,13 @@ def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerEr
     return LedgerError("ledger.error", f"{path}: {text}")
 
 
-class Ledger:
-    """An open ledger file. Use :meth:`open`; appends go inside :meth:`write`."""
+class LedgerCore:
+    """What both ledgers share (:class:`Ledger` on SQLite, :class:`~stoprule.ledger.postgres.PgLedger`
+    on PostgreSQL): the write transaction, the keys and signatures, the anchors of the ledger
+    chain, appends and reads, all in the SQL both speak (``?`` parameters). Each ledger implements
+    the storage primitives declared at the end: how a transaction begins and what it holds, how
+    rows and event ids are taken, how its database's errors read, when runs are anchored.
+    Together they make a :class:`~stoprule.ledger.protocols.LedgerBackend`."""
 
     def __init__(self, conn: Any, path: str) -> None:
         self._conn = conn
@@ -291,207 +299,22 @@ class Ledger:
         self._rows: dict[str, tuple | None] = {}  # inside write(): each run held, as this transaction left it
         self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
 
-    # ------------------------------------------------------------------ opening
-
-    @classmethod
-    def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
-        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
-        full = os.path.abspath(path)
-        folder = os.path.dirname(full)
-        if os.path.isdir(full):
-            raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
-        if not os.path.exists(full):
-            if readonly or not create:
-                raise LedgerError(
-                    "ledger.missing",
-                    f"no ledger here: {path} does not exist (nothing was created; "
-                    "`stoprule eval --run RUN` records the first decision and creates it)",
-                )
-            if not os.path.isdir(folder):
-                raise LedgerError(
-                    "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
-                )
-            cls._create_file(full, path)
-        try:
-            conn = cls._connect(full, "ro" if readonly else "rw")
-        except _DB_ERRORS as exc:
-            raise sqlite_error(path, exc) from None
-        ledger = cls(conn, path)
-        try:
-            ledger._prepare(readonly)
-        except _DB_ERRORS as exc:
-            conn.close()
-            if readonly and _no_shm(exc):
-                return cls._open_immutable(full, path)
-            raise sqlite_error(path, exc) from None
-        except BaseException:
-            conn.close()
-            raise
-        return ledger
-
-    @staticmethod
-    def _create_file(full: str, path: str) -> None:
-        """Create the (empty) ledger file owner-only: it holds every fact body. SQLite then makes
-        its ``-wal`` and ``-shm`` files with the same mode. Losing a creation race is fine."""
-        try:
-            os.close(os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise LedgerError("ledger.cannot_open", f"cannot create ledger {path}: {exc.strerror}") from None
-
-    @staticmethod
-    def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
-        path = full.replace("%", "%25").replace("?", "%3f").replace("#", "%23")  # what a file: URI must escape
-        uri = f"file:{path}?mode={mode}{extra}"
-        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
-
-    @classmethod
-    def _open_immutable(cls, full: str, path: str) -> Ledger:
-        """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
-        try:
-            conn = cls._connect(full, "ro", "&immutable=1")
-        except _DB_ERRORS as exc:
-            raise sqlite_error(path, exc) from None
-        ledger = cls(conn, path)
-        try:
-            ledger._prepare(True)
-        except BaseException as exc:
-            conn.close()
-            if isinstance(exc, _DB_ERRORS):
-                raise sqlite_error(path, exc) from None
-            raise
-        return ledger
-
-    def _prepare(self, readonly: bool) -> None:
-        c = self._conn
-        app, version, has_tables = c.execute(_STAMP).fetchone()
-        if app == APPLICATION_ID and version == SCHEMA_VERSION:
-            pass
-        elif app == APPLICATION_ID and version in (1, 2):
-            if readonly:
-                self.schema = version  # readable as it is; `log verify` says it needs the upgrade
-            else:
-                self._upgrade()
-        elif app == APPLICATION_ID and version > SCHEMA_VERSION:
-            raise LedgerError(
-                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
-            )
-        elif app == 0 and version == 0 and not has_tables:
-            if readonly:
-                raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
-            self._create()
-        else:
-            raise LedgerError("ledger.not_a_ledger", f"{self.path} is an SQLite database but not a stoprule ledger")
-        c.execute("PRAGMA foreign_keys = ON")
-        if not readonly:
-            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._wal()
-            c.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
-
-    def _wal(self) -> None:
-        """Switch to WAL (it persists in the file); another process may hold the lock meanwhile."""
-        deadline = time.monotonic() + BUSY_TIMEOUT
-        while True:
-            try:
-                if self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
-                    return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise
-            if time.monotonic() > deadline:
-                raise LedgerError("ledger.busy", f"{self.path} is locked by another process; cannot enable WAL")
-            time.sleep(0.01)
-
-    def _create(self) -> None:
-        self._wal()
-        c = self._conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
-                for statement in STATEMENTS:
-                    c.execute(statement)
-                c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
-            c.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            raise
-
-    def _upgrade(self) -> None:
-        """Schema 1 or 2 -> 3, in one transaction: sign every run's status row, anchor every run's head.
-
-        Only a ledger that verifies is upgraded (every run's chain, and a schema-2 ledger's signed
-        head: signing a damaged ledger would vouch for the damage); otherwise LedgerError
-        ``ledger.corrupt`` naming the first break, and the file is left as it was.
-        """
-        c = self._conn
-        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self._wal()
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            if version in (1, 2):  # else another process upgraded it meanwhile
-                from stoprule.ledger.runcheck import check_head_v2, check_runs  # not on the recording path
-
-                _, breaks = check_runs(c)
-                if version == 2 and not breaks:
-                    breaks = check_head_v2(c, keys.load(self.keys_path), self.keys_path)[0]
-                if breaks:
-                    raise corrupt(self.path, f"cannot upgrade from ledger schema {version}: {breaks[0].format()}")
-                for name in LEGACY_HEAD:
-                    c.execute(f"DROP TRIGGER IF EXISTS {name}")
-                c.execute("DROP TABLE IF EXISTS head")
-                for statement in UPGRADE:
-                    c.execute(statement)
-                self._sign_all_runs()
-                self.upgraded_from = version
-            c.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            raise
-
-    def _sign_all_runs(self) -> None:
-        """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
-        c = self._conn
-        self._ring = keys.ensure(self.keys_path)
-        entries = []
-        for run, events, head, last in c.execute("SELECT run, events, head, last_event FROM runs").fetchall():
-            key, mac = self._sign_run(run, events, head)
-            c.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
-            entries.append((run, events, head, last))
-        c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
-        if entries:
-            self._anchor(Head(0, GENESIS, None, None), entries)
-
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def keys_path(self) -> str:
-        """Where this ledger's signing keys live: beside it, ``<ledger>.keys``."""
-        return keys_path(self.path)
-
-    @property
     def connection(self) -> Any:
         """The DB-API connection (``sqlite3``; for PostgreSQL an adapter that reads ``?`` parameters)."""
         return self._conn
 
-    backend = "sqlite"
-
-    # ------------------------------------------------------------------ writing
-
-    anchor_every_write = True  # SQLite: each write transaction anchors the runs it wrote (PostgreSQL: periodically)
-
     @contextmanager
-    def write(self) -> Iterator[Ledger]:
+    def write(self) -> Iterator[Self]:
         """One write transaction: everything inside commits together or not at all."""
         if self._in_tx:
             raise RuntimeError("write transactions do not nest")
@@ -529,48 +352,8 @@ class Ledger:
             self._head = None
             self._touched, self._rows, self._ids = {}, {}, []
 
-    # the database's errors, and how they read as a LedgerError (the PostgreSQL backend overrides these)
-    _errors: tuple[type[BaseException], ...] = _DB_ERRORS
-
-    def _error(self, exc: BaseException) -> LedgerError:
-        assert isinstance(exc, _DB_ERRORS)
-        return sqlite_error(self.path, exc)
-
-    def _begin(self) -> None:
-        """Start a write transaction (SQLite: holding the file's write lock)."""
-        self._conn.execute("BEGIN IMMEDIATE")
-
     def _commit(self) -> None:
         self._conn.execute("COMMIT")
-
-    def _written(self) -> None:
-        """After a write transaction that appended committed (PostgreSQL: anchor when due)."""
-
-    def _lock_run(self, run: str) -> None:
-        """Hold ``run`` against other writers to the end of the transaction (SQLite: the write lock does)."""
-
-    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
-        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
-        ids taken ahead (none here: SQLite assigns them)."""
-        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
-        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
-
-    def _event_id(self) -> int | None:
-        """The id of the event being appended (None: the database assigns it)."""
-        return self._ids.pop() if self._ids else None
-
-    def _note_pending(self, run: str) -> None:
-        """Queue ``run`` for the next anchor (SQLite anchors in the same transaction: nothing to queue)."""
-
-    def _insert_fact(self, fact: str, body: str) -> None:
-        self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
-
-    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
-        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
-        cur = self._conn.execute(
-            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
-        )
-        return int(cur.lastrowid or 0)
 
     # ------------------------------------------------------------------ keys, signatures, the ledger head
 
@@ -673,16 +456,6 @@ class Ledger:
         self._conn.execute("UPDATE head SET anchors = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (n, h, key, mac))
         self._head = Head(n, h, key, mac)
         return self._head
-
-    def _held_head(self) -> Head:
-        """Inside :meth:`write`: the head, held by this transaction and checked."""
-        if self._head is None:
-            self._head = self._checked_head()
-        return self._head
-
-    def anchor(self) -> int:
-        """Anchor the runs written since the last anchor; how many runs (SQLite: every write anchors: 0)."""
-        return 0
 
     def resign(self, ring: keys.KeyRing, retiring: str | None = None) -> None:
         """Inside :meth:`write`: sign again with ``ring``'s active key the ledger head (after a rotation),
@@ -877,6 +650,19 @@ class Ledger:
             )
         return LedgerError("ledger.unknown_node", f"run {run!r} has no node {node!r}")
 
+    def _sign_all_runs(self) -> None:
+        """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
+        c = self._conn
+        self._ring = keys.ensure(self.keys_path)
+        entries = []
+        for run, events, head, last in c.execute("SELECT run, events, head, last_event FROM runs").fetchall():
+            key, mac = self._sign_run(run, events, head)
+            c.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
+            entries.append((run, events, head, last))
+        c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
+        if entries:
+            self._anchor(Head(0, GENESIS, None, None), entries)
+
     # ------------------------------------------------------------------ reading
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
@@ -925,3 +711,282 @@ class Ledger:
                 yield _node(row[1:], self.path), row[0]
         except self._errors as exc:
             raise self._error(exc) from None
+
+    # ------------------------------------------------------------------ the storage primitives each ledger implements
+
+    backend: str  # "sqlite" or "postgresql"
+    anchor_every_write: bool  # each write transaction anchors the runs it wrote (else periodically: anchor())
+    _errors: tuple[type[BaseException], ...]  # the database's errors
+
+    @property
+    def keys_path(self) -> str:
+        """Where this ledger's signing keys live."""
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        """One of the database's errors as a LedgerError."""
+        raise NotImplementedError
+
+    def _begin(self) -> None:
+        """Start a write transaction."""
+        raise NotImplementedError
+
+    def _written(self) -> None:
+        """After a write transaction that appended committed."""
+        raise NotImplementedError
+
+    def _lock_run(self, run: str) -> None:
+        """Hold ``run`` against other writers to the end of the transaction."""
+        raise NotImplementedError
+
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
+        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
+        ids taken ahead (none where the database assigns them)."""
+        raise NotImplementedError
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        raise NotImplementedError
+
+    def _note_pending(self, run: str) -> None:
+        """Queue ``run`` for the next anchor."""
+        raise NotImplementedError
+
+    def _insert_fact(self, fact: str, body: str) -> None:
+        raise NotImplementedError
+
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
+        raise NotImplementedError
+
+    def _held_head(self) -> Head:
+        """Inside :meth:`write`: the head, held by this transaction and checked."""
+        raise NotImplementedError
+
+    def anchor(self) -> int:
+        """Anchor the runs written since the last anchor; how many runs."""
+        raise NotImplementedError
+
+
+
+class Ledger(LedgerCore):
+    """An open ledger file (SQLite). Use :meth:`open`; appends go inside :meth:`write`."""
+
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
+        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
+        full = os.path.abspath(path)
+        folder = os.path.dirname(full)
+        if os.path.isdir(full):
+            raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
+        if not os.path.exists(full):
+            if readonly or not create:
+                raise LedgerError(
+                    "ledger.missing",
+                    f"no ledger here: {path} does not exist (nothing was created; "
+                    "`stoprule eval --run RUN` records the first decision and creates it)",
+                )
+            if not os.path.isdir(folder):
+                raise LedgerError(
+                    "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
+                )
+            cls._create_file(full, path)
+        try:
+            conn = cls._connect(full, "ro" if readonly else "rw")
+        except _DB_ERRORS as exc:
+            raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(readonly)
+        except _DB_ERRORS as exc:
+            conn.close()
+            if readonly and _no_shm(exc):
+                return cls._open_immutable(full, path)
+            raise sqlite_error(path, exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        return ledger
+
+    @staticmethod
+    def _create_file(full: str, path: str) -> None:
+        """Create the (empty) ledger file owner-only: it holds every fact body. SQLite then makes
+        its ``-wal`` and ``-shm`` files with the same mode. Losing a creation race is fine."""
+        try:
+            os.close(os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise LedgerError("ledger.cannot_open", f"cannot create ledger {path}: {exc.strerror}") from None
+
+    @staticmethod
+    def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
+        path = full.replace("%", "%25").replace("?", "%3f").replace("#", "%23")  # what a file: URI must escape
+        uri = f"file:{path}?mode={mode}{extra}"
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+
+    @classmethod
+    def _open_immutable(cls, full: str, path: str) -> Ledger:
+        """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
+        try:
+            conn = cls._connect(full, "ro", "&immutable=1")
+        except _DB_ERRORS as exc:
+            raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(True)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, _DB_ERRORS):
+                raise sqlite_error(path, exc) from None
+            raise
+        return ledger
+
+    def _prepare(self, readonly: bool) -> None:
+        c = self._conn
+        app, version, has_tables = c.execute(_STAMP).fetchone()
+        if app == APPLICATION_ID and version == SCHEMA_VERSION:
+            pass
+        elif app == APPLICATION_ID and version in (1, 2):
+            if readonly:
+                self.schema = version  # readable as it is; `log verify` says it needs the upgrade
+            else:
+                self._upgrade()
+        elif app == APPLICATION_ID and version > SCHEMA_VERSION:
+            raise LedgerError(
+                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
+            )
+        elif app == 0 and version == 0 and not has_tables:
+            if readonly:
+                raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
+            self._create()
+        else:
+            raise LedgerError("ledger.not_a_ledger", f"{self.path} is an SQLite database but not a stoprule ledger")
+        c.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._wal()
+            c.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+
+    def _wal(self) -> None:
+        """Switch to WAL (it persists in the file); another process may hold the lock meanwhile."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+            if time.monotonic() > deadline:
+                raise LedgerError("ledger.busy", f"{self.path} is locked by another process; cannot enable WAL")
+            time.sleep(0.01)
+
+    def _create(self) -> None:
+        self._wal()
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
+                for statement in STATEMENTS:
+                    c.execute(statement)
+                c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Schema 1 or 2 -> 3, in one transaction: sign every run's status row, anchor every run's head.
+
+        Only a ledger that verifies is upgraded (every run's chain, and a schema-2 ledger's signed
+        head: signing a damaged ledger would vouch for the damage); otherwise LedgerError
+        ``ledger.corrupt`` naming the first break, and the file is left as it was.
+        """
+        c = self._conn
+        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._wal()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version in (1, 2):  # else another process upgraded it meanwhile
+                from stoprule.ledger.runcheck import check_head_v2, check_runs  # not on the recording path
+
+                _, breaks = check_runs(c)
+                if version == 2 and not breaks:
+                    breaks = check_head_v2(c, keys.load(self.keys_path), self.keys_path)[0]
+                if breaks:
+                    raise corrupt(self.path, f"cannot upgrade from ledger schema {version}: {breaks[0].format()}")
+                for name in LEGACY_HEAD:
+                    c.execute(f"DROP TRIGGER IF EXISTS {name}")
+                c.execute("DROP TABLE IF EXISTS head")
+                for statement in UPGRADE:
+                    c.execute(statement)
+                self._sign_all_runs()
+                self.upgraded_from = version
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
+
+    @property
+    def keys_path(self) -> str:
+        """Where this ledger's signing keys live: beside it, ``<ledger>.keys``."""
+        return keys_path(self.path)
+
+    # ------------------------------------------------------------------ the storage primitives, on SQLite
+
+    backend = "sqlite"
+    anchor_every_write = True  # each write transaction anchors the runs it wrote
+    _errors: tuple[type[BaseException], ...] = _DB_ERRORS
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        assert isinstance(exc, _DB_ERRORS)
+        return sqlite_error(self.path, exc)
+
+    def _begin(self) -> None:
+        """Start a write transaction (SQLite: holding the file's write lock)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _written(self) -> None:
+        """Nothing to do: the write transaction anchored what it wrote."""
+
+    def _lock_run(self, run: str) -> None:
+        """Nothing to do: the write transaction holds the file's write lock."""
+
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
+        """Each run's row (None: a new run); no ids taken ahead (SQLite assigns them)."""
+        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
+        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        return self._ids.pop() if self._ids else None
+
+    def _note_pending(self, run: str) -> None:
+        """Nothing to queue: the run is anchored in the same transaction."""
+
+    def _insert_fact(self, fact: str, body: str) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
+
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
+        cur = self._conn.execute(
+            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
+        )
+        return int(cur.lastrowid or 0)
+
+    def _held_head(self) -> Head:
+        """Inside :meth:`write`: the head, held by this transaction and checked."""
+        if self._head is None:
+            self._head = self._checked_head()
+        return self._head
+
+    def anchor(self) -> int:
+        """Anchor the runs written since the last anchor; how many runs (SQLite: every write anchors: 0)."""
+        return 0

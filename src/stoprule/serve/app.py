@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -26,8 +27,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from stoprule.agent.hook.adapters import ADAPTERS, adapter
+from stoprule.agent.hook.event import PayloadError
+from stoprule.agent.hook.runner import decision_of
 from stoprule.config.serve import ServeConfig, Token
 from stoprule.diagnostics import EvaluationError, ServeError
+from stoprule.facts.parse import parse_facts
+from stoprule.ledger.backend import is_url
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.postgres import display_url
+from stoprule.ledger.recorder import Recorder, append_group, prepare
+from stoprule.ledger.store import TIP, check_run_id
+from stoprule.serve.console_mount import console_routes
 from stoprule.serve.database import LABEL, Database
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
@@ -88,8 +99,6 @@ class Service:
         return self.db
 
     def team(self) -> Database:
-        from stoprule.ledger.backend import is_url
-
         if not is_url(self.config.ledger):
             raise Refused(400, "serve.no_team_store", "team blockers need the server's ledger on PostgreSQL")
         return self.database()
@@ -98,8 +107,6 @@ class Service:
         """``message`` with the ledger's URL or file named as the server's ledger."""
         target = self.config.ledger
         if target:
-            from stoprule.ledger.postgres import display_url
-
             for shown in {display_url(target), target, os.path.abspath(target)}:
                 message = message.replace(shown, LABEL)
         return message
@@ -185,9 +192,6 @@ class Service:
     async def anchor(self) -> None:
         """On PostgreSQL, anchor the runs this server wrote, every ``anchor_interval_ms`` (each worker:
         whichever gets there first anchors for all; the others find nothing left or the head taken)."""
-        from stoprule.ledger.backend import is_url
-        from stoprule.ledger.errors import LedgerError
-
         if self.db is None or not is_url(self.config.ledger):
             return
         while True:
@@ -221,8 +225,6 @@ def _flag(request: Request, name: str) -> bool:
 
 
 def _one_fact(data: bytes) -> Any:
-    from stoprule.facts.parse import parse_facts
-
     items = parse_facts(data)
     if len(items) != 1:
         raise Refused(400, "serve.one_fact", f"/v1/evaluate takes one fact; the body holds {len(items)} (use /batch)")
@@ -273,7 +275,6 @@ def create_app(config: ServeConfig) -> Starlette:
                     **{k: v for k, v in exc.to_dict().items() if k not in ("code", "message")},
                 )
             except Exception as exc:  # noqa: BLE001 - never a traceback to the client
-                from stoprule.ledger.errors import LedgerError
 
                 if isinstance(exc, LedgerError):
                     status = _ledger_status(exc.code)
@@ -304,9 +305,6 @@ def create_app(config: ServeConfig) -> Starlette:
     ) -> Any:
         """Decide ``fact`` here, record it on a database thread (a retry is decided there too); a
         hook's ``stop`` after a retryable block is that block's retry (``Recorder.record_stop``)."""
-        from stoprule.ledger.recorder import Recorder, prepare
-        from stoprule.ledger.store import TIP, check_run_id
-
         check_run_id(run)
         args = svc.recorder_args(request, run)
         db = svc.database()
@@ -355,8 +353,6 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, outcome.envelope(), served)
 
     async def batch(request: Request) -> Response:
-        from stoprule.facts.parse import parse_facts
-
         deadline = svc.deadline()
         run, parent, retry, checkpoint = _recording(request)
         if retry:
@@ -375,9 +371,6 @@ def create_app(config: ServeConfig) -> Starlette:
         strict = _flag(request, "strict")
         out: list[str] = []
         if run is not None:
-            from stoprule.ledger.recorder import Recorder, prepare
-            from stoprule.ledger.store import TIP, check_run_id
-
             check_run_id(run)
             args = svc.recorder_args(request, run)
             db = svc.database()
@@ -413,10 +406,6 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
-        from stoprule.agent.hook.adapters import ADAPTERS, adapter
-        from stoprule.agent.hook.event import PayloadError
-        from stoprule.agent.hook.runner import decision_of
-
         harness = request.path_params["harness"]
         if harness not in ADAPTERS:
             raise Refused(404, "serve.unknown_harness", f"no harness {harness!r} (known: {', '.join(ADAPTERS)})")
@@ -514,7 +503,6 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
         Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
-    from stoprule.serve.console_mount import console_routes
 
     routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
@@ -528,8 +516,6 @@ def create_app(config: ServeConfig) -> Starlette:
             if svc.db is not None:
                 svc.db.close()
 
-    from contextlib import asynccontextmanager
-
     app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: not_found, Exception: internal},
@@ -541,8 +527,6 @@ def create_app(config: ServeConfig) -> Starlette:
 
 def _append_group(session: Any, items: list[tuple[Any, dict[str, Any], str, list[Any], Any]]) -> list[Any]:
     """On a database thread: single decisions of several requests appended together (one commit)."""
-    from stoprule.ledger.recorder import Recorder, append_group
-
     led = session.ledger()
     return append_group(
         led, [(Recorder(led, ev, **args), run, prepared, parent) for ev, args, run, prepared, parent in items]

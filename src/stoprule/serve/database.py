@@ -33,7 +33,10 @@ from contextlib import suppress
 from functools import partial
 from typing import Any, TypeVar
 
+from stoprule.ledger.backend import is_url, open_ledger
 from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.postgres import PgLedger
+from stoprule.serve.team import TeamStore
 
 __all__ = ["LABEL", "Database", "Session"]
 
@@ -54,24 +57,14 @@ class Session:
     def ledger(self) -> Any:
         """The ledger (created here only as a file: a PostgreSQL schema is `stoprule serve migrate`'s)."""
         if self._ledger is None:
-            from stoprule.ledger.backend import is_url
-
-            if is_url(self.target):
-                from stoprule.ledger.postgres import PgLedger
-
-                pg = PgLedger.open(self.target, create=False, label=LABEL, timeout_ms=self.timeout_ms)
-                pg.auto_anchor = False  # the worker anchors on its own timer
-                self._ledger = pg
-            else:
-                from stoprule.ledger.store import Ledger
-
-                self._ledger = Ledger.open(self.target, create=True)
+            ledger = open_ledger(self.target, create=not is_url(self.target), label=LABEL, timeout_ms=self.timeout_ms)
+            if isinstance(ledger, PgLedger):
+                ledger.auto_anchor = False  # the worker anchors on its own timer
+            self._ledger = ledger
         return self._ledger
 
     def team(self) -> Any:
         if self._team is None:
-            from stoprule.serve.team import TeamStore
-
             self._team = TeamStore(self.target, self.timeout_ms)
         return self._team
 
