@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoprule import codes
 from stoprule.console.hooklog import HookLog, LogEntry
 from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.errors import LedgerError
@@ -145,7 +146,7 @@ class Runs:
     def opened(self) -> Iterator[Any]:
         """The ledger, open for reading (LedgerError ``ledger.missing`` when nothing was recorded yet)."""
         if not self.target:
-            raise LedgerError("ledger.missing", "no ledger is configured for this console")
+            raise LedgerError(codes.LEDGER_MISSING, "no ledger is configured for this console")
         ledger = open_ledger(self.target, create=False, readonly=True)
         try:
             yield ledger

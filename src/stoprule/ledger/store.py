@@ -26,6 +26,7 @@ import sqlite3
 import time
 from contextlib import contextmanager, suppress
 
+from stoprule import codes
 from stoprule._util.records import Record, record
 from stoprule._util.redact import redact
 from stoprule.ledger import keys
@@ -177,7 +178,7 @@ FROM runs
 """
 
 
-def _node(row: tuple, path: str = "the ledger") -> Node:
+def _node(row: tuple[Any, ...], path: str = "the ledger") -> Node:
     *cols, text = row
     try:
         body = json.loads(text)
@@ -190,7 +191,7 @@ def _node(row: tuple, path: str = "the ledger") -> Node:
     return Node._make([*cols, body])
 
 
-def _run(row: tuple) -> RunStatus:
+def _run(row: tuple[Any, ...]) -> RunStatus:
     cols = list(row)
     cols[5] = bool(cols[5])
     cols[7] = bool(cols[7])
@@ -242,7 +243,7 @@ def check_run_id(run: str) -> str:
     """A run id is 1-200 printable characters without surrounding spaces."""
     if not run or len(run) > MAX_RUN_ID or run != run.strip() or not run.isprintable():
         raise LedgerError(
-            "ledger.bad_run_id",
+            codes.LEDGER_BAD_RUN_ID,
             f"run id {run!r} is not valid: use 1-{MAX_RUN_ID} printable characters, no leading or trailing space",
         )
     return run
@@ -250,7 +251,7 @@ def check_run_id(run: str) -> str:
 
 def corrupt(path: str, what: str) -> LedgerError:
     """``ledger.corrupt``: the file is damaged or was altered; it is left untouched."""
-    return LedgerError("ledger.corrupt", f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
+    return LedgerError(codes.LEDGER_CORRUPT, f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
 
 
 def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerError:
@@ -264,18 +265,19 @@ def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerEr
         return name.startswith(names) if name else any(w in text for w in words)
 
     if means(("SQLITE_BUSY", "SQLITE_LOCKED"), "database is locked", "database table is locked"):
-        return LedgerError("ledger.busy", f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again")
+        message = f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again"
+        return LedgerError(codes.LEDGER_BUSY, message)
     if means(("SQLITE_READONLY",), "readonly database"):
-        return LedgerError("ledger.read_only", f"{path} is read-only ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_READ_ONLY, f"{path} is read-only ({text}); nothing was recorded")
     if means(("SQLITE_NOTADB", "SQLITE_CORRUPT"), "not a database", "malformed"):
-        return LedgerError("ledger.corrupt", f"{path} is not a readable SQLite database ({text}); left untouched")
+        return LedgerError(codes.LEDGER_CORRUPT, f"{path} is not a readable SQLite database ({text}); left untouched")
     if means(("SQLITE_CANTOPEN",), "unable to open"):
-        return LedgerError("ledger.cannot_open", f"cannot open {path} ({text})")
+        return LedgerError(codes.LEDGER_CANNOT_OPEN, f"cannot open {path} ({text})")
     if means(("SQLITE_FULL", "SQLITE_IOERR"), "disk I/O", "database or disk is full"):
-        return LedgerError("ledger.io", f"cannot write {path} ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_IO, f"cannot write {path} ({text}); nothing was recorded")
     if "no such table" in text or "no such column" in text:
         return corrupt(path, f"its schema is damaged ({text})")
-    return LedgerError("ledger.error", f"{path}: {text}")
+    return LedgerError(codes.LEDGER_ERROR, f"{path}: {text}")
 
 
 class LedgerCore:
@@ -296,7 +298,7 @@ class LedgerCore:
         self._touched: dict[str, tuple[str, int, str, int]] = {}  # inside write(): each run's new state
         self._ring: keys.KeyRing | None = None
         self._ring_stamp: tuple[int, ...] | None = None
-        self._rows: dict[str, tuple | None] = {}  # inside write(): each run held, as this transaction left it
+        self._rows: dict[str, tuple[Any, ...] | None] = {}  # inside write(): each run held, as this transaction left it
         self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
 
     def close(self) -> None:
@@ -428,7 +430,7 @@ class LedgerCore:
         assert key.secret is not None
         return key.id, keys.run_mac(key.secret, run, events, head)
 
-    def _check_run(self, run: str, row: tuple) -> None:
+    def _check_run(self, run: str, row: tuple[Any, ...]) -> None:
         """Refuse to extend a run whose status row's signature does not verify."""
         events, head, _, _, kid, mac = row
         if kid is None:
@@ -510,7 +512,7 @@ class LedgerCore:
             owner = json.loads(first[0]).get("by") if first else None
             if owner != by:
                 raise LedgerError(
-                    "ledger.not_yours",
+                    codes.LEDGER_NOT_YOURS,
                     f"run {run!r} was started by another token: this one may only record into runs of its own",
                 )
         events, tip = (row[0], row[2]) if row else (0, None)
@@ -545,7 +547,7 @@ class LedgerCore:
         _redact_texts(body["verdict"])  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
 
-    def _locked_run(self, run: str) -> tuple | None:
+    def _locked_run(self, run: str) -> tuple[Any, ...] | None:
         """The run's row, held for this transaction and its signature checked (None: a new run)."""
         if run not in self._rows:
             self.hold([run])
@@ -579,13 +581,13 @@ class LedgerCore:
         row = self._locked_run(run)
         if body["seq"] != (row[0] if row else 0) + 1:
             raise LedgerError(
-                "ledger.import",
+                codes.LEDGER_IMPORT,
                 f"run {run!r}: event {body['seq']} does not follow the run's "
                 f"{row[0] if row else 0} event(s) in {self.path}",
             )
         return self._store(body, fact_body, row)
 
-    def _store(self, body: dict[str, Any], fact_body: str, row: tuple | None) -> Node:
+    def _store(self, body: dict[str, Any], fact_body: str, row: tuple[Any, ...] | None) -> Node:
         """Insert the fact, the event, its node and edge; sign and move the run's status forward."""
         c = self._conn
         run, seq, node, parent, kind = body["run"], body["seq"], body["node"], body["parent"], body["kind"]
@@ -646,9 +648,9 @@ class LedgerCore:
             exists = self.status(run) is not None
         if not exists:
             return LedgerError(
-                "ledger.unknown_run", f"run {run!r} has no decisions in {self.path}, so no node {node!r}"
+                codes.LEDGER_UNKNOWN_RUN, f"run {run!r} has no decisions in {self.path}, so no node {node!r}"
             )
-        return LedgerError("ledger.unknown_node", f"run {run!r} has no node {node!r}")
+        return LedgerError(codes.LEDGER_UNKNOWN_NODE, f"run {run!r} has no node {node!r}")
 
     def _sign_all_runs(self) -> None:
         """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
@@ -665,9 +667,10 @@ class LedgerCore:
 
     # ------------------------------------------------------------------ reading
 
-    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._conn.execute(sql, args).fetchall()
+            rows: list[tuple[Any, ...]] = self._conn.execute(sql, args).fetchall()
+            return rows
         except self._errors as exc:
             raise self._error(exc) from None
 
@@ -680,7 +683,7 @@ class LedgerCore:
         """The run's status, or LedgerError naming the unknown run."""
         st = self.status(run)
         if st is None:
-            raise LedgerError("ledger.unknown_run", f"no run {run!r} in {self.path}")
+            raise LedgerError(codes.LEDGER_UNKNOWN_RUN, f"no run {run!r} in {self.path}")
         return st
 
     def runs(self, limit: int | None = None) -> list[RunStatus]:
@@ -781,17 +784,17 @@ class Ledger(LedgerCore):
         full = os.path.abspath(path)
         folder = os.path.dirname(full)
         if os.path.isdir(full):
-            raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
+            raise LedgerError(codes.LEDGER_CANNOT_OPEN, f"{path} is a directory, not a ledger file")
         if not os.path.exists(full):
             if readonly or not create:
                 raise LedgerError(
-                    "ledger.missing",
+                    codes.LEDGER_MISSING,
                     f"no ledger here: {path} does not exist (nothing was created; "
                     "`stoprule eval --run RUN` records the first decision and creates it)",
                 )
             if not os.path.isdir(folder):
                 raise LedgerError(
-                    "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
+                    codes.LEDGER_NO_DIRECTORY, f"cannot create ledger {path}: directory {folder} does not exist"
                 )
             cls._create_file(full, path)
         try:
@@ -820,7 +823,7 @@ class Ledger(LedgerCore):
         except FileExistsError:
             pass
         except OSError as exc:
-            raise LedgerError("ledger.cannot_open", f"cannot create ledger {path}: {exc.strerror}") from None
+            raise LedgerError(codes.LEDGER_CANNOT_OPEN, f"cannot create ledger {path}: {exc.strerror}") from None
 
     @staticmethod
     def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
@@ -857,14 +860,14 @@ class Ledger(LedgerCore):
                 self._upgrade()
         elif app == APPLICATION_ID and version > SCHEMA_VERSION:
             raise LedgerError(
-                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
+                codes.LEDGER_TOO_NEW, f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
             )
         elif app == 0 and version == 0 and not has_tables:
             if readonly:
-                raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
+                raise LedgerError(codes.LEDGER_MISSING, f"{self.path} is empty: no decisions recorded yet")
             self._create()
         else:
-            raise LedgerError("ledger.not_a_ledger", f"{self.path} is an SQLite database but not a stoprule ledger")
+            raise LedgerError(codes.LEDGER_NOT_A_LEDGER, f"{self.path} is an SQLite database but not a stoprule ledger")
         c.execute("PRAGMA foreign_keys = ON")
         if not readonly:
             if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -882,7 +885,7 @@ class Ledger(LedgerCore):
                 if "locked" not in str(exc):
                     raise
             if time.monotonic() > deadline:
-                raise LedgerError("ledger.busy", f"{self.path} is locked by another process; cannot enable WAL")
+                raise LedgerError(codes.LEDGER_BUSY, f"{self.path} is locked by another process; cannot enable WAL")
             time.sleep(0.01)
 
     def _create(self) -> None:
