@@ -109,6 +109,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.command",
     "stoprule._util.files",
     "stoprule._util.gcpause",
+    "stoprule._util.jsonin",
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regular",
@@ -194,7 +195,6 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
-    "stoprule._util.jsonin": "the guard runs",
     "stoprule.agent.guard.calls": "the guard runs",
     "stoprule.agent.guard.rules": "the guard runs",
     "stoprule.agent.guard.run": "the guard runs",

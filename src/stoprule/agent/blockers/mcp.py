@@ -175,8 +175,9 @@ class _Server(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 errors = [{**e, "input": _kind_only(e.get("input"))} for e in cause.errors()]  # values never echoed
-                parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
-                                                                                             errors)]
+                parts = [
+                    f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments, errors)
+                ]
                 raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
             raise ToolError(redact(str(exc))) from None
 

@@ -171,8 +171,9 @@ def _ignore_sources(root: str, timeout: float) -> dict[str, str]:
     found = [os.path.join(git_dir(root), "info", "exclude")]
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     found.append(os.path.join(xdg, "git", "ignore"))
-    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode("utf-8",
-                                                                                                      "replace")
+    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode(
+        "utf-8", "replace"
+    )
     if named.strip():
         found.append(os.path.normpath(os.path.join(root, os.path.expanduser(named.strip()))))
     return {p: _hash("", p) for p in found}
