@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from stoprule.engine.evaluator import Evaluator
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
-EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission")
+EVENTS = ("stop", "subagent-stop", "session-start", "permission")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--event",
         choices=EVENTS,
         help="default: from the payload, else stop; session-start: record the session's baseline and answer with "
-        "the triage instructions; task-completed: the same policy gates the agent marking a task done "
-        "(stopEvent: task-completed); permission: deny a permission request with the triage (hook.permission_triage)",
+        "the triage instructions; permission: deny a permission request with the triage (hook.permission_triage)",
     )
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
@@ -63,17 +62,11 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
     ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A stop
     after a retryable block is recorded as that block's retry (``Recorder.record_stop``)."""
     from stoprule.cli.common import ledger_target
+    from stoprule.ledger.backend import open_ledger  # psycopg loads only for a postgresql:// URL
     from stoprule.ledger.recorder import Recorder
-    from stoprule.ledger.store import Ledger
 
     path, default = ledger_target(None, start=os.path.dirname(project))
-    if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
-        from stoprule.ledger.backend import open_ledger
-
-        opened = open_ledger(path, create=True)
-    else:
-        opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
-    with opened as ledger:
+    with open_ledger(os.path.join(project, "ledger.db") if default else path, create=True) as ledger:
         return str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)
 
 

@@ -84,31 +84,15 @@ def _fresh_turn(event: HookEvent, guard: dict[str, Any]) -> bool:
     return False  # no turn id and no flag: only an allowed stop ends a series
 
 
-def continued_by(event: HookEvent, guard: dict[str, Any]) -> str | None:
-    """Who continued the session into this stop, as far as the harness shows it: ``stoprule``
-    (its last answer in this turn was a block), ``another stop hook`` (the harness says a stop
-    hook continued it, stoprule had allowed: Claude Code's and Codex's ``/goal``, or a
-    user's own hook), None (a fresh turn, or nothing to tell)."""
-    if not event.stop_hook_active or _fresh_turn(event, guard) or "last" not in guard:
-        return None
-    return "stoprule" if guard.get("last") == "block" else "another stop hook"
-
-
 def _guard(rec: dict[str, Any], event: HookEvent, block: bool, cap: int) -> tuple[dict[str, Any], int, bool]:
-    """Apply the loop guard to the session record: (new record, blocks so far, capped). A
-    continuation by another stop hook (``/goal``) counts against the same budget: one loop
-    budget for every engine that keeps the session going."""
+    """Apply the loop guard to the session record: (new record, blocks so far, capped)."""
     guard: dict[str, Any] = rec["guard"] if isinstance(rec.get("guard"), dict) else {}
     blocks = 0 if _fresh_turn(event, guard) else int(guard.get("blocks", 0))
-    if continued_by(event, guard) == "another stop hook":
-        blocks += 1
     if event.loop_count is not None:
         blocks = max(blocks, event.loop_count)
     capped = block and blocks >= cap
-    # an allow ends the series, except that a turn id keeps it for another hook's continuation
-    new_blocks = blocks + 1 if block and not capped else (blocks if event.turn_id is not None and not capped else 0)
-    last = "block" if block and not capped else "allow"
-    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "last": last, "at": round(time.time(), 3)})
+    new_blocks = blocks + 1 if block and not capped else 0
+    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "at": round(time.time(), 3)})
     return rec, blocks, capped
 
 
@@ -372,9 +356,14 @@ def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str
         parts.append(f"open blockers ({'; '.join(questions)})")
     ignored = [c for c in prov.conflicts if c.get("declared")]
     if ignored:
-        parts.append("declarations ignored over what was observed: " + ", ".join(
-            f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
-            f"{json.dumps(c['kept']['value'])[:60]})" for c in ignored[:5]))  # fmt: skip
+        parts.append(
+            "declarations ignored over what was observed: "
+            + ", ".join(
+                f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+                f"{json.dumps(c['kept']['value'])[:60]})"
+                for c in ignored[:5]
+            )
+        )
     return ("stoprule: the gate saw " + "; ".join(parts)) if parts else None
 
 
@@ -382,16 +371,22 @@ def name_attempts(decision: Decision, attempts: list[str]) -> Decision:
     """The decision with the agent's refused attempts named: to the user (the notice, shown where
     the harness has a user channel) and, on a block, to the agent (its instruction says so too)."""
     shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
-    text = (f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
-            f"the harness's hooks since the last stop: {shown}")  # fmt: skip
+    text = (
+        f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
+        f"the harness's hooks since the last stop: {shown}"
+    )
     notice = f"{decision.notice}\n{text}" if decision.notice else text
-    message = f"{decision.message}\n\n({text}. The user is told.)" if decision.block and decision.message else \
-        decision.message  # fmt: skip
+    message = (
+        f"{decision.message}\n\n({text}. The user is told.)"
+        if decision.block and decision.message
+        else decision.message
+    )
     return Decision(decision.block, message, notice)
 
 
-def _frozen_session(st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str,
-                    pack: str, *, explicit: bool) -> str | None:  # fmt: skip
+def _frozen_session(
+    st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str, pack: str, *, explicit: bool
+) -> str | None:
     """Freeze the session at its first stop when its start did not (:mod:`stoprule.agent.hook.frozen`),
     else journal what changed since, once each; the frozen pack copy to decide with (None: the
     selected one, ``--policy`` given or no copy)."""
@@ -484,9 +479,8 @@ def _apply_guard(
             rec = {**rec, **{k: v for k, v in session.items() if k != "guard"}}
         if observe:
             return rec
-        by = continued_by(event, rec["guard"] if isinstance(rec.get("guard"), dict) else {})
         rec, blocks, capped = _guard(rec, event, decision.block, cap)
-        out.update(blocks=blocks, capped=capped, by=by)
+        out.update(blocks=blocks, capped=capped)
         return rec
 
     try:
@@ -494,8 +488,6 @@ def _apply_guard(
     except (StateError, OSError) as exc:
         return decision if observe else _stateless_guard(event, decision, cap, entry, str(exc))
     entry["loop"] = {"blocks_before": out.get("blocks", 0), "cap": cap, "capped": out.get("capped", False)}
-    if out.get("by"):
-        entry["loop"]["continued_by"] = out["by"]
     if out.get("capped"):
         return Decision(
             False,

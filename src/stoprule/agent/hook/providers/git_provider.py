@@ -6,8 +6,7 @@ Whose work: at session start stoprule records the dirty files with a hash of the
 that is dirty now and was clean then, or whose content changed since, counts. stoprule's
 own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
 config, the blockers view) and the files ``stoprule init`` generates (``own_files``
-observed). Without a recorded baseline every dirty file but stoprule's counts, except where the
-harness has no session-start hook (Cursor): there the first stop's dirty files are the baseline.
+observed). Without a recorded baseline every dirty file but stoprule's counts.
 
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
@@ -92,12 +91,24 @@ def _git(root: str, args: list[str], timeout: float, ok: tuple[int, ...] = (0,))
     return out
 
 
-def _status(root: str, project: str | None, timeout: float,
-            blockers_file: str | None) -> tuple[str | None, list[str], list[str]]:  # fmt: skip
+def _status(
+    root: str, project: str | None, timeout: float, blockers_file: str | None
+) -> tuple[str | None, list[str], list[str]]:
     """``(branch, dirty paths, ignored paths)``: ignored files one by one, a folder an ignore
     pattern matches as itself (``node_modules/``, never its content)."""
-    out = _git(root, ["status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignored=matching",
-                      "--ignore-submodules=none"], timeout)  # fmt: skip
+    out = _git(
+        root,
+        [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--branch",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--ignore-submodules=none",
+        ],
+        timeout,
+    )
     entries = out.decode("utf-8", "replace").split("\0")
     branch = None
     if entries and entries[0].startswith("## "):
@@ -190,8 +201,13 @@ def _sources_of(root: str, paths: list[str], timeout: float) -> dict[str, str]:
         if m is not None:
             path = m.group(2)
             if path.startswith('"') and path.endswith('"'):  # quoted (unusual characters)
-                path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
-                    "latin-1").decode("utf-8", "replace")  # fmt: skip
+                path = (
+                    path[1:-1]
+                    .encode("latin-1", "backslashreplace")
+                    .decode("unicode_escape")
+                    .encode("latin-1")
+                    .decode("utf-8", "replace")
+                )
             found[path] = m.group(1)
     return found
 
@@ -228,18 +244,25 @@ def baseline(
     if root is None:
         return None
     _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
-    return {"root": root, "files": {p: _hash(root, p) for p in paths}, "ignored": ignored[:MAX_IGNORED],
-            "flagged": _flagged(root, timeout), "stashes": _stashes(root),
-            "ignore_sources": _ignore_sources(root, timeout)}  # fmt: skip
+    return {
+        "root": root,
+        "files": {p: _hash(root, p) for p in paths},
+        "ignored": ignored[:MAX_IGNORED],
+        "flagged": _flagged(root, timeout),
+        "stashes": _stashes(root),
+        "ignore_sources": _ignore_sources(root, timeout),
+    }
 
 
-def _hidden(root: str, base: dict[str, Any], paths: list[str], ignored: list[str],
-            timeout: float) -> list[tuple[str, str]]:  # fmt: skip
+def _hidden(
+    root: str, base: dict[str, Any], paths: list[str], ignored: list[str], timeout: float
+) -> list[tuple[str, str]]:
     """What the session hid from ``git status`` since its start: ``(path, how)``."""
     found: list[tuple[str, str]] = []
     before_flagged = set(base.get("flagged") or [])
-    found += [(p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout)
-              if p not in before_flagged]  # fmt: skip
+    found += [
+        (p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout) if p not in before_flagged
+    ]
     before_stashes = set(base.get("stashes") or [])
     for commit in _stashes(root):
         if commit not in before_stashes:
@@ -267,13 +290,6 @@ def _hidden(root: str, base: dict[str, Any], paths: list[str], ignored: list[str
     return found
 
 
-def _has_session_start(harness: str) -> bool:
-    """Whether ``init`` wires a session-start hook for the harness (its adapter's ``SESSION_START``)."""
-    from stoprule.agent.hook.adapters import ADAPTERS, adapter
-
-    return harness not in ADAPTERS or bool(getattr(adapter(harness), "SESSION_START", True))
-
-
 def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     """Raises (the hook's fail path: "could not observe" is never a clean tree) when git is
     missing in a repository, fails, or overruns the provider's deadline."""
@@ -296,16 +312,6 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
         mine = [p for p in paths if p not in before or before[p] != _hash(root, p)]
         if len(mine) < len(paths):
             notes.append(f"{len(paths) - len(mine)} file(s) dirty since before the session: not counted")
-    elif not _has_session_start(event.harness) and "guard" not in ctx.session:
-        # no session-start hook (Cursor): the files dirty at the session's first stop are the
-        # baseline, so the user's work in progress is never called this session's
-        ctx.session["baseline"] = {"root": root, "files": {p: _hash(root, p) for p in paths}}
-        mine = []
-        if paths:
-            notes.append(
-                f"{len(paths)} file(s) dirty at the session's first stop, with no session-start hook: "
-                "taken as the baseline, not counted"
-            )
     else:
         mine = paths
         notes.append("no baseline recorded at session start: every dirty file counts")
