@@ -30,8 +30,12 @@ def _decorators(tree: ast.AST) -> set[str]:
 
 
 def _bases(tree: ast.AST) -> set[str]:
-    return {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
-            for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases}  # fmt: skip
+    return {
+        b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef)
+        for b in n.bases
+    }
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -110,6 +110,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.command",
     "stoprule._util.files",
     "stoprule._util.gcpause",
+    "stoprule._util.jsonin",
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regular",
@@ -196,7 +197,6 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
-    "stoprule._util.jsonin": "the guard runs",
     "stoprule.agent.guard.calls": "the guard runs",
     "stoprule.agent.guard.rules": "the guard runs",
     "stoprule.agent.guard.run": "the guard runs",
@@ -446,8 +446,11 @@ def violations(src: Path = SRC) -> list[str]:
     out += [f"package cycle: {' -> '.join(c)}" for c in cycles(package_graph(graph))]
     out += [f"layers: {v}" for v in layer_violations(graph)]
     out += [f"imports its enclosing package's __init__: {u} -> {v}" for u, v in ancestor_edges(graph)]
-    out += [f"computed import (use a plain import): {d}" for d in dynamic_imports(src)
-            if d.partition(":")[0] not in DYNAMIC_OK]  # fmt: skip
+    out += [
+        f"computed import (use a plain import): {d}"
+        for d in dynamic_imports(src)
+        if d.partition(":")[0] not in DYNAMIC_OK
+    ]
     out += [f"cold path: {m}: its docstring must say it is on the {MARK}" for m in cold_path_docstrings(src)]
     out += [f"local import off the cold path (import at the top): {m}" for m in local_imports(src)]
     return out

@@ -46,6 +46,8 @@ def test_the_packages_verify_is_the_function_whatever_was_imported_first() -> No
     import subprocess
     import sys
 
-    code = ("import stoprule.ledger.verification, types\nfrom stoprule.ledger import verify\n"
-            "assert not isinstance(verify, types.ModuleType) and callable(verify)\n")  # fmt: skip
+    code = (
+        "import stoprule.ledger.verification, types\nfrom stoprule.ledger import verify\n"
+        "assert not isinstance(verify, types.ModuleType) and callable(verify)\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -106,8 +106,14 @@ def _dirty(root: str) -> bool:
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
-        p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload).encode(), capture_output=True,
-                           cwd=root, timeout=30, env=harness_env())  # fmt: skip
+        p = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            cwd=root,
+            timeout=30,
+            env=harness_env(),
+        )
     except subprocess.TimeoutExpired:
         return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
@@ -142,19 +148,38 @@ def _synthetic_guard(command: str, harness: str, root: str) -> tuple[bool, str]:
     """Run the guard's command on a call it must refuse (the agent turning blocker logging off), in
     a scratch folder with its own state directory: the refusal is journaled there, not in the project."""
     with tempfile.TemporaryDirectory(prefix="stoprule-doctor-") as scratch:
-        call: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "stoprule blockers off"},
-                                "cwd": scratch, "session_id": "stoprule-doctor", "hook_event_name": "PreToolUse"}
+        call: dict[str, Any] = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "stoprule blockers off"},
+            "cwd": scratch,
+            "session_id": "stoprule-doctor",
+            "hook_event_name": "PreToolUse",
+        }
         if harness == "copilot":
-            call = {"sessionId": "stoprule-doctor", "toolName": "bash", "cwd": scratch,
-                    "toolArgs": {"command": "stoprule blockers off"}}
+            call = {
+                "sessionId": "stoprule-doctor",
+                "toolName": "bash",
+                "cwd": scratch,
+                "toolArgs": {"command": "stoprule blockers off"},
+            }
         elif harness == "cursor":
-            call = {"conversation_id": "stoprule-doctor", "command": "stoprule blockers off", "cwd": scratch,
-                    "hook_event_name": "beforeShellExecution"}
+            call = {
+                "conversation_id": "stoprule-doctor",
+                "command": "stoprule blockers off",
+                "cwd": scratch,
+                "hook_event_name": "beforeShellExecution",
+            }
         env = {k: v for k, v in harness_env().items() if k not in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")}
         env["STOPRULE_STATE_DIR"] = scratch
         try:
-            p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(call).encode(), capture_output=True,
-                               cwd=scratch, timeout=30, env=env)
+            p = subprocess.run(
+                ["/bin/sh", "-c", command],
+                input=json.dumps(call).encode(),
+                capture_output=True,
+                cwd=scratch,
+                timeout=30,
+                env=env,
+            )
         except subprocess.TimeoutExpired:
             return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
@@ -171,8 +196,12 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
     missing = [ev for ev, cmd in wired.items() if cmd is None]
     good = True
     if missing:
-        good = _line(stdout, False, f"{name}: no guard on {', '.join(missing)} in {path}: an agent can change "
-                                    f"stoprule's files unseen (run `stoprule init --harness {name}`)")  # fmt: skip
+        good = _line(
+            stdout,
+            False,
+            f"{name}: no guard on {', '.join(missing)} in {path}: an agent can change "
+            f"stoprule's files unseen (run `stoprule init --harness {name}`)",
+        )
     elif wired:
         _line(stdout, True, f"{name}: guard on {', '.join(wired)} in {path}")
     if name == "claude-code":
@@ -181,8 +210,12 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
         have = set(deny) if isinstance(deny, list) else set()
         lacking = [r for r in deny_rules() if r not in have]
         if lacking:
-            good &= _line(stdout, False, f"{name}: {len(lacking)} of stoprule's permissions.deny rules missing in "
-                                         f"{path} (run `stoprule init --harness {name}`)")  # fmt: skip
+            good &= _line(
+                stdout,
+                False,
+                f"{name}: {len(lacking)} of stoprule's permissions.deny rules missing in "
+                f"{path} (run `stoprule init --harness {name}`)",
+            )
         else:
             _line(stdout, True, f"{name}: {len(deny_rules())} permissions.deny rules in {path}")
     command = next((c for c in wired.values() if c), None)
@@ -209,8 +242,11 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
             good = _line(stdout, False, f"opencode: {path} unreadable: {exc}")
             continue
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-            good = _line(stdout, False, f"opencode: {path} is not the plugin stoprule generates: "
-                                        "run `stoprule init --harness opencode`")  # fmt: skip
+            good = _line(
+                stdout,
+                False,
+                f"opencode: {path} is not the plugin stoprule generates: run `stoprule init --harness opencode`",
+            )
             continue
         current = text == opencode_plugin(argv)
         state = (
@@ -239,8 +275,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
         hook = read_settings(cfg).hook
-        _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
-                            f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
+        _line(
+            stdout,
+            True,
+            f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
+            f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}",
+        )
     except PolicyError as exc:
         good = _line(stdout, False, f"config {cfg}:\n{exc.render()}")
     pack = select_pack(args.policy)
@@ -276,8 +316,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
     if state is not None:
         off = os.path.exists(os.path.join(state, GUARD_OFF_FILE))
-        _line(stdout, True, "guard switch: " + ("off (the user's `stoprule guard off`; `stoprule guard on` undoes it)"
-                                                 if off else "on"))  # fmt: skip
+        _line(
+            stdout,
+            True,
+            "guard switch: "
+            + ("off (the user's `stoprule guard off`; `stoprule guard on` undoes it)" if off else "on"),
+        )
 
     good &= check_mcp(root, _line, stdout)
     return EXIT_OK if good else EXIT_NOT_OK

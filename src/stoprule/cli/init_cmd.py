@@ -164,14 +164,19 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     server = mcp_server()
     if harness == "codex":
         snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        where = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \
-            else "~/.codex/config.toml"  # fmt: skip
+        where = (
+            os.path.join(os.environ["CODEX_HOME"], "config.toml")
+            if os.environ.get("CODEX_HOME")
+            else "~/.codex/config.toml"
+        )
         stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
         return
     name = MCP_FILES.get(harness)
     if name is None:
-        stdout.write(f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
-                     "by hand for the blocker tools (docs/blockers.md)\n")  # fmt: skip
+        stdout.write(
+            f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
+            "by hand for the blocker tools (docs/blockers.md)\n"
+        )
         return
     path = os.path.join(root, name)
     try:
@@ -296,11 +301,15 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     try:
         config = _load(path)
         changed = add_entry(config, t, command)
-        added = [f"its {name} hook" for ev, name in events.items()
-                 if add_entry(config, t, f"{command} --event {ev}", name)]  # fmt: skip
+        added = [
+            f"its {name} hook" for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)
+        ]
         if guard is not None:
-            guarded = [name for name, matcher in GUARD_EVENTS.get(args.harness, ())
-                       if add_entry(config, t, guard, name, matcher, guard=True)]  # fmt: skip
+            guarded = [
+                name
+                for name, matcher in GUARD_EVENTS.get(args.harness, ())
+                if add_entry(config, t, guard, name, matcher, guard=True)
+            ]
             denied = add_deny_rules(config) if args.harness == "claude-code" else 0
             if guarded:
                 added.append(f"the guard on {', '.join(guarded)}")

@@ -225,9 +225,21 @@ def c_backend(plan: Plan) -> Runner | None:
 
     native: type[NativeRunner] = module.Runner  # its arguments: _speedups.pyi
     runner = native(
-        schema, slots, lists, tuple(handles), plan.engine_library, HELPERS, letters,
-        tuple(bits[n] for n in plan.always), ranked, stops, plan.filled, warn, owner, SAFE,
-    )  # fmt: skip
+        schema,
+        slots,
+        lists,
+        tuple(handles),
+        plan.engine_library,
+        HELPERS,
+        letters,
+        tuple(bits[n] for n in plan.always),
+        ranked,
+        stops,
+        plan.filled,
+        warn,
+        owner,
+        SAFE,
+    )
     run: Runner = runner.run
     return run
 

@@ -771,10 +771,8 @@ class LedgerCore:
         raise NotImplementedError
 
 
-
 class Ledger(LedgerCore):
     """An open ledger file (SQLite). Use :meth:`open`; appends go inside :meth:`write`."""
-
 
     # ------------------------------------------------------------------ opening
 

@@ -280,7 +280,6 @@ def create_app(config: ServeConfig) -> Starlette:
                     **{k: v for k, v in exc.to_dict().items() if k not in ("code", "message")},
                 )
             except Exception as exc:  # noqa: BLE001 - never a traceback to the client
-
                 if isinstance(exc, LedgerError):
                     status = _ledger_status(exc.code)
                     if status >= 500:

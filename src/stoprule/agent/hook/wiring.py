@@ -79,7 +79,12 @@ TARGETS: dict[str, Target] = {
     "gemini": Target("gemini", ".gemini/settings.json", ".gemini/settings.json", "AfterAgent", True, False),
     "cursor": Target("cursor", ".cursor/hooks.json", ".cursor/hooks.json", "stop", False, True),
     "copilot": Target(
-        "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True,
+        "copilot",
+        ".github/hooks/stoprule.json",
+        ".copilot/hooks/stoprule.json",
+        "agentStop",
+        False,
+        True,
         "COPILOT_HOME",
     ),
 }
@@ -120,10 +125,13 @@ def deny_rules() -> list[str]:
              "Edit(~/.local/state/stoprule/**)"]  # fmt: skip
     commands: list[str] = []
     for name, subs in MUTATING.items():
-        for words in ([name] if subs is None else [f"{name} {sub}" for sub in sorted(subs)]):
+        for words in [name] if subs is None else [f"{name} {sub}" for sub in sorted(subs)]:
             commands.append(f"stoprule {words}")
-    runs = [f"Bash({prefix}{c.removeprefix('stoprule ')}:*)" for c in commands
-            for prefix in ("stoprule ", "python -m stoprule ", "python3 -m stoprule ")]  # fmt: skip
+    runs = [
+        f"Bash({prefix}{c.removeprefix('stoprule ')}:*)"
+        for c in commands
+        for prefix in ("stoprule ", "python -m stoprule ", "python3 -m stoprule ")
+    ]
     return edits + runs
 
 
@@ -176,22 +184,34 @@ def _command(handler: dict[str, Any]) -> str:
 
 def find_guard(config: dict[str, Any], t: Target, event: str) -> str | None:
     """The command of stoprule's guard under ``event``, if the config has one."""
-    return next((_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h)
-                 and _command(h).rstrip().endswith(f" {t.harness}") and "guard" in _command(h)), None)  # fmt: skip
+    return next(
+        (
+            _command(h)
+            for h in _handlers(config, t, event)
+            if "stoprule" in _command(h) and _command(h).rstrip().endswith(f" {t.harness}") and "guard" in _command(h)
+        ),
+        None,
+    )
 
 
 def find_entry(config: dict[str, Any], t: Target, event: str | None = None) -> str | None:
     """The command of stoprule's entry for this harness (under ``event``, default the stop's),
     if the config has one."""
     needle = f"hook {t.harness}"
-    return next((_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h)
-                 and needle in _command(h)), None)  # fmt: skip
+    return next(
+        (_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h) and needle in _command(h)), None
+    )
 
 
 def add_entry(
-    config: dict[str, Any], t: Target, command: str, event: str | None = None, matcher: str | None = None,
-    *, guard: bool = False,
-) -> bool:  # fmt: skip
+    config: dict[str, Any],
+    t: Target,
+    command: str,
+    event: str | None = None,
+    matcher: str | None = None,
+    *,
+    guard: bool = False,
+) -> bool:
     """Add stoprule's entry (``guard``: the guard's) under ``event`` (default the stop's) with a
     tool ``matcher``, keeping every other entry; False if one is already there."""
     present = find_guard(config, t, event or t.event) if guard else find_entry(config, t, event)
