@@ -82,6 +82,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.gcpause",
     "stoprule._util.records",
     "stoprule._util.redact",
+    "stoprule._util.tagged",
     "stoprule._util.text",
     "stoprule.agent",
     "stoprule.agent.defaults",

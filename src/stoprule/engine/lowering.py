@@ -367,9 +367,7 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
     )
 
 
-def _conditions(checked: CheckedPolicy) -> bytes:
-    """Every rule's and stop's condition by engine name, pickled (see ``CompiledPolicy.conditions``)."""
-    import pickle
-
+def _conditions(checked: CheckedPolicy) -> str:
+    """Every rule's and stop's condition by engine name, as JSON text (see ``CompiledPolicy.conditions``)."""
     conds = {f"h{s.index}": s.when for s in checked.stops} | {f"r{r.index}": r.when for r in checked.rules}
-    return pickle.dumps(conds, protocol=pickle.HIGHEST_PROTOCOL)
+    return C.dump_conditions(conds)

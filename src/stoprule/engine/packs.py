@@ -1,22 +1,32 @@
-"""Finding a pack and loading it compiled, through a cache keyed by its bytes.
+"""Finding a pack and loading it compiled, through a cache checked against the pack's files.
 
 Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the nearest
 ``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
 imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
+
+The cache holds one JSON file per pack directory: the compiled pack as data
+(:func:`stoprule.engine.compiled.to_data`, read back building only the compiled pack's own
+record types: never code, unlike a pickle), the pack files' stats (size, mtime, ctime, inode)
+and the sha256 of their names and bytes, and the compiler modules' stats. A start stats the
+files: the same stats are a hit without reading them; different stats (a ``touch``, a
+checkout) are a hit only if the files' sha256 is still the one recorded. Stats taken within
+``RACY_NS`` of a file's last change do not vouch for it (a change in the same clock tick
+could keep them equal): the next start checks that file's content, as git does. An entry
+that does not read back (altered, truncated, from another version), or that anyone but the
+user could have written, is compiled again.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import sys
 import zlib
 from collections.abc import Mapping
 
-from stoprule._util.codegen import export, preload
-from stoprule.engine.compiled import CompiledPolicy
+from stoprule.engine.compiled import CompiledPolicy, from_data, to_data
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.files import pack_files
 from stoprule.project import find_project
@@ -25,10 +35,13 @@ from stoprule.version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
 
-CACHE_FORMAT = "9"
+CACHE_FORMAT = "10"
+MAX_ENTRY_BYTES = 64 << 20  # a cache file larger than this is not read
+RACY_NS = 2_000_000_000  # stats taken this soon after a file changed do not vouch for its content
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
 _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")
@@ -97,68 +110,129 @@ def _cache_dir() -> str | None:
     return os.path.join(base, "stoprule")
 
 
-def _stamp(root: str) -> str | None:
-    """What the cache is keyed on: each pack file's name, size and content checksums
-    (CRC-32 and Adler-32, so an edit that restores the mtime is still seen), and the
-    compiler modules' size and mtime (a changed compiler invalidates what it compiled).
-
-    ``zlib`` is already loaded; ``hashlib`` would cost the cold start 2 ms. The pack's
-    digest itself (sha256 over the normalised files) is computed when it is compiled.
-    """
-    if not os.path.isdir(root):
-        return None
-    parts = [os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]
-    for module in _compiler_sources():  # a changed compiler invalidates what it compiled
+def _compiler_stats() -> list[list[Any]]:
+    """The compiler modules' size and mtime (a changed compiler invalidates what it compiled)."""
+    out: list[list[Any]] = []
+    for module in _compiler_sources():
         st = os.stat(module)
-        parts.append(f"{os.path.relpath(module, _PACKAGE_ROOT)}:{st.st_size}:{st.st_mtime_ns}")
-    for path in pack_files(root):
-        with open(path, "rb") as fh:
-            data = fh.read()
-        parts.append(f"{path}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
-    return "\n".join(parts)
+        out.append([os.path.relpath(module, _PACKAGE_ROOT), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _file_stats(files: list[str]) -> list[list[Any]]:
+    """Each pack file's path, size, mtime, ctime and inode: a change to its bytes changes its
+    ctime, which no one can set back (``os.utime`` sets the mtime, and the ctime to now)."""
+    out: list[list[Any]] = []
+    for path in files:
+        st = os.stat(path)
+        out.append([path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return out
+
+
+def _racy(stats: list[list[Any]], now_ns: int) -> bool:
+    """Whether a file changed within ``RACY_NS`` of ``now_ns`` (its stats do not vouch for it yet)."""
+    return any(max(mtime, ctime) >= now_ns - RACY_NS for _, _, mtime, ctime, _ in stats)
+
+
+def _sources_digest(files: list[str]) -> str:
+    """sha256 over the pack files' names and bytes (read only when their stats changed)."""
+    from stoprule.language.files import raw_key
+
+    return raw_key(files)[0]
+
+
+def _entry_path(cdir: str, root: str) -> str:
+    key = "\n".join([os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]).encode()
+    return os.path.join(cdir, f"pack-{zlib.crc32(key):08x}{zlib.adler32(key):08x}.json")
+
+
+def _read_entry(path: str) -> dict[str, Any] | None:
+    """The cache entry at ``path``, if it is a regular file of ours that no one else can write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        getuid = getattr(os, "getuid", None)
+        if (getuid is not None and st.st_uid != getuid()) or st.st_mode & 0o022 or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            entry = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return entry if type(entry) is dict else None
+
+
+def _cached(entry: dict[str, Any] | None, root: str, compiler: list[list[Any]], files: list[str]) -> tuple[
+    CompiledPolicy | None, list[list[Any]] | None
+]:  # fmt: skip
+    """``(the compiled pack, None)`` on a hit whose stats still vouch for it; ``(pack, new stats)``
+    on a hit found by content (the entry to be written again); ``(None, None)`` on a miss."""
+    if entry is None or entry.get("format") != CACHE_FORMAT or entry.get("version") != __version__:
+        return None, None
+    if entry.get("root") != os.path.abspath(root) or entry.get("compiler") != compiler:
+        return None, None
+    stats = _file_stats(files)
+    restamp = None
+    if stats != entry.get("files") or entry.get("racy"):
+        if _sources_digest(files) != entry.get("sources"):
+            return None, None
+        restamp = stats
+    try:
+        return from_data(entry.get("compiled")), restamp
+    except (ValueError, TypeError, RecursionError):
+        return None, None
 
 
 def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> CompiledPolicy:
     """Compile the selected pack, reusing a cached compilation of byte-identical files."""
+    import time
+
     root = _select(path, os.environ, None)
     cdir = _cache_dir() if cache else None
-    stamp = _stamp(root) if cdir is not None else None
-    name = f"{zlib.crc32(stamp.encode()):08x}{zlib.adler32(stamp.encode()):08x}.pickle" if stamp else ""
-    if cdir is not None and stamp is not None:
+    if cdir is not None and os.path.isdir(root):
         try:
-            with open(os.path.join(cdir, name), "rb") as fh:
-                cached_stamp, obj, code = pickle.load(fh)
-            if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
-                preload(code)  # the generated projectors and validator, compiled
-                return obj
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            pass
+            compiler, files = _compiler_stats(), pack_files(root)
+            entry_path = _entry_path(cdir, root)
+            entry = _read_entry(entry_path)
+            compiled, restamp = _cached(entry, root, compiler, files)
+        except OSError:  # a file vanished meanwhile: compiled below (which names any problem)
+            compiled, restamp, entry = None, None, None
+        if compiled is not None:
+            if restamp is not None and entry is not None:
+                now = time.time_ns()
+                _store(entry_path, dict(entry, files=restamp, racy=_racy(restamp, now)))
+            return compiled
+    entry = None
+    if cdir is not None:
+        try:  # what the files are before the compiler reads them: a change meanwhile shows next time
+            now = time.time_ns()
+            compiler, files = _compiler_stats(), pack_files(root)
+            stats = _file_stats(files)
+            entry = {"format": CACHE_FORMAT, "version": __version__, "root": os.path.abspath(root),
+                     "compiler": compiler, "files": stats, "racy": _racy(stats, now),
+                     "sources": _sources_digest(files)}  # fmt: skip
+        except OSError:
+            entry = None
     from stoprule.engine.build import compile_pack
 
     compiled = compile_pack(root).compiled
     assert compiled is not None
-    if cdir is not None and stamp is not None:
-        from stoprule.engine.evaluator import generated_sources
-
-        _store(cdir, name, (stamp, compiled, export(generated_sources(compiled))))
+    if cdir is not None and entry is not None:
+        _store(_entry_path(cdir, root), dict(entry, compiled=to_data(compiled)))
     return compiled
 
 
-def _store(cdir: str, name: str, entry: tuple[str, CompiledPolicy, dict[str, bytes]]) -> None:
-    """Write atomically (temp file + rename); an unwritable cache is not an error."""
-    import tempfile
+def _store(path: str, entry: dict[str, Any]) -> None:
+    """Write atomically (temp file + rename), readable by the user only; an unwritable cache is not an error."""
+    from stoprule._util.files import atomic_write
 
     try:
-        os.makedirs(cdir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cdir, prefix=".tmp-", suffix=".pickle")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(entry, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, os.path.join(cdir, name))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
+        atomic_write(path, json.dumps(entry, separators=(",", ":")), sync=False, mode=0o600)
+    except (OSError, TypeError, ValueError):
         return
 
 
