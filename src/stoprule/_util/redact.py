@@ -445,7 +445,9 @@ def _assignments(text: str) -> str:
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
     kept: dict[tuple[str, str, str, str, bool], bool] = {}
     low = _ascii_lower(text).replace("[redacted]", "[--------]")  # same length and offsets as ``text``
-    for n, m in enumerate(_NAMED.finditer(low)):  # (no key ends within a redaction: its letters are skipped)
+    named = any(w in low for w in _NAMED_WORDS)  # else no key names a secret: _NAMED is not even compiled
+    # (no key ends within a redaction: its letters are skipped)
+    for n, m in enumerate(_NAMED.finditer(low) if named else ()):
         if m.start() < done:
             continue
         if n >= JUDGEMENT_BUDGET:
@@ -485,7 +487,7 @@ def _assignments(text: str) -> str:
             high = judged[value] = _high_entropy(value)
         return high
 
-    if "\n" in text or len(text) <= 1100:
+    if ("\n" in text or len(text) <= 1100) and _line_value_possible(text):
         text = _judged_sub(_LINE_VALUE, lambda m: m.group(0) if not _random(m.group(2)) else
                            m.group(1) + REDACTED + m.group(3), _LINE_VALUE, 2, text)  # fmt: skip
     quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
@@ -505,6 +507,25 @@ def _assignments(text: str) -> str:
         out.append(text[done:])
         text = "".join(out)
     return text
+
+
+# a literal of each alternative of _NAMED_HEAD: a key that names a secret holds one (lower case)
+_NAMED_WORDS = ("pass", "pwd", "phrase", "word", "secret", "sessionid", "session_id", "sig", "sas", "token", "key",
+                "auth", "ature", "zation", "ential", "_base")  # fmt: skip
+
+
+def _line_value_possible(text: str) -> bool:
+    """Whether a line of ``text`` could be one _LINE_VALUE matches (a test before compiling it):
+    after its first ``:`` or ``=`` (a key holds neither), 20 or more characters that are neither
+    space, quote nor ``#``, up to the line's end."""
+    if len(text) > 1 << 16:
+        return True  # the regex engine's scan costs less than this one
+    for line in text.split("\n"):
+        cut = [i for i in (line.find(":"), line.find("=")) if i >= 0]
+        value = line[min(cut) + 1 :].lstrip(" \t").rstrip(" \t\r") if cut else ""
+        if len(value) >= 20 and not any(c.isspace() or c in "\"'#" for c in value):
+            return True
+    return False
 
 
 def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> bool:
@@ -620,9 +641,10 @@ def _detect_secrets_values(text: str) -> list[str]:
 
 
 def _markers(pattern: _Lazy) -> tuple[str, ...]:
-    """Literal strings one of which every match contains (lower case): a pattern runs only
-    on text holding one (a C substring search, so most patterns cost nothing on most text).
-    None for a pattern the regex engine finds as fast as that search (it starts at a literal)."""
+    """Literal strings one of which every match contains: a pattern is compiled and run only
+    on text holding one (a C substring search, so most patterns cost nothing on most text, and
+    a short-lived process compiles only the patterns its texts may need). A marker in lower case
+    is looked for in the lower-cased text, any other as it is written."""
     src = pattern.pattern
     for literal, markers in _MARKERS:
         if literal in src:
@@ -631,14 +653,16 @@ def _markers(pattern: _Lazy) -> tuple[str, ...]:
 
 
 _MARKERS: list[tuple[str, tuple[str, ...]]] = [
-    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ()), ("ABSK", ("absk",)),
-    ("bedrock-api", ("bedrock-api-key-",)),
-    ("[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)), ("GR1348941", ("gr1348941",)),
+    ("PRIVATE KEY", ("-----begin",)),
+    ("A3T[A-Z0-9]|AKIA", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "A3T")),
+    ("ABSK", ("absk",)), ("bedrock-api", ("bedrock-api-key-",)),
+    ("[pousr]_", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)),
+    ("GR1348941", ("gr1348941",)),
     ("xox(?<!\\w...)[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)),
     ("hooks\\.slack", ("hooks.slack.com/",)),
     ("(?:live|test|prod)_", ("k_live_", "k_test_", "k_prod_")), ("(?:ant-[a-z]", ("sk-",)), ("AIza", ("aiza",)),
     ("ya29", ("ya29.",)), ("GOCSPX", ("gocspx-",)), ("eyJ", ("eyj",)), ("npm_", ("npm_",)), ("hf_", ("hf_",)),
-    ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
+    ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("SK",)),
     ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
     (":AA", (":aa",)), ("Q~", ("q~",)), ("ccountKey", ("accountkey=",)), ("haredAccess", ("sharedaccess",)),
     ("sig=", ("sig=",)), ("configure", ("configure",)),
@@ -670,18 +694,32 @@ _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
 ]
 
 
+# _GATED with each entry's markers split: those looked for in the lower-cased text, and the others
+_GATES = [
+    (tuple(m for m in markers if m.islower()), tuple(m for m in markers if not m.islower()), pattern, apply)
+    for markers, pattern, apply in _GATED
+]
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it carries replaced by ``[REDACTED]`` (linear time)."""
     if not text or len(text) < 6:
         return text
+    if len(text) == 71 and text.startswith("sha256:") and not text[7:].strip("0123456789abcdef"):
+        return text  # a digest (a pack's, a fact's): what the patterns below would keep, without compiling them
     extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
     out = _urls(text) if "://" in text else text
     # the gates read the text before any pattern ran: no marker holds a bracket or lies within
     # "[redacted]", so a redaction never adds one (it may remove one: the pattern then finds nothing)
-    low = out.lower()
+    low, seen = out.lower(), out
     big = len(out) > 1 << 16  # the regex engine's search for a leading literal costs less than the gate
-    for markers, pattern, apply in _GATED:
-        if not markers or big and pattern.pattern[:1].isalnum() or any(m in low for m in markers):
+    for lower, exact, pattern, apply in _GATES:
+        if (
+            not (lower or exact)
+            or big and pattern.pattern[:1].isalnum()
+            or any(m in low for m in lower)
+            or any(m in seen for m in exact)
+        ):
             out = apply(pattern, out)
     if ":" in out or "=" in out:
         out = _assignments(out)

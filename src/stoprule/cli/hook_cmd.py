@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO, Any
 
-    from stoprule.engine.evaluator import Evaluator
+    from stoprule.engine.evaluator import Evaluator, Verdict
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
 EVENTS = ("stop", "subagent-stop", "session-start", "permission")
@@ -57,22 +57,27 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
 
 
-def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
-    """Append the decision as a node of run ``run`` (the session) to the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``."""
+def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict) -> dict[str, str]:
+    """Record the decision as a node of run ``run`` (the session) in the project's ledger:
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A ledger
+    file gets it through its journal (one line, one sync: :mod:`stoprule.ledger.journal`), folded
+    in by the next command that opens it; a PostgreSQL ledger directly. Returns what to log."""
     from stoprule.cli.common import ledger_target
-    from stoprule.ledger.recorder import Recorder
-    from stoprule.ledger.store import Ledger
 
     path, default = ledger_target(None, start=os.path.dirname(project))
     if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
         from stoprule.ledger.backend import open_ledger
+        from stoprule.ledger.recorder import Recorder
 
-        opened = open_ledger(path, create=True)
-    else:
-        opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
-    with opened as ledger:
-        return str(Recorder(ledger, evaluator).record(run, fact).node.node)
+        with open_ledger(path, create=True) as ledger:
+            return {"ledger_node": str(Recorder(ledger, evaluator).record(run, fact).node.node)}
+    from stoprule._util.redact import redact_obj
+    from stoprule.ledger import journal
+
+    kind, retryable = journal.decision_kind(verdict, evaluator)
+    target = os.path.join(project, "ledger.db") if default else path
+    at = journal.append(target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable)
+    return {"ledger_journal": at}
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:

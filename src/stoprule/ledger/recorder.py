@@ -21,6 +21,7 @@ from stoprule.diagnostics import EvaluationError
 from stoprule.ledger import keys, tokens
 from stoprule.ledger.errors import TokenError
 from stoprule.ledger.events import canonical, digest, verdict_from_event
+from stoprule.ledger.journal import decision_kind
 from stoprule.ledger.store import TIP, check_run_id
 
 TYPE_CHECKING = False
@@ -84,10 +85,7 @@ class Recorder:
         return tokens.mint(self._signing_ring(), node.run, node.node, node.attempt)
 
     def _kind(self, verdict: Verdict, checkpoint: bool) -> tuple[str, bool]:
-        if verdict.ok:
-            return ("checkpoint" if checkpoint else "step"), False
-        meta = self.evaluator.compiled.verdicts.get(verdict.verdict)
-        return "blocked_attempt", bool(meta and meta.retryable)
+        return decision_kind(verdict, self.evaluator, checkpoint)
 
     # ------------------------------------------------------------------ new decisions
 

@@ -25,7 +25,7 @@ from stoprule._util.records import Record, record
 from stoprule._util.redact import redact_obj
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
-from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.errors import LedgerError, check_run_id
 from stoprule.ledger.events import (
     EVENT_TYPE,
     GENESIS,
@@ -69,7 +69,6 @@ _STAMP = (
     "SELECT (SELECT application_id FROM pragma_application_id),"
     " (SELECT user_version FROM pragma_user_version), EXISTS (SELECT 1 FROM sqlite_master)"
 )
-MAX_RUN_ID = 200
 TIP: Any = object()  # append's default parent: the run's current tip
 # a reader that cannot create the WAL index (-shm) beside a read-only ledger
 _NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANTOPEN")
@@ -211,16 +210,6 @@ def keys_path(ledger_path: str) -> str:
     return ledger_path + ".keys"
 
 
-def check_run_id(run: str) -> str:
-    """A run id is 1-200 printable characters without surrounding spaces."""
-    if not run or len(run) > MAX_RUN_ID or run != run.strip() or not run.isprintable():
-        raise LedgerError(
-            "ledger.bad_run_id",
-            f"run id {run!r} is not valid: use 1-{MAX_RUN_ID} printable characters, no leading or trailing space",
-        )
-    return run
-
-
 def corrupt(path: str, what: str) -> LedgerError:
     """``ledger.corrupt``: the file is damaged or was altered; it is left untouched."""
     return LedgerError("ledger.corrupt", f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
@@ -267,7 +256,22 @@ class Ledger:
 
     @classmethod
     def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
-        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
+        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used.
+
+        Decisions the stop hook journaled beside it are folded in first (:mod:`.journal`); a reader
+        that cannot write the ledger reads it without them."""
+        from stoprule.ledger import journal
+
+        if journal.pending(path):
+            try:
+                journal.fold(path, lambda: cls._open(path, create=True, readonly=False))
+            except (LedgerError, OSError):
+                if not readonly:
+                    raise
+        return cls._open(path, create=create, readonly=readonly)
+
+    @classmethod
+    def _open(cls, path: str, *, create: bool, readonly: bool) -> Ledger:
         full = os.path.abspath(path)
         folder = os.path.dirname(full)
         if os.path.isdir(full):
@@ -561,10 +565,12 @@ class Ledger:
         retryable: bool,
         parent: Any = TIP,
         retry_of: str | None = None,
+        at: str | None = None,
     ) -> Node:
         """Append one decision (fact, event, node, edge, run status); call inside :meth:`write`.
 
-        ``parent`` defaults to the run's tip; a retry's parent is the node it retries.
+        ``parent`` defaults to the run's tip; a retry's parent is the node it retries. ``at``:
+        when it was decided (default: now; a journaled decision's own time, see :mod:`.journal`).
         """
         if not self._in_tx or self._head is None:
             raise RuntimeError("append must run inside Ledger.write()")
@@ -584,7 +590,7 @@ class Ledger:
                 attempt = found[0] + 1
         seq = events + 1
         node = f"n{seq}"
-        at = _now()
+        at = at or _now()
         body = validation_event(
             run=run,
             seq=seq,

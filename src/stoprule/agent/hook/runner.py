@@ -159,11 +159,11 @@ def run_hook(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
-    record: Callable[[str, str, Evaluator, dict[str, Any]], str | None] | None = None,
+    record: Callable[[str, str, Evaluator, dict[str, Any], Verdict], dict[str, str]] | None = None,
     server: str | None = None,
 ) -> HookResult:
-    """Decide one stop. ``record(ledger_dir, run, evaluator, fact)`` records the decision
-    (when the ledger is on) and returns the node id. With a server (``server`` URL, or the
+    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict)`` records the decision
+    (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
     config's ``server:`` section) the facts are gathered here and the server decides.
     Never raises: every failure goes through one error path that honours ``fail: open|closed``
     and is logged."""
@@ -185,10 +185,10 @@ def run_hook(
         st.disarm()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
     ledger = st.settings["hook"].get("ledger") and st.project is not None and st.evaluator is not None
-    if record is not None and ledger and st.fact is not None:
+    if record is not None and ledger and st.fact is not None and st.verdict is not None:
         try:
             run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
-            entry["ledger_node"] = record(st.project, run, st.evaluator, st.fact)  # type: ignore[arg-type]
+            entry.update(record(st.project, run, st.evaluator, st.fact, st.verdict))  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
             entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
     entry["ms"] = round((time.monotonic() - t0) * 1000, 2)
@@ -215,6 +215,7 @@ class _Stop:
         self.fail_closed = False
         self.evaluator: Evaluator | None = None
         self.fact: dict[str, Any] | None = None
+        self.verdict: Verdict | None = None  # the evaluator's (not a server's)
         self.disarm: Callable[[], None] = lambda: None
 
 
@@ -284,7 +285,7 @@ def _decide(
     entry["provenance"] = prov.to_dict()
     if remote is None:
         assert st.evaluator is not None
-        verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
+        verdict = st.verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
     else:
         from stoprule.agent.hook.remote import verdict_from_envelope
 
