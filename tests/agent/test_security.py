@@ -185,11 +185,18 @@ def test_no_secret_reaches_the_hook_log_session_state_or_ledger(tmp_path: Path) 
     from stoprule.cli.hook_cmd import record
 
     res = run_hook("claude-code", None, data, cwd=str(root), env=_env(tmp_path), record=record)
-    assert _blocks(res) and res.entry.get("ledger_node"), res.entry
+    assert _blocks(res) and res.entry.get("ledger_journal"), res.entry
+    journaled = [p for p in (root / ".stoprule").rglob("*") if p.is_file()]
+    assert any(p.name == "ledger.db.journal" for p in journaled)
+    from stoprule.ledger import Ledger
+
+    with Ledger.open(str(root / ".stoprule" / "ledger.db")) as led:  # folds the journal in
+        (run,) = led.runs()
+        assert run.decisions == 1 and SECRET_VALUE not in run.run
     written = [p for p in (root / ".stoprule").rglob("*") if p.is_file()]
     assert any(p.name == "ledger.db" for p in written) and any("sessions" in p.parts for p in written)
-    for p in written:
-        assert SECRET_VALUE.encode() not in p.read_bytes(), p
+    for p in journaled + written:
+        assert not p.exists() or SECRET_VALUE.encode() not in p.read_bytes(), p
 
 
 def test_facts_set_and_eval_run_redact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,10 @@
-"""The one file helper: atomic replacement, exclusive locks, bounded reads.
+"""The one file helper: atomic replacement, exclusive locks, bounded reads, durable appends.
 
     atomic_write(path, data)        temp file in the same folder, fsync, rename over ``path``
     with locked(path): ...          exclusive ``flock`` on ``path`` (created if missing)
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
+    append_durably(path, data)      one ``O_APPEND`` write, synced, under a shared lock
+    with taken_aside(path, to): ... ``path`` renamed to ``to``, its appenders done (exclusive lock)
 
 Readers see the old or the new file, never a torn one; a failed write leaves the old
 file and no temp file behind. ``read_bounded`` refuses a FIFO, a device or a directory
@@ -19,7 +21,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-__all__ = ["FileTooLarge", "NotRegular", "atomic_write", "locked", "read_bounded"]
+__all__ = ["FileTooLarge", "NotRegular", "append_durably", "atomic_write", "locked", "read_bounded", "taken_aside"]
 
 
 class NotRegular(OSError):
@@ -122,5 +124,58 @@ def read_bounded(path: str, limit: int) -> bytes:
             if total > limit:  # grew while being read
                 raise FileTooLarge(errno.EFBIG, f"larger than {limit} bytes", path)
         return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def append_durably(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Append ``data`` to ``path`` (created with ``mode``) in one ``O_APPEND`` write and sync it
+    (and its folder, when this call made the file): once this returns, ``data`` survives a crash
+    of the process and of the machine. A shared lock is held meanwhile; a file renamed away
+    (:func:`taken_aside`) between the open and the lock is not written: the new ``path`` is.
+    Raises ``OSError`` (a short write too)."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            st = os.fstat(fd)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if (current.st_ino, current.st_dev) != (st.st_ino, st.st_dev):
+                continue  # taken aside meanwhile: append to the new file
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, "short write", path)
+                view = view[n:]
+            os.fdatasync(fd)
+            if st.st_size == 0:  # (probably) made by this call: its name must survive a crash too
+                dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+            return
+        finally:
+            os.close(fd)  # (the lock goes with it)
+
+
+@contextmanager
+def taken_aside(path: str, to: str) -> Iterator[None]:
+    """Rename ``path`` to ``to`` (``FileNotFoundError`` if it is gone) and hold an exclusive lock
+    on it for the block: every :func:`append_durably` that opened ``path`` before the rename has
+    finished (or will write to a new ``path``), so ``to`` no longer changes."""
+    import fcntl
+
+    os.replace(path, to)
+    fd = os.open(to, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
         os.close(fd)

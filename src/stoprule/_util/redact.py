@@ -445,7 +445,7 @@ def _assignments(text: str) -> str:
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
     kept: dict[tuple[str, str, str, str, bool], bool] = {}
     low = _ascii_lower(text).replace("[redacted]", "[--------]")  # same length and offsets as ``text``
-    named = any(w in low for w in _NAMED_WORDS)  # else no key names a secret: _NAMED is not even compiled
+    named = [w for w in _NAMED_WORDS if w in low]  # else no key names a secret: _NAMED is not even compiled
     # (no key ends within a redaction: its letters are skipped)
     for n, m in enumerate(_NAMED.finditer(low) if named else ()):
         if m.start() < done:
@@ -611,6 +611,7 @@ def use_detect_secrets(enabled: bool | None = True) -> bool:
         except ImportError:
             enabled = False
     _detect_secrets = enabled
+    _MEMO.clear()
     return enabled
 
 
@@ -699,32 +700,47 @@ _GATES = [
     (tuple(m for m in markers if m.islower()), tuple(m for m in markers if not m.islower()), pattern, apply)
     for markers, pattern, apply in _GATED
 ]
+# every marker at once: most texts hold none, and one flat scan tells (a fraction of the gates' cost)
+_ANY_LOWER = tuple(sorted({m for lower, _, _, _ in _GATES for m in lower}))
+_ANY_EXACT = tuple(sorted({m for _, exact, _, _ in _GATES for m in exact}))
+_UNGATED = any(not (lower or exact) for lower, exact, _, _ in _GATES)
+_MEMO: dict[str, str] = {}  # short texts already redacted (a stop's log line repeats its field names)
+MEMO_MAX, MEMO_TEXT = 4096, 1024
 
 
 def redact(text: str) -> str:
     """``text`` with every secret it carries replaced by ``[REDACTED]`` (linear time)."""
     if not text or len(text) < 6:
         return text
+    done = _MEMO.get(text)
+    if done is not None:
+        return done
     if len(text) == 71 and text.startswith("sha256:") and not text[7:].strip("0123456789abcdef"):
         return text  # a digest (a pack's, a fact's): what the patterns below would keep, without compiling them
-    extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
+    ds = detect_secrets_enabled()
+    extra = _detect_secrets_values(text) if ds else []
     out = _urls(text) if "://" in text else text
     # the gates read the text before any pattern ran: no marker holds a bracket or lies within
     # "[redacted]", so a redaction never adds one (it may remove one: the pattern then finds nothing)
     low, seen = out.lower(), out
     big = len(out) > 1 << 16  # the regex engine's search for a leading literal costs less than the gate
-    for lower, exact, pattern, apply in _GATES:
-        if (
-            not (lower or exact)
-            or big and pattern.pattern[:1].isalnum()
-            or any(m in low for m in lower)
-            or any(m in seen for m in exact)
-        ):
-            out = apply(pattern, out)
+    if big or _UNGATED or [m for m in _ANY_LOWER if m in low] or [m for m in _ANY_EXACT if m in seen]:
+        for lower, exact, pattern, apply in _GATES:
+            if (
+                not (lower or exact)
+                or big and pattern.pattern[:1].isalnum()
+                or any(m in low for m in lower)
+                or any(m in seen for m in exact)
+            ):
+                out = apply(pattern, out)
     if ":" in out or "=" in out:
         out = _assignments(out)
     for value in extra:  # whole occurrences only
         out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
+    if not ds and len(text) <= MEMO_TEXT:
+        if len(_MEMO) >= MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[text] = out
     return out
 
 

@@ -80,8 +80,7 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
 
     ``fact`` and ``verdict`` are written as given: redact them first. Returns the decision's
     time (its ``at`` in the ledger). Raises ``OSError``, or ``LedgerError`` for a bad run id."""
-    import fcntl
-
+    from stoprule._util.files import append_durably
     from stoprule.ledger.errors import check_run_id
 
     check_run_id(run)  # what the fold would refuse is refused now, never acknowledged
@@ -89,35 +88,8 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
     entry = {"v": FORMAT, "run": run, "at": at, "kind": kind, "retryable": retryable, "verdict": verdict,
              "fact": fact}  # fmt: skip
     # a line of its own whatever came before it: a hook killed mid-line never glues a decision to its fragment
-    line = ("\n" + json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii")
-    path = journal_path(ledger_path)
-    while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            st = os.fstat(fd)
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                current = None
-            if current is None or (current.st_ino, current.st_dev) != (st.st_ino, st.st_dev):
-                continue  # taken for folding meanwhile: write to the new journal
-            view = memoryview(line)
-            while view:
-                n = os.write(fd, view)
-                if n <= 0:
-                    raise OSError("short write to the ledger journal")
-                view = view[n:]
-            os.fdatasync(fd)
-            if st.st_size == 0:  # this hook made the file: its name must survive a crash too
-                dfd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
-            return at
-        finally:
-            os.close(fd)  # (the lock goes with it)
+    append_durably(journal_path(ledger_path), ("\n" + json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii"))
+    return at
 
 
 def _leftovers(path: str) -> list[tuple[int, str]]:
@@ -239,31 +211,22 @@ def _reject(path: str, lines: list[bytes]) -> None:
 
 def _fold_file(ledger: Ledger, path: str, taken: tuple[int, str] | None) -> None:
     """Fold the journal at ``path`` (``taken``: a fold that died left it as ``(H, file)``)."""
-    import fcntl
+    from stoprule._util.files import taken_aside
 
     with ledger.write():
+        src = path if taken is None else taken[1]
         if taken is not None:
-            last, src = taken
             decisions, bad = _read(src)
-            if decisions and _committed(ledger, last, decisions[0]):
-                done, bad = src, []  # its rejected lines were kept by the fold that committed it
-            else:
-                done = f"{path}{_FOLDING[len(SUFFIX) :]}{_last_event(ledger)}"
-                os.replace(src, done)
-                _append_all(ledger, decisions)
-        else:
-            done = f"{path}{_FOLDING[len(SUFFIX) :]}{_last_event(ledger)}"
-            try:
-                os.rename(path, done)
-            except FileNotFoundError:  # another process folded it meanwhile
+            if decisions and _committed(ledger, taken[0], decisions[0]):
+                os.unlink(src)  # (its rejected lines were kept by the fold that committed it)
                 return
-            fd = os.open(done, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # every hook still writing into it is done
+        done = f"{path}{_FOLDING[len(SUFFIX) :]}{_last_event(ledger)}"
+        try:
+            with taken_aside(src, done):  # hooks from now on write a new journal; those writing this one are done
                 decisions, bad = _read(done)
-            finally:
-                os.close(fd)
-            _append_all(ledger, decisions)
+        except FileNotFoundError:  # another process folded it meanwhile
+            return
+        _append_all(ledger, decisions)
     _reject(path, bad)
     os.unlink(done)
 
