@@ -76,7 +76,8 @@ def test_the_reported_misses_and_spared_prose(text: str, kept: bool) -> None:
 _STOP_TEXTS = [
     "claude-code", "bench-session", "3f1c8a52-0d0e-4b59-9a55-2f6b1c0e7d11", "/tmp/p/.stoprule", "/tmp/p/t.jsonl",
     "The parser and its tests are written; all tests pass.", "Nothing requires further work; stopping is fine.",
-    "progress.ok", "sha256:2b38e7d9adea01c372f42ba0b4be3eced066747ffe6720df8a231f873546da75", "2026-11-27T13:06:07.372Z",
+    "progress.ok", "sha256:2b38e7d9adea01c372f42ba0b4be3eced066747ffe6720df8a231f873546da75",
+    "2026-11-27T13:06:07.372Z",
     "no baseline recorded at session start: every dirty file counts", "Write parser", "uncommittedWork",
     "Do not stop yet: 2 tasks are still open (Write tests, Ship it). Switch to the next one.",
 ]  # fmt: skip
@@ -94,7 +95,8 @@ def test_what_a_stop_writes_compiles_no_pattern() -> None:
         "lazy = [v for v in vars(R).values() if isinstance(v, R._Lazy)] + R._SHAPES + [p for p, _, _ in R._CLI]\n"
         "print(json.dumps([out == texts, [p.pattern[:40] for p in lazy if p._re is not None]]))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code, json.dumps(_STOP_TEXTS)], capture_output=True, text=True, check=True)
+    p = subprocess.run([sys.executable, "-c", code, json.dumps(_STOP_TEXTS)], capture_output=True, text=True,
+                       check=True)  # fmt: skip
     unchanged, compiled = json.loads(p.stdout)
     assert unchanged and compiled == []
 

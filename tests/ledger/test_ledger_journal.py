@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_ledger_durability import check_ledger, fork
 
 from ledger_facts import CONTINUITY, OK, REVIEW
 from stoprule.ledger import Ledger, Recorder, journal, verify
-from test_ledger_durability import check_ledger, fork
 
 
 def _journal(db: Path, evaluator, run: str, fact: dict) -> str:  # noqa: ANN001
@@ -104,6 +104,32 @@ def test_a_fold_killed_before_its_commit_is_folded_again(tmp_path: Path, evaluat
     with Ledger.open(str(db)) as led:
         assert [n.verdict for n in led.nodes("s")] == ["pass"]
         assert led.status("other").decisions == 2 and verify(led).ok
+
+
+def test_a_hook_that_opened_the_journal_just_before_a_fold_writes_the_new_one(
+    tmp_path: Path, evaluator, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    import fcntl
+
+    db = tmp_path / "ledger.db"
+    _journal(db, evaluator, "s", OK)
+    real, folded = fcntl.flock, []
+
+    def flock(fd: int, op: int) -> None:
+        if op == fcntl.LOCK_SH and not folded:  # the hook has the old journal open: a command folds it now,
+            folded.append(1)
+            with Ledger.open(str(db)):
+                pass
+            _journal(db, evaluator, "t", CONTINUITY)  # and another hook starts a new journal
+        real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    _journal(db, evaluator, "s", REVIEW)
+    monkeypatch.undo()
+    assert folded
+    with Ledger.open(str(db)) as led:
+        assert [n.verdict for n in led.nodes("s")] == ["pass", "user_review"]
+        assert [n.verdict for n in led.nodes("t")] == ["continuity_failure"]
 
 
 def test_a_reader_that_cannot_write_reads_without_the_journal(tmp_path: Path, evaluator) -> None:  # noqa: ANN001

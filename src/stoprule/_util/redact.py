@@ -445,9 +445,9 @@ def _assignments(text: str) -> str:
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
     kept: dict[tuple[str, str, str, str, bool], bool] = {}
     low = _ascii_lower(text).replace("[redacted]", "[--------]")  # same length and offsets as ``text``
-    named = [w for w in _NAMED_WORDS if w in low]  # else no key names a secret: _NAMED is not even compiled
+    keyed = [w for w in _NAMED_WORDS if w in low]  # else no key names a secret: _NAMED is not even compiled
     # (no key ends within a redaction: its letters are skipped)
-    for n, m in enumerate(_NAMED.finditer(low) if named else ()):
+    for n, m in enumerate(_NAMED.finditer(low) if keyed else ()):
         if m.start() < done:
             continue
         if n >= JUDGEMENT_BUDGET:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 
+from stoprule._util.redact import redact_obj
 from stoprule.engine.evaluator import Match, Verdict
 from stoprule.ledger.sha import sha256_hex
 
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_MATCHED",
     "canonical",
     "digest",
+    "fact_identity",
     "head_link",
     "link",
     "well_formed",
@@ -86,6 +88,13 @@ def canonical(value: Any) -> str:
 def digest(text: str) -> str:
     """``sha256:<hex>`` of ``text`` as UTF-8."""
     return "sha256:" + sha256_hex(_utf8(text))
+
+
+def fact_identity(fact: Any) -> tuple[str, str]:
+    """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
+    keeps): key order and spacing do not matter."""
+    text = canonical(redact_obj(fact))
+    return digest(text), text
 
 
 def link(prev: str, body: str) -> str:

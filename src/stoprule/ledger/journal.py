@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.engine.evaluator import Evaluator, Verdict
-    from stoprule.ledger.store import Ledger
+
+    Ledger = Any  # stoprule.ledger.store.Ledger (which imports this module)
 
 __all__ = ["FORMAT", "append", "decision_kind", "fold", "journal_path", "pending"]
 
@@ -177,7 +178,7 @@ def _last_event(ledger: Ledger) -> int:
 
 def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
     """Whether the fold that began after event ``last`` committed: event ``last + 1`` is ``first``."""
-    from stoprule.ledger.recorder import fact_identity
+    from stoprule.ledger.events import fact_identity
 
     row = ledger.connection.execute("SELECT run, body FROM events WHERE id = ?", (last + 1,)).fetchone()
     if row is None or row[0] != first["run"]:
@@ -190,7 +191,7 @@ def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
 
 
 def _append_all(ledger: Ledger, decisions: list[dict[str, Any]]) -> None:
-    from stoprule.ledger.recorder import fact_identity
+    from stoprule.ledger.events import fact_identity
 
     for e in decisions:
         fd, body = fact_identity(e["fact"])

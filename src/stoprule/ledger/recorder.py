@@ -16,11 +16,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 from stoprule._util.records import record
-from stoprule._util.redact import redact_obj
 from stoprule.diagnostics import EvaluationError
 from stoprule.ledger import keys, tokens
 from stoprule.ledger.errors import TokenError
-from stoprule.ledger.events import canonical, digest, verdict_from_event
+from stoprule.ledger.events import fact_identity, verdict_from_event
 from stoprule.ledger.journal import decision_kind
 from stoprule.ledger.store import TIP, check_run_id
 
@@ -57,13 +56,6 @@ class Outcome:
         if self.replayed:
             out["replayed"] = True
         return out
-
-
-def fact_identity(fact: Any) -> tuple[str, str]:
-    """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
-    keeps): key order and spacing do not matter."""
-    text = canonical(redact_obj(fact))
-    return digest(text), text
 
 
 class Recorder:
