@@ -11,18 +11,21 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule.diagnostics import (
-    AnalysisLimit,
-    Diagnostic,
-    EvaluationError,
-    FactError,
-    NoRuleMatched,
-    PolicyError,
-    StopruleError,
-)
-from stoprule.engine.evaluator import Evaluator, Match, Verdict
-from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
 from stoprule.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stoprule.diagnostics import (
+        AnalysisLimit,
+        Diagnostic,
+        EvaluationError,
+        FactError,
+        NoRuleMatched,
+        PolicyError,
+        StopruleError,
+    )
+    from stoprule.engine.evaluator import Evaluator, Match, Verdict
+    from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
 
 __all__ = [
     "AnalysisLimit",
@@ -41,3 +44,28 @@ __all__ = [
     "load_policy",
     "select_pack",
 ]
+
+# each name loads with its module on first use: a command that needs none of them (the CLI's
+# entry, ``stoprule guard``) imports neither the engine nor the diagnostics for them
+_DIAGNOSTICS = ("AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError",
+                "StopruleError")  # fmt: skip
+_EVALUATOR = ("Evaluator", "Match", "Verdict")
+_PACKS = ("bundled_pack", "compile_policy", "load_policy", "select_pack")
+
+
+def __getattr__(name: str) -> object:
+    if name in _DIAGNOSTICS:
+        import stoprule.diagnostics as module
+    elif name in _EVALUATOR:
+        import stoprule.engine.evaluator as module  # type: ignore[no-redef]
+    elif name in _PACKS:
+        import stoprule.engine.packs as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted((set(globals()) | set(__all__)) - {"TYPE_CHECKING"})

@@ -9,10 +9,12 @@ one mapping, so every container is written as a list whose first item says what 
 
     ["l", x, ...]  a list     ["t", x, ...]  a tuple     ["f", x, ...]  a frozenset
     ["d", {k: x}]  a dict with string keys             ["r", NAME, x, ...]  a record, fields in order
+    ["j", value]   a list or dict holding only lists, dicts with string keys and scalars, as it is
 
-and no value can pass for another. Reading builds only those containers and the types named
-in ``TYPES``, never a type a file names: a cache read this way is data, never code (unlike
-pickle or marshal). Anything else in the data is :class:`ValueError`.
+and no value can pass for another (plain JSON is read back by the JSON parser alone). Reading
+builds only those containers and the types named in ``TYPES``, never a type a file names: a
+cache read this way is data, never code (unlike pickle or marshal). Anything else in the data
+is :class:`ValueError`.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -36,6 +38,18 @@ def _fields(cls: type) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _plain(v: Any) -> bool:
+    """Whether ``v`` is JSON as it is: lists, dicts with string keys and scalars only."""
+    t = type(v)
+    if t in _SCALARS:
+        return True
+    if t is list:
+        return all(map(_plain, v))
+    if t is dict:
+        return all(type(k) is str and _plain(x) for k, x in v.items())
+    return False
+
+
 def dump(value: Any, types: Mapping[str, type]) -> Any:
     """``value`` as JSON data (TypeError for a type neither JSON nor named in ``types``)."""
     names = {cls: name for name, cls in types.items()}
@@ -45,6 +59,8 @@ def dump(value: Any, types: Mapping[str, type]) -> Any:
         t = type(v)
         if t in _SCALARS:
             return v
+        if (t is dict or t is list) and len(v) > 1 and _plain(v):
+            return ["j", v]
         if t is list:
             return ["l", *map(enc, v)]
         if t is tuple:
@@ -74,6 +90,10 @@ def load(data: Any, types: Mapping[str, type]) -> Any:
         if not v:
             raise ValueError("an empty list carries no tag")
         tag = v[0]
+        if tag == "j":
+            if len(v) != 2 or not (type(v[1]) is list or type(v[1]) is dict):
+                raise ValueError("a malformed plain value")
+            return v[1]
         if tag == "t":
             return tuple(map(dec, v[1:]))
         if tag == "l":

@@ -122,8 +122,8 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
 
 # what splits a line besides "\n" for str.splitlines and for JavaScript/JSON-lines readers that JSON leaves raw
 # when it does not escape non-ASCII (every other one is a control character, which JSON always escapes), and lone
-# surrogates, which UTF-8 cannot encode at all
-_LINE_UNSAFE = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))}
+# surrogates, which UTF-8 cannot encode at all (the table is made on first use: the stop hook never needs it)
+_LINE_UNSAFE: dict[int, str] = {}
 
 
 def line_safe(text: str) -> str:
@@ -132,6 +132,10 @@ def line_safe(text: str) -> str:
     Each may only occur inside a JSON string, where the escape means the same character: the
     result parses to the same value, is valid UTF-8, and is one line for every line splitter.
     """
+    if text.isascii():
+        return text
+    if not _LINE_UNSAFE:
+        _LINE_UNSAFE.update({c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))})
     return text.translate(_LINE_UNSAFE)
 
 

@@ -12,7 +12,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -87,8 +86,11 @@ def _version_action(argparse: Any) -> type:
 
 
 def command_module(name: str) -> Any:
-    """The module of command ``name`` (imported now: the table names modules, the cold path imports one)."""
-    return importlib.import_module(f".{COMMANDS[name][0]}", __package__)
+    """The module of command ``name`` (imported now: the table names modules, the cold path imports one;
+    ``__import__`` rather than ``importlib``, which a start would pay for)."""
+    module = f"stoprule.cli.{COMMANDS[name][0]}"
+    __import__(module)
+    return sys.modules[module]
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:

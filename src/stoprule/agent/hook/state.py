@@ -29,7 +29,6 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import suppress
 
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
@@ -112,10 +111,12 @@ def _quarantine(path: str, why: str, notes: list[str] | None) -> dict[str, Any]:
     except OSError as exc:
         raise StateError(f"cannot read {path} ({why}) nor move it aside: {exc}") from None
     folder, name = os.path.split(path)
-    with suppress(OSError):
+    try:
         old = sorted(f for f in os.listdir(folder) if f.startswith(name + ".corrupt-"))
         for f in old[:-MAX_QUARANTINED]:
             os.unlink(os.path.join(folder, f))
+    except OSError:
+        pass
     if notes is not None:
         notes.append(f"state file {path} was damaged ({why[:200]}): moved aside to {aside}, rebuilt")
     return {}
