@@ -42,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
-    from typing import IO
+    from typing import IO, Any
 
     from stoprule.diagnostics import EvaluationError, PolicyError
     from stoprule.engine.evaluator import Verdict
@@ -92,11 +92,14 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     )
 
 
-def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, bool]:
+def ledger_target(
+    explicit: str | None, start: str | None = None, *, settings: dict[str, Any] | None = None
+) -> tuple[str, bool]:
     """The ledger to open and whether it is the default file: ``--ledger``, else ``$STOPRULE_LEDGER``,
     else ``ledger.url`` in the nearest ``.stoprule/config.yaml`` (a relative path is relative to that
     directory), else ``ledger.db`` in it (``./.stoprule/ledger.db`` without one). ``start``: where the
-    search for ``.stoprule/`` begins (default: the working directory).
+    search for ``.stoprule/`` begins (default: the working directory); ``settings``: that config's
+    settings, already read (the stop hook's).
 
     Raises :class:`~stoprule.diagnostics.ConfigError` (file, line, field) for a bad config."""
     if explicit:
@@ -110,9 +113,11 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
         from stoprule.ledger.store import DEFAULT_PATH
 
         return DEFAULT_PATH, True
-    from stoprule.agent.settings import hook_settings
+    if settings is None:
+        from stoprule.agent.settings import hook_settings
 
-    url = (hook_settings(os.path.join(project, "config.yaml")).get("ledger") or {}).get("url")
+        settings = hook_settings(os.path.join(project, "config.yaml"))
+    url = (settings.get("ledger") or {}).get("url")
     if url:
         from stoprule.ledger.backend import is_url
 

@@ -57,14 +57,17 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
 
 
-def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict) -> dict[str, str]:
+def record(
+    project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict, settings: dict[str, Any]
+) -> dict[str, str]:
     """Record the decision as a node of run ``run`` (the session) in the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A ledger
-    file gets it through its journal (one line, one sync: :mod:`stoprule.ledger.journal`), folded
-    in by the next command that opens it; a PostgreSQL ledger directly. Returns what to log."""
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url`` (``settings``: the config's, as the hook
+    read it), else ``<project>/ledger.db``. A ledger file gets it through its journal (one line,
+    one sync: :mod:`stoprule.ledger.journal`), folded in by the next command that opens it; a
+    PostgreSQL ledger directly. Returns what to log."""
     from stoprule.cli.common import ledger_target
 
-    path, default = ledger_target(None, start=os.path.dirname(project))
+    path, default = ledger_target(None, start=os.path.dirname(project), settings=settings)
     if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
         from stoprule.ledger.backend import open_ledger
         from stoprule.ledger.recorder import Recorder

@@ -48,14 +48,6 @@ _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _compiler_sources() -> list[str]:
-    found = [os.path.join(_PACKAGE_ROOT, name) for name in ("diagnostics.py", "limits.py")]
-    for package in _COMPILER_PACKAGES:
-        folder = os.path.join(_PACKAGE_ROOT, package)
-        found += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
-    return found
-
-
 def _bundled() -> str:
     installed = os.path.join(_PACKAGE_ROOT, "policies")
     if os.path.isdir(installed):
@@ -111,11 +103,16 @@ def _cache_dir() -> str | None:
 
 
 def _compiler_stats() -> list[list[Any]]:
-    """The compiler modules' size and mtime (a changed compiler invalidates what it compiled)."""
+    """The compiler modules' size and mtime (a changed compiler invalidates what it compiled),
+    each module found on disk, never listed by hand."""
     out: list[list[Any]] = []
-    for module in _compiler_sources():
-        st = os.stat(module)
-        out.append([os.path.relpath(module, _PACKAGE_ROOT), st.st_size, st.st_mtime_ns])
+    for name in ("diagnostics.py", "limits.py"):
+        st = os.stat(os.path.join(_PACKAGE_ROOT, name))
+        out.append([name, st.st_size, st.st_mtime_ns])
+    for package in _COMPILER_PACKAGES:
+        with os.scandir(os.path.join(_PACKAGE_ROOT, package)) as it:
+            found = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py"))
+        out += [[f"{package}/{name}", st.st_size, st.st_mtime_ns] for name, st in found]
     return out
 
 

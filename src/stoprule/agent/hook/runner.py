@@ -158,11 +158,11 @@ def run_hook(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
-    record: Callable[[str, str, Evaluator, dict[str, Any], Verdict], dict[str, str]] | None = None,
+    record: Callable[[str, str, Evaluator, dict[str, Any], Verdict, dict[str, Any]], dict[str, str]] | None = None,
     server: str | None = None,
 ) -> HookResult:
-    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict)`` records the decision
-    (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
+    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict, settings)`` records the
+    decision (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
     config's ``server:`` section) the facts are gathered here and the server decides.
     Never raises: every failure goes through one error path that honours ``fail: open|closed``
     and is logged."""
@@ -187,7 +187,7 @@ def run_hook(
     if record is not None and ledger and st.fact is not None and st.verdict is not None:
         try:
             run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
-            entry.update(record(st.project, run, st.evaluator, st.fact, st.verdict))  # type: ignore[arg-type]
+            entry.update(record(st.project, run, st.evaluator, st.fact, st.verdict, st.settings))  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
             entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
     entry["ms"] = round((time.monotonic() - t0) * 1000, 2)
