@@ -30,6 +30,7 @@ class HookSettings(BaseModel):
     log: bool | str = True
     strict: bool = False
     permission_triage: bool = False  # deny permission requests with the triage (autonomous sessions)
+    resident: bool = False  # start the user's resident process on demand (stoprule resident)
     closed_message: str = Field(DEFAULT_HOOK["closed_message"], min_length=1)
 
 

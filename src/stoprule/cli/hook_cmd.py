@@ -112,8 +112,11 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     try:
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
             from stoprule.agent.hook.runner import run_hook
+            from stoprule.cli import resident
 
-            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server)
+            via = "resident" if resident.SERVING else None
+            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server,
+                              via=via)  # fmt: skip
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
@@ -135,4 +138,5 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     if args.explain_facts:
         explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
         stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")
+    resident.start(result.settings)  # with ``hook.resident: true``, the next stops are decided warm
     return 0

@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
+    "resident": ("resident_cmd", "the user's resident process deciding stops warm: serve, status, stop"),
 }
 
 
@@ -121,6 +122,12 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code."""
+    if argv[:1] == ["hook"]:  # the user's resident process decides it, when one is listening
+        from stoprule.cli.resident import forward
+
+        code, stdin = forward(argv, stdin, stdout, stderr)
+        if code is not None:
+            return code
     if argv and argv[0] in COMMANDS:
         command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)

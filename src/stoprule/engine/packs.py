@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
+__all__ = ["bundled_pack", "compile_policy", "keep_loaded", "load_policy", "pack_path", "select_pack"]
 
 CACHE_FORMAT = "10"
 MAX_ENTRY_BYTES = 64 << 20  # a cache file larger than this is not read
@@ -233,6 +233,35 @@ def _store(path: str, entry: dict[str, Any]) -> None:
         return
 
 
+# pack directory -> (its files' stats, its evaluator): in a long-lived process (keep_loaded), the
+# evaluator of a pack whose files keep their stats is used again, its engine and code warm
+_KEPT: dict[str, tuple[list[list[Any]], Evaluator]] | None = None
+
+
+def keep_loaded(on: bool = True) -> None:
+    """In a long-lived process (the resident one), keep each pack's evaluator while the pack's
+    files keep their stats (a file changed within ``RACY_NS`` of being stated is loaded again)."""
+    global _KEPT
+    _KEPT = {} if on else None
+
+
 def load_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Evaluator:
     """Load and compile a pack (selected as the CLI does) into a ready :class:`Evaluator`."""
-    return Evaluator(compile_policy(path, cache=cache))
+    if _KEPT is None or not cache:
+        return Evaluator(compile_policy(path, cache=cache))
+    import time
+
+    root = _select(path, os.environ, None)
+    try:
+        stats = _file_stats(pack_files(root))
+    except OSError:
+        return Evaluator(compile_policy(path, cache=cache))
+    kept = _KEPT.get(root)
+    if kept is not None and kept[0] == stats:
+        return kept[1]
+    evaluator = Evaluator(compile_policy(path, cache=cache))
+    if not _racy(stats, time.time_ns()):
+        if len(_KEPT) >= 64:
+            _KEPT.clear()
+        _KEPT[root] = (stats, evaluator)
+    return evaluator

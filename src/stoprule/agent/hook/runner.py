@@ -24,7 +24,7 @@ import time
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
-from stoprule.agent.hook.event import Decision, HookEvent
+from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES, Decision, HookEvent
 from stoprule.agent.settings import DEFAULT_HOOK, default_settings, hook_settings
 from stoprule.project import find_project
 
@@ -35,11 +35,10 @@ if TYPE_CHECKING:
 
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["MAX_PAYLOAD_BYTES", "HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
-MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
 class BudgetSpent(Exception):
@@ -48,12 +47,14 @@ class BudgetSpent(Exception):
 
 class HookResult:
     """``output``: what to print (None: nothing); ``entry``: the log entry (also what
-    ``--explain-facts`` prints)."""
+    ``--explain-facts`` prints); ``settings``: the settings the stop was decided with."""
 
-    __slots__ = ("decision", "entry", "output")
+    __slots__ = ("decision", "entry", "output", "settings")
 
-    def __init__(self, output: dict[str, Any] | None, decision: Decision, entry: dict[str, Any]) -> None:
-        self.output, self.decision, self.entry = output, decision, entry
+    def __init__(
+        self, output: dict[str, Any] | None, decision: Decision, entry: dict[str, Any], settings: dict[str, Any]
+    ) -> None:
+        self.output, self.decision, self.entry, self.settings = output, decision, entry, settings
 
 
 def user_state_dir(env: Mapping[str, str]) -> str:
@@ -160,16 +161,19 @@ def run_hook(
     policy: str | None = None,
     record: Callable[[str, str, Evaluator, dict[str, Any], Verdict, dict[str, Any]], dict[str, str]] | None = None,
     server: str | None = None,
+    via: str | None = None,
 ) -> HookResult:
     """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict, settings)`` records the
     decision (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
     config's ``server:`` section) the facts are gathered here and the server decides.
     Never raises: every failure goes through one error path that honours ``fail: open|closed``
-    and is logged."""
+    and is logged. ``via``: what ran it, when not a process of its own (logged: ``resident``)."""
     t0 = time.monotonic()
     env = os.environ if env is None else env
     mod = adapter(harness)
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness}
+    if via:
+        entry["via"] = via
     st = _Stop(harness, event_name)
     disarm = _alarm(DEFAULT_HOOK["budget_ms"] / 1000.0)  # armed before anything is read
     try:
@@ -198,7 +202,7 @@ def run_hook(
         output = {}
     safe = _safe_entry(entry)
     _log(st.home, st.settings["hook"].get("log", True), safe)
-    return HookResult(output, decision, safe)
+    return HookResult(output, decision, safe, st.settings)
 
 
 class _Stop:

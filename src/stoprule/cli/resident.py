@@ -1,0 +1,340 @@
+"""The resident mode: one process per user decides stops for thin clients, its packs, engines
+and settings warm; the fresh-process hook stays the way that always works.
+
+    forward(argv, stdin, ...)   ``stoprule hook``: ask the resident process, or None (decide here)
+    start()                     the fresh hook, with ``hook.resident: true``: start one, detached
+    serve(idle)                 ``stoprule resident serve``: the process itself
+
+Reachable only by its user: a Unix socket in a directory only the user can enter
+(``$XDG_RUNTIME_DIR/stoprule``, else ``/tmp/stoprule-UID``, refused unless it is the user's
+and mode 0700); the process checks each client's credentials (``SO_PEERCRED``) and the client
+checks the process it reached: the user's, running this interpreter as ``-I -m stoprule
+resident serve`` (nothing else on its command line but ``--idle N``), with no ``LD_*``
+variable. A client that cannot verify it (no ``/proc``), a process of another stoprule
+(version, install or interpreter) and any failure on the way make the client decide in its
+own process, as without a resident process.
+
+Each request carries the hook's command line, working directory, environment and stdin: the
+process decides it as a fresh ``stoprule hook`` would there (same settings, same pack, same
+state files, the same journaled ledger write before it answers), one request at a time in
+its main thread (the hook's time budget is a signal). It keeps each pack's evaluator while
+the pack's files keep their stats (:func:`stoprule.engine.packs.keep_loaded`), and exits
+after ``idle`` seconds without a request.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy (the client
+side imports ``_socket`` only, and only when a resident process may be listening).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+__all__ = ["IDLE_SECONDS", "forward", "runtime_dir", "serve", "socket_path", "start"]
+
+IDLE_SECONDS = 600.0  # a resident process exits after this long without a request
+MAX_REQUESTS = 100_000  # and after this many (a long-lived process's caches stay bounded)
+WAIT_SECONDS = 30.0  # how long a client waits for an answer before deciding itself
+MAX_REQUEST_BYTES = (8 << 20) + (1 << 20)  # the payload limit, and room for the environment
+PROTOCOL = b"stoprule-resident-1"
+SERVING = False  # True inside the resident process (its own hook calls never forward)
+_SERVE_ARGV = ("-I", "-m", "stoprule", "resident", "serve")
+
+
+def runtime_dir(create: bool = False) -> str | None:
+    """The user's private directory for the socket, or None when there is none that is safe:
+    ``$XDG_RUNTIME_DIR/stoprule``, else ``/tmp/stoprule-UID``; made (mode 0700) with ``create``.
+    Refused unless it is a real directory (not a link) owned by the user with no access for others."""
+    if not hasattr(os, "getuid"):
+        return None
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    path = os.path.join(base, "stoprule") if base and os.path.isabs(base) else f"/tmp/stoprule-{os.getuid()}"
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
+def socket_path(folder: str) -> str:
+    return os.path.join(folder, "resident.sock")
+
+
+def _identity() -> bytes:
+    """What client and process must share: the stoprule version and install, the interpreter."""
+    from stoprule.version import __version__
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return f"{__version__}\0{here}\0{os.path.realpath(sys.executable)}".encode()
+
+
+def _frame(parts: list[bytes]) -> bytes:
+    return b"".join(len(p).to_bytes(4, "big") + p for p in parts)
+
+
+def _unframe(data: bytes, count: int) -> list[bytes]:
+    """``count`` length-prefixed parts of ``data`` (ValueError if it holds anything else)."""
+    parts, at = [], 0
+    for _ in range(count):
+        n = int.from_bytes(data[at : at + 4], "big")
+        if at + 4 + n > len(data):
+            raise ValueError("a truncated frame")
+        parts.append(data[at + 4 : at + 4 + n])
+        at += 4 + n
+    if at != len(data):
+        raise ValueError("trailing bytes")
+    return parts
+
+
+def _read_all(sock: Any, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise ValueError("too large")
+
+
+def _peer(sock: Any) -> tuple[int, int]:
+    """``(pid, uid)`` of the process at the other end (Linux ``SO_PEERCRED``)."""
+    import _socket
+
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    return int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder)
+
+
+def _genuine(pid: int) -> bool:
+    """Whether process ``pid`` is a resident stoprule started as :func:`start` starts one: this
+    interpreter, ``-I -m stoprule resident serve`` (and at most ``--idle N``), no ``LD_*``."""
+    try:
+        if os.readlink(f"/proc/{pid}/exe") != os.path.realpath(sys.executable):
+            return False
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")[1:-1]
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read().split(b"\0")
+    except OSError:
+        return False
+    rest = argv[len(_SERVE_ARGV) :]
+    if [a.decode(errors="replace") for a in argv[: len(_SERVE_ARGV)]] != list(_SERVE_ARGV):
+        return False
+    if rest and (len(rest) != 2 or rest[0] != b"--idle" or not rest[1].replace(b".", b"", 1).isdigit()):
+        return False
+    return not any(v.startswith(b"LD_") for v in env)
+
+
+def forward(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> tuple[int | None, IO[bytes]]:
+    """``stoprule hook ARGV``: have the resident process decide it. Returns ``(exit code, stdin)``
+    once its answer is written, or ``(None, stdin)`` to decide here (``stdin`` then replays what
+    was read). Only when a resident process's socket is there is stdin read first."""
+    if SERVING:
+        return None, stdin
+    folder = runtime_dir()
+    if folder is None or not os.path.exists(socket_path(folder)):
+        return None, stdin
+    import io
+
+    from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES
+
+    try:
+        data = stdin.read(MAX_PAYLOAD_BYTES + 1)
+    except (OSError, ValueError):
+        data = b""
+    answer = _ask(socket_path(folder), argv, data)
+    if answer is None:
+        return None, io.BytesIO(data)
+    code, out, err = answer
+    stdout.write(out.decode("utf-8", "replace"))
+    stderr.write(err.decode("utf-8", "replace"))
+    return code, io.BytesIO(b"")
+
+
+def _ask(path: str, argv: list[str], data: bytes) -> tuple[int, bytes, bytes] | None:
+    import _socket
+
+    env = b"\0".join(k + b"=" + v for k, v in os.environb.items())
+    try:
+        request = _frame([PROTOCOL, _identity(), "\0".join(argv).encode(), os.getcwdb(), env, data])
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    try:
+        sock.settimeout(WAIT_SECONDS)
+        sock.connect(path)
+        pid, uid = _peer(sock)
+        if uid != os.getuid() or not _genuine(pid):
+            return None
+        sock.sendall(request)
+        sock.shutdown(_socket.SHUT_WR)
+        reply = _read_all(sock, 64 << 20)
+        status, code, out, err = _unframe(reply, 4)
+        if status != b"ok":
+            return None
+        return int(code), out, err
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+
+
+def start(settings: dict[str, Any]) -> None:
+    """After a stop decided in its own process with ``hook.resident: true``: start the user's
+    resident process (none answered this stop; a second one started at the same time exits at
+    once). Detached (its own session, no stdio), with a minimal environment; never raises."""
+    if SERVING or not settings.get("hook", {}).get("resident"):
+        return
+    try:
+        folder = runtime_dir(create=True)
+        if folder is None:
+            return
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "XDG_RUNTIME_DIR")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        null = os.devnull
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, *_SERVE_ARGV],
+            env,
+            file_actions=[(os.POSIX_SPAWN_OPEN, fd, null, os.O_RDWR, 0) for fd in (0, 1, 2)],
+            setsid=True,
+        )
+    except (OSError, AttributeError, NotImplementedError):
+        return
+
+
+# ---------------------------------------------------------------------------------------- serving
+
+
+class _Swap:
+    """The process runs each request in the client's working directory and environment."""
+
+    def __init__(self, cwd: bytes, env: bytes) -> None:
+        self.cwd = cwd
+        self.env = dict(v.split(b"=", 1) for v in env.split(b"\0") if b"=" in v) if env else {}
+
+    def __enter__(self) -> None:
+        self.saved_env = dict(os.environb)
+        self.saved_cwd = os.getcwd()
+        os.environb.clear()
+        os.environb.update(self.env)
+        os.chdir(self.cwd)
+
+    def __exit__(self, *exc: object) -> None:
+        os.environb.clear()
+        os.environb.update(self.saved_env)
+        os.chdir(self.saved_cwd)
+
+
+def _handle(request: bytes) -> tuple[bytes, bool]:
+    """The reply to one request, and whether the process should exit after it (another stoprule
+    is asking: the next fresh hook starts the right one)."""
+    import io
+
+    from stoprule.cli.main import run
+
+    protocol, identity, argv, cwd, env, data = _unframe(request, 6)
+    if protocol != PROTOCOL or identity != _identity():
+        return _frame([b"declined", b"", b"", b""]), True
+    args = argv.decode().split("\0")
+    if args[:1] != ["hook"]:
+        return _frame([b"declined", b"", b"", b""]), False
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with _Swap(cwd, env):
+            code = run(args, io.BytesIO(data), out, err)
+    except OSError:  # the client's folder is gone: it decides itself
+        return _frame([b"declined", b"", b"", b""]), False
+    return _frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
+
+
+def _warm() -> None:
+    """Import what a stop needs, and keep evaluators between stops."""
+    import stoprule.agent.hook.providers  # noqa: F401
+    import stoprule.agent.hook.runner  # noqa: F401
+    import stoprule.cli.hook_cmd  # noqa: F401
+    from stoprule.engine.packs import keep_loaded
+
+    keep_loaded()
+
+
+def pid_file(folder: str) -> str:
+    return os.path.join(folder, "resident.lock")
+
+
+def serve(idle: float = IDLE_SECONDS) -> int:
+    """Be the user's resident process until ``idle`` seconds pass without a request (exit 0; 1 if
+    there is no safe directory for the socket; 0 at once if another one is running)."""
+    global SERVING
+    import fcntl
+    import signal
+    import socket
+    from contextlib import suppress
+
+    folder = runtime_dir(create=True)
+    if folder is None:
+        sys.stderr.write("stoprule resident: no private directory for the socket (XDG_RUNTIME_DIR or /tmp)\n")
+        return 1
+    lock = os.open(pid_file(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return 0  # another resident process holds it
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    path = socket_path(folder)
+    SERVING = True
+    os.chdir("/")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket is removed on the way out
+    try:
+        with suppress(FileNotFoundError):
+            os.unlink(path)  # a stale socket: its process is gone (it held the lock)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(old)
+        listener.listen(64)
+        _warm()
+        for _ in range(MAX_REQUESTS):
+            listener.settimeout(idle)
+            try:
+                conn, _addr = listener.accept()
+            except TimeoutError:
+                break
+            try:
+                conn.settimeout(WAIT_SECONDS)
+                if _peer(conn)[1] != os.getuid():
+                    continue
+                reply, leave = _handle(_read_all(conn, MAX_REQUEST_BYTES))
+                conn.sendall(reply)
+                if leave:
+                    break
+            except (OSError, ValueError):
+                continue
+            finally:
+                conn.close()
+        return 0
+    finally:
+        with suppress(OSError):
+            os.unlink(path)
+        os.close(lock)
