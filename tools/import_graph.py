@@ -114,6 +114,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.cli.eval_cmd",
     "stoprule.cli.hook_cmd",
     "stoprule.cli.main",
+    "stoprule.cli.resident",
     "stoprule.diagnostics",
     "stoprule.engine",
     "stoprule.engine.compiled",

@@ -3,7 +3,7 @@ and settings warm; the fresh-process hook stays the way that always works.
 
     forward(argv, stdin, ...)   ``stoprule hook``: ask the resident process, or None (decide here)
     start()                     the fresh hook, with ``hook.resident: true``: start one, detached
-    serve(idle)                 ``stoprule resident serve``: the process itself
+    (the process itself: ``stoprule resident serve``, :mod:`stoprule.cli.resident_cmd`)
 
 Reachable only by its user: a Unix socket in a directory only the user can enter
 (``$XDG_RUNTIME_DIR/stoprule``, else ``/tmp/stoprule-UID``, refused unless it is the user's
@@ -34,7 +34,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
-__all__ = ["IDLE_SECONDS", "forward", "runtime_dir", "serve", "socket_path", "start"]
+__all__ = [
+    "IDLE_SECONDS",
+    "PROTOCOL",
+    "forward",
+    "frame",
+    "genuine",
+    "identity",
+    "peer",
+    "pid_file",
+    "read_all",
+    "runtime_dir",
+    "socket_path",
+    "start",
+    "unframe",
+]
 
 IDLE_SECONDS = 600.0  # a resident process exits after this long without a request
 MAX_REQUESTS = 100_000  # and after this many (a long-lived process's caches stay bounded)
@@ -75,7 +89,7 @@ def socket_path(folder: str) -> str:
     return os.path.join(folder, "resident.sock")
 
 
-def _identity() -> bytes:
+def identity() -> bytes:
     """What client and process must share: the stoprule version and install, the interpreter."""
     from stoprule.version import __version__
 
@@ -83,11 +97,11 @@ def _identity() -> bytes:
     return f"{__version__}\0{here}\0{os.path.realpath(sys.executable)}".encode()
 
 
-def _frame(parts: list[bytes]) -> bytes:
+def frame(parts: list[bytes]) -> bytes:
     return b"".join(len(p).to_bytes(4, "big") + p for p in parts)
 
 
-def _unframe(data: bytes, count: int) -> list[bytes]:
+def unframe(data: bytes, count: int) -> list[bytes]:
     """``count`` length-prefixed parts of ``data`` (ValueError if it holds anything else)."""
     parts, at = [], 0
     for _ in range(count):
@@ -101,7 +115,7 @@ def _unframe(data: bytes, count: int) -> list[bytes]:
     return parts
 
 
-def _read_all(sock: Any, limit: int) -> bytes:
+def read_all(sock: Any, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -114,7 +128,7 @@ def _read_all(sock: Any, limit: int) -> bytes:
             raise ValueError("too large")
 
 
-def _peer(sock: Any) -> tuple[int, int]:
+def peer(sock: Any) -> tuple[int, int]:
     """``(pid, uid)`` of the process at the other end (Linux ``SO_PEERCRED``)."""
     import _socket
 
@@ -122,7 +136,7 @@ def _peer(sock: Any) -> tuple[int, int]:
     return int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder)
 
 
-def _genuine(pid: int) -> bool:
+def genuine(pid: int) -> bool:
     """Whether process ``pid`` is a resident stoprule started as :func:`start` starts one: this
     interpreter, ``-I -m stoprule resident serve`` (and at most ``--idle N``), no ``LD_*``."""
     try:
@@ -173,20 +187,20 @@ def _ask(path: str, argv: list[str], data: bytes) -> tuple[int, bytes, bytes] | 
 
     env = b"\0".join(k + b"=" + v for k, v in os.environb.items())
     try:
-        request = _frame([PROTOCOL, _identity(), "\0".join(argv).encode(), os.getcwdb(), env, data])
+        request = frame([PROTOCOL, identity(), "\0".join(argv).encode(), os.getcwdb(), env, data])
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return None
     try:
         sock.settimeout(WAIT_SECONDS)
         sock.connect(path)
-        pid, uid = _peer(sock)
-        if uid != os.getuid() or not _genuine(pid):
+        pid, uid = peer(sock)
+        if uid != os.getuid() or not genuine(pid):
             return None
         sock.sendall(request)
         sock.shutdown(_socket.SHUT_WR)
-        reply = _read_all(sock, 64 << 20)
-        status, code, out, err = _unframe(reply, 4)
+        reply = read_all(sock, 64 << 20)
+        status, code, out, err = unframe(reply, 4)
         if status != b"ok":
             return None
         return int(code), out, err
@@ -220,121 +234,6 @@ def start(settings: dict[str, Any]) -> None:
         return
 
 
-# ---------------------------------------------------------------------------------------- serving
-
-
-class _Swap:
-    """The process runs each request in the client's working directory and environment."""
-
-    def __init__(self, cwd: bytes, env: bytes) -> None:
-        self.cwd = cwd
-        self.env = dict(v.split(b"=", 1) for v in env.split(b"\0") if b"=" in v) if env else {}
-
-    def __enter__(self) -> None:
-        self.saved_env = dict(os.environb)
-        self.saved_cwd = os.getcwd()
-        os.environb.clear()
-        os.environb.update(self.env)
-        os.chdir(self.cwd)
-
-    def __exit__(self, *exc: object) -> None:
-        os.environb.clear()
-        os.environb.update(self.saved_env)
-        os.chdir(self.saved_cwd)
-
-
-def _handle(request: bytes) -> tuple[bytes, bool]:
-    """The reply to one request, and whether the process should exit after it (another stoprule
-    is asking: the next fresh hook starts the right one)."""
-    import io
-
-    from stoprule.cli.main import run
-
-    protocol, identity, argv, cwd, env, data = _unframe(request, 6)
-    if protocol != PROTOCOL or identity != _identity():
-        return _frame([b"declined", b"", b"", b""]), True
-    args = argv.decode().split("\0")
-    if args[:1] != ["hook"]:
-        return _frame([b"declined", b"", b"", b""]), False
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with _Swap(cwd, env):
-            code = run(args, io.BytesIO(data), out, err)
-    except OSError:  # the client's folder is gone: it decides itself
-        return _frame([b"declined", b"", b"", b""]), False
-    return _frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
-
-
-def _warm() -> None:
-    """Import what a stop needs, and keep evaluators between stops."""
-    import stoprule.agent.hook.providers  # noqa: F401
-    import stoprule.agent.hook.runner  # noqa: F401
-    import stoprule.cli.hook_cmd  # noqa: F401
-    from stoprule.engine.packs import keep_loaded
-
-    keep_loaded()
-
-
 def pid_file(folder: str) -> str:
+    """The lock the resident process holds while it runs (it holds its pid)."""
     return os.path.join(folder, "resident.lock")
-
-
-def serve(idle: float = IDLE_SECONDS) -> int:
-    """Be the user's resident process until ``idle`` seconds pass without a request (exit 0; 1 if
-    there is no safe directory for the socket; 0 at once if another one is running)."""
-    global SERVING
-    import fcntl
-    import signal
-    import socket
-    from contextlib import suppress
-
-    folder = runtime_dir(create=True)
-    if folder is None:
-        sys.stderr.write("stoprule resident: no private directory for the socket (XDG_RUNTIME_DIR or /tmp)\n")
-        return 1
-    lock = os.open(pid_file(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(lock)
-        return 0  # another resident process holds it
-    os.ftruncate(lock, 0)
-    os.write(lock, f"{os.getpid()}\n".encode())
-    path = socket_path(folder)
-    SERVING = True
-    os.chdir("/")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket is removed on the way out
-    try:
-        with suppress(FileNotFoundError):
-            os.unlink(path)  # a stale socket: its process is gone (it held the lock)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            listener.bind(path)
-        finally:
-            os.umask(old)
-        listener.listen(64)
-        _warm()
-        for _ in range(MAX_REQUESTS):
-            listener.settimeout(idle)
-            try:
-                conn, _addr = listener.accept()
-            except TimeoutError:
-                break
-            try:
-                conn.settimeout(WAIT_SECONDS)
-                if _peer(conn)[1] != os.getuid():
-                    continue
-                reply, leave = _handle(_read_all(conn, MAX_REQUEST_BYTES))
-                conn.sendall(reply)
-                if leave:
-                    break
-            except (OSError, ValueError):
-                continue
-            finally:
-                conn.close()
-        return 0
-    finally:
-        with suppress(OSError):
-            os.unlink(path)
-        os.close(lock)

@@ -12,23 +12,25 @@ true`` in ``.stoprule/config.yaml`` a stop decided in its own process starts one
 from __future__ import annotations
 
 import os
+import sys
+
+from stoprule.cli import resident
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import IO
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "serve"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from stoprule.cli.resident import IDLE_SECONDS
-
+    idle = resident.IDLE_SECONDS
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     sp = sub.add_parser("serve", help="be the resident process (in the foreground) until it is idle")
-    sp.add_argument("--idle", type=float, default=IDLE_SECONDS, metavar="SECONDS",
-                    help=f"exit after this long without a stop (default {IDLE_SECONDS:g})")  # fmt: skip
+    sp.add_argument("--idle", type=float, default=idle, metavar="SECONDS",
+                    help=f"exit after this long without a stop (default {idle:g})")  # fmt: skip
     sub.add_parser("status", help="whether a resident process is running")
     sub.add_parser("stop", help="stop the resident process")
 
@@ -37,10 +39,8 @@ def _pid(folder: str) -> int | None:
     """The pid of the resident process holding the lock in ``folder``, if one does."""
     import fcntl
 
-    from stoprule.cli.resident import pid_file
-
     try:
-        fd = os.open(pid_file(folder), os.O_RDONLY)
+        fd = os.open(resident.pid_file(folder), os.O_RDONLY)
     except OSError:
         return None
     try:
@@ -55,10 +55,8 @@ def _pid(folder: str) -> int | None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.cli import resident
-
     if args.action == "serve":
-        return resident.serve(args.idle)
+        return serve(args.idle)
     folder = resident.runtime_dir()
     pid = _pid(folder) if folder else None
     if args.action == "status":
@@ -70,8 +68,126 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if pid is None:
         stdout.write("no resident process\n")
         return 0
+    if not resident.genuine(pid):
+        stderr.write(f"stoprule resident: process {pid} holds the lock but is not a resident stoprule: not stopped\n")
+        return 1
     import signal
 
     os.kill(pid, signal.SIGTERM)
     stdout.write(f"stopped resident process {pid}\n")
     return 0
+
+
+# ---------------------------------------------------------------------------------------- the process
+
+
+class _Swap:
+    """The process runs each request in the client's working directory and environment."""
+
+    def __init__(self, cwd: bytes, env: bytes) -> None:
+        self.cwd = cwd
+        self.env = dict(v.split(b"=", 1) for v in env.split(b"\0") if b"=" in v) if env else {}
+
+    def __enter__(self) -> None:
+        self.saved_env = dict(os.environb)
+        self.saved_cwd = os.getcwd()
+        os.chdir(self.cwd)  # (first: a folder that is gone changes nothing)
+        os.environb.clear()
+        os.environb.update(self.env)
+
+    def __exit__(self, *exc: object) -> None:
+        os.environb.clear()
+        os.environb.update(self.saved_env)
+        os.chdir(self.saved_cwd)
+
+
+def _handle(request: bytes) -> tuple[bytes, bool]:
+    """The reply to one request, and whether the process should exit after it (another stoprule
+    is asking: the next fresh hook starts the right one)."""
+    import io
+
+    from stoprule.cli.main import run
+
+    protocol, identity, argv, cwd, env, data = resident.unframe(request, 6)
+    if protocol != resident.PROTOCOL or identity != resident.identity():
+        return resident.frame([b"declined", b"", b"", b""]), True
+    args = argv.decode().split("\0")
+    if args[:1] != ["hook"]:
+        return resident.frame([b"declined", b"", b"", b""]), False
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with _Swap(cwd, env):
+            code = run(args, io.BytesIO(data), out, err)
+    except OSError:  # the client's folder is gone: it decides itself
+        return resident.frame([b"declined", b"", b"", b""]), False
+    return resident.frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
+
+
+def _warm() -> None:
+    """Import what a stop needs, and keep evaluators between stops."""
+    import stoprule.agent.hook.providers  # noqa: F401
+    import stoprule.agent.hook.runner  # noqa: F401
+    import stoprule.cli.hook_cmd  # noqa: F401
+    from stoprule.engine.packs import keep_loaded
+
+    keep_loaded()
+
+
+def serve(idle: float = resident.IDLE_SECONDS) -> int:
+    """Be the user's resident process until ``idle`` seconds pass without a request (exit 0; 1 if
+    there is no safe directory for the socket; 0 at once if another one is running)."""
+    import fcntl
+    import signal
+    import socket
+    from contextlib import suppress
+
+    folder = resident.runtime_dir(create=True)
+    if folder is None:
+        sys.stderr.write("stoprule resident: no private directory for the socket (XDG_RUNTIME_DIR or /tmp)\n")
+        return 1
+    lock = os.open(resident.pid_file(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return 0  # another resident process holds it
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    path = resident.socket_path(folder)
+    resident.SERVING = True
+    os.chdir("/")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket is removed on the way out
+    try:
+        with suppress(FileNotFoundError):
+            os.unlink(path)  # a stale socket: its process is gone (it held the lock)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(old)
+        listener.listen(64)
+        _warm()
+        for _ in range(resident.MAX_REQUESTS):
+            listener.settimeout(idle)
+            try:
+                conn, _addr = listener.accept()
+            except TimeoutError:
+                break
+            try:
+                conn.settimeout(resident.WAIT_SECONDS)
+                if resident.peer(conn)[1] != os.getuid():
+                    continue
+                reply, leave = _handle(resident.read_all(conn, resident.MAX_REQUEST_BYTES))
+                conn.sendall(reply)
+                if leave:
+                    break
+            except (OSError, ValueError):
+                continue
+            finally:
+                conn.close()
+        return 0
+    finally:
+        with suppress(OSError):
+            os.unlink(path)
+        os.close(lock)
