@@ -683,7 +683,8 @@ def _judged(judge: Any) -> Any:
 
 # a flag's name ends in one of these, in lower case, or holds a letter that folds to an ASCII one
 # (U+017F, U+0131, and U+0130 whose lower case holds U+0307; U+212A's is k)
-_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "access", "passphrase", "\u017f", "\u0131", "\u0307")
+_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "accesskey", "access-key", "passphrase", "\u017f",
+               "\u0131", "\u0307")  # fmt: skip
 # (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),

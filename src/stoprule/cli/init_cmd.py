@@ -53,7 +53,7 @@ providers:
   #   transcript.turns: turn
   #   git.dirty: uncommittedWork
 """
-GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
+GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\nledger.db.journal*\n"
 
 
 def stoprule_argv() -> list[str]:
