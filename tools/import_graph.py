@@ -76,7 +76,6 @@ MARK = "cold path"  # what a cold-path module's docstring says
 COLD_PATH: tuple[str, ...] = (
     "stoprule",
     "stoprule._util",
-    "stoprule._util.codegen",
     "stoprule._util.command",
     "stoprule._util.files",
     "stoprule._util.gcpause",
@@ -128,7 +127,6 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.facts.schema",
     "stoprule.language",
     "stoprule.language.files",
-    "stoprule.language.patterns",
     "stoprule.language.templates",
     "stoprule.ledger",
     "stoprule.ledger.errors",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import _thread  # threading's lock and local (importing threading costs a start ~0.6 ms)
 import itertools
 import json
-import weakref
 from collections.abc import Callable, Sequence
 
 try:  # compiled into stoprule at install (hatch_build.py)
@@ -169,14 +168,19 @@ class _Handles:
     (its ``threading.local`` entry), or with the engine. A matcher refers to its holder, so
     handles in use are never released under it, and an idle handle has no holder."""
 
-    __slots__ = ("__weakref__", "handles", "pairs")
+    __slots__ = ("handles", "pairs")
 
     def __init__(self, defs: Sequence[str]) -> None:
         self.pairs: list[tuple[str, int]] = []
-        weakref.finalize(self, _release, self.pairs)
         for d in defs:
             self.pairs.append((d, _acquire(d)))
         self.handles = [h for _, h in self.pairs]
+
+    def __del__(self) -> None:  # (not weakref.finalize: importing weakref costs a start ~0.5 ms)
+        try:  # noqa: SIM105 - contextlib costs the cold start ~1 ms
+            _release(self.pairs)
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit the pool may be gone already
+            pass
 
 
 class Engine:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from stoprule._util.codegen import define
 from stoprule._util.gcpause import paused_gc
 from stoprule._util.records import Record, record
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
@@ -235,6 +234,8 @@ def _json_projector(
     namespace: dict[str, Any] = {
         "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
     }  # fmt: skip
+    from stoprule._util.codegen import define  # (only when the code is generated: see Evaluator._use_code)
+
     return source, define(source, namespace, "project_json")
 
 

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from stoprule.engine.compiled import Slot
 from stoprule.engine.durable import _string
 from stoprule.facts.schema import FactField
-from stoprule.language import patterns
 
 __all__ = ["ANY", "BOOL", "ENUM", "INT", "MARKER", "NUMBER", "STRING", "TEST", "TESTS", "field_of", "slot_encoding"]
 
@@ -50,6 +49,8 @@ def slot_encoding(s: Slot, scope: FactField | None, prefix: str) -> tuple[int, A
         fn, arg = s.test
         if fn not in TESTS:  # a name read from a cache: only a pattern test, never any other attribute
             raise ValueError(f"not a pattern test: {fn!r}")
+        from stoprule.language import patterns  # (only a pack with pattern slots needs it)
+
         return TEST, functools.partial(_run_test, getattr(patterns, fn), arg)
     if s.marker:
         return MARKER, None
