@@ -315,7 +315,7 @@ def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, mo
     assert code == 0 and "already there" in out and json.loads(path.read_text()) == new
     code, out, _ = _cli("init", "--harness", harness, "--user", "--command", f"stoprule hook {harness}")
     assert code == 0 and Path(t.path(str(tmp_path), True)).exists()
-    from stoprule.agent.config import load_config
+    from stoprule.config.loader import load_config
 
     load_config(str(tmp_path / ".stoprule" / "config.yaml"), sections=("hook", "providers"))
 

@@ -102,7 +102,7 @@ def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -
     env = _env(tmp_path, runtime)
     p = subprocess.run([sys.executable, "-I", "-m", "stoprule", "resident", "serve", "--idle", "1"], env=env,
                        capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert p.returncode == 1 and "no private directory" in p.stderr
+    assert p.returncode == 1 and "no private directory" in p.stderr, p.stderr
     root = _project(tmp_path / "p")
     out, _, log = _hook(root, env)
     assert "via" not in log and out and out["decision"] == "block"

@@ -1,1 +1,13 @@
-"""Private helpers: the few standard-library shims the cold path needs, and file helpers."""
+"""Private helpers below every layer: the few standard-library shims the cold path needs, and file helpers.
+
+Modules::
+
+    files     atomic replacement, exclusive locks, bounded reads, durable appends: every write goes through here
+    cache     the content-keyed cache of compiled packs and validated configs
+    records   ``@record``: the immutable records of the cold path
+    tagged    values as JSON data and back, exactly (the compiled-pack cache's format: data, never code)
+    codegen   generated Python code, compiled once per source
+    command   run a short command and capture its output
+    gcpause   batches run with the cyclic garbage collector paused
+    redact    secrets become [REDACTED] before anything is written
+    text      strings safe to store"""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import time
 
+from stoprule.diagnostics import StopruleError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["CommandTimeout", "capture"]
 
 
-class CommandTimeout(Exception):
+class CommandTimeout(StopruleError):
     """The command was still running at its deadline (it was killed)."""
 
 

@@ -1,6 +1,6 @@
 """The one file helper: atomic replacement, exclusive locks, bounded reads, durable appends.
 
-    atomic_write(path, data)        temp file in the same folder, fsync, rename over ``path``
+    atomic_write(path, data)        a uniquely named temp file in the same folder, fsync, rename over ``path``
     with locked(path): ...          exclusive ``flock`` on ``path`` (created if missing)
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
     append_durably(path, data)      one ``O_APPEND`` write, synced, under a shared lock
@@ -42,10 +42,13 @@ def atomic_write(
     mode: int = 0o644,
     exclusive: bool = False,
     sync_folder: bool = False,
+    keep_mode: bool = False,
 ) -> bool:
     """Replace ``path`` with ``data`` atomically (the folder is created); with ``exclusive``, only
     create it (False when it exists: nothing written). ``sync`` flushes the file to disk,
-    ``sync_folder`` the folder too (the rename itself survives a crash). Raises ``OSError``."""
+    ``sync_folder`` the folder too (the rename itself survives a crash). A new file gets ``mode``
+    (less the umask); with ``keep_mode``, a file that is replaced keeps its own permission bits.
+    Raises ``OSError``."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -53,6 +56,11 @@ def atomic_write(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
+            if keep_mode:
+                try:  # noqa: SIM105 - contextlib is not on the stop's path
+                    os.fchmod(fd, os.stat(path).st_mode & 0o7777)
+                except FileNotFoundError:
+                    pass
             view = memoryview(raw)
             while view:
                 n = os.write(fd, view)
@@ -88,24 +96,27 @@ def atomic_write(
 
 
 class locked:  # noqa: N801 - used as a function: ``with locked(path):`` (contextlib costs a start ~1 ms)
-    """Hold an exclusive lock on ``path`` (a lock file; its folder is created) for the block."""
+    """Hold an exclusive lock on ``path`` (a lock file; its folder is created) for the block; with
+    ``wait`` false, ``BlockingIOError`` at once when another process holds it. The lock file's
+    descriptor is ``fd`` meanwhile."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, *, wait: bool = True, mode: int = 0o644) -> None:
+        self.path, self.wait, self.mode = path, wait, mode
         self.fd = -1
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> locked:
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), self.mode)
         try:
             import fcntl
 
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            fcntl.flock(self.fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except ImportError:  # pragma: no cover - no flock (Windows): renames stay atomic
             pass
         except BaseException:
             os.close(self.fd)
             raise
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         os.close(self.fd)  # closing releases the lock

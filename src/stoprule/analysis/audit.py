@@ -42,7 +42,7 @@ __all__ = ["AuditReport", "Finding", "audit_pack", "exhaustive_audit", "member_s
 MAX_REGIONS = 5
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     """One problem (or note) with where it is and the evidence."""
 

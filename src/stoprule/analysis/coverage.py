@@ -34,9 +34,13 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from stoprule.analysis.domain import build_space
+from stoprule.analysis.encoding import Encoder
+from stoprule.analysis.formula import FALSE, TRUE
+from stoprule.analysis.solver import Solver, SolverUnknown
 from stoprule.diagnostics import AnalysisLimit, FactError
 from stoprule.engine.evaluator import Verdict
 from stoprule.engine.interpret import evaluate, get_path
@@ -63,7 +67,8 @@ Key = tuple[Any, ...]
 Node = C.Atom | C.Quant
 
 
-class Observation(NamedTuple):
+@dataclass(frozen=True)
+class Observation:
     """One evaluated fact: a label naming it (``file::case[i]``), the validated fact and its verdict."""
 
     label: str
@@ -139,7 +144,8 @@ class RuleCoverage:
         }
 
 
-class Unexercised(NamedTuple):
+@dataclass(frozen=True, order=True)
+class Unexercised:
     """A declaration no fact exercised: ``kind`` is set, set_member, blocker_category, ...."""
 
     kind: str
@@ -149,7 +155,7 @@ class Unexercised(NamedTuple):
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return asdict(self)
 
 
 def _ratio(covered: int, total: int) -> dict[str, Any]:
@@ -157,7 +163,7 @@ def _ratio(covered: int, total: int) -> dict[str, Any]:
     return {"covered": covered, "total": total, "percent": pct}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Coverage:
     """The whole report; ``to_dict`` is the JSON form."""
 
@@ -549,9 +555,6 @@ class _Prover:
         return out
 
     def _exhaustive(self, d: _Decision, pending: list[int], limit: int | None) -> dict[int, tuple[str, Pair]]:
-        from stoprule.analysis.domain import build_space
-        from stoprule.analysis.formula import FALSE, TRUE
-
         space = build_space(self.schema.root, list(d.nodes))
         store = space.store
         n = len(space.vars)
@@ -594,9 +597,6 @@ class _Prover:
     def _solver(self, d: _Decision, pending: list[int]) -> dict[int, tuple[str, Pair]]:
         import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
-        from stoprule.analysis.encoding import Encoder
-        from stoprule.analysis.solver import Solver, Unknown
-
         enc = Encoder(self.schema.root, [d.cond])
         terms = [enc.cond(x) for x in d.nodes]
         solver = Solver(enc, None)
@@ -616,7 +616,7 @@ class _Prover:
             ]
             try:
                 return solver.check(s, *want)
-            except Unknown:
+            except SolverUnknown:
                 raise _TooBig from None
 
         try:
@@ -738,7 +738,8 @@ def compute_coverage(
     verdicts_seen: set[str] = set()
     warnings: list[str] = []
     facts = 0
-    for label, fact, verdict in observations:
+    for seen in observations:
+        label, fact, verdict = seen.label, seen.fact, seen.verdict
         facts += 1
         verdicts_seen.add(verdict.verdict)
         matched = {m.rule for m in verdict.matched}

@@ -55,7 +55,7 @@ Path = tuple[str, ...]
 MAX_LIST_SHAPES = 4096
 
 
-@dataclass
+@dataclass(frozen=True)
 class Value:
     """One abstract value: its witness (``data``), as the rules see it (``norm``), weight and cost."""
 

@@ -49,7 +49,7 @@ class Cell:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decider:
     """One rule list in declaration order: formula ids and priorities."""
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 
+from stoprule.diagnostics import EXIT_INVALID, StopruleError
+
 __all__ = [
     "add_jobs_flag",
     "add_ledger_flag",
@@ -32,6 +34,7 @@ __all__ = [
     "config_error",
     "diagnostics_error",
     "fact_error",
+    "handled",
     "input_name",
     "ledger_target",
     "policy_error",
@@ -42,8 +45,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
-    from typing import IO, Any
+    from typing import IO
 
+    from stoprule.config.reader import Settings
     from stoprule.diagnostics import EvaluationError, PolicyError
     from stoprule.engine.evaluator import Verdict
     from stoprule.ledger.errors import LedgerError
@@ -93,7 +97,7 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
 
 
 def ledger_target(
-    explicit: str | None, start: str | None = None, *, settings: dict[str, Any] | None = None
+    explicit: str | None, start: str | None = None, *, settings: Settings | None = None
 ) -> tuple[str, bool]:
     """The ledger to open and whether it is the default file: ``--ledger``, else ``$STOPRULE_LEDGER``,
     else ``ledger.url`` in the nearest ``.stoprule/config.yaml`` (a relative path is relative to that
@@ -106,7 +110,7 @@ def ledger_target(
         return explicit, False
     if os.environ.get("STOPRULE_LEDGER"):
         return os.environ["STOPRULE_LEDGER"], False
-    from stoprule.project import find_project
+    from stoprule.project import CONFIG_FILE, find_project
 
     project = find_project(start)
     if project is None:
@@ -114,10 +118,10 @@ def ledger_target(
 
         return DEFAULT_PATH, True
     if settings is None:
-        from stoprule.agent.settings import hook_settings
+        from stoprule.config.reader import read_settings
 
-        settings = hook_settings(os.path.join(project, "config.yaml"))
-    url = (settings.get("ledger") or {}).get("url")
+        settings = read_settings(os.path.join(project, CONFIG_FILE))
+    url = settings.ledger.get("url")
     if url:
         from stoprule.ledger.backend import is_url
 
@@ -177,10 +181,20 @@ def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout:
         stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
 
 
+def handled(command: Callable[[], int], stderr: IO[str]) -> int:
+    """The exit code of ``command()``; a :class:`~stoprule.diagnostics.StopruleError` it raises is
+    the one way errors end a command: its report on ``stderr``, its ``exit_code`` returned."""
+    try:
+        return command()
+    except StopruleError as exc:
+        stderr.write(exc.report() + "\n")
+        return exc.exit_code
+
+
 def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
     """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
     stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
-    return 2
+    return EXIT_INVALID
 
 
 def config_error(exc: PolicyError, stderr: IO[str]) -> int:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO, Any
 
+    from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
@@ -58,7 +59,7 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 
 def record(
-    project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict, settings: dict[str, Any]
+    project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict, settings: Settings
 ) -> dict[str, str]:
     """Record the decision as a node of run ``run`` (the session) in the project's ledger:
     ``$STOPRULE_LEDGER``, else the config's ``ledger.url`` (``settings``: the config's, as the hook

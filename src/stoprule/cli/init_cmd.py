@@ -25,6 +25,7 @@ import shutil
 import sys
 from typing import IO, Any
 
+from stoprule._util.files import atomic_write
 from stoprule.agent.hook.wiring import (
     EXTRA_EVENTS,
     OPENCODE_CONFIG,
@@ -33,26 +34,12 @@ from stoprule.agent.hook.wiring import (
     add_entry,
     opencode_plugin,
 )
+from stoprule.config.template import config_template
+from stoprule.diagnostics import CommandError
 from stoprule.project import STATE_DIR, find_project
 
-__all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run"]
+__all__ = ["add_arguments", "default_command", "run"]
 
-CONFIG_TEMPLATE = """\
-# stoprule settings (see docs/agents.md). Unknown keys are errors.
-hook:
-  mode: enforce      # enforce | observe (decide, log and record, but never block)
-  fail: open         # open: an internal error allows the stop; closed: it blocks with closed_message
-  loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
-  ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
-  budget_ms: 5000    # the whole hook's time budget
-  permission_triage: {triage}  # deny permission requests with the triage (autonomous sessions only)
-providers:
-  enabled: [hook, state, blockers, transcript, closure, git]
-  timeout_ms: 1500   # each provider's budget
-  # fields:          # observation -> fact field of the pack (null: observe only)
-  #   transcript.turns: turn
-  #   git.dirty: uncommittedWork
-"""
 GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\nledger.db.journal*\n"
 
 
@@ -113,10 +100,7 @@ def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, std
         shutil.copy2(path, path + ".bak")
         stdout.write(f"backed up {path} to {path}.bak\n")
     backed.add(path)
-    tmp = path + ".stoprule-tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, text, keep_mode=True)
     stdout.write(f"{what} in {path}\n")
 
 
@@ -152,7 +136,7 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
 def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
     """``.stoprule/config.yaml`` (and its ``.gitignore``) when missing."""
     cfg = os.path.join(state_dir, "config.yaml")
-    text = CONFIG_TEMPLATE.replace("{triage}", "true" if triage else "false")
+    text = config_template(permission_triage=triage)
     if os.path.exists(cfg):
         stdout.write(f"{cfg}: exists; unchanged\n")
         if triage:
@@ -160,13 +144,9 @@ def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) 
     elif dry_run:
         stdout.write(f"would create {cfg}:\n{text}")
     else:
-        os.makedirs(state_dir, exist_ok=True)
-        with open(cfg, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        atomic_write(cfg, text, exclusive=True)
         gi = os.path.join(state_dir, ".gitignore")
-        if not os.path.exists(gi):
-            with open(gi, "w", encoding="utf-8") as fh:
-                fh.write(GITIGNORE)
+        atomic_write(gi, GITIGNORE, exclusive=True)  # kept when there is one
         stdout.write(f"created {cfg} (hook settings) and {gi}\n")
 
 
@@ -203,11 +183,7 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     elif args.dry_run:
         stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
     else:
-        os.makedirs(os.path.dirname(plugin), exist_ok=True)
-        tmp = plugin + ".stoprule-tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, plugin)
+        atomic_write(plugin, text, keep_mode=True)
         stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
     if args.no_mcp:
         return 0
@@ -251,8 +227,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         changed = add_entry(config, t, command)
         added = [name for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)]
     except (OSError, ValueError) as exc:
-        stderr.write(f"stoprule: cannot use {path}: {exc}; nothing written\n")
-        return 2
+        raise CommandError(f"cannot use {path}: {exc}; nothing written") from None
     state_dir = state or os.path.join(root, STATE_DIR)
     if not changed and not added:
         stdout.write(f"{path}: stoprule's {t.event} hook is already there; unchanged\n")

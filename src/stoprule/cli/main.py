@@ -7,6 +7,11 @@ A module may also define ``parse_simple(argv) -> namespace | None``: its most co
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
 
+Errors have one handler (:func:`stoprule.cli.common.handled`, around every command here and
+around each run of ``--watch``): a command raises a :class:`~stoprule.diagnostics.StopruleError`
+(:class:`~stoprule.diagnostics.CommandError` for its own refusals), and the handler prints its
+:meth:`~stoprule.diagnostics.StopruleError.report` on standard error and returns its ``exit_code``.
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -121,13 +126,20 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    """Run one command with the given streams; returns the exit code."""
+    """Run one command with the given streams; returns the exit code (a
+    :class:`~stoprule.diagnostics.StopruleError` it raises: its report on ``stderr``, its code)."""
     if argv[:1] == ["hook"]:  # the user's resident process decides it, when one is listening
         from stoprule.cli.resident import forward
 
         code, stdin = forward(argv, stdin, stdout, stderr)
         if code is not None:
             return code
+    from stoprule.cli.common import handled  # (here: the resident process's client needs none of it)
+
+    return handled(lambda: _run(argv, stdin, stdout, stderr), stderr)
+
+
+def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if argv and argv[0] in COMMANDS:
         command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)

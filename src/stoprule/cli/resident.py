@@ -34,6 +34,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from stoprule.config.reader import Settings
+
 __all__ = [
     "IDLE_SECONDS",
     "PROTOCOL",
@@ -210,11 +212,11 @@ def _ask(path: str, argv: list[str], data: bytes) -> tuple[int, bytes, bytes] | 
         sock.close()
 
 
-def start(settings: dict[str, Any]) -> None:
+def start(settings: Settings) -> None:
     """After a stop decided in its own process with ``hook.resident: true``: start the user's
     resident process (none answered this stop; a second one started at the same time exits at
     once). Detached (its own session, no stdio), with a minimal environment; never raises."""
-    if SERVING or not settings.get("hook", {}).get("resident"):
+    if SERVING or not settings.hook.get("resident"):
         return
     try:
         folder = runtime_dir(create=True)

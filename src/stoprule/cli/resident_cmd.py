@@ -11,10 +11,20 @@ true`` in ``.stoprule/config.yaml`` a stop decided in its own process starts one
 
 from __future__ import annotations
 
+import io
 import os
+import signal
+import socket
 import sys
+from contextlib import suppress
 
+import stoprule.agent.hook.providers  # noqa: F401 - what a stop imports, imported before the first one
+import stoprule.cli.hook_cmd  # noqa: F401
+from stoprule._util.files import locked
 from stoprule.cli import resident
+from stoprule.cli.main import run as run_command
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError
+from stoprule.engine.packs import keep_loaded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,21 +47,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _pid(folder: str) -> int | None:
     """The pid of the resident process holding the lock in ``folder``, if one does."""
-    import fcntl
-
-    try:
-        fd = os.open(resident.pid_file(folder), os.O_RDONLY)
-    except OSError:
+    path = resident.pid_file(folder)
+    if not os.path.exists(path):
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:  # held: read who holds it
-            text = os.read(fd, 64).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else None
-        return None  # nobody holds it
-    finally:
-        os.close(fd)
+        with locked(path, wait=False, mode=0o600):
+            return None  # nobody holds it
+    except BlockingIOError:  # held: read who holds it
+        with open(path, "rb") as fh:
+            text = fh.read(64).decode(errors="replace").strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
@@ -60,22 +67,19 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     folder = resident.runtime_dir()
     pid = _pid(folder) if folder else None
     if args.action == "status":
-        if pid is None:
+        if pid is None or folder is None:
             stdout.write("no resident process (stops are decided each in its own process)\n")
-            return 1
-        stdout.write(f"resident process {pid}, socket {resident.socket_path(folder)}\n")  # type: ignore[arg-type]
-        return 0
+            return EXIT_NOT_OK
+        stdout.write(f"resident process {pid}, socket {resident.socket_path(folder)}\n")
+        return EXIT_OK
     if pid is None:
         stdout.write("no resident process\n")
-        return 0
+        return EXIT_OK
     if not resident.genuine(pid):
-        stderr.write(f"stoprule resident: process {pid} holds the lock but is not a resident stoprule: not stopped\n")
-        return 1
-    import signal
-
+        raise CommandError(f"process {pid} holds the resident lock but is not a resident stoprule: not stopped")
     os.kill(pid, signal.SIGTERM)
     stdout.write(f"stopped resident process {pid}\n")
-    return 0
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------- the process
@@ -104,10 +108,6 @@ class _Swap:
 def _handle(request: bytes) -> tuple[bytes, bool]:
     """The reply to one request, and whether the process should exit after it (another stoprule
     is asking: the next fresh hook starts the right one)."""
-    import io
-
-    from stoprule.cli.main import run
-
     protocol, identity, argv, cwd, env, data = resident.unframe(request, 6)
     if protocol != resident.PROTOCOL or identity != resident.identity():
         return resident.frame([b"declined", b"", b"", b""]), True
@@ -117,42 +117,35 @@ def _handle(request: bytes) -> tuple[bytes, bool]:
     out, err = io.StringIO(), io.StringIO()
     try:
         with _Swap(cwd, env):
-            code = run(args, io.BytesIO(data), out, err)
+            code = run_command(args, io.BytesIO(data), out, err)
     except OSError:  # the client's folder is gone: it decides itself
         return resident.frame([b"declined", b"", b"", b""]), False
     return resident.frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
 
 
 def _warm() -> None:
-    """Import what a stop needs, and keep evaluators between stops."""
-    import stoprule.agent.hook.providers  # noqa: F401
-    import stoprule.agent.hook.runner  # noqa: F401
-    import stoprule.cli.hook_cmd  # noqa: F401
-    from stoprule.engine.packs import keep_loaded
-
+    """Keep evaluators between stops (what a stop imports is imported with this module)."""
     keep_loaded()
 
 
 def serve(idle: float = resident.IDLE_SECONDS) -> int:
-    """Be the user's resident process until ``idle`` seconds pass without a request (exit 0; 1 if
-    there is no safe directory for the socket; 0 at once if another one is running)."""
-    import fcntl
-    import signal
-    import socket
-    from contextlib import suppress
-
+    """Be the user's resident process until ``idle`` seconds pass without a request (exit 0 at
+    once if another one is running; CommandError if there is no safe directory for the socket)."""
     folder = resident.runtime_dir(create=True)
     if folder is None:
-        sys.stderr.write("stoprule resident: no private directory for the socket (XDG_RUNTIME_DIR or /tmp)\n")
-        return 1
-    lock = os.open(resident.pid_file(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        raise CommandError("no private directory for the resident process's socket (XDG_RUNTIME_DIR or /tmp)",
+                           EXIT_NOT_OK)  # fmt: skip
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(lock)
-        return 0  # another resident process holds it
-    os.ftruncate(lock, 0)
-    os.write(lock, f"{os.getpid()}\n".encode())
+        with locked(resident.pid_file(folder), wait=False, mode=0o600) as lock:
+            os.ftruncate(lock.fd, 0)
+            os.write(lock.fd, f"{os.getpid()}\n".encode())
+            _serve(folder, idle)
+    except BlockingIOError:
+        pass  # another resident process holds it
+    return EXIT_OK
+
+
+def _serve(folder: str, idle: float) -> None:
     path = resident.socket_path(folder)
     resident.SERVING = True
     os.chdir("/")
@@ -186,8 +179,6 @@ def serve(idle: float = resident.IDLE_SECONDS) -> int:
                 continue
             finally:
                 conn.close()
-        return 0
     finally:
         with suppress(OSError):
             os.unlink(path)
-        os.close(lock)

@@ -26,6 +26,7 @@ import sys
 import zlib
 from collections.abc import Mapping
 
+from stoprule._util.cache import cache_dir, read_entry, write_entry
 from stoprule.engine.compiled import CompiledPolicy, from_data, to_data
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.files import pack_files
@@ -93,15 +94,6 @@ def pack_path(
     return _select(explicit, os.environ if env is None else env, cwd)
 
 
-def _cache_dir() -> str | None:
-    if os.environ.get("STOPRULE_NO_CACHE"):
-        return None
-    if os.environ.get("STOPRULE_CACHE_DIR"):
-        return os.environ["STOPRULE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "stoprule")
-
-
 def _compiler_stats() -> list[list[Any]]:
     """The compiler modules' size and mtime (a changed compiler invalidates what it compiled),
     each module found on disk, never listed by hand."""
@@ -143,23 +135,13 @@ def _entry_path(cdir: str, root: str) -> str:
     return os.path.join(cdir, f"pack-{zlib.crc32(key):08x}{zlib.adler32(key):08x}.json")
 
 
-def _read_entry(path: str) -> dict[str, Any] | None:
-    """The cache entry at ``path``, if it is a regular file of ours that no one else can write."""
+def _read(path: str) -> dict[str, Any] | None:
+    """The cache entry at ``path`` (None when it is missing or does not read as one)."""
+    raw = read_entry(path, MAX_ENTRY_BYTES)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        entry = json.loads(raw) if raw is not None else None
+    except ValueError:
         return None
-    try:
-        st = os.fstat(fd)
-        getuid = getattr(os, "getuid", None)
-        if (getuid is not None and st.st_uid != getuid()) or st.st_mode & 0o022 or st.st_size > MAX_ENTRY_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            entry = json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
     return entry if type(entry) is dict else None
 
 
@@ -189,12 +171,12 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
     import time
 
     root = _select(path, os.environ, None)
-    cdir = _cache_dir() if cache else None
+    cdir = cache_dir() if cache else None
     if cdir is not None and os.path.isdir(root):
         try:
             compiler, files = _compiler_stats(), pack_files(root)
             entry_path = _entry_path(cdir, root)
-            entry = _read_entry(entry_path)
+            entry = _read(entry_path)
             compiled, restamp = _cached(entry, root, compiler, files)
         except OSError:  # a file vanished meanwhile: compiled below (which names any problem)
             compiled, restamp, entry = None, None, None
@@ -224,12 +206,10 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
 
 
 def _store(path: str, entry: dict[str, Any]) -> None:
-    """Write atomically (temp file + rename), readable by the user only; an unwritable cache is not an error."""
-    from stoprule._util.files import atomic_write
-
+    """Write the entry atomically; an unwritable cache is not an error."""
     try:
-        atomic_write(path, json.dumps(entry, separators=(",", ":")), sync=False, mode=0o600)
-    except (OSError, TypeError, ValueError):
+        write_entry(path, json.dumps(entry, separators=(",", ":")).encode())
+    except (TypeError, ValueError):
         return
 
 

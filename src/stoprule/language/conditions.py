@@ -26,10 +26,12 @@ visitors that give nodes a meaning.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoprule import codes
 from stoprule._util import tagged
 from stoprule.diagnostics import Diagnostic, unknown_hint
 from stoprule.facts.schema import FactField
@@ -168,8 +170,6 @@ _TYPES: dict[str, type] = {
 def dump_conditions(conds: dict[str, Cond]) -> str:
     """Checked conditions by name as JSON text, with what the reference interpreter reads of them
     (no source locations, no schema fields): kept with a compiled pack, and in its cache."""
-    import json
-
     return json.dumps(tagged.dump({name: _lean(c) for name, c in conds.items()}, _TYPES), separators=(",", ":"))
 
 
@@ -188,15 +188,13 @@ def _lean(c: Cond) -> Cond:
 
 def load_conditions(text: str) -> dict[str, Cond]:
     """The conditions :func:`dump_conditions` wrote (ValueError for anything else)."""
-    import json
-
     conds = tagged.load(json.loads(text), _TYPES)
     if type(conds) is not dict:
         raise ValueError("not a table of conditions")
     return conds
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Parser:
     src: SourceFile
     diags: list[Diagnostic] = field(default_factory=list)
@@ -215,12 +213,12 @@ class _Parser:
         if not isinstance(raw, dict):
             self.err(
                 path,
-                "condition.syntax",
+                codes.CONDITION_SYNTAX,
                 "a condition is a mapping (use all: [...] or any: [...] for lists)",
             )
             return None
         if not raw:
-            self.err(path, "condition.syntax", "empty condition")
+            self.err(path, codes.CONDITION_SYNTAX, "empty condition")
             return None
         if "some" in raw or "every" in raw or "where" in raw:
             return self.quant(raw, path)
@@ -235,14 +233,14 @@ class _Parser:
         if len(kinds) != 1 or "where" not in raw or extra:
             self.err(
                 path,
-                "condition.syntax",
+                codes.CONDITION_SYNTAX,
                 "a quantifier is exactly {some: LIST, where: COND} or {every: LIST, where: COND}",
             )
             return None
         kind = kinds[0]
         name = raw[kind]
         if not isinstance(name, str):
-            self.err((*path, kind), "condition.syntax", f"{kind}: takes a list field name")
+            self.err((*path, kind), codes.CONDITION_SYNTAX, f"{kind}: takes a list field name")
             return None
         where = self.parse(raw["where"], (*path, "where"))
         return None if where is None else Quant(kind, name, where, self.loc((*path, kind)))
@@ -251,7 +249,7 @@ class _Parser:
         loc = self.loc(path)
         if key in ("all", "any"):
             if not isinstance(value, list) or not value:
-                self.err(path, "condition.syntax", f"{key}: takes a non-empty list of conditions")
+                self.err(path, codes.CONDITION_SYNTAX, f"{key}: takes a non-empty list of conditions")
                 return None
             items = [self.parse(v, (*path, i)) for i, v in enumerate(value)]
             if any(i is None for i in items):
@@ -262,12 +260,12 @@ class _Parser:
             return None if inner is None else Not(inner, loc)
         if key == "ref":
             if not isinstance(value, str):
-                self.err(path, "condition.syntax", "ref: takes the name of a condition")
+                self.err(path, codes.CONDITION_SYNTAX, "ref: takes the name of a condition")
                 return None
             return Ref(value, loc)
         if key == "high_risk_stop":
             if not isinstance(value, bool):
-                self.err(path, "condition.syntax", "high_risk_stop: takes true or false")
+                self.err(path, codes.CONDITION_SYNTAX, "high_risk_stop: takes true or false")
                 return None
             return HighRisk(value, loc)
         return self.field_entry(key, value, path)
@@ -275,7 +273,7 @@ class _Parser:
     def field_entry(self, key: str, value: Any, path: tuple) -> Cond | None:
         loc = self.loc(path)
         if key.count("[]") > 2:  # lists in lists are refused later; do not recurse on a long key
-            self.err(path, "condition.nested_list", "lists inside list items are not supported in conditions")
+            self.err(path, codes.CONDITION_NESTED_LIST, "lists inside list items are not supported in conditions")
             return None
         if "[]" in key:
             head, _, rest = key.partition("[]")
@@ -284,14 +282,14 @@ class _Parser:
             return None if inner is None or not head else Quant("some", head, inner, loc)
         ops = value if isinstance(value, dict) else {"eq": value}
         if not ops:
-            self.err(path, "condition.syntax", f"no operator given for {key!r}")
+            self.err(path, codes.CONDITION_SYNTAX, f"no operator given for {key!r}")
             return None
         atoms: list[Cond] = []
         for op, arg in ops.items():
             if op not in OPERATORS:
                 self.err(
                     (*path, op),
-                    "condition.unknown_operator",
+                    codes.CONDITION_UNKNOWN_OPERATOR,
                     f"unknown operator {op!r}{unknown_hint(str(op), OPERATORS, listed=len(OPERATORS))}",
                 )
                 return None

@@ -20,7 +20,7 @@ from typing import Any
 from stoprule._util.files import atomic_write, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 from stoprule.diagnostics import EvaluationError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.templates import render
@@ -30,7 +30,7 @@ __all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_repo
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: no trailing newline
 
 
-@dataclass
+@dataclass(frozen=True)
 class Problem:
     rule: str
     reason: str
@@ -47,7 +47,7 @@ class Problem:
         return self.message + ("" if not self.entries else " Wrong entries: " + "; ".join(self.entries) + ".")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportCheck:
     ok: bool
     problems: list[Problem]

@@ -8,6 +8,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule.diagnostics import AgentError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -17,7 +19,7 @@ __all__ = ["MAX_PAYLOAD_BYTES", "Decision", "HookEvent", "PayloadError"]
 MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
-class PayloadError(ValueError):
+class PayloadError(AgentError, ValueError):
     """The harness's stdin is not a usable payload (not JSON, not an object)."""
 
 

@@ -11,6 +11,7 @@ and registers the MCP server in ``opencode.json``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,8 +81,6 @@ OPENCODE_CONFIG = ("opencode.json", os.path.join(".config", "opencode", "opencod
 
 def opencode_plugin(argv: list[str]) -> str:
     """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``)."""
-    import json
-
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "opencode_plugin.js"), encoding="utf-8") as fh:
         return fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
