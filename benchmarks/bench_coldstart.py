@@ -8,7 +8,7 @@ a minimal Python stop hook and hookify's stop hook.
 The project is a scratch git repository with one commit, wired by ``stoprule init --harness
 claude-code`` and ``--harness codex`` (their ``.stoprule/config.yaml``: the ledger on, every
 provider), with the real transcripts recorded from those harnesses (tests/fixtures/hooks/*/recorded)
-and their first recorded Stop payload pointed at it. Every run is the same stop (after
+and their last recorded Stop payload pointed at it. Every run is the same stop (after
 ``loop_cap`` blocks the loop guard allows it; each run does the same work: every provider, one
 ``git status``, the verdict, the journaled ledger write and its sync, the session record, the log
 line). Commands run round-robin (machine noise spreads over all of them), after one warm-up each
@@ -165,8 +165,11 @@ def _load() -> str:
     return f"{one:.2f} (5 min: {five:.2f}) on {os.cpu_count()} cpus"
 
 
-def _first_payload(harness: str) -> dict:
-    return json.loads((RECORDED / harness / "recorded" / "payloads.jsonl").read_text().splitlines()[0])
+def _last_payload(harness: str) -> dict:
+    """The harness's last recorded Stop payload: its last message is the transcript's last text (an
+    earlier payload's is not, and the hook would wait for the transcript to catch up, as it does
+    for a harness still writing it: up to 0.3 s)."""
+    return json.loads((RECORDED / harness / "recorded" / "payloads.jsonl").read_text().splitlines()[-1])
 
 
 def make_project(tmp: Path, script: str, env: dict[str, str]) -> dict[str, Path]:
@@ -183,7 +186,7 @@ def make_project(tmp: Path, script: str, env: dict[str, str]) -> dict[str, Path]
     for harness in ("claude-code", "codex"):
         transcript = tmp / f"{harness}.jsonl"
         shutil.copyfile(RECORDED / harness / "recorded" / "transcript.jsonl", transcript)
-        stop = dict(_first_payload(harness), cwd=str(proj), transcript_path=str(transcript))
+        stop = dict(_last_payload(harness), cwd=str(proj), transcript_path=str(transcript))
         payloads[harness] = tmp / f"{harness}-stop.json"
         payloads[harness].write_text(json.dumps(stop))
     guard = {"session_id": "bench", "transcript_path": str(tmp / "claude-code.jsonl"), "cwd": str(proj),
@@ -372,7 +375,7 @@ def main() -> None:
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; venv {vb}")
         print(f"tree: {tree_state()}")
         print("project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
-              " (ledger on, every provider); the recorded Claude Code and Codex transcripts and first Stop payloads")
+              " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads")
         if not args.only_cmd:
             print(f"hookify: {where}")
             print(f"guard: {'timed' if has_guard else 'not timed: this stoprule has no `guard` command'}")
