@@ -105,6 +105,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.gcpause",
     "stoprule._util.records",
     "stoprule._util.redact",
+    "stoprule._util.regex",
     "stoprule._util.tagged",
     "stoprule._util.text",
     "stoprule.agent",

@@ -10,4 +10,5 @@ Modules::
     command   run a short command and capture its output
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
+    regex     regular expressions compiled on first use
     text      strings safe to store"""

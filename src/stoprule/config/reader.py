@@ -60,9 +60,16 @@ def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
 
 def default_settings() -> Settings:
     """The settings when there is no config file."""
-    import copy
+    return _build(_copy(DEFAULTS), None)
 
-    return _build(copy.deepcopy(DEFAULTS), None)
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain data (``copy.deepcopy`` imports ``copy`` and ``weakref`` on the stop's path)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
 
 
 def read_settings(path: str | None) -> Settings:

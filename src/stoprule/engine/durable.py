@@ -12,7 +12,6 @@ import _thread  # threading's lock and local, without importing threading (not o
 import itertools
 import json
 from collections.abc import Callable, Sequence
-from contextlib import suppress  # loaded already: stoprule._util.files uses it
 
 try:  # compiled into stoprule at install (hatch_build.py)
     import stoprule.engine.durable_rules_engine as _dre
@@ -157,8 +156,10 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                 idle.append(handle)
                 total += 1
             else:
-                with suppress(Exception):  # the engine raises a bare error
+                try:  # noqa: SIM105 - contextlib is not on the stop's path
                     _dre.delete_ruleset(handle)
+                except Exception:  # noqa: BLE001, S110 - the engine raises a bare error
+                    pass
         pairs.clear()
 
 
@@ -242,8 +243,10 @@ def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -
     def _drop(h: int, n: int) -> None:
         """After an engine error (a limit met while matching): retract the fact, in case
         part of it was stored."""
-        with suppress(EngineError):
+        try:  # noqa: SIM105 - contextlib is not on the stop's path
             retract(h, f'{{"id":{n}}}')
+        except EngineError:
+            pass
 
     def _assert(h: int, text: str, n: int) -> Any:
         try:
