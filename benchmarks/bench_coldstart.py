@@ -270,8 +270,10 @@ def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: d
             ok = ratio <= targets[k]
             met &= ok
             verdict = f"<= {targets[k]:g}x: {'MET' if ok else 'NOT MET'}"
-        print(f"  {labels[k]:<58} {med[k]:8.1f} ms {ratio:6.2f}x {min(res[k][0]) * 1000:6.1f} ms {cpu[k]:8.1f} ms  "
-              f"{verdict}")  # fmt: skip
+        print(
+            f"  {labels[k]:<58} {med[k]:8.1f} ms {ratio:6.2f}x {min(res[k][0]) * 1000:6.1f} ms {cpu[k]:8.1f} ms  "
+            f"{verdict}"
+        )
     return met
 
 
@@ -279,8 +281,14 @@ def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: i
     """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU)."""
     acc: dict[str, list[tuple[float, float]]] = {}
     for _ in range(runs):
-        p = subprocess.run([cmd[0], "-c", PHASES, *cmd[1:]], input=payload.read_bytes(), env=env, cwd=cwd,
-                           capture_output=True, check=True)  # fmt: skip
+        p = subprocess.run(
+            [cmd[0], "-c", PHASES, *cmd[1:]],
+            input=payload.read_bytes(),
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            check=True,
+        )
         for name, (w, c) in json.loads(p.stdout.decode().splitlines()[-1]).items():
             acc.setdefault(name, []).append((w, c))
     print(f"\n== where one stop's time goes (in process; medians of {runs} fresh processes; load {_load()})")
@@ -293,9 +301,20 @@ def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: i
 def importtime(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
     per: dict[str, list[int]] = {}
     for _ in range(runs):
-        p = subprocess.run([cmd[0], "-X", "importtime", "-c",
-                            "import re, sys; from stoprule.cli.main import main; sys.exit(main())", *cmd[1:]],
-                           input=payload.read_bytes(), env=env, cwd=cwd, capture_output=True)  # fmt: skip
+        p = subprocess.run(
+            [
+                cmd[0],
+                "-X",
+                "importtime",
+                "-c",
+                "import re, sys; from stoprule.cli.main import main; sys.exit(main())",
+                *cmd[1:],
+            ],
+            input=payload.read_bytes(),
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+        )
         for line in p.stderr.decode(errors="replace").splitlines():
             if line.startswith("import time:") and "self [us]" not in line:
                 _self, cum, name = line[len("import time:") :].split("|", 2)
@@ -322,10 +341,14 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="stoprule-coldstart-"))
     server = None
     try:
-        base_env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("STOPRULE_") and k != "PYTHONDONTWRITEBYTECODE"}  # fmt: skip
-        base_env.update(STOPRULE_CACHE_DIR=str(tmp / "cache"), PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
-                        HOME=os.environ.get("HOME", str(tmp)))  # fmt: skip
+        base_env = {
+            k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
+        base_env.update(
+            STOPRULE_CACHE_DIR=str(tmp / "cache"),
+            PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
+            HOME=os.environ.get("HOME", str(tmp)),
+        )
         (tmp / "run-none").mkdir(mode=0o700)
         (tmp / "run-resident").mkdir(mode=0o700)
         fresh = dict(base_env, XDG_RUNTIME_DIR=str(tmp / "run-none"))  # no resident process: decided in process
@@ -358,8 +381,12 @@ def main() -> None:
                 cmds["guard"] = ([script, "guard", "claude-code", "<", str(files["guard"])], fresh)
                 labels["guard"] = "stoprule guard claude-code < Bash PreToolUse"
                 targets["guard"] = GUARD_TARGET
-            server = subprocess.Popen([py, "-I", "-m", "stoprule", "resident", "serve", "--idle", "600"], env=warm,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            server = subprocess.Popen(
+                [py, "-I", "-m", "stoprule", "resident", "serve", "--idle", "600"],
+                env=warm,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             sock = tmp / "run-resident" / "stoprule" / "resident.sock"
             deadline = time.monotonic() + 60
             while not sock.exists() and time.monotonic() < deadline:
@@ -374,8 +401,10 @@ def main() -> None:
 
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; venv {vb}")
         print(f"tree: {tree_state()}")
-        print("project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
-              " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads")
+        print(
+            "project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
+            " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads"
+        )
         if not args.only_cmd:
             print(f"hookify: {where}")
             print(f"guard: {'timed' if has_guard else 'not timed: this stoprule has no `guard` command'}")

@@ -16,7 +16,8 @@ Packages and modules, the pipeline from the bottom up (tools/import_graph.py kee
     analysis/   audit, coverage, diff: questions about a pack
     ledger/     the append-only record of decisions
     agent/      stoprule inside a harness's session: the stop hook, blockers
-    serve/      the decision service over HTTP
+    console/    runs, decisions, blockers, reports and the policy in a browser
+    serve/      the decision service over HTTP (and the console, for a team)
     cli/        the command line; ``__main__`` runs it
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.

@@ -30,11 +30,24 @@ TYPES = {"Point": Point, "Box": Box}
 @pytest.mark.parametrize(
     "value",
     [
-        None, True, 0, -1.5, "", "é\u2028", [], (), [1, (2, [3])], {"a": (1,), "b": [{}]},
-        frozenset({"x", "y"}), Point(1, (2, 3)), Box("b", Point(0)), {"k": [Box("c", frozenset({1}))]},
-        ["d", {"x": 1}], ("r", "Point", 1),  # values that look like tags are written as values
+        None,
+        True,
+        0,
+        -1.5,
+        "",
+        "é\u2028",
+        [],
+        (),
+        [1, (2, [3])],
+        {"a": (1,), "b": [{}]},
+        frozenset({"x", "y"}),
+        Point(1, (2, 3)),
+        Box("b", Point(0)),
+        {"k": [Box("c", frozenset({1}))]},
+        ["d", {"x": 1}],
+        ("r", "Point", 1),  # values that look like tags are written as values
     ],
-)  # fmt: skip
+)
 def test_what_is_written_reads_back_equal_with_its_types(value: object) -> None:
     data = json.loads(json.dumps(tagged.dump(value, TYPES)))
     again = tagged.load(data, TYPES)

@@ -92,8 +92,11 @@ def test_a_character_without_case_is_matched_only_by_itself() -> None:
 def test_the_detector_decides_as_before() -> None:
     """The whole detector, with the shortcut and without it (every pattern searched), on every
     ending of the question fixtures and the corpus."""
-    endings = [json.loads(x)["text"] for x in (REPO / "tests" / "fixtures" / "questions" / "endings.jsonl")
-               .read_text(encoding="utf-8").splitlines() if x.strip()]  # fmt: skip
+    endings = [
+        json.loads(x)["text"]
+        for x in (REPO / "tests" / "fixtures" / "questions" / "endings.jsonl").read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
     fast = [explain_question(t, SPEC) for t in endings]
     saved = questions._any
     try:

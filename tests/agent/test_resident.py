@@ -41,8 +41,14 @@ def _env(tmp_path: Path, runtime: Path) -> dict[str, str]:
 
 def _hook(root: Path, env: dict[str, str]) -> tuple[dict | None, str, dict]:
     stop = payload("claude-code", cwd=str(root), transcript_path=str(root / "t.jsonl"))
-    p = subprocess.run([stoprule_exe(), "hook", "claude-code"], input=json.dumps(stop).encode(), cwd=root, env=env,
-                       capture_output=True, timeout=60)  # fmt: skip
+    p = subprocess.run(
+        [stoprule_exe(), "hook", "claude-code"],
+        input=json.dumps(stop).encode(),
+        cwd=root,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     out = p.stdout.decode().strip()
     log = json.loads((root / ".stoprule" / "hook.log").read_text().splitlines()[-1])
@@ -66,8 +72,12 @@ def runtime(tmp_path: Path) -> Path:
 @pytest.fixture
 def server(tmp_path: Path, runtime: Path) -> Iterator[subprocess.Popen]:
     env = _env(tmp_path, runtime)
-    proc = subprocess.Popen([sys.executable, "-I", "-m", "stoprule", "resident", "serve", "--idle", "60"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-m", "stoprule", "resident", "serve", "--idle", "60"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait_for(runtime / "stoprule" / "resident.sock")
         yield proc
@@ -100,8 +110,13 @@ def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -
     (runtime / "stoprule").mkdir(parents=True, mode=0o755)
     (runtime / "stoprule").chmod(0o755)  # others may enter: neither side uses it
     env = _env(tmp_path, runtime)
-    p = subprocess.run([sys.executable, "-I", "-m", "stoprule", "resident", "serve", "--idle", "1"], env=env,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-I", "-m", "stoprule", "resident", "serve", "--idle", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 1 and "no private directory" in p.stderr, p.stderr
     root = _project(tmp_path / "p")
     out, _, log = _hook(root, env)
@@ -158,8 +173,9 @@ def test_started_on_demand_then_it_serves_the_next_stops(tmp_path: Path, runtime
     _wait_for(sock, present=False)
 
 
-def test_another_stoprule_is_declined_and_the_process_makes_way(tmp_path: Path, runtime: Path, server,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_another_stoprule_is_declined_and_the_process_makes_way(
+    tmp_path: Path, runtime: Path, server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(resident, "identity", lambda: b"another version\0elsewhere\0python")
     sock = runtime / "stoprule" / "resident.sock"
     assert resident._ask(str(sock), ["hook", "claude-code"], b"{}") is None

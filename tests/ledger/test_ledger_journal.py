@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_facts import CONTINUITY, OK, REVIEW
+from ledger_facts import CONTINUITY, ESCAPE, OK, REVIEW
 from stoprule.ledger import Ledger, Recorder, journal, verify
 
 
@@ -88,6 +88,27 @@ def test_a_folded_decision_is_the_one_the_recorder_would_append(tmp_path: Path, 
         assert x.to_dict() | {"at": None, "event": None} == y.to_dict() | {"at": None, "event": None}
 
 
+def test_folded_stops_make_the_retry_chains_record_stop_makes(tmp_path: Path, evaluator) -> None:  # noqa: ANN001
+    """Blocked, kept working, stopped again: the block's retry, whether the stops were folded
+    one at a time or together (Recorder.record_stop on a ledger opened directly is the reference)."""
+    stops = [CONTINUITY, ESCAPE, OK, CONTINUITY, REVIEW, OK, CONTINUITY]
+    direct = tmp_path / "direct.db"
+    with Ledger.open(str(direct)) as led:
+        rec = Recorder(led, evaluator)
+        for fact in stops:
+            rec.record_stop("s", fact)
+        want = [(n.node, n.parent, n.edge, n.attempt, n.retry_of) for n in led.nodes("s")]
+    for folds_after in ({0, 1, 2, 3, 4, 5, 6}, {6}, {1, 4, 6}):
+        db = tmp_path / f"folded-{len(folds_after)}.db"
+        for i, fact in enumerate(stops):
+            _journal(db, evaluator, "s", fact)
+            if i in folds_after:
+                Ledger.open(str(db)).close()
+        with Ledger.open(str(db), readonly=True) as led:
+            assert [(n.node, n.parent, n.edge, n.attempt, n.retry_of) for n in led.nodes("s")] == want
+            assert verify(led).ok
+
+
 def test_a_line_that_is_not_a_decision_is_set_aside_and_the_rest_is_folded(tmp_path: Path, evaluator) -> None:  # noqa: ANN001
     db = tmp_path / "ledger.db"
     path = Path(journal.journal_path(str(db)))
@@ -135,7 +156,9 @@ def test_a_fold_killed_before_its_commit_is_folded_again(tmp_path: Path, evaluat
 
 
 def test_a_hook_that_opened_the_journal_just_before_a_fold_writes_the_new_one(
-    tmp_path: Path, evaluator, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+    tmp_path: Path,
+    evaluator,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
 ) -> None:
     import fcntl
 

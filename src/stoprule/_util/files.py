@@ -5,6 +5,7 @@
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
     append_durably(path, data)      one ``O_APPEND`` write, synced, under a shared lock
     with taken_aside(path, to): ... ``path`` renamed to ``to``, its appenders done (exclusive lock)
+    stamp(path)                     ``(size, mtime_ns)``, ``(0, 0)`` when missing: what a cache keys a file on
 
 Readers see the old or the new file, never a torn one; a failed write leaves the old
 file and no temp file behind. ``read_bounded`` refuses a FIFO, a device or a directory
@@ -23,7 +24,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["FileTooLarge", "NotRegular", "append_durably", "atomic_write", "locked", "read_bounded", "taken_aside"]
+__all__ = [
+    "FileTooLarge",
+    "NotRegular",
+    "append_durably",
+    "atomic_write",
+    "locked",
+    "read_bounded",
+    "stamp",
+    "taken_aside",
+]
 
 
 class NotRegular(OSError):
@@ -209,3 +219,12 @@ class taken_aside:  # noqa: N801 - used as a function: ``with taken_aside(path, 
 
     def __exit__(self, *exc: Any) -> None:
         os.close(self.fd)
+
+
+def stamp(path: str) -> tuple[int, int]:
+    """``(size, mtime_ns)`` of ``path``; ``(0, 0)`` when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)

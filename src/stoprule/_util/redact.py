@@ -92,7 +92,7 @@ def _compatible(pattern: str) -> str:
 
 def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``pattern`` as a regex compiled on first use (see :class:`_Lazy`)."""
-    lazy: Any = _Lazy(pattern, flags)
+    lazy: re.Pattern[str] = _Lazy(pattern, flags)  # type: ignore[assignment]
     return lazy  # a regex to its users: each method is the compiled regex's own once looked up
 
 
@@ -729,7 +729,8 @@ def redact(text: str) -> str:
         for lower, exact, pattern, apply in _GATES:
             if (
                 not (lower or exact)
-                or big and pattern.pattern[:1].isalnum()
+                or big
+                and pattern.pattern[:1].isalnum()
                 or any(m in low for m in lower)
                 or any(m in seen for m in exact)
             ):

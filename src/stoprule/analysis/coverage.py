@@ -192,7 +192,7 @@ class Coverage:
 
     def mcdc_at_least(self, pct: float) -> bool:
         r = self.mcdc_ratio()
-        return r["total"] == 0 or 100 * r["covered"] >= pct * r["total"]
+        return bool(r["total"] == 0 or 100 * r["covered"] >= pct * r["total"])
 
     def uncovered_rules(self) -> list[RuleCoverage]:
         return [r for r in self.rules if r.won == 0]
@@ -541,7 +541,9 @@ class _Prover:
         return problem is None
 
     @staticmethod
-    def _pairs(d: _Decision, pending: list[int], facts: Callable[[int, bool, bool], dict[str, Any] | None], how: str):
+    def _pairs(
+        d: _Decision, pending: list[int], facts: Callable[[int, bool, bool], dict[str, Any] | None], how: str
+    ) -> dict[int, tuple[str, Pair]]:
         out: dict[int, tuple[str, Pair]] = {}
         for i in pending:
             pair: Pair = None
@@ -563,7 +565,7 @@ class _Prover:
         # the earlier variables whose values later domains depend on: with the residual formulas,
         # they fix every continuation, so a state seen before adds no new truth vector
         later = [sorted({d for j in range(k, n) for d in space.vars[j].deps if d < k}) for k in range(n + 1)]
-        seen: set[tuple] = set()
+        seen: set[tuple[Any, ...]] = set()
 
         def dfs(k: int, ctx: dict[int, int], fs: list[int]) -> None:
             steps[0] += 1

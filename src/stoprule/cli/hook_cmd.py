@@ -63,9 +63,10 @@ def record(
 ) -> dict[str, str]:
     """Record the decision as a node of run ``run`` (the session) in the project's ledger:
     ``$STOPRULE_LEDGER``, else the config's ``ledger.url`` (``settings``: the config's, as the hook
-    read it), else ``<project>/ledger.db``. A ledger file gets it through its journal (one line,
-    one sync: :mod:`stoprule.ledger.journal`), folded in by the next command that opens it; a
-    PostgreSQL ledger directly. Returns what to log."""
+    read it), else ``<project>/ledger.db``. A stop after a retryable block is recorded as that
+    block's retry (``Recorder.record_stop``). A ledger file gets it through its journal (one line,
+    one sync: :mod:`stoprule.ledger.journal`, which records it so when it folds it in), folded in by
+    the next command that opens it; a PostgreSQL ledger directly. Returns what to log."""
     from stoprule.cli.common import ledger_target
 
     path, default = ledger_target(None, start=os.path.dirname(project), settings=settings)
@@ -74,7 +75,7 @@ def record(
         from stoprule.ledger.recorder import Recorder
 
         with open_ledger(path, create=True) as ledger:
-            return {"ledger_node": str(Recorder(ledger, evaluator).record(run, fact).node.node)}
+            return {"ledger_node": str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)}
     from stoprule._util.redact import redact_obj
     from stoprule.ledger import journal
 

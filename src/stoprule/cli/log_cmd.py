@@ -254,7 +254,7 @@ def _misuse(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _retry(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -268,7 +268,7 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     return EXIT_OK if outcome.verdict.ok else EXIT_NOT_OK
 
 
-def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _batch(recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)

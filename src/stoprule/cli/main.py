@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "console": ("console_cmd", "this project's runs, stops, blockers and policy in a browser (loopback)"),
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
@@ -78,8 +79,9 @@ def _formatter() -> type[argparse.HelpFormatter]:
     return _Formatter
 
 
-def _version_action(argparse: Any) -> type:
+def _version_action() -> type[argparse.Action]:
     """``--version``: the version and the evaluation backend (the engine imported only then)."""
+    import argparse
 
     class _Version(argparse.Action):
         def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
@@ -108,7 +110,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    version = _version_action(argparse)
+    version = _version_action()
     help_text = "show program's version number and exit"
     p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -39,8 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     sp = sub.add_parser("serve", help="be the resident process (in the foreground) until it is idle")
-    sp.add_argument("--idle", type=float, default=idle, metavar="SECONDS",
-                    help=f"exit after this long without a stop (default {idle:g})")  # fmt: skip
+    sp.add_argument(
+        "--idle",
+        type=float,
+        default=idle,
+        metavar="SECONDS",
+        help=f"exit after this long without a stop (default {idle:g})",
+    )
     sub.add_parser("status", help="whether a resident process is running")
     sub.add_parser("stop", help="stop the resident process")
 
@@ -133,8 +138,9 @@ def serve(idle: float = resident.IDLE_SECONDS) -> int:
     once if another one is running; CommandError if there is no safe directory for the socket)."""
     folder = resident.runtime_dir(create=True)
     if folder is None:
-        raise CommandError("no private directory for the resident process's socket (XDG_RUNTIME_DIR or /tmp)",
-                           EXIT_NOT_OK)  # fmt: skip
+        raise CommandError(
+            "no private directory for the resident process's socket (XDG_RUNTIME_DIR or /tmp)", EXIT_NOT_OK
+        )
     try:
         with locked(resident.pid_file(folder), wait=False, mode=0o600) as lock:
             os.ftruncate(lock.fd, 0)

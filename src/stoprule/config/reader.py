@@ -36,8 +36,7 @@ class Settings:
     """A project's validated settings, one plain dict per section of ``config.yaml``.
 
     ``providers["fields"]`` is the full observation -> fact field mapping (the defaults overlaid
-    with the file's) and ``providers["blockers"]`` the ``blockers`` section (the blockers and git
-    providers read it). ``source``: the file they came from (the config, the session's frozen copy)
+    with the file's). ``source``: the file they came from (the config, the session's frozen copy)
     or None (the defaults)."""
 
     hook: dict[str, Any]
@@ -52,7 +51,6 @@ class Settings:
 def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
     providers = dict(sections["providers"])
     providers["fields"] = {**DEFAULT_FIELDS, **providers["fields"]}
-    providers["blockers"] = sections["blockers"]
     session = sections.get("session") or dict(DEFAULTS["session"])
     return Settings(sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source,
                     session)  # fmt: skip

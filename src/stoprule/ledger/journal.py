@@ -9,7 +9,9 @@ and of the machine, as a committed ledger transaction does.
 
 Every :meth:`Ledger.open <stoprule.ledger.store.Ledger.open>` of a ledger file folds its journal
 in first (:func:`fold`), so every reader, writer and ``log verify`` sees the hook's decisions
-in the ledger, in the order they were written, with the time they were decided. A fold holds
+in the ledger, in the order they were written, with the time they were decided, each recorded as
+a stop (a stop after a retryable block is that block's retry, as ``Recorder.record_stop`` has it).
+A fold holds
 the ledger's write lock (one folder at a time) and:
 
 1. renames the journal to ``<ledger>.journal.fold-H``, ``H`` the last event id in the ledger:
@@ -127,16 +129,24 @@ def _decision(line: bytes) -> dict[str, Any] | None:
         e = json.loads(line)
         v = e["verdict"]
         ok = (
-            type(e) is dict and e.get("v") == FORMAT and type(e.get("at")) is str and e.get("kind") in _KINDS
-            and type(e.get("retryable")) is bool and (not e["retryable"] or e["kind"] == "blocked_attempt")
-            and type(v) is dict and type(v.get("ok")) is bool
-            and type(v.get("requires_user_review")) is bool and "fact" in e
+            type(e) is dict
+            and e.get("v") == FORMAT
+            and type(e.get("at")) is str
+            and e.get("kind") in _KINDS
+            and type(e.get("retryable")) is bool
+            and (not e["retryable"] or e["kind"] == "blocked_attempt")
+            and type(v) is dict
+            and type(v.get("ok")) is bool
+            and type(v.get("requires_user_review")) is bool
+            and "fact" in e
             and all(type(v.get(k)) is str for k in _VERDICT_TEXT)
             and all(v.get(k) is None or type(v.get(k)) is str for k in ("review_reason", "high_risk_stop"))
             and type(v.get("matched")) is list
-            and all(type(m) is dict and all(type(m.get(k)) is str for k in ("rule", "verdict", "reason"))
-                    for m in v["matched"])
-        )  # fmt: skip
+            and all(
+                type(m) is dict and all(type(m.get(k)) is str for k in ("rule", "verdict", "reason"))
+                for m in v["matched"]
+            )
+        )
         if ok:
             check_run_id(e["run"])
     except Exception:  # noqa: BLE001 - anything malformed is simply not a decision
@@ -164,11 +174,18 @@ def _verdict(v: dict[str, Any]) -> Verdict:
     from stoprule.engine.evaluator import Match, Verdict
 
     return Verdict(
-        ok=v["ok"], verdict=v["verdict"], reason=v["reason"], rule=v["rule"], stop=v["stop"], message=v["message"],
-        requires_user_review=v["requires_user_review"], review_reason=v.get("review_reason"),
-        high_risk_stop=v.get("high_risk_stop"), policy=v["policy"],
+        ok=v["ok"],
+        verdict=v["verdict"],
+        reason=v["reason"],
+        rule=v["rule"],
+        stop=v["stop"],
+        message=v["message"],
+        requires_user_review=v["requires_user_review"],
+        review_reason=v.get("review_reason"),
+        high_risk_stop=v.get("high_risk_stop"),
+        policy=v["policy"],
         matched=tuple(Match(m["rule"], m["verdict"], m["reason"]) for m in v["matched"]),
-    )  # fmt: skip
+    )
 
 
 def _last_event(ledger: Ledger) -> int:
@@ -190,13 +207,31 @@ def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
     return bool(body.get("at") == first["at"] and body.get("fact") == fact_identity(first["fact"])[0])
 
 
+def _retried(ledger: Ledger, run: str) -> str | None:
+    """The block a stop in ``run`` retries, as :meth:`Recorder.record_stop
+    <stoprule.ledger.recorder.Recorder.record_stop>` reads it: the run's tip when that is a
+    retryable block not yet retried (the agent was kept working), else None."""
+    st = ledger.status(run)
+    if st is None or st.tip_kind != "blocked_attempt" or not st.retryable or ledger.retry_of(run, st.tip) is not None:
+        return None
+    return str(st.tip)
+
+
 def _append_all(ledger: Ledger, decisions: list[dict[str, Any]]) -> None:
     from stoprule.ledger.events import fact_identity
 
-    for e in decisions:
+    for e in decisions:  # each a stop: recorded as Recorder.record_stop records one
         fd, body = fact_identity(e["fact"])
-        ledger.append(e["run"], _verdict(e["verdict"]), fd, body, kind=e["kind"], retryable=e["retryable"],
-                      at=e["at"])  # fmt: skip
+        ledger.append(
+            e["run"],
+            _verdict(e["verdict"]),
+            fd,
+            body,
+            kind=e["kind"],
+            retryable=e["retryable"],
+            retry_of=_retried(ledger, e["run"]),
+            at=e["at"],
+        )
 
 
 def _reject(path: str, lines: list[bytes]) -> None:

@@ -162,7 +162,7 @@ def run_session_start(
 
         entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(b.workdir, b.project, b.settings.providers)
+            base = baseline(b.workdir, b.project, b.settings.blockers)
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:

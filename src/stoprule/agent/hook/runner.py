@@ -284,7 +284,7 @@ def _decide(
         notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
-    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec)
+    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
     ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)

@@ -15,7 +15,9 @@ it is told its deadline, and one that overruns it has its observations dropped (
 
 Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
 ``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
-and ``_turn`` (which stops belong to one user turn, for the providers that keep per-turn marks).
+each a :class:`~.protocol.Provider` (``protocol``); ``context`` holds what they are given
+(:class:`Context`) and what the merge records (:class:`Provenance`); ``_turn`` says which stops
+belong to one user turn, for the providers that keep per-turn marks.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -25,65 +27,19 @@ from __future__ import annotations
 import time
 
 from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.providers.context import Context, Provenance
 from stoprule.config.defaults import PROVIDER_ORDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from types import ModuleType
     from typing import Any
+
+    from stoprule.agent.hook.providers.protocol import Provider
 
 __all__ = ["Context", "Provenance", "gather", "merge"]
 
 
-class Context:
-    """What a provider may use besides the event: ``project`` (the .stoprule/ directory or
-    None), ``home`` (where session state lives: the project, else the user's state
-    directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
-    ``session`` (the hook's record for this session; providers may update it) and
-    ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
-    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one; ``env``
-    the hook's environment and ``mode_setting`` the config's ``session.mode`` (the session
-    mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
-    instead of the file (``replay``)."""
-
-    __slots__ = ("deadline", "env", "home", "mode_setting", "pack", "project", "scan", "session", "settings",
-                 "workdir")  # fmt: skip
-
-    def __init__(
-        self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
-    ) -> None:
-        self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
-        self.deadline = 0.0
-        self.pack: str | None = None
-        self.env: Mapping[str, str] = {}  # the hook process's environment (set by the harness)
-        self.mode_setting: str | None = None  # config session.mode
-        self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
-
-
-class Provenance:
-    """Which provider set each fact field, what else was observed, conflicts and notes."""
-
-    __slots__ = ("conflicts", "fields", "notes", "observed", "timings_ms")
-
-    def __init__(self) -> None:
-        self.fields: dict[str, dict[str, Any]] = {}
-        self.observed: list[dict[str, Any]] = []
-        self.conflicts: list[dict[str, Any]] = []
-        self.notes: dict[str, list[str]] = {}
-        self.timings_ms: dict[str, float] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fields": self.fields,
-            "observed": self.observed,
-            "conflicts": self.conflicts,
-            "notes": self.notes,
-            "timings_ms": self.timings_ms,
-        }
-
-
-def _provider(name: str) -> ModuleType:
+def _provider(name: str) -> Provider:
     """The module of provider ``name`` (of :data:`PROVIDER_ORDER`), imported when it first runs."""
     if name == "hook":
         from stoprule.agent.hook.providers import hook_provider
@@ -113,8 +69,7 @@ def _provider(name: str) -> ModuleType:
 
 
 def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
-    result: tuple[dict[str, Any], list[str]] = _provider(name).provide(event, ctx)
-    return result
+    return _provider(name).provide(event, ctx)
 
 
 def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:

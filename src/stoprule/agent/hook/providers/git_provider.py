@@ -30,6 +30,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["GENERATED", "baseline", "dirty_files", "provide", "repo_root"]
 
 SHOWN = 5
@@ -107,24 +109,24 @@ def _hash(root: str, path: str) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
 
 
-def _blockers_file(settings: dict[str, Any]) -> str | None:
-    cfg = settings.get("blockers")
-    return cfg.get("file") if isinstance(cfg, dict) else None
+def _blockers_file(blockers: dict[str, Any]) -> str | None:
+    found = blockers.get("file")
+    return found if isinstance(found, str) else None
 
 
 def baseline(
-    workdir: str, project: str | None, settings: dict[str, Any], timeout: float = 3.0
+    workdir: str, project: str | None, blockers: dict[str, Any], timeout: float = 3.0
 ) -> dict[str, Any] | None:
     """What is dirty now, with content hashes (recorded at session start), or None outside git.
-    ``settings``: the ``providers`` section."""
+    ``blockers``: the ``blockers`` section (its rendered view is stoprule's, never dirty work)."""
     root = repo_root(workdir)
     if root is None:
         return None
-    _, paths = dirty_files(root, project, timeout, _blockers_file(settings))
+    _, paths = dirty_files(root, project, timeout, _blockers_file(blockers))
     return {"root": root, "files": {p: _hash(root, p) for p in paths}}
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     root = repo_root(ctx.workdir)
     if root is None:
         return {}, ["not in a git repository"]
@@ -132,7 +134,7 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
 
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
-        branch, paths = dirty_files(root, ctx.project, timeout, _blockers_file(ctx.settings))
+        branch, paths = dirty_files(root, ctx.project, timeout, _blockers_file(ctx.blockers))
     except FileNotFoundError:
         return {}, ["git is not installed"]
     except CommandTimeout:

@@ -13,10 +13,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["provide"]
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     if ctx.project is None:
         return {}, []
     return read_facts(ctx.project, event.session_id), []
