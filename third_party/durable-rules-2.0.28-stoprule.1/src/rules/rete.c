@@ -1893,6 +1893,14 @@ unsigned int createRuleset(unsigned int *handle, char *name, char *rules) {
     memset(tree->stateIndex, 0, MAX_STATE_INDEX_LENGTH * sizeof(unsigned int) * 2);
     memset(tree->reverseStateIndex, 0, MAX_STATE_INDEX_LENGTH * sizeof(unsigned int));
     initStatePool(tree);
+
+    // stoprule: the node pool sized at once for a ruleset this long (a node per object at
+    // most, as a rule); doubling from 8 copied the pool again at every step
+    unsigned int objects = 8;
+    for (char *c = rules; *c; ++c) {
+        objects += (*c == '{');
+    }
+    CHECK_RESULT(growPool((void **)&tree->nodePool, &tree->nodeCapacity, objects, sizeof(node)));
     
     CHECK_RESULT(storeString(tree, 
                              name, 
