@@ -12,8 +12,9 @@ and their last recorded Stop payload pointed at it. Every run is the same stop (
 ``loop_cap`` blocks the loop guard allows it; each run does the same work: every provider, one
 ``git status``, the verdict, the journaled ledger write and its sync, the session record, the log
 line). Commands run round-robin (machine noise spreads over all of them), after one warm-up each
-(it fills the compiled-pack and settings caches), with bytecode cached in a temp
-``PYTHONPYCACHEPREFIX`` (as an install leaves it; nothing is written into the repo):
+(it fills the compiled-pack and settings caches, and bytecode: in a temp ``PYTHONPYCACHEPREFIX``
+for the rows that honour it, in the tree's git-ignored ``__pycache__`` for the wired ``-I``
+commands, as an install leaves it):
 
     bare       python -c pass                                   the floor: 1.0x
     python -S  python -S -c pass                                without site (for information)
@@ -21,9 +22,11 @@ line). Commands run round-robin (machine noise spreads over all of them), after 
     hookify    hookify's stop hook with one rule (skipped when hookify is not found, see below)
     stop cc    stoprule hook claude-code < payload   target: median wall <= 2.5x bare
     stop codex stoprule hook codex < payload         target: median wall <= 2.5x bare
+               (both as init wired them: ``PYTHON -I -S .../stoprule/launch.py hook HARNESS``)
+    stop script the same stop through the console script (``bin/stoprule hook claude-code``)
     guard      stoprule guard claude-code < a Bash PreToolUse payload (only when ``stoprule guard
-               --help`` exits 0)                      target: <= 2x bare
-    resident   stoprule hook claude-code, answered by a resident process started for the run
+               --help`` exits 0; init's wiring where it has one)   target: <= 2x bare
+    resident   the wired stop hook answered by a resident process started for the run
                (``stoprule resident serve``)          aim: near 1x bare
 
 Ratios are of medians of the same run. Wall time is the target; the CPU time of the process (from
@@ -98,10 +101,11 @@ conditions:
 # one stop in process, timed by phase (run by --phases in fresh interpreters): the functions the
 # stop calls are wrapped, each phase's wall and CPU time printed as JSON
 PHASES = r"""
-import io, json, sys, time
+import time
 w0, c0 = time.perf_counter(), time.process_time()
-import re
-out = {}
+import io, json, re, sys
+out = {"imports: json and re (the standard library's)":
+       [(time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000]}
 def add(name, w, c):
     a = out.setdefault(name, [0.0, 0.0])
     a[0] += (time.perf_counter() - w) * 1000
@@ -121,7 +125,7 @@ w, c = time.perf_counter(), time.process_time()
 import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd
 import stoprule.agent.hook.runner as runner, stoprule.agent.hook.providers as providers
 import stoprule.engine.packs as packs, stoprule.engine.evaluator as evaluator, stoprule._util.redact as redact
-add("imports (the stop's modules)", w, c)
+add("imports: stoprule's (the stop's modules)", w, c)
 wrap(runner, "hook_settings", "settings (config, cached)")
 wrap(packs, "load_policy", "pack (cache check, load, evaluator)")
 wrap(runner, "_apply_guard", "loop guard (session record)")
@@ -195,6 +199,26 @@ def make_project(tmp: Path, script: str, env: dict[str, str]) -> dict[str, Path]
     payloads["guard"].write_text(json.dumps(guard))
     payloads["project"] = proj
     return payloads
+
+
+def wired_commands(project: Path) -> dict[str, list[str]]:
+    """The commands ``stoprule init`` wrote: each harness's stop hook, and the guard's
+    (``PreToolUse``) where init wires one."""
+    from stoprule.agent.hook.wiring import TARGETS, find_entry
+
+    out = {}
+    for harness in ("claude-code", "codex"):
+        t = TARGETS[harness]
+        config = json.loads(Path(t.path(str(project), False)).read_text())
+        command = find_entry(config, t)
+        assert command, f"init wired no stop hook for {harness}"
+        out[harness] = shlex.split(command)
+        for h in config.get("hooks", {}).get("PreToolUse", []):
+            for entry in h.get("hooks", [h]):
+                line = entry.get("command", "") if isinstance(entry, dict) else ""
+                if harness == "claude-code" and " guard" in line and "stoprule" in line:
+                    out["guard"] = shlex.split(line)
+    return out
 
 
 def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
@@ -372,14 +396,19 @@ def main() -> None:
                 hk_env = dict(fresh, CLAUDE_PLUGIN_ROOT=str(hookify))
                 cmds["hookify"] = ([py, str(hookify / "hooks" / "stop.py"), "<", str(files["claude-code"])], hk_env)
                 labels["hookify"] = "hookify stop hook, one rule (python3 hooks/stop.py)"
+            wired = wired_commands(files["project"])
             for harness, key in (("claude-code", "stop cc"), ("codex", "stop codex")):
-                cmds[key] = ([script, "hook", harness, "<", str(files[harness])], fresh)
-                labels[key] = f"stoprule hook {harness} < payload (fresh process)"
+                cmds[key] = ([*wired[harness], "<", str(files[harness])], fresh)
+                labels[key] = f"stoprule hook {harness} < payload (fresh process, as init wired it)"
                 targets[key] = STOP_TARGET
+            cmds["stop script"] = ([script, "hook", "claude-code", "<", str(files["claude-code"])], fresh)
+            labels["stop script"] = "the same through the console script (bin/stoprule hook claude-code)"
             has_guard = subprocess.run([script, "guard", "--help"], env=fresh, capture_output=True).returncode == 0
             if has_guard:
-                cmds["guard"] = ([script, "guard", "claude-code", "<", str(files["guard"])], fresh)
-                labels["guard"] = "stoprule guard claude-code < Bash PreToolUse"
+                launcher = wired["claude-code"][: wired["claude-code"].index("hook")]
+                guard = wired.get("guard") or [*launcher, "guard", "claude-code"]
+                cmds["guard"] = ([*guard, "<", str(files["guard"])], fresh)
+                labels["guard"] = "stoprule guard claude-code < Bash PreToolUse (as init wired it, else so)"
                 targets["guard"] = GUARD_TARGET
             server = subprocess.Popen(
                 [py, "-I", "-m", "stoprule", "resident", "serve", "--idle", "600"],
@@ -391,7 +420,7 @@ def main() -> None:
             deadline = time.monotonic() + 60
             while not sock.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            cmds["resident"] = ([script, "hook", "claude-code", "<", str(files["claude-code"])], warm)
+            cmds["resident"] = ([*wired["claude-code"], "<", str(files["claude-code"])], warm)
             labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
         for spec in args.cmd:
             label, _, line = spec.partition("=")

@@ -70,7 +70,7 @@ LAYERS: dict[str, int] = {
     "console": 6,  # the web console: reads the ledger, the agent's blockers and the analysis; serve mounts it
     "serve": 7,
     "cli": 8,
-    "top": 9,  # stoprule/__init__.py (the public API) and __main__.py
+    "top": 9,  # stoprule/__init__.py (the public API), __main__.py and launch.py (what init wires)
 }
 BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
@@ -183,6 +183,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
+    "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
     "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.events": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.keys": "the hook records to a PostgreSQL ledger (ledger.url)",
@@ -313,7 +314,7 @@ def local_imports(src: Path = SRC) -> list[str]:
 def layer(module: str) -> str:
     """The layer of a module: ``base``, ``top``, or its subpackage's name."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] == "__main__":
+    if len(parts) == 1 or parts[1] in ("__main__", "launch"):
         return "top"
     return "base" if parts[1] in BASE else parts[1]
 

@@ -19,7 +19,8 @@ __all__ = ["CONFIG_FILE", "PROJECT_WIDE", "STATE_DIR", "find_project", "project_
 STATE_DIR = ".stoprule"
 CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
 PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_UNSAFE = r"[^A-Za-z0-9._-]"  # (compiled only for a name with such a character: most session ids have none)
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:
@@ -48,7 +49,7 @@ def session_name(session: str | None) -> str:
     (:data:`PROJECT_WIDE` for None)."""
     if session is None:
         return PROJECT_WIDE
-    safe = _SAFE.sub("_", session)[:80]
+    safe = (session if _SAFE_CHARS.issuperset(session) else re.sub(_UNSAFE, "_", session))[:80]
     if safe == session and not safe.startswith((".", "_")):
         return safe
     raw = session.encode("utf-8", "surrogatepass")

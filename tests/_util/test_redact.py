@@ -80,7 +80,37 @@ _STOP_TEXTS = [
     "2026-11-27T13:06:07.372Z",
     "no baseline recorded at session start: every dirty file counts", "Write parser", "uncommittedWork",
     "Do not stop yet: 2 tasks are still open (Write tests, Ship it). Switch to the next one.",
+    "Exit code 2\nls: cannot access '/nonexistent-dir-for-the-fixture': No such file or directory",
 ]  # fmt: skip
+
+
+def test_the_quoted_value_scan_misses_no_match() -> None:
+    """``_quoted_possible`` (read without a regex) is true wherever ``_QUOTED`` finds something:
+    over the corpus and texts made of noise, separators, quotes and token runs around 20 long."""
+    rnd = random.Random(7)
+    noise = "ab Z9+/=_.~-:=>\t\"'\n,;"
+
+    def made() -> str:
+        parts = []
+        for _ in range(rnd.randint(1, 4)):
+            parts.append("".join(rnd.choice(noise) for _ in range(rnd.randint(0, 10))))
+            parts.append(
+                rnd.choice([":", "=", "=>", ":=", ">", "", " "])
+                + rnd.choice(["", " ", "\t ", "  "])
+                + rnd.choice("\"'")
+                + "".join(rnd.choice("aZ9+/=_.~-") for _ in range(rnd.randint(15, 25)))
+                + rnd.choice(['"', "'", "x", ""])
+            )
+        return "".join(parts)
+
+    texts = [r["text"] for r in corpus()] + _STOP_TEXTS + [made() for _ in range(20_000)]
+    texts.append("k=" + "'" * 70 + "'" + "a" * 20 + "'")  # past the quotes it reads: left to the regex
+    found = 0
+    for text in texts:
+        if R._QUOTED.search(text):
+            found += 1
+            assert R._quoted_possible(text), text
+    assert found > 5_000
 
 
 def test_what_a_stop_writes_compiles_no_pattern() -> None:

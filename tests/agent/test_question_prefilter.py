@@ -76,6 +76,29 @@ def test_the_words_read_from_a_pattern() -> None:
     assert required(r"\b(melde dich,? (wenn|falls)|sonst noch)\b") == (("melde dich", "sonst noch"),)
 
 
+def test_a_class_of_plain_characters_is_a_requirement() -> None:
+    assert required(questions._ASK) == (("?", "？", "؟"),)
+    assert required(r"[ab]+c") == (("a", "b"),) and required(r"[ab]?cd") == (("cd",),)
+    for uncovered in (r"[a-z]x", r"[^?]", r"[\s?]", r"[?]*", "[\u212a]"):
+        assert required(uncovered) == (), uncovered
+
+
+def test_the_sentence_split_and_the_item_check_agree_with_their_regexes() -> None:
+    """Read without compiling: a sentence ends where ``_END`` splits, and ``_ITEM`` never matches
+    a line the cheap check turns away (over the corpus's lines and texts built to trip them)."""
+    import random
+
+    rnd = random.Random(5)
+    ends, items = "ab. !?。*_ \t\n\u3000？؟x", "-*•+(1١²aZяé).: \tOoptionВариант opçãoİıſ\u212a"
+    lines = [ln for t in texts() for ln in t.split("\n")]
+    for text in lines + ["".join(rnd.choice(ends) for _ in range(rnd.randint(0, 30))) for _ in range(20_000)]:
+        assert questions._sentences(text) == re.split(questions._END, text), text
+    made = ["".join(rnd.choice(items) for _ in range(rnd.randint(0, 12))) for _ in range(20_000)]
+    for line in lines + made + ["Option " + m for m in made[:2000]] + ["optİon " + m for m in made[:2000]]:
+        if re.match(questions._ITEM, line):
+            assert questions._item_possible(line), line
+
+
 def test_a_character_without_case_is_matched_only_by_itself() -> None:
     """Where a requirement keeps a character outside ASCII as it is, no other character matches it
     case-insensitively (what ``re.IGNORECASE`` compares: lower case, and its own case-fix table)."""

@@ -105,6 +105,15 @@ def test_it_decides_each_stop_as_a_fresh_hook_would_there(tmp_path: Path, runtim
     assert server.poll() is None
 
 
+def test_the_client_reads_the_payload_the_hook_would() -> None:
+    """The client reads stdin up to the hook's own limit (its copy of it: importing the hook's
+    event module would cost every client its start)."""
+    from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES
+    from stoprule.cli import resident
+
+    assert resident.MAX_PAYLOAD_BYTES == MAX_PAYLOAD_BYTES
+
+
 def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -> None:
     runtime = tmp_path / "run"
     (runtime / "stoprule").mkdir(parents=True, mode=0o755)

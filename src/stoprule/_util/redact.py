@@ -27,7 +27,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
@@ -342,7 +341,32 @@ _NAMED_REST = _compile(rf"(?ai)({_NAMED_HEAD.replace('(Q', '(?:').replace('(SEP'
 _QUOTED_HEAD = r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])"
 _QUOTED = _compile(_QUOTED_HEAD)
 _QUOTED_REST = _compile(rf"({_QUOTED_HEAD})({_REST_OF_LINE})")  # past the budget: as _NAMED_REST
-_QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
+_QUOTED_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-"
+_QUOTES_READ = 64  # quotes looked at before leaving it to _QUOTED itself
+
+
+def _quoted_possible(text: str) -> bool:
+    """Whether ``_QUOTED`` can match ``text``: a quote after a separator (``:``, ``=``, ``=>``,
+    then spaces or tabs) and before 20 of its token characters. Read without a regex: the text
+    of a stop (an ``ls`` error quoting a long path, say) mostly has none, and needs no compile."""
+    seen = 0
+    for q in ('"', "'"):
+        i = text.find(q)
+        while i >= 0:
+            seen += 1
+            if seen > _QUOTES_READ:
+                return True
+            run = text[i + 1 : i + 21]
+            if len(run) == 20 and not run.strip(_QUOTED_CHARS):
+                j = i - 1
+                while j >= 0 and text[j] in " \t":
+                    j -= 1
+                if j >= 0 and text[j] in ":=>":
+                    return True
+            i = text.find(q, i + 1)
+    return False
+
+
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
     r"(?m)^([ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+)([^\s\"'#]{20,1024}+)([ \t]*+\r?)$"
@@ -377,14 +401,24 @@ _CODE_REF = _compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
 
 def _entropy(text: str) -> float:
+    from math import log2
+
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
+    return -sum(c / n * log2(c / n) for c in map(text.count, set(text)))
 
 
 _LOWER, _UPPER = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGIT = frozenset("0123456789")
 _ALNUM = _LOWER | _UPPER | _DIGIT
-_C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, 1025)]  # c log2 c for the counts of a value
+_C_LOG_C: list[float] = []  # c log2 c for the counts of a value (made on first use: most texts need none)
+
+
+def _c_log_c() -> list[float]:
+    if not _C_LOG_C:
+        from math import log2
+
+        _C_LOG_C.extend([0.0] + [c * log2(c) for c in range(1, 1025)])
+    return _C_LOG_C
 
 
 def _classes(text: str, chars: set[str] | frozenset[str] | None = None) -> int:
@@ -409,10 +443,13 @@ def _high_entropy(value: str) -> bool:
         return False
     if (not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + 1 + (not chars <= _ALNUM) < 3:
         return False
+    from math import log2
+
+    c_log_c = _c_log_c()
     rest = n - len(chars) + 1  # entropy is at least that of all repeats on one character
-    if math.log2(n) - _C_LOG_C[rest] / n > 4.0 + 1e-9:
+    if log2(n) - c_log_c[rest] / n > 4.0 + 1e-9:
         return True
-    entropy = math.log2(n) - sum(map(_C_LOG_C.__getitem__, map(value.count, chars))) / n
+    entropy = log2(n) - sum(map(c_log_c.__getitem__, map(value.count, chars))) / n
     return entropy >= 4.0 if abs(entropy - 4.0) > 1e-9 else _entropy(value) >= 4.0  # the exact sum at the edge
 
 
@@ -490,7 +527,7 @@ def _assignments(text: str) -> str:
     if ("\n" in text or len(text) <= 1100) and _line_value_possible(text):
         text = _judged_sub(_LINE_VALUE, lambda m: m.group(0) if not _random(m.group(2)) else
                            m.group(1) + REDACTED + m.group(3), _LINE_VALUE, 2, text)  # fmt: skip
-    quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
+    quotes = ('"' in text or "'" in text) and _quoted_possible(text)
     for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
         if m.start() < done:
             continue

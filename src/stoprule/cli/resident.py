@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDLE_SECONDS",
+    "MAX_PAYLOAD_BYTES",
     "PROTOCOL",
     "forward",
     "frame",
@@ -55,7 +56,10 @@ __all__ = [
 IDLE_SECONDS = 600.0  # a resident process exits after this long without a request
 MAX_REQUESTS = 100_000  # and after this many (a long-lived process's caches stay bounded)
 WAIT_SECONDS = 30.0  # how long a client waits for an answer before deciding itself
-MAX_REQUEST_BYTES = (8 << 20) + (1 << 20)  # the payload limit, and room for the environment
+# the hook's payload limit (stoprule.agent.hook.event's, which a client need not import: a test
+# holds them equal), and a request's: the payload and room for the environment
+MAX_PAYLOAD_BYTES = 8 << 20
+MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + (1 << 20)
 PROTOCOL = b"stoprule-resident-1"
 SERVING = False  # True inside the resident process (its own hook calls never forward)
 _SERVE_ARGV = ("-I", "-m", "stoprule", "resident", "serve")
@@ -168,8 +172,6 @@ def forward(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str])
     if folder is None or not os.path.exists(socket_path(folder)):
         return None, stdin
     import io
-
-    from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES
 
     try:
         data = stdin.read(MAX_PAYLOAD_BYTES + 1)

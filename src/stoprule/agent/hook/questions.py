@@ -65,7 +65,7 @@ def _units(message: str) -> list[tuple[str, str]]:
 
     def prose(lines: list[str]) -> None:
         joined = " ".join(lines)
-        for s in re.split(_END, joined) if any(c in joined for c in _ENDS) else (joined,):
+        for s in _sentences(joined) if any(c in joined for c in _ENDS) else (joined,):
             if s.strip(" \t*_#-|"):
                 units.append(("sentence", s.strip()))
 
@@ -75,7 +75,7 @@ def _units(message: str) -> list[tuple[str, str]]:
         items: list[str] = []
         para: list[str] = []
         for line in lines:
-            if (re.match(_ITEM, line) or (":" in line and re.match(_FIELD, line))
+            if ((_item_possible(line) and re.match(_ITEM, line)) or (":" in line and re.match(_FIELD, line))
                     or (items and line.startswith((" ", "\t")))):  # fmt: skip
                 if para:
                     prose(para)
@@ -97,6 +97,44 @@ def _units(message: str) -> list[tuple[str, str]]:
         if items:
             units.append(("list", "\n".join(items)))
     return units
+
+
+def _sentences(text: str) -> list[str]:
+    """``re.split(_END, text)`` without the regex: split after ``.!?。！？؟`` where ``*``/``_`` marks
+    and then whitespace follow (the marks and the whitespace dropped)."""
+    out: list[str] = []
+    start, i, n = 0, 0, len(text)
+    while i < n:
+        if text[i] in _ENDS:
+            j = i + 1
+            while j < n and text[j] in "*_":
+                j += 1
+            k = j
+            while k < n and text[k].isspace():
+                k += 1
+            if k > j:
+                out.append(text[start : i + 1])
+                start = i = k
+                continue
+        i += 1
+    out.append(text[start:])
+    return out
+
+
+_ITEM_WORDS = ("option", "opção", "opción", "вариант")
+
+
+def _item_possible(line: str) -> bool:
+    """Whether ``_ITEM`` can match ``line``: its first character opens a list item (a bullet, a
+    digit, ``(`` or ``*``), its second is ``)``, ``.`` or ``:`` after a letter, or it starts with
+    an option word; read without compiling the regex (most lines are prose)."""
+    s = line.lstrip()
+    if not s:
+        return False
+    if s[0] in "-*•+(" or s[0].isdigit() or s[1:2] in (")", ".", ":"):
+        return True
+    head = s[:8]
+    return head.lower().startswith(_ITEM_WORDS) or any(c in head for c in _FOLDS_TO_ASCII)
 
 
 def _strip(line: str) -> str:
@@ -181,7 +219,7 @@ def _preload(spec: dict[str, Any]) -> None:
     raw = read_entry(entry, 1 << 20) if entry is not None else None
     try:
         hit = json.loads(raw) if raw is not None else None
-        if isinstance(hit, dict) and hit.get("format") == 1 and hit.get("patterns") == patterns:
+        if isinstance(hit, dict) and hit.get("format") == 2 and hit.get("patterns") == patterns:
             for p, (needs, foreign) in zip(patterns, hit["read"], strict=True):
                 if not (isinstance(foreign, bool) and isinstance(needs, list) and all(
                         isinstance(words, list) and words and all(isinstance(w, str) and w for w in words)
@@ -193,7 +231,7 @@ def _preload(spec: dict[str, Any]) -> None:
         pass
     read = [_read(p) for p in patterns]
     if entry is not None:
-        write_entry(entry, json.dumps({"format": 1, "patterns": patterns, "read": read}).encode())
+        write_entry(entry, json.dumps({"format": 2, "patterns": patterns, "read": read}).encode())
 
 
 def _literal(ch: str) -> str | None:
@@ -217,6 +255,20 @@ def _class_end(p: str, j: int) -> int:
     while j < len(p) and p[j] != "]":
         j += 2 if p[j] == "\\" else 1
     return j + 1
+
+
+def _class_chars(body: str) -> tuple[str, ...] | None:
+    """The characters a class of plain characters (``[?？؟]``) matches, as :func:`_literal`
+    compares them; None for any other class (negated, with a range or an escape)."""
+    if not body or body[0] == "^" or "-" in body or "\\" in body or "[" in body:
+        return None
+    out = []
+    for ch in body:
+        lit = _literal(ch)
+        if lit is None:
+            return None
+        out.append(lit)
+    return tuple(dict.fromkeys(out))
 
 
 def _group_end(p: str, i: int) -> int:
@@ -330,7 +382,11 @@ def _requirements(p: str) -> tuple[tuple[tuple[str, ...], ...], bool]:
             ch, i = nxt, i + 2
         elif c == "[":
             flush()
-            i = _class_end(p, i)
+            end = _class_end(p, i)
+            chars = _class_chars(p[i + 1 : end - 1])
+            if chars and p[end : end + 1] not in ("?", "*", "{"):  # one of its characters is there
+                needs.append(chars)
+            i = end
             continue
         elif c == "(":
             flush()
