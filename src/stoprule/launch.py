@@ -46,7 +46,7 @@ class SiteOnMiss:
             find = getattr(finder, "find_spec", None)
             spec = find(name, None, target) if find is not None else None
             if spec is not None:
-                return spec  # type: ignore[no-any-return]
+                return spec
         return None
 
 
@@ -57,7 +57,7 @@ def main() -> int:
     if here not in sys.path:
         sys.path.append(here)
     if sys.flags.no_site:
-        sys.meta_path.append(SiteOnMiss)  # type: ignore[arg-type]
+        sys.meta_path.append(SiteOnMiss)
     from stoprule.cli.main import main as cli
 
     return cli()
