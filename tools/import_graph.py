@@ -111,9 +111,12 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regex",
+    "stoprule._util.regular",
     "stoprule._util.tagged",
     "stoprule._util.text",
     "stoprule.agent",
+    "stoprule.agent.guard",
+    "stoprule.agent.guard.journal",
     "stoprule.agent.hook",
     "stoprule.agent.hook.adapters",
     "stoprule.agent.hook.adapters._common",
@@ -123,6 +126,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.adapters.cursor",
     "stoprule.agent.hook.adapters.gemini",
     "stoprule.agent.hook.event",
+    "stoprule.agent.hook.frozen",
     "stoprule.agent.hook.mode",
     "stoprule.agent.hook.pack_data",
     "stoprule.agent.hook.providers",
@@ -131,6 +135,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.providers.closure_provider",
     "stoprule.agent.hook.providers.context",
     "stoprule.agent.hook.providers.git_provider",
+    "stoprule.agent.hook.providers.guard_provider",
     "stoprule.agent.hook.providers.hook_provider",
     "stoprule.agent.hook.providers.state_provider",
     "stoprule.agent.hook.providers.transcript_provider",
@@ -184,6 +189,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
+    "stoprule.ledger.backend": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.events": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.keys": "the hook records to a PostgreSQL ledger (ledger.url)",
@@ -191,6 +197,12 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.ledger.sha": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.store": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.tokens": "the hook records to a PostgreSQL ledger (ledger.url)",
+    # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
+    "stoprule._util.jsonin": "the guard runs",
+    "stoprule.agent.guard.calls": "the guard runs",
+    "stoprule.agent.guard.rules": "the guard runs",
+    "stoprule.agent.guard.run": "the guard runs",
+    "stoprule.agent.guard.shell": "the guard runs",
 }
 
 
@@ -436,8 +448,11 @@ def violations(src: Path = SRC) -> list[str]:
     out += [f"package cycle: {' -> '.join(c)}" for c in cycles(package_graph(graph))]
     out += [f"layers: {v}" for v in layer_violations(graph)]
     out += [f"imports its enclosing package's __init__: {u} -> {v}" for u, v in ancestor_edges(graph)]
-    out += [f"computed import (use a plain import): {d}" for d in dynamic_imports(src)
-            if d.partition(":")[0] not in DYNAMIC_OK]  # fmt: skip
+    out += [
+        f"computed import (use a plain import): {d}"
+        for d in dynamic_imports(src)
+        if d.partition(":")[0] not in DYNAMIC_OK
+    ]
     out += [f"cold path: {m}: its docstring must say it is on the {MARK}" for m in cold_path_docstrings(src)]
     out += [f"local import off the cold path (import at the top): {m}" for m in local_imports(src)]
     return out

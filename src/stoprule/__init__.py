@@ -40,6 +40,34 @@ if TYPE_CHECKING:
     )
     from stoprule.engine.evaluator import Evaluator, Match, Verdict
     from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
+del TYPE_CHECKING
+
+# imported on first use (PEP 562): ``import stoprule`` alone loads no engine, so a command
+# that needs none (the guard, before every tool call) starts fast
+_DIAGNOSTICS = frozenset(
+    {"AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError", "StopruleError"}
+)
+_EVALUATOR = frozenset({"Evaluator", "Match", "Verdict"})
+_PACKS = frozenset({"bundled_pack", "compile_policy", "load_policy", "select_pack"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _DIAGNOSTICS:
+        from stoprule import diagnostics as module
+    elif name in _EVALUATOR:
+        from stoprule.engine import evaluator as module  # type: ignore[no-redef]
+    elif name in _PACKS:
+        from stoprule.engine import packs as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'stoprule' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "AnalysisLimit",
@@ -58,28 +86,3 @@ __all__ = [
     "load_policy",
     "select_pack",
 ]
-
-# each name loads with its module on first use: a command that needs none of them (the CLI's
-# entry, ``stoprule guard``) imports neither the engine nor the diagnostics for them
-_DIAGNOSTICS = ("AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError",
-                "StopruleError")  # fmt: skip
-_EVALUATOR = ("Evaluator", "Match", "Verdict")
-_PACKS = ("bundled_pack", "compile_policy", "load_policy", "select_pack")
-
-
-def __getattr__(name: str) -> object:
-    if name in _DIAGNOSTICS:
-        import stoprule.diagnostics as module
-    elif name in _EVALUATOR:
-        import stoprule.engine.evaluator as module  # type: ignore[no-redef]
-    elif name in _PACKS:
-        import stoprule.engine.packs as module  # type: ignore[no-redef]
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted((set(globals()) | set(__all__)) - {"TYPE_CHECKING"})

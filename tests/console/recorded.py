@@ -67,7 +67,10 @@ class Project:
         self.root, self.env = root, env
         (root / ".stoprule").mkdir(parents=True, exist_ok=True)
         (root / ".stoprule" / "config.yaml").write_text(
-            "hook:\n  ledger: true\nproviders:\n  enabled: [hook, state, blockers, transcript, closure]\n",
+            # the turn comes from the declared facts (the transcript's count of turns is not mapped: an
+            # observation would win over the declaration)
+            "hook:\n  ledger: true\nproviders:\n  enabled: [hook, state, blockers, transcript, closure]\n"
+            "  fields:\n    transcript.turns: null\n",
             encoding="utf-8",
         )
 

@@ -11,4 +11,6 @@ Modules::
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
     regex     regular expressions compiled on first use
-    text      strings safe to store"""
+    text      strings safe to store
+    jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)
+    regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)"""

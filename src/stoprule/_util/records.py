@@ -97,8 +97,9 @@ def _record(cls: type) -> type:
     return made
 
 
-def _bind(name: str, fields: tuple[str, ...], defaults: dict[str, Any], args: tuple[Any, ...],
-          kwargs: dict[str, Any]) -> tuple[Any, ...]:  # fmt: skip
+def _bind(
+    name: str, fields: tuple[str, ...], defaults: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
     """The field values of ``name(*args, **kwargs)``, as a named tuple's ``__new__`` binds them."""
     if len(args) > len(fields):
         raise TypeError(f"{name}() takes {len(fields)} positional arguments but {len(args)} were given")

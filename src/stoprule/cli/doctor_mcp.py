@@ -93,7 +93,11 @@ def check_mcp(root: str, line: Any, stdout: IO[str]) -> bool:
             if _sdk_importable(tuple(python)):
                 line(stdout, True, f"MCP server in {rel}: {shown} (MCP SDK importable)")
             else:
-                good &= line(stdout, False, f"MCP server in {rel}: {shown} cannot start: the MCP SDK is not "
-                                            f"installed for {python[-1]}: install it with "
-                                            f"`{python[-1]} -m pip install 'stoprule[mcp]'`")  # fmt: skip
+                good &= line(
+                    stdout,
+                    False,
+                    f"MCP server in {rel}: {shown} cannot start: the MCP SDK is not "
+                    f"installed for {python[-1]}: install it with "
+                    f"`{python[-1]} -m pip install 'stoprule[mcp]'`",
+                )
     return good

@@ -117,8 +117,9 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
             from stoprule.cli import resident
 
             via = "resident" if resident.SERVING else None
-            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server,
-                              via=via)  # fmt: skip
+            result = run_hook(
+                args.harness, args.event, data, policy=args.policy, record=record, server=args.server, via=via
+            )
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")

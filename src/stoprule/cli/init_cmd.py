@@ -13,6 +13,14 @@ Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``, Copilot CLI
 ``.github/mcp.json``), and prints the
 snippet for Codex (TOML in ``~/.codex/config.toml``); ``--no-mcp`` skips it.
 ``--dry-run`` prints what would change instead.
+
+Beside the stop hook it wires the guard (``stoprule guard HARNESS`` by its fast entry) on every
+event of the harness that can veto a tool call (Claude Code ``PreToolUse`` and ``ConfigChange``,
+Codex and Copilot ``PreToolUse``, Gemini CLI ``BeforeTool``, Cursor ``beforeShellExecution`` and
+``preToolUse``; the OpenCode plugin's ``tool.execute.before``) and, for Claude Code,
+``permissions.deny`` rules; ``--no-guard`` skips both. ``--managed`` (Claude Code) writes
+nothing: it prints the managed-settings file that pins the same wiring where no project or
+user setting can override it (``allowManagedHooksOnly``).
 """
 
 from __future__ import annotations
@@ -28,10 +36,14 @@ from typing import IO, Any
 from stoprule._util.files import atomic_write
 from stoprule.agent.hook.wiring import (
     EXTRA_EVENTS,
+    GUARD_EVENTS,
     OPENCODE_CONFIG,
     OPENCODE_PLUGIN,
     TARGETS,
+    add_deny_rules,
     add_entry,
+    deny_rules,
+    guard_argv,
     opencode_plugin,
 )
 from stoprule.config.template import config_template
@@ -78,6 +90,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also wire the permission hook: permission requests are denied with the triage (autonomous sessions)",
     )
+    p.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="do not wire the guard (the pre-tool hook refusing the agent's tampering) nor the deny rules",
+    )
+    p.add_argument(
+        "--managed",
+        action="store_true",
+        help="Claude Code: print the managed-settings file pinning stoprule's hooks (allowManagedHooksOnly); "
+        "writes nothing",
+    )
+
+
+def guard_command(harness: str, command: str | None) -> str:
+    """The guard's command: its fast entry, or after ``--command``'s program (its ``hook H`` dropped)."""
+    if not command:
+        return shlex.join(guard_argv(harness))
+    argv = shlex.split(command)
+    if argv[-2:] == ["hook", harness]:
+        argv = argv[:-2]
+    return shlex.join([*argv, "guard", harness])
+
+
+# where each system reads Claude Code's managed settings
+MANAGED_PATHS = ("/etc/claude-code/managed-settings.json (Linux, WSL)",
+                 "/Library/Application Support/ClaudeCode/managed-settings.json (macOS)",
+                 "C:\\Program Files\\ClaudeCode\\managed-settings.json (Windows)")  # fmt: skip
+
+
+def managed_settings(command: str, guard: str | None) -> dict[str, Any]:
+    """Claude Code's managed settings: stoprule's stop, session-start and guard hooks, its deny
+    rules, ``allowManagedHooksOnly`` (project and user hooks do not run; nobody but an
+    administrator can drop these)."""
+    t = TARGETS["claude-code"]
+    config: dict[str, Any] = {"allowManagedHooksOnly": True}
+    add_entry(config, t, command)
+    for ev, name in EXTRA_EVENTS["claude-code"].items():
+        if ev != "permission":
+            add_entry(config, t, f"{command} --event {ev}", name)
+    if guard is not None:
+        for name, matcher in GUARD_EVENTS["claude-code"]:
+            add_entry(config, t, guard, name, matcher, guard=True)
+        config["permissions"] = {"deny": deny_rules()}
+    return config
 
 
 # harness -> its project MCP config file (JSON with an ``mcpServers`` object)
@@ -112,14 +168,19 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
     server = mcp_server()
     if harness == "codex":
         snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        where = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \
-            else "~/.codex/config.toml"  # fmt: skip
+        where = (
+            os.path.join(os.environ["CODEX_HOME"], "config.toml")
+            if os.environ.get("CODEX_HOME")
+            else "~/.codex/config.toml"
+        )
         stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
         return
     name = MCP_FILES.get(harness)
     if name is None:
-        stdout.write(f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
-                     "by hand for the blocker tools (docs/blockers.md)\n")  # fmt: skip
+        stdout.write(
+            f"note: {harness}: register `{server['command']} {' '.join(server['args'])}` as an MCP server "
+            "by hand for the blocker tools (docs/blockers.md)\n"
+        )
         return
     path = os.path.join(root, name)
     try:
@@ -177,7 +238,13 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     else:
         argv = stoprule_argv()
     plugin = os.path.join(base, OPENCODE_PLUGIN[1 if args.user else 0])
-    text = opencode_plugin(argv)
+    if getattr(args, "no_guard", False):
+        guard: list[str] = []
+    elif args.command:
+        guard = [*argv, "guard", "opencode"]
+    else:
+        guard = guard_argv("opencode")
+    text = opencode_plugin(argv, guard)
     old = None
     if os.path.exists(plugin):
         with open(plugin, encoding="utf-8") as fh:
@@ -225,11 +292,33 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     t = TARGETS[args.harness]
     path = t.path(root, args.user)
     command = args.command or default_command(args.harness)
+    wants_guard = not getattr(args, "no_guard", False)
+    guard = guard_command(args.harness, args.command) if wants_guard else None
+    if getattr(args, "managed", False):
+        if args.harness != "claude-code":
+            raise CommandError("--managed is for Claude Code (its managed-settings file)")
+        text = json.dumps(managed_settings(command, guard), indent=2)
+        stdout.write(f"{text}\n")
+        stderr.write("install it (as an administrator) at one of:\n" + "".join(f"  {p}\n" for p in MANAGED_PATHS))
+        return 0
     events = {k: v for k, v in EXTRA_EVENTS.get(args.harness, {}).items() if k != "permission" or triage}
     try:
         config = _load(path)
         changed = add_entry(config, t, command)
-        added = [name for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)]
+        added = [
+            f"its {name} hook" for ev, name in events.items() if add_entry(config, t, f"{command} --event {ev}", name)
+        ]
+        if guard is not None:
+            guarded = [
+                name
+                for name, matcher in GUARD_EVENTS.get(args.harness, ())
+                if add_entry(config, t, guard, name, matcher, guard=True)
+            ]
+            denied = add_deny_rules(config) if args.harness == "claude-code" else 0
+            if guarded:
+                added.append(f"the guard on {', '.join(guarded)}")
+            if denied:
+                added.append(f"{denied} permissions.deny rules")
     except (OSError, ValueError) as exc:
         raise CommandError(f"cannot use {path}: {exc}; nothing written") from None
     state_dir = state or os.path.join(root, STATE_DIR)
@@ -238,7 +327,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     else:
         what = f"added `{command}` as a {t.event} hook" if changed else f"kept stoprule's {t.event} hook"
         if added:
-            what += f" (and its {', '.join(added)} hooks)"
+            what += f" (and {', '.join(added)})"
         _write_json(path, config, args.dry_run, what, stdout, backed)
     if not args.no_mcp and not args.user:
         _wire_mcp(args.harness, root, args.dry_run, stdout, stderr, backed)

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
     "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
     "hook": ("hook_cmd", "be an agent harness's stop hook: its payload in, its answer out (always exit 0)"),
+    "guard": ("guard_cmd", "be a harness's pre-tool hook refusing the agent's tampering with the gate; on|off|status"),
     "init": ("init_cmd", "wire stoprule into an agent harness's hook config and create .stoprule/config.yaml"),
     "doctor": ("doctor_cmd", "check the hook wiring of each configured harness and run one synthetic stop"),
     "facts": ("facts_cmd", "declare facts for a session (set, clear, show) for the hook's state provider"),
@@ -60,7 +61,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # commands whose process ends when their output is flushed (see main): the stop hook
-EXIT_AT_ONCE = frozenset({"hook"})
+EXIT_AT_ONCE = frozenset({"hook", "guard"})
 
 
 def _formatter() -> type[argparse.HelpFormatter]:
@@ -163,7 +164,44 @@ def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
         sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
+    if argv[0] not in ("eval", "hook"):  # (their lines change nothing)
+        _refuse_in_session(argv)
     return int(command.run(args, stdin, stdout, stderr))
+
+
+def _refuse_in_session(argv: list[str]) -> None:
+    """A command that changes what a stop decides, run inside an agent's session (its process
+    ancestry says so): refused (a CommandError saying how the user does it) and written to the
+    session's attempts."""
+    from stoprule.agent.guard.commands import HARNESS_RUNS, MUTATING, USER_WAY, mutating
+
+    what = mutating(argv) if argv[0] in MUTATING else None
+    if what is None or what.split()[0] in HARNESS_RUNS:
+        return
+    from stoprule.agent.guard.session import inside_session
+
+    found = inside_session()
+    if found is None:
+        return
+    home, link = found
+    from stoprule.agent.guard.journal import record_attempt
+    from stoprule.diagnostics import CommandError
+
+    record_attempt(
+        home,
+        link.get("session"),
+        {
+            "via": "cli",
+            "harness": link.get("harness"),
+            "kind": "command",
+            "what": f"ran `stoprule {what}` inside the session",
+        },
+    )
+    raise CommandError(
+        f"`stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
+        f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "
+        "This attempt is shown to the user at the next stop."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,7 +82,8 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
     ``ledger_path``; durable when this returns.
 
     ``fact`` and ``verdict`` are written as given: redact them first. Returns the decision's
-    time (its ``at`` in the ledger). Raises ``OSError``, or ``LedgerError`` for a bad run id."""
+    time (its ``at`` in the ledger). Raises ``OSError``, ``LedgerError`` for a bad run id, or
+    ``ValueError`` for a number JSON cannot write."""
     from stoprule._util.files import append_durably
     from stoprule.ledger.errors import check_run_id
 
@@ -91,7 +92,9 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
     entry = {"v": FORMAT, "run": run, "at": at, "kind": kind, "retryable": retryable, "verdict": verdict,
              "fact": fact}  # fmt: skip
     # a line of its own whatever came before it: a hook killed mid-line never glues a decision to its fragment
-    append_durably(journal_path(ledger_path), ("\n" + json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii"))
+    # (a number JSON cannot write, NaN or an infinity, is refused now: ValueError, never acknowledged)
+    line = json.dumps(entry, separators=(",", ":"), allow_nan=False)
+    append_durably(journal_path(ledger_path), ("\n" + line + "\n").encode("ascii"))
     return at
 
 
@@ -121,12 +124,23 @@ def pending(ledger_path: str) -> bool:
     return bool(_leftovers(path))
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # an infinity (1e999) or NaN: not a number the ledger keeps
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
 def _decision(line: bytes) -> dict[str, Any] | None:
     """The journaled decision on ``line``, or None if it is not a well-formed one."""
     from stoprule.ledger.errors import check_run_id
 
     try:
-        e = json.loads(line)
+        e = json.loads(line, parse_constant=_not_json, parse_float=_finite)
         v = e["verdict"]
         ok = (
             type(e) is dict
@@ -195,8 +209,6 @@ def _last_event(ledger: Ledger) -> int:
 
 def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
     """Whether the fold that began after event ``last`` committed: event ``last + 1`` is ``first``."""
-    from stoprule.ledger.events import fact_identity
-
     row = ledger.connection.execute("SELECT run, body FROM events WHERE id = ?", (last + 1,)).fetchone()
     if row is None or row[0] != first["run"]:
         return False
@@ -204,7 +216,7 @@ def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
         body = json.loads(row[1])
     except ValueError:
         return False
-    return bool(body.get("at") == first["at"] and body.get("fact") == fact_identity(first["fact"])[0])
+    return bool(body.get("at") == first["at"] and body.get("fact") == _identity(first["fact"])[0])
 
 
 def _retried(ledger: Ledger, run: str) -> str | None:
@@ -217,21 +229,32 @@ def _retried(ledger: Ledger, run: str) -> str | None:
     return str(st.tip)
 
 
-def _append_all(ledger: Ledger, decisions: list[dict[str, Any]]) -> None:
-    from stoprule.ledger.events import fact_identity
+def _identity(fact: Any) -> tuple[str, str]:
+    """``(digest, canonical JSON)`` of a fact, as the recorder keeps it (``recorder.fact_identity``,
+    which this module cannot import: the recorder imports the store, which folds through here)."""
+    from stoprule._util.redact import redact_obj
+    from stoprule.ledger.events import canonical, digest
 
-    for e in decisions:  # each a stop: recorded as Recorder.record_stop records one
-        fd, body = fact_identity(e["fact"])
-        ledger.append(
-            e["run"],
-            _verdict(e["verdict"]),
-            fd,
-            body,
-            kind=e["kind"],
-            retryable=e["retryable"],
-            retry_of=_retried(ledger, e["run"]),
-            at=e["at"],
-        )
+    text = canonical(redact_obj(fact), finite=True)
+    return digest(text), text
+
+
+def _append_all(ledger: Ledger, decisions: list[dict[str, Any]]) -> None:
+    for e in decisions:  # each a stop: recorded as Recorder.record_stop records one, at its own time
+        fd, body = _identity(e["fact"])
+        ledger.decided_at = e["at"]
+        try:
+            ledger.append(
+                e["run"],
+                _verdict(e["verdict"]),
+                fd,
+                body,
+                kind=e["kind"],
+                retryable=e["retryable"],
+                retry_of=_retried(ledger, e["run"]),
+            )
+        finally:
+            ledger.decided_at = None
 
 
 def _reject(path: str, lines: list[bytes]) -> None:

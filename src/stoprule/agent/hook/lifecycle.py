@@ -63,8 +63,12 @@ def render_permission(harness: str, message: str | None) -> dict[str, Any] | Non
     if message is None:
         return {} if harness in ("copilot", "opencode", "gemini", "cursor") else None
     if harness in ("claude-code", "codex"):
-        return {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                       "decision": {"behavior": "deny", "message": message}}}  # fmt: skip
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": message},
+            }
+        }
     if harness == "copilot":
         return {"behavior": "deny", "message": message}
     if harness == "opencode":
@@ -133,7 +137,12 @@ def _handle(
     try:
         event = adapter(harness).parse(decode_payload(data), name)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-        project, home = state_home(workdir, env)
+        from stoprule.agent.hook.frozen import anchor
+
+        root = anchor(harness, env)  # the harness's own project dir, when it names one
+        project, home = state_home(root or workdir, env)
+        if root is not None:
+            workdir = os.path.dirname(project) if project else root
         settings = settings_for(project, event.session_id)
         out = body(_Begun(event, workdir, project, home, settings, env), entry)
     except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
@@ -142,6 +151,27 @@ def _handle(
     if home is not None:
         log(home, settings.hook.get("log", True) if settings is not None else True, entry)
     return out
+
+
+def _freeze(b: _Begun, policy: str | None) -> bool:
+    """Freeze the session (:mod:`stoprule.agent.hook.frozen`) unless it is frozen already (a resumed
+    session keeps what it started with); whether it is frozen now."""
+    from stoprule.agent.hook import frozen as fz
+    from stoprule.agent.hook.state import read_session, update_session
+    from stoprule.engine.packs import pack_path
+
+    session = b.event.session_id
+    assert session is not None
+    if isinstance(read_session(b.home, session).get("frozen"), dict):
+        return True
+    root = os.path.dirname(b.project) if b.project else b.workdir
+    record = fz.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
+
+    def keep_first(rec: dict[str, Any]) -> dict[str, Any]:
+        return rec if isinstance(rec.get("frozen"), dict) else {**rec, "frozen": record}
+
+    update_session(b.home, session, keep_first)
+    return True
 
 
 def run_session_start(
@@ -174,6 +204,7 @@ def run_session_start(
             entry["baseline"] = len(rec["baseline"].get("files", {}))
         if b.event.session_id:
             entry["linked"] = link_session(b.home, b.event.session_id, harness)
+            entry["frozen"] = _freeze(b, policy)
         mode, source = _mode(b, harness)
         entry["session_mode"] = {"mode": mode, "source": source}
         text = instructions(pack_path(policy, b.env, b.workdir), mode)

@@ -70,13 +70,19 @@ def _units(message: str) -> list[tuple[str, str]]:
                 units.append(("sentence", s.strip()))
 
     for block in re.split(r"\n\s*\n", text) if "\n" in text else (text,):
-        lines = [ln for ln in block.split("\n") if ln.strip() and not ln.lstrip().startswith(">")
-                 and not (":" in ln and re.match(_TRAILER, ln))]  # fmt: skip
+        lines = [
+            ln
+            for ln in block.split("\n")
+            if ln.strip() and not ln.lstrip().startswith(">") and not (":" in ln and re.match(_TRAILER, ln))
+        ]
         items: list[str] = []
         para: list[str] = []
         for line in lines:
-            if ((_item_possible(line) and re.match(_ITEM, line)) or (":" in line and re.match(_FIELD, line))
-                    or (items and line.startswith((" ", "\t")))):  # fmt: skip
+            if (
+                (_item_possible(line) and re.match(_ITEM, line))
+                or (":" in line and re.match(_FIELD, line))
+                or (items and line.startswith((" ", "\t")))
+            ):
                 if para:
                     prose(para)
                     para = []
@@ -221,9 +227,14 @@ def _preload(spec: dict[str, Any]) -> None:
         hit = json.loads(raw) if raw is not None else None
         if isinstance(hit, dict) and hit.get("format") == 2 and hit.get("patterns") == patterns:
             for p, (needs, foreign) in zip(patterns, hit["read"], strict=True):
-                if not (isinstance(foreign, bool) and isinstance(needs, list) and all(
+                if not (
+                    isinstance(foreign, bool)
+                    and isinstance(needs, list)
+                    and all(
                         isinstance(words, list) and words and all(isinstance(w, str) and w for w in words)
-                        for words in needs)):  # fmt: skip
+                        for words in needs
+                    )
+                ):
                     raise ValueError("a malformed reading")
                 _READ.setdefault(p, (tuple(tuple(words) for words in needs), foreign))
             return
@@ -447,11 +458,13 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
     list_questions: list[str] = []  # the questions among that list's items
     for kind, text in reversed(units):
         if kind == "list":
-            questions = [item for item in text.split("\n") if _any(asks, item)
-                         and not _any(rhetorical, item) and not _any(invitations, item)]  # fmt: skip
+            questions = [
+                item
+                for item in text.split("\n")
+                if _any(asks, item) and not _any(rhetorical, item) and not _any(invitations, item)
+            ]
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
-                return {"asked": True, "sentence": questions[0][:300],
-                        "why": "a list of questions to the user"}  # fmt: skip
+                return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
             listed, list_questions = text, questions if seen <= 1 else []
             continue
         if seen >= window:
@@ -460,8 +473,11 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
             listed, answered = None, False
             continue
         if _any(invitations, text):  # a politeness appendix: it does not use up the window
-            invitation = invitation or {"asked": False, "sentence": text[:300],
-                                        "why": "an open-ended invitation: nothing is pending"}  # fmt: skip
+            invitation = invitation or {
+                "asked": False,
+                "sentence": text[:300],
+                "why": "an open-ended invitation: nothing is pending",
+            }
             listed, answered = None, False
             continue
         last, introduces, was_answered = seen == 0, listed is not None, answered
@@ -470,12 +486,18 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
         if _any(requests, text):
             return {"asked": True, "sentence": text[:300], "why": "asks the user to decide, confirm or act"}
         if introduces and list_questions and _any(addressed, text):
-            return {"asked": True, "sentence": f"{text} {list_questions[0]}"[:300],
-                    "why": "asks the user the questions listed after it"}  # fmt: skip
+            return {
+                "asked": True,
+                "sentence": f"{text} {list_questions[0]}"[:300],
+                "why": "asks the user the questions listed after it",
+            }
         if not _any(asks, text):
             if introduces and text.rstrip().endswith((":", "：")) and _any(options, text):
-                return {"asked": True, "sentence": text[:300],
-                        "why": "asks the user to choose among the options after it"}  # fmt: skip
+                return {
+                    "asked": True,
+                    "sentence": text[:300],
+                    "why": "asks the user to choose among the options after it",
+                }
             continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"
@@ -483,8 +505,11 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
         if was_answered or _any(rhetorical, text):
             continue
         if _any(addressed, text):
-            return {"asked": True, "sentence": text[:300],
-                    "why": "a question to the user, followed only by its rationale, options or plan"}  # fmt: skip
+            return {
+                "asked": True,
+                "sentence": text[:300],
+                "why": "a question to the user, followed only by its rationale, options or plan",
+            }
     return invitation
 
 

@@ -38,7 +38,15 @@ if TYPE_CHECKING:
     from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["MAX_PAYLOAD_BYTES", "HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
+__all__ = [
+    "MAX_PAYLOAD_BYTES",
+    "HookResult",
+    "decision_of",
+    "name_attempts",
+    "run_hook",
+    "state_home",
+    "user_state_dir",
+]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -148,9 +156,12 @@ def _stateless_guard(event: HookEvent, decision: Decision, cap: int, entry: dict
         repeat = bool(event.flag_known and event.stop_hook_active)
     entry["loop"] = {"blocks_before": None, "cap": cap, "capped": decision.block and repeat, "stateless": True}
     if decision.block and repeat:
-        return Decision(False, notice=f"stoprule allowed this stop: the session state cannot be written "
-                        f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
-                        f"{decision.message}")  # fmt: skip
+        return Decision(
+            False,
+            notice=f"stoprule allowed this stop: the session state cannot be written "
+            f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
+            f"{decision.message}",
+        )
     return decision
 
 
@@ -223,12 +234,20 @@ class _Stop:
         self.fact: dict[str, Any] | None = None
         self.verdict: Verdict | None = None  # the evaluator's (not a server's)
         self.disarm: Callable[[], None] = lambda: None
+        self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
 
 
 def _decide(
-    st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
-    policy: str | None, t0: float, server: str | None,
-) -> Decision:  # fmt: skip
+    st: _Stop,
+    mod: Any,
+    data: bytes,
+    entry: dict[str, Any],
+    cwd: str | None,
+    env: Mapping[str, str],
+    policy: str | None,
+    t0: float,
+    server: str | None,
+) -> Decision:
     st.home = user_state_dir(env)
     payload_error: BaseException | None = None
     try:
@@ -244,7 +263,14 @@ def _decide(
     event = st.event
     entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
     workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-    st.project, st.home = state_home(workdir, env)
+    from stoprule.agent.hook.frozen import anchor
+
+    root = anchor(st.harness, env)  # the harness's own project dir: a .stoprule/ the agent made below is not it
+    st.project, st.home = state_home(root or workdir, env)
+    nested = find_project(workdir) if root else None
+    st.nested = nested if nested is not None and nested != st.project else None
+    if root is not None:  # the providers look at the project (its repository), wherever the agent cd'd
+        workdir = os.path.dirname(st.project) if st.project else root
     entry["project"] = st.project
     cfg_path = os.path.join(st.project, CONFIG_FILE) if st.project else None
     try:
@@ -265,16 +291,8 @@ def _decide(
         from stoprule.agent.hook.remote import Remote
 
         remote = Remote.configured(st.settings.server, server, env, remaining)
-    from stoprule.engine.packs import load_policy, pack_path
-
-    if remote is None:
-        pack = pack_path(policy, env, workdir)
-        entry["pack"] = pack
-        st.evaluator = load_policy(pack)
-    else:
-        entry["pack"] = remote.url
-    from stoprule.agent.hook.providers import Context, gather
     from stoprule.agent.hook.state import StateError, read_session
+    from stoprule.engine.packs import load_policy, pack_path
 
     notes: list[str] = []
     try:
@@ -284,8 +302,19 @@ def _decide(
         notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
+    selected = pack_path(policy, env, workdir)
+    frozen_pack = _frozen_session(st, event, env, rec, workdir, selected, explicit=policy is not None)
+    if frozen_pack is not None:
+        selected = frozen_pack
+    if remote is None:
+        entry["pack"] = selected
+        st.evaluator = load_policy(selected)
+    else:
+        entry["pack"] = remote.url
+    from stoprule.agent.hook.providers import Context, gather
+
     ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
-    ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
+    ctx.pack = selected  # the pack's data (triage patterns) for the providers
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
@@ -310,7 +339,83 @@ def _decide(
     if observe:
         entry["would"] = "block" if decision.block else "allow"
         decision = Decision(False, notice=None if decision.block else decision.notice)
+    seen = _what_the_gate_saw(st.fact, prov, st.settings.providers.get("fields", {}))
+    if seen and not decision.block:  # a declaration may end in review, never hide what the gate saw
+        decision = Decision(False, decision.message, f"{decision.notice}\n{seen}" if decision.notice else seen)
+    if ctx.new_attempts:
+        entry["attempts_named"] = len(ctx.new_attempts)
+        decision = name_attempts(decision, ctx.new_attempts)
     return decision
+
+
+def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str | None]) -> str | None:
+    """For a stop that is allowed: the work the gate observed (uncommitted files, open tasks, open
+    blockers) and the declarations it ignored over an observation, in one line (None: nothing)."""
+    parts: list[str] = []
+    files, tasks = fields.get("git.files"), fields.get("transcript.available_tasks")
+    blockers = fields.get("blockers.openBlockers")
+    if files and fact.get(fields.get("git.dirty") or "") is True:
+        listed = fact.get(files)
+        shown: list[Any] = listed if isinstance(listed, list) else []
+        count = fact.get(fields.get("git.count") or "")
+        more = f"; {count} in all" if isinstance(count, int) and count > len(shown) else ""
+        parts.append(f"uncommitted work ({', '.join(map(str, shown)) or 'files'}{more})")
+    if tasks and isinstance(fact.get(tasks), list) and fact[tasks]:
+        parts.append(f"open tasks ({', '.join(map(str, fact[tasks][:5]))})")
+    if blockers and isinstance(fact.get(blockers), list) and fact[blockers]:
+        questions = [str(b.get("question")) for b in fact[blockers] if isinstance(b, dict)][:5]
+        parts.append(f"open blockers ({'; '.join(questions)})")
+    ignored = [c for c in prov.conflicts if c.get("declared")]
+    if ignored:
+        parts.append(
+            "declarations ignored over what was observed: "
+            + ", ".join(
+                f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+                f"{json.dumps(c['kept']['value'])[:60]})"
+                for c in ignored[:5]
+            )
+        )
+    return ("stoprule: the gate saw " + "; ".join(parts)) if parts else None
+
+
+def name_attempts(decision: Decision, attempts: list[str]) -> Decision:
+    """The decision with the agent's refused attempts named: to the user (the notice, shown where
+    the harness has a user channel) and, on a block, to the agent (its instruction says so too)."""
+    shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
+    text = (
+        f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
+        f"the harness's hooks since the last stop: {shown}"
+    )
+    notice = f"{decision.notice}\n{text}" if decision.notice else text
+    message = (
+        f"{decision.message}\n\n({text}. The user is told.)"
+        if decision.block and decision.message
+        else decision.message
+    )
+    return Decision(decision.block, message, notice)
+
+
+def _frozen_session(
+    st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str, pack: str, *, explicit: bool
+) -> str | None:
+    """Freeze the session at its first stop when its start did not (:mod:`stoprule.agent.hook.frozen`),
+    else journal what changed since, once each; the frozen pack copy to decide with (None: the
+    selected one, ``--policy`` given or no copy)."""
+    from stoprule.agent.hook import frozen as fz
+
+    if not event.session_id:
+        return None
+    record = rec.get("frozen") if isinstance(rec.get("frozen"), dict) else None
+    if record is None:
+        root = os.path.dirname(st.project) if st.project else workdir
+        rec["frozen"] = record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+    new = fz.changes(record, st.project, env, st.nested, pack)
+    if new:
+        from stoprule.agent.guard.journal import record_attempt
+
+        for _, what in new:
+            record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
+    return None if explicit else fz.pack_of(record)
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
@@ -342,8 +447,12 @@ def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
         safe: dict[str, Any] = redact_obj(clean_obj(entry))
         return safe
     except Exception as exc:  # noqa: BLE001
-        return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
-                "log_error": f"{type(exc).__name__}"}  # fmt: skip
+        return {
+            "ts": entry.get("ts"),
+            "harness": entry.get("harness"),
+            "decision": entry.get("decision"),
+            "log_error": f"{type(exc).__name__}",
+        }
 
 
 def decision_of(verdict: Verdict) -> Decision:

@@ -52,7 +52,6 @@ __all__ = [
 ]
 
 
-
 class StateError(AgentError, ValueError):
     """A state file that cannot be read or written (the message names it)."""
 
@@ -143,15 +142,19 @@ def declare_facts(project: str, session: str | None, fields: Mapping[str, Any]) 
 def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = None) -> dict[str, Any]:
     """Drop ``keys`` (None: every fact) from the session's declared facts; returns what is left."""
     drop = None if keys is None else set(keys)
-    return _change(facts_file(project, session), lambda cur: {} if drop is None else {
-        k: v for k, v in cur.items() if k not in drop
-    })  # fmt: skip
+    return _change(
+        facts_file(project, session),
+        lambda cur: {} if drop is None else {k: v for k, v in cur.items() if k not in drop},
+    )
 
 
-def read_facts(project: str, session: str | None, notes: list[str] | None = None) -> dict[str, Any]:
-    """The facts declared for ``session``: project-wide ones overlaid with the session's own
-    (a damaged file is moved aside and read as none, with a note in ``notes``)."""
-    out = _read(facts_file(project, None), notes)
+def read_facts(
+    project: str, session: str | None, notes: list[str] | None = None, project_wide: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The facts declared for ``session``: project-wide ones (``project_wide`` when given: as the
+    session froze them) overlaid with the session's own (a damaged file is moved aside and read
+    as none, with a note in ``notes``)."""
+    out = dict(project_wide) if project_wide is not None else _read(facts_file(project, None), notes)
     if session is not None:
         out.update(_read(facts_file(project, session), notes))
     cleaned: dict[str, Any] = clean_obj(out)  # a hand-edited NUL or lone surrogate cannot fail the stop check

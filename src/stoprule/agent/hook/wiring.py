@@ -7,17 +7,37 @@ Beside the stop hook, :data:`EXTRA_EVENTS` names each harness's session-start ho
 triage instructions and the session's baseline) and permission hook (opt-in triage).
 OpenCode has no command hooks: init writes a generated plugin (:data:`OPENCODE_PLUGIN`)
 and registers the MCP server in ``opencode.json``.
+
+The guard (:mod:`stoprule.agent.guard`) is wired on every event that can veto a tool call
+(:data:`GUARD_EVENTS`), run by its own fast entry (:func:`guard_argv`); Claude Code also gets
+``permissions.deny`` rules (:func:`deny_rules`), a second line the harness itself enforces.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EXTRA_EVENTS", "OPENCODE_PLUGIN", "TARGETS", "Target", "add_entry", "find_entry", "opencode_plugin"]
+from stoprule.agent.guard.commands import MUTATING
+
+__all__ = [
+    "EXTRA_EVENTS",
+    "GUARD_EVENTS",
+    "OPENCODE_PLUGIN",
+    "TARGETS",
+    "Target",
+    "add_deny_rules",
+    "add_entry",
+    "deny_rules",
+    "find_entry",
+    "find_guard",
+    "guard_argv",
+    "opencode_plugin",
+]
 
 
 @dataclass(frozen=True)
@@ -59,7 +79,12 @@ TARGETS: dict[str, Target] = {
     "gemini": Target("gemini", ".gemini/settings.json", ".gemini/settings.json", "AfterAgent", True, False),
     "cursor": Target("cursor", ".cursor/hooks.json", ".cursor/hooks.json", "stop", False, True),
     "copilot": Target(
-        "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True,
+        "copilot",
+        ".github/hooks/stoprule.json",
+        ".copilot/hooks/stoprule.json",
+        "agentStop",
+        False,
+        True,
         "COPILOT_HOME",
     ),
 }
@@ -73,17 +98,69 @@ EXTRA_EVENTS: dict[str, dict[str, str]] = {
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
 }
 
+# harness -> the events (and tool matchers) where its guard runs: every event that can veto a
+# tool call or a settings change (each harness's hooks documentation, checked on the pinned binaries)
+GUARD_EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "claude-code": (("PreToolUse", "Bash|Write|Edit|MultiEdit|NotebookEdit"), ("ConfigChange", None)),
+    "codex": (("PreToolUse", None),),
+    "gemini": (("BeforeTool", None),),
+    "copilot": (("preToolUse", None),),
+    "cursor": (("beforeShellExecution", None), ("preToolUse", None)),
+}
+
+
+def guard_argv(harness: str | None = None) -> list[str]:
+    """How a harness runs the guard: this interpreter without ``site`` and isolated (``-S -I``) on
+    the guard's own entry (its cold start: about a bare interpreter's), then ``harness``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    entry = os.path.join(here, "guard", "__main__.py")
+    return [sys.executable, "-S", "-I", entry, *([harness] if harness else [])]
+
+
+def deny_rules() -> list[str]:
+    """Claude Code ``permissions.deny`` rules: edits of stoprule's files and the harness's wiring,
+    runs of stoprule's mutating commands (the guard's table). The harness enforces them itself."""
+    edits = ["Edit(/.stoprule/**)", "Edit(**/.stoprule/**)", "Edit(/.claude/**)", "Edit(/.mcp.json)",
+             "Edit(~/.claude/**)", "Edit(~/.config/stoprule/**)", "Edit(~/.cache/stoprule/**)",
+             "Edit(~/.local/state/stoprule/**)"]  # fmt: skip
+    commands: list[str] = []
+    for name, subs in MUTATING.items():
+        for words in [name] if subs is None else [f"{name} {sub}" for sub in sorted(subs)]:
+            commands.append(f"stoprule {words}")
+    runs = [
+        f"Bash({prefix}{c.removeprefix('stoprule ')}:*)"
+        for c in commands
+        for prefix in ("stoprule ", "python -m stoprule ", "python3 -m stoprule ")
+    ]
+    return edits + runs
+
+
+def add_deny_rules(config: dict[str, Any]) -> int:
+    """Add the :func:`deny_rules` missing from ``permissions.deny`` (others kept); how many were added."""
+    perms = config.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise ValueError("its 'permissions' is not an object")
+    deny = perms.setdefault("deny", [])
+    if not isinstance(deny, list):
+        raise ValueError("its 'permissions.deny' is not a list")
+    missing = [r for r in deny_rules() if r not in deny]
+    deny.extend(missing)
+    return len(missing)
+
+
 # where init writes the OpenCode plugin (project root / home), and its MCP config
 OPENCODE_PLUGIN = (os.path.join(".opencode", "plugins", "stoprule.js"),
                    os.path.join(".config", "opencode", "plugins", "stoprule.js"))  # fmt: skip
 OPENCODE_CONFIG = ("opencode.json", os.path.join(".config", "opencode", "opencode.json"))
 
 
-def opencode_plugin(argv: list[str]) -> str:
-    """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``)."""
+def opencode_plugin(argv: list[str], guard: list[str] | None = None) -> str:
+    """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``) and the
+    guard as ``guard`` (default: :func:`guard_argv`; ``[]``: no guard)."""
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "opencode_plugin.js"), encoding="utf-8") as fh:
-        return fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
+        text = fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
+    return text.replace("__STOPRULE_GUARD__", json.dumps(guard_argv("opencode") if guard is None else guard))
 
 
 def _handlers(config: dict[str, Any], t: Target, event: str | None = None) -> list[dict[str, Any]]:
@@ -105,18 +182,40 @@ def _command(handler: dict[str, Any]) -> str:
     return c if isinstance(c, str) else ""
 
 
+def find_guard(config: dict[str, Any], t: Target, event: str) -> str | None:
+    """The command of stoprule's guard under ``event``, if the config has one."""
+    return next(
+        (
+            _command(h)
+            for h in _handlers(config, t, event)
+            if "stoprule" in _command(h) and _command(h).rstrip().endswith(f" {t.harness}") and "guard" in _command(h)
+        ),
+        None,
+    )
+
+
 def find_entry(config: dict[str, Any], t: Target, event: str | None = None) -> str | None:
     """The command of stoprule's entry for this harness (under ``event``, default the stop's),
     if the config has one."""
     needle = f"hook {t.harness}"
-    return next((_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h)
-                 and needle in _command(h)), None)  # fmt: skip
+    return next(
+        (_command(h) for h in _handlers(config, t, event) if "stoprule" in _command(h) and needle in _command(h)), None
+    )
 
 
-def add_entry(config: dict[str, Any], t: Target, command: str, event: str | None = None) -> bool:
-    """Add stoprule's entry under ``event`` (default the stop's), keeping every other entry;
-    False if one is already there."""
-    if find_entry(config, t, event) is not None:
+def add_entry(
+    config: dict[str, Any],
+    t: Target,
+    command: str,
+    event: str | None = None,
+    matcher: str | None = None,
+    *,
+    guard: bool = False,
+) -> bool:
+    """Add stoprule's entry (``guard``: the guard's) under ``event`` (default the stop's) with a
+    tool ``matcher``, keeping every other entry; False if one is already there."""
+    present = find_guard(config, t, event or t.event) if guard else find_entry(config, t, event)
+    if present is not None:
         return False
     if t.versioned:
         config.setdefault("version", 1)
@@ -127,5 +226,9 @@ def add_entry(config: dict[str, Any], t: Target, command: str, event: str | None
     entries = hooks.setdefault(key, [])
     if not isinstance(entries, list):
         raise ValueError(f"its 'hooks.{key}' is not a list")
-    entries.append({"hooks": [t.handler(command)]} if t.grouped else t.handler(command))
+    handler = t.handler(command)
+    if t.grouped:
+        entries.append({**({"matcher": matcher} if matcher else {}), "hooks": [handler]})
+    else:
+        entries.append({**handler, **({"matcher": matcher} if matcher else {})})
     return True

@@ -1,7 +1,8 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
 Order (:data:`stoprule.config.defaults.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
-``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
+``transcript``, ``closure``, ``git``, and always last ``guard`` (the agent's refused attempts)
+— what was declared (the payload, facts declared for
 the session, blockers the agent logged) before what is inferred (the working tree); the
 transcript comes before ``closure`` so that the agent's last message (its closure trailer,
 a question to the user) is read from the transcript when the payload has none.
@@ -11,13 +12,14 @@ provider's observations are fact fields already (``state.<field>`` may rename on
 
 The first provider to set a field wins; a later provider with a different value is
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
-it is told its deadline, and one that overruns it has its observations dropped (noted).
+it is told its deadline. One that fails or overruns it makes the stop an internal error
+(:class:`ObservationFailed`, the hook's fail policy): what it did not see is never "nothing".
 
 Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
-``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
-each a :class:`~.protocol.Provider` (``protocol``); ``context`` holds what they are given
-(:class:`Context`) and what the merge records (:class:`Provenance`); ``_turn`` says which stops
-belong to one user turn, for the providers that keep per-turn marks.
+``transcript_provider``, ``closure_provider``, ``git_provider``, ``guard_provider``), imported
+when it first runs, each a :class:`~.protocol.Provider` (``protocol``); ``context`` holds what
+they are given (:class:`Context`) and what the merge records (:class:`Provenance`); ``_turn``
+says which stops belong to one user turn, for the providers that keep per-turn marks.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -29,6 +31,7 @@ import time
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers.context import Context, Provenance
 from stoprule.config.defaults import PROVIDER_ORDER
+from stoprule.diagnostics import AgentError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 
     from stoprule.agent.hook.providers.protocol import Provider
 
-__all__ = ["Context", "Provenance", "gather", "merge"]
+__all__ = ["Context", "ObservationFailed", "Provenance", "gather", "merge"]
 
 
 def _provider(name: str) -> Provider:
@@ -65,6 +68,10 @@ def _provider(name: str) -> Provider:
         from stoprule.agent.hook.providers import git_provider
 
         return git_provider
+    if name == "guard":
+        from stoprule.agent.hook.providers import guard_provider
+
+        return guard_provider
     raise KeyError(name)
 
 
@@ -72,21 +79,29 @@ def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], lis
     return _provider(name).provide(event, ctx)
 
 
+class ObservationFailed(AgentError):
+    """A provider failed or overran its budget: what it would have seen is unknown, and unknown
+    is never "nothing there" (the hook's fail policy decides the stop)."""
+
+
 def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
-    """Run the enabled providers in order; the merged fact and its provenance."""
+    """Run the enabled providers in order; the merged fact and its provenance. Raises
+    :class:`ObservationFailed` when one failed or overran its budget."""
     enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
     budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
     results: list[tuple[str, dict[str, Any], list[str]]] = []
     timings: dict[str, float] = {}
-    for name in PROVIDER_ORDER:
-        if name not in enabled:
+    failures: list[str] = []
+    for name in (*PROVIDER_ORDER, "guard"):  # guard: always (the agent's attempts are never the config's to hide)
+        if name not in enabled and name != "guard":
             continue
         t0 = time.monotonic()
         ctx.deadline = t0 + budget
         try:
             obs, notes = _run(name, event, ctx)
-        except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
+        except Exception as exc:  # noqa: BLE001 - collected: could not observe is never "nothing there"
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
         if name == "transcript" and event.last_message is None:
             scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
@@ -96,7 +111,12 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         timings[name] = round(spent * 1000, 2)
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+            failures.append(f"{name}: took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms")
         results.append((name, obs, notes))
+    if failures:
+        raise ObservationFailed(
+            "could not observe (" + "; ".join(failures)[:1000] + "): the stop is not decided on what is missing"
+        )
     fields = ctx.settings.get("fields", {})
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
@@ -105,8 +125,9 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     return fact, prov
 
 
-def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent,
-                  ctx: Context) -> None:  # fmt: skip
+def _session_mode(
+    fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent, ctx: Context
+) -> None:
     """``sessionMode`` and where it came from; what the harness, the config or the user's switch
     says beats a declared value (the agent can declare facts; it cannot make itself attended)."""
     from stoprule.agent.hook.mode import resolve
@@ -119,8 +140,13 @@ def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
     mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
     if target in fact and fact[target] != mode:
         kept = prov.fields.get(target, {})
-        prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
-                               "ignored": {"provider": kept.get("provider"), "value": fact[target]}})  # fmt: skip
+        prov.conflicts.append(
+            {
+                "field": target,
+                "kept": {"provider": "session", "value": mode},
+                "ignored": {"provider": kept.get("provider"), "value": fact[target]},
+            }
+        )
     fact[target] = mode
     prov.fields[target] = {"provider": "session", "key": "mode", "value": mode, "source": source}
 
@@ -128,8 +154,9 @@ def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
 def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:
     """Tasks an open progress-blocking blocker is about are never offered as the next task:
     they leave the available tasks (noted in the provenance)."""
-    blocked = next((o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"),
-                   None)  # fmt: skip
+    blocked = next(
+        (o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"), None
+    )
     target = fields.get("transcript.available_tasks")
     if not blocked or not target or not isinstance(fact.get(target), list):
         return
@@ -139,13 +166,20 @@ def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
         fact[target] = kept
 
 
+# what the agent declares (facts it set, report_status, its closure trailer): never over an observation
+DECLARING = ("state", "closure")
+
+
 def merge(
     results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
 ) -> tuple[dict[str, Any], Provenance]:
-    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    """Map each provider's observations to fact fields: what was observed first (in provider
+    order), then what the agent declared (:data:`DECLARING`); the first to set a field wins, so
+    a declaration never overrides an observation: the conflict is kept (``declared: true``)."""
     fact: dict[str, Any] = {}
     prov = Provenance()
-    for name, obs, notes in results:
+    ordered = [r for r in results if r[0] not in DECLARING] + [r for r in results if r[0] in DECLARING]
+    for name, obs, notes in ordered:
         if notes:
             prov.notes[name] = notes
         for key, value in obs.items():
@@ -156,11 +190,14 @@ def merge(
             if target in fact:
                 if fact[target] != value:
                     kept = prov.fields[target]
-                    prov.conflicts.append({
-                        "field": target,
-                        "kept": {"provider": kept["provider"], "value": kept["value"]},
-                        "ignored": {"provider": name, "key": key, "value": value},
-                    })  # fmt: skip
+                    prov.conflicts.append(
+                        {
+                            "field": target,
+                            "kept": {"provider": kept["provider"], "value": kept["value"]},
+                            "ignored": {"provider": name, "key": key, "value": value},
+                            **({"declared": True} if name in DECLARING and kept["provider"] not in DECLARING else {}),
+                        }
+                    )
                 continue
             fact[target] = value
             prov.fields[target] = {"provider": name, "key": key, "value": value}
