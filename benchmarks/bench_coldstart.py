@@ -216,7 +216,7 @@ def wired_commands(project: Path) -> dict[str, list[str]]:
         for h in config.get("hooks", {}).get("PreToolUse", []):
             for entry in h.get("hooks", [h]):
                 line = entry.get("command", "") if isinstance(entry, dict) else ""
-                if harness == "claude-code" and " guard" in line and "stoprule" in line:
+                if harness == "claude-code" and "guard" in line and "stoprule" in line:
                     out["guard"] = shlex.split(line)
     return out
 
@@ -284,8 +284,10 @@ def measure(cmds: dict[str, tuple[list[str], dict[str, str]]], cwd: str, runs: i
 def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: dict[str, float]) -> bool:
     med = {k: statistics.median(v[0]) * 1000 for k, v in res.items()}
     cpu = {k: statistics.median(v[1]) * 1000 for k, v in res.items()}
-    base = med["bare"]
-    print(f"  {'command':<58} {'median wall':>11} {'/ bare':>7} {'min wall':>9} {'median cpu':>11}  target")
+    base, base_cpu = med["bare"], cpu["bare"]
+    width = max(len(labels[k]) for k in res)
+    head = f"{'median wall':>11} {'/ bare':>7} {'min wall':>9} {'median cpu':>11} {'/ bare':>7}"
+    print(f"  {'command':<{width}} {head}  target (wall)")
     met = True
     for k in res:
         ratio = med[k] / base
@@ -295,8 +297,8 @@ def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: d
             met &= ok
             verdict = f"<= {targets[k]:g}x: {'MET' if ok else 'NOT MET'}"
         print(
-            f"  {labels[k]:<58} {med[k]:8.1f} ms {ratio:6.2f}x {min(res[k][0]) * 1000:6.1f} ms {cpu[k]:8.1f} ms  "
-            f"{verdict}"
+            f"  {labels[k]:<{width}} {med[k]:8.1f} ms {ratio:6.2f}x {min(res[k][0]) * 1000:6.1f} ms {cpu[k]:8.1f} ms "
+            f"{cpu[k] / base_cpu:6.2f}x  {verdict}"
         )
     return met
 
