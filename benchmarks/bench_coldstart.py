@@ -247,8 +247,8 @@ def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
     return None, "not found (--hookify PATH or $STOPRULE_BENCH_HOOKIFY: its plugin folder, or a clone)"
 
 
-def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
-    """(wall seconds, child CPU seconds) of one run; fails loudly on exit code 2+.
+def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, bytes]:
+    """(wall seconds, child CPU seconds, standard error) of one run; fails loudly on exit code 2+.
     A command ending in ``<``, ``FILE`` reads FILE on stdin."""
     stdin_file = None
     if len(cmd) > 2 and cmd[-2] == "<":
@@ -266,19 +266,24 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, floa
         p.stderr.close()
     if p.returncode not in (0, 1):
         raise SystemExit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')}")
-    return wall, ru.ru_utime + ru.ru_stime
+    return wall, ru.ru_utime + ru.ru_stime, err
 
 
-def measure(cmds: dict[str, tuple[list[str], dict[str, str]]], cwd: str, runs: int) -> dict[str, tuple[list, list]]:
+def measure(
+    cmds: dict[str, tuple[list[str], dict[str, str]]], cwd: str, runs: int
+) -> tuple[dict[str, tuple[list, list]], dict[str, str]]:
+    """The wall and CPU times of each command's runs, and what its last run said on stderr."""
     for cmd, env in cmds.values():  # warm-up: the compiled-pack and settings caches, the bytecode
         run_once(cmd, env, cwd)
     out: dict[str, tuple[list, list]] = {k: ([], []) for k in cmds}
+    said: dict[str, str] = {}
     for _ in range(runs):
         for name, (cmd, env) in cmds.items():
-            w, c = run_once(cmd, env, cwd)
+            w, c, err = run_once(cmd, env, cwd)
             out[name][0].append(w)
             out[name][1].append(c)
-    return out
+            said[name] = err.decode("utf-8", "replace")
+    return out, said
 
 
 def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: dict[str, float]) -> bool:
@@ -422,7 +427,11 @@ def main() -> None:
             deadline = time.monotonic() + 60
             while not sock.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            cmds["resident"] = ([*wired["claude-code"], "<", str(files["claude-code"])], warm)
+            # its own session: the frozen session holds the hook's XDG_* variables, and this one's differ
+            resident_stop = tmp / "claude-code-resident-stop.json"
+            payload = json.loads(files["claude-code"].read_text())
+            resident_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-resident")))
+            cmds["resident"] = ([*wired["claude-code"], "<", str(resident_stop)], warm)
             labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
         for spec in args.cmd:
             label, _, line = spec.partition("=")
@@ -440,12 +449,17 @@ def main() -> None:
             print(f"hookify: {where}")
             print(f"guard: {'timed' if has_guard else 'not timed: this stoprule has no `guard` command'}")
         print(f"{args.runs} timed runs per command after one warm-up, round-robin; load average before: {_load()}")
-        res = measure(cmds, proj, args.runs)
+        res, said = measure(cmds, proj, args.runs)
         print(f"\n== median wall and ratio to bare Python (same run); bytecode cached; load after: {_load()}")
         met = report(res, labels, targets)
         if targets:
             verdict = "all MET" if met else "NOT all met"
             print(f"  targets: {verdict} (stop <= {STOP_TARGET}x, guard <= {GUARD_TARGET}x)")
+        print("  what each stop's last run decided (its stderr line):")
+        for name, text in said.items():
+            line = next((ln for ln in text.splitlines() if ln.startswith("stoprule hook:")), None)
+            if line is not None:
+                print(f"    {name}: {line.replace(str(tmp), '$TMP')[:150]}")
         if args.phases:
             phases([py, "hook", "claude-code"], files["claude-code"], fresh, proj, args.phases)
         if args.importtime_runs:
