@@ -8,13 +8,13 @@ a minimal Python stop hook and hookify's stop hook.
 The project is a scratch git repository with one commit, wired by ``stoprule init --harness
 claude-code`` and ``--harness codex`` (their ``.stoprule/config.yaml``: the ledger on, every
 provider), with the real transcripts recorded from those harnesses (tests/fixtures/hooks/*/recorded)
-and their last recorded Stop payload pointed at it. Every run is the same stop (after
-``loop_cap`` blocks the loop guard allows it; each run does the same work: every provider, one
-``git status``, the verdict, the journaled ledger write and its sync, the session record, the log
-line). Commands run round-robin (machine noise spreads over all of them), after one warm-up each
-(it fills the compiled-pack and settings caches, and bytecode: in a temp ``PYTHONPYCACHEPREFIX``
-for the rows that honour it, in the tree's git-ignored ``__pycache__`` for the wired ``-I``
-commands, as an install leaves it):
+and their last recorded Stop payload pointed at it. Every run is the same stop (a clean tree, the
+transcript's work done: allowed; what each row's last run decided is printed under the table), and
+does the same work: every provider, one ``git status``, the verdict, the journaled ledger write
+and its sync, the session record, the log line. Commands run round-robin (machine noise spreads
+over all of them), after one warm-up each (it fills the compiled-pack and settings caches, and
+bytecode: in a temp ``PYTHONPYCACHEPREFIX`` for the rows that honour it, in the tree's git-ignored
+``__pycache__`` for the wired ``-I`` commands, as an install leaves it):
 
     bare       python -c pass                                   the floor: 1.0x
     python -S  python -S -c pass                                without site (for information)
@@ -400,6 +400,8 @@ def main() -> None:
             hookify, where = find_hookify(args.hookify, tmp)
             if hookify is not None:
                 (files["project"] / ".claude" / "hookify.require-tests.local.md").write_text(HOOKIFY_RULE)
+                for git in (["add", "-A"], ["commit", "-q", "-m", "hookify's rule"]):  # a clean tree, as before
+                    subprocess.run([*GIT, *git], cwd=proj, check=True, capture_output=True)
                 hk_env = dict(fresh, CLAUDE_PLUGIN_ROOT=str(hookify))
                 cmds["hookify"] = ([py, str(hookify / "hooks" / "stop.py"), "<", str(files["claude-code"])], hk_env)
                 labels["hookify"] = "hookify stop hook, one rule (python3 hooks/stop.py)"
