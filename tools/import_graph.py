@@ -108,6 +108,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.command",
     "stoprule._util.files",
     "stoprule._util.gcpause",
+    "stoprule._util.jsonin",
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regex",
@@ -198,7 +199,6 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.ledger.store": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.tokens": "the hook records to a PostgreSQL ledger (ledger.url)",
     # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
-    "stoprule._util.jsonin": "the guard runs",
     "stoprule.agent.guard.calls": "the guard runs",
     "stoprule.agent.guard.rules": "the guard runs",
     "stoprule.agent.guard.run": "the guard runs",

@@ -235,6 +235,7 @@ class _Stop:
         self.verdict: Verdict | None = None  # the evaluator's (not a server's)
         self.disarm: Callable[[], None] = lambda: None
         self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
+        self.frozen: dict[str, Any] | None = None  # the session's frozen record
 
 
 def _decide(
@@ -315,6 +316,7 @@ def _decide(
 
     ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
     ctx.pack = selected  # the pack's data (triage patterns) for the providers
+    ctx.frozen = st.frozen
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
@@ -405,14 +407,18 @@ def _frozen_session(
 
     if not event.session_id:
         return None
-    record = rec.get("frozen") if isinstance(rec.get("frozen"), dict) else None
+    record = fz.load(st.home, event.session_id)
     if record is None:
         root = os.path.dirname(st.project) if st.project else workdir
-        rec["frozen"] = record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+        record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+        fz.save(st.home, event.session_id, record, first=True)
+        record = fz.load(st.home, event.session_id) or record  # another process may have frozen it first
+    st.frozen = record
     new = fz.changes(record, st.project, env, st.nested, pack)
     if new:
         from stoprule.agent.guard.journal import record_attempt
 
+        fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
     return None if explicit else fz.pack_of(record)
