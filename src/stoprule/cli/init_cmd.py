@@ -52,13 +52,17 @@ from stoprule.project import STATE_DIR, find_project
 
 __all__ = ["add_arguments", "default_command", "run"]
 
-GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
+GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\nledger.db.journal*\n"
 
 
 def stoprule_argv() -> list[str]:
-    """How a harness runs this stoprule, also when it starts without this venv on PATH: the
-    absolute path of the console script beside this interpreter, else of the one on PATH,
-    else this interpreter with ``-m stoprule``."""
+    """How a harness runs this stoprule, also when it starts without this venv on PATH: this
+    interpreter, by its absolute path, on the package's launcher (``-I -S .../stoprule/launch.py``:
+    a process started at every stop skips ``site``'s start, :mod:`stoprule.launch`); else the
+    console script beside this interpreter, else the one on PATH, else ``python -m stoprule``."""
+    launcher = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch.py")
+    if os.path.isabs(sys.executable) and os.path.isfile(sys.executable) and os.path.isfile(launcher):
+        return [sys.executable, "-I", "-S", launcher]
     here = shutil.which("stoprule", path=os.path.dirname(sys.executable))
     found = here or shutil.which("stoprule")
     if found:
@@ -67,7 +71,7 @@ def stoprule_argv() -> list[str]:
 
 
 def default_command(harness: str) -> str:
-    """``/abs/path/stoprule hook H`` (see :func:`stoprule_argv`)."""
+    """``/abs/path/python -I -S /abs/path/stoprule/launch.py hook H`` (see :func:`stoprule_argv`)."""
     return shlex.join([*stoprule_argv(), "hook", harness])
 
 

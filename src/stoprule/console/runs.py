@@ -259,7 +259,8 @@ class Runs:
                         fact = None
                     break
             retried_by = ledger.retry_of(run, node_id)
-        entry = self.log.entry(run, node_id)
+        at = node.body.get("at")
+        entry = self.log.entry(run, node_id, at if isinstance(at, str) else None)
         matches = entry is not None and entry.fact is not None and digest(canonical(entry.fact)) == node.fact
         d = Decision(st, node, fact, retried_by, entry, matches)
         d.facts = fact_rows(fact if isinstance(fact, dict) else {}, entry.provenance if entry else {})

@@ -5,6 +5,7 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
     errors   LedgerError, TokenError
     sha      SHA-256, HMAC-SHA256, compare_digest (CPython's built-in SHA-256: no OpenSSL to load)
     events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
+    journal  the stop hook's write (one synced line beside the ledger), folded in by the next open
     ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
     keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC
     runcheck one run's chain checked against every table (verify, and the schema-1 upgrade)
@@ -20,8 +21,8 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
 
 Nothing in the evaluator, compiler, engine or analysis imports this package, and it imports
 neither the CLI nor analysis; the CLI imports it only when a command needs the ledger.
-The names below load with their module on first use: recording a decision (the stop
-hook's cold start) does not import ``verification``.
+The names below load with their module on first use: the stop hook records a decision
+through ``journal`` alone (no SQLite), and recording never imports ``verification``.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

@@ -31,7 +31,7 @@ from stoprule._util.records import Record, record
 from stoprule._util.redact import redact
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, LEGACY_HEAD, SCHEMA_VERSION, STATEMENTS, UPGRADE
-from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.errors import LedgerError, check_run_id  # (defined there: the hook's journal checks ids)
 from stoprule.ledger.events import (
     EVENT_TYPE,
     GENESIS,
@@ -78,7 +78,6 @@ _STAMP = (
     "SELECT (SELECT application_id FROM pragma_application_id),"
     " (SELECT user_version FROM pragma_user_version), EXISTS (SELECT 1 FROM sqlite_master)"
 )
-MAX_RUN_ID = 200
 TIP: Any = object()  # append's default parent: the run's current tip
 # a reader that cannot create the WAL index (-shm) beside a read-only ledger
 _NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANTOPEN")
@@ -239,16 +238,6 @@ def keys_path(ledger_path: str) -> str:
     return ledger_path + ".keys"
 
 
-def check_run_id(run: str) -> str:
-    """A run id is 1-200 printable characters without surrounding spaces."""
-    if not run or len(run) > MAX_RUN_ID or run != run.strip() or not run.isprintable():
-        raise LedgerError(
-            codes.LEDGER_BAD_RUN_ID,
-            f"run id {run!r} is not valid: use 1-{MAX_RUN_ID} printable characters, no leading or trailing space",
-        )
-    return run
-
-
 def corrupt(path: str, what: str) -> LedgerError:
     """``ledger.corrupt``: the file is damaged or was altered; it is left untouched."""
     return LedgerError(codes.LEDGER_CORRUPT, f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
@@ -300,6 +289,7 @@ class LedgerCore:
         self._ring_stamp: tuple[int, ...] | None = None
         self._rows: dict[str, tuple[Any, ...] | None] = {}  # inside write(): each run held, as this transaction left it
         self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
+        self.decided_at: str | None = None  # the time of the decision append records (None: now); see .journal
 
     def close(self) -> None:
         self._conn.close()
@@ -501,7 +491,8 @@ class LedgerCore:
 
         ``parent`` defaults to the run's tip; a retry's parent is the node it retries. ``by`` names
         the server token recording it; with ``own``, only into a new run or one ``by`` started
-        (else LedgerError ``ledger.not_yours``).
+        (else LedgerError ``ledger.not_yours``). Its time is now, or a journaled decision's own
+        (``decided_at``, set by :mod:`.journal` while it folds).
         """
         if not self._in_tx:
             raise RuntimeError("append must run inside Ledger.write()")
@@ -529,7 +520,7 @@ class LedgerCore:
                 attempt = found[0] + 1
         seq = events + 1
         node = f"n{seq}"
-        at = _now()
+        at = self.decided_at or _now()
         body = validation_event(
             run=run,
             seq=seq,
@@ -778,7 +769,22 @@ class Ledger(LedgerCore):
 
     @classmethod
     def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
-        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
+        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used.
+
+        Decisions the stop hook journaled beside it are folded in first (:mod:`.journal`); a reader
+        that cannot write the ledger reads it without them."""
+        from stoprule.ledger import journal
+
+        if journal.pending(path):
+            try:
+                journal.fold(path, lambda: cls._open(path, create=True, readonly=False))
+            except (LedgerError, OSError):
+                if not readonly:
+                    raise
+        return cls._open(path, create=create, readonly=readonly)
+
+    @classmethod
+    def _open(cls, path: str, *, create: bool, readonly: bool) -> Ledger:
         full = os.path.abspath(path)
         folder = os.path.dirname(full)
         if os.path.isdir(full):
