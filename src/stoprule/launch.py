@@ -44,7 +44,7 @@ class SiteOnMiss:
         site.main()
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
-            spec = find(name, None, target) if find is not None else None
+            spec: ModuleSpec | None = find(name, None, target) if find is not None else None
             if spec is not None:
                 return spec
         return None

@@ -34,5 +34,5 @@ class _Lazy:
 
 def lazy(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """``pattern`` as a regex compiled on first use."""
-    made: Any = _Lazy(pattern, flags)
+    made: re.Pattern[AnyStr] = _Lazy(pattern, flags)  # type: ignore[assignment]
     return made  # a regex to its users: each method is the compiled regex's own once looked up

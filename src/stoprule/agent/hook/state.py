@@ -188,7 +188,8 @@ def read_facts(
 def read_session(project: str, session: str | None, notes: list[str] | None = None) -> dict[str, Any]:
     """The hook's own record for ``session`` (loop guard, transcript position); a damaged
     record is moved aside and started afresh (noted in ``notes``)."""
-    return _read(session_file(project, session), notes)
+    record: dict[str, Any] = _read(session_file(project, session), notes)
+    return record
 
 
 def update_session(project: str, session: str | None, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
