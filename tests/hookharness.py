@@ -54,9 +54,12 @@ def interpret(harness: str, code: int, stdout: str, stderr: str) -> Outcome:
     obj = json.loads(text)
     if harness in ("claude-code", "codex", "copilot"):
         blocked = obj.get("decision") == "block"
-        return Outcome(
-            not blocked, obj.get("reason") if blocked else None, obj.get("systemMessage"), obj, stdout, stderr
-        )
+        reason = obj.get("reason") if blocked else None
+        specific = obj.get("hookSpecificOutput")
+        if harness == "claude-code" and isinstance(specific, dict) and specific.get("hookEventName") == "Stop":
+            # Claude Code re-invokes the model with a Stop hook's additionalContext (measured on 2.1.332)
+            blocked, reason = bool(specific.get("additionalContext")), specific.get("additionalContext")
+        return Outcome(not blocked, reason, obj.get("systemMessage"), obj, stdout, stderr)
     if harness == "gemini":
         blocked = obj.get("decision") in ("deny", "block")
         return Outcome(

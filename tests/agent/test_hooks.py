@@ -59,7 +59,12 @@ def test_codex_fixtures_are_valid_codex_input() -> None:
 
 
 EXPECTED = {  # block form, allow form, user note form (HARNESSES.md § 0)
-    "claude-code": ({"decision": "block", "reason": "M"}, None, {"systemMessage": "R"}),
+    # Claude Code: its Stop additionalContext continues the session (measured on 2.1.332)
+    "claude-code": (
+        {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "M"}},
+        None,
+        {"systemMessage": "R"},
+    ),  # fmt: skip
     "codex": ({"decision": "block", "reason": "M"}, None, {"systemMessage": "R"}),
     "gemini": ({"decision": "deny", "reason": "M"}, {}, {"systemMessage": "R"}),
     "cursor": ({"followup_message": "M"}, {}, {}),
@@ -75,6 +80,14 @@ def test_render_per_harness(harness: str) -> None:
     assert mod.render(Decision(True, "M"), ev) == block
     assert mod.render(Decision(False), ev) == allow
     assert mod.render(Decision(False, notice="R"), ev) == note
+
+
+@pytest.mark.parametrize(("changes", "name"), [({"prompt_id": None}, "stop"), ({}, "subagent_stop")])
+def test_claude_code_blocks_where_additional_context_is_not_known_to_continue(changes: dict, name: str) -> None:
+    """Before 2.1.196 (no ``prompt_id``), and for a subagent's stop: ``decision: block``."""
+    mod = adapter("claude-code")
+    ev = mod.parse({k: v for k, v in {**payload("claude-code", name), **changes}.items() if v is not None})
+    assert mod.render(Decision(True, "M"), ev) == {"decision": "block", "reason": "M"}
 
 
 def test_parse_per_harness() -> None:

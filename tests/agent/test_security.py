@@ -58,7 +58,9 @@ def _hook(tmp_path: Path, root: Path, data: bytes, harness: str = "claude-code")
 
 
 def _blocks(res: runner_mod.HookResult) -> bool:
-    return bool(res.output) and res.output.get("decision") == "block"  # claude-code / codex answer
+    """A continuation: codex's block, Claude Code's Stop additionalContext (or its block)."""
+    out = res.output or {}
+    return out.get("decision") == "block" or bool((out.get("hookSpecificOutput") or {}).get("additionalContext"))
 
 
 def _log(root: Path) -> list[dict[str, Any]]:

@@ -301,6 +301,7 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["system"][0] == "base prompt" and "`blocker`" in out["system"][1]  # the standing instructions
     assert out["after_child_idle"] == 0  # a subagent's idle is not a stop
+    assert out["stray_idle_prompts"] == 0  # session.status seen: its session.idle is no second stop
     main = [p for p in out["prompts"] if p["id"] == "main"]
     # todos from todo.updated: the next task is pushed, 3 times in a row (loop_cap), then the stop is allowed
     assert len(main) == 4 and all("Run the production migration" in p["text"] for p in main[:3])
@@ -334,7 +335,7 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
     finally:
         os.chdir(cwd)
     text = (tmp_path / ".opencode" / "plugins" / "stoprule.js").read_text()
-    assert 'const COMMAND = ["/opt/bin/stoprule"]' in text and "session.idle" in text
+    assert 'const COMMAND = ["/opt/bin/stoprule"]' in text and "session.status" in text
     assert "already there; unchanged" in out.getvalue()
     server = json.loads((tmp_path / "opencode.json").read_text())["mcp"]["stoprule"]
     assert server["type"] == "local" and server["command"][-1] == "mcp" and server["enabled"] is True

@@ -1,5 +1,8 @@
 """The real harness programs, pinned, and how each one runs headless against a scripted model.
 
+The canary, ``STOPRULE_HARNESS_LATEST=1``, runs the same sessions against each harness's newest
+npm release instead (installed on first use) and ends with a report of what changed.
+
 Each harness is installed from npm at the version pinned in :data:`PINNED` into
 ``$STOPRULE_HARNESS_CACHE`` (default ``~/.cache/stoprule-harnesses``), one folder per
 harness and version, outside the tree (``python tests/harness/install.py`` installs the
@@ -25,12 +28,23 @@ from typing import Any
 import pytest
 from model_servers import Call, Script, Turn, serve
 
-__all__ = ["DRIVERS", "PINNED", "Driver", "Session", "binary", "cache_dir", "make_project", "run_session"]
+__all__ = [
+    "DRIVERS",
+    "PINNED",
+    "Driver",
+    "Session",
+    "binary",
+    "cache_dir",
+    "latest_mode",
+    "make_project",
+    "run_session",
+    "version",
+]
 
 # harness -> (npm package, pinned version, executable); the versions the tier was verified with
 PINNED: dict[str, tuple[str, str, str]] = {
     "claude-code": ("@anthropic-ai/claude-code", "2.1.332", "claude"),
-    "codex": ("@openai/codex", "0.169.0", "codex"),
+    "codex": ("@openai/codex", "0.171.0", "codex"),
     "gemini": ("@google/gemini-cli", "0.61.0", "gemini"),
     "opencode": ("opencode-ai", "1.18.33", "opencode"),
     "copilot": ("@github/copilot", "1.0.102", "copilot"),
@@ -42,9 +56,32 @@ def cache_dir() -> Path:
     return Path(os.environ.get("STOPRULE_HARNESS_CACHE") or Path.home() / ".cache" / "stoprule-harnesses")
 
 
+def latest_mode() -> bool:
+    """The canary (``STOPRULE_HARNESS_LATEST=1``): each harness's newest npm release, not the pin."""
+    return os.environ.get("STOPRULE_HARNESS_LATEST") == "1"
+
+
+_LATEST: dict[str, str] = {}
+
+
+def version(harness: str) -> str:
+    """The version this run tests: the pinned one, or in the canary the newest on npm (asked once
+    per run with ``npm view PACKAGE version``; the pin when npm cannot say)."""
+    package, pinned, _ = PINNED[harness]
+    if not latest_mode():
+        return pinned
+    if harness not in _LATEST:
+        npm = shutil.which("npm")
+        found = ""
+        if npm:
+            p = subprocess.run([npm, "view", package, "version"], capture_output=True, text=True, timeout=60)
+            found = p.stdout.strip().splitlines()[-1] if p.returncode == 0 and p.stdout.strip() else ""
+        _LATEST[harness] = found or pinned
+    return _LATEST[harness]
+
+
 def install_dir(harness: str) -> Path:
-    package, version, _ = PINNED[harness]
-    return cache_dir() / f"{harness}-{version}"
+    return cache_dir() / f"{harness}-{version(harness)}"
 
 
 def binary(harness: str) -> Path:
@@ -55,12 +92,20 @@ def install(harness: str) -> None:
     """``npm install --prefix DIR package@version`` (nothing when already there)."""
     if binary(harness).exists():
         return
-    package, version, _ = PINNED[harness]
+    package = PINNED[harness][0]
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm is not on PATH")
     subprocess.run(
-        [npm, "install", "--prefix", str(install_dir(harness)), "--no-audit", "--no-fund", f"{package}@{version}"],
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(install_dir(harness)),
+            "--no-audit",
+            "--no-fund",
+            f"{package}@{version(harness)}",
+        ],
         check=True,
     )
 
@@ -71,7 +116,9 @@ def stoprule_exe() -> str:
 
 
 def require(harness: str) -> None:
-    """Skip (fail in CI) when the harness or node is missing."""
+    """Skip (fail in CI) when the harness or node is missing; the canary installs the newest release."""
+    if latest_mode() and not binary(harness).exists() and shutil.which("npm"):
+        install(harness)
     missing = [
         what
         for what, ok in (("node", shutil.which("node")), (str(binary(harness)), binary(harness).exists()))
@@ -250,10 +297,8 @@ class Codex(Driver):
                 f'name = "scripted"\nbase_url = "{s.url}/v1"\nwire_api = "responses"\n'
                 f'env_key = "SCRIPTED_API_KEY"\n\n[projects."{s.project}"]\ntrust_level = "trusted"\n'
             )
-            # what `stoprule init --harness codex` tells the user to add for the blocker tools
-            fh.write(
-                f'\n[mcp_servers.stoprule]\ncommand = {json.dumps(stoprule_exe())}\nargs = ["mcp"]\nrequired = true\n'
-            )
+            # the blocker tools' MCP server comes from the project's .codex/config.toml (stoprule init),
+            # which Codex reads because the project is trusted
 
     def environment(self, s: Session) -> dict[str, str]:
         return {"CODEX_HOME": str(s.home / ".codex"), "SCRIPTED_API_KEY": "sk-test-dummy"}

@@ -4,7 +4,8 @@
     python tests/harness/install.py [HARNESS ...]
 
 Each goes to its own folder, named by harness and version, with ``npm install --prefix``;
-one already there is not installed again. Exits non-zero when npm is missing or fails.
+one already there is not installed again (``STOPRULE_HARNESS_LATEST=1``: the newest releases).
+Exits non-zero when npm is missing or fails.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harnesses import PINNED, binary, cache_dir, install  # noqa: E402
+from harnesses import PINNED, binary, cache_dir, install, version  # noqa: E402
 
 
 def main(names: list[str]) -> int:
     for name in names or list(PINNED):
-        package, version, _ = PINNED[name]
         install(name)
-        print(f"{name}: {package}@{version} at {binary(name)}")
+        print(f"{name}: {PINNED[name][0]}@{version(name)} at {binary(name)}")
     print(f"cache: {cache_dir()}")
     return 0
 

@@ -39,6 +39,9 @@ def test_uncommitted_work_blocks_once_then_the_commit_lets_the_agent_stop(
     reason = stops[0]["decision"]["message"]
     assert "notes.txt" in reason
     assert s.script.first_seeing(reason) == 2, s.describe()
+    if harness == "claude-code":  # the continuation is the Stop hook's additionalContext, not an error
+        sent = s.script.main[2].text
+        assert "Stop hook additional context" in sent and "blocking error" not in sent, sent[-800:]
     assert s.script.exhausted()
     assert "add notes" in s.git("log", "--format=%s")
     assert "notes.txt" not in s.git("status", "--porcelain")  # (OpenCode itself rewrites its opencode.json)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from stoprule.engine.evaluator import Evaluator, Verdict
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
-EVENTS = ("stop", "subagent-stop", "session-start", "permission")
+EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--event",
         choices=EVENTS,
         help="default: from the payload, else stop; session-start: record the session's baseline and answer with "
-        "the triage instructions; permission: deny a permission request with the triage (hook.permission_triage)",
+        "the triage instructions; task-completed: the same policy gates the agent marking a task done "
+        "(stopEvent: task-completed); permission: deny a permission request with the triage (hook.permission_triage)",
     )
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"

@@ -10,8 +10,9 @@ and creates ``.stoprule/config.yaml`` (with a ``.gitignore`` for the hook's stat
 missing. Beside the hook it registers the blocker tools' MCP server (``stoprule mcp``) in
 the harness's MCP config where that is a project JSON file (Claude Code ``.mcp.json``,
 Gemini CLI ``.gemini/settings.json``, Cursor ``.cursor/mcp.json``, Copilot CLI
-``.github/mcp.json``), and prints the
-snippet for Codex (TOML in ``~/.codex/config.toml``); ``--no-mcp`` skips it.
+``.github/mcp.json``) and Codex (the project's ``.codex/config.toml``, with ``required = true`` so
+that ``codex exec`` waits for the server before its first request; Codex reads it in a trusted
+project); ``--no-mcp`` skips it.
 ``--dry-run`` prints what would change instead.
 
 Beside the stop hook it wires the guard (``stoprule guard HARNESS`` by its fast entry) on every
@@ -28,10 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 from typing import IO, Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
 
 from stoprule._util.files import atomic_write
 from stoprule.agent.hook.wiring import (
@@ -139,7 +144,10 @@ def managed_settings(command: str, guard: str | None) -> dict[str, Any]:
 # harness -> its project MCP config file (JSON with an ``mcpServers`` object)
 MCP_FILES = {"claude-code": ".mcp.json", "gemini": os.path.join(".gemini", "settings.json"),
              "cursor": os.path.join(".cursor", "mcp.json"), "copilot": os.path.join(".github", "mcp.json")}  # fmt: skip
-CODEX_MCP = '[mcp_servers.stoprule]\ncommand = "{command}"\nargs = {args}\n'
+# required: Codex waits for the server (and fails the session if it cannot start) instead of
+# sending the first request without the blocker tools
+CODEX_MCP = "[mcp_servers.stoprule]\ncommand = {command}\nargs = {args}\nrequired = true\n"
+CODEX_CONFIG = os.path.join(".codex", "config.toml")
 
 
 def mcp_server() -> dict[str, Any]:
@@ -167,13 +175,7 @@ def _write_json(path: str, config: dict[str, Any], dry_run: bool, what: str, std
 def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: IO[str], backed: set[str]) -> None:
     server = mcp_server()
     if harness == "codex":
-        snippet = CODEX_MCP.format(command=server["command"], args=json.dumps(server["args"]))
-        where = (
-            os.path.join(os.environ["CODEX_HOME"], "config.toml")
-            if os.environ.get("CODEX_HOME")
-            else "~/.codex/config.toml"
-        )
-        stdout.write(f"for the blocker tools, add to {where}:\n{snippet}")
+        _wire_codex_mcp(os.path.join(root, CODEX_CONFIG), server, dry_run, stdout, stderr, backed)
         return
     name = MCP_FILES.get(harness)
     if name is None:
@@ -196,6 +198,58 @@ def _wire_mcp(harness: str, root: str, dry_run: bool, stdout: IO[str], stderr: I
         return
     servers["stoprule"] = server
     _write_json(path, config, dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
+
+
+def _toml_tables(text: str, key: str) -> dict[str, Any]:
+    """The table ``key`` of a TOML document (ValueError when it does not parse). Python 3.10
+    has no TOML reader: there only a ``[key.NAME]`` header is looked for, unchecked."""
+    if sys.version_info >= (3, 11):
+        table = tomllib.loads(text).get(key, {})
+        if not isinstance(table, dict):
+            raise ValueError(f"its {key} is not a table")
+        return table
+    return {m: {} for m in re.findall(rf"(?m)^\s*\[{re.escape(key)}\.([A-Za-z0-9_-]+)\]", text)}
+
+
+def _wire_codex_mcp(
+    path: str, server: dict[str, Any], dry_run: bool, stdout: IO[str], stderr: IO[str], backed: set[str]
+) -> None:
+    """``[mcp_servers.stoprule]`` (``required = true``) appended to the project's Codex config;
+    an existing ``stoprule`` server is kept (a note when it is not required)."""
+    snippet = CODEX_MCP.format(command=json.dumps(server["command"]), args=json.dumps(server["args"]))
+    old = ""
+    try:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                old = fh.read()
+        servers = _toml_tables(old, "mcp_servers")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        stderr.write(f"stoprule: cannot use {path}: {exc}; MCP server not registered; add:\n{snippet}")
+        return
+    if "stoprule" in servers:
+        entry = servers["stoprule"]
+        stdout.write(f"{path}: the stoprule MCP server is already there; unchanged\n")
+        if not (isinstance(entry, dict) and entry.get("required") is True):
+            stdout.write(
+                f"note: add `required = true` to [mcp_servers.stoprule] in {path}: without it `codex exec` "
+                "may send its first request before the blocker tools are up\n"
+            )
+        return
+    text = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old.strip() else "") + snippet
+    _toml_tables(text, "mcp_servers")  # still one valid document
+    if dry_run:
+        stdout.write(f"would add to {path}:\n{snippet}")
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if old and path not in backed:
+        shutil.copy2(path, path + ".bak")
+        stdout.write(f"backed up {path} to {path}.bak\n")
+    backed.add(path)
+    atomic_write(path, text, keep_mode=True)
+    stdout.write(
+        f"registered the blocker tools' MCP server (stoprule mcp, required) in {path}\n"
+        "note: Codex reads a project's .codex/config.toml only once the project is trusted\n"
+    )
 
 
 def _write_config(state_dir: str, dry_run: bool, triage: bool, stdout: IO[str]) -> None:
@@ -255,7 +309,7 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
         stdout.write(f"would write {plugin} (the stoprule plugin, running {' '.join(argv)})\n")
     else:
         atomic_write(plugin, text, keep_mode=True)
-        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (session.idle -> `{' '.join(argv)} hook opencode`)\n")
+        stdout.write(f"{'updated' if old else 'wrote'} {plugin} (idle -> `{' '.join(argv)} hook opencode`)\n")
     if args.no_mcp:
         return 0
     path = os.path.join(base, OPENCODE_CONFIG[1 if args.user else 0])
@@ -273,8 +327,10 @@ def _init_opencode(args: argparse.Namespace, root: str, stdout: IO[str], stderr:
     server = mcp_server()
     servers["stoprule"] = {"type": "local", "command": [server["command"], *server["args"]], "enabled": True}
     _write_json(path, config, args.dry_run, "registered the blocker tools' MCP server (stoprule mcp)", stdout, backed)
-    if not args.user:
-        stdout.write("note: OpenCode asks you to approve a project's MCP servers once (`opencode mcp approve`)\n")
+    stdout.write(
+        "note: under plain `opencode run` the session ends before the plugin's continuation lands: "
+        "run `opencode serve` (or the TUI) for stop decisions to reach the agent (docs/agents.md)\n"
+    )
     return 0
 
 

@@ -42,11 +42,16 @@ await hooks.event({
 await hooks.event({ event: { type: "session.idle", properties: { sessionID: "child" } } })
 out.after_child_idle = prompts.length
 for (let i = 0; i < 4; i++) {
-  await hooks.event({ event: { type: "session.idle", properties: { sessionID: "main" } } })
+  // OpenCode 1.18.16+: session.status {type: "idle"} (the child's session.idle above is the older form)
+  await hooks.event({ event: { type: "session.status", properties: { sessionID: "main", status: { type: "idle" } } } })
   // each continuation arrives as a user message of the plugin's own
   if (prompts.length > i) await hooks["chat.message"]({ sessionID: "main" }, {})
 }
 out.prompts = prompts
+// once session.status is seen, the deprecated session.idle of the same idle is not a second stop
+const before = prompts.length
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "main" } } })
+out.stray_idle_prompts = prompts.length - before
 const args = { question: "q" }
 await hooks["tool.execute.before"]({ tool: "stoprule_blocker", sessionID: "main", callID: "c1" }, { args })
 out.tool_args = args

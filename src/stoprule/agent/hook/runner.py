@@ -93,15 +93,31 @@ def _fresh_turn(event: HookEvent, guard: dict[str, Any]) -> bool:
     return False  # no turn id and no flag: only an allowed stop ends a series
 
 
+def continued_by(event: HookEvent, guard: dict[str, Any]) -> str | None:
+    """Who continued the session into this stop, as far as the harness shows it: ``stoprule``
+    (its last answer in this turn was a block), ``another stop hook`` (the harness says a stop
+    hook continued it, stoprule had allowed: Claude Code's and Codex's ``/goal``, or a
+    user's own hook), None (a fresh turn, or nothing to tell)."""
+    if not event.stop_hook_active or _fresh_turn(event, guard) or "last" not in guard:
+        return None
+    return "stoprule" if guard.get("last") == "block" else "another stop hook"
+
+
 def _guard(rec: dict[str, Any], event: HookEvent, block: bool, cap: int) -> tuple[dict[str, Any], int, bool]:
-    """Apply the loop guard to the session record: (new record, blocks so far, capped)."""
+    """Apply the loop guard to the session record: (new record, blocks so far, capped). A
+    continuation by another stop hook (``/goal``) counts against the same budget: one loop
+    budget for every engine that keeps the session going."""
     guard: dict[str, Any] = rec["guard"] if isinstance(rec.get("guard"), dict) else {}
     blocks = 0 if _fresh_turn(event, guard) else int(guard.get("blocks", 0))
+    if continued_by(event, guard) == "another stop hook":
+        blocks += 1
     if event.loop_count is not None:
         blocks = max(blocks, event.loop_count)
     capped = block and blocks >= cap
-    new_blocks = blocks + 1 if block and not capped else 0
-    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "at": round(time.time(), 3)})
+    # an allow ends the series, except that a turn id keeps it for another hook's continuation
+    new_blocks = blocks + 1 if block and not capped else (blocks if event.turn_id is not None and not capped else 0)
+    last = "block" if block and not capped else "allow"
+    rec = dict(rec, guard={"turn": event.turn_id, "blocks": new_blocks, "last": last, "at": round(time.time(), 3)})
     return rec, blocks, capped
 
 
@@ -492,8 +508,9 @@ def _apply_guard(
             rec = {**rec, **{k: v for k, v in session.items() if k != "guard"}}
         if observe:
             return rec
+        by = continued_by(event, rec["guard"] if isinstance(rec.get("guard"), dict) else {})
         rec, blocks, capped = _guard(rec, event, decision.block, cap)
-        out.update(blocks=blocks, capped=capped)
+        out.update(blocks=blocks, capped=capped, by=by)
         return rec
 
     try:
@@ -501,6 +518,8 @@ def _apply_guard(
     except (StateError, OSError) as exc:
         return decision if observe else _stateless_guard(event, decision, cap, entry, str(exc))
     entry["loop"] = {"blocks_before": out.get("blocks", 0), "cap": cap, "capped": out.get("capped", False)}
+    if out.get("by"):
+        entry["loop"]["continued_by"] = out["by"]
     if out.get("capped"):
         return Decision(
             False,

@@ -47,7 +47,7 @@ def foreign_shape(payload: dict[str, Any]) -> str | None:
 def parse_stop(payload: dict[str, Any], event: str | None, *, harness: str, turn_key: str) -> HookEvent:
     """A ``Stop``/``SubagentStop`` payload (a subagent's own transcript when it has one)."""
     name = payload.get("hook_event_name")
-    ev = event or ("subagent-stop" if name == "SubagentStop" else "stop")
+    ev = event or {"SubagentStop": "subagent-stop", "TaskCompleted": "task-completed"}.get(str(name), "stop")
     transcript = as_str(payload.get("transcript_path"))
     if ev == "subagent-stop":
         transcript = as_str(payload.get("agent_transcript_path")) or transcript

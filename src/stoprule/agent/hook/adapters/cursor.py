@@ -19,7 +19,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["parse", "render"]
+__all__ = ["SESSION_START", "parse", "render"]
+
+# Cursor has no session-start hook: the first stop's dirty files are the session's baseline
+SESSION_START = False
 
 
 def parse(payload: dict[str, Any], event: str | None = None) -> HookEvent:

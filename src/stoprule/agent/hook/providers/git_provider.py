@@ -6,7 +6,8 @@ Whose work: at session start stoprule records the dirty files with a hash of the
 that is dirty now and was clean then, or whose content changed since, counts. stoprule's
 own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
 config, the blockers view) and the files ``stoprule init`` generates (``own_files``
-observed). Without a recorded baseline every dirty file but stoprule's counts.
+observed). Without a recorded baseline every dirty file but stoprule's counts, except where the
+harness has no session-start hook (Cursor): there the first stop's dirty files are the baseline.
 
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
@@ -290,6 +291,13 @@ def _hidden(
     return found
 
 
+def _has_session_start(harness: str) -> bool:
+    """Whether ``init`` wires a session-start hook for the harness (its adapter's ``SESSION_START``)."""
+    from stoprule.agent.hook.adapters import ADAPTERS, adapter
+
+    return harness not in ADAPTERS or bool(getattr(adapter(harness), "SESSION_START", True))
+
+
 def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     """Raises (the hook's fail path: "could not observe" is never a clean tree) when git is
     missing in a repository, fails, or overruns the provider's deadline."""
@@ -312,6 +320,16 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
         mine = [p for p in paths if p not in before or before[p] != _hash(root, p)]
         if len(mine) < len(paths):
             notes.append(f"{len(paths) - len(mine)} file(s) dirty since before the session: not counted")
+    elif not _has_session_start(event.harness) and "guard" not in ctx.session:
+        # no session-start hook (Cursor): the files dirty at the session's first stop are the
+        # baseline, so the user's work in progress is never called this session's
+        ctx.session["baseline"] = {"root": root, "files": {p: _hash(root, p) for p in paths}}
+        mine = []
+        if paths:
+            notes.append(
+                f"{len(paths)} file(s) dirty at the session's first stop, with no session-start hook: "
+                "taken as the baseline, not counted"
+            )
     else:
         mine = paths
         notes.append("no baseline recorded at session start: every dirty file counts")

@@ -1,0 +1,134 @@
+"""The harnesses' own routes, in process: Codex's MCP registration, the plugins and extensions
+stoprule generates, the in-session ``/blockers`` command, the newer hook events (the real
+binaries run them in ``tests/harness/test_harness_native.py``)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from blocker_helpers import DEFAULT_PACK
+from hookharness import payload
+from stoprule.agent.hook.runner import run_hook
+from stoprule.agent.hook.state import set_facts
+from stoprule.cli.main import run as cli
+
+
+def _cli(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli(list(args), io.BytesIO(stdin), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("before", ["", 'model = "o4"\n\n[mcp_servers.docs]\ncommand = "docs"\n', "x = 1"])
+def test_init_registers_the_codex_mcp_server_as_required_in_the_projects_config(project: Path, before: str) -> None:
+    toml = project / ".codex" / "config.toml"
+    if before:
+        toml.parent.mkdir()
+        toml.write_text(before)
+    code, out, _ = _cli("init", "--harness", "codex")
+    assert code == 0, out
+    config = tomllib.loads(toml.read_text())
+    server = config["mcp_servers"]["stoprule"]
+    assert server["required"] is True and server["args"][-1] == "mcp"
+    if before:  # kept, with a backup of the file as it was
+        old = tomllib.loads(before)
+        old.setdefault("mcp_servers", {})["stoprule"] = server
+        assert config == old
+        assert (project / ".codex" / "config.toml.bak").read_text() == before
+    again = _cli("init", "--harness", "codex")
+    assert "already there" in again[1] and tomllib.loads(toml.read_text()) == config
+
+
+def test_init_keeps_a_codex_server_it_did_not_write_and_says_when_it_is_not_required(project: Path) -> None:
+    toml = project / ".codex" / "config.toml"
+    toml.parent.mkdir()
+    toml.write_text('[mcp_servers.stoprule]\ncommand = "stoprule"\nargs = ["mcp"]\n')
+    code, out, _ = _cli("init", "--harness", "codex")
+    assert code == 0 and "required = true" in out
+    assert "required" not in toml.read_text()
+
+
+def test_init_writes_nothing_into_a_codex_config_it_cannot_read(project: Path) -> None:
+    toml = project / ".codex" / "config.toml"
+    toml.parent.mkdir()
+    toml.write_text("[broken\n")
+    code, _, err = _cli("init", "--harness", "codex")
+    assert code == 0 and "cannot use" in err and "required = true" in err  # the snippet to add by hand
+    assert toml.read_text() == "[broken\n"
+
+
+# ------------------------------------------------------------------ /goal beside stoprule
+
+NO_GIT = "hook:\n  loop_cap: 3\nproviders:\n  enabled: [hook, state, blockers, closure]\n"
+
+
+def _goal_stop(tmp_path: Path, root: Path, active: bool, status: str | None = None) -> dict:
+    if status:
+        set_facts(str(root / ".stoprule"), "s1", {"status": status})
+    data = {**payload("claude-code"), "cwd": str(root), "session_id": "s1", "prompt_id": "p1",
+            "stop_hook_active": active, "last_assistant_message": "Working on it."}  # fmt: skip
+    data.pop("transcript_path", None)
+    env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_NO_CACHE": "1", "STOPRULE_STATE_DIR": str(tmp_path / "u")}
+    return run_hook("claude-code", None, json.dumps(data).encode(), cwd=str(root), env=env).entry
+
+
+def test_a_goal_continuation_shares_stoprules_loop_budget_and_the_log_names_who_continued(tmp_path: Path) -> None:
+    """Claude Code's ``/goal`` is a stop hook beside stoprule's: after stoprule allowed a stop, a
+    stop with ``stop_hook_active`` in the same turn was continued by the other hook. It counts
+    against the same loop cap; each log entry says who continued the session into it."""
+    root = tmp_path / "proj"
+    (root / ".stoprule").mkdir(parents=True)
+    (root / ".stoprule" / "config.yaml").write_text(NO_GIT)
+    first = _goal_stop(tmp_path, root, False)
+    assert first["decision"]["block"] is False and "continued_by" not in first["loop"]
+    goal = _goal_stop(tmp_path, root, True)  # /goal continued the session
+    assert goal["loop"]["continued_by"] == "another stop hook" and goal["loop"]["blocks_before"] == 1
+    # /goal again, and now stoprule wants to continue too (a partial status): 2 of the budget of 3 are spent
+    mine = _goal_stop(tmp_path, root, True, status="partial")
+    assert mine["loop"]["continued_by"] == "another stop hook" and mine["loop"]["blocks_before"] == 2
+    assert mine["decision"]["block"] is True
+    capped = _goal_stop(tmp_path, root, True)
+    assert capped["loop"]["continued_by"] == "stoprule"
+    assert capped["loop"]["capped"] is True and capped["decision"]["block"] is False
+
+
+# ------------------------------------------------------------------ Cursor: no session-start hook
+
+
+def test_cursor_leaves_the_users_work_in_progress_alone_at_the_first_stop(tmp_path: Path) -> None:
+    """Cursor has no session-start hook: the files dirty at a session's first stop are the user's
+    (not "commit it"); what changes after that is the session's."""
+    import subprocess
+
+    root = tmp_path / "proj"
+    (root / ".stoprule").mkdir(parents=True)
+    (root / ".stoprule" / "config.yaml").write_text("providers:\n  enabled: [hook, state, blockers, closure, git]\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / "wip.txt").write_text("the user's own edit\n")
+    env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_NO_CACHE": "1", "STOPRULE_STATE_DIR": str(tmp_path / "u")}
+
+    def stop(loop: int) -> dict:
+        data = {**payload("cursor"), "workspace_roots": [str(root)], "conversation_id": "c1", "loop_count": loop,
+                "status": "completed"}  # fmt: skip
+        data.pop("transcript_path", None)
+        return run_hook("cursor", None, json.dumps(data).encode(), cwd=str(root), env=env).entry
+
+    first = stop(0)
+    assert first["fact"]["uncommittedWork"] is False, first["provenance"]
+    assert first["decision"]["block"] is False
+    (root / "agent.txt").write_text("the agent's work\n")
+    second = stop(0)
+    assert second["fact"]["uncommittedWork"] is True and second["fact"]["uncommittedFiles"] == ["agent.txt"]
