@@ -140,6 +140,9 @@ export const StopRule = async ({ client, directory }) => {
       const out = await runHook([], payload, directory)
       if (out && out.decision === "block" && out.reason && s.continuations < LOOP_CAP) {
         s.continuations += 1
+        // free before the continuation: a synchronous prompt returns only after the continued
+        // turn, whose own idle (session.status comes first) must be the next stop, not dropped
+        s.busy = false
         await prompt(id, out.reason)
       } else {
         s.continuations = 0
