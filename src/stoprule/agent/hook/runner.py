@@ -109,6 +109,8 @@ def _guard(rec: dict[str, Any], event: HookEvent, block: bool, cap: int) -> tupl
     budget for every engine that keeps the session going."""
     guard: dict[str, Any] = rec["guard"] if isinstance(rec.get("guard"), dict) else {}
     blocks = 0 if _fresh_turn(event, guard) else int(guard.get("blocks", 0))
+    if guard.get("last") == "allow" and not event.stop_hook_active:
+        blocks = 0  # stoprule allowed the last stop and no hook continued since: a new series
     if continued_by(event, guard) == "another stop hook":
         blocks += 1
     if event.loop_count is not None:
