@@ -69,6 +69,11 @@ def interpret(harness: str, code: int, stdout: str, stderr: str) -> Outcome:
     return Outcome(not follow, follow or None, None, obj, stdout, stderr)
 
 
+def continues(harness: str, answer: dict[str, Any] | None) -> bool:
+    """Does the harness continue the session on this answer (block, additionalContext, follow-up)?"""
+    return answer is not None and not interpret(harness, 0, json.dumps(answer), "").stops
+
+
 def run_hook(
     harness: str,
     data: dict[str, Any] | bytes,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hookharness import payload, stoprule_exe
+from hookharness import continues, payload, stoprule_exe
 from stoprule.cli import resident
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def test_it_decides_each_stop_as_a_fresh_hook_would_there(tmp_path: Path, runtim
         out2, err2, log2 = _hook(cold, alone)
         assert log["via"] == "resident" and "via" not in log2
         assert out == out2 and err.replace(str(warm), "P") == err2.replace(str(cold), "P")
-        assert (out or {}).get("decision") == ("block" if mode == "enforce" else None)  # the open tasks
+        assert continues("claude-code", out) == (mode == "enforce")  # the open tasks
         assert log["mode"] == mode and log.get("ledger_journal")
         assert (warm / ".stoprule" / "ledger.db.journal").exists()  # the same durable record before it answered
     assert server.poll() is None
@@ -129,7 +129,7 @@ def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -
     assert p.returncode == 1 and "no private directory" in p.stderr, p.stderr
     root = _project(tmp_path / "p")
     out, _, log = _hook(root, env)
-    assert "via" not in log and out and out["decision"] == "block"
+    assert "via" not in log and continues("claude-code", out)
 
 
 def test_a_process_that_is_not_the_resident_stoprule_is_not_believed(tmp_path: Path, runtime: Path) -> None:
@@ -156,7 +156,7 @@ def test_a_process_that_is_not_the_resident_stoprule_is_not_believed(tmp_path: P
         t.join(timeout=30)
     finally:
         fake.close()
-    assert "via" not in log and out and out["decision"] == "block"
+    assert "via" not in log and continues("claude-code", out)
     assert received == [b""]  # it was not even sent the stop
 
 
@@ -166,7 +166,7 @@ def test_started_on_demand_then_it_serves_the_next_stops(tmp_path: Path, runtime
     sock = runtime / "stoprule" / "resident.sock"
     try:
         out, _, log = _hook(root, env)  # decided here; starts the resident process
-        assert "via" not in log and out and out["decision"] == "block"
+        assert "via" not in log and continues("claude-code", out)
         _wait_for(sock)
         out2, _, log2 = _hook(root, env)
         assert log2["via"] == "resident" and out2 == out
