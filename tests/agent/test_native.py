@@ -132,3 +132,60 @@ def test_cursor_leaves_the_users_work_in_progress_alone_at_the_first_stop(tmp_pa
     (root / "agent.txt").write_text("the agent's work\n")
     second = stop(0)
     assert second["fact"]["uncommittedWork"] is True and second["fact"]["uncommittedFiles"] == ["agent.txt"]
+
+
+def test_the_claude_code_plugin_carries_inits_wiring_through_the_plugin_root(project: Path) -> None:
+    """``stoprule plugin claude-code``: a local marketplace listing the plugin, whose hooks are
+    init's Claude Code events (stop, session start, the guard) and whose MCP server is the
+    blocker tools', every command run through ``${CLAUDE_PLUGIN_ROOT}/bin/stoprule``."""
+    from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS
+
+    code, out, err = _cli("plugin", "claude-code", "--out", "m")
+    assert code == 0, err
+    assert "claude plugin marketplace add" in out and "stoprule@stoprule" in out
+    market = json.loads((project / "m" / ".claude-plugin" / "marketplace.json").read_text())
+    (entry,) = market["plugins"]
+    root = project / "m" / entry["source"]
+    manifest = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == entry["name"] == "stoprule"
+    assert manifest["mcpServers"]["stoprule"]["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/stoprule", "mcp"]
+    hooks = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
+    wanted = {"Stop", EXTRA_EVENTS["claude-code"]["session-start"], *(n for n, _ in GUARD_EVENTS["claude-code"])}
+    assert set(hooks) == wanted
+    commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+    assert all(c.startswith('sh "${CLAUDE_PLUGIN_ROOT}/bin/stoprule" ') for c in commands), commands
+    assert "PermissionRequest" not in hooks  # opt-in, as in init
+
+
+def test_the_plugins_script_runs_this_stoprule(project: Path) -> None:
+    """``bin/stoprule`` runs this interpreter's stoprule (the launcher; the guard's own entry)."""
+    import subprocess
+
+    assert _cli("plugin", "claude-code", "--out", "m")[0] == 0
+    script = project / "m" / "plugins" / "stoprule" / "bin" / "stoprule"
+    p = subprocess.run(["sh", str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+    from stoprule.agent.hook.wiring import guard_argv
+
+    call = {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": str(project), "tool_name": "Write",
+            "tool_input": {"file_path": str(project / ".stoprule" / "config.yaml"), "content": "x"}}  # fmt: skip
+    answers = [
+        subprocess.run(argv, input=json.dumps(call), capture_output=True, text=True, timeout=60, cwd=project).stdout
+        for argv in (["sh", str(script), "guard", "claude-code"], guard_argv("claude-code"))
+    ]
+    assert answers[0] == answers[1] and "deny" in answers[0], answers
+
+
+def test_the_plugin_command_never_writes_over_files_it_did_not_write(project: Path) -> None:
+    (project / "m").mkdir()
+    (project / "m" / "notes.txt").write_text("mine\n")
+    code, _, err = _cli("plugin", "claude-code", "--out", "m")
+    assert code != 0 and "notes.txt" in err
+    assert sorted(p.name for p in (project / "m").iterdir()) == ["notes.txt"]
+    assert _cli("plugin", "claude-code", "--out", "n")[0] == 0 and _cli("plugin", "claude-code", "--out", "n")[0] == 0
+
+
+def test_init_offers_the_claude_code_plugin_route(project: Path) -> None:
+    code, out, _ = _cli("init", "--harness", "claude-code")
+    assert code == 0 and "stoprule plugin claude-code" in out
+    assert "stoprule plugin" not in _cli("init", "--harness", "codex")[1]

@@ -30,6 +30,7 @@ from model_servers import Call, Script, Turn, serve
 
 __all__ = [
     "DRIVERS",
+    "ClaudeCode",
     "PINNED",
     "Driver",
     "Session",

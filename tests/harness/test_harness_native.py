@@ -7,11 +7,24 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-from harnesses import DRIVERS, Session, harness_path, make_project, require
-from model_servers import Script, Turn, serve
+from harnesses import (
+    DRIVERS,
+    ClaudeCode,
+    Session,
+    binary,
+    harness_path,
+    make_project,
+    require,
+    run_session,
+    stoprule_exe,
+)
+from model_servers import Call, Script, Turn, serve
+from scenarios import SCENARIOS
 
 pytestmark = pytest.mark.harness
 
@@ -52,3 +65,61 @@ def test_codex_has_the_blocker_tools_on_the_first_request_of_every_exec_session(
         if "mcp__stoprule" not in _codex_tools(first) or "blocker" not in _codex_tools(first):
             missing.append(i)
     assert missing == [], f"sessions without the blocker tools on the first request: {missing}"
+
+
+class ClaudeCodePlugin(ClaudeCode):
+    """Claude Code with stoprule installed as a plugin, not wired by ``init``: the project keeps
+    only init's ``.stoprule/`` (its config: loop cap 3); ``stoprule plugin claude-code`` writes a
+    local marketplace and the binary's own ``plugin marketplace add`` / ``plugin install`` install
+    it into the session's config directory. Claude Code names a plugin's MCP server
+    ``plugin:stoprule:stoprule``: its tools are ``mcp__plugin_stoprule_stoprule__*``."""
+
+    tools = "mcp__plugin_stoprule_stoprule"
+
+    def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
+        full = f"{self.tools}__{tool}"
+        return [
+            Turn(calls=[Call("ToolSearch", {"query": f"select:{full}", "max_results": 5})]),
+            Turn(calls=[Call(full, args)]),
+        ]
+
+    def command(self, s: Session, prompt: str) -> list[str]:
+        return [*super().command(s, prompt), self.tools]
+
+    def configure(self, s: Session) -> None:
+        for wired in (".claude/settings.json", ".mcp.json"):
+            (s.project / wired).unlink()
+        s.git("commit", "-qam", "stoprule as a plugin, not wired")
+        market = s.home / "marketplace"
+        exe = stoprule_exe()
+        p = subprocess.run([exe, "plugin", "claude-code", "--out", str(market)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        env = dict(os.environ, HOME=str(s.home), CLAUDE_CONFIG_DIR=str(s.home / ".claude"))
+        for argv in (["plugin", "marketplace", "add", str(market)], ["plugin", "install", "stoprule@stoprule"]):
+            p = subprocess.run(
+                [str(binary("claude-code")), *argv], env=env, capture_output=True, text=True, timeout=120
+            )
+            assert p.returncode == 0, p.stdout + p.stderr
+
+
+def _decided(s: Session) -> list[tuple[str, bool, bool]]:
+    return [(e["verdict"]["reason"], e["decision"]["block"], e["loop"]["capped"]) for e in s.stops()]
+
+
+@pytest.mark.parametrize("scenario", ["commit", "never_complies", "report_status"])
+def test_the_claude_code_plugin_decides_the_sessions_init_wiring_decides(scenario: str, tmp_path: Path) -> None:
+    """The same scripted session under ``init`` wiring and under the installed plugin: the same
+    stops, decided the same way, the same requests to the model (each continuation reached it)."""
+    require("claude-code")
+    (tmp_path / "wired").mkdir()
+    (tmp_path / "plugin").mkdir()
+    turns, default = SCENARIOS[scenario](DRIVERS["claude-code"])
+    wired = run_session("claude-code", tmp_path / "wired", turns, default)
+    turns, default = SCENARIOS[scenario](ClaudeCodePlugin())
+    plugin = run_session("claude-code", tmp_path / "plugin", turns, default, driver=ClaudeCodePlugin())
+    for s in (wired, plugin):
+        assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert _decided(plugin) == _decided(wired) and _decided(wired), (plugin.describe(), wired.describe())
+    assert len(plugin.script.main) == len(wired.script.main), plugin.describe()
+    if scenario == "commit":
+        assert "add notes" in plugin.git("log", "--format=%s")

@@ -150,6 +150,14 @@ CODEX_MCP = "[mcp_servers.stoprule]\ncommand = {command}\nargs = {args}\nrequire
 CODEX_CONFIG = os.path.join(".codex", "config.toml")
 
 
+# the plugin route (stoprule.agent.hook.plugins): the same wiring, per user, no path in the project
+PLUGIN_ROUTE = (
+    "note: or install stoprule as a Claude Code plugin instead of this project wiring: "
+    "`stoprule plugin claude-code --out DIR`, then `claude plugin marketplace add DIR` "
+    "and `claude plugin install stoprule@stoprule`\n"
+)
+
+
 def mcp_server() -> dict[str, Any]:
     """The MCP server entry: ``stoprule mcp`` by absolute path (see :func:`stoprule_argv`)."""
     argv = stoprule_argv()
@@ -397,6 +405,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
     if args.harness == "cursor":
         stdout.write("note: restart Cursor to load an edited hooks.json\n")
+    if args.harness == "claude-code" and not args.user:
+        stdout.write(PLUGIN_ROUTE)
     exe = shlex.split(command)[0]
     if not shutil.which(exe) and not os.path.exists(exe):
         stderr.write(f"stoprule: warning: {exe} is not on this PATH; the harness may not find it\n")

@@ -16,6 +16,7 @@ Modules, lowest first::
     remote           the client of ``stoprule serve`` (the hook asks a server instead of deciding)
     replay           a recorded transcript replayed stop by stop, through the providers' fact path
     wiring           where each harness keeps its hooks (``init`` and ``doctor``); opencode_plugin.js
+    plugins          the harness-native packages: a Claude Code plugin and its local marketplace
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

@@ -1,0 +1,92 @@
+"""Harness-native packages of stoprule: the files of a Claude Code plugin and of the local
+marketplace that lists it (``stoprule plugin claude-code --out DIR``).
+
+The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
+the guard on the events that can veto a tool call, the blocker tools' MCP server), every
+command run through ``${CLAUDE_PLUGIN_ROOT}/bin/stoprule``:
+a small script holding this machine's interpreter (the plugin is generated per machine and
+installed per user, so no absolute path lands in a file a team commits). The harness installs
+it with its own commands (``claude plugin marketplace add DIR``, ``claude plugin install
+stoprule@stoprule``); Claude Code copies the plugin into its own cache, so the script is run
+through ``sh`` (no executable bit needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from typing import Any
+
+from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS
+
+__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin"]
+
+PLUGIN = "stoprule"  # the plugin's name
+MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
+RUN = 'sh "${CLAUDE_PLUGIN_ROOT}/bin/stoprule"'  # how the plugin's hooks run stoprule
+
+
+def _script(python: str, launcher: str, guard: str) -> str:
+    """``bin/stoprule``: this machine's stoprule (the launcher the hooks use, the guard's own
+    entry for ``guard``), or ``stoprule`` on PATH where that interpreter is gone."""
+    q = shlex.quote
+    return (
+        "#!/bin/sh\n"
+        "# stoprule as `stoprule plugin claude-code` found it on this machine\n"
+        f'if [ ! -x {q(python)} ]; then exec stoprule "$@"; fi\n'
+        f'if [ "$1" = guard ]; then shift; exec {q(python)} -S -I {q(guard)} "$@"; fi\n'
+        f'exec {q(python)} -I -S {q(launcher)} "$@"\n'
+    )
+
+
+def _handler(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": 30}
+
+
+def claude_code_hooks(guard: bool = True) -> dict[str, Any]:
+    """``hooks/hooks.json``: init's Claude Code events, each running ``bin/stoprule``."""
+    hooks: dict[str, list[dict[str, Any]]] = {"Stop": [{"hooks": [_handler(f"{RUN} hook claude-code")]}]}
+    for ev, name in EXTRA_EVENTS["claude-code"].items():
+        if ev != "permission":  # opt-in (init --permission-triage); not in the package
+            hooks[name] = [{"hooks": [_handler(f"{RUN} hook claude-code --event {ev}")]}]
+    if guard:
+        for name, matcher in GUARD_EVENTS["claude-code"]:
+            group: dict[str, Any] = {"hooks": [_handler(f"{RUN} guard claude-code")]}
+            hooks[name] = [{**({"matcher": matcher} if matcher else {}), **group}]
+    return {"description": "stoprule: the stop gate, its session start, the guard", "hooks": hooks}
+
+
+def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
+    """The files of the marketplace directory (relative path -> text): the marketplace
+    manifest, and under ``plugins/stoprule/`` the plugin."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    python = os.path.abspath(sys.executable)
+    script = _script(python, os.path.join(here, "launch.py"), os.path.join(here, "agent", "guard", "__main__.py"))
+    about = "Decides whether the agent may stop, keeps it on known work, logs its blockers"
+    manifest = {
+        "name": PLUGIN,
+        "version": version,
+        "description": about,
+        "author": {"name": "stoprule"},
+        "license": "MIT",
+        "mcpServers": {"stoprule": {"command": "sh", "args": ["${CLAUDE_PLUGIN_ROOT}/bin/stoprule", "mcp"]}},
+    }
+    market = {
+        "name": MARKETPLACE,
+        "owner": {"name": "stoprule"},
+        "description": "stoprule, generated on this machine by `stoprule plugin claude-code`",
+        "plugins": [{"name": PLUGIN, "source": f"./plugins/{PLUGIN}", "description": about, "version": version}],
+    }
+    base = f"plugins/{PLUGIN}"
+
+    def dump(obj: Any) -> str:
+        return json.dumps(obj, indent=2) + "\n"
+
+    return {
+        ".claude-plugin/marketplace.json": dump(market),
+        f"{base}/.claude-plugin/plugin.json": dump(manifest),
+        f"{base}/hooks/hooks.json": dump(claude_code_hooks(guard)),
+        f"{base}/bin/stoprule": script,
+    }

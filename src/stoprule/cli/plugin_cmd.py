@@ -1,0 +1,48 @@
+"""``stoprule plugin claude-code --out DIR``: write stoprule as a Claude Code plugin in a local
+marketplace (:mod:`stoprule.agent.hook.plugins`), to install with the harness's own commands.
+
+Exit codes: 0 written, 1 DIR holds files this command did not write (nothing changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import IO
+
+from stoprule._util.files import atomic_write
+from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin
+from stoprule.diagnostics import CommandError
+from stoprule.version import __version__
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Write stoprule as a harness plugin in a local marketplace directory."
+    p.add_argument("harness", choices=("claude-code",), metavar="HARNESS", help="claude-code")
+    p.add_argument("--out", required=True, metavar="DIR", help="the marketplace directory to write (made if missing)")
+    p.add_argument("--no-guard", action="store_true", help="leave the guard (the pre-tool hook) out of the plugin")
+
+
+def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    files = claude_code_plugin(__version__, guard=not args.no_guard)
+    out = os.path.abspath(args.out)
+    stray = []
+    if os.path.isdir(out):
+        for base, _, names in os.walk(out):
+            stray += [os.path.relpath(os.path.join(base, n), out) for n in names]
+        stray = [p for p in stray if p.replace(os.sep, "/") not in files]
+    if stray:
+        raise CommandError(
+            f"{out} holds files stoprule did not write ({', '.join(sorted(stray)[:3])}); nothing written"
+        )
+    for rel, text in files.items():
+        path = os.path.join(out, *rel.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic_write(path, text)
+    stdout.write(
+        f"wrote the {PLUGIN} plugin and its marketplace in {out}\n"
+        f"install it: claude plugin marketplace add {out} && claude plugin install {PLUGIN}@{MARKETPLACE}\n"
+    )
+    return 0
