@@ -189,11 +189,11 @@ def test_read_only_project_answers_pending(tmp_path: Path, ev) -> None:
         (tmp_path / ".stoprule").chmod(0o755)
 
 
-def test_off_logs_nothing_and_the_provider_adds_nothing(svc) -> None:
+def test_off_logs_nothing_and_the_provider_adds_only_that_it_is_off(svc) -> None:
     svc.store.set_enabled(False)
     r = svc.log_blocker("s1", HARD)
     assert r.data["status"] == "disabled" and svc.store.blockers() == []
-    assert blockers_facts(svc.project_dir, "s1") == {}
+    assert blockers_facts(svc.project_dir, "s1") == {"blockersOff": True}
     svc.store.set_enabled(True)
     assert svc.log_blocker("s1", HARD).data["status"] == "logged"
 

@@ -159,6 +159,40 @@ def test_a_declared_closure_stops_the_push_to_available_tasks(tmp_path: Path) ->
     assert not held.decision.block
 
 
+def _typed(tmp_path: Path, line: str, session: str = "s1") -> dict[str, Any] | None:
+    """The user types ``line`` in the session (Claude Code's UserPromptSubmit, stoprule's hook)."""
+    from stoprule.agent.hook.controls import run_prompt
+
+    data = {"session_id": session, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", "prompt": line}
+    return run_prompt("claude-code", json.dumps(data).encode())
+
+
+def test_blockers_off_typed_in_a_session_stops_diverting_in_that_session_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/blockers off``: the answer tells the agent to ask the user, the blocker tool logs nothing
+    and says the same, and the stop lets the question stand; another session still diverts."""
+    monkeypatch.setenv("STOPRULE_POLICY", str(DEFAULT_PACK))
+    svc = BlockerService(str(_project(tmp_path)), policy=str(DEFAULT_PACK))
+    assert _typed(tmp_path, "Please fix the build") is None  # not the command: no answer
+    answer = _typed(tmp_path, "/blockers off")
+    assert answer is not None
+    told = answer["hookSpecificOutput"]["additionalContext"]
+    assert "ask them directly" in told and "this session" in answer["systemMessage"]
+    args = {"category": "destructive", "question": "Apply it?", "context": "c", "blocksProgress": True}
+    off = svc.log_blocker("s1", args)
+    assert off.data == {"status": "disabled"} and "ask the user directly" in off.text
+    assert svc.log_blocker("s2", args).data.get("status") != "disabled"
+    here = _stop(tmp_path, last_assistant_message=QUESTION)
+    assert not here.decision.block and here.entry["fact"]["blockersOff"] is True
+    there = _stop(tmp_path, session_id="s3", last_assistant_message=QUESTION)
+    assert there.decision.block and there.entry["verdict"]["reason"] == "unlogged_question"
+    assert "off for this session" in (_typed(tmp_path, "/stoprule:blockers status") or {})["systemMessage"]
+    assert _typed(tmp_path, "/blockers on") is not None
+    assert _stop(tmp_path, session_id="s1", last_assistant_message=QUESTION).decision.block
+    assert "on | off" in (_typed(tmp_path, "/blockers sideways") or {})["systemMessage"]
+
+
 def test_the_trailer_and_the_question_are_read_from_the_transcript_when_the_payload_has_none(tmp_path: Path) -> None:
     _project(tmp_path)
     lines = [

@@ -480,7 +480,7 @@ class OpenCode(Driver):
             quiet, seen = time.monotonic(), (-1, -1)
             while time.monotonic() < deadline and time.monotonic() - quiet < 10:  # the plugin spawns the hook
                 now = (len(s.script.requests), log.stat().st_size if log.exists() else 0)
-                if now != seen:
+                if now != seen or _running_stoprule(proc.pid):  # a slow hook (a loaded machine) is not quiet
                     seen, quiet = now, time.monotonic()
                 time.sleep(0.5)
             messages = call("GET", f"/session/{sid}/message")
@@ -500,6 +500,33 @@ class OpenCode(Driver):
                 proc.wait(10)
             if proc.stdout is not None:
                 proc.stdout.close()
+
+
+def _running_stoprule(pid: int) -> bool:
+    """Is the plugin's ``stoprule hook`` running below ``pid``? (Linux ``/proc``; the MCP server,
+    running all along, is not counted)"""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    below, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in below} - below
+        below |= more
+        grew = bool(more)
+    for child in below - {pid}:
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if any(b"stoprule" in a for a in argv) and b"hook" in argv:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _opencode_supported() -> bool:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from stoprule.engine.evaluator import Evaluator, Verdict
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
-EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission")
+EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission", "prompt")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=EVENTS,
         help="default: from the payload, else stop; session-start: record the session's baseline and answer with "
         "the triage instructions; task-completed: the same policy gates the agent marking a task done "
-        "(stopEvent: task-completed); permission: deny a permission request with the triage (hook.permission_triage)",
+        "(stopEvent: task-completed); permission: deny a permission request with the triage (hook.permission_triage); "
+        "prompt: the user's typed /blockers on|off|status|list|export, for this session",
     )
     p.add_argument(
         "--policy", metavar="PATH", help="policy pack (default: $STOPRULE_POLICY, .stoprule/policies/, bundled)"
@@ -110,6 +111,13 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         data = b""
     if args.event in ("session-start", "permission"):
         return _lifecycle(args, data, stdout, stderr)
+    if args.event == "prompt":
+        from stoprule.agent.hook.controls import run_prompt
+
+        answer = run_prompt(args.harness, data)
+        if answer is not None:
+            stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        return 0
     from stoprule._util.gcpause import paused_gc
 
     try:

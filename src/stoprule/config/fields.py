@@ -39,6 +39,7 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "blockers.blocked_report": "blocked_report",
     "blockers.logged_this_turn": "blockersThisTurn",
     "blockers.blocked_tasks": None,
+    "blockers.blockersOff": "blockersOff",
     "git.dirty": "uncommittedWork",
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
@@ -66,6 +67,7 @@ FIELDS: dict[str, str] = {
     "open_blockers": "openBlockers",
     "open_blocker_count": "openBlockerCount",
     "resolved_blockers": "resolvedBlockers",
+    "blockers_off": "blockersOff",
 }
 
 # the blocked report's four sections, in the order they are shown

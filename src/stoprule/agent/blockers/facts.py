@@ -13,8 +13,9 @@ fact fields only (names from :data:`.fields.FIELDS`):
 
 A session's blockers are those logged with its id, plus those logged without one
 (:data:`.service.DEFAULT_SESSION`: an agent whose MCP server does not know the
-session). With blocker logging off (``stoprule blockers off`` or ``enabled: false``)
-it returns ``{}``. It never raises for a missing or damaged store: no fields, then.
+session). With blocker logging off (``stoprule blockers off``, ``/blockers off`` in the
+session, or ``enabled: false``) it returns only ``blockersOff: true`` (the pack's question rule
+then lets a question to the user stand). It never raises for a missing or damaged store: no fields, then.
 
 On the cold path when the agent has logged blockers (tools/import_graph.py, COLD_PATH_WHEN): its imports
 stay few, light and lazy.
@@ -59,8 +60,8 @@ def blockers_facts(
         store = BlockerStore(project_dir, settings)
     except ConfigError:
         return {}
-    if not store.enabled():
-        return {}
+    if not store.enabled(session_id):
+        return {FIELDS["blockers_off"]: True}  # the triage is off: nothing diverts to the blocker tool
     sessions = {DEFAULT_SESSION, session_id} if session_id else None
     mine = [b for b in store.blockers() if sessions is None or b.session in sessions]
     if notes is not None:

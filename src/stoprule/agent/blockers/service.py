@@ -122,11 +122,12 @@ class BlockerService:
         problem = self._check_blocker(args)
         if problem:
             return Reply(False, problem, {"error": problem})
-        if not self.store.enabled():
+        if not self.store.enabled(session):
+            where = "this session (the user's /blockers off)" if self.store.enabled() else "this project"
             return Reply(
                 True,
-                "Blocker logging is off for this project (`stoprule blockers on` turns it on); "
-                "nothing was logged. Decide yourself, or ask the user.",
+                f"Blocker logging is off for {where}; nothing was logged. Decide yourself, or ask the "
+                "user directly and stop: a question to the user is not pushed back while it is off.",
                 {"status": "disabled"},
             )
         hard, soft = self.categories()

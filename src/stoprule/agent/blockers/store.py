@@ -284,19 +284,36 @@ class BlockerStore:
             )
         return target
 
-    def enabled(self) -> bool:
-        """The switch (``stoprule blockers on|off``) if set, else the config's ``enabled``."""
+    def session_switch_path(self, session: str) -> str:
+        """The session's own switch (the user's in-session ``/blockers on|off``), in the state
+        directory: it lives and goes with the session, never committed."""
+        from stoprule.project import state_file
+
+        return state_file(os.path.join(self.project_dir, ".stoprule"), "blockers", session)
+
+    def _switch(self, path: str) -> bool | None:
         try:
-            value = json.loads(read_bounded(self.switch_path, 4096)).get("enabled")
+            value = json.loads(read_bounded(path, 4096)).get("enabled")
             if isinstance(value, bool):
                 return value
         except (OSError, ValueError, AttributeError):
             pass
+        return None
+
+    def enabled(self, session: str | None = None) -> bool:
+        """The session's switch (``/blockers on|off`` in the session) if set, else the project's
+        (``stoprule blockers on|off``), else the config's ``enabled``."""
+        for path in ([self.session_switch_path(session)] if session else []) + [self.switch_path]:
+            value = self._switch(path)
+            if value is not None:
+                return value
         return self.settings.enabled
 
-    def set_enabled(self, value: bool) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        self._atomic_write(self.switch_path, json.dumps({"enabled": value}) + "\n")
+    def set_enabled(self, value: bool, session: str | None = None) -> None:
+        """The project's switch, or with ``session`` that session's only."""
+        path = self.session_switch_path(session) if session else self.switch_path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._atomic_write(path, json.dumps({"enabled": value}) + "\n")
 
     # ------------------------------------------------------------ reading
 

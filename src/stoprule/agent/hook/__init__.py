@@ -13,6 +13,7 @@ Modules, lowest first::
     frozen           the session frozen at its start (config, pack copy, wiring, ...): changes named at stops
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
     lifecycle        the events besides the stop: session start, permission requests
+    controls         the user's in-session /blockers on|off|status|list|export (the typed prompt)
     remote           the client of ``stoprule serve`` (the hook asks a server instead of deciding)
     replay           a recorded transcript replayed stop by stop, through the providers' fact path
     wiring           where each harness keeps its hooks (``init`` and ``doctor``); opencode_plugin.js

@@ -2,10 +2,11 @@
 marketplace that lists it (``stoprule plugin claude-code --out DIR``).
 
 The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
-the guard on the events that can veto a tool call, the blocker tools' MCP server), every
-command run through ``${CLAUDE_PLUGIN_ROOT}/bin/stoprule``:
-a small script holding this machine's interpreter (the plugin is generated per machine and
-installed per user, so no absolute path lands in a file a team commits). The harness installs
+the guard on the events that can veto a tool call, the blocker tools' MCP server) and the
+user's ``/blockers`` command (read by the ``UserPromptSubmit`` hook), every command run
+through ``${CLAUDE_PLUGIN_ROOT}/bin/stoprule``: a small script holding this machine's
+interpreter (the plugin is generated per machine and installed per user, so no absolute path
+lands in a file a team commits). The harness installs
 it with its own commands (``claude plugin marketplace add DIR``, ``claude plugin install
 stoprule@stoprule``); Claude Code copies the plugin into its own cache, so the script is run
 through ``sh`` (no executable bit needed).
@@ -26,6 +27,18 @@ __all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin"]
 PLUGIN = "stoprule"  # the plugin's name
 MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
 RUN = 'sh "${CLAUDE_PLUGIN_ROOT}/bin/stoprule"'  # how the plugin's hooks run stoprule
+
+
+# the user's /blockers command: Claude Code expands it into a prompt after the UserPromptSubmit
+# hook (``--event prompt``) has read the typed line and acted on it (nothing the agent runs
+# reaches that hook)
+BLOCKERS_COMMAND = """---
+description: stoprule's blocker triage for this session (on, off, status, list, export)
+argument-hint: on | off | status | list | export
+---
+The user ran `/blockers $ARGUMENTS`. stoprule has already handled it; its answer is in your
+context. Acknowledge it in one line and carry on as it says.
+"""
 
 
 def _script(python: str, launcher: str, guard: str) -> str:
@@ -51,6 +64,7 @@ def claude_code_hooks(guard: bool = True) -> dict[str, Any]:
     for ev, name in EXTRA_EVENTS["claude-code"].items():
         if ev != "permission":  # opt-in (init --permission-triage); not in the package
             hooks[name] = [{"hooks": [_handler(f"{RUN} hook claude-code --event {ev}")]}]
+    hooks["UserPromptSubmit"] = [{"hooks": [_handler(f"{RUN} hook claude-code --event prompt")]}]
     if guard:
         for name, matcher in GUARD_EVENTS["claude-code"]:
             group: dict[str, Any] = {"hooks": [_handler(f"{RUN} guard claude-code")]}
@@ -88,5 +102,6 @@ def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
         ".claude-plugin/marketplace.json": dump(market),
         f"{base}/.claude-plugin/plugin.json": dump(manifest),
         f"{base}/hooks/hooks.json": dump(claude_code_hooks(guard)),
+        f"{base}/commands/blockers.md": BLOCKERS_COMMAND,
         f"{base}/bin/stoprule": script,
     }

@@ -1,0 +1,100 @@
+"""The user's controls inside a session: ``/blockers on|off|status|list|export`` typed in the
+harness (``stoprule hook claude-code --event prompt`` on Claude Code's ``UserPromptSubmit``,
+which carries the line the user typed, before the model sees it; the plugin's ``/blockers``
+command). The agent cannot send that event: this is the user's channel.
+
+``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
+stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
+that session: this answer tells the agent to ask the user directly, the ``blocker`` tool logs
+nothing and says so, and the stop no longer pushes a question back (``blockersOff``). Any other
+prompt: no answer. Never raises.
+"""
+
+from __future__ import annotations
+
+import os
+
+from stoprule.agent.blockers.service import open_service
+from stoprule.agent.hook.adapters import decode_payload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["parse_command", "run_prompt"]
+
+NAMES = ("/blockers", "/stoprule:blockers")  # as typed: alone, or the plugin's qualified name
+ACTIONS = ("on", "off", "status", "list", "export")
+EXPORT_CHARS = 8000  # of blockers.md put into the context
+
+OFF = (
+    "The user turned stoprule's blocker triage off for this session (/blockers off). From now on "
+    "in this session do not log blockers: when you need the user, ask them directly and stop. "
+    "stoprule will not push the question back."
+)
+ON = (
+    "The user turned stoprule's blocker triage back on for this session (/blockers on): triage "
+    "questions with the `blocker` tool as instructed before."
+)
+
+
+def parse_command(prompt: str) -> str | None:
+    """The action of a typed ``/blockers ACTION`` (``status`` when none; ``help`` when unknown),
+    or None when the prompt is not that command."""
+    words = prompt.strip().split()
+    if not words or words[0].lower() not in NAMES:
+        return None
+    action = words[1].lower() if len(words) > 1 else "status"
+    return action if action in ACTIONS else "help"
+
+
+def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
+    """(what the agent is told, what the user sees)."""
+    service = open_service(cwd)
+    store = service.store
+    if action in ("on", "off"):
+        store.set_enabled(action == "on", session=session)
+        user = f"stoprule: blocker triage is {action} for this session (the project's setting is unchanged)"
+        return (OFF if action == "off" else ON), user
+    if action == "status":
+        on, project = store.enabled(session), store.enabled()
+        text = (
+            f"stoprule: blocker triage is {'on' if on else 'off'} for this session "
+            f"({'on' if project else 'off'} for the project); blockers file {os.path.relpath(store.markdown_path)}"
+        )
+        return text, text
+    if action == "list":
+        text = "stoprule: " + service.list_blockers(session).text
+        return text, text
+    if action == "export":
+        md = service.export("md")
+        cut = md if len(md) <= EXPORT_CHARS else md[:EXPORT_CHARS] + "\n[... cut: stoprule blockers export --format md]"
+        return (
+            f"stoprule: the blockers, exported for the user:\n{cut}",
+            f"stoprule: exported the blockers ({len(md)} characters)",
+        )
+    text = "stoprule: /blockers on | off | status | list | export"
+    return text, text
+
+
+def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
+    """The harness's answer to a prompt that is ``/blockers ...`` (None for any other)."""
+    try:
+        payload = decode_payload(data)
+        prompt = payload.get("prompt")
+        action = parse_command(prompt) if isinstance(prompt, str) else None
+        if action is None:
+            return None
+        session = payload.get("session_id")
+        cwd = payload.get("cwd")
+        agent, user = _answer(
+            action, session if isinstance(session, str) and session else None, cwd if isinstance(cwd, str) else "."
+        )
+    except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
+        agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
+    if harness != "claude-code":
+        return {"additionalContext": agent}
+    return {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": agent},
+        "systemMessage": user,
+    }
