@@ -179,12 +179,12 @@ def test_blockers_off_typed_in_a_session_stops_diverting_in_that_session_only(
     assert answer is not None
     told = answer["hookSpecificOutput"]["additionalContext"]
     assert "ask them directly" in told and "this session" in answer["systemMessage"]
+    here = _stop(tmp_path, last_assistant_message=QUESTION)  # before any blocker was logged here
+    assert not here.decision.block and here.entry["fact"]["blockersOff"] is True
     args = {"category": "destructive", "question": "Apply it?", "context": "c", "blocksProgress": True}
     off = svc.log_blocker("s1", args)
     assert off.data == {"status": "disabled"} and "ask the user directly" in off.text
     assert svc.log_blocker("s2", args).data.get("status") != "disabled"
-    here = _stop(tmp_path, last_assistant_message=QUESTION)
-    assert not here.decision.block and here.entry["fact"]["blockersOff"] is True
     there = _stop(tmp_path, session_id="s3", last_assistant_message=QUESTION)
     assert there.decision.block and there.entry["verdict"]["reason"] == "unlogged_question"
     assert "off for this session" in (_typed(tmp_path, "/stoprule:blockers status") or {})["systemMessage"]

@@ -123,3 +123,34 @@ def test_the_claude_code_plugin_decides_the_sessions_init_wiring_decides(scenari
     assert len(plugin.script.main) == len(wired.script.main), plugin.describe()
     if scenario == "commit":
         assert "add notes" in plugin.git("log", "--format=%s")
+
+
+ASKS = "The migration script is ready. Should I apply it to the staging database?"
+
+
+def test_blockers_off_typed_by_the_user_stops_diverting_in_that_session_only(tmp_path: Path) -> None:
+    """Claude Code with the plugin: the user types ``/stoprule:blockers off`` (``claude -p``
+    offers a plugin's commands by their qualified name); the UserPromptSubmit hook reads the
+    typed line, the agent is told to ask the user directly, and its question ends the session
+    without a push-back. A second session in the same project, without the command, asks the
+    same and is pushed back (the switch is that session's, not the project's)."""
+    require("claude-code")
+    d = ClaudeCodePlugin()
+    off = run_session("claude-code", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/stoprule:blockers off", driver=d)
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = off.script.main[0].text
+    assert "ask them directly" in first and "/stoprule:blockers" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+    before = off.stops()  # (the project's hook log: the next session's stops are appended)
+    # the next session of the same project: the triage is on again
+    script = Script([Turn(ASKS)], Turn("Logged it for the user."))
+    with serve(script) as url:
+        s = Session("claude-code", off.project, off.home, script, url)
+        s.env = dict(off.env, **d.environment(s))
+        s.result = d.run(s, "Migrate staging.")
+    assert s.result.returncode == 0, s.describe()
+    after = s.stops()[len(before) :]
+    assert after and after[0]["verdict"]["reason"] == "unlogged_question", s.describe()
+    assert after[0]["decision"]["block"], s.describe()
+    assert after[0]["session"] != before[0]["session"]

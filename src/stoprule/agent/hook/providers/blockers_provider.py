@@ -23,8 +23,10 @@ __all__ = ["provide"]
 
 
 def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
-    if ctx.project is None or not any(os.path.isdir(os.path.join(ctx.project, d)) for d in ("blockers", "reports")):
-        return {}, []  # no blocker was ever logged and no report filed here: nothing to read
+    # blockers logged, a report filed, or a session's own switch (/blockers off): else nothing to read
+    places = ("blockers", "reports", os.path.join("state", "blockers"))
+    if ctx.project is None or not any(os.path.isdir(os.path.join(ctx.project, d)) for d in places):
+        return {}, []
     from types import SimpleNamespace
 
     from stoprule.agent.blockers.facts import blockers_facts
