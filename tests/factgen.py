@@ -118,6 +118,9 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
         put("blockersThisTurn", rng.randint(0, 1))
     if rng.random() < 0.1:  # the agent's refused attempts (row 17)
         put("tamperAttempts", ["guard: Bash: runs `stoprule blockers off`"] * rng.randint(0, 1))
+    if rng.random() < 0.15:  # which event asks (TaskCompleted), the user's /blockers off
+        put("stopEvent", rng.choice(["stop", "subagent-stop", "task-completed"]))
+        put("blockersOff", rng.random() < 0.5)
     return f
 
 

@@ -19,6 +19,7 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "hook.stop_hook_active": None,
     "hook.last_message": None,
     "hook.stopping": "taskBoundaryStop",
+    "hook.stop_event": "stopEvent",
     "closure.state": "replyClosureState",
     "closure.review": "requires_user_review",
     "closure.review_reason": "review_reason",

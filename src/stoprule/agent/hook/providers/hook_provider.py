@@ -24,6 +24,10 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
         "stop_hook_active": event.stop_hook_active,
         "stopping": True,
     }
+    if event.event != "stop":  # which event asks (a subagent's stop, the agent marking a task done)
+        obs["stop_event"] = event.event
+    if event.event == "task-completed":
+        obs["stopping"] = False  # marking a task done is not a stop at a task boundary
     if event.session_id is not None:
         obs["session_id"] = event.session_id
     if event.last_message is not None:
