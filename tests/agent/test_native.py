@@ -151,7 +151,8 @@ def test_the_claude_code_plugin_carries_inits_wiring_through_the_plugin_root(pro
     assert manifest["mcpServers"]["stoprule"]["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/stoprule", "mcp"]
     hooks = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
     wanted = {"Stop", *(n for e, n in EXTRA_EVENTS["claude-code"].items() if e != "permission")}
-    wanted |= {"UserPromptSubmit", *(n for n, _ in GUARD_EVENTS["claude-code"])}  # the user's /blockers (commands/blockers.md)
+    # and the user's /blockers (commands/blockers.md, read by UserPromptSubmit)
+    wanted |= {"UserPromptSubmit", *(n for n, _ in GUARD_EVENTS["claude-code"])}
     assert (root / "commands" / "blockers.md").is_file()
     assert set(hooks) == wanted
     commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]

@@ -92,7 +92,11 @@ TARGETS: dict[str, Target] = {
 
 # harness -> stoprule's ``--event`` -> the harness's hook event (each harness's hooks documentation)
 EXTRA_EVENTS: dict[str, dict[str, str]] = {
-    "claude-code": {"session-start": "SessionStart", "task-completed": "TaskCompleted", "permission": "PermissionRequest"},
+    "claude-code": {
+        "session-start": "SessionStart",
+        "task-completed": "TaskCompleted",  # a block refuses marking the task done (measured on 2.1.332)
+        "permission": "PermissionRequest",
+    },
     "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},
     "gemini": {"session-start": "SessionStart"},
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
