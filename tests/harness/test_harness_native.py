@@ -154,3 +154,28 @@ def test_blockers_off_typed_by_the_user_stops_diverting_in_that_session_only(tmp
     assert after and after[0]["verdict"]["reason"] == "unlogged_question", s.describe()
     assert after[0]["decision"]["block"], s.describe()
     assert after[0]["session"] != before[0]["session"]
+
+
+def test_task_completed_refuses_marking_a_task_done_over_uncommitted_work(tmp_path: Path) -> None:
+    """Claude Code's TaskCompleted, wired by ``init``: the agent writes a file and marks its task
+    done; the policy refuses (uncommitted work, the fact saying ``stopEvent: task-completed``) and
+    the binary returns the reason as the tool's result ("TaskCompleted hook feedback"); after the
+    commit the task is marked done. Other tasks remaining is no reason to refuse."""
+    require("claude-code")
+    d = DRIVERS["claude-code"]
+    tools = Turn(calls=[Call("ToolSearch", {"query": "select:TaskCreate,TaskUpdate", "max_results": 5})])
+    create = [Turn(calls=[Call("TaskCreate", {"subject": s, "description": s})]) for s in ("Write notes", "Docs")]
+    done = Turn(calls=[Call("TaskUpdate", {"taskId": "1", "status": "completed"})])
+    turns = [tools, *create, d.shell("echo hello > notes.txt"), done]
+    turns += [d.shell("git add notes.txt && git commit -qm 'add notes'"), done, Turn("Notes written; Docs next time.")]
+    s = run_session("claude-code", tmp_path, turns, Turn("Stopping."))
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    log = [json.loads(x) for x in (s.project / ".stoprule" / "hook.log").read_text().splitlines()]
+    asked = [e for e in log if e.get("event") == "task-completed" and "decision" in e]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in asked] == [
+        ("uncommitted_work", True),
+        ("task_marked_done", False),
+    ], s.describe()
+    assert asked[0]["fact"]["stopEvent"] == "task-completed" and asked[1]["fact"]["availableTasks"]
+    refused = s.script.first_seeing("TaskCompleted hook feedback")
+    assert refused is not None and "notes.txt" in s.script.main[refused].text, s.describe()
