@@ -192,3 +192,16 @@ def test_init_offers_the_claude_code_plugin_route(project: Path) -> None:
     code, out, _ = _cli("init", "--harness", "claude-code")
     assert code == 0 and "stoprule plugin claude-code" in out
     assert "stoprule plugin" not in _cli("init", "--harness", "codex")[1]
+
+
+def test_the_opencode_plugin_package_is_inits_plugin_with_a_package_json(project: Path) -> None:
+    from stoprule.agent.hook.wiring import guard_argv, opencode_plugin
+    from stoprule.cli.init_cmd import stoprule_argv
+
+    code, out, err = _cli("plugin", "opencode", "--out", "pkg")
+    assert code == 0, err
+    entry = f"file://{project / 'pkg' / 'index.js'}"
+    assert f'"{entry}"' in out and '"plugin"' in out
+    package = json.loads((project / "pkg" / "package.json").read_text())
+    assert package["main"] == "index.js" and package["type"] == "module"
+    assert (project / "pkg" / "index.js").read_text() == opencode_plugin(stoprule_argv(), guard_argv("opencode"))

@@ -15,6 +15,7 @@ import pytest
 from harnesses import (
     DRIVERS,
     ClaudeCode,
+    OpenCode,
     Session,
     binary,
     harness_path,
@@ -179,3 +180,38 @@ def test_task_completed_refuses_marking_a_task_done_over_uncommitted_work(tmp_pa
     assert asked[0]["fact"]["stopEvent"] == "task-completed" and asked[1]["fact"]["availableTasks"]
     refused = s.script.first_seeing("TaskCompleted hook feedback")
     assert refused is not None and "notes.txt" in s.script.main[refused].text, s.describe()
+
+
+class OpenCodePackage(OpenCode):
+    """OpenCode with stoprule's plugin package (``stoprule plugin opencode --out DIR``) named by
+    its local path in the project's ``opencode.json`` ``plugin`` list, instead of the plugin file
+    ``init`` writes into ``.opencode/plugins/`` (removed here; init's MCP entry and config stay)."""
+
+    def configure(self, s: Session) -> None:
+        super().configure(s)
+        (s.project / ".opencode" / "plugins" / "stoprule.js").unlink()
+        package = s.home / "stoprule-opencode"
+        p = subprocess.run(
+            [stoprule_exe(), "plugin", "opencode", "--out", str(package)], capture_output=True, text=True
+        )
+        assert p.returncode == 0, p.stderr
+        config = json.loads((s.project / "opencode.json").read_text(encoding="utf-8"))
+        config["plugin"] = [f"file://{package / 'index.js'}"]
+        (s.project / "opencode.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        s.git("add", "-A")
+        s.git("commit", "-qm", "stoprule as a plugin package, not init's file")
+
+
+@pytest.mark.parametrize("scenario", ["commit", "never_complies"])
+def test_the_opencode_plugin_package_decides_the_sessions_init_wiring_decides(scenario: str, tmp_path: Path) -> None:
+    require("opencode")
+    (tmp_path / "wired").mkdir()
+    (tmp_path / "package").mkdir()
+    wired = run_session("opencode", tmp_path / "wired", *SCENARIOS[scenario](DRIVERS["opencode"]))
+    package = run_session(
+        "opencode", tmp_path / "package", *SCENARIOS[scenario](DRIVERS["opencode"]), driver=OpenCodePackage()
+    )
+    for s in (wired, package):
+        assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert _decided(package) == _decided(wired) and _decided(wired), (package.describe(), wired.describe())
+    assert len(package.script.main) == len(wired.script.main), package.describe()

@@ -1,5 +1,6 @@
-"""``stoprule plugin claude-code --out DIR``: write stoprule as a Claude Code plugin in a local
-marketplace (:mod:`stoprule.agent.hook.plugins`), to install with the harness's own commands.
+"""``stoprule plugin claude-code|opencode --out DIR``: write stoprule as a Claude Code plugin in a
+local marketplace, or as an OpenCode plugin package (:mod:`stoprule.agent.hook.plugins`), to
+install with the harness's own commands or config.
 
 Exit codes: 0 written, 1 DIR holds files this command did not write (nothing changed).
 """
@@ -11,7 +12,7 @@ import os
 from typing import IO
 
 from stoprule._util.files import atomic_write
-from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin
+from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin, opencode_package
 from stoprule.diagnostics import CommandError
 from stoprule.version import __version__
 
@@ -20,13 +21,18 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Write stoprule as a harness plugin in a local marketplace directory."
-    p.add_argument("harness", choices=("claude-code",), metavar="HARNESS", help="claude-code")
+    p.add_argument("harness", choices=("claude-code", "opencode"), metavar="HARNESS", help="claude-code | opencode")
     p.add_argument("--out", required=True, metavar="DIR", help="the marketplace directory to write (made if missing)")
     p.add_argument("--no-guard", action="store_true", help="leave the guard (the pre-tool hook) out of the plugin")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    files = claude_code_plugin(__version__, guard=not args.no_guard)
+    if args.harness == "opencode":
+        from stoprule.cli.init_cmd import stoprule_argv
+
+        files = opencode_package(__version__, stoprule_argv(), guard=not args.no_guard)
+    else:
+        files = claude_code_plugin(__version__, guard=not args.no_guard)
     out = os.path.abspath(args.out)
     stray = []
     if os.path.isdir(out):
@@ -41,6 +47,14 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         path = os.path.join(out, *rel.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write(path, text)
+    if args.harness == "opencode":
+        entry = "file://" + os.path.join(out, "index.js")
+        stdout.write(
+            f"wrote the stoprule OpenCode plugin package in {out}\n"
+            f'install it: add "{entry}" to the "plugin" list of opencode.json '
+            "(and the MCP server: stoprule init --harness opencode, or its mcp entry)\n"
+        )
+        return 0
     stdout.write(
         f"wrote the {PLUGIN} plugin and its marketplace in {out}\n"
         f"install it: claude plugin marketplace add {out} && claude plugin install {PLUGIN}@{MARKETPLACE}\n"

@@ -1,5 +1,6 @@
 """Harness-native packages of stoprule: the files of a Claude Code plugin and of the local
-marketplace that lists it (``stoprule plugin claude-code --out DIR``).
+marketplace that lists it (``stoprule plugin claude-code --out DIR``), and an OpenCode plugin
+package (``stoprule plugin opencode --out DIR``).
 
 The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
 the guard on the events that can veto a tool call, the blocker tools' MCP server) and the
@@ -20,9 +21,9 @@ import shlex
 import sys
 from typing import Any
 
-from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS
+from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS, guard_argv, opencode_plugin
 
-__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin"]
+__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin", "opencode_package"]
 
 PLUGIN = "stoprule"  # the plugin's name
 MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
@@ -105,3 +106,19 @@ def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
         f"{base}/commands/blockers.md": BLOCKERS_COMMAND,
         f"{base}/bin/stoprule": script,
     }
+
+
+def opencode_package(version: str, argv: list[str], guard: bool = True) -> dict[str, str]:
+    """An OpenCode plugin package (``package.json`` and ``index.js``: the plugin ``init`` writes
+    into ``.opencode/plugins/``, running ``argv``), for ``opencode.json``'s ``plugin`` list to
+    name by its local path."""
+    package = {
+        "name": "stoprule-opencode",
+        "version": version,
+        "description": "stoprule for OpenCode: the stop gate, its session start, the guard",
+        "type": "module",
+        "main": "index.js",
+        "license": "MIT",
+    }
+    text = opencode_plugin(argv, guard_argv("opencode") if guard else [])
+    return {"package.json": json.dumps(package, indent=2) + "\n", "index.js": text}
