@@ -13,6 +13,7 @@ from typing import IO
 
 from stoprule._util.files import atomic_write
 from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin, opencode_package
+from stoprule.cli.init_cmd import stoprule_argv
 from stoprule.diagnostics import CommandError
 from stoprule.version import __version__
 
@@ -28,8 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.harness == "opencode":
-        from stoprule.cli.init_cmd import stoprule_argv
-
         files = opencode_package(__version__, stoprule_argv(), guard=not args.no_guard)
     else:
         files = claude_code_plugin(__version__, guard=not args.no_guard)
