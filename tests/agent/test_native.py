@@ -205,3 +205,17 @@ def test_the_opencode_plugin_package_is_inits_plugin_with_a_package_json(project
     package = json.loads((project / "pkg" / "package.json").read_text())
     assert package["main"] == "index.js" and package["type"] == "module"
     assert (project / "pkg" / "index.js").read_text() == opencode_plugin(stoprule_argv(), guard_argv("opencode"))
+
+
+def test_the_gemini_extension_carries_inits_gemini_wiring_through_the_extension_path(project: Path) -> None:
+    from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS
+
+    code, out, err = _cli("plugin", "gemini", "--out", "ext")
+    assert code == 0 and "gemini extensions install" in out, err
+    manifest = json.loads((project / "ext" / "gemini-extension.json").read_text())
+    assert manifest["name"] == "stoprule" and manifest["mcpServers"]["stoprule"]["args"][-1] == "mcp"
+    hooks = json.loads((project / "ext" / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"AfterAgent", *EXTRA_EVENTS["gemini"].values(), *(n for n, _ in GUARD_EVENTS["gemini"])}
+    commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+    assert all(c.startswith('sh "${extensionPath}/bin/stoprule" ') for c in commands), commands
+    assert (project / "ext" / "bin" / "stoprule").read_text().startswith("#!/bin/sh")

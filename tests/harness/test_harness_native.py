@@ -15,6 +15,7 @@ import pytest
 from harnesses import (
     DRIVERS,
     ClaudeCode,
+    Gemini,
     OpenCode,
     Session,
     binary,
@@ -215,3 +216,36 @@ def test_the_opencode_plugin_package_decides_the_sessions_init_wiring_decides(sc
         assert s.result is not None and s.result.returncode == 0, s.describe()
     assert _decided(package) == _decided(wired) and _decided(wired), (package.describe(), wired.describe())
     assert len(package.script.main) == len(wired.script.main), package.describe()
+
+
+class GeminiExtension(Gemini):
+    """Gemini CLI with stoprule installed as an extension (``stoprule plugin gemini --out DIR``,
+    then the binary's own ``gemini extensions install DIR``, answering its folder-trust question),
+    not wired by ``init`` (the project's ``.gemini/settings.json`` removed; ``.stoprule/`` stays)."""
+
+    def configure(self, s: Session) -> None:
+        super().configure(s)
+        (s.project / ".gemini" / "settings.json").unlink()
+        s.git("commit", "-qam", "stoprule as an extension, not wired")
+        ext = s.home / "stoprule-extension"
+        p = subprocess.run([stoprule_exe(), "plugin", "gemini", "--out", str(ext)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        env = dict(os.environ, HOME=str(s.home))
+        argv = [str(binary("gemini")), "extensions", "install", str(ext), "--consent"]
+        p = subprocess.run(argv, env=env, input="y\n", capture_output=True, text=True, timeout=120, cwd=s.home)
+        assert p.returncode == 0 and "installed successfully" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("scenario", ["commit", "never_complies", "report_status"])
+def test_the_gemini_extension_decides_the_sessions_init_wiring_decides(scenario: str, tmp_path: Path) -> None:
+    require("gemini")
+    (tmp_path / "wired").mkdir()
+    (tmp_path / "extension").mkdir()
+    wired = run_session("gemini", tmp_path / "wired", *SCENARIOS[scenario](DRIVERS["gemini"]))
+    ext = run_session(
+        "gemini", tmp_path / "extension", *SCENARIOS[scenario](DRIVERS["gemini"]), driver=GeminiExtension()
+    )
+    for s in (wired, ext):
+        assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert _decided(ext) == _decided(wired) and _decided(wired), (ext.describe(), wired.describe())
+    assert len(ext.script.main) == len(wired.script.main), ext.describe()

@@ -1,5 +1,5 @@
-"""``stoprule plugin claude-code|opencode --out DIR``: write stoprule as a Claude Code plugin in a
-local marketplace, or as an OpenCode plugin package (:mod:`stoprule.agent.hook.plugins`), to
+"""``stoprule plugin claude-code|gemini|opencode --out DIR``: write stoprule as a Claude Code plugin
+in a local marketplace, a Gemini CLI extension, or an OpenCode plugin package (:mod:`stoprule.agent.hook.plugins`), to
 install with the harness's own commands or config.
 
 Exit codes: 0 written, 1 DIR holds files this command did not write (nothing changed).
@@ -12,17 +12,19 @@ import os
 from typing import IO
 
 from stoprule._util.files import atomic_write
-from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin, opencode_package
+from stoprule.agent.hook.plugins import MARKETPLACE, PLUGIN, claude_code_plugin, gemini_extension, opencode_package
 from stoprule.cli.init_cmd import stoprule_argv
 from stoprule.diagnostics import CommandError
 from stoprule.version import __version__
 
 __all__ = ["add_arguments", "run"]
 
+HARNESSES = ("claude-code", "gemini", "opencode")
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Write stoprule as a harness plugin in a local marketplace directory."
-    p.add_argument("harness", choices=("claude-code", "opencode"), metavar="HARNESS", help="claude-code | opencode")
+    p.add_argument("harness", choices=HARNESSES, metavar="HARNESS", help=" | ".join(HARNESSES))
     p.add_argument("--out", required=True, metavar="DIR", help="the marketplace directory to write (made if missing)")
     p.add_argument("--no-guard", action="store_true", help="leave the guard (the pre-tool hook) out of the plugin")
 
@@ -30,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.harness == "opencode":
         files = opencode_package(__version__, stoprule_argv(), guard=not args.no_guard)
+    elif args.harness == "gemini":
+        files = gemini_extension(__version__, guard=not args.no_guard)
     else:
         files = claude_code_plugin(__version__, guard=not args.no_guard)
     out = os.path.abspath(args.out)
@@ -53,6 +57,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             f'install it: add "{entry}" to the "plugin" list of opencode.json '
             "(and the MCP server: stoprule init --harness opencode, or its mcp entry)\n"
         )
+        return 0
+    if args.harness == "gemini":
+        stdout.write(f"wrote the stoprule Gemini CLI extension in {out}\ninstall it: gemini extensions install {out}\n")
         return 0
     stdout.write(
         f"wrote the {PLUGIN} plugin and its marketplace in {out}\n"

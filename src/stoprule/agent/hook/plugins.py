@@ -1,6 +1,8 @@
 """Harness-native packages of stoprule: the files of a Claude Code plugin and of the local
 marketplace that lists it (``stoprule plugin claude-code --out DIR``), and an OpenCode plugin
-package (``stoprule plugin opencode --out DIR``).
+package (``stoprule plugin opencode --out DIR``), and a Gemini CLI extension
+(``stoprule plugin gemini --out DIR``: ``gemini-extension.json``, ``hooks/hooks.json`` with
+``${extensionPath}``, the same script; ``gemini extensions install DIR``).
 
 The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
 the guard on the events that can veto a tool call, the blocker tools' MCP server) and the
@@ -23,7 +25,7 @@ from typing import Any
 
 from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS, guard_argv, opencode_plugin
 
-__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin", "opencode_package"]
+__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin", "gemini_extension", "opencode_package"]
 
 PLUGIN = "stoprule"  # the plugin's name
 MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
@@ -73,12 +75,39 @@ def claude_code_hooks(guard: bool = True) -> dict[str, Any]:
     return {"description": "stoprule: the stop gate, its session start, the guard", "hooks": hooks}
 
 
+def _this_script() -> str:
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    python = os.path.abspath(sys.executable)
+    return _script(python, os.path.join(here, "launch.py"), os.path.join(here, "agent", "guard", "__main__.py"))
+
+
+def gemini_extension(version: str, guard: bool = True) -> dict[str, str]:
+    """The files of a Gemini CLI extension: init's Gemini hooks (``AfterAgent``, ``SessionStart``,
+    the guard on ``BeforeTool``) and the MCP server, each running ``bin/stoprule`` by ``sh``."""
+    run = 'sh "${extensionPath}/bin/stoprule"'
+    t = {"type": "command", "name": "stoprule", "timeout": 30000}
+    hooks: dict[str, list[dict[str, Any]]] = {"AfterAgent": [{"hooks": [{**t, "command": f"{run} hook gemini"}]}]}
+    for ev, name in EXTRA_EVENTS["gemini"].items():
+        hooks[name] = [{"hooks": [{**t, "command": f"{run} hook gemini --event {ev}"}]}]
+    if guard:
+        for name, _ in GUARD_EVENTS["gemini"]:
+            hooks[name] = [{"hooks": [{**t, "name": "stoprule-guard", "command": f"{run} guard gemini"}]}]
+    manifest = {
+        "name": "stoprule",
+        "version": version,
+        "mcpServers": {"stoprule": {"command": "sh", "args": ["${extensionPath}${/}bin${/}stoprule", "mcp"]}},
+    }
+    return {
+        "gemini-extension.json": json.dumps(manifest, indent=2) + "\n",
+        "hooks/hooks.json": json.dumps({"hooks": hooks}, indent=2) + "\n",
+        "bin/stoprule": _this_script(),
+    }
+
+
 def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
     """The files of the marketplace directory (relative path -> text): the marketplace
     manifest, and under ``plugins/stoprule/`` the plugin."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    python = os.path.abspath(sys.executable)
-    script = _script(python, os.path.join(here, "launch.py"), os.path.join(here, "agent", "guard", "__main__.py"))
+    script = _this_script()
     about = "Decides whether the agent may stop, keeps it on known work, logs its blockers"
     manifest = {
         "name": PLUGIN,
