@@ -151,11 +151,17 @@ CODEX_CONFIG = os.path.join(".codex", "config.toml")
 
 
 # the plugin route (stoprule.agent.hook.plugins): the same wiring, per user, no path in the project
-PLUGIN_ROUTE = (
-    "note: or install stoprule as a Claude Code plugin instead of this project wiring: "
-    "`stoprule plugin claude-code --out DIR`, then `claude plugin marketplace add DIR` "
-    "and `claude plugin install stoprule@stoprule`\n"
-)
+PLUGIN_ROUTES = {
+    "claude-code": "`stoprule plugin claude-code --out DIR`, then `claude plugin marketplace add DIR` "
+    "and `claude plugin install stoprule@stoprule`",
+    "gemini": "`stoprule plugin gemini --out DIR`, then `gemini extensions install DIR`",
+    "opencode": "`stoprule plugin opencode --out DIR`, then name DIR/index.js (file://) in opencode.json's plugin list",
+}
+
+
+def _offer_plugin(harness: str, stdout: IO[str]) -> None:
+    if harness in PLUGIN_ROUTES:
+        stdout.write(f"note: or install stoprule as a {harness} plugin instead: {PLUGIN_ROUTES[harness]}\n")
 
 
 def mcp_server() -> dict[str, Any]:
@@ -351,6 +357,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     if args.harness == "opencode":
         _init_opencode(args, root, stdout, stderr, backed)
         _write_config(state or os.path.join(root, STATE_DIR), args.dry_run, triage, stdout)
+        _offer_plugin(args.harness, stdout)
         stdout.write(f"{prefix}use: `stoprule doctor` checks the wiring and runs one synthetic stop\n")
         return 0
     t = TARGETS[args.harness]
@@ -405,8 +412,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         stdout.write("note: Codex runs a new or edited hook only after you trust it (/hooks in Codex)\n")
     if args.harness == "cursor":
         stdout.write("note: restart Cursor to load an edited hooks.json\n")
-    if args.harness == "claude-code" and not args.user:
-        stdout.write(PLUGIN_ROUTE)
+    _offer_plugin(args.harness, stdout)
     exe = shlex.split(command)[0]
     if not shutil.which(exe) and not os.path.exists(exe):
         stderr.write(f"stoprule: warning: {exe} is not on this PATH; the harness may not find it\n")
