@@ -151,6 +151,7 @@ class Database:
     """``size`` threads doing one worker's database work (started on first use)."""
 
     GROUP = 128  # at most this many parts in one group
+    STALL = 0.1  # seconds a group runs alone: past that (a held lock, a slow link), the next one starts beside it
 
     def __init__(self, target: str, *, size: int, timeout_ms: int) -> None:
         self.target = target
@@ -160,6 +161,7 @@ class Database:
         self._queue: queue.SimpleQueue[_Job | Callable[[Session, list[Any]], list[Any]] | None] = queue.SimpleQueue()
         self._parts: dict[Any, collections.deque[_Job]] = {}  # grouped jobs waiting, by the function running them
         self._threads: list[threading.Thread] = []
+        self._writer = threading.Lock()  # held by the group running (one at a time, unless it stalls)
         self.timeouts = 0  # jobs past their time (answered 503)
         self.reconnects = 0  # jobs run again on a fresh connection after a dead one
         self.waiting = 0  # jobs queued or running now
@@ -257,9 +259,23 @@ class Database:
             job.deliver(result, error)
 
     def _group(self, fn: Callable[[Session, list[Any]], list[Any]], session: Session) -> None:
-        """Run every part of ``fn`` waiting now (up to GROUP) as one group; if the database refuses the
-        group, each part on its own."""
+        """Run every part of ``fn`` waiting (up to GROUP) as one group, once the group before it is done
+        (so the parts that arrive meanwhile commit together: one transaction, one flush to disk) or
+        has run for ``STALL`` (a stuck group holds back nothing else for longer); if the database
+        refuses the group, each part on its own."""
         parts = self._parts.get(fn)
+        if not parts:
+            return  # an earlier group took this part
+        alone = self._writer.acquire(timeout=self.STALL)
+        try:
+            self._run_group(fn, parts, session)
+        finally:
+            if alone:
+                self._writer.release()
+
+    def _run_group(
+        self, fn: Callable[[Session, list[Any]], list[Any]], parts: collections.deque[_Job], session: Session
+    ) -> None:
         taken: list[_Job] = []
         while parts and len(taken) < self.GROUP:
             try:
