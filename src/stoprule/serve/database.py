@@ -125,26 +125,29 @@ class _Job:
             if self.session is not None and all(j.expired for j in self.group):
                 self.session.interrupt()
 
-    def deliver(self, result: Any, error: BaseException | None) -> None:
-        def settle() -> None:
-            if self.future.done():
-                return
-            if error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(result)
+    def settle(self, result: Any, error: BaseException | None) -> None:
+        """On the event loop: answer the request waiting (unless it was answered already)."""
+        if self.future.done():
+            return
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
 
+
+def _deliver(settled: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    """From a database thread: each job's outcome to its event loop, one wake-up per loop."""
+    loops: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
+    for item in settled:
+        loops.setdefault(item[0].loop, []).append(item)
+    for loop, items in loops.items():
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self.loop.call_soon_threadsafe(settle)
+            loop.call_soon_threadsafe(_settle_all, items)
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
-def _first(fn: Callable[[Session, list[Any]], list[Any]], item: Any, session: Session) -> Any:
-    return fn(session, [item])[0]
+def _settle_all(items: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    for job, result, error in items:
+        job.settle(result, error)
 
 
 class Database:
@@ -192,18 +195,26 @@ class Database:
             job.item = item
             self._parts.setdefault(group_fn, collections.deque()).append(job)
             self._queue.put(group_fn)  # a thread takes every part waiting then
+        timer = loop.call_later(limit, self._expired, job, limit)
         try:
-            return await asyncio.wait_for(asyncio.shield(job.future), limit)
-        except asyncio.TimeoutError:
-            job.expire()
-            job.future.add_done_callback(_retrieved)  # what it comes to later: nobody waits for it any more
-            self.timeouts += 1
-            raise LedgerError(
+            return await job.future
+        finally:
+            timer.cancel()
+            self.waiting -= 1
+
+    def _expired(self, job: _Job, limit: float) -> None:
+        """On the event loop, at a job's time limit: its request is answered 503 now (the job is stopped
+        where it is; what it comes to later, nobody waits for)."""
+        if job.future.done():
+            return
+        job.expire()
+        self.timeouts += 1
+        job.future.set_exception(
+            LedgerError(
                 codes.LEDGER_UNAVAILABLE,
                 f"{LABEL} did not answer within {limit * 1000:.0f} ms; the decision is not known to have been recorded",
-            ) from None
-        finally:
-            self.waiting -= 1
+            )
+        )
 
     def _start(self) -> None:
         for i in range(self.size):
@@ -252,11 +263,12 @@ class Database:
             return None, exc
 
     @staticmethod
-    def _finish(jobs: list[_Job], result: Any, error: BaseException | None) -> None:
+    def _finish(jobs: list[_Job], result: Any, error: BaseException | None, deliver: bool = True) -> None:
         for job in jobs:
             with job.lock:
                 job.done, job.session = True, None
-            job.deliver(result, error)
+        if deliver:
+            _deliver([(job, result, error) for job in jobs])
 
     def _group(self, fn: Callable[[Session, list[Any]], list[Any]], session: Session) -> None:
         """Run every part of ``fn`` waiting (up to GROUP) as one group, once the group before it is done
@@ -287,13 +299,18 @@ class Database:
             return
         results, error = self._outcome(lambda: self._call(jobs, session, lambda s: fn(s, [j.item for j in jobs])))
         alone = isinstance(error, LedgerError) and error.code != codes.LEDGER_UNAVAILABLE and len(jobs) > 1
+        settled = []
         for i, job in enumerate(jobs):
             if alone:  # one part may be what the database refused: each on its own
                 job.group = [job]
                 got, err = self._outcome(partial(self._call, [job], session, partial(_first, fn, job.item)))
             else:
                 got, err = (None, error) if error is not None else (results[i], None)
-            self._finish([job], *((None, got) if isinstance(got, BaseException) else (got, err)))
+            outcome = (None, got) if isinstance(got, BaseException) else (got, err)
+            self._finish([job], *outcome, deliver=alone)  # each answered as soon as it is known
+            settled.append((job, *outcome))
+        if not alone:
+            _deliver(settled)  # the group's answers in one wake-up of the event loop
 
     def _call(self, jobs: list[_Job], session: Session, fn: Callable[[Session], Any]) -> Any:
         sent = session.commits
