@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -91,6 +92,7 @@ class Service:
             self.db = Database(config.ledger, size=size, timeout_ms=timeout_ms)
             self.metrics.database = self.db
         self._reloader: asyncio.Task[None] | None = None
+        self.closing: list[Callable[[], None]] = []  # what the worker closes at shutdown (the console's board)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -547,6 +549,8 @@ def create_app(config: ServeConfig) -> Starlette:
                 task.cancel()
             if svc.db is not None:
                 svc.db.close()
+            for close in svc.closing:
+                close()
 
     app = _Service(
         routes=routes,
