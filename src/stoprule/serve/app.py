@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -184,6 +185,9 @@ class Service:
             return b"".join(chunks)
 
         try:
+            if sys.version_info >= (3, 11):  # a timer on this task (wait_for would start a task per request)
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                    return await read()
             return await asyncio.wait_for(read(), max(deadline - time.monotonic(), 0.001))
         except asyncio.TimeoutError:
             raise Refused(408, codes.SERVE_TIMEOUT, "the request body did not arrive within the time limit") from None
