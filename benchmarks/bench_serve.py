@@ -412,10 +412,11 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
 # ---------------------------------------------------------------------- recording agents
 
 
-def migrate(url: str, env: dict[str, str]) -> None:
-    """``stoprule serve migrate``: the PostgreSQL schema a server of this tree records into."""
+def migrate(url: str, env: dict[str, str], *, required: bool = True) -> None:
+    """``stoprule serve migrate``: the PostgreSQL schema a server (of this tree, or of the tree
+    ``$PYTHONPATH`` in ``env`` names) records into."""
     argv = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url]
-    if subprocess.run(argv, env={**os.environ, **env}, capture_output=True).returncode != 0:
+    if subprocess.run(argv, env={**os.environ, **env}, capture_output=True).returncode != 0 and required:
         raise RuntimeError("stoprule serve migrate failed")
 
 
@@ -554,8 +555,8 @@ def recording(args: argparse.Namespace) -> None:
                 env = {"STOPRULE_LEDGER_KEYS": keys}
                 if src is not None:
                     env["PYTHONPATH"] = src
-                else:
-                    migrate(url, env)
+                # the schema, made as its owner (a baseline from before `serve migrate` made it itself)
+                migrate(url, env, required=src is None)
                 srv = Server(2, ledger=url, env=env)
                 if args.priority is not None:
                     Path(f"/proc/{srv.proc.pid}/autogroup").write_text(str(args.priority))
