@@ -230,4 +230,4 @@ def test_a_number_json_cannot_write_is_refused_naming_its_field(route: str, fact
             error = r.json()["error"]
         assert (error["code"], error["field"]) == ("fact.not_json", field), error
         assert field in error["message"]
-        assert 'stoprule_decisions_total{' not in c.get("/metrics", headers=AUTH).text  # nothing was decided
+        assert "stoprule_decisions_total{" not in c.get("/metrics", headers=AUTH).text  # nothing was decided

@@ -547,9 +547,7 @@ class PgLedger(LedgerCore):
         self._out.events.append((event_id, *row))
         return event_id
 
-    def _insert_rest(
-        self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool
-    ) -> None:
+    def _insert_rest(self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool) -> None:
         self._out.nodes.append(node)
         self._out.edges.append(edge)
         (self._out.new_runs if new else self._out.moved_runs).append(status)

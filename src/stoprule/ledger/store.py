@@ -763,9 +763,7 @@ class LedgerCore:
         """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
         raise NotImplementedError
 
-    def _insert_rest(
-        self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool
-    ) -> None:
+    def _insert_rest(self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool) -> None:
         """Insert an appended event's node and edge, and insert (``new``) or move forward its run's row
         (the rows as :data:`INSERT_NODE`, :data:`INSERT_EDGE`, :data:`INSERT_RUN` / :data:`UPDATE_RUN` take them)."""
         c = self._conn

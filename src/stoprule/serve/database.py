@@ -150,6 +150,10 @@ def _settle_all(items: list[tuple[_Job, Any, BaseException | None]]) -> None:
         job.settle(result, error)
 
 
+def _first(fn: Callable[[Session, list[Any]], list[Any]], item: Any, session: Session) -> Any:
+    return fn(session, [item])[0]
+
+
 class Database:
     """``size`` threads doing one worker's database work (started on first use)."""
 
