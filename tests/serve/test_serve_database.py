@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from stoprule.ledger.errors import LedgerError
 from stoprule.serve.database import Database
 

@@ -303,16 +303,16 @@ class Database:
             return
         results, error = self._outcome(lambda: self._call(jobs, session, lambda s: fn(s, [j.item for j in jobs])))
         alone = isinstance(error, LedgerError) and error.code != codes.LEDGER_UNAVAILABLE and len(jobs) > 1
-        settled = []
+        settled: list[tuple[_Job, Any, BaseException | None]] = []
         for i, job in enumerate(jobs):
             if alone:  # one part may be what the database refused: each on its own
                 job.group = [job]
                 got, err = self._outcome(partial(self._call, [job], session, partial(_first, fn, job.item)))
             else:
                 got, err = (None, error) if error is not None else (results[i], None)
-            outcome = (None, got) if isinstance(got, BaseException) else (got, err)
-            self._finish([job], *outcome, deliver=alone)  # each answered as soon as it is known
-            settled.append((job, *outcome))
+            result, failure = (None, got) if isinstance(got, BaseException) else (got, err)
+            self._finish([job], result, failure, deliver=alone)  # each answered as soon as it is known
+            settled.append((job, result, failure))
         if not alone:
             _deliver(settled)  # the group's answers in one wake-up of the event loop
 
