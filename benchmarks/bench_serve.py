@@ -8,7 +8,7 @@ agents each recording single stops into its own run, against this tree and a bas
     .venv/bin/python benchmarks/bench_serve.py --no-faults      # without PostgreSQL
     .venv/bin/python benchmarks/bench_serve.py --priority -20   # on a shared machine (root): the servers first
     .venv/bin/python benchmarks/bench_serve.py --only-scaling --wait-quiet 120   # 1 vs 2 workers when idle
-    .venv/bin/python benchmarks/bench_serve.py --recording --baseline fbd8b2b --priority -20   # before/after
+    .venv/bin/python benchmarks/bench_serve.py --recording --baseline 60c3b82 --priority -20   # before/after
     .venv/bin/python benchmarks/bench_serve.py --keepalive --baseline fbd8b2b     # kept-alive facts, before/after
 
 Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
