@@ -229,5 +229,4 @@ def test_a_number_json_cannot_write_is_refused_naming_its_field(route: str, fact
             assert r.status_code == 422, r.text
             error = r.json()["error"]
         assert (error["code"], error["field"]) == ("fact.not_json", field), error
-        assert field in error["message"]
         assert "stoprule_decisions_total{" not in c.get("/metrics", headers=AUTH).text  # nothing was decided

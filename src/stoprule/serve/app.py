@@ -34,8 +34,8 @@ from stoprule.agent.hook.adapters import ADAPTERS, adapter
 from stoprule.agent.hook.event import PayloadError
 from stoprule.agent.hook.runner import decision_of
 from stoprule.config.serve import ServeConfig, Token
-from stoprule.diagnostics import EvaluationError, FactError, ServeError
-from stoprule.facts.parse import parse_facts
+from stoprule.diagnostics import EvaluationError, ServeError
+from stoprule.facts.parse import check_finite, parse_facts
 from stoprule.ledger.backend import is_url
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.postgres import display_url
@@ -237,42 +237,16 @@ def _one_fact(data: bytes) -> Any:
     if len(items) != 1:
         message = f"/v1/evaluate takes one fact; the body holds {len(items)} (use /batch)"
         raise Refused(400, codes.SERVE_ONE_FACT, message)
-    fact = _finite(*items[0])
+    fact = items[0][1]
     if isinstance(fact, EvaluationError):
         raise fact
-    return fact
-
-
-def _finite(line: int, fact: Any) -> Any:
-    """``fact``, or the FactError naming its first field that holds a number JSON cannot write (a
-    literal past a double's range, such as ``1e999``, reads as an infinity): the server decides and
-    records only what it could give back as JSON, whatever the pack's schema says of the field."""
-    if isinstance(fact, EvaluationError):
-        return fact
-    todo: list[tuple[str, Any]] = [("", fact)]
-    while todo:
-        path, value = todo.pop()
-        if type(value) is dict:
-            todo.extend((f"{path}.{k}" if path else k, v) for k, v in reversed(value.items()))
-        elif type(value) is list:
-            todo.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
-        elif type(value) is float and value - value != 0.0:  # an infinity (or NaN): inf - inf is NaN
-            return FactError(
-                codes.FACT_NOT_JSON,
-                f"{path}: the number is beyond what JSON can write (a literal such as 1e999 reads as an "
-                "infinity): use a finite number",
-                field=path,
-                line=line,
-            )
     return fact
 
 
 def _hook_fact(value: Any) -> Any:
     """The hook body's ``fact`` checked as ``/v1/evaluate`` checks its body (the same parser: numbers
     JSON has, nesting and size limits): what a hook records is what ``eval`` reads back."""
-    refused = _finite(1, value)
-    if isinstance(refused, EvaluationError):
-        raise refused
+    check_finite(value)
     try:
         text = json.dumps(value)
     except (ValueError, RecursionError):
@@ -398,7 +372,7 @@ def create_app(config: ServeConfig) -> Starlette:
             svc.require(request, "evaluate")
         data = await svc.body(request, deadline)
         served = svc.pack.current
-        items = [(line, _finite(line, fact)) for line, fact in parse_facts(data)]
+        items = parse_facts(data)
         if len(items) > config.limits.max_batch:
             raise Refused(
                 413,
