@@ -17,7 +17,7 @@ CASES = transcript_cases()
 def test_the_corpus_is_what_its_readme_says() -> None:
     rows = load_closings()
     assert len(rows) >= 300 and len({r["source"] for r in rows}) >= 6
-    assert {r["harness"] for r in rows} >= {"claude-code", "cursor", "copilot", "opencode"}
+    assert {r["harness"] for r in rows} >= {"claude-code", "codex", "copilot", "cursor", "gemini", "opencode"}
     assert {r["label"] for r in rows} == {"question", "not_question"}
     assert len(CASES) >= 30 and {c.fmt for c in CASES} >= {"claude", "codex", "gemini", "copilot", "cursor"}
 
