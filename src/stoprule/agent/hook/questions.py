@@ -499,6 +499,8 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
                     "why": "asks the user to choose among the options after it",
                 }
             continue
+        if introduces and _any(rhetorical, text):  # "Why these keys?" over the list that answers it
+            continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"
             return {"asked": True, "sentence": text[:300], "why": f"a question that {where}"}
