@@ -70,6 +70,19 @@ CASES = [
         _codex_msg("assistant", "Added."),
         _codex("turn_context", {"cwd": "/w", "model": "gpt-5"}),
     ], 1),
+    ("codex 0.40 (VS Code): the first prompt before the first turn_context", "codex", [
+        _codex("session_meta", {"id": "s", "cli_version": "0.40.0", "originator": "codex_vscode"}),
+        _codex_msg("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        _codex_msg("user", "# Context from my IDE setup:\n\n## My request for Codex:\nSpeed it up."),
+        _codex("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}), _codex_msg("assistant", "Done."),
+        _codex("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        _codex_msg("user", "# Context from my IDE setup:\n\n## My request for Codex:\nIs this done?"),
+        _codex("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}),
+    ], 2),
+    ("codex: a turn_id turn whose prompt came first", "codex", [
+        _codex_msg("user", "Add a test."), _codex("turn_context", {"turn_id": "t1"}), _codex_msg("assistant", "Added."),
+        _codex_msg("user", "And another."), _codex("turn_context", {"turn_id": "t2"}),
+    ], 2),
     ("codex 0.135: one turn_context per turn_id", "codex", [
         _codex("turn_context", {"turn_id": "t1"}), _codex_msg("user", "Add a test."),
         _codex("turn_context", {"turn_id": "t1"}), _codex_msg("assistant", "Added."),

@@ -27,7 +27,7 @@ never an error. The prefilter tolerates JSON written with spaces (``"type": "use
 hook (prefiltered) and ``replay`` (every line) read the same. Formats: each harness's session
 transcripts (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/,
 and public ones: tests/fixtures/sessions/transcripts/). Versions checked: Claude Code 1.0.x,
-2.1.80-2.1.332; Codex 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169; Gemini CLI 0.4x JSONL, the
+2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169; Gemini CLI 0.4x JSONL, the
 single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01); Copilot CLI
 0.0.420-1.0.102; Cursor agent JSONL. A line of a type the reader does not know is skipped with a note.
 """
@@ -203,6 +203,7 @@ class Scan:
         self.mode_switch: str | None = s.get("mode_switch")  # the user's latest `stoprule: mode=` in a prompt
         self.mode_signal: list[str] | None = s.get("mode_signal")  # [mode, source] the transcript says
         self.legacy_turns: bool = s.get("legacy_turns", False)  # Codex turn_context without turn_id
+        self.prompt_turn: bool = s.get("prompt_turn", False)  # Codex: a prompt counted before any turn_context
         self.user_query: bool = s.get("user_query", False)  # Cursor wraps the user's prompts in <user_query>
         self.versions: list[str] = s.get("versions", [])  # the harness versions the records name
         self.skipped: dict[str, int] = {}
@@ -225,6 +226,7 @@ class Scan:
             "mode_switch": self.mode_switch,
             "mode_signal": self.mode_signal,
             "legacy_turns": self.legacy_turns,
+            "prompt_turn": self.prompt_turn,
             "user_query": self.user_query,
             "versions": self.versions[-3:],
             "document": self.document,
@@ -474,10 +476,12 @@ class Scan:
                 self.mode_signal = ["interactive", f"Codex rollout session_meta source={source}"]
         elif kind == "turn_context":
             turn = payload.get("turn_id")
+            counted, self.prompt_turn = self.prompt_turn, False
             if not isinstance(turn, str):  # Codex <= 0.6x: one per model request, not per prompt
                 self.legacy_turns = True
             elif turn != self.last_turn:
-                self._turn()
+                if not counted:  # (the prompt before the first turn_context began this turn)
+                    self._turn()
                 self.last_turn = turn
         elif kind == "response_item":
             if ptype in ("function_call", "custom_tool_call") and isinstance(payload.get("call_id"), str):
@@ -504,6 +508,11 @@ class Scan:
                     self._prompt(text)
                     if self.legacy_turns:
                         self._turn()
+                    elif self.last_turn is None and not self.prompt_turn:
+                        # before any turn_context (the VS Code extension, 0.40, writes the prompt
+                        # first): a turn; its turn_context, with or without a turn_id, is not another
+                        self._turn()
+                        self.prompt_turn = True
             elif ptype == "message" and payload.get("role") == "assistant":
                 parts = payload.get("content")
                 texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
