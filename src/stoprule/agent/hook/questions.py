@@ -9,7 +9,10 @@ is a question to the user when
   list that ends the message (its options or plan), or is addressed to the user (``addressed``:
   "should I", "do you", "would you prefer" ...) with only its rationale, options or plan after it;
 - or it matches ``requests`` (asking without a question mark: "please confirm", "let me know
-  which", "try it and tell me" ...).
+  which", "try it and tell me" ...), as a sentence or as a step of the list that ends the
+  message ("2. Try the formatting test again").
+
+A question that only heads the list answering it ("Why these keys?", ``rhetorical``) is not one.
 
 An open-ended invitation with nothing pending (``invitations``: "let me know if you need
 anything else", "what would you like to work on next?") is never a question, nor is a
