@@ -9,7 +9,10 @@ is a question to the user when
   list that ends the message (its options or plan), or is addressed to the user (``addressed``:
   "should I", "do you", "would you prefer" ...) with only its rationale, options or plan after it;
 - or it matches ``requests`` (asking without a question mark: "please confirm", "let me know
-  which", "try it and tell me" ...).
+  which", "try it and tell me" ...), as a sentence or as a step of the list that ends the
+  message ("2. Try the formatting test again").
+
+A question that only heads the list answering it ("Why these keys?", ``rhetorical``) is not one.
 
 An open-ended invitation with nothing pending (``invitations``: "let me know if you need
 anything else", "what would you like to work on next?") is never a question, nor is a
@@ -465,6 +468,15 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
             ]
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
                 return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
+            if seen == 0:  # the steps that end the message: one of them asks the user to act and report
+                items = [re.sub(_ITEM, "", i, count=1) for i in text.split("\n")]
+                asking = next((i for i in items if _any(requests, i) and not _any(invitations, i)), None)
+                if asking:
+                    return {
+                        "asked": True,
+                        "sentence": asking[:300],
+                        "why": "asks the user to act, in the steps that end it",
+                    }
             listed, list_questions = text, questions if seen <= 1 else []
             continue
         if seen >= window:
@@ -498,6 +510,8 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
                     "sentence": text[:300],
                     "why": "asks the user to choose among the options after it",
                 }
+            continue
+        if introduces and _any(rhetorical, text):  # "Why these keys?" over the list that answers it
             continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"
