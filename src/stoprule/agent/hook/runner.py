@@ -16,11 +16,11 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
+from stoprule._util.jsonout import dumps
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
@@ -372,8 +372,8 @@ def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str
         parts.append(
             "declarations ignored over what was observed: "
             + ", ".join(
-                f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
-                f"{json.dumps(c['kept']['value'])[:60]})"
+                f"{c['field']}={dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+                f"{dumps(c['kept']['value'])[:60]})"
                 for c in ignored[:5]
             )
         )
@@ -533,7 +533,7 @@ def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
         return
     path = log if isinstance(log, str) else os.path.join(home, LOG_FILE)
     try:
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        line = dumps(entry, ensure_ascii=False, default=str) + "\n"
         data = line.encode("utf-8", "backslashreplace")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
