@@ -6,10 +6,10 @@ compiled without ``re`` where this interpreter has compiled them before.
 
 Importing ``re`` (its parser, compiler and ``enum``) costs a start more than a third of a bare
 interpreter's, and compiling a pattern a tenth of a millisecond. :func:`compiled` keeps each
-pattern's program (what ``re``'s compiler makes of it, a list of numbers) in a file beside this
-package's bytecode (``__pycache__``, one file per interpreter version and regex engine: trusted
-as that bytecode is, and only when no one but its owner may write it), and the next process hands
-it to the regex engine (``_sre``) directly: no ``re`` at all. The engine validates every program
+pattern's program (what ``re``'s compiler makes of it, a list of numbers) in a file of its own
+beside this package's bytecode (``__pycache__``, a folder per interpreter version and regex
+engine: trusted as that bytecode is, and only when no one but its owner may write it), and the
+next process hands it to the regex engine (``_sre``) directly: no ``re`` at all. The engine validates every program
 it is given; one it refuses (or a file that cannot be read) is compiled by ``re`` again.
 
 A method looked up on a :func:`lazy` regex (``search``, ``sub``, ``finditer`` ...) is the compiled
@@ -30,10 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["compiled", "lazy"]
 
-#: the programs kept in the cache, at most (a file of a few hundred kilobytes)
-MAX_PROGRAMS = 2000
 _COMPILED: dict[tuple[str | bytes, int], Any] = {}
-_PROGRAMS: dict[tuple[str | bytes, int], tuple[Any, ...]] | None = None  # (pattern, flags) -> the engine's arguments
 
 
 class _Lazy:
@@ -54,82 +51,62 @@ def lazy(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     return made  # a regex to its users: each method is the compiled regex's own once looked up
 
 
-def _cache_path() -> str | None:
-    """Where this interpreter's programs are kept: beside this package's bytecode (what may change
-    them may change the bytecode too), or None with ``$STOPRULE_NO_CACHE``."""
+def _program_path(pattern: str | bytes, flags: int) -> str | None:
+    """Where the program of ``pattern`` is kept: a file of its own (named by a digest of the pattern
+    and flags) beside this package's bytecode, or None with ``$STOPRULE_NO_CACHE``."""
     if os.environ.get("STOPRULE_NO_CACHE"):
         return None
     import _sre  # type: ignore[import-not-found]
+    import zlib
 
-    name = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}.json"
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", name)
-
-
-def _programs() -> dict[tuple[str | bytes, int], tuple[Any, ...]]:
-    """The kept programs (read once per process): none when the file is missing, unreadable,
-    malformed, or writable by anyone but its owner (this user or the system's administrator).
-    The file is JSON (data, never code): ``[[pattern, is bytes, flags, engine flags, program,
-    groups, group index, index group], ...]``."""
-    global _PROGRAMS
-    if _PROGRAMS is None:
-        _PROGRAMS = {}
-        path = _cache_path()
-        if path is None:
-            return _PROGRAMS
-        try:
-            st = os.lstat(path)
-            getuid = getattr(os, "getuid", None)
-            if getuid is not None and (st.st_uid not in (getuid(), 0) or st.st_mode & 0o022):
-                return _PROGRAMS
-            from stoprule._util.files import read_bounded
-
-            raw = read_bounded(path, 16 << 20)
-            from stoprule._util.jsonin import loads
-
-            rows = loads(raw)
-        except (OSError, ValueError, RecursionError):
-            return _PROGRAMS
-        for row in rows if type(rows) is list else ():
-            try:
-                pattern, is_bytes, flags, engine_flags, code, groups, groupindex, indexgroup = row
-                if type(pattern) is str and type(code) is list and type(groupindex) is dict:
-                    key = (pattern.encode("latin-1") if is_bytes is True else pattern, int(flags))
-                    _PROGRAMS[key] = (int(engine_flags), code, int(groups), groupindex, tuple(indexgroup))
-            except (TypeError, ValueError):  # a malformed row: compiled again
-                continue
-    return _PROGRAMS
+    key = (pattern if isinstance(pattern, bytes) else pattern.encode("utf-8", "surrogatepass")) + b"\0%d" % flags
+    folder = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}"
+    name = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}{len(key):x}.json"
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", folder, name)
 
 
-def _save(table: dict[tuple[str | bytes, int], tuple[Any, ...]]) -> None:
-    """Write the kept programs (atomically, no fsync: a lost file is only compiled again)."""
-    path = _cache_path()
+def _from_program(pattern: str | bytes, flags: int) -> Any:
+    """The regex made from its kept program, or None: none kept, a file that is unreadable,
+    malformed, another pattern's, or writable by anyone but its owner (this user or the system's
+    administrator), or a program the engine refuses. The file is JSON (data, never code):
+    ``[pattern, is bytes, flags, engine flags, program, groups, group index, index group]``."""
+    path = _program_path(pattern, flags)
+    if path is None:
+        return None
+    try:
+        st = os.lstat(path)
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and (st.st_uid not in (getuid(), 0) or st.st_mode & 0o022):
+            return None
+        from stoprule._util.files import read_bounded
+        from stoprule._util.jsonin import loads
+
+        kept, is_bytes, kept_flags, engine_flags, code, groups, groupindex, indexgroup = loads(
+            read_bounded(path, 1 << 22)
+        )
+        if (kept.encode("latin-1") if is_bytes is True else kept) != pattern or kept_flags != flags:
+            return None
+        import _sre
+
+        return _sre.compile(pattern, engine_flags, code, groups, groupindex, tuple(indexgroup))
+    except Exception:  # noqa: BLE001 - unreadable, malformed or refused: compiled again
+        return None
+
+
+def _keep(pattern: str | bytes, flags: int, args: tuple[Any, ...]) -> None:
+    """Keep the program (atomically, no fsync: a lost file is only compiled again)."""
+    path = _program_path(pattern, flags)
     if path is None:
         return
     from stoprule._util.files import atomic_write
     from stoprule._util.jsonout import dumps
 
-    rows = [
-        [p.decode("latin-1") if isinstance(p, bytes) else p, isinstance(p, bytes), f, *args]
-        for (p, f), args in table.items()
-    ]
+    text = pattern.decode("latin-1") if isinstance(pattern, bytes) else pattern
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write(path, dumps(rows, separators=(",", ":")), sync=False)
+        atomic_write(path, dumps([text, isinstance(pattern, bytes), flags, *args], separators=(",", ":")), sync=False)
     except (OSError, ValueError, TypeError):
         pass
-
-
-def _from_program(pattern: str | bytes, flags: int) -> Any:
-    """The regex made from its cached program, or None (none cached, or one the engine refuses)."""
-    args = _programs().get((pattern, flags))
-    if type(args) is not tuple or len(args) != 5:
-        return None
-    import _sre
-
-    try:
-        return _sre.compile(pattern, *args)
-    except Exception:  # noqa: BLE001 - a program the engine refuses: compiled again
-        return None
 
 
 def _compile(pattern: str | bytes, flags: int) -> Any:
@@ -152,10 +129,7 @@ def _compile(pattern: str | bytes, flags: int) -> Any:
         rx = _sre.compile(pattern, *args)
     except Exception:  # noqa: BLE001 - another layout of re: compiled, not kept
         return re.compile(pattern, flags)
-    table = _programs()
-    if len(table) < MAX_PROGRAMS:
-        table[(pattern, flags)] = args
-        _save(table)
+    _keep(pattern, flags, args)
     return rx
 
 

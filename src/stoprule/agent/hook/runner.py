@@ -25,7 +25,7 @@ from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
 from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES, Decision, HookEvent
-from stoprule.config.defaults import DEFAULT_HOOK
+from stoprule.config.defaults import DEFAULT_HOOK, PROVIDER_ORDER
 from stoprule.config.reader import default_settings, settings_for
 from stoprule.diagnostics import AgentError
 from stoprule.project import CONFIG_FILE, find_project
@@ -200,6 +200,10 @@ def run_hook(
     finally:
         disarm()
         st.disarm()
+        if st.git_early:  # a stop that failed before its git provider ran: its git status ended
+            from stoprule.agent.hook.providers.git_provider import discard_early
+
+            discard_early()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
     ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
     if record is not None and ledger and st.fact is not None and st.verdict is not None:
@@ -236,6 +240,7 @@ class _Stop:
         self.disarm: Callable[[], None] = lambda: None
         self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
         self.frozen: dict[str, Any] | None = None  # the session's frozen record
+        self.git_early = False  # the git provider's command was started before the providers ran
 
 
 def _decide(
@@ -283,6 +288,11 @@ def _decide(
     st.fail_closed = hook["fail"] == "closed"
     if payload_error is not None:
         raise payload_error
+    if "git" in st.settings.providers.get("enabled", PROVIDER_ORDER):  # git runs while the pack loads
+        from stoprule.agent.hook.providers.git_provider import start_status
+
+        st.git_early = True
+        start_status(workdir)
     remaining = hook["budget_ms"] / 1000.0 - (time.monotonic() - t0)
     if remaining <= 0:
         raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
