@@ -103,7 +103,8 @@ conditions:
 # one stop in process, timed by phase (run by --phases in fresh interpreters): the functions the
 # stop calls are wrapped, each phase's wall and CPU time printed as JSON
 PHASES = r"""
-import time
+import gc, time
+gc.disable()  # as the wired stop runs (stoprule.cli.main.main)
 w0, c0 = time.perf_counter(), time.process_time()
 import io, sys
 sys.path.insert(0, sys.argv.pop(1))  # as launch.py puts the install on the path (-I -S)
@@ -135,6 +136,7 @@ wrap(runner, "settings_for", "settings (config, cached)")
 wrap(state, "read_session", "session record: read")
 wrap(frozen, "load", "frozen session: read")
 wrap(frozen, "changes", "frozen session: what changed")
+wrap(frozen, "pack_key", "frozen session: pack keys")
 wrap(packs, "_compiler_stats", "pack: the compiler's stats")
 wrap(packs, "_read", "pack: cache entry read and parsed")
 wrap(packs, "from_data", "pack: compiled pack from the entry")
