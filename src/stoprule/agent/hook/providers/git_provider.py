@@ -83,8 +83,9 @@ _EARLY: dict[tuple[str, ...], Running] = {}
 
 
 def _argv(root: str, args: list[str]) -> list[str]:
-    return ["git", f"--git-dir={git_dir(root)}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
+    argv = ["git", f"--git-dir={git_dir(root)}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
             "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false", *args]  # fmt: skip
+    return argv
 
 
 def start_status(workdir: str) -> None:
