@@ -166,9 +166,13 @@ w, c = time.perf_counter(), time.process_time()
 main.run(sys.argv[1:], sys.stdin.buffer, io.StringIO(), io.StringIO())
 add("the stop (after imports)", w, c)
 add("total (after the interpreter's start)", w0, c0)
-from stoprule._util.jsonout import dumps
+stdlib = sorted(m for m in ("json", "re", "enum", "typing", "dataclasses") if m in sys.modules)
+try:
+    from stoprule._util.jsonout import dumps
+except ImportError:  # an older tree (--baseline)
+    from json import dumps
 print(dumps(out))
-print(dumps(sorted(m for m in ("json", "re", "enum", "typing", "dataclasses") if m in sys.modules)))
+print(dumps(stdlib))
 """
 
 
@@ -463,7 +467,8 @@ def main() -> None:
             labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
         if args.baseline:
             before = baseline_tree(args.baseline, tmp, py)
-            launcher = wired["claude-code"][: wired["claude-code"].index("hook")]
+            cc = wired_commands(files["project"])["claude-code"]
+            launcher = cc[: cc.index("hook")]
             argv = [a if not a.endswith("launch.py") else str(before / "stoprule" / "launch.py") for a in launcher]
             # its own session: the session frozen by this tree's stops selected this tree's bundled pack
             before_stop = tmp / "claude-code-baseline-stop.json"
@@ -504,6 +509,9 @@ def main() -> None:
             launch = next(a for a in wired_cc if a.endswith("launch.py"))
             flags = wired_cc[: wired_cc.index(launch)]
             phases([*flags, str(Path(launch).parent.parent)], files["claude-code"], fresh, proj, args.phases)
+            if args.baseline:
+                print(f"  (the same for commit {args.baseline}:)")
+                phases([*flags, str(before)], before_stop, own_cache, proj, args.phases)
         if args.importtime_runs:
             importtime(wired_cc, files["claude-code"], fresh, proj, args.importtime_runs)
     finally:
