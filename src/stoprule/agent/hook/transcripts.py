@@ -34,18 +34,19 @@ single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01);
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterator
 
-from stoprule._util.regex import lazy
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
+from stoprule._util.regex import compiled, lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Iterator
     from typing import Any, BinaryIO
 
 __all__ = ["FORMATS", "Scan", "detect", "observations", "records", "scan_file"]
@@ -249,7 +250,7 @@ class Scan:
         if not self.full and not self._wanted(line):
             return
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except RecursionError:
             self._skip("nested too deeply")
             return
@@ -335,7 +336,7 @@ class Scan:
             if call_id in self.failed_ids:
                 return
             self.failed_ids = (self.failed_ids + [call_id])[-MAX_FAILED_IDS:]
-        text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)[:400]
+        text = error if isinstance(error, str) else dumps(error, ensure_ascii=False)[:400]
         self.failed = (self.failed + [{"tool": tool, "error": text.strip()[:200]}])[-MAX_FAILED:]
 
     def _set_tasks(self, items: Any, *title_keys: str, call_id: Any = None) -> None:
@@ -450,10 +451,8 @@ class Scan:
             task: dict[str, Any] = result["task"] if isinstance(result.get("task"), dict) else result
             found = next((task[k] for k in ("id", "taskId", "task_id") if k in task), None)
         if found is None:
-            import re
-
-            text = content if isinstance(content, str) else json.dumps(content)
-            m = re.search(r"#(\w+)", text)
+            text = content if isinstance(content, str) else dumps(content)
+            m = compiled(r"#(\w+)").search(text)
             found = m.group(1) if m else None
         if found is None:  # Claude Code numbers tasks 1, 2, ... in creation order
             found = str(sum(1 for t in self.tasks[: index + 1]))
@@ -494,7 +493,7 @@ class Scan:
             elif ptype == "function_call" and payload.get("name") == "update_plan":
                 args = payload.get("arguments")
                 try:
-                    parsed = json.loads(args) if isinstance(args, str) else args
+                    parsed = loads(args) if isinstance(args, str) else args
                 except ValueError:
                     self._skip("update_plan arguments not JSON")
                     return
@@ -534,10 +533,10 @@ class Scan:
         versions, carries JSON with ``metadata.exit_code``)."""
         out, cid = payload.get("output"), payload.get("call_id")
         code: int | None = None
-        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False) if out is not None else ""
+        text = out if isinstance(out, str) else dumps(out, ensure_ascii=False) if out is not None else ""
         if isinstance(out, str) and out.startswith("{"):
             try:
-                parsed = json.loads(out)
+                parsed = loads(out)
             except ValueError:
                 parsed = None
             meta = parsed.get("metadata") if isinstance(parsed, dict) else None
@@ -768,7 +767,7 @@ def detect(path: str, harness: str | None = None) -> str | None:
     if lines and lines[-1].strip() in (b"}", b"]"):  # a pretty-printed document: Gemini CLI's .json chats, checkpoints
         try:
             with open(path, "rb") as fh:
-                doc = json.loads(fh.read(MAX_RECORD_BYTES))
+                doc = loads(fh.read(MAX_RECORD_BYTES))
         except (OSError, ValueError):
             doc = None
         if isinstance(doc, dict) and isinstance(doc.get("messages") or doc.get("history"), list):
@@ -777,7 +776,7 @@ def detect(path: str, harness: str | None = None) -> str | None:
             return "gemini"
     for line in reversed(lines[-20:]):
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except ValueError:
             continue
         if not isinstance(obj, dict):
@@ -836,7 +835,7 @@ def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
 
 def _complete(record: bytes) -> bool:
     try:
-        json.loads(record)
+        loads(record)
     except (ValueError, RecursionError):
         return False
     return True
@@ -929,7 +928,7 @@ def _scan(fmt: str, state: Any) -> Scan:
     """A scan resumed from a saved state; a damaged state starts afresh."""
     try:
         scan = Scan(fmt, state if isinstance(state, dict) else None)
-        json.dumps(scan.state())
+        dumps(scan.state())
         if not (scan.turns is None or isinstance(scan.turns, int)) or not isinstance(scan.tasks, list):
             raise TypeError
         return scan
