@@ -255,11 +255,11 @@ def changes(
     env: Mapping[str, str],
     nested: str | None,
     selected: str | None = None,
-    home: str | None = None,
+    copy_intact: bool = True,
 ) -> list[tuple[str, str]]:
     """``(key, what)`` for each change since the session froze that was not named yet (each is
     then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
-    ``selected``: the pack a stop would select now; ``home``: where the frozen copy must be."""
+    ``selected``: the pack a stop would select now; ``copy_intact``: what :func:`pack_of` found."""
     from stoprule.project import GUARD_OFF_FILE as OFF_FILE
 
     root = str(frozen.get("root") or "")
@@ -291,7 +291,7 @@ def changes(
                 "since the session started: this session is decided with it as it was",
             )
         )
-    if isinstance(pack.get("copy"), str) and home is not None and not _copy_intact(pack, home):
+    if isinstance(pack.get("copy"), str) and not copy_intact:
         found.append(
             (
                 "pack-copy",

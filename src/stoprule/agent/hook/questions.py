@@ -475,7 +475,7 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
                 return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
             if seen == 0:  # the steps that end the message: one of them asks the user to act and report
-                items = [re.sub(_ITEM, "", i, count=1) for i in text.split("\n")]
+                items = [compiled(_ITEM).sub("", i, count=1) for i in text.split("\n")]
                 asking = next((i for i in items if _any(requests, i) and not _any(invitations, i)), None)
                 if asking:
                     return {

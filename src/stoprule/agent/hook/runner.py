@@ -426,7 +426,8 @@ def _frozen_session(
         fz.save(st.home, event.session_id, record, first=gone is None)
         record = fz.load(st.home, event.session_id) or record  # another process may have frozen it first
     st.frozen = record
-    new = fz.changes(record, st.project, env, st.nested, pack, st.home)
+    copy = fz.pack_of(record, st.home)
+    new = fz.changes(record, st.project, env, st.nested, pack, copy is not None)
     if gone is not None:
         new.insert(
             0,
@@ -442,7 +443,7 @@ def _frozen_session(
         fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
-    return None if explicit else fz.pack_of(record, st.home)
+    return None if explicit else copy
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
