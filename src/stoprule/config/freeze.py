@@ -76,11 +76,12 @@ def _damaged(path: str, why: str) -> Exception:
 
 
 def _stored(session: str) -> str:
-    """The session id as the copy stores it: redacted (an id can carry a secret; nothing is
-    written unredacted)."""
+    """The session id as the copy stores it: cleaned (no control character, no lone surrogate)
+    and redacted (an id can carry a secret; nothing is written unredacted)."""
     from stoprule._util.redact import redact
+    from stoprule._util.text import clean
 
-    return redact(session)
+    return redact(clean(session))
 
 
 def freeze(project: str, session: str) -> FrozenConfig:
