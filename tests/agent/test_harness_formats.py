@@ -224,7 +224,7 @@ def test_init_writes_a_hook_command_that_runs_without_the_venv_on_path(
 ) -> None:
     project = _git_project(tmp_path, monkeypatch)
     assert cli(["init", "--harness", "claude-code"], io.BytesIO(b""), io.StringIO(), io.StringIO()) == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())  # personal: this machine's path
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
     exe = shlex.split(command)[0]
     assert os.path.isabs(exe) and os.access(exe, os.X_OK), command
@@ -260,7 +260,7 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_ve
     assert code == 1 and "uncommitted changes" in out, out
     (project / "README.md").unlink()
     # a bare `stoprule` command works only where the venv is on PATH: not how a harness runs it
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     settings.write_text(settings.read_text().replace(shlex.split(json.loads(settings.read_text())["hooks"]["Stop"][0]
                                                                  ["hooks"][0]["command"])[0], "stoprule"))  # fmt: skip
     code, out = doctor()

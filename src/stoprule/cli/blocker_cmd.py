@@ -51,7 +51,9 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
 
     path, default = ledger_target(None, start=service.project_dir)
     if default:
-        path = os.path.join(service.project_dir, ".stoprule", "ledger.db")
+        from stoprule.project import STATE_DIR, ensure_state_dir
+
+        path = os.path.join(ensure_state_dir(os.path.join(service.project_dir, STATE_DIR)), "ledger.db")
     with open_ledger(path, create=True) as ledger:
         Recorder(ledger, service.evaluator).record(session, fact)
 

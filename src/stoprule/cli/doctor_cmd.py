@@ -1,14 +1,16 @@
 """``stoprule doctor``: is the stop hook wired, and does it answer?
 
-For each harness whose project or user config holds stoprule's entry (for OpenCode: the
-generated plugin, which must be the one this stoprule generates): the entry, whether
-its command resolves on the PATH a harness started outside this venv has (this venv's
-``bin`` removed: that is how a harness started from a desktop or another shell runs it),
-then one synthetic stop run through that very command the same way (``sh -c``, payload on
-stdin, project root as cwd, 30 s timeout) and its answer read by the harness's rules: a
-synthetic stop must be allowed (a hook that would block it would block every stop of a
-clean session). Also: Python version, ``.stoprule/`` and its config, the pack compiles.
-Exit 0 when every check passes, 1 otherwise.
+For each harness whose config holds stoprule's entry (the project's shared file, its personal
+one, the user's; for OpenCode: the generated plugin, which must be the one this stoprule
+generates): the entry, whether its command resolves on the PATH a harness started outside this
+venv has (this venv's ``bin`` removed: that is how a harness started from a desktop or another
+shell runs it), then one synthetic stop run through that very command the same way (``sh -c``,
+payload on stdin, project root as cwd, 30 s timeout) and its answer read by the harness's
+rules: a synthetic stop must be allowed by a decision (a hook that would block it would block
+every stop of a clean session; one that failed open decided nothing). A hook wired in more than
+one file runs more than once per stop: that fails too. Then the blocker tools' MCP server of
+every harness (:mod:`stoprule.cli.doctor_mcp`). Also: Python version, ``.stoprule/`` and its
+config, the pack compiles. Exit 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import subprocess
 import sys
 from typing import IO, Any
 
-from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, TARGETS, find_entry, opencode_plugin
+from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, SCOPES, TARGETS, find_entry, opencode_plugin
 from stoprule.agent.settings import hook_settings
+from stoprule.cli.places import git_root, harness_env
 from stoprule.diagnostics import PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
@@ -58,21 +61,6 @@ def _line(stdout: IO[str], ok: bool, text: str) -> bool:
     return ok
 
 
-def harness_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a harness started outside this venv: ``PATH`` without this venv's
-    ``bin`` (nor ``$VIRTUAL_ENV/bin``), no ``VIRTUAL_ENV``."""
-    env = dict(os.environ if env is None else env)
-    drop = set()
-    if sys.prefix != sys.base_prefix:
-        drop.add(os.path.normpath(os.path.dirname(sys.executable)))
-    venv = env.pop("VIRTUAL_ENV", None)
-    if venv:
-        drop.add(os.path.normpath(os.path.join(venv, "bin")))
-    kept = [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.normpath(p) not in drop]
-    env["PATH"] = os.pathsep.join(kept)
-    return env
-
-
 def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
     """The instruction of a blocking answer (by the harness's rules), else None."""
     if harness == "cursor":
@@ -92,6 +80,16 @@ def _dirty(root: str) -> bool:
     return p.returncode == 0 and bool(p.stdout.strip())
 
 
+def _failed_open(stderr: str) -> str | None:
+    """What went wrong when the hook's diagnostics say it could not decide and allowed the stop."""
+    lines = stderr.splitlines()
+    for i, text in enumerate(lines):
+        if re.match(r"stoprule hook: [\w-]+: allow \(error \(open\)\)", text) or "internal error" in text:
+            detail = lines[i + 1] if i + 1 < len(lines) and "internal error" not in text else text
+            return detail.removeprefix("stoprule hook: ")[:300]
+    return None
+
+
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
@@ -100,8 +98,12 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     except subprocess.TimeoutExpired:
         return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
+    err = p.stderr.decode("utf-8", "replace")
     if p.returncode != 0:
-        return False, f"exit code {p.returncode} (a hook must exit 0): {p.stderr.decode('utf-8', 'replace')[:200]}"
+        return False, f"exit code {p.returncode} (a hook must exit 0): {err[:200]}"
+    broken = _failed_open(err)
+    if broken is not None:
+        return False, f"the hook could not decide and allowed the stop (fail open): {broken}"
     if not out:
         return True, "allow (empty output)"
     try:
@@ -129,14 +131,15 @@ def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
     return _line(stdout, ok, f"{name}: synthetic stop: {what}") and good
 
 
-def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
-    """OpenCode's generated plugins (project, user): (how many, all good)."""
-    found, good = 0, True
+def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
+    """OpenCode's generated plugins (project, user): ((path, command) of each, all good)."""
+    found: list[tuple[str, str]] = []
+    good = True
     for user in (False, True):
-        path = os.path.join(os.path.expanduser("~") if user else root, OPENCODE_PLUGIN[1 if user else 0])
+        rel = OPENCODE_PLUGIN[1 if user else 0]
+        path = os.path.join(os.path.expanduser("~") if user else root, *rel.split("/"))
         if not os.path.isfile(path):
             continue
-        found += 1
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read(1 << 20)
@@ -149,6 +152,7 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
             good = _line(stdout, False, f"opencode: {path} is not the plugin stoprule generates: "
                                         "run `stoprule init --harness opencode`")  # fmt: skip
             continue
+        found.append((path, shlex.join(argv)))
         current = text == opencode_plugin(argv)
         state = (
             "plugin"
@@ -163,7 +167,7 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()
-    root = os.path.dirname(state) if state else os.getcwd()
+    root = git_root(os.getcwd()) or (os.path.dirname(state) if state else os.getcwd())
     good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
@@ -180,10 +184,10 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         _line(stdout, True, describe_backend())
     except PolicyError as exc:
         good = _line(stdout, False, f"pack {pack} does not compile:\n{exc.render()}")
-    found = 0
+    found: dict[str, list[tuple[str, str]]] = {}  # harness -> (where, command) of each entry
     for name, t in TARGETS.items():
-        for user in (False, True):
-            path = t.path(root, user)
+        paths = dict.fromkeys(t.path(root, scope) for scope in SCOPES)  # a harness without a personal file: 2
+        for path in paths:
             if not os.path.exists(path):
                 continue
             try:
@@ -194,15 +198,22 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
                 continue
             if command is None:
                 continue
-            found += 1
+            found.setdefault(name, []).append((path, command))
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
     plugins, plugins_good = _check_opencode(stdout, root)
-    found += plugins
+    found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good
+    for name, entries in found.items():
+        # Claude Code runs an identical command found in several settings files once
+        runs = len({c for _, c in entries}) if name == "claude-code" else len(entries)
+        if runs > 1:
+            where = ", ".join(p for p, _ in entries)
+            twice = f"{name}: stoprule's hook is wired in {where}: every stop runs it {runs} times; keep one"
+            good = _line(stdout, False, twice + " (`init --shared`: the team's, `--local`: this clone's)")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
     from stoprule.cli.doctor_mcp import check_mcp
 
-    good &= check_mcp(root, _line, stdout)
+    good &= check_mcp(root, set(found), harness_env()["PATH"], _line, stdout)
     return 0 if good else 1

@@ -70,6 +70,13 @@ def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -
 
         opened = open_ledger(path, create=True)
     else:
+        if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
+            from contextlib import suppress
+
+            from stoprule.project import ensure_state_dir
+
+            with suppress(OSError):  # a read-only project: the ledger's own error, if any, says more
+                ensure_state_dir(project)
         opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
     with opened as ledger:
         return str(Recorder(ledger, evaluator).record(run, fact).node.node)

@@ -89,8 +89,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
     path, default = ledger_target(explicit)
-    if write and default:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    if write and default:  # the project's .stoprule/, made with its .gitignore (the ledger and keys stay out of git)
+        from stoprule.project import ensure_state_dir
+
+        ensure_state_dir(os.path.dirname(os.path.abspath(path)))
     return open_ledger(path, create=write, readonly=not write)
 
 

@@ -36,12 +36,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    import importlib.util
+
     from stoprule.serve.config import ConfigError, ServeConfig, load_config, new_token
 
     if args.new_token:
         token, digest = new_token()
         stdout.write(f"token: {token}\n# in the server's config, under tokens:\n  - name: NAME\n    sha256: {digest}\n")
         return 0
+    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:  # before the banner: the service cannot run without them
+        stderr.write(f"stoprule: `stoprule serve` needs {' and '.join(missing)}: pip install 'stoprule[serve]'\n")
+        return 2
     try:
         config = load_config(args.config) if args.config else ServeConfig()
     except ConfigError as exc:

@@ -33,8 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["GENERATED", "baseline", "dirty_files", "provide", "repo_root"]
 
 SHOWN = 5
-# files ``stoprule init`` generates whole (relative to the repository root)
-GENERATED = (".opencode/plugins/stoprule.js", ".github/hooks/stoprule.json")
+# the files ``stoprule init`` writes or merges into (relative to the repository root): the wiring
+# table's ``generated_files()`` (stoprule.agent.hook.wiring, kept off the cold path; a test holds them equal)
+GENERATED = (
+    ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json",
+    ".cursor/hooks.json", ".github/hooks/stoprule.json", ".mcp.json", ".codex/config.toml", ".cursor/mcp.json",
+    ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js",
+)  # fmt: skip
 
 
 def repo_root(start: str) -> str | None:
