@@ -148,7 +148,7 @@ def test_every_row_number_in_the_docs_is_a_registered_claim() -> None:
     assert not unregistered, "row numbers the docs name without a claim in MENTIONS:\n" + "\n".join(unregistered)
 
 
-@pytest.mark.parametrize(("key", "claim"), list(MENTIONS.items()), ids=lambda x: x[1][:40] if isinstance(x, tuple) else "")
+@pytest.mark.parametrize(("key", "claim"), list(MENTIONS.items()), ids=[p[:40] for _, p in MENTIONS])
 def test_each_row_claim_holds(key: tuple[str, str], claim: tuple[str, object], pack_rules: dict) -> None:
     doc, phrase = key
     assert phrase in (REPO / "docs" / doc).read_text(encoding="utf-8"), f"{doc}: no longer says {phrase!r}"
@@ -161,7 +161,7 @@ def test_each_row_claim_holds(key: tuple[str, str], claim: tuple[str, object], p
         assert numbers == in_file
     else:
         shared = {n: len(row.rules) for n, row in ROWS.items() if len(row.rules) > 1}
-        assert shared == dict(zip(numbers, expected)), shared  # type: ignore[arg-type]
+        assert shared == dict(zip(numbers, expected, strict=True)), shared  # type: ignore[call-overload]
 
 
 def test_the_pack_case_names_say_which_row_decides() -> None:

@@ -85,6 +85,7 @@ def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, ho
     assert f"ok   {harness}: synthetic stop: allow" in doctor.stdout
     assert f"ok   {harness}: MCP server in " in doctor.stdout and "(MCP SDK importable)" in doctor.stdout
     assert not [x for x in doctor.stdout.splitlines() if x.startswith(("FAIL", "note"))], doctor.stdout
+    assert "ok   evaluation backend: " in doctor.stdout and "(durable_rules engine " in doctor.stdout
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
     assert _machine_paths(repo, _status(repo)) == {}
     # the harness's files are there, with this machine's path, and git does not see them
@@ -193,7 +194,8 @@ def test_whatever_creates_stoprule_writes_its_gitignore(argv: tuple[str, ...], t
     on_disk = {p.relative_to(repo).as_posix() for p in (repo / ".stoprule").rglob("*") if p.is_file()}
     assert {".stoprule/ledger.db", ".stoprule/ledger.db.keys", ".stoprule/blockers.md",
             ".stoprule/reports/t1/blocked_report.json", ".stoprule/hook.log"} <= on_disk  # fmt: skip
-    team = {".stoprule/.gitignore", ".stoprule/config.yaml"} | {p for p in on_disk if p.startswith(".stoprule/policies/")}
+    pack = {p for p in on_disk if p.startswith(".stoprule/policies/")}
+    team = {".stoprule/.gitignore", ".stoprule/config.yaml", *pack}
     assert [p for p in _status(repo) if p.startswith(".stoprule/")] == sorted(team & on_disk)
 
 
@@ -257,8 +259,9 @@ def test_doctor_notes_a_harness_without_the_blocker_tools(tmp_path: Path, home: 
     assert doctor.returncode == 0 and "note codex: no MCP server for the blocker tools" in doctor.stdout
 
 
-def test_serve_without_its_extra_exits_2_with_the_install_command(monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Path, home: dict[str, str]) -> None:  # fmt: skip
+def test_serve_without_its_extra_exits_2_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, home: dict[str, str]
+) -> None:
     monkeypatch.setitem(sys.modules, "starlette", None)  # as where it is not installed
     p = invoke(["serve", "--no-auth"], cwd=tmp_path, env=home)
     assert p.returncode == 2 and "pip install 'stoprule[serve]'" in p.stderr
