@@ -55,7 +55,7 @@ def _port() -> int:
 
 class Server:
     def __init__(self, workers: int, ledger: str | None = None, env: dict[str, str] | None = None) -> None:
-        from stoprule.serve.config import hash_token
+        from stoprule.config.serve import hash_token
 
         self.dir = tempfile.mkdtemp(prefix="bench-serve-")
         cfg = Path(self.dir, "serve.yaml")

@@ -131,3 +131,20 @@ def test_the_checker_sees_package_cycles_layers_and_computed_imports(tmp_path: P
     ]
     assert ig.dynamic_imports(src) == ["stoprule.language.x:2"]
     assert any(v.startswith("package cycle: agent -> ledger") for v in ig.violations(src))
+
+
+def test_no_local_import_off_the_cold_path() -> None:
+    assert ig.local_imports(SRC) == []
+
+
+def test_the_checker_sees_a_local_import_off_the_cold_path(tmp_path: Path) -> None:
+    """A function-level import in a module off the cold path is flagged, unless it is a library
+    of LAZY_OK; on a cold-path module it is the point."""
+    src = _tree(tmp_path, {
+        "stoprule/__init__.py": "",
+        "stoprule/analysis/__init__.py": "",
+        "stoprule/analysis/a.py": "def f():\n    import json\n    import cvc5\n    from rich.table import Table\n",
+        "stoprule/engine/__init__.py": "",
+        "stoprule/engine/packs.py": "def f():\n    from stoprule.engine import build\n",
+    })  # fmt: skip
+    assert ig.local_imports(src) == ["stoprule.analysis.a:2: json"]

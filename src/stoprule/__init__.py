@@ -6,6 +6,19 @@ Public API::
     verdict = policy.evaluate(fact)          # -> Verdict
     verdicts = policy.evaluate_many(facts)   # batch
 
+Packages and modules, the pipeline from the bottom up (tools/import_graph.py keeps the layers)::
+
+    codes, diagnostics, limits, project, version, _util/   the base: codes, errors, limits, state paths, helpers
+    facts/      the fact schema, reading facts, batches
+    language/   a pack's YAML: load, check, compile stages
+    config/     .stoprule/config.yaml and the serve file: defaults, models, the one loader
+    engine/     the compiled policy and the evaluator on durable_rules
+    analysis/   audit, coverage, diff: questions about a pack
+    ledger/     the append-only record of decisions
+    agent/      stoprule inside a harness's session: the stop hook, blockers
+    serve/      the decision service over HTTP
+    cli/        the command line; ``__main__`` runs it
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 

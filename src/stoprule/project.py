@@ -2,9 +2,9 @@
 
 Found the way git finds ``.git``: agent hooks run from subdirectories and worktrees.
 It holds ``config.yaml`` (hook, provider and blocker settings), ``policies/`` (an
-optional pack), the ledger, session state, blockers and reports. Whatever creates it writes
-its ``.gitignore`` (:func:`ensure_state_dir`): only ``config.yaml`` and ``policies/`` are the
-team's to commit. On the CLI's cold-start path: ``os`` only.
+optional pack), the ledger, session state (``state/<kind>/<session>.json``,
+:func:`state_file`), blockers and reports. Whatever creates it writes its ``.gitignore``
+(:func:`ensure_state_dir`): only ``config.yaml`` and ``policies/`` are the team's to commit.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -12,10 +12,25 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
+import re
+import zlib
 
-__all__ = ["GITIGNORE", "STATE_DIR", "ensure_state_dir", "find_project", "project_root"]
+__all__ = [
+    "CONFIG_FILE",
+    "GITIGNORE",
+    "PROJECT_WIDE",
+    "STATE_DIR",
+    "ensure_state_dir",
+    "find_project",
+    "project_root",
+    "session_name",
+    "state_file",
+]
 
 STATE_DIR = ".stoprule"
+CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
+PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 #: ``.stoprule/.gitignore``: everything but the team's settings stays out of git
 GITIGNORE = """\
 # Written by stoprule. The team commits config.yaml and policies/; everything else here
@@ -64,3 +79,21 @@ def ensure_state_dir(path: str | os.PathLike[str]) -> str:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(GITIGNORE)
     return folder
+
+
+def session_name(session: str | None) -> str:
+    """A file name for ``session``: readable, and distinct sessions never share one
+    (:data:`PROJECT_WIDE` for None)."""
+    if session is None:
+        return PROJECT_WIDE
+    safe = _SAFE.sub("_", session)[:80]
+    if safe == session and not safe.startswith((".", "_")):
+        return safe
+    raw = session.encode("utf-8", "surrogatepass")
+    return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+
+
+def state_file(project: str, kind: str, session: str | None) -> str:
+    """``<project>/state/<kind>/<session>.json``: one session's state of one kind (``facts``,
+    ``sessions``, ``config``); ``project`` is the ``.stoprule/`` directory."""
+    return os.path.join(project, "state", kind, session_name(session) + ".json")

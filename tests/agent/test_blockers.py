@@ -12,14 +12,14 @@ import pytest
 
 from blocker_helpers import DEFAULT_PACK, SECRETS, make_project, secret_values
 from stoprule import load_policy
+from stoprule._util.redact import REDACTED, redact
 from stoprule.agent.blockers import store as store_mod
 from stoprule.agent.blockers.facts import blockers_facts
 from stoprule.agent.blockers.reports import render_report
-from stoprule.agent.config import load_config
+from stoprule.agent.blockers.session import declare_session_facts, read_session_facts
 from stoprule.agent.hook.state import facts_file
-from stoprule.agent.redact import REDACTED, redact
-from stoprule.agent.session import declare_session_facts, read_session_facts
 from stoprule.cli.blocker_cmd import record_in_ledger
+from stoprule.config.loader import load_config
 from stoprule.diagnostics import ConfigError
 
 HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",

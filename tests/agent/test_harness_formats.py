@@ -240,7 +240,7 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop(tmp_path: Path, monkey
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_replay_reads_every_harness_format(path: Path) -> None:
     from stoprule.agent.hook.replay import boundaries
-    from stoprule.agent.settings import DEFAULT_FIELDS
+    from stoprule.config.fields import DEFAULT_FIELDS
 
     stops = boundaries(str(path), _fmt(path), dict(DEFAULT_FIELDS))
     assert stops and all(b.fact.get("taskBoundaryStop") is True for b in stops)

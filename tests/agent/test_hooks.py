@@ -328,7 +328,7 @@ def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, mo
     code, out, _ = _cli("init", "--harness", harness, "--user", "--command", f"stoprule hook {harness}")
     assert code == 0 and Path(t.path(str(elsewhere), "user")).exists()
     assert list(elsewhere.iterdir()) == []  # --user: no project file
-    from stoprule.agent.config import load_config
+    from stoprule.config.loader import load_config
 
     load_config(str(project / ".stoprule" / "config.yaml"), sections=("hook", "providers"))
 

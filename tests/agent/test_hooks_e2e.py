@@ -251,7 +251,7 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     assert "uncommittedWork" in log[-1]["fact"]
     unneeded = {"typing", "argparse", "gettext", "locale", "subprocess", "selectors", "hashlib", "hmac", "_hashlib",
                 "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
-                "stoprule.language.compiler", "stoprule.agent.config", "stoprule.agent.hook_config"}  # fmt: skip
+                "stoprule.language.compiler", "stoprule.config.loader", "stoprule.config.sections"}  # fmt: skip
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
 
 

@@ -266,3 +266,10 @@ def test_serve_without_its_extra_exits_2_with_the_install_command(
     p = invoke(["serve", "--no-auth"], cwd=tmp_path, env=home)
     assert p.returncode == 2 and "pip install 'stoprule[serve]'" in p.stderr
     assert "Traceback" not in p.stderr and "stoprule serve: http" not in p.stderr  # no banner before it
+
+
+def test_the_git_provider_never_counts_the_files_init_writes() -> None:
+    """The git provider's own list (kept off the hook's cold path) is the wiring table's."""
+    from stoprule.agent.hook.providers.git_provider import GENERATED
+
+    assert sorted(GENERATED) == sorted(generated_files())

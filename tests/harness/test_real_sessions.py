@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from harnesses import DRIVERS, Session, require, run_session
+from model_servers import Turn
 from scenarios import AWS_KEY, QUESTION, SECRET, blocker, commit, never_complies, report_status
 
 pytestmark = pytest.mark.harness
@@ -110,3 +111,30 @@ def test_copilot_runs_a_claude_code_hook_and_stoprule_reads_copilots_session(tmp
         # its assistant.message may also reach the file only after the hook ran: then no last
         # message is read from it (none rather than a wrong one), and no note says one was
         assert notes in ([], ["last message read from the transcript"]), notes
+
+
+ASKS = "The migration script is ready. Should I apply it to the staging database?"
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+@pytest.mark.parametrize("mode", ["autonomous", "interactive"])
+def test_the_same_question_is_pushed_back_only_in_an_autonomous_session(
+    harness: str, mode: str, run_session_: Callable[..., Session]
+) -> None:
+    """The headless run is autonomous as the harness says (``claude -p``: its entrypoint; ``codex
+    exec``: the rollout's source); the user's switch in the prompt makes the same run interactive."""
+    from harnesses import PROMPT
+
+    prompt = PROMPT + ("\nstoprule: mode=interactive" if mode == "interactive" else "")
+    s = run_session_(harness, [Turn(ASKS)], Turn("Decided myself: not applying it; logged for the user."),
+                     prompt=prompt)  # fmt: skip
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    first = s.stops()[0]
+    assert first["fact"]["sessionMode"] == mode, first["provenance"]["fields"].get("sessionMode")
+    assert first["fact"]["questionAsked"] is True
+    if mode == "autonomous":
+        assert blocks(s)[0] is True and first["verdict"]["reason"] == "unlogged_question", s.describe()
+        assert s.script.first_seeing("nobody will answer") is not None
+    else:
+        assert blocks(s) == [False], s.describe()
+        assert first["provenance"]["fields"]["sessionMode"]["source"].startswith("the user's switch")

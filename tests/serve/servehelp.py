@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from stoprule.serve.config import hash_token
+from stoprule.config.serve import hash_token
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "srv1_client-test-token"

@@ -11,8 +11,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from ledger_facts import CONTINUITY, FIXED, OK, REVIEW
+from stoprule.config.serve import Limits, ServeConfig, hash_token, load_serve_config, new_token
 from stoprule.serve.app import create_app
-from stoprule.serve.config import Limits, ServeConfig, hash_token, load_config, new_token
 
 REPO = Path(__file__).resolve().parents[2]
 PACK = REPO / "policies"
@@ -264,28 +264,30 @@ def test_hot_reload_swaps_a_good_pack_and_refuses_a_bad_one(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("text", "problem"),
+    ("text", "line", "path"),
     [
-        ("tokens: [{name: a, sha256: nope}]", "tokens[0].sha256"),
-        ("limits: {max_batch: 0}", "limits.max_batch"),
-        ("limits: {bogus: 1}", "limits"),
-        ("colour: blue", "unknown field"),
-        ("- a list", "mapping"),
+        ("tokens: [{name: a, sha256: nope}]", 1, "tokens[0].sha256"),
+        ("limits: {max_batch: 0}", 1, "limits.max_batch"),
+        ("policy: p\nlimits:\n  bogus: 1", 3, "limits.bogus"),
+        ("colour: blue", 1, "colour"),
+        ("- a list", 1, ""),
     ],
 )
-def test_bad_configs_name_the_field(tmp_path: Path, text: str, problem: str) -> None:
-    from stoprule.serve.config import ConfigError
+def test_bad_configs_name_the_line_and_field(tmp_path: Path, text: str, line: int, path: str) -> None:
+    from stoprule.diagnostics import ConfigError
 
-    path = tmp_path / "serve.yaml"
-    path.write_text(text)
-    with pytest.raises(ConfigError, match=problem.replace("[", r"\[").replace("]", r"\]")):
-        load_config(str(path))
+    file = tmp_path / "serve.yaml"
+    file.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_serve_config(str(file))
+    [diag] = caught.value.diagnostics
+    assert (diag.file, diag.line, diag.path) == (str(file), line, path)
 
 
 def test_new_token_verifies_and_a_config_reads_it(tmp_path: Path) -> None:
     token, digest = new_token()
     path = tmp_path / "serve.yaml"
     path.write_text(f"policy: pack\ntokens: [{{name: ci, sha256: '{digest}'}}]\nledger: l.db\n")
-    cfg = load_config(str(path))
+    cfg = load_serve_config(str(path))
     assert cfg.token_name(f"Bearer {token}") == "ci" and cfg.token_name(f"Bearer {token}x") is None
     assert cfg.policy == str(tmp_path / "pack") and cfg.ledger == str(tmp_path / "l.db")

@@ -24,7 +24,7 @@ def test_new_token_prints_a_token_and_its_hash() -> None:
     ("config", "flags", "message"),
     [
         ("", (), "no bearer tokens configured"),
-        ("colour: blue\n", (), "unknown field(s) colour"),
+        ("colour: blue\n", (), "serve.yaml:1:1: config.unknown_key: unknown key 'colour'"),
         ("tokens: [{name: a, sha256: nope}]\n", (), "tokens[0].sha256"),
         ("", ("--no-auth", "--host", "0.0.0.0"), "--no-auth listens on loopback only"),
         ("", ("--no-auth", "--policy", "MISSING"), "error(s) in"),

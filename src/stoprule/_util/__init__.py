@@ -1,1 +1,12 @@
-"""Private helpers: the few standard-library shims the cold path needs, and file helpers."""
+"""Private helpers below every layer: the few standard-library shims the cold path needs, and file helpers.
+
+Modules::
+
+    files     atomic replacement, exclusive locks, bounded reads: every write goes through here
+    cache     the content-keyed cache of compiled packs and validated configs
+    records   ``@record``: the immutable records of the cold path
+    codegen   generated Python code, compiled once per source
+    command   run a short command and capture its output
+    gcpause   batches run with the cyclic garbage collector paused
+    redact    secrets become [REDACTED] before anything is written
+    text      strings safe to store"""

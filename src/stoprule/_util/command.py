@@ -16,6 +16,8 @@ import os
 import time
 from contextlib import suppress
 
+from stoprule.diagnostics import StopruleError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["CommandTimeout", "capture"]
 
 
-class CommandTimeout(Exception):
+class CommandTimeout(StopruleError):
     """The command was still running at its deadline (it was killed)."""
 
 

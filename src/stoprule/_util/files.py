@@ -1,6 +1,6 @@
 """The one file helper: atomic replacement, exclusive locks, bounded reads.
 
-    atomic_write(path, data)        temp file in the same folder, fsync, rename over ``path``
+    atomic_write(path, data)        a uniquely named temp file in the same folder, fsync, rename over ``path``
     with locked(path): ...          exclusive ``flock`` on ``path`` (created if missing)
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
 
@@ -38,10 +38,13 @@ def atomic_write(
     mode: int = 0o644,
     exclusive: bool = False,
     sync_folder: bool = False,
+    keep_mode: bool = False,
 ) -> bool:
     """Replace ``path`` with ``data`` atomically (the folder is created); with ``exclusive``, only
     create it (False when it exists: nothing written). ``sync`` flushes the file to disk,
-    ``sync_folder`` the folder too (the rename itself survives a crash). Raises ``OSError``."""
+    ``sync_folder`` the folder too (the rename itself survives a crash). A new file gets ``mode``
+    (less the umask); with ``keep_mode``, a file that is replaced keeps its own permission bits.
+    Raises ``OSError``."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -49,6 +52,9 @@ def atomic_write(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
+            if keep_mode:
+                with suppress(FileNotFoundError):
+                    os.fchmod(fd, os.stat(path).st_mode & 0o7777)
             view = memoryview(raw)
             while view:
                 n = os.write(fd, view)

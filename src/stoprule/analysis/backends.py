@@ -18,6 +18,8 @@ from stoprule.analysis.audit import AuditReport, exhaustive_audit
 from stoprule.analysis.diff import DiffReport
 from stoprule.analysis.diff import diff_packs as exhaustive_diff
 from stoprule.analysis.explore import OutOfTime, Progress, set_deadline
+from stoprule.analysis.solver_audit import solver_audit
+from stoprule.analysis.solver_diff import solver_diff
 from stoprule.diagnostics import AnalysisLimit, NoRuleMatched
 from stoprule.language.checked import CheckedPolicy
 
@@ -76,7 +78,6 @@ def audit_pack(
                 return exhaustive_audit(checked, progress, None, True)
         except (OutOfTime, AnalysisLimit):
             pass
-    from stoprule.analysis.solver_audit import solver_audit
 
     left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
     report = solver_audit(checked, progress, timeout=left, engine=engine)
@@ -103,6 +104,5 @@ def diff_packs(
                 return exhaustive_diff(old, new, progress)
         except (OutOfTime, AnalysisLimit):
             pass
-    from stoprule.analysis.solver_diff import solver_diff
 
     return solver_diff(old, new, progress, timeout=timeout)

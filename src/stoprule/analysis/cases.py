@@ -48,6 +48,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+from stoprule import codes
 from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError, closest
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator, Verdict
@@ -161,7 +162,7 @@ def _case_files(paths: Iterable[Path], diags: list[Diagnostic]) -> list[Path]:
         elif p.is_file():
             out.append(p)
         else:
-            diags.append(Diagnostic(str(p), 1, 1, "cases.not_found", "no such case file or directory"))
+            diags.append(Diagnostic(str(p), 1, 1, codes.CASES_NOT_FOUND, "no such case file or directory"))
     return out
 
 
@@ -185,23 +186,23 @@ class _Reader:
             if k not in allowed:
                 best = closest(str(k), allowed)
                 hint = f"did you mean {best!r}?" if best else "allowed: " + ", ".join(sorted(allowed))
-                self.err((*path, k), "cases.unknown_key", f"unknown key {k!r} in {what} ({hint})")
+                self.err((*path, k), codes.CASES_UNKNOWN_KEY, f"unknown key {k!r} in {what} ({hint})")
 
     def read(self) -> list[Case]:
         data = self.src.data
         if not isinstance(data, dict):
-            self.err((), "cases.type", "a case file must be a mapping with a 'cases' list")
+            self.err((), codes.CASES_TYPE, "a case file must be a mapping with a 'cases' list")
             return []
         self.keys(data, _FILE_KEYS, (), "a case file")
         base = data.get("base", {})
         if base is None:
             base = {}
         if not isinstance(base, dict):
-            self.err(("base",), "cases.type", "'base' must be a mapping (a fact)")
+            self.err(("base",), codes.CASES_TYPE, "'base' must be a mapping (a fact)")
             base = {}
         entries = data.get("cases")
         if not isinstance(entries, list) or not entries:
-            self.err(("cases",), "cases.missing", "'cases' must be a non-empty list")
+            self.err(("cases",), codes.CASES_MISSING, "'cases' must be a non-empty list")
             return []
         out: list[Case] = []
         seen: dict[str, int] = {}
@@ -211,7 +212,7 @@ class _Reader:
                 continue
             if case.name in seen:
                 msg = f"case name {case.name!r} already used at line {seen[case.name]}"
-                self.err(("cases", i, "name"), "cases.duplicate_name", msg)
+                self.err(("cases", i, "name"), codes.CASES_DUPLICATE_NAME, msg)
                 continue
             seen[case.name] = case.line
             out.append(case)
@@ -219,13 +220,13 @@ class _Reader:
 
     def case(self, entry: Any, path: PathKey, base: dict[str, Any]) -> Case | None:
         if not isinstance(entry, dict):
-            self.err(path, "cases.type", "a case must be a mapping")
+            self.err(path, codes.CASES_TYPE, "a case must be a mapping")
             return None
         n = len(self.diags)
         self.keys(entry, _CASE_KEYS, path, "a case")
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
-            self.err((*path, "name"), "cases.missing", "a case needs a non-empty string 'name'")
+            self.err((*path, "name"), codes.CASES_MISSING, "a case needs a non-empty string 'name'")
         facts = self.facts(entry, path, base)
         expect = expect_error = None
         if "expect" in entry:
@@ -233,7 +234,7 @@ class _Reader:
         if "expect_error" in entry:
             expect_error = self.expect_error(entry["expect_error"], (*path, "expect_error"))
         if ("expect" in entry) == ("expect_error" in entry):
-            self.err(path, "cases.conflict", "a case needs exactly one of 'expect' and 'expect_error'")
+            self.err(path, codes.CASES_CONFLICT, "a case needs exactly one of 'expect' and 'expect_error'")
         if len(self.diags) > n:
             return None
         assert isinstance(name, str)
@@ -241,7 +242,7 @@ class _Reader:
 
     def facts(self, entry: dict[str, Any], path: PathKey, base: dict[str, Any]) -> list[dict[str, Any]]:
         if ("fact" in entry) == ("facts" in entry):
-            self.err(path, "cases.conflict", "a case needs exactly one of 'fact' and 'facts'")
+            self.err(path, codes.CASES_CONFLICT, "a case needs exactly one of 'fact' and 'facts'")
             return []
         if "fact" in entry:
             raw = [entry["fact"]]
@@ -249,21 +250,21 @@ class _Reader:
         else:
             raw = entry["facts"]
             if not isinstance(raw, list) or not raw:
-                self.err((*path, "facts"), "cases.type", "'facts' must be a non-empty list of mappings")
+                self.err((*path, "facts"), codes.CASES_TYPE, "'facts' must be a non-empty list of mappings")
                 return []
             paths = [(*path, "facts", j) for j in range(len(raw))]
         without = entry.get("without", [])
         if not _is_str_list(without):
-            self.err((*path, "without"), "cases.type", "'without' must be a list of field names")
+            self.err((*path, "without"), codes.CASES_TYPE, "'without' must be a list of field names")
             without = []
         error = entry.get("expect_error")
-        unknown_expected = isinstance(error, dict) and error.get("code") == "fact.unknown_field"
+        unknown_expected = isinstance(error, dict) and error.get("code") == codes.FACT_UNKNOWN_FIELD
         out = []
         for fact, fpath in zip(raw, paths, strict=True):
             if fact is None:
                 fact = {}
             if not isinstance(fact, dict):
-                self.err(fpath, "cases.type", "a fact must be a mapping")
+                self.err(fpath, codes.CASES_TYPE, "a fact must be a mapping")
                 continue
             merged = {**base, **fact}
             for key in without:
@@ -276,7 +277,7 @@ class _Reader:
                 if self.pack.schema.root.lookup.get(key) is None:
                     hint = _hint(key, self.pack.schema.root.lookup)
                     msg = f"{key!r} is not a field of the schema{hint}"
-                    self.err((*path, "without", j), "cases.unknown_field", msg)
+                    self.err((*path, "without", j), codes.CASES_UNKNOWN_FIELD, msg)
         return out
 
     def known_fields(self, merged: dict[str, Any], fact: dict[str, Any], fpath: PathKey) -> None:
@@ -287,29 +288,29 @@ class _Reader:
         except Exception:  # noqa: BLE001 - a fact the schema refuses: running the case names the error
             return
         for w in warnings:
-            if w["code"] != "fact.unknown_field":
+            if w["code"] != codes.FACT_UNKNOWN_FIELD:
                 continue
             top = w["field"].split(".")[0].split("[")[0]
             where: PathKey = (*fpath, top) if top in fact else ("base", top)
-            self.err(where, "cases.unknown_field", f"fact field {w['field']}: {w['message']}")
+            self.err(where, codes.CASES_UNKNOWN_FIELD, f"fact field {w['field']}: {w['message']}")
 
     def expect(self, exp: Any, path: PathKey) -> dict[str, Any] | None:
         if not isinstance(exp, dict) or not exp:
-            self.err(path, "cases.type", "'expect' must be a non-empty mapping")
+            self.err(path, codes.CASES_TYPE, "'expect' must be a non-empty mapping")
             return None
         self.keys(exp, _EXPECT_KEYS, path, "'expect'")
         for key, v in exp.items():
             kpath = (*path, key)
             if key in _STR_EXPECT and not isinstance(v, str):
-                self.err(kpath, "cases.type", f"'{key}' must be a string")
+                self.err(kpath, codes.CASES_TYPE, f"'{key}' must be a string")
             elif key in _BOOL_EXPECT and not isinstance(v, bool):
-                self.err(kpath, "cases.type", f"'{key}' must be true or false")
+                self.err(kpath, codes.CASES_TYPE, f"'{key}' must be true or false")
             elif key in _LIST_EXPECT and not _is_str_list(v):
-                self.err(kpath, "cases.type", f"'{key}' must be a list of rule ids")
+                self.err(kpath, codes.CASES_TYPE, f"'{key}' must be a list of rule ids")
             elif key in _CONTAINS_EXPECT and not (isinstance(v, str) or (_is_str_list(v) and v)):
-                self.err(kpath, "cases.type", f"'{key}' must be a string or a list of strings")
+                self.err(kpath, codes.CASES_TYPE, f"'{key}' must be a string or a list of strings")
             elif key in _NULLABLE_EXPECT and not (v is None or isinstance(v, str)):
-                self.err(kpath, "cases.type", f"'{key}' must be a string or null")
+                self.err(kpath, codes.CASES_TYPE, f"'{key}' must be a string or null")
             elif self.pack is not None:
                 self.known_names(key, v, kpath)
         return dict(exp)
@@ -333,18 +334,18 @@ class _Reader:
         for j, name in enumerate(values):
             if name not in names:
                 where = (*path, j) if isinstance(value, list) else path
-                self.err(where, "cases.unknown_name", f"{what} {name!r} is not in the pack{_hint(name, names)}")
+                self.err(where, codes.CASES_UNKNOWN_NAME, f"{what} {name!r} is not in the pack{_hint(name, names)}")
 
     def expect_error(self, exp: Any, path: PathKey) -> dict[str, Any] | None:
         if not isinstance(exp, dict):
-            self.err(path, "cases.type", "'expect_error' must be a mapping with at least 'code'")
+            self.err(path, codes.CASES_TYPE, "'expect_error' must be a mapping with at least 'code'")
             return None
         self.keys(exp, _ERROR_KEYS, path, "'expect_error'")
         if not isinstance(exp.get("code"), str):
-            self.err((*path, "code"), "cases.missing", "'expect_error' needs a string 'code'")
+            self.err((*path, "code"), codes.CASES_MISSING, "'expect_error' needs a string 'code'")
         for key in ("field", "message_contains"):
             if key in exp and not isinstance(exp[key], str):
-                self.err((*path, key), "cases.type", f"'{key}' must be a string")
+                self.err((*path, key), codes.CASES_TYPE, f"'{key}' must be a string")
         return dict(exp)
 
 
@@ -368,7 +369,7 @@ def load_cases(paths: Iterable[Path], pack: CompiledPolicy | None = None) -> lis
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            diags.append(Diagnostic(name, 1, 1, "cases.unreadable", str(exc)))
+            diags.append(Diagnostic(name, 1, 1, codes.CASES_UNREADABLE, str(exc)))
             continue
         n = len(diags)
         src = parse_yaml(name, text, diags)

@@ -37,6 +37,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from stoprule.analysis.domain import build_space
+from stoprule.analysis.encoding import Encoder
+from stoprule.analysis.formula import FALSE, TRUE
+from stoprule.analysis.solver import Solver, SolverUnknown
 from stoprule.diagnostics import AnalysisLimit, FactError
 from stoprule.engine.evaluator import Verdict
 from stoprule.engine.interpret import evaluate, get_path
@@ -549,9 +553,6 @@ class _Prover:
         return out
 
     def _exhaustive(self, d: _Decision, pending: list[int], limit: int | None) -> dict[int, tuple[str, Pair]]:
-        from stoprule.analysis.domain import build_space
-        from stoprule.analysis.formula import FALSE, TRUE
-
         space = build_space(self.schema.root, list(d.nodes))
         store = space.store
         n = len(space.vars)
@@ -594,9 +595,6 @@ class _Prover:
     def _solver(self, d: _Decision, pending: list[int]) -> dict[int, tuple[str, Pair]]:
         import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
-        from stoprule.analysis.encoding import Encoder
-        from stoprule.analysis.solver import Solver, Unknown
-
         enc = Encoder(self.schema.root, [d.cond])
         terms = [enc.cond(x) for x in d.nodes]
         solver = Solver(enc, None)
@@ -616,7 +614,7 @@ class _Prover:
             ]
             try:
                 return solver.check(s, *want)
-            except Unknown:
+            except SolverUnknown:
                 raise _TooBig from None
 
         try:

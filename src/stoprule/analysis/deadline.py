@@ -6,10 +6,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from stoprule.diagnostics import AnalysisError
+
 __all__ = ["OutOfTime", "set_deadline", "tick"]
 
 
-class OutOfTime(Exception):
+class OutOfTime(AnalysisError):
     """The exploration passed the deadline given to :func:`set_deadline`."""
 
 

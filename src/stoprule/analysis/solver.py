@@ -26,13 +26,13 @@ import cvc5.pythonic as z3  # type: ignore[import-untyped]
 
 from stoprule.analysis.encoding import CHARS, Encoder, all_of, any_of
 from stoprule.analysis.queries import drop_member, drop_stop, uses_stops
-from stoprule.diagnostics import FactError
+from stoprule.diagnostics import AnalysisError, FactError
 from stoprule.engine.compiled import rank_key
 from stoprule.engine.interpret import evaluate
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy, CheckedRule
 
-__all__ = ["Checker", "Solver", "Unknown", "solver_name"]
+__all__ = ["Checker", "Solver", "SolverUnknown", "solver_name"]
 
 Engine = Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]]  # fact -> (winner id, matched ids)
 
@@ -43,7 +43,7 @@ def solver_name() -> str:
     return f"cvc5 {cvc5.__version__}"
 
 
-class Unknown(Exception):
+class SolverUnknown(AnalysisError):
     """The solver gave no answer in time."""
 
 
@@ -128,11 +128,11 @@ class Solver:
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise Unknown
+                raise SolverUnknown
             s.set("tlimit-per", max(1, int(left * 1000)))  # cvc5: milliseconds per check
 
     def check(self, s: z3.Solver, *terms: Any) -> dict[str, Any] | None:
-        """The fact of a model of ``terms`` on ``s``, or None when there is none; :class:`Unknown`
+        """The fact of a model of ``terms`` on ``s``, or None when there is none; :class:`SolverUnknown`
         when the solver gives no answer in time."""
         self.queries += 1
         got = self._solve(s, terms)
@@ -166,7 +166,7 @@ class Solver:
             if r != z3.sat:
                 r = s.check(*terms)
             if r == z3.unknown:
-                raise Unknown
+                raise SolverUnknown
             if r != z3.sat:
                 return None
             model = s.model()
@@ -241,7 +241,7 @@ class Texts:
             assumed[term.get_id()] = (k, value, term)
         r = s.check(*[t for _, _, t in assumed.values()])
         if r == z3.unknown:
-            raise Unknown
+            raise SolverUnknown
         if r == z3.sat:
             m = s.model()
             used = {id(n): n for k, _ in lits for n in enc.texts[k].nodes}

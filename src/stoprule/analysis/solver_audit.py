@@ -16,7 +16,7 @@ from stoprule.analysis.solver import (
     Checker,
     Engine,
     Solver,
-    Unknown,
+    SolverUnknown,
     solver_name,
     variant_winner,
     variants,
@@ -78,7 +78,7 @@ class _SolverAudit(_Audit):
         """A witness fact, None (there is none), or False when the solver did not answer in time."""
         try:
             return self.solver.check(s, *terms)
-        except Unknown:
+        except SolverUnknown:
             self.unanswered.append(question)
             return False
 

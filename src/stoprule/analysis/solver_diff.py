@@ -23,7 +23,8 @@ from stoprule.analysis.decls import diff_declarations
 from stoprule.analysis.diff import DiffReport, Label, _rule, _Side, _text, _verdict, union_schema
 from stoprule.analysis.encoding import Encoder, all_of, any_of
 from stoprule.analysis.explore import Progress
-from stoprule.analysis.solver import Solver, Unknown, win_chain
+from stoprule.analysis.queries import outcome_of
+from stoprule.analysis.solver import Solver, SolverUnknown, win_chain
 from stoprule.language.checked import CheckedPolicy
 
 __all__ = ["solver_diff"]
@@ -83,7 +84,7 @@ def solver_diff(
         while True:
             try:
                 fact = solver.check(s, *query, *avoid)
-            except Unknown:
+            except SolverUnknown:
                 what = f"old rule {a.rules[i].id}" if i is not None else "facts no old rule matches"
                 report.unanswered.append(f"do the verdicts differ where {what} wins?")
                 break
@@ -126,7 +127,5 @@ def solver_diff(
 
 
 def _winner(side: _Side, fact: dict[str, Any]) -> int | None:
-    from stoprule.analysis.queries import outcome_of
-
     top = outcome_of(side.rules, side.checked.schema.validate(fact))
     return top[0] if top else None

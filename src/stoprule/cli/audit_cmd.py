@@ -8,13 +8,16 @@ import time
 from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule import codes
 from stoprule.analysis import AnalysisLimit, audit_pack
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_audit
 from stoprule.cli.common import add_backend_flag, add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.inspect_cmd import layering
 from stoprule.cli.progress import Bar, add_quiet_flag
-from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
@@ -54,7 +57,7 @@ def audit_command(
             return policy_error(exc, root, stderr)
         data = read_input(corpus, stdin, stderr)
         if data is None:
-            return 2
+            return EXIT_INVALID
         jobs = resolve_jobs(jobs)
         chunks = parallel_chunks(data, jobs)
         if chunks is not None:  # forked now: the workers evaluate while this process analyses
@@ -67,11 +70,8 @@ def audit_command(
         if corpus is not None and data is None:
             data = read_input(corpus, stdin, stderr)
             if data is None:
-                return 2
+                return EXIT_INVALID
         try:
-            from stoprule.analysis.backends import engine_of
-            from stoprule.engine.evaluator import Evaluator
-
             made: list[Any] = []
 
             def engine(fact: dict[str, Any]) -> Any:  # made on first use: only the solver re-checks witnesses
@@ -82,7 +82,7 @@ def audit_command(
             shown = Progress(stderr) if not quiet else None
             report = audit_pack(ctx.checked, shown, backend=backend, timeout=timeout, engine=engine)
         except AnalysisLimit as exc:
-            diag = Diagnostic(str(root), 1, 1, "audit.limit", str(exc))
+            diag = Diagnostic(str(root), 1, 1, codes.AUDIT_LIMIT, str(exc))
             return diagnostics_error(PolicyError([diag]), "the pack is beyond the analysis", stderr)
         if data is not None:  # parsed only now: the analysis does not run with the whole corpus live
             with Bar(stderr, "audit: corpus", unit="chunks", quiet=quiet) as bar:
@@ -104,7 +104,6 @@ def audit_command(
                             bar.advance()
             report.corpus = corpus_report(ctx.checked, merge_counts(parts), corpus or "")
     report.seconds = time.monotonic() - started
-    from stoprule.cli.inspect_cmd import layering
 
     layers = layering(ctx.checked, str(root))  # the global pack under this one: what it adds, shadows, ties
     if fmt == "json":
@@ -112,12 +111,11 @@ def audit_command(
     else:
         stdout.write(render_audit(report) + "\n" + "".join(f"{ln}\n" for ln in (layers[1] if layers else [])))
     if report.bugs:
-        stderr.write(
-            f"stoprule: {len(report.bugs)} witness(es) of the analysis do not reproduce: a bug in stoprule, "
-            "please report it with the pack (the facts are in the output)\n"
+        raise CommandError(
+            f"{len(report.bugs)} witness(es) of the analysis do not reproduce: a bug in stoprule, "
+            "please report it with the pack (the facts are in the output)"
         )
-        return 2
-    return 1 if report.findings or report.unanswered else 0
+    return EXIT_NOT_OK if report.findings or report.unanswered else EXIT_OK
 
 
 def _corpus_setup(compiled: Any, data: bytes) -> tuple[Any, bytes]:
@@ -154,11 +152,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if args.jobs < 0:
-        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
-        return 2
+        raise CommandError("--jobs must be 0 (one per CPU) or more")
     if args.timeout is not None and args.timeout <= 0:
-        stderr.write("stoprule: --timeout must be a positive number of seconds\n")
-        return 2
+        raise CommandError("--timeout must be a positive number of seconds")
     return audit_command(
         args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs,
         backend=args.backend, timeout=args.timeout, quiet=args.quiet,

@@ -12,8 +12,12 @@ import os
 from typing import IO, Any
 
 from stoprule.agent.blockers.service import open_service
-from stoprule.diagnostics import PolicyError
+from stoprule.agent.hook.remote import attach_mirror
+from stoprule.cli.common import ledger_target
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError
+from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.recorder import Recorder
+from stoprule.project import STATE_DIR, ensure_state_dir
 
 __all__ = ["add_arguments", "record_in_ledger", "run"]
 
@@ -46,37 +50,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     """The ledger side of ``blockers.ledger: true``: record ``fact`` as a decision of run ``session``
     in the project's ledger (``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``.stoprule/ledger.db``)."""
-    from stoprule.cli.common import ledger_target
-    from stoprule.ledger.backend import open_ledger
-
     path, default = ledger_target(None, start=service.project_dir)
     if default:
-        from stoprule.project import STATE_DIR, ensure_state_dir
-
         path = os.path.join(ensure_state_dir(os.path.join(service.project_dir, STATE_DIR)), "ledger.db")
     with open_ledger(path, create=True) as ledger:
         Recorder(ledger, service.evaluator).record(session, fact)
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    try:
-        service = open_service(policy=args.policy, recorder=record_in_ledger)
-        from stoprule.agent.hook.remote import attach_mirror
+    service = open_service(policy=args.policy, recorder=record_in_ledger)
 
-        attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
-        reply = service.log_blocker(args.session, {
-            "category": args.category, "question": args.question, "context": args.context,
-            "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,
-            "chosenReasoning": args.chosen_reasoning, "task": args.task,
-        })  # fmt: skip
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
+    attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
+    reply = service.log_blocker(args.session, {
+        "category": args.category, "question": args.question, "context": args.context,
+        "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,
+        "chosenReasoning": args.chosen_reasoning, "task": args.task,
+    })  # fmt: skip
     if args.format == "json":
         stdout.write(json.dumps({"ok": reply.ok, "message": reply.text, **reply.data}, ensure_ascii=False) + "\n")
     elif reply.ok:
         stdout.write(reply.text + "\n")
     if not reply.ok:
-        stderr.write(f"stoprule: {reply.text}\n")
-        return 2
-    return 0 if reply.data.get("status") in ("logged", "duplicate") else 1
+        raise CommandError(reply.text)
+    return EXIT_OK if reply.data.get("status") in ("logged", "duplicate") else EXIT_NOT_OK

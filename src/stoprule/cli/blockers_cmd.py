@@ -10,10 +10,11 @@ import json
 import os
 from typing import IO
 
+from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.blockers.store import StoreWriteError, render_markdown
-from stoprule.agent.redact import redact
-from stoprule.diagnostics import PolicyError
+from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, attach_mirror
+from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 
 __all__ = ["add_arguments", "run"]
 
@@ -42,11 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if getattr(args, "server", None):
         return _team_list(args, stdout, stderr)
-    try:
-        service = open_service()
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
+    service = open_service()
     store = service.store
     cmd = args.blockers_command
     try:
@@ -104,19 +101,12 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             return 0
         hit = store.resolve(args.id, redact(args.note) if args.note else None)
     except StoreWriteError as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 1
+        raise CommandError(str(exc), EXIT_NOT_OK) from None
     if hit is None:
-        stderr.write(f"stoprule: no blocker {args.id!r} in {store.record_path}\n")
-        return 1
+        raise CommandError(f"no blocker {args.id!r} in {store.record_path}", EXIT_NOT_OK)
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
-    from stoprule.agent.hook.remote import attach_mirror
 
-    try:
-        attach_mirror(service)  # the team server, when the project names one, sees it resolved
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
+    attach_mirror(service)  # the team server, when the project names one, sees it resolved
     if service.mirror is not None:
         service.mirror(service, "blocker", hit.to_dict())
     return 0
@@ -124,14 +114,11 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
 def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``blockers list --server URL``: the team's open blockers (every one with ``--all``) across machines."""
-    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError
-
     try:
         remote = Remote(args.server, os.environ.get(DEFAULT_TOKEN_ENV), 30.0)
         items = remote.call("GET", "/v1/blockers" + ("?all=1" if args.all else ""))["blockers"]
     except RemoteError as exc:
-        stderr.write(f"stoprule: {args.server}: {exc}\n")
-        return 2
+        raise CommandError(f"{args.server}: {exc}") from None
     if args.format == "json":
         stdout.write(json.dumps({"blockers": items}, ensure_ascii=False) + "\n")
         return 0

@@ -8,9 +8,12 @@ import os
 from typing import IO
 
 from stoprule.cli.common import add_policy_flags
-from stoprule.diagnostics import PolicyError
+from stoprule.cli.style import painter
+from stoprule.cli.watch import watch
+from stoprule.diagnostics import CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.packs import select_pack
+from stoprule.language.files import layers
 from stoprule.project import find_project
 
 __all__ = ["add_arguments", "check_command", "run"]
@@ -27,8 +30,7 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
             stdout.write(json.dumps({"ok": False, "pack": str(root), "total": exc.total, "diagnostics": diags}) + "\n")
         else:
             stdout.write(exc.render() + "\n")
-        stderr.write(f"stoprule: {exc.total} error(s) in {root}\n")
-        return 2
+        raise CommandError(f"{exc.total} error(s) in {root}") from None
     c = ctx.compiled
     assert c is not None
 
@@ -48,8 +50,6 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
     if fmt == "json":
         stdout.write(json.dumps(summary) + "\n")
     else:
-        from stoprule.cli.style import painter
-
         ok = painter(stdout)("ok", "bold green")
         stdout.write(
             f"{ok}: {c.name} ({root}): {summary['files']} files, {summary['rules']} rules, "
@@ -58,7 +58,6 @@ def check_command(policy: str | None, fmt: str, stdout: IO[str], stderr: IO[str]
         )
         if project:  # which project state the hook and the ledger use from here
             stdout.write(f"project state: {project}\n")
-        from stoprule.language.files import layers
 
         used, shadowed, glob = layers(root)
         if glob is not None:  # `stoprule inspect layers` tells more
@@ -76,9 +75,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.watch:
-        from stoprule.cli.watch import watch
-        from stoprule.engine.packs import select_pack
-
         return watch([str(select_pack(args.policy))], lambda: check_command(args.policy, args.format, stdout, stderr),
                      stderr)  # fmt: skip
     return check_command(args.policy, args.format, stdout, stderr)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 
+from stoprule.diagnostics import EXIT_INVALID, StopruleError
+
 __all__ = [
     "add_jobs_flag",
     "add_ledger_flag",
@@ -32,6 +34,7 @@ __all__ = [
     "config_error",
     "diagnostics_error",
     "fact_error",
+    "handled",
     "input_name",
     "ledger_target",
     "policy_error",
@@ -103,16 +106,16 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
         return explicit, False
     if os.environ.get("STOPRULE_LEDGER"):
         return os.environ["STOPRULE_LEDGER"], False
-    from stoprule.project import find_project
+    from stoprule.project import CONFIG_FILE, find_project
 
     project = find_project(start)
     if project is None:
         from stoprule.ledger.store import DEFAULT_PATH
 
         return DEFAULT_PATH, True
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import read_settings
 
-    url = (hook_settings(os.path.join(project, "config.yaml")).get("ledger") or {}).get("url")
+    url = read_settings(os.path.join(project, CONFIG_FILE)).ledger.get("url")
     if url:
         from stoprule.ledger.backend import is_url
 
@@ -168,10 +171,20 @@ def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout:
         stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
 
 
+def handled(command: Callable[[], int], stderr: IO[str]) -> int:
+    """The exit code of ``command()``; a :class:`~stoprule.diagnostics.StopruleError` it raises is
+    the one way errors end a command: its report on ``stderr``, its ``exit_code`` returned."""
+    try:
+        return command()
+    except StopruleError as exc:
+        stderr.write(exc.report() + "\n")
+        return exc.exit_code
+
+
 def diagnostics_error(exc: PolicyError, summary: str, stderr: IO[str]) -> int:
     """Bad input described by diagnostics: one line each, then ``stoprule: SUMMARY``, on stderr; returns 2."""
     stderr.write(f"{exc.render()}\nstoprule: {summary}\n")
-    return 2
+    return EXIT_INVALID
 
 
 def config_error(exc: PolicyError, stderr: IO[str]) -> int:

@@ -15,6 +15,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import IO
 
+from stoprule.cli.main import COMMANDS, command_module
+
 __all__ = ["SHELLS", "add_arguments", "run", "spec"]
 
 SHELLS = ("bash", "zsh", "fish")
@@ -51,8 +53,6 @@ def _command(name: str, help_text: str, parser: argparse.ArgumentParser) -> Comm
 
 def spec() -> list[Command]:
     """Every command of :data:`stoprule.cli.main.COMMANDS` with its options and subcommands."""
-    from stoprule.cli.main import COMMANDS, command_module
-
     out = []
     for name, (_, help_text) in COMMANDS.items():
         parser = argparse.ArgumentParser(prog=f"stoprule {name}", add_help=True)

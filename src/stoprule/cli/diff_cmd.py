@@ -6,11 +6,12 @@ import argparse
 import json
 from typing import IO
 
+from stoprule import codes
 from stoprule.analysis import AnalysisLimit, diff_packs
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_diff
 from stoprule.cli.common import add_backend_flag, diagnostics_error, policy_error
-from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
 
 __all__ = ["add_arguments", "diff_command", "run"]
@@ -29,16 +30,15 @@ def diff_command(
     try:
         report = diff_packs(ctxs[0], ctxs[1], Progress(stderr), backend=backend, timeout=timeout)
     except AnalysisLimit as exc:
-        diag = Diagnostic(new, 1, 1, "audit.limit", str(exc))
+        diag = Diagnostic(new, 1, 1, codes.AUDIT_LIMIT, str(exc))
         return diagnostics_error(PolicyError([diag]), "the packs are beyond the analysis", stderr)
     if fmt == "json":
         stdout.write(json.dumps(report.to_dict()) + "\n")
     else:
         stdout.write(render_diff(report) + "\n")
     if report.bugs:
-        stderr.write("stoprule: a witness of the analysis does not reproduce: a bug in stoprule, please report it\n")
-        return 2
-    return 1 if report.changed or report.unanswered else 0
+        raise CommandError("a witness of the analysis does not reproduce: a bug in stoprule, please report it")
+    return EXIT_NOT_OK if report.changed or report.unanswered else EXIT_OK
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

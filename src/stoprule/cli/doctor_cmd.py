@@ -26,9 +26,10 @@ import sys
 from typing import IO, Any
 
 from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, SCOPES, TARGETS, find_entry, opencode_plugin
-from stoprule.agent.settings import hook_settings
+from stoprule.cli.doctor_mcp import check_mcp, path_remedy
 from stoprule.cli.places import git_root, harness_env
-from stoprule.diagnostics import PolicyError
+from stoprule.config.reader import read_settings
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import find_project
@@ -71,8 +72,6 @@ def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
 
 
 def _dirty(root: str) -> bool:
-    import subprocess
-
     try:
         p = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -121,8 +120,6 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
 
 def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
     """Does the hook's command resolve without this venv, and allow a synthetic stop?"""
-    from stoprule.cli.doctor_mcp import path_remedy
-
     exe = shlex.split(command)[0]
     resolved = shutil.which(exe, path=harness_env()["PATH"])
     where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
@@ -171,8 +168,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
-        settings = hook_settings(cfg)
-        hook = settings["hook"]
+        hook = read_settings(cfg).hook
         _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
                             f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
     except PolicyError as exc:
@@ -213,7 +209,5 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             good = _line(stdout, False, twice + " (`init --shared`: the team's, `--local`: this clone's)")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
-    from stoprule.cli.doctor_mcp import check_mcp
-
     good &= check_mcp(root, set(found), harness_env()["PATH"], _line, stdout)
-    return 0 if good else 1
+    return EXIT_OK if good else EXIT_NOT_OK

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from stoprule import codes
 from stoprule.cli.common import (
     add_jobs_flag,
     add_ledger_flag,
@@ -17,7 +18,14 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
-from stoprule.diagnostics import EvaluationError, FactError, PolicyError, StopruleError
+from stoprule.diagnostics import (
+    EXIT_INVALID,
+    EXIT_NOT_OK,
+    CommandError,
+    EvaluationError,
+    FactError,
+    PolicyError,
+)
 from stoprule.engine.evaluator import Verdict
 from stoprule.facts.parse import parse_facts, read_input
 
@@ -61,7 +69,7 @@ def eval_command(
     for file in files:
         data = read_input(file, stdin, stderr)
         if data is None:
-            code = 2
+            code = EXIT_INVALID
             continue
         name = input_name(file)
         if jobs != 1:
@@ -169,14 +177,14 @@ def eval_items(
             if isinstance(result, EvaluationError):
                 if result is not item:
                     result.line = line
-                code = 2
+                code = EXIT_INVALID
                 fact_error(result, f"{name}: ", fmt, stdout, stderr)
                 continue
             for w in result.warnings:
                 at = f"{w['field']}: " if w["field"] else ""
                 stderr.write(f"stoprule: {name}: line {line}: warning: {w['code']}: {at}{w['message']}\n")
             if not result.ok and code == 0:
-                code = 1
+                code = EXIT_NOT_OK
             if fmt == "json":
                 stdout.write(json.dumps(result.to_dict()) + "\n")
             else:
@@ -198,7 +206,7 @@ def _decide_all(evaluator: Evaluator, facts: list[Any], strict: bool) -> list[Ve
         except EvaluationError as exc:
             out.append(exc)
         except Exception as exc:  # noqa: BLE001 - one fact must not end the batch
-            out.append(EvaluationError("internal.error", f"{type(exc).__name__}: {exc}"))
+            out.append(EvaluationError(codes.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
     return out
 
 
@@ -230,11 +238,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     server = args.server or os.environ.get("STOPRULE_SERVER")
     section: dict[str, Any] = {}
     if not server and not args.ledger:
-        try:
-            section = _server_section()
-        except StopruleError as exc:
-            stderr.write(f"stoprule: {exc}\n")
-            return 2
+        section = _server_section()
         server = section.get("url")
     if server:
         return remote_eval(server, args, stdin, stdout, stderr, token_env=section.get("token_env"))
@@ -243,8 +247,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 
         return record_command(args, stdin, stdout, stderr)
     if args.jobs < 0:
-        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
-        return 2
+        raise CommandError("--jobs must be 0 (one per CPU) or more")
     return eval_command(
         args.policy,
         args.file,
@@ -273,9 +276,9 @@ def _server_section() -> dict[str, Any]:
                 return {}
     except OSError:
         return {}
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import read_settings
 
-    return dict(hook_settings(path).get("server") or {})
+    return dict(read_settings(path).server)
 
 
 def remote_eval(
@@ -299,15 +302,14 @@ def remote_eval(
     if args.strict:
         query["strict"] = "1"
     if args.ledger:
-        stderr.write("stoprule: --ledger cannot be combined with --server (the server records in its own ledger)\n")
-        return 2
+        raise CommandError("--ledger cannot be combined with --server (the server records in its own ledger)")
     code = 0
     try:
         remote = Remote(server, os.environ.get(token_env or DEFAULT_TOKEN_ENV), 30.0)
         for file in args.file:
             data = read_input(file, stdin, stderr)
             if data is None:
-                code = 2
+                code = EXIT_INVALID
                 continue
             name = input_name(file)
             qs = "?" + urlencode(query) if query else ""
@@ -320,7 +322,8 @@ def remote_eval(
                     status, body = remote.batch(chunk, qs if n == 0 else "?" + urlencode(later) if later else "")
                     if status != 200:
                         err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
-                        raise RemoteError(err.get("code", "server.bad_answer"), err.get("message", f"HTTP {status}"))
+                        code_, message = err.get("code", codes.SERVER_BAD_ANSWER), err.get("message", f"HTTP {status}")
+                        raise RemoteError(code_, message)
                     for line in body.splitlines():
                         if line.strip():
                             answer = json.loads(line)
@@ -332,13 +335,12 @@ def remote_eval(
                     e = answer["error"]
                     exc = EvaluationError(e["code"], e["message"], e.get("field", ""), e.get("line"))
                     fact_error(exc, f"{name}: ", args.format, stdout, stderr)
-                    code = 2
+                    code = EXIT_INVALID
                     continue
                 verdict = verdict_from_envelope(answer)
                 if not verdict.ok and code == 0:
-                    code = 1
+                    code = EXIT_NOT_OK
                 stdout.write((json.dumps(answer) if args.format == "json" else render_verdict(verdict)) + "\n")
     except RemoteError as exc:
-        stderr.write(f"stoprule: {server}: {exc}\n")
-        return 2
+        raise CommandError(f"{server}: {exc}") from None
     return code

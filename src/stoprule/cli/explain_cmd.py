@@ -8,7 +8,7 @@ from typing import IO
 
 from stoprule.analysis.explain import explain, render_pretty
 from stoprule.cli.common import add_policy_flags, input_name, policy_error
-from stoprule.diagnostics import EvaluationError, FactError, PolicyError
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EvaluationError, FactError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     """Explain every fact in ``args.fact``; exit codes as for ``eval``."""
     data = read_input(args.fact, stdin, stderr)
     if data is None:
-        return 2
+        return EXIT_INVALID
     root = select_pack(args.policy)
     try:
         ctx = compile_pack(root)
@@ -52,9 +52,9 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stderr.write(f"stoprule: {input_name(args.fact)}: {exc}\n")
             if args.format == "json":
                 stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
-            code = 2
+            code = EXIT_INVALID
             continue
         if not verdict.ok and code == 0:
-            code = 1
+            code = EXIT_NOT_OK
         stdout.write((json.dumps(exp) if args.format == "json" else render_pretty(exp)) + "\n")
     return code

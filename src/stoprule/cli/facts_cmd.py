@@ -17,13 +17,14 @@ import json
 import os
 from typing import IO, Any
 
+from stoprule import codes
 from stoprule._util.files import read_bounded
 from stoprule._util.redact import redact
 from stoprule._util.text import clean
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.state import StateError, clear_facts, read_facts, set_facts
 from stoprule.cli.common import policy_error
-from stoprule.diagnostics import FactError, PolicyError, closest
+from stoprule.diagnostics import CommandError, FactError, PolicyError, closest
 from stoprule.engine.packs import load_policy
 
 __all__ = ["add_arguments", "run"]
@@ -66,7 +67,7 @@ def _refused(policy: str | None, fields: dict[str, Any]) -> list[Exception]:
         if canonical is None:
             best = closest(name, root.lookup)
             hint = f" (did you mean {root.lookup[best]!r}?)" if best else ""
-            out.append(FactError("fact.unknown_field", "not a field of the schema" + hint, name))
+            out.append(FactError(codes.FACT_UNKNOWN_FIELD, "not a field of the schema" + hint, name))
             continue
         try:
             schema.check_value(root.fields[canonical], value)
@@ -88,23 +89,19 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 raw = stdin.read() if args.json == "-" else read_bounded(args.json, MAX_FACTS_FILE_BYTES)
                 obj = json.loads(raw)
                 if not isinstance(obj, dict):
-                    stderr.write("stoprule: --json must hold a JSON object\n")
-                    return 2
+                    raise CommandError("--json must hold a JSON object")
                 fields.update(obj)
             for item in args.fields:
                 name, eq, value = item.partition("=")
                 if not eq or not name:
-                    stderr.write(f"stoprule: {redact(repr(item))} is not FIELD=VALUE\n")
-                    return 2
+                    raise CommandError(f"{redact(repr(item))} is not FIELD=VALUE")
                 fields[name] = _value(value)
             if not fields:
-                stderr.write("stoprule: nothing to set (give FIELD=VALUE or --json)\n")
-                return 2
+                raise CommandError("nothing to set (give FIELD=VALUE or --json)")
             refused = _refused(args.policy, fields)
             if refused:
                 stderr.writelines(f"stoprule: {e}\n" for e in refused)
-                stderr.write("stoprule: nothing set (the pack's fact schema refuses these values)\n")
-                return 2
+                raise CommandError("nothing set (the pack's fact schema refuses these values)")
             set_facts(home, session, fields)
         elif args.facts_command == "clear":
             clear_facts(home, session, args.fields or None)
@@ -115,5 +112,4 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     except PolicyError as exc:
         return policy_error(exc, getattr(args, "policy", None) or "the pack", stderr)
     except (StateError, OSError, ValueError) as exc:
-        stderr.write(f"stoprule: {redact(clean(str(exc)))}\n")
-        return 2
+        raise CommandError(redact(clean(str(exc)))) from None

@@ -20,9 +20,14 @@ would change (each is named), 2 a file cannot be read or parsed.
 from __future__ import annotations
 
 import argparse
-import os
+import difflib
+import io
 from pathlib import Path
 from typing import IO, Any
+
+from stoprule._util.files import atomic_write
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError
+from stoprule.engine.packs import select_pack
 
 __all__ = ["add_arguments", "format_text", "run"]
 
@@ -93,13 +98,11 @@ def _case_file(doc: Any) -> None:
 
 def _flat_len(node: Any, y: Any, seen: set[int]) -> int:
     """How long ``node`` is written on one line in flow style; a node met before (an alias) as ``*name``."""
-    import io
-
     anchor = getattr(node, "anchor", None)
     name = anchor.value if anchor is not None and anchor.value else None
     if isinstance(node, (dict, list)):
         if id(node) in seen and name:
-            return 1 + len(name)
+            return EXIT_NOT_OK + len(name)
         lead = len(name) + 2 if name else 0
         if isinstance(node, dict):
             parts = [_flat_len(k, y, seen) + 2 + _flat_len(v, y, seen) for k, v in node.items()]
@@ -167,8 +170,6 @@ def _yaml() -> Any:
 
 def format_text(text: str, yaml: Any = None) -> str:
     """``text`` (one pack or case file) in the canonical layout. Raises ``ValueError`` if it is not YAML."""
-    import io
-
     from ruamel.yaml.error import YAMLError
 
     y = yaml if yaml is not None else _yaml()
@@ -193,8 +194,6 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
     """The YAML files to format: named files, the ``*.yaml``/``*.yml`` of named folders and of
     their ``tests/``; by default the selected pack's."""
     if not paths:
-        from stoprule.engine.packs import select_pack
-
         paths = [str(select_pack(policy))]
     out: list[Path] = []
     for p in map(Path, paths):
@@ -207,27 +206,7 @@ def _targets(paths: list[str], policy: str | None) -> list[Path]:
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (a temporary file beside it, then a rename): never half-written."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".stoprule-fmt-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    import difflib
-
     yaml = _yaml()
     changed: list[Path] = []
     bad = 0
@@ -253,13 +232,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             if not args.diff:
                 stdout.write(f"{path}\n")
             continue
-        _write(path, new)
+        atomic_write(str(path), new, keep_mode=True)
         stdout.write(f"formatted {path}\n")
     if bad:
-        return 2
+        return EXIT_INVALID
     if changed and (args.check or args.diff):
-        stderr.write(f"stoprule: {len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)\n")
-        return 1
+        raise CommandError(f"{len(changed)} file(s) not formatted (run `stoprule fmt` to rewrite them)", EXIT_NOT_OK)
     return 0
 
 

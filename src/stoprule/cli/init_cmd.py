@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from stoprule._util.files import atomic_write
+from stoprule.agent.hook.runner import user_state_dir
 from stoprule.agent.hook.wiring import (
     EXTRA_EVENTS,
     MCP,
@@ -47,26 +49,12 @@ from stoprule.agent.hook.wiring import (
     toml_mcp_table,
 )
 from stoprule.cli.places import git_root, harness_env
+from stoprule.config.template import config_template
+from stoprule.diagnostics import CommandError
 from stoprule.project import GITIGNORE, STATE_DIR, ensure_state_dir, find_project
 
-__all__ = ["CONFIG_TEMPLATE", "add_arguments", "default_command", "run", "stoprule_argv"]
+__all__ = ["add_arguments", "default_command", "run", "stoprule_argv"]
 
-CONFIG_TEMPLATE = """\
-# stoprule settings (see docs/agents.md). Unknown keys are errors.
-hook:
-  mode: enforce      # enforce | observe (decide, log and record, but never block)
-  fail: open         # open: an internal error allows the stop; closed: it blocks with closed_message
-  loop_cap: 3        # consecutive blocks per session and turn before the stop is allowed anyway
-  ledger: true       # record every decision in .stoprule/ledger.db (run = session id)
-  budget_ms: 5000    # the whole hook's time budget
-  permission_triage: {triage}  # deny permission requests with the triage (autonomous sessions only)
-providers:
-  enabled: [hook, state, blockers, transcript, closure, git]
-  timeout_ms: 1500   # each provider's budget
-  # fields:          # observation -> fact field of the pack (null: observe only)
-  #   transcript.turns: turn
-  #   git.dirty: uncommittedWork
-"""
 # the .stoprule/.gitignore older versions of init wrote: replaced by the current one
 OLD_GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
 # the block of .git/info/exclude that keeps this clone's wiring out of git
@@ -209,8 +197,6 @@ class _Writer:
 
     def _backup(self, path: str) -> str:
         if self.backups is None:
-            from stoprule.agent.hook.runner import user_state_dir
-
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             self.backups = os.path.join(user_state_dir(os.environ), "init-backups", f"{stamp}-{os.getpid()}")
         target = os.path.join(self.backups, os.path.abspath(path).lstrip(os.sep))
@@ -224,14 +210,9 @@ class _Writer:
         if self.dry:
             self.say(f"would write {self.shown(path)}:\n{text.rstrip()}")
             return
-        from stoprule._util.files import atomic_write
-
-        mode = 0o644
-        if os.path.exists(path):
-            mode = os.stat(path).st_mode & 0o777
-            if path not in self.written:
-                self.say(f"saved the previous {self.shown(path)} to {self._backup(path)}")
-        atomic_write(path, text, sync=False, mode=mode)
+        if os.path.exists(path) and path not in self.written:
+            self.say(f"saved the previous {self.shown(path)} to {self._backup(path)}")
+        atomic_write(path, text, keep_mode=True)
         self.written.add(path)
         self.say(f"{what} in {self.shown(path)}")
         self.place(path, scope)
@@ -260,8 +241,7 @@ class _Writer:
             config = _load(path)
             changed = update(config)
         except (OSError, ValueError) as exc:
-            self.stderr.write(f"stoprule: cannot use {self.shown(path)}: {exc}\n")
-            return None
+            raise CommandError(f"cannot use {self.shown(path)}: {exc}") from None
         if changed:
             self.write(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n", what, scope)
         else:
@@ -295,7 +275,7 @@ def _portable(command: str) -> bool:
     return shlex.split(command)[:1] == PORTABLE
 
 
-def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
+def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
     t = TARGETS[args.harness]
     path = t.path(w.root, w.scope)
     command = args.command or shlex.join([*base, "hook", args.harness])
@@ -310,11 +290,10 @@ def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
         if team is not None and (shared != path or _portable(team)):
             w.say(f"{w.shown(shared)}: stoprule's {t.event} hook is wired there for the team (`{team}`); "
                   "no personal one added (it would run twice)")  # fmt: skip
-            return 0
+            return
     if w.personal_refused(path):
-        w.stderr.write(f"stoprule: {w.shown(path)} is tracked by git, so it is the team's file: a personal wiring "
-                       f"cannot go there; use --shared (a portable command) or --user; nothing written\n")  # fmt: skip
-        return 2
+        raise CommandError(f"{w.shown(path)} is tracked by git, so it is the team's file: a personal wiring cannot "
+                           "go there; use --shared (a portable command) or --user; nothing written")  # fmt: skip
 
     def update(config: dict[str, Any]) -> bool:
         changed = add_entry(config, t, command)
@@ -322,10 +301,8 @@ def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
             changed |= add_entry(config, t, f"{command} --event {ev}", name)
         return changed
 
-    done = w.json_file(path, update, f"wired `{command}` as the {t.event} hook" + (
+    w.json_file(path, update, f"wired `{command}` as the {t.event} hook" + (
         f" (and its {', '.join(events.values())} hooks)" if events else ""), f"stoprule's {t.event} hook is there")
-    if done is None:
-        return 2
     if w.scope == "shared" and t.local_file:  # the personal entries a --local run made would run beside these
         local = t.path(w.root, "local")
 
@@ -338,7 +315,6 @@ def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
             if not w.dry and _load(local) == {}:
                 os.remove(local)
                 w.say(f"removed {w.shown(local)}: nothing is left in it")
-    return 0
 
 
 def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
@@ -366,7 +342,10 @@ def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
                   "left as it is")  # fmt: skip
             return
     if m.kind != "toml":
-        w.json_file(path, lambda config: set_mcp(config, m.kind, argv), what, "the stoprule MCP server is there")
+        try:
+            w.json_file(path, lambda config: set_mcp(config, m.kind, argv), what, "the stoprule MCP server is there")
+        except CommandError as exc:  # the hook is wired: say why the MCP server is not
+            w.stderr.write(f"stoprule: {exc}: MCP server not registered\n")
         return
     try:
         text = _text(path)
@@ -384,7 +363,7 @@ def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         w.write(path, (text.rstrip() + "\n\n" if text.strip() else "") + toml_mcp_table(argv), what)
 
 
-def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
+def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
     """The generated plugin (project, or ``--user``): its whole text is stoprule's."""
     argv = base
     if args.command:  # how to run stoprule (a trailing `hook opencode` is dropped)
@@ -394,9 +373,8 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
     rel = OPENCODE_PLUGIN[1 if w.scope == "user" else 0]
     plugin = os.path.join(os.path.expanduser("~") if w.scope == "user" else w.root, *rel.split("/"))
     if w.personal_refused(plugin):
-        w.stderr.write(f"stoprule: {w.shown(plugin)} is tracked by git, so it is the team's file: use --shared "
-                       "(a portable command) or --user; nothing written\n")  # fmt: skip
-        return 2
+        raise CommandError(f"{w.shown(plugin)} is tracked by git, so it is the team's file: use --shared "
+                           "(a portable command) or --user; nothing written")  # fmt: skip
     text = opencode_plugin(argv)
     old = None
     if os.path.exists(plugin):
@@ -410,7 +388,6 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> int:
     else:
         w.write(plugin, text, f"{'updated' if old else 'wrote'} the stoprule plugin (session.idle -> "
                               f"`{shlex.join(argv)} hook opencode`)")  # fmt: skip
-    return 0
 
 
 def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
@@ -418,7 +395,7 @@ def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
     older init is brought up to date)."""
     cfg = os.path.join(state_dir, "config.yaml")
     gi = os.path.join(state_dir, ".gitignore")
-    text = CONFIG_TEMPLATE.replace("{triage}", "true" if triage else "false")
+    text = config_template(permission_triage=triage)
     if w.dry:
         if not os.path.exists(cfg):
             w.say(f"would create {w.shown(cfg)}:\n{text.rstrip()}")
@@ -432,16 +409,14 @@ def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
     except OSError:
         old = None
     if old == OLD_GITIGNORE:
-        with open(gi, "w", encoding="utf-8") as fh:
-            fh.write(GITIGNORE)
+        atomic_write(gi, GITIGNORE)
         w.say(f"updated {w.shown(gi)}: only config.yaml and policies/ are committed")
     if os.path.exists(cfg):
         w.say(f"{w.shown(cfg)}: exists; unchanged")
         if triage:
             w.say(f"note: set `hook.permission_triage: true` in {w.shown(cfg)} to turn the permission triage on")
         return
-    with open(cfg, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    atomic_write(cfg, text, exclusive=True)
     w.say(f"created {w.shown(cfg)} (hook settings; commit it) and {w.shown(gi)} (the rest stays out of git)")
 
 
@@ -476,9 +451,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     if w.scope != "user" and os.path.realpath(root) != os.path.realpath(cwd):
         w.say(f"wiring {root}: the {'git root' if repo else 'project'} (init ran in {cwd})")
     base = PORTABLE if w.scope == "shared" else stoprule_argv()
-    code = _opencode(args, w, base) if args.harness == "opencode" else _hooks(args, w, base)
-    if code:
-        return code
+    (_opencode if args.harness == "opencode" else _hooks)(args, w, base)
     if not args.no_mcp:
         _mcp(args, w, base)
     if w.scope == "user":

@@ -13,7 +13,11 @@ import os
 from typing import IO, Any
 
 from stoprule.cli.common import add_policy_flags, policy_error
-from stoprule.diagnostics import PolicyError
+from stoprule.cli.style import styled
+from stoprule.diagnostics import CommandError, PolicyError, unknown_hint
+from stoprule.engine.packs import select_pack
+from stoprule.language.compiler import check_pack
+from stoprule.language.files import GLOBAL_PREFIX, layers
 
 __all__ = ["SECTIONS", "add_arguments", "inspect_data", "layering", "run"]
 
@@ -51,8 +55,6 @@ def _fields(field: Any, prefix: str = "") -> list[dict[str, Any]]:
 
 def inspect_data(checked: Any, root: str) -> dict[str, Any]:
     """Everything ``inspect`` shows, as JSON-ready data."""
-    from stoprule.language.files import GLOBAL_PREFIX, layers
-
     used, shadowed, glob = layers(root)
     verdicts = checked.verdicts
     order = sorted(checked.rules, key=lambda r: (-r.priority, r.index))
@@ -167,8 +169,6 @@ def _plain(title: str, cols: list[str], rows: list[list[str]]) -> str:
 
 def render(data: dict[str, Any], sections: tuple[str, ...], stdout: IO[str]) -> None:
     """Tables: drawn by rich (colour) on a terminal without ``NO_COLOR``, aligned text otherwise."""
-    from stoprule.cli.style import styled
-
     tables = _tables(data, sections)
     console = styled(stdout)
     head = f"{data['name']} ({data['pack']}): {data['digest']}"
@@ -193,14 +193,9 @@ def render(data: dict[str, Any], sections: tuple[str, ...], stdout: IO[str]) -> 
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
-    from stoprule.diagnostics import unknown_hint
-    from stoprule.engine.packs import select_pack
-    from stoprule.language.compiler import check_pack
-
     for name in args.only:
         if name not in SECTIONS:
-            stderr.write(f"stoprule: unknown section {name!r}{unknown_hint(name, SECTIONS)}\n")
-            return 2
+            raise CommandError(f"unknown section {name!r}{unknown_hint(name, SECTIONS)}")
     root = select_pack(args.policy)
     try:
         checked = check_pack(root)

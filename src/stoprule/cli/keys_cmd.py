@@ -16,10 +16,9 @@ import json
 from typing import IO
 
 from stoprule.cli.common import add_ledger_flag, config_error, ledger_target
-from stoprule.diagnostics import ConfigError
+from stoprule.diagnostics import CommandError, ConfigError
 from stoprule.ledger import keys
 from stoprule.ledger.backend import keys_file, open_ledger
-from stoprule.ledger.errors import LedgerError
 
 __all__ = ["add_arguments", "run"]
 
@@ -74,9 +73,8 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                         if changed
                         else f"{args.key} was already retired"
                     )
-    except (LedgerError, OSError) as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 2
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
     if args.format == "json":
         out = {"path": ring.path, "active": ring.active, "keys": [k.to_dict() for k in ring.keys.values()]}
         stdout.write(json.dumps(out) + "\n")

@@ -30,7 +30,16 @@ from stoprule.cli.common import (
     policy_error,
     render_verdict,
 )
-from stoprule.diagnostics import ConfigError, EvaluationError, PolicyError
+from stoprule.cli.progress import Bar
+from stoprule.diagnostics import (
+    EXIT_INVALID,
+    EXIT_NOT_OK,
+    EXIT_OK,
+    CommandError,
+    ConfigError,
+    EvaluationError,
+    PolicyError,
+)
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.facts.parse import parse_facts, read_input
 from stoprule.ledger.backend import open_ledger
@@ -40,6 +49,8 @@ from stoprule.ledger.recorder import Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
+from stoprule.ledger.verify import verify
+from stoprule.project import ensure_state_dir
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -90,8 +101,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
     path, default = ledger_target(explicit)
     if write and default:  # the project's .stoprule/, made with its .gitignore (the ledger and keys stay out of git)
-        from stoprule.project import ensure_state_dir
-
         ensure_state_dir(os.path.dirname(os.path.abspath(path)))
     return open_ledger(path, create=write, readonly=not write)
 
@@ -149,8 +158,6 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
 
 
 def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
-    from stoprule.cli.progress import Bar
-    from stoprule.ledger import verify  # the function (the package binds it over its module's name)
 
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)
@@ -171,7 +178,7 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
             + (f"; {wide} ledger-wide finding(s)" if wide else "")
             + "\n"
         )
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
 def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
@@ -185,7 +192,7 @@ def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa:
 def _import(ledger, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
     data = read_input(args.file, stdin, stderr)
     if data is None:
-        return 2
+        return EXIT_INVALID
     runs, events = import_records(ledger, data, input_name(args.file))
     stdout.write(f"imported {events} decision(s) of {runs} run(s) into {ledger.path}\n")
     return 0
@@ -206,9 +213,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             if args.log_command == "verify":
                 return _verify(ledger, args, stdout, stderr)
             return _ACTIONS[args.log_command](ledger, args, stdout)
-    except LedgerError as exc:
-        stderr.write(f"stoprule: {exc}\n")
-        return 2
     except ConfigError as exc:
         return config_error(exc, stderr)
 
@@ -260,9 +264,9 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     except EvaluationError as exc:
         exc.line = exc.line if exc.line is not None else line
         fact_error(exc, f"{name}: ", args.format, stdout, stderr)
-        return 2
+        return EXIT_INVALID
     _emit(outcome, args.format, stdout)
-    return 0 if outcome.verdict.ok else 1
+    return EXIT_OK if outcome.verdict.ok else EXIT_NOT_OK
 
 
 def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
@@ -273,10 +277,10 @@ def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
         if isinstance(result, EvaluationError):
             result.line = result.line if result.line is not None else line
             fact_error(result, f"{name}: ", args.format, stdout, stderr)
-            code = 2
+            code = EXIT_INVALID
             continue
         if not result.verdict.ok and code == 0:
-            code = 1
+            code = EXIT_NOT_OK
         _emit(result, args.format, stdout)
     return code
 
@@ -285,23 +289,20 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
     """``stoprule eval --run RUN [--parent N | --retry TOKEN] [--checkpoint] [--ledger PATH] FACT``."""
     problem = _misuse(args)
     if problem:
-        stderr.write(f"stoprule: {problem}\n")
-        return 2
+        raise CommandError(f"{problem}")
     if len(args.file) != 1:
-        stderr.write("stoprule: recording (--run) reads one input at a time\n")
-        return 2
+        raise CommandError("recording (--run) reads one input at a time")
     name = input_name(args.file[0])
     data = read_input(args.file[0], stdin, stderr)
     if data is None:
-        return 2
+        return EXIT_INVALID
     items = parse_facts(data)
     if args.retry is not None and len(items) != 1:
-        stderr.write(f"stoprule: --retry takes exactly one fact, {name} holds {len(items)}\n")
-        return 2
+        raise CommandError(f"--retry takes exactly one fact, {name} holds {len(items)}")
     if all(isinstance(fact, EvaluationError) for _, fact in items):  # nothing to record: do not touch the ledger
         for _, err in items:
             fact_error(err, f"{name}: ", args.format, stdout, stderr)
-        return 2
+        return EXIT_INVALID
 
     try:
         evaluator = load_policy(args.policy)
@@ -316,9 +317,8 @@ def record_command(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], 
             return _batch(recorder, args, items, name, stdout, stderr)
     except LedgerError as exc:
         fact_error(exc, "", args.format, stdout, stderr)
-        return 2
+        return EXIT_INVALID
     except ConfigError as exc:
         return config_error(exc, stderr)
     except OSError as exc:  # making ./.stoprule/ for the default ledger
-        stderr.write(f"stoprule: cannot create the ledger directory: {exc}\n")
-        return 2
+        raise CommandError(f"cannot create the ledger directory: {exc}") from None

@@ -7,6 +7,11 @@ A module may also define ``parse_simple(argv) -> namespace | None``: its most co
 command line (the words after the command) parsed without argparse, as argparse would
 (None: anything else, which argparse then parses).
 
+Errors have one handler (:func:`stoprule.cli.common.handled`, around every command here and
+around each run of ``--watch``): a command raises a :class:`~stoprule.diagnostics.StopruleError`
+(:class:`~stoprule.diagnostics.CommandError` for its own refusals), and the handler prints its
+:meth:`~stoprule.diagnostics.StopruleError.report` on standard error and returns its ``exit_code``.
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -16,6 +21,7 @@ import importlib
 import os
 import sys
 
+from stoprule.cli.common import handled
 from stoprule.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
@@ -118,7 +124,12 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    """Run one command with the given streams; returns the exit code."""
+    """Run one command with the given streams; returns the exit code (a
+    :class:`~stoprule.diagnostics.StopruleError` it raises: its report on ``stderr``, its code)."""
+    return handled(lambda: _run(argv, stdin, stdout, stderr), stderr)
+
+
+def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     if argv and argv[0] in COMMANDS:
         command: Any = command_module(argv[0])
         simple = getattr(command, "parse_simple", None)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
+from stoprule.cli.blocker_cmd import record_in_ledger
+from stoprule.diagnostics import EXIT_OK, CommandError
+
 __all__ = ["add_arguments", "run"]
 
 HELP = "serve the blocker tools (blocker, report_status, blocked_report, blockers_list) over MCP stdio"
@@ -20,14 +23,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     try:
         from stoprule.agent.blockers.mcp import serve
     except ImportError as exc:
-        stderr.write(f"stoprule: `stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})\n")
-        return 2
-    from stoprule.cli.blocker_cmd import record_in_ledger
-    from stoprule.diagnostics import PolicyError
-
-    try:
-        serve(project=args.project, policy=args.policy, recorder=record_in_ledger, server=args.server)
-    except PolicyError as exc:
-        stderr.write(exc.render() + "\n")
-        return 2
-    return 0
+        raise CommandError(f"`stoprule mcp` needs the MCP SDK: pip install 'stoprule[mcp]' ({exc})") from None
+    serve(project=args.project, policy=args.policy, recorder=record_in_ledger, server=args.server)
+    return EXIT_OK

@@ -7,6 +7,7 @@ import os
 import shutil
 from typing import IO
 
+from stoprule.diagnostics import CommandError
 from stoprule.engine.packs import bundled_pack
 from stoprule.project import STATE_DIR, ensure_state_dir
 
@@ -24,16 +25,14 @@ def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> 
 
     source = bundled_pack()
     if os.path.exists(target) and not force:
-        stderr.write(f"stoprule: {target} already exists; edit it, or pass --force to overwrite its bundled files\n")
-        return 2
+        raise CommandError(f"{target} already exists; edit it, or pass --force to overwrite its bundled files")
     try:
         parent = os.path.dirname(os.path.abspath(target))
         if os.path.basename(parent) == STATE_DIR:  # a project's .stoprule/: made with its .gitignore
             ensure_state_dir(parent)
         shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     except OSError as exc:
-        stderr.write(f"stoprule: cannot copy the pack to {target}: {exc}\n")
-        return 2
+        raise CommandError(f"cannot copy the pack to {target}: {exc}") from None
     stdout.write(f"copied the default pack to {target}; `stoprule check` now uses it\n")
     return 0
 

@@ -17,24 +17,27 @@ from typing import IO, Any
 from stoprule.agent.hook.replay import boundaries
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.transcripts import detect
-from stoprule.agent.settings import hook_settings
 from stoprule.cli.common import add_jobs_flag, policy_error
 from stoprule.cli.progress import Bar, add_quiet_flag
-from stoprule.diagnostics import EvaluationError, PolicyError
+from stoprule.config.reader import read_settings
+from stoprule.diagnostics import EXIT_INVALID, CommandError, EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack
 from stoprule.facts.batch import map_ordered, resolve_jobs
+from stoprule.project import CONFIG_FILE
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Walk recorded transcripts stop by stop and print the verdicts the policy would have given."
-    p.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT", help="Claude Code, Codex or Gemini JSONL")
+    p.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT",
+                   help="Claude Code, Codex, Gemini CLI, Copilot CLI or Cursor transcripts")  # fmt: skip
     p.add_argument("--policy", metavar="PATH", help="policy pack (default: as `stoprule eval`)")
     p.add_argument("--format", choices=("pretty", "json", "facts", "summary"), default="pretty")
     p.add_argument(
-        "--harness", choices=("claude-code", "codex", "gemini"), help="the transcripts' format (default: sniffed)"
+        "--harness", choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
+        help="the transcripts' format (default: sniffed)",
     )
     add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
                      "output order is kept")  # fmt: skip
@@ -57,20 +60,21 @@ class _Tally:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.jobs < 0:
-        stderr.write("stoprule: --jobs must be 0 (one per CPU) or more\n")
-        return 2
+        raise CommandError("--jobs must be 0 (one per CPU) or more")
     try:
         compiled = compile_policy(args.policy)
     except PolicyError as exc:
         return policy_error(exc, select_pack(args.policy), stderr)
     project, _ = state_home(None, os.environ)
     try:
-        mapping = hook_settings(os.path.join(project, "config.yaml") if project else None)["providers"]["fields"]
+        settings = read_settings(os.path.join(project, CONFIG_FILE) if project else None)
     except PolicyError as exc:
-        return policy_error(exc, os.path.join(project or "", "config.yaml"), stderr)
+        return policy_error(exc, os.path.join(project or "", CONFIG_FILE), stderr)
+    mapping = settings.providers["fields"]
+    context = (str(select_pack(args.policy)), (settings.session or {}).get("mode"))
     code = 0
     total = _Tally()
-    options = (mapping, args.harness, args.format)
+    options = (mapping, args.harness, args.format, context)
     paths: list[str] = args.transcripts
 
     jobs = min(resolve_jobs(args.jobs), len(paths))
@@ -104,19 +108,20 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     return code
 
 
-_Options = tuple[dict[str, str | None], str | None, str]  # field mapping, harness, format
+# field mapping, harness, format, (pack, session mode setting)
+_Options = tuple[dict[str, str | None], str | None, str, tuple[str, str | None]]
 
 
 def _replay_setup(compiled: CompiledPolicy, *options: Any) -> tuple[Evaluator, _Options]:
-    mapping, harness, fmt = options
-    return Evaluator(compiled), (mapping, harness, fmt)
+    mapping, harness, fmt, context = options
+    return Evaluator(compiled), (mapping, harness, fmt, context)
 
 
 def _replay_task(context: tuple[Evaluator, _Options], path: str) -> tuple[str, str, int, _Tally]:
     """One transcript replayed in a worker: (stdout text, stderr text, exit code, tally)."""
-    evaluator, (mapping, harness, fmt) = context
+    evaluator, (mapping, harness, fmt, where) = context
     out, err = io.StringIO(), io.StringIO()
-    code, tally = replay_one(evaluator, path, mapping, harness, fmt, out, err)
+    code, tally = replay_one(evaluator, path, mapping, harness, fmt, where, out, err)
     return out.getvalue(), err.getvalue(), code, tally
 
 
@@ -126,27 +131,29 @@ def replay_one(
     mapping: dict[str, str | None],
     harness: str | None,
     fmt: str,
+    where: tuple[str, str | None],
     stdout: IO[str],
     stderr: IO[str],
 ) -> tuple[int, _Tally]:
-    """Replay one transcript, writing its lines; its exit code (0 or 2) and tally."""
+    """Replay one transcript, writing its lines; its exit code (0 or 2) and tally. ``where``:
+    the pack (its question patterns) and the config's session mode."""
     tally = _Tally()
     kind = detect(path, harness)
     if kind is None:
-        stderr.write(f"stoprule: {path}: unreadable or not a Claude Code, Codex or Gemini transcript\n")
-        return 2, tally
+        stderr.write(f"stoprule: {path}: unreadable or not a transcript of a supported harness\n")
+        return EXIT_INVALID, tally
     try:
-        found = boundaries(path, kind, mapping)
+        found = boundaries(path, kind, mapping, pack=where[0], mode_setting=where[1])
     except OSError as exc:
         stderr.write(f"stoprule: cannot read {path}: {exc.strerror}\n")
-        return 2, tally
+        return EXIT_INVALID, tally
     code = 0
     for b in found:
         try:
             v = evaluator.evaluate(b.fact)
         except EvaluationError as exc:
             stderr.write(f"stoprule: {path}:{b.line}: stop {b.index}: {exc}\n")
-            code = 2
+            code = EXIT_INVALID
             continue
         tally.stops += 1
         if v.stop == "block":

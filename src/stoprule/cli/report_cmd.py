@@ -12,6 +12,7 @@ import json
 from typing import IO
 
 from stoprule.agent.blockers.reports import load_report, render_report
+from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 from stoprule.project import project_root
 
 __all__ = ["add_arguments", "run"]
@@ -40,7 +41,6 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     what = f"task {args.task}" if args.task else "this project"
     if args.format == "json":
         stdout.write(json.dumps({"task_id": args.task, "report": None}) + "\n")
-    stderr.write(
-        f"stoprule: no blocked report for {what} (an agent files one with the MCP tool blocked_report)\n"
+    raise CommandError(
+        f"no blocked report for {what} (an agent files one with the MCP tool blocked_report)", EXIT_NOT_OK
     )
-    return 1

@@ -9,6 +9,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule.cli.progress import on_terminal
+
 __all__ = ["painter", "styled"]
 
 TYPE_CHECKING = False
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
 
 def styled(stream: IO[str]) -> Any:
     """A ``rich.console.Console`` writing to ``stream`` if it is a terminal, else None."""
-    from stoprule.cli.progress import on_terminal
-
     if not on_terminal(stream):
         return None
     from rich.console import Console

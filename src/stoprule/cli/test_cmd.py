@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from stoprule.analysis.backends import engine_of
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.analysis.coverage import Observation, compute_coverage
 from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
-from stoprule.diagnostics import PolicyError
+from stoprule.cli.progress import Bar
+from stoprule.cli.style import painter
+from stoprule.cli.watch import watch
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
@@ -241,30 +246,23 @@ def test_command(
     assert ctx.compiled is not None
     files = [Path(p) for p in paths] or [root / "tests"]
     if not paths and not files[0].is_dir():
-        stderr.write(f"stoprule: no test files: {files[0]} is not a directory (name case files or folders)\n")
-        return 2
+        raise CommandError(f"no test files: {files[0]} is not a directory (name case files or folders)")
     try:
         cases = load_cases(files, ctx.compiled)
     except PolicyError as exc:
         summary = f"{exc.total} error(s) in the case files"
         return diagnostics_error(exc, summary, stderr)
     if pattern is not None:
-        import re
-
         try:
             wanted = re.compile(pattern)
         except re.error as exc:
-            stderr.write(f"stoprule: --run {pattern!r} is not a regular expression: {exc}\n")
-            return 2
+            raise CommandError(f"--run {pattern!r} is not a regular expression: {exc}") from None
         cases = [c for c in cases if wanted.search(c.id)]
         if not cases:
-            stderr.write(f"stoprule: no case matches --run {pattern!r}\n")
-            return 2
+            raise CommandError(f"no case matches --run {pattern!r}")
     if not cases:
-        stderr.write(f"stoprule: no cases found in {', '.join(map(str, files))}\n")
-        return 2
+        raise CommandError(f"no cases found in {', '.join(map(str, files))}")
     evaluator = Evaluator(ctx.compiled)
-    from stoprule.cli.progress import Bar
 
     with Bar(stderr, "test", len(cases), unit="cases", quiet=quiet) as bar:
         results = []
@@ -279,7 +277,6 @@ def test_command(
             for run in r.runs
             if run.data is not None and run.verdict is not None
         ]
-        from stoprule.analysis.backends import engine_of
 
         cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
     failed = any(not r.passed for r in results)
@@ -301,13 +298,11 @@ def test_command(
         s = _summary(results)
         stderr.write(f"stoprule: {s['cases']} cases, {s['failed']} failed\n")
     else:
-        from stoprule.cli.style import painter
-
         stdout.write(_pretty(results, cov, root, threshold, verbose, painter(stdout)))
     if low:
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
-    return 1 if failed or low else 0
+    return EXIT_NOT_OK if failed or low else EXIT_OK
 
 
 def _percent(text: str) -> float:
@@ -350,9 +345,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.watch:
-        from stoprule.cli.watch import watch
-        from stoprule.engine.packs import select_pack
-
         args.watch = False
         return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
     return test_command(

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO
 
+from stoprule.cli.common import handled
+from stoprule.language.files import global_pack
+
 __all__ = ["POLL", "watch"]
 
 POLL = 0.5  # seconds between two looks at the files
@@ -53,14 +56,12 @@ def _snapshot(roots: Iterable[str]) -> dict[str, tuple[int, int]]:
 def watch(roots: list[str], run_once: Callable[[], int], stderr: IO[str]) -> int:
     """Run ``run_once`` now and after every change under ``roots`` (files, or pack folders and
     their ``tests/``) until Ctrl-C; returns the last run's exit code."""
-    from stoprule.language.files import global_pack
-
     glob = global_pack()
     roots = [*roots, *([glob] if glob else [])]
     seen = _snapshot(roots)
     stderr.write(f"stoprule: watching {len(seen)} file(s) in {', '.join(roots)} (Ctrl-C stops)\n")
     stderr.flush()
-    code = run_once()
+    code = handled(run_once, stderr)
     _on_run(code)
     try:
         while not _stopped():
@@ -72,7 +73,7 @@ def watch(roots: list[str], run_once: Callable[[], int], stderr: IO[str]) -> int
             seen = now
             stderr.write(f"stoprule: changed: {', '.join(os.path.basename(p) for p in changed)}; re-running\n")
             stderr.flush()
-            code = run_once()
+            code = handled(run_once, stderr)
             _on_run(code)
     except KeyboardInterrupt:
         stderr.write("\n")

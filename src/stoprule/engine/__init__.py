@@ -6,6 +6,7 @@
     durable              the durable_rules boundary: assert, collect matches, retract
     projection           how each projected slot is written for the engine
     evaluator            validate -> project -> match -> decide -> render
+    speedups             the optional C accelerator behind the evaluator (same verdicts, faster)
     interpret            the reference interpreter (conditions evaluated directly)
     packs                finding a pack and loading it compiled, through a cache
 

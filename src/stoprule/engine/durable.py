@@ -8,11 +8,12 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import _thread  # threading's lock and local (importing threading costs a start ~0.6 ms)
+import _thread  # threading's lock and local, without importing threading (not on the cold path)
 import itertools
 import json
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import suppress  # loaded already: stoprule._util.files uses it
 
 try:  # compiled into stoprule at install (hatch_build.py)
     import stoprule.engine.durable_rules_engine as _dre
@@ -157,10 +158,8 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                 idle.append(handle)
                 total += 1
             else:
-                try:  # noqa: SIM105 - importing contextlib costs the cold start 1-2 ms
+                with suppress(Exception):  # the engine raises a bare error
                     _dre.delete_ruleset(handle)
-                except Exception:  # noqa: BLE001, S110 - the engine raises a bare error
-                    pass
         pairs.clear()
 
 
@@ -239,10 +238,8 @@ def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -
     def _drop(h: int, n: int) -> None:
         """After an engine error (a limit met while matching): retract the fact, in case
         part of it was stored."""
-        try:  # noqa: SIM105 - importing contextlib costs the cold start 1-2 ms
+        with suppress(EngineError):
             retract(h, f'{{"id":{n}}}')
-        except EngineError:
-            pass
 
     def _assert(h: int, text: str, n: int) -> Any:
         try:

@@ -13,12 +13,15 @@ Operators lower themselves (:mod:`stoprule.language.operators`); this module add
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic
+from stoprule import codes
+from stoprule.diagnostics import Diagnostic, QuantifierError
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
-from stoprule.engine.simplify import QuantifierError, dnf_size, simplify, split_quantifiers
+from stoprule.engine.durable import check_ruleset, encode
+from stoprule.engine.simplify import dnf_size, simplify, split_quantifiers
 from stoprule.facts.schema import FactField, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import CheckedPolicy
@@ -168,7 +171,7 @@ class _Lowerer:
             return {"$and": [pos, *guards]} if guards else pos
         if not op.negatable or negc is None:
             self.diags.append(
-                _diag(a.loc, "condition.unsupported", f"{a.op} cannot be negated (the engine has no negated match)")
+                _diag(a.loc, codes.CONDITION_UNSUPPORTED, f"{a.op} cannot be negated (the engine has no negated match)")
             )
             return {"_": 0}
         return {"$or": [negc, *missing]} if missing else negc
@@ -178,7 +181,7 @@ class _Lowerer:
         try:
             lowered = split_quantifiers(simplify(self.lower(cond, False, None)))
         except QuantifierError as exc:
-            self.diags.append(_diag(loc, "condition.unsupported", f"{exc} is not supported by the engine"))
+            self.diags.append(_diag(loc, codes.CONDITION_UNSUPPORTED, f"{exc} is not supported by the engine"))
             lowered = {"_": 0}
         # the always-present key anchors every alternative: one made only of `$nex` tests
         # would otherwise match any fact
@@ -189,7 +192,7 @@ class _Lowerer:
             self.diags.append(
                 _diag(
                     loc,
-                    "condition.too_complex",
+                    codes.CONDITION_TOO_COMPLEX,
                     f"expands to {size} alternatives in the engine (limit {MAX_DNF}); split the rule",
                 )
             )
@@ -267,7 +270,7 @@ def _chunks(
             diags.append(
                 _diag(
                     locs[name],
-                    "limit.fact_properties",
+                    codes.LIMIT_FACT_PROPERTIES,
                     f"reads {len(ks)} fact values (fields, list lengths and pattern tests); the engine takes"
                     f" {ENGINE_MAX_FACT_PROPERTIES} per rule: split the rule",
                 )
@@ -288,7 +291,7 @@ def _chunks(
             diags.append(
                 _diag(
                     where,
-                    "limit.fact_properties",
+                    codes.LIMIT_FACT_PROPERTIES,
                     f"rules read {len(ls.item_slots)} values of each element of {'.'.join(ls.path)}"
                     f" (limit {ENGINE_MAX_FACT_PROPERTIES})",
                 )
@@ -298,14 +301,12 @@ def _chunks(
 
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
     """Chunk into rulesets, have the engine create each once, and assemble the compiled policy."""
-    from stoprule.engine.durable import check_ruleset, encode
-
     alternatives = sum(dnf_size(body["all"][0]["m"]) for _, body in lowered.rules)
     if alternatives > MAX_PACK_ALTERNATIVES:
         diags.append(
             _diag(
                 checked.loc,
-                "limit.alternatives",
+                codes.LIMIT_ALTERNATIVES,
                 f"the rules expand to {alternatives} alternatives in the engine (limit {MAX_PACK_ALTERNATIVES})",
             )
         )
@@ -329,7 +330,7 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
                 del chunk[name]
                 in_python.append(name)
         if check_ruleset(chunk) is not None:
-            diags.append(_diag(checked.loc, "engine.rejected", "the engine rejected a ruleset"))
+            diags.append(_diag(checked.loc, codes.ENGINE_REJECTED, "the engine rejected a ruleset"))
             return None
     if any(not c for c in chunks):
         keep = [i for i, c in enumerate(chunks) if c]
@@ -369,7 +370,5 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
 
 def _conditions(checked: CheckedPolicy) -> bytes:
     """Every rule's and stop's condition by engine name, pickled (see ``CompiledPolicy.conditions``)."""
-    import pickle
-
     conds = {f"h{s.index}": s.when for s in checked.stops} | {f"r{r.index}": r.when for r in checked.rules}
     return pickle.dumps(conds, protocol=pickle.HIGHEST_PROTOCOL)

@@ -15,6 +15,7 @@ import sys
 import zlib
 from collections.abc import Mapping
 
+from stoprule._util.cache import cache_dir, content_key, read_entry, write_entry
 from stoprule._util.codegen import export, preload
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
 
 CACHE_FORMAT = "9"
+_MAX_ENTRY_BYTES = 1 << 30  # a compiled pack far beyond any the pack limits allow
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
 _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")
@@ -88,22 +90,13 @@ def pack_path(
     return _select(explicit, os.environ if env is None else env, cwd)
 
 
-def _cache_dir() -> str | None:
-    if os.environ.get("STOPRULE_NO_CACHE"):
-        return None
-    if os.environ.get("STOPRULE_CACHE_DIR"):
-        return os.environ["STOPRULE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "stoprule")
-
-
 def _stamp(root: str) -> str | None:
     """What the cache is keyed on: each pack file's name, size and content checksums
     (CRC-32 and Adler-32, so an edit that restores the mtime is still seen), and the
     compiler modules' size and mtime (a changed compiler invalidates what it compiled).
 
-    ``zlib`` is already loaded; ``hashlib`` would cost the cold start 2 ms. The pack's
-    digest itself (sha256 over the normalised files) is computed when it is compiled.
+    ``zlib`` is already loaded and ``hashlib`` is not (see :mod:`stoprule._util.cache`). The
+    pack's digest itself (sha256 over the normalised files) is computed when it is compiled.
     """
     if not os.path.isdir(root):
         return None
@@ -121,45 +114,29 @@ def _stamp(root: str) -> str | None:
 def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> CompiledPolicy:
     """Compile the selected pack, reusing a cached compilation of byte-identical files."""
     root = _select(path, os.environ, None)
-    cdir = _cache_dir() if cache else None
+    cdir = cache_dir() if cache else None
     stamp = _stamp(root) if cdir is not None else None
-    name = f"{zlib.crc32(stamp.encode()):08x}{zlib.adler32(stamp.encode()):08x}.pickle" if stamp else ""
-    if cdir is not None and stamp is not None:
+    entry = os.path.join(cdir, f"{content_key(stamp.encode())}.pickle") if cdir is not None and stamp else None
+    if entry is not None:
+        raw = read_entry(entry, _MAX_ENTRY_BYTES)
         try:
-            with open(os.path.join(cdir, name), "rb") as fh:
-                cached_stamp, obj, code = pickle.load(fh)
-            if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
-                preload(code)  # the generated projectors and validator, compiled
-                return obj
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            if raw is not None:
+                cached_stamp, obj, code = pickle.loads(raw)
+                if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
+                    preload(code)  # the generated projectors and validator, compiled
+                    return obj
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             pass
     from stoprule.engine.build import compile_pack
 
     compiled = compile_pack(root).compiled
     assert compiled is not None
-    if cdir is not None and stamp is not None:
+    if entry is not None and stamp is not None:
         from stoprule.engine.evaluator import generated_sources
 
-        _store(cdir, name, (stamp, compiled, export(generated_sources(compiled))))
+        data = (stamp, compiled, export(generated_sources(compiled)))
+        write_entry(entry, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     return compiled
-
-
-def _store(cdir: str, name: str, entry: tuple[str, CompiledPolicy, dict[str, bytes]]) -> None:
-    """Write atomically (temp file + rename); an unwritable cache is not an error."""
-    import tempfile
-
-    try:
-        os.makedirs(cdir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cdir, prefix=".tmp-", suffix=".pickle")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(entry, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, os.path.join(cdir, name))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
 
 
 def load_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Evaluator:

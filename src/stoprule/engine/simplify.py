@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["QuantifierError", "dnf_size", "simplify", "split_quantifiers"]
+from stoprule.diagnostics import QuantifierError
+
+__all__ = ["dnf_size", "simplify", "split_quantifiers"]
 
 Json = dict[str, Any]
 
@@ -107,10 +109,6 @@ def dnf_size(c: Json) -> int:
     for s in sizes:
         out *= s
     return out
-
-
-class QuantifierError(ValueError):
-    """An ``every`` body the engine cannot evaluate correctly."""
 
 
 def _single_key(c: Json) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from stoprule import codes
 from stoprule.diagnostics import FactError
 from stoprule.facts.schema import MAX_DEPTH, check_depth
 
@@ -37,12 +38,12 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         seen: set[str] = set()
         dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _Refused("fact.duplicate_key", f"key {dup!r} appears twice in one object")
+        raise _Refused(codes.FACT_DUPLICATE_KEY, f"key {dup!r} appears twice in one object")
     return out
 
 
 def _constant(name: str) -> Any:
-    raise _Refused("fact.not_json", f"{name} is not a JSON number")
+    raise _Refused(codes.FACT_NOT_JSON, f"{name} is not a JSON number")
 
 
 _loads = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant).decode
@@ -50,24 +51,24 @@ _loads = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant).d
 
 def _decode(raw: str, line: int) -> Any:
     if len(raw) > MAX_FACT_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_FACT_BYTES:
-        raise FactError("fact.too_large", f"fact exceeds {MAX_FACT_BYTES} bytes", line=line)
+        raise FactError(codes.FACT_TOO_LARGE, f"fact exceeds {MAX_FACT_BYTES} bytes", line=line)
     try:
         value = _loads(raw)
     except RecursionError:
-        raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line) from None
+        raise FactError(codes.FACT_TOO_DEEP, f"nested deeper than {MAX_DEPTH}", line=line) from None
     except json.JSONDecodeError as exc:
         where = line + exc.lineno - 1
-        raise FactError("fact.not_json", f"not valid JSON: {exc.msg} at column {exc.colno}", line=where) from None
+        raise FactError(codes.FACT_NOT_JSON, f"not valid JSON: {exc.msg} at column {exc.colno}", line=where) from None
     except _Refused as exc:
         raise FactError(exc.code, str(exc), line=line) from None
     except ValueError as exc:  # e.g. an integer literal longer than Python converts (4300 digits)
-        raise FactError("fact.not_json", f"not a usable JSON value: {exc}", line=line) from None
+        raise FactError(codes.FACT_NOT_JSON, f"not a usable JSON value: {exc}", line=line) from None
     if not isinstance(value, dict):
-        raise FactError("fact.not_object", "a fact must be a JSON object", line=line)
+        raise FactError(codes.FACT_NOT_OBJECT, "a fact must be a JSON object", line=line)
     # a value nested deeper than MAX_DEPTH has more than MAX_DEPTH brackets around it: with no
     # more than that in the whole text (counting any inside strings too) the walk is not needed
     if raw.count("{") + raw.count("[") > MAX_DEPTH and not check_depth(value):
-        raise FactError("fact.too_deep", f"nested deeper than {MAX_DEPTH}", line=line)
+        raise FactError(codes.FACT_TOO_DEEP, f"nested deeper than {MAX_DEPTH}", line=line)
     return value
 
 
@@ -87,9 +88,9 @@ def parse_facts(data: bytes) -> list[tuple[int, Any]]:
         try:
             lines.append((i + 1, raw.decode("utf-8")))
         except UnicodeDecodeError as exc:
-            lines.append((i + 1, FactError("fact.encoding", f"not UTF-8: {exc.reason}", line=i + 1)))
+            lines.append((i + 1, FactError(codes.FACT_ENCODING, f"not UTF-8: {exc.reason}", line=i + 1)))
     if not lines:
-        return [(1, FactError("fact.empty", "no fact given (empty input)", line=1))]
+        return [(1, FactError(codes.FACT_EMPTY, "no fact given (empty input)", line=1))]
     first_line, first = lines[0]
     if len(lines) > 1 and isinstance(first, str) and not _complete_value(first):
         # one multi-line document (line numbers from the top)
@@ -109,7 +110,7 @@ def ndjson_items(data: bytes, first_line: int = 1) -> list[tuple[int, Any]]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            out.append((n, FactError("fact.encoding", f"not UTF-8: {exc.reason}", line=n)))
+            out.append((n, FactError(codes.FACT_ENCODING, f"not UTF-8: {exc.reason}", line=n)))
             continue
         out.append((n, _checked(text, n)))
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from stoprule import codes
 from stoprule._util.records import Record, record
 from stoprule.diagnostics import FactError
 from stoprule.limits import SAFE_INT  # fact integers: exact as doubles, offset sums far from 64-bit overflow
@@ -140,7 +141,7 @@ def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactE
     kind = type(got).__name__ if got is not None else "null"
     kinds = {"dict": "object", "list": "list", "str": "string", "float": "number"}
     return FactError(
-        "fact.type",
+        codes.FACT_TYPE,
         f"expected {want.describe()}, got {kinds.get(kind, kind)}",
         format_field(path),
     )
@@ -157,7 +158,7 @@ def _null_or(spec: FactField, v: Any) -> None:
     if v is None:
         if spec.nullable:
             return None
-        raise FactError("fact.null", "must not be null")
+        raise FactError(codes.FACT_NULL, "must not be null")
     raise _type_error(spec, v, ())
 
 
@@ -169,11 +170,11 @@ def _show(text: str) -> str:
 def _check_text(text: str) -> None:
     """Strings the engine and every output can carry: no NUL, no lone surrogate."""
     if "\x00" in text:
-        raise FactError("fact.string", "contains a NUL character")
+        raise FactError(codes.FACT_STRING, "contains a NUL character")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise FactError("fact.string", f"contains a lone surrogate (\\u{ord(text[exc.start]):04x})") from None
+        raise FactError(codes.FACT_STRING, f"contains a lone surrogate (\\u{ord(text[exc.start]):04x})") from None
 
 
 def _compile(spec: FactField) -> Checker:
@@ -207,7 +208,7 @@ def _compile(spec: FactField) -> Checker:
             if tv is int:
                 if -SAFE_INT <= v <= SAFE_INT:
                     return v
-                raise FactError("fact.range", f"integer outside the safe range ±{SAFE_INT} (2^53 - 1)")
+                raise FactError(codes.FACT_RANGE, f"integer outside the safe range ±{SAFE_INT} (2^53 - 1)")
             if floats and tv is float and math.isfinite(v):
                 return v
             return _null_or(spec, v)
@@ -221,7 +222,7 @@ def _compile(spec: FactField) -> Checker:
                 return _null_or(spec, v)
             if v in values:
                 return v
-            raise FactError("fact.enum", f"{_show(v)} is not one of: " + ", ".join(spec.values))
+            raise FactError(codes.FACT_ENUM, f"{_show(v)} is not one of: " + ", ".join(spec.values))
 
         return check_enum
     if t == "list":
@@ -259,10 +260,10 @@ def _compile_object(spec: FactField) -> Checker:
             name = lookup.get(key)
             if name is None:
                 if reject:
-                    raise FactError("fact.unknown_field", "not a field of the schema", format_field((key,)))
+                    raise FactError(codes.FACT_UNKNOWN_FIELD, "not a field of the schema", format_field((key,)))
                 continue
             if name in out:
-                raise FactError("fact.duplicate_field", f"given twice (as {name!r} and an alias)", name)
+                raise FactError(codes.FACT_DUPLICATE_FIELD, f"given twice (as {name!r} and an alias)", name)
             try:
                 out[name] = checkers[name](value)
             except FactError as exc:
@@ -272,10 +273,10 @@ def _compile_object(spec: FactField) -> Checker:
                 out[name] = _clone(default)
         for name in required:
             if name not in out:
-                raise FactError("fact.required", "required field is missing", name)
+                raise FactError(codes.FACT_REQUIRED, "required field is missing", name)
         for name, cond in required_if:
             if out.get(cond) is True and out.get(name) in (None, ""):
-                raise FactError("fact.required", f"required when {cond} is true", name)
+                raise FactError(codes.FACT_REQUIRED, f"required when {cond} is true", name)
         return out
 
     return check_object
@@ -543,7 +544,7 @@ class FactSchema:
         """What to warn about in a valid fact: fields the schema does not know (with a
         did-you-mean), and a fact with no fields at all."""
         if not fact:
-            return [{"code": "fact.empty", "field": "", "message": "the fact has no fields: only defaults decide"}]
+            return [{"code": codes.FACT_EMPTY, "field": "", "message": "the fact has no fields: only defaults decide"}]
         found: list[str] = []
         if self._unknown is not None:
             self._unknown(fact, "", found)
@@ -562,7 +563,7 @@ class FactSchema:
                 if len(messages) >= 4096:
                     messages.clear()
                 message = messages[f] = "not a field of the schema" + _suggest(self.root, f)
-            out.append({"code": "fact.unknown_field", "field": f, "message": message})
+            out.append({"code": codes.FACT_UNKNOWN_FIELD, "field": f, "message": message})
         return out
 
     def __getstate__(self) -> dict[str, Any]:
@@ -592,7 +593,7 @@ class FactSchema:
 
     def _validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
-            raise FactError("fact.not_object", "a fact must be a JSON object")
+            raise FactError(codes.FACT_NOT_OBJECT, "a fact must be a JSON object")
         return self._check(fact)
 
     def check_value(self, spec: FactField, value: Any) -> Any:

@@ -23,7 +23,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from stoprule.diagnostics import Diagnostic, PolicyError, closest, unknown_hint
+from stoprule import codes
+from stoprule.diagnostics import CheckError, Diagnostic, PolicyError, closest, unknown_hint
 from stoprule.facts.schema import FactField, FactSchema, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import (
@@ -35,7 +36,7 @@ from stoprule.language.checked import (
     FieldPath,
     NamedCondition,
 )
-from stoprule.language.operators import OPERATORS, CheckError, check_number
+from stoprule.language.operators import OPERATORS, check_number
 from stoprule.language.source import SourceFile, format_path, read_pack
 from stoprule.language.spec import FieldSpec, PackFile, RuleSpec, parse_file
 from stoprule.language.templates import Template, parse_template
@@ -109,27 +110,27 @@ def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: li
         diags.append(decl.src.diag((*path, *sub), code, msg))
 
     if not item and (name in C.RESERVED or not name or any(ch in name for ch in ".[]{}@ ")):
-        err("schema.bad_name", f"field name {name!r} is reserved or contains . [ ] {{ }} @ or space")
+        err(codes.SCHEMA_BAD_NAME, f"field name {name!r} is reserved or contains . [ ] {{ }} @ or space")
     items = None
     children: dict[str, FactField] = {}
     if spec.type == "enum" and not spec.values:
-        err("schema.enum_values", "an enum needs a non-empty values: list")
+        err(codes.SCHEMA_ENUM_VALUES, "an enum needs a non-empty values: list")
     if spec.type != "enum" and spec.values is not None:
-        err("schema.unexpected", "values: only applies to enum fields", ("values",))
+        err(codes.SCHEMA_UNEXPECTED, "values: only applies to enum fields", ("values",))
     if spec.type == "list":
         if spec.items is None:
-            err("schema.list_items", "a list needs items: (the element type)")
+            err(codes.SCHEMA_LIST_ITEMS, "a list needs items: (the element type)")
         else:
             items = _build_field("", spec.items, decl, (*path, "items"), diags, item=True)
     elif spec.items is not None:
-        err("schema.unexpected", "items: only applies to list fields", ("items",))
+        err(codes.SCHEMA_UNEXPECTED, "items: only applies to list fields", ("items",))
     if spec.type == "object":
         if not spec.fields:
-            err("schema.object_fields", "an object needs fields:")
+            err(codes.SCHEMA_OBJECT_FIELDS, "an object needs fields:")
         for cname, cspec in (spec.fields or {}).items():
             children[cname] = _build_field(cname, cspec, decl, (*path, "fields", cname), diags)
     elif spec.fields is not None:
-        err("schema.unexpected", "fields: only applies to object fields", ("fields",))
+        err(codes.SCHEMA_UNEXPECTED, "fields: only applies to object fields", ("fields",))
     f = FactField(
         name=name,
         type=spec.type,
@@ -149,9 +150,9 @@ def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: li
             # normalised as a fact value would be: an object default gets its children's defaults
             f = f._replace(default=FactSchema(FactField("", "object")).check_value(f, f.default))
         except Exception as exc:  # FactError: default does not fit the type
-            err("schema.default", f"default does not fit the field: {exc}", ("default",))
+            err(codes.SCHEMA_DEFAULT, f"default does not fit the field: {exc}", ("default",))
     if f.required and f.has_default:
-        err("schema.unexpected", "a required field cannot have a default", ("default",))
+        err(codes.SCHEMA_UNEXPECTED, "a required field cannot have a default", ("default",))
     return f
 
 
@@ -165,7 +166,7 @@ def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple, diag
                 diags.append(
                     src.diag(
                         (*path, name, "aliases"),
-                        "schema.alias",
+                        codes.SCHEMA_ALIAS,
                         f"{alias!r} already names field {seen[alias]!r}",
                     )
                 )
@@ -176,7 +177,7 @@ def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple, diag
                 diags.append(
                     src.diag(
                         (*path, name, "required_if"),
-                        "schema.required_if",
+                        codes.SCHEMA_REQUIRED_IF,
                         f"required_if must name a bool field beside it, not {f.required_if!r}",
                     )
                 )
@@ -217,7 +218,7 @@ def stage_load(ctx: Context) -> None:
                 if name in fields:
                     first = _at(field_src[name], path)
                     ctx.diags.append(
-                        src.diag(path, "duplicate.field", f"field {name!r} declared twice (first at {first})")
+                        src.diag(path, codes.DUPLICATE_FIELD, f"field {name!r} declared twice (first at {first})")
                     )
                     continue
                 fields[name] = _build_field(name, spec, decl, path, ctx.diags)
@@ -261,7 +262,7 @@ def stage_load(ctx: Context) -> None:
                 ctx.diags.append(
                     src.diag(
                         (*path, "id"),
-                        "duplicate.high_risk_stop",
+                        codes.DUPLICATE_HIGH_RISK_STOP,
                         f"high-risk stop {stop.id!r} declared twice (first at {first_stop})",
                     )
                 )
@@ -272,19 +273,18 @@ def stage_load(ctx: Context) -> None:
             if prev is not None:
                 first = _at(prev.src, (*prev.path, "id"))
                 msg = f"rule id {rid!r} is not unique (first at {first})"
-                ctx.diags.append(src.diag(("rules", i, "id"), "duplicate.rule", msg))
+                ctx.diags.append(src.diag(("rules", i, "id"), codes.DUPLICATE_RULE, msg))
             ctx.rules.append(_RuleDecl(rid, rule, src, ("rules", i)))
     nrules = len(ctx.rules) + len(ctx.stops)
     if nrules > MAX_RULES:
         last = ctx.rules[-1] if ctx.rules else None
         src0 = last.src if last else ctx.files[0][0]
         msg = f"{nrules} rules and high-risk stops (limit {MAX_RULES})"
-        ctx.diags.append(src0.diag(last.path if last else (), "limit.rules", msg))
+        ctx.diags.append(src0.diag(last.path if last else (), codes.LIMIT_RULES, msg))
     for decl in ctx.sets.values():
         if isinstance(decl.value, tuple) and len(decl.value) > MAX_SET_MEMBERS:
-            ctx.diags.append(
-                decl.src.diag(decl.path, "limit.set_members", f"{len(decl.value)} members (limit {MAX_SET_MEMBERS})")
-            )
+            message = f"{len(decl.value)} members (limit {MAX_SET_MEMBERS})"
+            ctx.diags.append(decl.src.diag(decl.path, codes.LIMIT_SET_MEMBERS, message))
     root = FactField("", "object", fields=fields, additional=additional)
     _check_object(root, field_src, ("schema", "fields"), ctx.diags)
     if ctx.diags:  # a broken field (a list without items ...) cannot be compiled into a validator
@@ -292,7 +292,7 @@ def stage_load(ctx: Context) -> None:
     ctx.schema = FactSchema(root)
     if not ctx.rules and not ctx.diags:
         src0 = ctx.files[0][0] if ctx.files else SourceFile(str(ctx.root), {})
-        ctx.diags.append(src0.diag((), "pack.no_rules", "the pack declares no rules"))
+        ctx.diags.append(src0.diag((), codes.PACK_NO_RULES, "the pack declares no rules"))
 
 
 def _field_locs(src: SourceFile, path: FieldPath, key: tuple, spec: FieldSpec, out: dict[FieldPath, C.Loc]) -> None:
@@ -336,18 +336,18 @@ class _Resolver:
         decl = self.ctx.conditions.get(name)
         if decl is None:
             hint = unknown_hint(name, self.ctx.conditions)
-            self.err(loc, "condition.unknown", f"unknown condition {name!r}{hint}")
+            self.err(loc, codes.CONDITION_UNKNOWN, f"unknown condition {name!r}{hint}")
             return None
         if name in self.stack:
             cycle = " -> ".join([*self.stack[self.stack.index(name) :], name])
-            self.err(loc, "condition.cycle", f"named conditions refer to each other: {cycle}")
+            self.err(loc, codes.CONDITION_CYCLE, f"named conditions refer to each other: {cycle}")
             return None
         if name not in self.parsed:
             self.parsed[name] = C.parse_condition(decl.src, decl.value, decl.path, self.ctx.diags)
         if len(self.stack) >= MAX_CONDITION_DEPTH:
             self.err(
                 loc,
-                "limit.condition_depth",
+                codes.LIMIT_CONDITION_DEPTH,
                 f"named conditions refer to each other more than {MAX_CONDITION_DEPTH} levels deep",
             )
             return None
@@ -364,10 +364,11 @@ class _Resolver:
             return None if body is None else dataclasses.replace(c, body=body)
         if isinstance(c, C.HighRisk):
             if self.in_stops:
-                self.err(c.loc, "high_risk_stop.recursive", "a high-risk stop's condition cannot use high_risk_stop")
+                message = "a high-risk stop's condition cannot use high_risk_stop"
+                self.err(c.loc, codes.HIGH_RISK_STOP_RECURSIVE, message)
                 return None
             if not self.stops:
-                self.err(c.loc, "high_risk_stop.none", "the pack declares no high-risk stops")
+                self.err(c.loc, codes.HIGH_RISK_STOP_NONE, "the pack declares no high-risk stops")
                 return None
             anyc = C.AnyOf(tuple(cond for _, cond in self.stops), c.loc)
             body = anyc if c.want else C.Not(anyc, c.loc)
@@ -376,7 +377,7 @@ class _Resolver:
             decl = self.ctx.sets.get(c.arg)
             if decl is None:
                 hint = unknown_hint(c.arg, self.ctx.sets)
-                self.err(c.loc, "set.unknown", f"unknown set {c.arg!r}{hint}")
+                self.err(c.loc, codes.SET_UNKNOWN, f"unknown set {c.arg!r}{hint}")
                 return None
             return dataclasses.replace(c, arg=tuple(decl.value), set=c.arg)
         return C.map_children(c, self.walk)
@@ -412,7 +413,7 @@ def _check_size(ctx: Context, cond: C.Cond | None, src: SourceFile, path: tuple)
         ctx.diags.append(
             src.diag(
                 path,
-                "limit.condition_depth",
+                codes.LIMIT_CONDITION_DEPTH,
                 f"condition nested {depth} levels deep with named conditions expanded (limit {MAX_CONDITION_DEPTH})",
             )
         )
@@ -421,7 +422,7 @@ def _check_size(ctx: Context, cond: C.Cond | None, src: SourceFile, path: tuple)
         ctx.diags.append(
             src.diag(
                 path,
-                "limit.condition_size",
+                codes.LIMIT_CONDITION_SIZE,
                 f"condition of {size} parts with named conditions expanded (limit {MAX_CONDITION_NODES})",
             )
         )
@@ -449,7 +450,7 @@ def stage_resolve(ctx: Context) -> None:
             ctx.diags.append(
                 rule.src.diag(
                     (*rule.path, "verdict"),
-                    "verdict.unknown",
+                    codes.VERDICT_UNKNOWN,
                     f"unknown verdict {rule.spec.verdict!r}{hint}",
                 )
             )
@@ -474,7 +475,7 @@ class _Checker:
             if cur.type != "object":
                 self.err(
                     loc,
-                    "field.unknown",
+                    codes.FIELD_UNKNOWN,
                     f"{'.'.join(names)} is a {cur.type}, it has no field {part!r}",
                 )
                 return None
@@ -482,7 +483,7 @@ class _Checker:
             if name is None:
                 where = f" of {'.'.join(names)}" if names else ""
                 hint = unknown_hint(part, cur.fields)
-                self.err(loc, "field.unknown", f"unknown field {part!r}{where}{hint}")
+                self.err(loc, codes.FIELD_UNKNOWN, f"unknown field {part!r}{where}{hint}")
                 return None
             names.append(name)
             cur = cur.fields[name]
@@ -491,7 +492,7 @@ class _Checker:
     def check(self, c: C.Cond, scope: FactField, in_item: bool) -> C.Cond | None:
         if isinstance(c, C.Const):
             if in_item:
-                self.err(c.loc, "condition.syntax", "true/false cannot appear inside where:")
+                self.err(c.loc, codes.CONDITION_SYNTAX, "true/false cannot appear inside where:")
                 return None
             return c
         if isinstance(c, C.Quant):
@@ -502,12 +503,12 @@ class _Checker:
             if fld.type != "list" or fld.items is None:
                 self.err(
                     c.loc,
-                    "condition.type",
+                    codes.CONDITION_TYPE,
                     f"{c.kind}: needs a list field, {c.field!r} is {fld.describe()}",
                 )
                 return None
             if in_item:
-                self.err(c.loc, "condition.nested_list", "lists inside list items cannot be quantified")
+                self.err(c.loc, codes.CONDITION_NESTED_LIST, "lists inside list items cannot be quantified")
                 return None
             inner = self.check(c.where, fld.items, True)
             return None if inner is None else dataclasses.replace(c, where=inner, fld=fld, path=path)
@@ -518,7 +519,7 @@ class _Checker:
     def atom(self, a: C.Atom, scope: FactField, in_item: bool) -> C.Cond | None:
         if a.field == "":
             if not in_item or scope.type in ("object", "list"):
-                self.err(a.loc, "field.unknown", "a condition needs a field name")
+                self.err(a.loc, codes.FIELD_UNKNOWN, "a condition needs a field name")
                 return None
             path: tuple[str, ...] = ()
             fld = scope
@@ -530,7 +531,7 @@ class _Checker:
         if in_item and fld.type == "list":
             self.err(
                 a.loc,
-                "condition.nested_list",
+                codes.CONDITION_NESTED_LIST,
                 "lists inside list items are not supported in conditions",
             )
             return None
@@ -541,16 +542,16 @@ class _Checker:
             if not op.field_operand or set(arg) - {"field", "offset"} or "field" not in arg:
                 self.err(
                     a.loc,
-                    "condition.syntax",
+                    codes.CONDITION_SYNTAX,
                     f"{a.op}: takes a value" + (" or {field: NAME, offset: N}" if op.field_operand else ""),
                 )
                 return None
             if in_item:
-                self.err(a.loc, "condition.syntax", "field operands are not supported inside where:")
+                self.err(a.loc, codes.CONDITION_SYNTAX, "field operands are not supported inside where:")
                 return None
             off = arg.get("offset", 0)
             if type(off) not in (int, float):
-                self.err(a.loc, "condition.type", "offset must be a number")
+                self.err(a.loc, codes.CONDITION_TYPE, "offset must be a number")
                 return None
             try:
                 check_number(off, "offset")
@@ -570,18 +571,18 @@ class _Checker:
             ):
                 self.err(
                     a.loc,
-                    "condition.type",
+                    codes.CONDITION_TYPE,
                     f"compares {fld.describe()} field {a.field!r} to {ref_fld.describe()} field {arg['field']!r}",
                 )
                 return None
             if op.ordered and not numeric:
-                self.err(a.loc, "condition.type", f"ordering needs int or number fields, not {fld.type}")
+                self.err(a.loc, codes.CONDITION_TYPE, f"ordering needs int or number fields, not {fld.type}")
                 return None
         else:
             if fld.type in ("object", "list") and not op.presence:
                 self.err(
                     a.loc,
-                    "condition.type",
+                    codes.CONDITION_TYPE,
                     f"{a.op} does not apply to {fld.describe()} field {a.field!r}"
                     " (use exists/null/absent, empty, or some/every)",
                 )
@@ -597,12 +598,12 @@ class _Checker:
                     return has_value
                 return C.AllOf((has_value, dataclasses.replace(has_value, arg=False)), a.loc)  # never holds
             if a.op == "null" and arg and not fld.nullable:
-                self.err(a.loc, "condition.type", f"{a.field!r} is not nullable; null: true never holds")
+                self.err(a.loc, codes.CONDITION_TYPE, f"{a.field!r} is not nullable; null: true never holds")
                 return None
             if a.op == "absent" and arg and not in_item and not can_be_absent(self.root, path):
                 self.err(
                     a.loc,
-                    "condition.type",
+                    codes.CONDITION_TYPE,
                     f"{a.field!r} is required or has a default; absent: true never holds",
                 )
                 return None
@@ -618,7 +619,7 @@ def _maybe(name: str, known: Any) -> str:
 def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Template:
     tpl, errors = parse_template(text)
     for e in errors:
-        ctx.diags.append(rule.src.diag((*rule.path, key), "template.syntax", e))
+        ctx.diags.append(rule.src.diag((*rule.path, key), codes.TEMPLATE_SYNTAX, e))
     assert ctx.schema is not None
     for part in tpl:
         if isinstance(part, tuple):
@@ -627,7 +628,7 @@ def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Templ
                 ctx.diags.append(
                     rule.src.diag(
                         (*rule.path, key),
-                        "template.unknown_set",
+                        codes.TEMPLATE_UNKNOWN_SET,
                         f"placeholder {{@{path[0]}}} names no set{_maybe(path[0], ctx.sets)}",
                     )
                 )
@@ -642,7 +643,7 @@ def _check_template(ctx: Context, rule: _RuleDecl, key: str, text: str) -> Templ
                         ctx.diags.append(
                             rule.src.diag(
                                 (*rule.path, key),
-                                "template.unknown_field",
+                                codes.TEMPLATE_UNKNOWN_FIELD,
                                 f"placeholder {{{'.'.join(path)}}} is not a field of the fact schema"
                                 + _maybe(
                                     name[:-2] if listy else name, cur.fields if cur and cur.type == "object" else ()
@@ -817,7 +818,7 @@ def run(root: Path | str, until: str | None, stages: list[tuple[str, Callable[[C
         raise ValueError(f"unknown stage {until!r}; stages: {', '.join(names)}")
     ctx = Context(Path(root))
     if not ctx.root.is_dir():
-        raise PolicyError([Diagnostic(str(root), 1, 1, "pack.not_found", "policy pack directory does not exist")])
+        raise PolicyError([Diagnostic(str(root), 1, 1, codes.PACK_NOT_FOUND, "policy pack directory does not exist")])
     for name, stage in stages:
         stage(ctx)
         if ctx.diags:

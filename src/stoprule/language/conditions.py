@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoprule import codes
 from stoprule.diagnostics import Diagnostic, unknown_hint
 from stoprule.language.operators import OPERATORS
 from stoprule.language.source import SourceFile, format_path
@@ -175,12 +176,12 @@ class _Parser:
         if not isinstance(raw, dict):
             self.err(
                 path,
-                "condition.syntax",
+                codes.CONDITION_SYNTAX,
                 "a condition is a mapping (use all: [...] or any: [...] for lists)",
             )
             return None
         if not raw:
-            self.err(path, "condition.syntax", "empty condition")
+            self.err(path, codes.CONDITION_SYNTAX, "empty condition")
             return None
         if "some" in raw or "every" in raw or "where" in raw:
             return self.quant(raw, path)
@@ -195,14 +196,14 @@ class _Parser:
         if len(kinds) != 1 or "where" not in raw or extra:
             self.err(
                 path,
-                "condition.syntax",
+                codes.CONDITION_SYNTAX,
                 "a quantifier is exactly {some: LIST, where: COND} or {every: LIST, where: COND}",
             )
             return None
         kind = kinds[0]
         name = raw[kind]
         if not isinstance(name, str):
-            self.err((*path, kind), "condition.syntax", f"{kind}: takes a list field name")
+            self.err((*path, kind), codes.CONDITION_SYNTAX, f"{kind}: takes a list field name")
             return None
         where = self.parse(raw["where"], (*path, "where"))
         return None if where is None else Quant(kind, name, where, self.loc((*path, kind)))
@@ -211,7 +212,7 @@ class _Parser:
         loc = self.loc(path)
         if key in ("all", "any"):
             if not isinstance(value, list) or not value:
-                self.err(path, "condition.syntax", f"{key}: takes a non-empty list of conditions")
+                self.err(path, codes.CONDITION_SYNTAX, f"{key}: takes a non-empty list of conditions")
                 return None
             items = [self.parse(v, (*path, i)) for i, v in enumerate(value)]
             if any(i is None for i in items):
@@ -222,12 +223,12 @@ class _Parser:
             return None if inner is None else Not(inner, loc)
         if key == "ref":
             if not isinstance(value, str):
-                self.err(path, "condition.syntax", "ref: takes the name of a condition")
+                self.err(path, codes.CONDITION_SYNTAX, "ref: takes the name of a condition")
                 return None
             return Ref(value, loc)
         if key == "high_risk_stop":
             if not isinstance(value, bool):
-                self.err(path, "condition.syntax", "high_risk_stop: takes true or false")
+                self.err(path, codes.CONDITION_SYNTAX, "high_risk_stop: takes true or false")
                 return None
             return HighRisk(value, loc)
         return self.field_entry(key, value, path)
@@ -235,7 +236,7 @@ class _Parser:
     def field_entry(self, key: str, value: Any, path: tuple) -> Cond | None:
         loc = self.loc(path)
         if key.count("[]") > 2:  # lists in lists are refused later; do not recurse on a long key
-            self.err(path, "condition.nested_list", "lists inside list items are not supported in conditions")
+            self.err(path, codes.CONDITION_NESTED_LIST, "lists inside list items are not supported in conditions")
             return None
         if "[]" in key:
             head, _, rest = key.partition("[]")
@@ -244,14 +245,14 @@ class _Parser:
             return None if inner is None or not head else Quant("some", head, inner, loc)
         ops = value if isinstance(value, dict) else {"eq": value}
         if not ops:
-            self.err(path, "condition.syntax", f"no operator given for {key!r}")
+            self.err(path, codes.CONDITION_SYNTAX, f"no operator given for {key!r}")
             return None
         atoms: list[Cond] = []
         for op, arg in ops.items():
             if op not in OPERATORS:
                 self.err(
                     (*path, op),
-                    "condition.unknown_operator",
+                    codes.CONDITION_UNKNOWN_OPERATOR,
                     f"unknown operator {op!r}{unknown_hint(str(op), OPERATORS, listed=len(OPERATORS))}",
                 )
                 return None

@@ -31,9 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stoprule import codes
+from stoprule.diagnostics import CheckError
 from stoprule.facts.schema import MISSING
 from stoprule.language.patterns import (
-    CheckError,
     ends_with_test,
     glob_class,
     glob_escape,
@@ -52,7 +53,6 @@ from stoprule.limits import (
 
 __all__ = [
     "OPERATORS",
-    "CheckError",
     "Operator",
     "PresenceArgs",
     "check_number",
@@ -70,7 +70,7 @@ def check_number(v: int | float, what: str = "literal") -> None:
     """Integers within +-SAFE_INT (so that offsets cannot overflow the engine's 64 bits and
     comparisons with floats are exact); floats finite."""
     if type(v) is int and not -SAFE_INT <= v <= SAFE_INT:
-        raise CheckError(f"integer {what} outside +-{SAFE_INT} (2^53 - 1)", "limit.integer")
+        raise CheckError(f"integer {what} outside +-{SAFE_INT} (2^53 - 1)", codes.LIMIT_INTEGER)
     if type(v) is float and not math.isfinite(v):
         raise CheckError(f"{what} {v!r} is not a finite number")
 
@@ -78,7 +78,7 @@ def check_number(v: int | float, what: str = "literal") -> None:
 def check_text(v: str, what: str = "string literal", limit: int = MAX_STRING_LITERAL) -> None:
     """Strings the engine can hold: bounded, no NUL (C strings), no lone surrogates (not UTF-8)."""
     if len(v) > limit:
-        raise CheckError(f"{what} of {len(v)} characters (limit {limit})", "limit.literal_length")
+        raise CheckError(f"{what} of {len(v)} characters (limit {limit})", codes.LIMIT_LITERAL_LENGTH)
     if "\0" in v:
         raise CheckError(f"{what} contains a NUL character")
     if any("\ud800" <= ch <= "\udfff" for ch in v):
@@ -125,7 +125,7 @@ def _check_set(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
     if not isinstance(arg, (list, tuple)):
         raise CheckError("takes a list of values or the name of a set")
     if len(arg) > MAX_SET_MEMBERS:
-        raise CheckError(f"{len(arg)} values (limit {MAX_SET_MEMBERS})", "limit.set_members")
+        raise CheckError(f"{len(arg)} values (limit {MAX_SET_MEMBERS})", codes.LIMIT_SET_MEMBERS)
     return tuple(_literal(ftype, values, v) for v in arg)
 
 
@@ -156,7 +156,7 @@ def _check_pattern(glob: str) -> None:
     tokens = glob_tokens(glob)
     stars = sum(1 for kind, _ in tokens if kind == "star")
     if stars > MAX_GLOB_STARS:
-        raise CheckError(f"glob with {stars} '*' wildcards (limit {MAX_GLOB_STARS})", "limit.glob_stars")
+        raise CheckError(f"glob with {stars} '*' wildcards (limit {MAX_GLOB_STARS})", codes.LIMIT_GLOB_STARS)
     for kind, text in tokens:
         if kind == "class":
             _, ranges = glob_class(text)
@@ -164,7 +164,7 @@ def _check_pattern(glob: str) -> None:
             if size > MAX_GLOB_CLASS_CHARS:
                 raise CheckError(
                     f"glob class [{text}] stands for {size} characters (limit {MAX_GLOB_CLASS_CHARS})",
-                    "limit.glob_class",
+                    codes.LIMIT_GLOB_CLASS,
                 )
 
 

@@ -10,8 +10,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule.diagnostics import CheckError
+
 __all__ = [
-    "CheckError",
     "ends_with_test",
     "glob_class",
     "glob_escape",
@@ -28,13 +29,6 @@ if TYPE_CHECKING:
     _Step = Callable[[str], bool] | None  # None: ``*``
 
 
-class CheckError(ValueError):
-    """An operator argument that does not fit the field (message for the user); ``code``
-    is the diagnostic code (``condition.type``, or ``limit.*`` for a literal beyond a limit)."""
-
-    def __init__(self, message: str, code: str = "condition.type") -> None:
-        super().__init__(message)
-        self.code = code
 
 def glob_tokens(pattern: str) -> list[tuple[str, str]]:
     """Split a glob into ``("star"|"one"|"lit", ch)`` and ``("class", body)`` tokens.

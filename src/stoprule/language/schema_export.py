@@ -11,6 +11,7 @@ from typing import Any
 
 from stoprule.facts.schema import FactField, FactSchema
 from stoprule.language.operators import OPERATORS
+from stoprule.language.spec import PackFile
 
 __all__ = ["fact_json_schema", "policy_json_schema"]
 
@@ -72,8 +73,6 @@ def _replace_any(node: Any, defs_key: str) -> Any:
 
 def policy_json_schema() -> Json:
     """The schema of one pack file (every section optional, unknown keys rejected)."""
-    from stoprule.language.spec import PackFile
-
     schema = PackFile.model_json_schema(by_alias=True)
     schema = _replace_any(schema, "$defs")
     schema["properties"]["conditions"]["additionalProperties"] = {"$ref": "#/$defs/Condition"}

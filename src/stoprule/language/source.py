@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from stoprule import codes
 from stoprule.diagnostics import Diagnostic
 from stoprule.language.files import global_pack, pack_files, raw_key
 from stoprule.limits import (
@@ -90,7 +91,7 @@ def _convert(
                 key = str(key)
             if key in out:
                 marks[kpath] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                diags.append(src.diag(kpath, "yaml.duplicate_key", f"duplicate key {key!r}"))
+                diags.append(src.diag(kpath, codes.YAML_DUPLICATE_KEY, f"duplicate key {key!r}"))
                 continue
             out[key] = _convert(value_node, kpath, marks, ctor, src, diags)
             marks[kpath] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
@@ -133,7 +134,7 @@ def _scan(name: str, text: str, diags: list[Diagnostic]) -> bool:
             if size is None:
                 if any(a == event.anchor for a, _, _ in open_anchors):
                     return refuse(
-                        event, "yaml.recursive_alias", f"alias *{event.anchor} refers to a node that contains it"
+                        event, codes.YAML_RECURSIVE_ALIAS, f"alias *{event.anchor} refers to a node that contains it"
                     )
                 continue  # an undefined alias: composing reports it
             nodes += size[0]
@@ -148,7 +149,7 @@ def _scan(name: str, text: str, diags: list[Diagnostic]) -> bool:
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
                     return refuse(
-                        event, "limit.yaml_depth", f"mappings and lists nested deeper than {MAX_YAML_DEPTH} levels"
+                        event, codes.LIMIT_YAML_DEPTH, f"mappings and lists nested deeper than {MAX_YAML_DEPTH} levels"
                     )
                 open_anchors.append((event.anchor, nodes - 1, chars))
         elif isinstance(event, yaml.CollectionEndEvent):
@@ -159,11 +160,11 @@ def _scan(name: str, text: str, diags: list[Diagnostic]) -> bool:
         else:
             continue
         if nodes > MAX_YAML_NODES:
-            return refuse(event, "limit.yaml_nodes", f"more than {MAX_YAML_NODES} values once aliases are expanded")
+            return refuse(event, codes.LIMIT_YAML_NODES, f"more than {MAX_YAML_NODES} values once aliases are expanded")
         if chars > MAX_YAML_SCALAR_CHARS:
             return refuse(
                 event,
-                "limit.yaml_nodes",
+                codes.LIMIT_YAML_NODES,
                 f"more than {MAX_YAML_SCALAR_CHARS} characters of text once aliases are expanded",
             )
     return True
@@ -200,10 +201,10 @@ def parse_yaml(name: str, text: str, diags: list[Diagnostic]) -> SourceFile:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         line, col, problem = _syntax_error(exc)
-        diags.append(Diagnostic(name, line, col, "yaml.syntax", problem))
+        diags.append(Diagnostic(name, line, col, codes.YAML_SYNTAX, problem))
         return src
     except yaml.YAMLError as exc:
-        diags.append(Diagnostic(name, 1, 1, "yaml.syntax", str(exc)))
+        diags.append(Diagnostic(name, 1, 1, codes.YAML_SYNTAX, str(exc)))
         return src
     if node is None:
         src.data = {}
@@ -213,10 +214,10 @@ def parse_yaml(name: str, text: str, diags: list[Diagnostic]) -> SourceFile:
         src.data = _convert(node, (), src.marks, ctor, src, diags)
     except yaml.constructor.ConstructorError as exc:
         line, col = _mark(exc.problem_mark)
-        diags.append(Diagnostic(name, line, col, "yaml.syntax", exc.problem or str(exc)))
+        diags.append(Diagnostic(name, line, col, codes.YAML_SYNTAX, exc.problem or str(exc)))
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
         line, col = _mark(getattr(exc, "__yaml_mark__", None))
-        diags.append(Diagnostic(name, line, col, "yaml.value", f"cannot read a value: {exc}"))
+        diags.append(Diagnostic(name, line, col, codes.YAML_VALUE, f"cannot read a value: {exc}"))
     return src
 
 
@@ -226,7 +227,7 @@ def read_pack(root: Path, diags: list[Diagnostic]) -> PackSource:
     before = len(diags)
     if len(files) > MAX_PACK_FILES:
         diags.append(
-            Diagnostic(str(root), 1, 1, "limit.pack_files", f"{len(files)} YAML files (limit {MAX_PACK_FILES})")
+            Diagnostic(str(root), 1, 1, codes.LIMIT_PACK_FILES, f"{len(files)} YAML files (limit {MAX_PACK_FILES})")
         )
         return PackSource(root, [], "")
     total = 0
@@ -235,36 +236,33 @@ def read_pack(root: Path, diags: list[Diagnostic]) -> PackSource:
         try:
             size = os.path.getsize(path)
         except OSError as exc:
-            diags.append(Diagnostic(os.path.basename(path), 1, 1, "pack.unreadable", f"cannot read: {exc.strerror}"))
+            message = f"cannot read: {exc.strerror}"
+            diags.append(Diagnostic(os.path.basename(path), 1, 1, codes.PACK_UNREADABLE, message))
             continue
         total += size
         if size > MAX_FILE_BYTES:
-            diags.append(
-                Diagnostic(
-                    os.path.basename(path), 1, 1, "limit.file_size", f"{size} bytes (limit {MAX_FILE_BYTES} per file)"
-                )
-            )
+            message = f"{size} bytes (limit {MAX_FILE_BYTES} per file)"
+            diags.append(Diagnostic(os.path.basename(path), 1, 1, codes.LIMIT_FILE_SIZE, message))
             continue
         readable.append(path)
     if total > MAX_PACK_BYTES:
-        diags.append(
-            Diagnostic(str(root), 1, 1, "limit.pack_size", f"{total} bytes of YAML (limit {MAX_PACK_BYTES} per pack)")
-        )
+        message = f"{total} bytes of YAML (limit {MAX_PACK_BYTES} per pack)"
+        diags.append(Diagnostic(str(root), 1, 1, codes.LIMIT_PACK_SIZE, message))
     if len(diags) > before:
         return PackSource(root, [], "")
     try:
         key, contents = raw_key(readable, global_pack())
     except OSError as exc:
-        diags.append(Diagnostic(str(root), 1, 1, "pack.unreadable", f"cannot read: {exc.strerror}"))
+        diags.append(Diagnostic(str(root), 1, 1, codes.PACK_UNREADABLE, f"cannot read: {exc.strerror}"))
         return PackSource(root, [], "")
     out = []
     for name, data in contents:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            diags.append(Diagnostic(name, 1, 1, "yaml.encoding", f"not UTF-8: {exc}"))
+            diags.append(Diagnostic(name, 1, 1, codes.YAML_ENCODING, f"not UTF-8: {exc}"))
             continue
         out.append(parse_yaml(name, text, diags))
     if not files:
-        diags.append(Diagnostic(str(root), 1, 1, "pack.empty", "no .yaml files in the pack"))
+        diags.append(Diagnostic(str(root), 1, 1, codes.PACK_EMPTY, "no .yaml files in the pack"))
     return PackSource(root, out, key)

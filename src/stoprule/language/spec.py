@@ -6,10 +6,13 @@ every mistake inside one gets its own path and location.
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from stoprule import codes
 from stoprule.diagnostics import Diagnostic, closest
 from stoprule.language.source import SourceFile
 
@@ -107,9 +110,9 @@ class PackFile(_Strict):
 
 
 _CODES = {
-    "extra_forbidden": "policy.unknown_key",
-    "missing": "policy.missing_key",
-    "literal_error": "policy.bad_value",
+    "extra_forbidden": codes.POLICY_UNKNOWN_KEY,
+    "missing": codes.POLICY_MISSING_KEY,
+    "literal_error": codes.POLICY_BAD_VALUE,
 }
 
 # what a value must be, by pydantic's error type (our own wording: no pydantic text reaches users)
@@ -150,9 +153,6 @@ def describe(value: Any) -> str:
 
 def _keys_of(model: type[BaseModel], loc: tuple) -> list[str]:
     """The keys ``model`` allows in the mapping at ``loc`` (a path of the data), for did-you-mean."""
-    import types
-    import typing
-
     cur: Any = model
     for part in loc:
         while True:  # unwrap Optional, list[...] and dict[str, ...] down to a model
@@ -208,13 +208,13 @@ def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) ->
         if best is not None and (*parent, best) in missing:
             meant.add((*parent, best))
         hint = f" (did you mean {best!r}?)" if best is not None else ""
-        out.append((loc, "policy.unknown_key", f"unknown key {key!r}{hint}"))
+        out.append((loc, codes.POLICY_UNKNOWN_KEY, f"unknown key {key!r}{hint}"))
     for loc, errs in by_path.items():
         kinds = [e["type"] for e in errs]
         if "extra_forbidden" in kinds or loc in meant:
             continue
         if "missing" in kinds:
-            out.append((loc, "policy.missing_key", f"missing required key {str(loc[-1])!r}" if loc else "missing"))
+            out.append((loc, codes.POLICY_MISSING_KEY, f"missing required key {str(loc[-1])!r}" if loc else "missing"))
             continue
         value = errs[0].get("input")
         first = errs[0]
@@ -224,7 +224,7 @@ def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) ->
             best = closest(str(value), [c.strip(" '") for c in choices.replace(" or ", ", ").split(",")])
             if best is not None:
                 msg += f" (did you mean {best!r}?)"
-            out.append((loc, "policy.bad_value", msg))
+            out.append((loc, codes.POLICY_BAD_VALUE, msg))
         elif first["type"] in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
             ctx = first.get("ctx", {})
             bound = next(iter(ctx.values()), "")
@@ -234,19 +234,19 @@ def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) ->
                 "greater_than": "more than",
                 "less_than": "less than",
             }
-            out.append((loc, "policy.type", f"must be {words[first['type']]} {bound}, not {value}"))
+            out.append((loc, codes.POLICY_TYPE, f"must be {words[first['type']]} {bound}, not {value}"))
         else:
             wants = list(dict.fromkeys(_EXPECTED.get(e["type"], "") for e in errs))
             wants = [w for w in wants if w]
             want = " or ".join(wants) if wants else "a value of another type"
-            out.append((loc, "policy.type", f"must be {want}, not {describe(value)}"))
+            out.append((loc, codes.POLICY_TYPE, f"must be {want}, not {describe(value)}"))
     return out
 
 
 def parse_file(src: SourceFile, diags: list[Diagnostic]) -> PackFile | None:
     """Validate one file against :class:`PackFile`; errors become diagnostics."""
     if not isinstance(src.data, dict):
-        diags.append(src.diag((), "policy.not_mapping", "a pack file must be a YAML mapping"))
+        diags.append(src.diag((), codes.POLICY_NOT_MAPPING, "a pack file must be a YAML mapping"))
         return None
     data = src.data
     sets = data.get("sets")

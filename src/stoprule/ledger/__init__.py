@@ -13,6 +13,9 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
     recorder Recorder: evaluate + append + mint; retry and idempotent replay
     verify   every run's chain, the ledger chain and its signed head; name what broke
     render   status line, tree, JSON and Mermaid views of a run
+    backend  which ledger a path or URL names (SQLite file or PostgreSQL), opened
+    postgres the ledger on PostgreSQL (psycopg; loaded only for a postgresql:// URL)
+    transfer export and import of runs between ledgers
 
 Nothing in the evaluator, compiler, engine or analysis imports this package, and it imports
 neither the CLI nor analysis; the CLI imports it only when a command needs the ledger.

@@ -2,11 +2,13 @@
 
 Modules, lowest first::
 
-    config   ServeConfig: pack directory, hashed bearer tokens, limits, ledger; read from YAML
     metrics  counters and a latency histogram per worker, in Prometheus text format
     policy   the served pack: compiled aside, swapped atomically when its files change
     app      the ASGI application: routes, authentication, limits, JSON errors
+    team     the team's shared blockers and reports (what hooks and MCP servers copy in)
     run      start uvicorn with N worker processes
+
+Its configuration (``ServeConfig``, read by the one loader) is :mod:`stoprule.config.serve`.
 
 The layer sits above ``agent`` (the harness adapters) and ``ledger``, below the CLI. Nothing on
 the hook's path imports it: clients speak plain HTTP (``stoprule.agent.hook.remote``).

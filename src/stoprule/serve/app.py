@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from stoprule.diagnostics import EvaluationError
-from stoprule.serve.config import ServeConfig
+from stoprule.config.serve import ServeConfig
+from stoprule.diagnostics import EvaluationError, ServeError
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
 
@@ -34,12 +34,8 @@ ENV_CONFIG = "STOPRULE_SERVE_CONFIG"  # the config as JSON, for worker processes
 _RECORD_GROUP = 256  # batch lines per ledger transaction (and between deadline checks)
 
 
-class Refused(Exception):
+class Refused(ServeError):
     """A request refused with an HTTP status and an error code."""
-
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
 
 
 # ledger and token errors: which HTTP status

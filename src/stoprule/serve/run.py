@@ -21,8 +21,8 @@ import sys
 import time
 from typing import Any
 
+from stoprule.config.serve import ServeConfig
 from stoprule.serve.app import ENV_CONFIG
-from stoprule.serve.config import ServeConfig
 
 __all__ = ["listening_socket", "serve"]
 

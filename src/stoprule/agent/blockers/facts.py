@@ -15,6 +15,9 @@ A session's blockers are those logged with its id, plus those logged without one
 (:data:`.service.DEFAULT_SESSION`: an agent whose MCP server does not know the
 session). With blocker logging off (``stoprule blockers off`` or ``enabled: false``)
 it returns ``{}``. It never raises for a missing or damaged store: no fields, then.
+
+On the cold path when the agent has logged blockers (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from stoprule._util.files import read_bounded
 from stoprule._util.text import clean_obj
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 
 __all__ = ["bind_task", "blockers_facts"]
 
@@ -38,13 +41,13 @@ def blockers_facts(
 ) -> dict[str, Any]:
     """Fact fields for ``session_id`` in the project at ``project_dir`` (the directory holding ``.stoprule/``).
 
-    ``settings``: a :class:`~.config.BlockerSettings`; read from the project's config when None.
+    ``settings``: a :class:`~stoprule.config.sections.BlockerSettings`; read from the project's config when None.
     ``notes`` gets a line per kind of damaged record line skipped."""
     from stoprule.agent.blockers.store import BlockerStore
     from stoprule.diagnostics import ConfigError
 
     if settings is None:
-        from stoprule.agent.config import load_config
+        from stoprule.config.loader import load_config
 
         try:
             settings = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("blockers",))[

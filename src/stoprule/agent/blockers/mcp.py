@@ -19,6 +19,9 @@ from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import BlockerService, LedgerRecorder, Reply, open_service
+from stoprule.agent.hook.remote import attach_mirror
+from stoprule.language.source import format_path
+from stoprule.language.spec import validation_messages
 from stoprule.version import __version__
 
 __all__ = ["build_server", "serve"]
@@ -110,9 +113,6 @@ class _Server(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                from stoprule.language.source import format_path
-                from stoprule.language.spec import validation_messages
-
                 parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
                                                                                              cause.errors())]
                 raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
@@ -221,7 +221,6 @@ def serve(
     """Run the server on stdin/stdout until the client closes it (blockers and reports also go to the
     team server that ``server`` or the config's ``server:`` section names)."""
     service = open_service(project, policy=policy, recorder=recorder)
-    from stoprule.agent.hook.remote import attach_mirror
 
     attach_mirror(service, server)
     build_server(service).run("stdio")

@@ -8,6 +8,9 @@ itself and takes the nearest ancestor with a link. Two sessions in one project n
 each harness process has its own link, and a new session in the same process (``/clear``)
 replaces it. Where the ancestry cannot be read, nothing is linked (the server falls back to
 ``$STOPRULE_SESSION``, then ``default``).
+
+On the cold path when a session starts (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 from stoprule._util.files import atomic_write, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 from stoprule.diagnostics import EvaluationError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.templates import render

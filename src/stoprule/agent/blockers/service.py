@@ -14,16 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
-from stoprule.agent.blocker_config import BlockerSettings
 from stoprule.agent.blockers.facts import DEFAULT_SESSION, bind_task, blockers_facts
+from stoprule.agent.blockers.procs import linked_session
 from stoprule.agent.blockers.reports import check_report, check_task_id, save_report
+from stoprule.agent.blockers.session import declare_session_facts, read_session_facts
 from stoprule.agent.blockers.store import Blocker, BlockerStore, StoreWriteError
-from stoprule.agent.config import load_config
-from stoprule.agent.fields import FIELDS, REPORT_SECTIONS
-from stoprule.agent.redact import redact, redact_obj
-from stoprule.agent.session import declare_session_facts, read_session_facts
-from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
+from stoprule.agent.hook.state import StateError, read_session
+from stoprule.config.fields import FIELDS, REPORT_SECTIONS
+from stoprule.config.loader import load_config
+from stoprule.config.sections import BlockerSettings
+from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError, closest
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import STATE_DIR, ensure_state_dir, project_root
@@ -91,7 +93,6 @@ class BlockerService:
         ``default``."""
         if explicit or os.environ.get("STOPRULE_SESSION"):
             return session_id(explicit)
-        from stoprule.agent.blockers.procs import linked_session
 
         link = linked_session(os.path.join(self.project_dir, STATE_DIR))
         return link["session"] if link else DEFAULT_SESSION
@@ -179,8 +180,6 @@ class BlockerService:
         hard, soft = self.categories()
         cat = args.get("category")
         if not _str(cat) or cat not in (*hard, *soft):
-            from stoprule.diagnostics import closest
-
             best = closest(str(cat), (*hard, *soft)) if _str(cat) else None
             meant = f" Did you mean {best!r}?" if best else ""
             return (f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
@@ -220,8 +219,6 @@ class BlockerService:
     def _session_tasks(self, session: str) -> list[dict[str, Any]]:
         """The task list the hook sees for the session: the transcript's (kept in the hook's
         session record at each stop), else none."""
-        from stoprule.agent.hook.state import StateError, read_session
-
         try:
             rec = read_session(os.path.join(self.project_dir, STATE_DIR), session)
         except (StateError, OSError):

@@ -22,6 +22,9 @@
 
 Everything that reaches this module is already redacted (:mod:`.service` does it); the
 markdown escapes HTML, so a question cannot inject markup into ``blockers.md``.
+
+On the cold path when the agent has logged blockers (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -37,13 +40,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule import codes
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
-from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.diagnostics import AgentError, ConfigError, Diagnostic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pydantic: never on the hook's path
-    from stoprule.agent.blocker_config import BlockerSettings
+    from stoprule.config.sections import BlockerSettings
 
 __all__ = ["AddResult", "Blocker", "BlockerStore", "StoreWriteError", "blocker_hash", "render_markdown"]
 
@@ -52,7 +56,7 @@ MAX_ROTATED = 10  # rotated record/markdown pairs kept
 MAX_RECORD_BYTES = 256 << 20  # a record larger than this is not read (rotation keeps it far smaller)
 
 
-class StoreWriteError(Exception):
+class StoreWriteError(AgentError):
     """The record or ``blockers.md`` could not be written (read-only, disk full): nothing was half-written."""
 
 
@@ -250,7 +254,7 @@ class BlockerStore:
         if os.path.commonpath([root, target]) != root or target == root:
             name = config_file or os.path.join(self.project_dir, ".stoprule", "config.yaml")
             raise ConfigError(
-                [Diagnostic(name, 1, 1, "config.invalid", f"the blockers file {rel!r} resolves to {target}, "
+                [Diagnostic(name, 1, 1, codes.CONFIG_INVALID, f"the blockers file {rel!r} resolves to {target}, "
                             f"outside the project {root} (a '..' step or a symlink out)", "blockers.file")]
             )  # fmt: skip
         return target

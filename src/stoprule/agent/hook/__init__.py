@@ -7,11 +7,13 @@ Modules, lowest first::
     pack_data        the agent-facing data a pack ships beside its rules (triage, instructions)
     state            .stoprule/state/: declared facts, the hook's counters
     transcripts      reading each harness's transcript from the end, incrementally
+    questions        does the last message hand a question to the user (the pack's patterns)
+    mode             the session's mode: autonomous or interactive, and who said so
     providers/       hook, state, blockers, closure, transcript, git: partial facts with provenance
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
     lifecycle        the events besides the stop: session start, permission requests
     remote           the client of ``stoprule serve`` (the hook asks a server instead of deciding)
-    replay           a recorded transcript replayed stop by stop
+    replay           a recorded transcript replayed stop by stop, through the providers' fact path
     wiring           where each harness keeps its hooks (``init`` and ``doctor``); opencode_plugin.js
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.

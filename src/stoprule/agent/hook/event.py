@@ -8,6 +8,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule.diagnostics import AgentError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "HookEvent", "PayloadError"]
 
 
-class PayloadError(ValueError):
+class PayloadError(AgentError, ValueError):
     """The harness's stdin is not a usable payload (not JSON, not an object)."""
 
 

@@ -7,11 +7,17 @@ what changed since), links the harness process to the session for ``stoprule mcp
 (:mod:`stoprule.agent.blockers.procs`), and answers with the standing triage instructions, rendered
 from the pack's ``agent/triage.json`` and its blocker categories.
 
+Both follow the session mode (:mod:`stoprule.agent.hook.mode`): an interactive session gets
+the pack's ``instructions_interactive`` (no "nobody will answer") and no permission triage.
+
 ``permission`` (Claude Code / Codex ``PermissionRequest``, Copilot ``permissionRequest``,
 OpenCode ``permission.ask``), opt-in with ``hook.permission_triage: true``: a permission
 request is never approved by stoprule; it is denied with the pack's triage message (log a
 ``permission`` blocker, switch tasks). Off (the default), stoprule says nothing and the
 harness asks the user as usual.
+
+On the cold path when a session starts or a permission is requested (tools/import_graph.py,
+COLD_PATH_WHEN): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.agent.hook.event import HookEvent
+    from stoprule.config.reader import Settings
 
 _T = TypeVar("_T")
 
@@ -78,12 +85,20 @@ def _categories(pack: str) -> dict[str, str]:
     return {"hard": ", ".join(hard), "soft": ", ".join(soft), "closures": closures}
 
 
-def instructions(pack: str) -> str:
-    """The standing triage instructions of ``pack`` (empty when it has none)."""
+def instructions(pack: str, mode: str = "autonomous") -> str:
+    """The standing instructions of ``pack`` for a session of ``mode`` (``instructions``, or
+    ``instructions_interactive`` when a person is there; empty when the pack has none)."""
     from stoprule.agent.hook.pack_data import pack_data, render_text
 
-    template = pack_data(pack).get("instructions")
+    data = pack_data(pack)
+    template = data.get("instructions_interactive") if mode == "interactive" else data.get("instructions")
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
+
+
+def _mode(b: _Begun, harness: str) -> tuple[str, str]:
+    from stoprule.agent.hook.mode import resolve
+
+    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
 
 
 class _Begun(NamedTuple):
@@ -91,7 +106,7 @@ class _Begun(NamedTuple):
     workdir: str
     project: str | None
     home: str
-    settings: dict[str, Any]
+    settings: Settings
     env: Mapping[str, str]
 
 
@@ -108,7 +123,7 @@ def _handle(
     ``fallback`` (a hook never fails its harness). One log line either way."""
     from stoprule.agent.hook.runner import _log as log
     from stoprule.agent.hook.runner import state_home
-    from stoprule.agent.settings import hook_settings
+    from stoprule.config.reader import settings_for
 
     env = os.environ if env is None else env
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness, "event": name}
@@ -117,13 +132,13 @@ def _handle(
         event = adapter(harness).parse(decode_payload(data), name)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
         project, home = state_home(workdir, env)
-        settings = hook_settings(os.path.join(project, "config.yaml") if project else None)
+        settings = settings_for(project, event.session_id)
         out = body(_Begun(event, workdir, project, home, settings, env), entry)
     except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
         entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out = fallback
     if home is not None:
-        log(home, (settings or {}).get("hook", {}).get("log", True), entry)
+        log(home, settings.hook.get("log", True) if settings is not None else True, entry)
     return out
 
 
@@ -145,7 +160,7 @@ def run_session_start(
 
         entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(b.workdir, b.project, b.settings["providers"])
+            base = baseline(b.workdir, b.project, b.settings.providers)
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:
@@ -157,7 +172,9 @@ def run_session_start(
             entry["baseline"] = len(rec["baseline"].get("files", {}))
         if b.event.session_id:
             entry["linked"] = link_session(b.home, b.event.session_id, harness)
-        text = instructions(pack_path(policy, b.env, b.workdir))
+        mode, source = _mode(b, harness)
+        entry["session_mode"] = {"mode": mode, "source": source}
+        text = instructions(pack_path(policy, b.env, b.workdir), mode)
         return render_session_start(harness, text) if text else None
 
     fallback: dict[str, Any] | None = {} if harness in ("gemini", "copilot", "opencode", "cursor") else None
@@ -182,12 +199,15 @@ def run_permission(
         tool = raw.get("tool_name") or raw.get("toolName") or raw.get("tool") or raw.get("permission") or "a tool"
         entry.update(session=b.event.session_id, tool=str(tool)[:200])
         message = None
-        if b.settings["hook"].get("permission_triage"):
+        mode, source = _mode(b, harness)
+        entry["session_mode"] = {"mode": mode, "source": source}
+        if b.settings.hook.get("permission_triage") and mode == "autonomous":
             pack = pack_path(policy, b.env, b.workdir)
             template = pack_data(pack).get("permission")
             if isinstance(template, str):
                 message = render_text(template, {"tool": str(tool)[:200], **_categories(pack)})
-        entry["decision"] = "deny" if message else "none (permission_triage is off)"
+        quiet = "an interactive session: the user answers" if mode == "interactive" else "permission_triage is off"
+        entry["decision"] = "deny" if message else f"none ({quiet})"
         return render_permission(harness, message)
 
     return _handle(harness, "permission", data, cwd, env, body, render_permission(harness, None))

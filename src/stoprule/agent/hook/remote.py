@@ -14,13 +14,19 @@ notice. The bearer token comes from an environment variable (``server.token_env`
       timeout_ms: 2000                          # per request; the hook's budget_ms bounds it too
       record: true                              # the server records each stop (run = the session id)
       project: web-app                          # how the team's blocker list names this project
+
+On the cold path when the project asks a decision server (tools/import_graph.py, COLD_PATH_WHEN): its imports
+stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 import json
 
+from stoprule import codes
+from stoprule.diagnostics import AgentError
 from stoprule.engine.evaluator import Match, Verdict
+from stoprule.project import CONFIG_FILE, STATE_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +39,7 @@ __all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirro
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 
 
-class RemoteError(Exception):
+class RemoteError(AgentError):
     """The server could not be asked, or refused: ``code`` is the server's error code or ``server.*``."""
 
     def __init__(self, code: str, message: str, status: int = 0, body: Any = None) -> None:
@@ -67,7 +73,7 @@ class Remote:
 
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError("server.bad_url", f"{url!r} is not an http:// or https:// URL")
+            raise RemoteError(codes.SERVER_BAD_URL, f"{url!r} is not an http:// or https:// URL")
         self.url = url.rstrip("/")
         self._https = parts.scheme == "https"
         self._host, self._port = parts.hostname, parts.port
@@ -106,9 +112,9 @@ class Remote:
             data = resp.read()
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
         except TimeoutError:
-            raise RemoteError("server.timeout", f"{self.url} did not answer within {self.timeout:g}s") from None
+            raise RemoteError(codes.SERVER_TIMEOUT, f"{self.url} did not answer within {self.timeout:g}s") from None
         except (OSError, http.client.HTTPException) as exc:
-            raise RemoteError("server.unreachable", f"{self.url}: {type(exc).__name__}: {exc}") from None
+            raise RemoteError(codes.SERVER_UNREACHABLE, f"{self.url}: {type(exc).__name__}: {exc}") from None
         finally:
             conn.close()
 
@@ -118,12 +124,12 @@ class Remote:
         try:
             value = json.loads(data)
         except ValueError:
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}, not JSON", status) from None
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}, not JSON", status) from None
         if status != 200:
             err = value.get("error") if isinstance(value, dict) else None
             if isinstance(err, dict) and "code" in err:
                 raise RemoteError(str(err["code"]), str(err.get("message", "")), status, value)
-            raise RemoteError("server.bad_answer", f"{self.url}{path}: HTTP {status}", status, value)
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}{path}: HTTP {status}", status, value)
         return value
 
     def hook(
@@ -133,7 +139,7 @@ class Remote:
         body = {"payload": payload, "fact": fact, "event": event, "run": run}
         answer = self.call("POST", f"/v1/hooks/{harness}", json.dumps(body).encode())
         if not isinstance(answer, dict) or not isinstance(answer.get("verdict"), dict):
-            raise RemoteError("server.bad_answer", f"{self.url}: the hook answer has no verdict")
+            raise RemoteError(codes.SERVER_BAD_ANSWER, f"{self.url}: the hook answer has no verdict")
         return answer
 
     def batch(self, data: bytes, query: str = "") -> tuple[int, bytes]:
@@ -194,10 +200,9 @@ def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str
     (``server.project``, else the project directory's name)."""
     import os
 
-    from stoprule.agent.config import load_config
+    from stoprule.config.reader import read_settings
 
-    section = load_config(os.path.join(project_dir, ".stoprule", "config.yaml"), sections=("server",))["server"]
-    data = section.model_dump()
+    data = read_settings(os.path.join(project_dir, STATE_DIR, CONFIG_FILE)).server
     return Remote.configured(data, explicit, env, None), data.get("project") or os.path.basename(project_dir)
 
 

@@ -1,24 +1,26 @@
 """Replay a recorded transcript: the fact each stop would have seen, boundary by boundary.
 
 A boundary is the end of a turn: just before each new user turn, and the end of the file.
-The fact is built as the hook builds it, from what a transcript can tell: the ``hook``
-observations of a stop, the ``closure`` trailer of the last assistant text, and the
-``transcript`` observations up to that point (no ``state``, no ``git``: they are not
-recorded in a transcript), mapped by the same ``providers.fields``.
+Each stop's fact is made by the hook's own fact path (:func:`stoprule.agent.hook.providers.gather`)
+with the ``hook``, ``transcript`` and ``closure`` providers — the closure trailer, the
+question to the user, the session mode — the transcript provider given the reader's state at
+that point instead of the file. ``state`` and ``git`` are not in a transcript. A final
+record without its newline is read (the file is complete when it is replayed).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from stoprule.agent.hook.providers import Provenance, merge
-from stoprule.agent.hook.providers.closure_provider import parse_trailer
-from stoprule.agent.hook.transcripts import Scan, observations, records
+from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.providers import Context, Provenance, gather
+from stoprule.agent.hook.transcripts import Scan, records
 
-__all__ = ["Boundary", "boundaries"]
+__all__ = ["Boundary", "boundaries", "stop_fact"]
 
 FORMAT_HARNESS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot",
                   "cursor": "cursor"}  # fmt: skip
+REPLAY_PROVIDERS = ("hook", "transcript", "closure")
 
 
 class Boundary:
@@ -26,34 +28,49 @@ class Boundary:
         self.index, self.line, self.fact, self.provenance = index, line, fact, provenance
 
 
-def _fact(scan: Scan, fmt: str, mapping: dict[str, str | None]) -> tuple[dict[str, Any], Provenance]:
-    hook = {"harness": FORMAT_HARNESS[fmt], "event": "stop", "stop_hook_active": False, "stopping": True}
-    closure, cnotes = parse_trailer(scan.last_text)
-    return merge([("hook", hook, []), ("closure", closure, cnotes),
-                  ("transcript", observations(scan.state()), [])], mapping)  # fmt: skip
+def stop_fact(
+    scan: dict[str, Any],
+    fmt: str,
+    mapping: dict[str, str | None],
+    *,
+    pack: str | None = None,
+    mode_setting: str | None = None,
+    path: str | None = None,
+) -> tuple[dict[str, Any], Provenance]:
+    """The fact the hook would build at a stop whose transcript reads as ``scan`` (a reader's
+    state) and whose payload carries nothing but the stop."""
+    event = HookEvent(harness=FORMAT_HARNESS[fmt], event="stop", transcript_path=path)
+    settings = {"enabled": list(REPLAY_PROVIDERS), "fields": mapping, "timeout_ms": 600000}
+    ctx = Context(None, "", "", settings, {})
+    ctx.pack, ctx.scan, ctx.mode_setting = pack, scan, mode_setting
+    return gather(event, ctx)
 
 
-def boundaries(path: str, fmt: str, mapping: dict[str, str | None]) -> list[Boundary]:
+def boundaries(
+    path: str, fmt: str, mapping: dict[str, str | None], *, pack: str | None = None, mode_setting: str | None = None
+) -> list[Boundary]:
     """Every stop of the transcript at ``path`` (OSError if unreadable)."""
     out: list[Boundary] = []
     scan = Scan(fmt, full=True)
-    line_no = 0
+    line_no = start = 0
 
-    def at_turn(s: Scan) -> None:
-        fact, prov = _fact(s, fmt, mapping)
-        out.append(Boundary(len(out) + 1, line_no, fact, prov))
+    def at(s: Scan) -> None:  # before the record that starts the next turn: the stop's last line is before it
+        fact, prov = stop_fact(s.state(), fmt, mapping, pack=pack, mode_setting=mode_setting, path=path)
+        out.append(Boundary(len(out) + 1, start, fact, prov))
 
-    scan.on_turn = at_turn
+    scan.on_turn = at
     with open(path, "rb") as fh:
         data = fh.read()
-    line_no = prev = 0
+    if data and not data.endswith(b"\n"):
+        data += b"\n"  # the last record is complete: the file is no longer being written
+    line_no = prev = start = 0
     for record, end in records(data):  # the hook's reader: pretty-printed records too
+        start = line_no
         line_no += data.count(b"\n", prev, end)
         prev = end
         if record.strip():
             scan.feed(record)
-    line_no = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    start = data.count(b"\n")
     if scan.turns:
-        fact, prov = _fact(scan, fmt, mapping)
-        out.append(Boundary(len(out) + 1, line_no, fact, prov))
+        at(scan)
     return out

@@ -26,8 +26,10 @@ from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
 from stoprule.agent.hook.event import Decision, HookEvent
-from stoprule.agent.settings import DEFAULT_HOOK, default_settings, hook_settings
-from stoprule.project import find_project
+from stoprule.config.defaults import DEFAULT_HOOK
+from stoprule.config.reader import default_settings, settings_for
+from stoprule.diagnostics import AgentError
+from stoprule.project import CONFIG_FILE, find_project
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ LOG_MAX_BYTES = 4 << 20
 MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
-class BudgetSpent(Exception):
+class BudgetSpent(AgentError):
     """The hook's time budget (``hook.budget_ms``) ran out."""
 
 
@@ -184,7 +186,7 @@ def run_hook(
         disarm()
         st.disarm()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
-    ledger = st.settings["hook"].get("ledger") and st.project is not None and st.evaluator is not None
+    ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
     if record is not None and ledger and st.fact is not None:
         try:
             run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
@@ -198,7 +200,7 @@ def run_hook(
         entry["render_error"] = f"{type(exc).__name__}: {exc}"
         output = {}
     safe = _safe_entry(entry)
-    _log(st.home, st.settings["hook"].get("log", True), safe)
+    _log(st.home, st.settings.hook.get("log", True), safe)
     return HookResult(output, decision, safe)
 
 
@@ -239,13 +241,13 @@ def _decide(
     workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
     st.project, st.home = state_home(workdir, env)
     entry["project"] = st.project
-    cfg_path = os.path.join(st.project, "config.yaml") if st.project else None
+    cfg_path = os.path.join(st.project, CONFIG_FILE) if st.project else None
     try:
-        st.settings = hook_settings(cfg_path)
+        st.settings = settings_for(st.project, event.session_id)
     except Exception:
         st.fail_closed = _peek_fail_closed(cfg_path)
         raise
-    hook = st.settings["hook"]
+    hook = st.settings.hook
     st.fail_closed = hook["fail"] == "closed"
     if payload_error is not None:
         raise payload_error
@@ -254,10 +256,10 @@ def _decide(
         raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
     st.disarm = _alarm(remaining)
     remote = None
-    if server or st.settings.get("server", {}).get("url") or env.get("STOPRULE_SERVER"):
+    if server or st.settings.server.get("url") or env.get("STOPRULE_SERVER"):
         from stoprule.agent.hook.remote import Remote
 
-        remote = Remote.configured(st.settings.get("server"), server, env, remaining)
+        remote = Remote.configured(st.settings.server, server, env, remaining)
     from stoprule.engine.packs import load_policy, pack_path
 
     if remote is None:
@@ -277,8 +279,9 @@ def _decide(
         notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
-    ctx = Context(st.project, st.home, workdir, st.settings["providers"], rec)
+    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec)
     ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
+    ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
     entry["provenance"] = prov.to_dict()
@@ -288,7 +291,7 @@ def _decide(
     else:
         from stoprule.agent.hook.remote import verdict_from_envelope
 
-        recorded = st.settings.get("server", {}).get("record", True)
+        recorded = st.settings.server.get("record", True)
         run = (event.session_id or f"{st.harness}-unknown-session") if recorded else None
         answer = remote.hook(st.harness, payload or {}, st.fact, event.event, run)
         verdict = verdict_from_envelope(answer["verdict"])
@@ -316,7 +319,7 @@ def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
     what = redact(clean(what))
     entry["error"] = what[:4000]
     entry["fail"] = "closed" if st.fail_closed else "open"
-    hook = st.settings["hook"]
+    hook = st.settings.hook
     if not st.fail_closed:
         first = (what.splitlines() or [""])[0][:300]
         return Decision(False, notice=f"stoprule could not decide, so this stop is allowed (fail open): {first}")

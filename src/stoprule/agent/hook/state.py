@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
+from stoprule.diagnostics import AgentError
+from stoprule.project import PROJECT_WIDE, state_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,31 +52,18 @@ __all__ = [
     "update_session",
 ]
 
-PROJECT_WIDE = "_project"
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class StateError(ValueError):
+class StateError(AgentError, ValueError):
     """A state file that cannot be read or written (the message names it)."""
 
 
-def _name(session: str | None) -> str:
-    """A file name for ``session``: readable, and distinct sessions never share one."""
-    if session is None:
-        return PROJECT_WIDE
-    safe = _SAFE.sub("_", session)[:80]
-    if safe == session and not safe.startswith((".", "_")):
-        return safe
-    raw = session.encode("utf-8", "surrogatepass")
-    return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
-
-
 def facts_file(project: str, session: str | None) -> str:
-    return os.path.join(project, "state", "facts", _name(session) + ".json")
+    return state_file(project, "facts", session)
 
 
 def session_file(project: str, session: str | None) -> str:
-    return os.path.join(project, "state", "sessions", _name(session) + ".json")
+    return state_file(project, "sessions", session)
 
 
 MAX_STATE_BYTES = 4 << 20  # one state file; larger is damage (quarantined)

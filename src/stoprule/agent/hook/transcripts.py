@@ -62,14 +62,27 @@ _GEMINI = _kv(b"type", b'"gemini"')
 _IS_ERROR = _kv(b"is_error", b"true")
 # Claude Code user lines that are not a human prompt
 _NOT_PROMPT = ("[Request interrupted by user", "<command-name>", "<command-message>", "<command-args>",
-               "<local-command-stdout>", "<local-command-stderr>", "Caveat: The messages below were generated")
+               "<local-command-stdout>", "<local-command-stderr>", "Caveat: The messages below were generated",
+               "<bash-input>", "<bash-stdout>", "<bash-stderr>", "<task-notification>")
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
+_SWITCH = re.compile(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
+# Claude Code's built-in slash commands: run locally, not a prompt to the model (a custom command is one)
+_LOCAL_COMMANDS = frozenset({
+    "/clear", "/compact", "/model", "/help", "/cost", "/exit", "/quit", "/config", "/status", "/memory", "/login",
+    "/logout", "/doctor", "/permissions", "/hooks", "/mcp", "/agents", "/resume", "/context", "/usage", "/vim",
+    "/theme", "/terminal-setup", "/ide", "/add-dir", "/export", "/rewind", "/todos", "/bashes", "/statusline",
+    "/output-style", "/privacy-settings", "/release-notes", "/upgrade", "/feedback", "/bug", "/tasks", "/plugin",
+})  # fmt: skip
+_COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _OPEN = ("pending", "in_progress")
 
 
 # Claude Code line types that carry nothing the stop decision reads (seen in 2.1.332's transcripts)
+# Codex user messages that are context the harness adds, not the user's prompt
+_CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<hook_prompt",
+                  "<user_shell_command>", "<permissions instructions>", "<collaboration_mode>")
 _CLAUDE_OTHER = frozenset({
     "system", "summary", "attachment", "file-history-snapshot", "progress", "queue-operation", "atis-latch",
     "api-request", "api-request-shape", "api-request-blob", "tools-used", "last-prompt", "cost-state", None,
@@ -107,7 +120,13 @@ class Scan:
         self.failed_ids: list[str] = s.get("failed_ids", [])  # call ids already counted (records repeat)
         self.after_block: bool = s.get("after_block", False)  # Copilot: the next user message is a hook's
         self.todo_undo: dict[str, Any] = s.get("todo_undo", {})  # the last todo call's id -> the list before it
+        self.mode_switch: str | None = s.get("mode_switch")  # the user's latest `stoprule: mode=` in a prompt
+        self.mode_signal: list[str] | None = s.get("mode_signal")  # [mode, source] the transcript says
+        self.legacy_turns: bool = s.get("legacy_turns", False)  # Codex turn_context without turn_id
+        self.user_query: bool = s.get("user_query", False)  # Cursor wraps the user's prompts in <user_query>
+        self.versions: list[str] = s.get("versions", [])  # the harness versions the records name
         self.skipped: dict[str, int] = {}
+        self.document: bool = s.get("document", False)  # a single JSON document (Gemini CLI's older .json chats)
         self.on_turn: Callable[[Scan], None] | None = None  # called before a new turn starts (replay)
 
     def state(self) -> dict[str, Any]:
@@ -123,6 +142,12 @@ class Scan:
             "failed_ids": self.failed_ids[-MAX_FAILED_IDS:],
             "after_block": self.after_block,
             "todo_undo": self.todo_undo,
+            "mode_switch": self.mode_switch,
+            "mode_signal": self.mode_signal,
+            "legacy_turns": self.legacy_turns,
+            "user_query": self.user_query,
+            "versions": self.versions[-3:],
+            "document": self.document,
         }
 
     def _recent_names(self, n: int) -> dict[str, str]:
@@ -174,13 +199,25 @@ class Scan:
                 return b'"text"' in line or b'"tool_use"' in line
             return False
         if self.fmt == "codex":
-            return any(k in line for k in (b"turn_context", b"function_call", b"exec_command_end", b'"assistant"'))
+            return any(k in line for k in (b"turn_context", b"function_call", b"exec_command_end", b'"assistant"',
+                                           b"session_meta", b'"user"'))  # fmt: skip
         if self.fmt == "gemini":
             return _USER.search(line) is not None or _GEMINI.search(line) is not None
         if self.fmt == "copilot":
             return any(k in line for k in (b'"user.message"', b'"assistant.message"', b'"tool.execution_complete"',
-                                           b'"hook.end"'))  # fmt: skip
+                                           b'"hook.end"', b'"session.start"'))  # fmt: skip
         return True
+
+    def _prompt(self, text: Any) -> None:
+        """A human prompt's text: the user's mode switch, if it has one."""
+        if isinstance(text, str) and "stoprule:" in text:
+            m = _SWITCH.search(text)
+            if m:
+                self.mode_switch = None if m.group(1).lower() == "auto" else m.group(1).lower()
+
+    def _version(self, v: Any) -> None:
+        if isinstance(v, str) and v and (not self.versions or self.versions[-1] != v):
+            self.versions = (self.versions + [v])[-3:]
 
     def _turn(self) -> None:
         if self.on_turn is not None and self.turns:
@@ -221,29 +258,26 @@ class Scan:
         msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
         content = msg.get("content") if isinstance(msg, dict) else None
         if kind == "user":
-            if obj.get("isMeta") or obj.get("isCompactSummary"):
+            self._version(obj.get("version"))
+            origin = obj.get("origin")
+            not_human = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
+            if obj.get("isMeta") or obj.get("isCompactSummary") or not_human:
+                if isinstance(content, list):  # a tool result still answers its call
+                    self._claude_results(obj, content)
                 return
             if isinstance(content, str):
-                if not content.lstrip().startswith(_NOT_PROMPT):
+                if self._claude_prompt(content):
+                    self._prompt(content)
                     self._turn()
                 return
             if not isinstance(content, list):
                 return
-            human = False
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_result":
-                    tid = block.get("tool_use_id")
-                    if block.get("is_error") is True:
-                        name = self.names.get(tid, "tool") if isinstance(tid, str) else "tool"
-                        self._fail(name, block.get("content"), tid)
-                    if isinstance(tid, str) and tid in self.pending:
-                        self._created(tid, obj.get("toolUseResult"), block.get("content"))
-                elif block.get("type") == "text":
-                    text = block.get("text")
-                    human = human or not (isinstance(text, str) and text.lstrip().startswith(_NOT_PROMPT))
+            self._claude_results(obj, content)
+            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            human = [t for t in texts if isinstance(t, str) and self._claude_prompt(t)]
             if human:
+                for t in human:
+                    self._prompt(t)
                 self._turn()
         elif kind == "assistant" and isinstance(content, list):
             for block in content:
@@ -255,6 +289,28 @@ class Scan:
                     self._claude_tool(block)
         elif kind not in _CLAUDE_OTHER:
             self._skip(f"unknown line type {kind!r}")
+
+    @staticmethod
+    def _claude_prompt(text: str) -> bool:
+        """A user line's text is a human prompt: not an interrupt, a local slash command, the
+        user's ``!`` bash mode, a background task's notification ..., but a custom slash command is."""
+        t = text.lstrip()
+        if t.startswith("<command-name>") or t.startswith("<command-message>"):
+            m = _COMMAND.search(t)
+            name = m.group(1) if m else ""
+            return bool(name) and ("/" + name.lstrip("/")) not in _LOCAL_COMMANDS
+        return not t.startswith(_NOT_PROMPT)
+
+    def _claude_results(self, obj: dict[str, Any], content: list[Any]) -> None:
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tid = block.get("tool_use_id")
+            if block.get("is_error") is True:
+                name = self.names.get(tid, "tool") if isinstance(tid, str) else "tool"
+                self._fail(name, block.get("content"), tid)
+            if isinstance(tid, str) and tid in self.pending:
+                self._created(tid, obj.get("toolUseResult"), block.get("content"))
 
     def _claude_tool(self, block: dict[str, Any]) -> None:
         name, tid = block.get("name"), block.get("id")
@@ -308,11 +364,20 @@ class Scan:
             self._skip("no payload")
             return
         ptype = payload.get("type")
-        if kind == "turn_context":
+        if kind == "session_meta":
+            self._version(payload.get("cli_version"))
+            source = payload.get("source")
+            if source == "exec":
+                self.mode_signal = ["autonomous", "Codex rollout session_meta source=exec (codex exec)"]
+            elif isinstance(source, str) and source in ("cli", "vscode"):
+                self.mode_signal = ["interactive", f"Codex rollout session_meta source={source}"]
+        elif kind == "turn_context":
             turn = payload.get("turn_id")
-            if turn is None or turn != self.last_turn:
+            if not isinstance(turn, str):  # Codex <= 0.6x: one per model request, not per prompt
+                self.legacy_turns = True
+            elif turn != self.last_turn:
                 self._turn()
-            self.last_turn = turn if isinstance(turn, str) else None
+                self.last_turn = turn
         elif kind == "response_item":
             if ptype == "function_call" and isinstance(payload.get("call_id"), str):
                 name = payload.get("name")
@@ -330,6 +395,14 @@ class Scan:
                     return
                 if isinstance(parsed, dict):
                     self._set_tasks(parsed.get("plan"), "step", call_id=payload.get("call_id"))
+            elif ptype == "message" and payload.get("role") == "user":
+                parts = payload.get("content")
+                texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+                text = "\n".join(t for t in texts if isinstance(t, str))
+                if text.strip() and not text.lstrip().startswith(_CODEX_CONTEXT):
+                    self._prompt(text)
+                    if self.legacy_turns:
+                        self._turn()
             elif ptype == "message" and payload.get("role") == "assistant":
                 parts = payload.get("content")
                 texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
@@ -343,7 +416,7 @@ class Scan:
                     cid = payload.get("call_id")
                     name = self.names.get(cid, "shell") if isinstance(cid, str) else "shell"
                     self._fail(name, payload.get("aggregated_output") or f"exit code {code}", cid)
-        elif kind not in ("session_meta", "compacted"):
+        elif kind != "compacted":
             self._skip(f"unknown line type {kind!r}")
 
     def _codex_output(self, payload: dict[str, Any]) -> None:
@@ -373,6 +446,14 @@ class Scan:
     # ---------------------------------------------------------------- Gemini
 
     def _gemini(self, obj: dict[str, Any]) -> None:
+        if isinstance(obj.get("messages"), list) and "type" not in obj:  # the single-document .json chat
+            self.document = True
+            for message in obj["messages"]:
+                if isinstance(message, dict):
+                    self._gemini(message)
+            return
+        if "$rewindTo" in obj or "$set" in obj:
+            return
         kind = obj.get("type")
         if kind == "user":
             # tool responses are recorded as user records too (Gemini CLI >= 0.44): not a turn
@@ -380,6 +461,8 @@ class Scan:
             parts = content if isinstance(content, list) else []
             if parts and all(isinstance(p, dict) and "text" not in p for p in parts):
                 return
+            self._prompt(content if isinstance(content, str) else
+                         "\n".join(p.get("text", "") for p in parts if isinstance(p, dict)))  # fmt: skip
             self._turn()
         elif kind == "gemini":
             content = obj.get("content")
@@ -400,6 +483,10 @@ class Scan:
                     m = _EXIT.search(_gemini_output(call.get("result")))
                     if m and int(m.group(1)) != 0:
                         self._fail(name, _gemini_output(call.get("result")), call.get("id"))
+        elif kind in ("model",):  # some versions name the agent's records "model"
+            self._gemini({**obj, "type": "gemini"})
+        elif kind is None and not ({"sessionId", "projectHash", "startTime", "lastUpdated", "kind"} & obj.keys()):
+            self._skip("a record without a type")
         elif kind not in ("info", "error", "warning", None):
             self._skip(f"unknown line type {kind!r}")
 
@@ -409,8 +496,11 @@ class Scan:
         kind, data = obj.get("type"), obj.get("data")
         if not isinstance(data, dict):
             return
+        if kind == "session.start":
+            self._version(data.get("copilotVersion"))
         if kind == "user.message":
             if not self.after_block:  # a hook's block reason comes back as a user message
+                self._prompt(data.get("content"))
                 self._turn()
             self.after_block = False
         elif kind == "hook.end":
@@ -437,18 +527,59 @@ class Scan:
     # ---------------------------------------------------------------- Cursor
 
     def _cursor(self, obj: dict[str, Any]) -> None:
-        """Cursor agent transcripts: ``{"role":"user"|"assistant","message":{"content":[{"type":"text",...}]}}``
-        (no tool blocks; third-party descriptions, UNCONFIRMED against Cursor itself)."""
+        """Cursor agent transcripts: ``{"role":"user"|"assistant","message":{"content":[{"type":"text",...}]}}``.
+        The user's own prompts are wrapped in ``<user_query>``; once one was seen, a user
+        message without it (a follow-up a stop hook generated) is not a turn. The todo list is
+        the latest ``TodoWrite``/``todo_write`` call (``merge``: by id)."""
         role = obj.get("role")
         msg = obj.get("message")
         content = msg.get("content") if isinstance(msg, dict) else None
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"] \
-            if isinstance(content, list) else [content]  # fmt: skip
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         text = "\n".join(t for t in texts if isinstance(t, str))
         if role == "user" and text.strip():
+            if "<user_query>" in text:
+                self.user_query = True
+            elif self.user_query:
+                return  # generated (a stop hook's follow-up), not the user's
+            self._prompt(text.replace("<user_query>", "").replace("</user_query>", ""))
             self._turn()
-        elif role == "assistant" and text.strip():
-            self.last_text = text
+        elif role == "assistant":
+            if text.strip():
+                self.last_text = text
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") in ("tool_use", "tool-call", "tool_call"):
+                    self._cursor_tool(b)
+        elif role is not None:
+            self._skip(f"unknown role {role!r}")
+
+    def _cursor_tool(self, block: dict[str, Any]) -> None:
+        name = block.get("name") or block.get("toolName")
+        args = block.get("input") if isinstance(block.get("input"), dict) else block.get("args")
+        if name not in ("TodoWrite", "todo_write", "todoWrite") or not isinstance(args, dict):
+            return
+        todos = args.get("todos")
+        if not isinstance(todos, list):
+            return
+        if args.get("merge") is True and self.tasks:
+            by_id = {t["id"]: t for t in self.tasks if t.get("id")}
+            for item in todos:
+                if not isinstance(item, dict):
+                    continue
+                key = str(item.get("id")) if item.get("id") is not None else None
+                if key in by_id:
+                    if isinstance(item.get("status"), str):
+                        by_id[key]["status"] = _status(item["status"])
+                    if isinstance(item.get("content"), str):
+                        by_id[key]["title"] = item["content"]
+                else:
+                    self.tasks.append({"id": key, "title": _title(item, "content"),
+                                       "status": _status(item.get("status"))})  # fmt: skip
+            return
+        self._set_tasks(todos, "content")
+        for task, item in zip(self.tasks, [t for t in todos if isinstance(t, dict)], strict=False):
+            if item.get("id") is not None:
+                task["id"] = str(item["id"])
 
 
 def _after_output(text: str) -> str:
@@ -478,6 +609,14 @@ def detect(path: str, harness: str | None = None) -> str | None:
             lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
     except OSError:
         return None
+    if lines and lines[-1].strip() == b"}":  # a pretty-printed document: Gemini CLI's older .json chats
+        try:
+            with open(path, "rb") as fh:
+                doc = json.loads(fh.read(MAX_RECORD_BYTES))
+        except (OSError, ValueError):
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+            return "gemini"
     for line in reversed(lines[-20:]):
         try:
             obj = json.loads(line)
@@ -588,7 +727,8 @@ def scan_file(
         same = _resumable(saved, path, fmt, st)
         if same and saved is not None and _fingerprint(fh, saved["offset"]) != saved["mark"]:
             same = False
-            notes.append("the transcript was replaced or rewritten since the last stop: read again from the start")
+            if not (saved.get("scan") or {}).get("document"):
+                notes.append("the transcript was replaced or rewritten since the last stop: read again from the start")
         elif saved is not None and not same and saved.get("path") == path:
             notes.append("the transcript changed (another file, or shorter) since the last stop: read again")
         if same and saved is not None and size - saved["offset"] <= max_scan:

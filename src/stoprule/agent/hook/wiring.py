@@ -28,6 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10: the backport
+    import tomli as tomllib
+
 __all__ = [
     "EXTRA_EVENTS",
     "MCP",
@@ -325,10 +330,6 @@ def set_mcp(data: dict[str, Any], kind: str, argv: list[str]) -> bool:
 def parse_toml(text: str) -> dict[str, Any]:
     """A TOML document (Codex's config): ``tomllib``, or its backport ``tomli`` on Python 3.10.
     Raises ValueError for one that is not valid TOML."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -1,6 +1,9 @@
 """One module per harness, each with ``parse(payload, event) -> HookEvent`` and
 ``render(decision, event) -> dict | None`` (None: print nothing, which means allow).
 
+Modules: ``claude_code``, ``codex``, ``gemini``, ``cursor``, ``copilot``, ``opencode`` (the
+generated plugin's payloads), and ``_common`` (what they share).
+
 Adding a harness is one module here, one row in :data:`ADAPTERS` and its import in
 :func:`adapter`, and one fixture folder
 (``tests/fixtures/hooks/<harness>/``).

@@ -1,6 +1,6 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
-Order (:data:`stoprule.agent.settings.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
+Order (:data:`stoprule.config.defaults.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
 ``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
 the session, blockers the agent logged) before what is inferred (the working tree); the
 transcript comes before ``closure`` so that the agent's last message (its closure trailer,
@@ -13,6 +13,10 @@ The first provider to set a field wins; a later provider with a different value 
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
 it is told its deadline, and one that overruns it has its observations dropped (noted).
 
+Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
+``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
+and ``_turn`` (which stops belong to one user turn, for the providers that keep per-turn marks).
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -21,10 +25,11 @@ from __future__ import annotations
 import time
 
 from stoprule.agent.hook.event import HookEvent
-from stoprule.agent.settings import PROVIDER_ORDER
+from stoprule.config.defaults import PROVIDER_ORDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from types import ModuleType
     from typing import Any
 
@@ -37,9 +42,13 @@ class Context:
     directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
     ``session`` (the hook's record for this session; providers may update it) and
     ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
-    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one."""
+    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one; ``env``
+    the hook's environment and ``mode_setting`` the config's ``session.mode`` (the session
+    mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
+    instead of the file (``replay``)."""
 
-    __slots__ = ("deadline", "home", "pack", "project", "session", "settings", "workdir")
+    __slots__ = ("deadline", "env", "home", "mode_setting", "pack", "project", "scan", "session", "settings",
+                 "workdir")  # fmt: skip
 
     def __init__(
         self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
@@ -47,6 +56,9 @@ class Context:
         self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
         self.deadline = 0.0
         self.pack: str | None = None
+        self.env: Mapping[str, str] = {}  # the hook process's environment (set by the harness)
+        self.mode_setting: str | None = None  # config session.mode
+        self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
 
 
 class Provenance:
@@ -121,7 +133,7 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
         if name == "transcript" and event.last_message is None:
-            scan = (ctx.session.get("transcript") or {}).get("scan") or {}
+            scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
                 event.last_message = scan["last_text"]  # the payload has none: the transcript's
                 notes = [*notes, "last message read from the transcript"]
@@ -134,7 +146,28 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
     _skip_blocked(fact, prov, fields)
+    _session_mode(fact, prov, fields, event, ctx)
     return fact, prov
+
+
+def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent,
+                  ctx: Context) -> None:  # fmt: skip
+    """``sessionMode`` and where it came from; what the harness, the config or the user's switch
+    says beats a declared value (the agent can declare facts; it cannot make itself attended)."""
+    from stoprule.agent.hook.mode import resolve
+
+    target = fields.get("session.mode", "sessionMode")
+    if not target:
+        return
+    scan = (ctx.session.get("transcript") or {}).get("scan") if ctx.scan is None else ctx.scan
+    scan = scan if isinstance(scan, dict) else None
+    mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
+    if target in fact and fact[target] != mode:
+        kept = prov.fields.get(target, {})
+        prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
+                               "ignored": {"provider": kept.get("provider"), "value": fact[target]}})  # fmt: skip
+    fact[target] = mode
+    prov.fields[target] = {"provider": "session", "key": "mode", "value": mode, "source": source}
 
 
 def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:

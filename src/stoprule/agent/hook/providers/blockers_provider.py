@@ -26,8 +26,8 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     from types import SimpleNamespace
 
     from stoprule.agent.blockers.facts import blockers_facts
-    from stoprule.agent.defaults import DEFAULT_BLOCKERS
     from stoprule.agent.hook.providers._turn import fresh_turn
+    from stoprule.config.defaults import DEFAULT_BLOCKERS
 
     cfg = ctx.settings.get("blockers") or DEFAULT_BLOCKERS  # the config's validated section, cached with the hook's
     notes: list[str] = []  # damaged record lines, skipped

@@ -10,12 +10,11 @@ but blank lines)::
 ``_``); ``review`` asks for user review with the given reason (``closure.review`` true and
 ``closure.review_reason``). Text elsewhere in the message is never read for the trailer.
 
-The message (without its trailer, code blocks and quotes) is also read for a question to
-the user: ``closure.question_asked`` (bool), ``closure.question`` (the sentence that
-matched) and ``closure.question_again`` (a question was already seen at an earlier stop of
-this turn: the policy pushes back once). The patterns are the pack's data
-(``agent/triage.json`` ``question``: ``asks`` match the last sentence, ``requests`` one of
-the last ``window`` sentences, ``ignore`` excludes a sentence), never code.
+The message is also read for a question to the user (:mod:`stoprule.agent.hook.questions`,
+by the pack's ``agent/triage.json`` ``question`` patterns): ``closure.question_asked``
+(bool), ``closure.question`` (the sentence that decided), ``closure.question_why`` (why it
+is, or is not, a question: observed only) and ``closure.question_again`` (a question was
+already seen at an earlier stop of this turn: the policy pushes back once).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -25,12 +24,13 @@ from __future__ import annotations
 import re
 
 from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.questions import explain_question, find_question
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["parse_trailer", "provide"]
+__all__ = ["find_question", "parse_trailer", "provide"]
 
 # compiled on first use (re's cache): most messages have no trailer
 _LINE = r"^\s*stoprule:\s*(closure|review)\s*=\s*(.*?)\s*$"
@@ -59,33 +59,6 @@ def parse_trailer(message: str | None) -> tuple[dict[str, Any], list[str]]:
     return obs, notes
 
 
-_FENCE = r"```.*?(?:```|$)"
-_SPLIT = r"(?<=[.!?])\s+|\n+"
-
-
-def find_question(message: str | None, spec: dict[str, Any]) -> str | None:
-    """The sentence of ``message`` that asks the user something, by the patterns of ``spec``
-    (the pack's ``question`` data), or None."""
-    if not message or not spec:
-        return None
-    text = re.sub(_FENCE, "\n", message, flags=re.S)
-    text = re.sub(r"`[^`\n]*`", "code", text)
-    lines = [ln for ln in text.split("\n") if not ln.lstrip().startswith(">") and not re.match(_LINE, ln)]
-    sentences = [s.strip(" \t*_-#") for s in re.split(_SPLIT, "\n".join(lines))]
-    sentences = [s for s in sentences if s]
-    window = spec.get("window", 2)
-    window = window if isinstance(window, int) and window > 0 else 2
-    asks, requests, ignore = spec.get("asks", []), spec.get("requests", []), spec.get("ignore", [])
-    for n, sentence in enumerate(reversed(sentences[-window:])):
-        if any(re.search(p, sentence, re.I) for p in ignore):
-            continue
-        # a question counts as the last sentence only (one answered right after it is rhetorical);
-        # a request anywhere in the window
-        if any(re.search(p, sentence, re.I) for p in (*asks, *requests) if n == 0 or p in requests):
-            return sentence[:300]
-    return None
-
-
 def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     obs, notes = parse_trailer(event.last_message)
     if event.last_message is None:
@@ -93,7 +66,10 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     from stoprule.agent.hook.pack_data import pack_data
     from stoprule.agent.hook.providers._turn import fresh_turn
 
-    question = find_question(event.last_message, pack_data(ctx.pack).get("question") or {})
+    found = explain_question(event.last_message, pack_data(ctx.pack).get("question") or {})
+    question = found["sentence"] if found and found["asked"] else None
+    if found is not None:
+        obs["question_why"] = f"{found['why']}: {found['sentence'][:200]}"
     seen = ctx.session.get("question") if isinstance(ctx.session.get("question"), dict) else {}
     again = bool(seen.get("asked")) and not fresh_turn(event, ctx.session)
     obs["question_asked"] = question is not None

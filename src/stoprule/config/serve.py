@@ -1,4 +1,6 @@
-"""The server's configuration: where the pack is, who may call, the limits, the ledger.
+"""The server's configuration (``stoprule serve --config FILE``): where the pack is, who may
+call, the limits, the ledger. Read by the one loader (:mod:`stoprule.config.loader`); defaults
+in :mod:`stoprule.config.defaults`.
 
 Bearer tokens are stored as ``sha256:<hex>`` of the token (tokens are random, 32 bytes of
 ``secrets``: a plain hash is enough, no password stretching); a request's token is hashed and
@@ -21,14 +23,24 @@ import os
 import secrets
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Limits", "ServeConfig", "hash_token", "load_config", "new_token"]
+from pydantic import BaseModel, ConfigDict, Field
+
+from stoprule import codes
+from stoprule.config.defaults import SERVE_DEFAULTS, SERVE_LIMITS
+from stoprule.config.loader import load_document
+from stoprule.config.source import read_config
+from stoprule.diagnostics import ConfigError, Diagnostic
+
+__all__ = ["Limits", "ServeConfig", "ServeFile", "hash_token", "load_serve_config", "new_token"]
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_body_bytes: int = 1 << 20  # a request body larger than this: 413
-    max_batch: int = 10_000  # facts per batch request: 413 beyond
-    timeout_ms: int = 10_000  # reading the body and deciding; past it: 408 (a batch: the rest of its lines)
+    """What one request may ask (defaults: :data:`stoprule.config.defaults.SERVE_LIMITS`)."""
+
+    max_body_bytes: int = SERVE_LIMITS["max_body_bytes"]  # a request body larger than this: 413
+    max_batch: int = SERVE_LIMITS["max_batch"]  # facts per batch request: 413 beyond
+    timeout_ms: int = SERVE_LIMITS["timeout_ms"]  # reading the body and deciding; past it: 408
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,7 @@ class ServeConfig:
     tokens: tuple[tuple[str, str], ...] = ()  # (name, "sha256:<hex>")
     ledger: str | None = None  # path or postgresql:// URL; None: nothing recorded
     limits: Limits = field(default_factory=Limits)
-    reload_interval_ms: int = 1000
+    reload_interval_ms: int = SERVE_DEFAULTS["reload_interval_ms"]
     auth: bool = True  # False only with --no-auth (loopback development)
 
     def token_name(self, header: str | None) -> str | None:
@@ -88,59 +100,48 @@ def new_token() -> tuple[str, str]:
     return token, hash_token(token)
 
 
-class ConfigError(ValueError):
-    """The server's config file is not usable (names the file and the field)."""
+class _Token(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$", description="`stoprule serve --new-token` prints one")
 
 
-def _int(where: str, value: object, low: int = 1) -> int:
-    if type(value) is not int or value < low:
-        raise ConfigError(f"{where}: must be an integer >= {low}, not {value!r}")
-    return value
+class _Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_bytes: int = Field(SERVE_LIMITS["max_body_bytes"], ge=1, strict=True)
+    max_batch: int = Field(SERVE_LIMITS["max_batch"], ge=1, strict=True)
+    timeout_ms: int = Field(SERVE_LIMITS["timeout_ms"], ge=1, strict=True)
 
 
-def load_config(path: str) -> ServeConfig:
-    """Read and check the YAML config at ``path`` (relative ``policy`` paths are relative to it)."""
-    import yaml
+class ServeFile(BaseModel):
+    """The ``stoprule serve --config`` file (unknown keys are errors)."""
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a mapping")
-    known = {"policy", "tokens", "ledger", "limits", "reload_interval_ms"}
-    extra = sorted(set(data) - known)
-    if extra:
-        raise ConfigError(f"{path}: unknown field(s) {', '.join(map(str, extra))} (known: {', '.join(sorted(known))})")
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str | None = Field(SERVE_DEFAULTS["policy"], min_length=1)
+    tokens: list[_Token] = Field(default_factory=list)
+    ledger: str | None = Field(SERVE_DEFAULTS["ledger"], min_length=1)
+    limits: _Limits = Field(default_factory=lambda: _Limits.model_validate({}))
+    reload_interval_ms: int = Field(SERVE_DEFAULTS["reload_interval_ms"], ge=1, strict=True)
+
+
+def load_serve_config(path: str) -> ServeConfig:
+    """Read and check the YAML config at ``path`` (relative ``policy`` and ``ledger`` paths are
+    relative to it). Raises :class:`~stoprule.diagnostics.ConfigError` naming the file, line and key."""
+    data = read_config(path)
+    if data is None:
+        raise ConfigError([Diagnostic(path, 1, 1, codes.CONFIG_UNREADABLE, "no such file")])
+    found = load_document(path, data, ServeFile)
     base = os.path.dirname(os.path.abspath(path))
-    policy = data.get("policy")
-    if policy is not None and not isinstance(policy, str):
-        raise ConfigError(f"{path}: policy: must be a directory path")
-    tokens = []
-    for i, item in enumerate(data.get("tokens") or []):
-        where = f"{path}: tokens[{i}]"
-        if not isinstance(item, dict) or set(item) - {"name", "sha256"} or "sha256" not in item:
-            raise ConfigError(f"{where}: must be {{name: ..., sha256: sha256:<hex>}}")
-        h = item["sha256"]
-        if not isinstance(h, str) or not h.startswith("sha256:") or len(h) != 71:
-            raise ConfigError(f"{where}.sha256: not a token hash (`stoprule serve --new-token` prints one)")
-        tokens.append((str(item.get("name", f"token{i}")), h))
-    limits_data = data.get("limits") or {}
-    if not isinstance(limits_data, dict) or set(limits_data) - {f.name for f in fields(Limits)}:
-        raise ConfigError(f"{path}: limits: known fields are {', '.join(f.name for f in fields(Limits))}")
-    limits = Limits(**{k: _int(f"{path}: limits.{k}", v) for k, v in limits_data.items()})
-    ledger = data.get("ledger")
-    if ledger is not None and not isinstance(ledger, str):
-        raise ConfigError(f"{path}: ledger: must be a path or a postgresql:// URL")
+    ledger = found.ledger
     if ledger and "://" not in ledger:
         ledger = os.path.join(base, ledger)
     return ServeConfig(
-        policy=os.path.join(base, policy) if policy else None,
-        tokens=tuple(tokens),
+        policy=os.path.join(base, found.policy) if found.policy else None,
+        tokens=tuple((t.name or f"token{i}", t.sha256) for i, t in enumerate(found.tokens)),
         ledger=ledger,
-        limits=limits,
-        reload_interval_ms=_int(f"{path}: reload_interval_ms", data.get("reload_interval_ms", 1000)),
+        limits=Limits(**found.limits.model_dump()),
+        reload_interval_ms=found.reload_interval_ms,
     )

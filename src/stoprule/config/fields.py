@@ -25,6 +25,7 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "closure.question_asked": "questionAsked",
     "closure.question": "questionText",
     "closure.question_again": "questionRepeated",
+    "closure.question_why": None,
     "transcript.turns": "turn",
     "transcript.current_task": "currentTask",
     "transcript.task_state": "taskState",
@@ -42,6 +43,8 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
     "git.branch": None,
+    "session.mode": "sessionMode",
+    "transcript.versions": None,
 }
 
 # Tool argument -> fact field: what the blocker tools write into the session's facts.

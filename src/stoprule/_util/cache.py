@@ -1,0 +1,62 @@
+"""The one content-keyed cache: compiled packs (:mod:`stoprule.engine.packs`) and validated
+project configs (:mod:`stoprule.config.reader`) are stored under a key made of the bytes they
+came from, so an edit (even one that restores the mtime) is a miss and a hit skips the work.
+
+    cache_file(name)         the path of entry ``name`` in the cache folder, or None (caching off)
+    content_key(data)        a short key of ``data`` (CRC-32, Adler-32 and length)
+    read_entry(path, limit)  the entry's bytes, or None when missing or unreadable
+    write_entry(path, data)  replace the entry atomically; an unwritable cache is not an error
+
+The folder is ``$STOPRULE_CACHE_DIR``, else ``$XDG_CACHE_HOME/stoprule``, else
+``~/.cache/stoprule``; ``$STOPRULE_NO_CACHE`` turns caching off. An entry is data, never
+trusted: each reader checks what it loads against its source. ``zlib`` is already loaded by
+the interpreter, ``hashlib`` is not, so the key avoids it.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from stoprule._util.files import atomic_write, read_bounded
+
+__all__ = ["cache_dir", "cache_file", "content_key", "read_entry", "write_entry"]
+
+
+def cache_dir() -> str | None:
+    """The cache folder, or None when ``$STOPRULE_NO_CACHE`` turns caching off."""
+    if os.environ.get("STOPRULE_NO_CACHE"):
+        return None
+    if os.environ.get("STOPRULE_CACHE_DIR"):
+        return os.environ["STOPRULE_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "stoprule")
+
+
+def cache_file(name: str) -> str | None:
+    """Where entry ``name`` lives, or None when caching is off."""
+    folder = cache_dir()
+    return os.path.join(folder, name) if folder is not None else None
+
+
+def content_key(data: bytes) -> str:
+    """A short name for ``data``: its CRC-32, Adler-32 and length, in hex."""
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+
+
+def read_entry(path: str, limit: int) -> bytes | None:
+    """The entry's bytes (at most ``limit``), or None when it is missing, too large or unreadable."""
+    try:
+        return read_bounded(path, limit)
+    except OSError:
+        return None
+
+
+def write_entry(path: str, data: bytes) -> None:
+    """Replace the entry atomically (no fsync: a lost entry is only a miss); errors are ignored."""
+    try:
+        atomic_write(path, data, sync=False)
+    except OSError:
+        return
