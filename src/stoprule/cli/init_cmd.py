@@ -137,12 +137,12 @@ class _Git:
             return None
         return os.path.join(self.root or ".", p.stdout.strip())
 
-    def set_excluded(self, path: str, excluded: bool) -> bool:
-        """Add ``/REL`` to (or take it out of) stoprule's block of ``.git/info/exclude``; True if
-        the file changed."""
+    def set_excluded(self, path: str, excluded: bool) -> str | None:
+        """Add ``/REL`` to (or take it out of) stoprule's block of ``.git/info/exclude``: the line
+        added or taken out, None when the file is left as it was."""
         exclude = self.exclude_path()
         if exclude is None:
-            return False
+            return None
         line = "/" + self.rel(path)
         try:
             with open(exclude, encoding="utf-8") as fh:
@@ -155,7 +155,7 @@ class _Git:
             end += 1
         block = lines[start:end] if start is not None else []
         if excluded == (line in block):
-            return False
+            return None
         if not excluded:
             assert start is not None and end is not None
             lines[start:end] = [x for x in block if x != line]
@@ -167,7 +167,7 @@ class _Git:
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
         with open(exclude, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
-        return True
+        return line
 
 
 # ------------------------------------------------------------------ writing
