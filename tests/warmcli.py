@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import json
 import os
 import pkgutil
 import select
@@ -105,6 +104,8 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
 
 
 def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The client's request: its size (4 bytes), then NUL-separated cwd, the argument count, the
+    arguments and the environment's ``NAME=value`` items; the three descriptors beside it."""
     data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
     size = int.from_bytes(data[:4], "big")
     body = data[4:]
@@ -113,7 +114,10 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
         if not chunk:
             raise ConnectionError("the client went away")
         body += chunk
-    return json.loads(body), list(fds)
+    cwd, count, *rest = [os.fsdecode(x) for x in body.split(b"\0")]
+    argv, items = rest[: int(count)], rest[int(count) :]
+    env = dict(item.split("=", 1) for item in items if "=" in item)
+    return {"cwd": cwd, "argv": argv, "env": env}, list(fds)
 
 
 def serve(path: str) -> None:
@@ -171,9 +175,10 @@ def running() -> Iterator[str]:
 def client_script(socket_path: str, real: str) -> str:
     """The ``stoprule`` a sandbox puts on PATH: hands the command to the server at
     ``socket_path``, or runs ``real`` (the console script) when there is none."""
+    # the C modules only (no json, no socket wrapper): the client's start is most of its cost
     return f"""#!{sys.executable} -IS
-import json, os, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+import _socket, array, os, sys
+s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 try:
     s.connect({socket_path!r})
 except OSError:
@@ -185,10 +190,16 @@ for fd in (0, 1, 2):
         fds.append(fd)
     except OSError:
         fds.append(os.open(os.devnull, os.O_RDWR))
-body = json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
-socket.send_fds(s, [len(body).to_bytes(4, "big") + body], fds)
+items = [os.getcwd(), str(len(sys.argv) - 1), *sys.argv[1:], *(k + "=" + v for k, v in os.environ.items())]
+body = "\\0".join(items).encode("utf-8", "surrogateescape")
+data = len(body).to_bytes(4, "big") + body
+sent = s.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+s.sendall(data[sent:])
 answer = b""
-while chunk := s.recv(64):
+while True:
+    chunk = s.recv(64)
+    if not chunk:
+        break
     answer += chunk
 sys.exit(int(answer) if answer.strip() else 70)
 """
