@@ -144,7 +144,7 @@ def _move_timeout(pack: Path) -> None:
 SKIP: dict[tuple[str, str], str] = {
     (
         "README.md",
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && "
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && python -m compileall -q src && "
         "stoprule eval examples/soft-blocker.json --format pretty",
     ): "set-up: .ci/run runs it (test_readme_setup_is_what_ci_runs); its stoprule part runs below",
     ("README.md", "python -m pytest"): "the test suite itself: .ci/run runs it (test_readme_setup_is_what_ci_runs)",
@@ -432,6 +432,8 @@ def test_readme_setup_is_what_ci_runs() -> None:
     assert install[1] == ". .venv/bin/activate"
     assert install[2] == "pip install -e '.[dev]'"
     assert any("python -m pip install -e '.[dev]'" in c for c in ci_cmds)  # CI runs the installs side by side
+    assert install[3] == "python -m compileall -q src"  # the bytecode: no start compiles it (README, "Bytecode")
+    assert any("python -m compileall -q src" in c for c in ci_cmds)
     assert _strip_comment(lines[1]) == "python -m pytest" and "python -m pytest" in ci_cmds
     assert "python -m pytest -m torture" in readme
     assert any(c.startswith("python -m pytest -m torture") for c in ci_cmds)  # CI adds -n 0 (one at a time)
