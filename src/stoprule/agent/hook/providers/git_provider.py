@@ -5,8 +5,9 @@ Whose work: at session start stoprule records the dirty files with a hash of the
 (:func:`baseline`, kept in the hook's session record as ``baseline``); at a stop only a file
 that is dirty now and was clean then, or whose content changed since, counts. stoprule's
 own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
-config, the blockers view) and the files ``stoprule init`` generates (``own_files``
-observed). Without a recorded baseline every dirty file but stoprule's counts.
+config, the blockers view) and every file ``stoprule init`` writes or merges into
+(:data:`GENERATED`: the harness configs, shared and personal, and the MCP registrations).
+Without a recorded baseline every dirty file but stoprule's counts.
 
 Observations: ``dirty`` (bool), ``files`` (the first :data:`SHOWN` such paths), ``count``
 (how many in all), ``branch``.
