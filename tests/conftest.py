@@ -24,6 +24,12 @@ if sys.dont_write_bytecode and sys.pycache_prefix is None and os.environ.get("PY
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     sys.dont_write_bytecode = False
 
+# The user's state directory (stoprule's state where no project is found: session links, declared
+# facts, refused attempts) is a fresh one per test process: nothing a test does there reaches the
+# machine's, nor another test run's (a session link there makes the CLI refuse its mutating commands).
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="stoprule-tests-state-")
+os.environ.pop("STOPRULE_STATE_DIR", None)
+
 from clirunner import invoke  # noqa: E402 - after the bytecode set-up above
 from stoprule import Evaluator, load_policy  # noqa: E402
 

@@ -96,7 +96,7 @@ MENTIONS: dict[tuple[str, str], tuple[str, object]] = {
     ("decision-table.md", "rows 1–2 and 5–7: stops for user review"): ("file", "review"),
     ("decision-table.md", "rows 3–4: the blocked report"): ("file", "escape_hatch"),
     ("decision-table.md", "rows 8–10: the approved plan"): ("file", "continuity"),
-    ("decision-table.md", "rows 11–17: failure"): ("file", "progress"),
+    ("decision-table.md", "rows 11–18: failure"): ("file", "progress"),
     ("decision-table.md", "Rows 15 and 16 read the blockers"): ("reasons", ["available_tasks", "open_blockers"]),
     ("decision-table.md", "where row 8 or 9 would otherwise fire"): (
         "reasons", ["missing_auto_next_dispatch", "missing_dispatch_receipt"]),
@@ -178,8 +178,10 @@ def test_the_pack_case_names_say_which_row_decides() -> None:
             deciding = [n for n in named if ROWS[n].reason == reason]
             first_decides = re.match(r"row \d+(:| beats)", name) is not None
             if not deciding or (first_decides and deciding[0] != named[0]):
-                wrong.append(f"{path.name}: {name!r} expects {reason}: rows " + ", ".join(
-                    f"{n} ({ROWS[n].reason})" for n in named))  # fmt: skip
+                wrong.append(
+                    f"{path.name}: {name!r} expects {reason}: rows "
+                    + ", ".join(f"{n} ({ROWS[n].reason})" for n in named)
+                )
     assert not wrong, "\n".join(wrong)
 
 

@@ -56,6 +56,7 @@ def _streams(env: dict[str, str]) -> None:
     """``sys.stdin``/``stdout``/``stderr`` on descriptors 0-2, as a new interpreter makes them:
     UTF-8; with ``PYTHONUNBUFFERED`` the writers have no buffer at all; else a terminal's stdout
     and stderr are line-buffered."""
+
     def writer(fd: int, errors: str, line: bool) -> io.TextIOWrapper:
         raw = io.FileIO(fd, "wb", closefd=False)
         if env.get("PYTHONUNBUFFERED"):

@@ -13,7 +13,8 @@ The rules (``tests/test_import_graph.py`` runs them):
 - no cycle between modules (edges into an enclosing package's ``__init__`` ignored: Python
   runs a package's ``__init__`` before any of its modules anyway) and none between packages;
 - layers, lowest first (:data:`LAYERS`): the base modules and ``_util`` < ``facts`` <
-  ``language`` < ``config``, ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``serve`` < ``cli``; a
+  ``language`` < ``config``, ``engine`` < ``analysis``, ``ledger`` < ``agent`` < ``console`` < ``serve``
+  < ``cli``; a
   module imports only lower layers and its own (so ``language`` imports no ``engine``, nothing
   below the CLI imports it, ``analysis`` and ``ledger`` do not know each other);
 - ``agent`` is a leaf below the CLI: it imports neither ``analysis`` nor ``ledger`` (the CLI
@@ -66,9 +67,10 @@ LAYERS: dict[str, int] = {
     "analysis": 4,
     "ledger": 4,
     "agent": 5,
-    "serve": 6,
-    "cli": 7,
-    "top": 8,  # stoprule/__init__.py (the public API) and __main__.py
+    "console": 6,  # the web console: reads the ledger, the agent's blockers and the analysis; serve mounts it
+    "serve": 7,
+    "cli": 8,
+    "top": 9,  # stoprule/__init__.py (the public API) and __main__.py
 }
 BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
@@ -90,6 +92,9 @@ LAZY_OK: dict[str, str] = {
     "cvc5": "the solver: audit and diff on packs the exhaustive analysis cannot cover",
     "rich": "colour, tables and progress bars, on a terminal only",
     "ruamel": "stoprule fmt's comment-keeping YAML round trip",
+    "jinja2": "the `serve` and `console` extras (the console's pages)",
+    "stoprule.console.app": "the console's application, which imports starlette and jinja2",
+    "stoprule.console.access": "the console's sign-in, which imports starlette",
 }
 #: packages whose local imports are not checked yet (others are reworking them)
 LAZY_UNCHECKED = ("stoprule.ledger", "stoprule.serve")
@@ -107,8 +112,11 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.gcpause",
     "stoprule._util.records",
     "stoprule._util.redact",
+    "stoprule._util.regular",
     "stoprule._util.text",
     "stoprule.agent",
+    "stoprule.agent.guard",
+    "stoprule.agent.guard.journal",
     "stoprule.agent.hook",
     "stoprule.agent.hook.adapters",
     "stoprule.agent.hook.adapters._common",
@@ -118,13 +126,16 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.adapters.cursor",
     "stoprule.agent.hook.adapters.gemini",
     "stoprule.agent.hook.event",
+    "stoprule.agent.hook.frozen",
     "stoprule.agent.hook.mode",
     "stoprule.agent.hook.pack_data",
     "stoprule.agent.hook.providers",
     "stoprule.agent.hook.providers._turn",
     "stoprule.agent.hook.providers.blockers_provider",
     "stoprule.agent.hook.providers.closure_provider",
+    "stoprule.agent.hook.providers.context",
     "stoprule.agent.hook.providers.git_provider",
+    "stoprule.agent.hook.providers.guard_provider",
     "stoprule.agent.hook.providers.hook_provider",
     "stoprule.agent.hook.providers.state_provider",
     "stoprule.agent.hook.providers.transcript_provider",
@@ -151,6 +162,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.engine.evaluator",
     "stoprule.engine.packs",
     "stoprule.engine.projection",
+    "stoprule.engine.verdict",
     "stoprule.facts",
     "stoprule.facts.batch",
     "stoprule.facts.parse",
@@ -160,6 +172,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.language.patterns",
     "stoprule.language.templates",
     "stoprule.ledger",
+    "stoprule.ledger.backend",
     "stoprule.ledger.ddl",
     "stoprule.ledger.errors",
     "stoprule.ledger.events",
@@ -182,6 +195,12 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
+    # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
+    "stoprule._util.jsonin": "the guard runs",
+    "stoprule.agent.guard.calls": "the guard runs",
+    "stoprule.agent.guard.rules": "the guard runs",
+    "stoprule.agent.guard.run": "the guard runs",
+    "stoprule.agent.guard.shell": "the guard runs",
 }
 
 

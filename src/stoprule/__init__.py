@@ -16,7 +16,8 @@ Packages and modules, the pipeline from the bottom up (tools/import_graph.py kee
     analysis/   audit, coverage, diff: questions about a pack
     ledger/     the append-only record of decisions
     agent/      stoprule inside a harness's session: the stop hook, blockers
-    serve/      the decision service over HTTP
+    console/    runs, decisions, blockers, reports and the policy in a browser
+    serve/      the decision service over HTTP (and the console, for a team)
     cli/        the command line; ``__main__`` runs it
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
@@ -24,18 +25,48 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule.diagnostics import (
-    AnalysisLimit,
-    Diagnostic,
-    EvaluationError,
-    FactError,
-    NoRuleMatched,
-    PolicyError,
-    StopruleError,
-)
-from stoprule.engine.evaluator import Evaluator, Match, Verdict
-from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
 from stoprule.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stoprule.diagnostics import (
+        AnalysisLimit,
+        Diagnostic,
+        EvaluationError,
+        FactError,
+        NoRuleMatched,
+        PolicyError,
+        StopruleError,
+    )
+    from stoprule.engine.evaluator import Evaluator, Match, Verdict
+    from stoprule.engine.packs import bundled_pack, compile_policy, load_policy, select_pack
+del TYPE_CHECKING
+
+# imported on first use (PEP 562): ``import stoprule`` alone loads no engine, so a command
+# that needs none (the guard, before every tool call) starts fast
+_DIAGNOSTICS = frozenset({"AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched",
+                          "PolicyError", "StopruleError"})  # fmt: skip
+_EVALUATOR = frozenset({"Evaluator", "Match", "Verdict"})
+_PACKS = frozenset({"bundled_pack", "compile_policy", "load_policy", "select_pack"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _DIAGNOSTICS:
+        from stoprule import diagnostics as module
+    elif name in _EVALUATOR:
+        from stoprule.engine import evaluator as module  # type: ignore[no-redef]
+    elif name in _PACKS:
+        from stoprule.engine import packs as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'stoprule' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "AnalysisLimit",

@@ -12,12 +12,11 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-import re
-import zlib
 
 __all__ = [
     "CONFIG_FILE",
     "GITIGNORE",
+    "GUARD_OFF_FILE",
     "PROJECT_WIDE",
     "STATE_DIR",
     "ensure_state_dir",
@@ -29,8 +28,8 @@ __all__ = [
 
 STATE_DIR = ".stoprule"
 CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
+GUARD_OFF_FILE = "guard.off"  # in STATE_DIR: the user's switch (``stoprule guard off``)
 PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 #: ``.stoprule/.gitignore``: everything but the team's settings stays out of git
 GITIGNORE = """\
 # Written by stoprule. The team commits config.yaml and policies/; everything else here
@@ -86,9 +85,12 @@ def session_name(session: str | None) -> str:
     (:data:`PROJECT_WIDE` for None)."""
     if session is None:
         return PROJECT_WIDE
-    safe = _SAFE.sub("_", session)[:80]
+    # (no regex: this module is on the guard's path, which never imports re)
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in session)[:80]
     if safe == session and not safe.startswith((".", "_")):
         return safe
+    import zlib
+
     raw = session.encode("utf-8", "surrogatepass")
     return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
 

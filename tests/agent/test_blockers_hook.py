@@ -41,3 +41,21 @@ def test_init_registers_the_mcp_server_once(run_cli, tmp_path: Path) -> None:
     assert list(servers) == ["stoprule"] and servers["stoprule"]["args"][-1] == "mcp"
     assert run_cli("init", "--harness", "cursor", "--no-mcp", cwd=tmp_path).returncode == 0
     assert not (tmp_path / ".cursor" / "mcp.json").exists()
+
+
+def test_a_report_filed_before_any_blocker_reaches_the_stop(run_cli, tmp_path: Path) -> None:
+    """The escape hatch asks for a blocked report; once filed, the next stop sees it, even when the
+    project never logged a blocker (no blockers store yet)."""
+    from stoprule.agent.blockers.service import BlockerService
+
+    (tmp_path / ".stoprule").mkdir()
+    (tmp_path / ".stoprule" / "config.yaml").write_text(CONFIG)
+    assert run_cli("facts", "set", "--session", "s1", "turn=8", "max_turns=10", "status=partial",
+                   "task_id=T1", cwd=tmp_path).returncode == 0  # fmt: skip
+    assert "blocked_report" in _stop(run_cli, tmp_path)["reason"]  # near the limit without a report
+    report = {"blocking_issues": [{"issue": "no DB", "category": "external_dependency", "details": "none here"}],
+              "attempts_made": [{"turn": 8, "action": "tried a fake", "result": "Failed"}],
+              "suggested_alternatives": ["give a DB"], "human_action_required": "Provide a database URL."}  # fmt: skip
+    assert BlockerService(str(tmp_path)).file_report("s1", {"task_id": "T1", **report}).ok
+    out = _stop(run_cli, tmp_path)
+    assert "blocked_report" not in out.get("reason", ""), out

@@ -193,13 +193,14 @@ def test_closure_trailer() -> None:
     assert parse_trailer("stoprule: closure=Waiting User")[0] == {}
 
 
-def test_merge_keeps_the_first_and_records_the_conflict() -> None:
+def test_merge_keeps_the_observation_over_a_declaration_and_records_the_conflict() -> None:
     fields = {"transcript.turns": "turn", "git.branch": None}
     fact, prov = merge([("state", {"turn": 7}, []), ("transcript", {"turns": 3}, ["n"]), ("git", {"branch": "m"}, [])],
                        fields)  # fmt: skip
-    assert fact == {"turn": 7} and prov.fields["turn"]["provider"] == "state"
-    assert prov.conflicts == [{"field": "turn", "kept": {"provider": "state", "value": 7},
-                               "ignored": {"provider": "transcript", "key": "turns", "value": 3}}]  # fmt: skip
+    assert fact == {"turn": 3} and prov.fields["turn"]["provider"] == "transcript"
+    assert prov.conflicts == [{"field": "turn", "kept": {"provider": "transcript", "value": 3},
+                               "ignored": {"provider": "state", "key": "turn", "value": 7},
+                               "declared": True}]  # fmt: skip
     assert prov.observed == [{"provider": "git", "key": "branch", "value": "m"}] and prov.notes == {"transcript": ["n"]}
 
 

@@ -274,6 +274,8 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     assert "permission" in main[3]["text"]  # the permission triage (denied, then told why)
     assert out["tool_args"] == {"question": "q", "session": "main"}
     assert out["permission"] == "deny"
+    # the guard before every tool call: the agent's `stoprule blockers off` throws with the reason
+    assert "stoprule blockers off" in out["guard"]["refused"] and out["guard"]["ordinary"] is None
 
 
 def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
@@ -286,7 +288,8 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
     os.chdir(tmp_path)
     try:
         args = SimpleNamespace(harness="opencode", user=False, shared=False, local=False, dry_run=False,
-                               command="/opt/bin/stoprule", no_mcp=False, permission_triage=False)  # fmt: skip
+                               command="/opt/bin/stoprule", no_mcp=False, permission_triage=False, no_guard=False,
+                               managed=False)  # fmt: skip
         for _ in range(2):
             out = io.StringIO()
             assert init_cmd.run(args, None, out, io.StringIO()) == 0  # type: ignore[arg-type]

@@ -17,12 +17,13 @@ CASES = transcript_cases()
 def test_the_corpus_is_what_its_readme_says() -> None:
     rows = load_closings()
     assert len(rows) >= 300 and len({r["source"] for r in rows}) >= 6
+    assert {r["harness"] for r in rows} >= {"claude-code", "cursor", "copilot", "opencode"}
     assert {r["label"] for r in rows} == {"question", "not_question"}
     assert len(CASES) >= 30 and {c.fmt for c in CASES} >= {"claude", "codex", "gemini", "copilot", "cursor"}
 
 
 def test_a_fixed_sample_of_closings_is_labelled_as_the_detector_reads_it() -> None:
-    """Every 7th message (45), in the order of the file; the two known misses are left out."""
+    """Every 7th message (71), in the order of the file; the known misses are left out."""
     spec = pack_data(PACK)["question"]
     known_misses = {"c113", "c280"}  # listed in benchmarks/README.md
     sample = [r for r in load_closings()[::7] if r["id"] not in known_misses]

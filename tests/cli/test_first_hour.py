@@ -35,9 +35,14 @@ def home(tmp_path: Path, pack_cache: Path) -> dict[str, str]:
     """The environment of a newcomer's shell: this venv on PATH, a fresh HOME, nothing of stoprule's."""
     drop = ("STOPRULE_", "CLAUDE_", "CODEX_", "COPILOT_", "GEMINI_", "XDG_", "VIRTUAL_ENV")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "home" / ".state"),
-               STOPRULE_CACHE_DIR=str(pack_cache), PATH=os.pathsep.join([str(VENV_BIN), env.get("PATH", "")]),
-               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)  # fmt: skip
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_STATE_HOME=str(tmp_path / "home" / ".state"),
+        STOPRULE_CACHE_DIR=str(pack_cache),
+        PATH=os.pathsep.join([str(VENV_BIN), env.get("PATH", "")]),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+    )
     return env
 
 
@@ -109,8 +114,10 @@ def test_shared_wiring_is_portable_and_passes_where_stoprule_is_on_path(tmp_path
                 if not p.endswith(".local.json"))}  # fmt: skip
     assert set(status) == expected
     assert _machine_paths(repo, status) == {}
-    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["stoprule"] == {"command": "stoprule",
-                                                                                      "args": ["mcp"]}  # fmt: skip
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["stoprule"] == {
+        "command": "stoprule",
+        "args": ["mcp"],
+    }
     doctor = invoke(["doctor"], cwd=repo, env=home)
     assert doctor.returncode == 1 and "resolves to nothing on a PATH without this venv" in doctor.stdout
     tools = tmp_path / "tools"  # stoprule installed where any harness finds it (as pipx would)
@@ -173,8 +180,9 @@ CREATORS = [
 
 
 @pytest.mark.parametrize("argv", CREATORS, ids=lambda a: " ".join(a[:2]))
-def test_whatever_creates_stoprule_writes_its_gitignore(argv: tuple[str, ...], tmp_path: Path,
-                                                         home: dict[str, str]) -> None:  # fmt: skip
+def test_whatever_creates_stoprule_writes_its_gitignore(
+    argv: tuple[str, ...], tmp_path: Path, home: dict[str, str]
+) -> None:
     """The ledger (every fact body), its signing key, session state, the blockers and reports
     never reach ``git add -A``: only config.yaml and policies/ do."""
     repo = _fresh_repo(tmp_path)
@@ -192,8 +200,13 @@ def test_whatever_creates_stoprule_writes_its_gitignore(argv: tuple[str, ...], t
     stop = {"session_id": "s1", "hook_event_name": "Stop", "cwd": str(repo), "stop_hook_active": False}
     assert invoke(["hook", "claude-code"], input=json.dumps(stop), cwd=repo, env=home).returncode == 0
     on_disk = {p.relative_to(repo).as_posix() for p in (repo / ".stoprule").rglob("*") if p.is_file()}
-    assert {".stoprule/ledger.db", ".stoprule/ledger.db.keys", ".stoprule/blockers.md",
-            ".stoprule/reports/t1/blocked_report.json", ".stoprule/hook.log"} <= on_disk  # fmt: skip
+    assert {
+        ".stoprule/ledger.db",
+        ".stoprule/ledger.db.keys",
+        ".stoprule/blockers.md",
+        ".stoprule/reports/t1/blocked_report.json",
+        ".stoprule/hook.log",
+    } <= on_disk
     pack = {p for p in on_disk if p.startswith(".stoprule/policies/")}
     team = {".stoprule/.gitignore", ".stoprule/config.yaml", *pack}
     assert [p for p in _status(repo) if p.startswith(".stoprule/")] == sorted(team & on_disk)

@@ -35,7 +35,7 @@ def test_the_reader_without_a_file_gives_what_the_loader_gives_for_an_empty_one(
     assert read_settings(str(empty))._replace(source=None) == plain
     assert read_settings(str(tmp_path / "missing.yaml")) == plain == read_settings(None)
     loaded = {name: model.model_dump() for name, model in load_config(str(empty)).items()}
-    assert {**loaded["providers"], "fields": DEFAULT_FIELDS, "blockers": loaded["blockers"]} == plain.providers
+    assert {**loaded["providers"], "fields": DEFAULT_FIELDS} == plain.providers
     assert (loaded["hook"], loaded["blockers"], loaded["server"], loaded["ledger"]) == (
         plain.hook, plain.blockers, plain.server, plain.ledger
     )  # fmt: skip

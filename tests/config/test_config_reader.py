@@ -25,7 +25,7 @@ def test_a_second_read_of_the_same_bytes_is_a_hit(tmp_path: Path, cache: Path) -
     cfg = tmp_path / "config.yaml"
     cfg.write_text("hook: {loop_cap: 7}\n")
     first = read_settings(str(cfg))
-    entry = cache / f"config-{content_key(cfg.read_bytes())}.json"
+    [entry] = cache.glob(f"config-{content_key(cfg.read_bytes())}-*.json")
     assert entry.exists() and first.hook["loop_cap"] == 7
     assert read_settings(str(cfg)) == first
 
@@ -34,12 +34,26 @@ def test_an_entry_that_does_not_match_its_file_is_ignored(tmp_path: Path, cache:
     cfg = tmp_path / "config.yaml"
     cfg.write_text("hook: {fail: closed}\n")
     read_settings(str(cfg))
-    entry = cache / f"config-{content_key(cfg.read_bytes())}.json"
+    [entry] = cache.glob(f"config-{content_key(cfg.read_bytes())}-*.json")
     forged = json.loads(entry.read_text())
     forged["sections"]["hook"]["fail"] = "open"
     forged["config"] = b"hook: {fail: open}\n".hex()
     entry.write_text(json.dumps(forged))
     assert read_settings(str(cfg)).hook["fail"] == "closed"
+
+
+def test_an_entry_another_checkout_wrote_is_a_miss(tmp_path: Path, cache: Path) -> None:
+    """The same config bytes validated by other code (another version, an edited model) may mean
+    other settings: the entry names the code it came from."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("hook: {}\n")
+    read_settings(str(cfg))
+    [entry] = cache.glob(f"config-{content_key(cfg.read_bytes())}-*.json")
+    other = json.loads(entry.read_text())
+    other["code"] = "0.0.1 1:1 1:1 1:1 1:1"
+    other["sections"]["hook"]["mode"] = "observe"
+    entry.write_text(json.dumps(other))
+    assert read_settings(str(cfg)).hook["mode"] == "enforce"
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,7 @@ group."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,38 +14,40 @@ import yaml
 
 from stoprule.diagnostics import EvaluationError
 from stoprule.engine import speedups
+from stoprule.engine.backends import BUILT_IN, backend_names, select_backend
 from stoprule.engine.build import compile_pack
 from stoprule.engine.compiled import CompiledPolicy
-from stoprule.engine.evaluator import Evaluator, Runner, Verdict, default_backend
+from stoprule.engine.evaluator import Evaluator, Verdict
+from stoprule.engine.plan import Plan
+from stoprule.engine.protocols import Backend, Runner
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.glob("*.yaml"))
 RESULTS = ("verdict", "error", "data", "projection")
 
 
-def interpreter_backend(ev: Evaluator) -> Runner:
+def interpreter_backend(plan: Plan) -> Runner:
     """A backend matching every rule with the reference interpreter (decided and rendered
     as the Python path does): holds the engine's lowering to the reference semantics."""
 
     def run(fact: Any) -> Verdict | None:
         try:
-            data, warnings = ev.schema.check(fact)
-            return ev._decide(data, ev._interpreted(data, None), tuple(warnings))
+            data, warnings = plan.check(fact)
+            return plan.decide(data, plan.interpret(data), tuple(warnings))
         except EvaluationError:
             return None  # the Python path names the error
 
     return run
 
 
-def _backends() -> dict[str, Callable[[Evaluator], Runner] | None]:
-    found: dict[str, Callable[[Evaluator], Runner | None] | None] = {
-        "python": None,
-        "interpreter": interpreter_backend,
-    }
-    if speedups.load() is not None:  # given explicitly: used from a batch's first fact
-        found["c"] = lambda ev: default_backend(ev)
-    for entry in importlib.metadata.entry_points(group="stoprule.backends"):
-        found[entry.name] = entry.load()
+def _backends() -> dict[str, Backend | None]:
+    """Every backend by name, each given explicitly (so used from a batch's first fact)."""
+    found: dict[str, Backend | None] = {"python": None, "interpreter": interpreter_backend}
+    if speedups.load() is not None:
+        found["c"] = select_backend("c")
+    for name in backend_names():
+        if name not in BUILT_IN:
+            found[name] = select_backend(name)  # the plug-ins of the stoprule.backends group
     return found
 
 

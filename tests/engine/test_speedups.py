@@ -361,8 +361,8 @@ def test_a_malformed_verdict_program_is_refused_when_the_runner_is_made(monkeypa
     deciding a fact need not check it): a message field that is not (path, text) is refused."""
     good = speedups.verdict_program
 
-    def bad(entry: Any, programs: Any) -> Any:
-        proto, fills = good(entry, programs)
+    def bad(prototype: Any, messages: Any, sets: Any) -> Any:
+        proto, fills = good(prototype, messages, sets)
         return proto, tuple((at, ("x", ("path-not-a-tuple", "-"))) for at, _ in fills) or ((0, (1,)),)
 
     monkeypatch.setattr(speedups, "verdict_program", bad)

@@ -430,10 +430,10 @@ def make_project(root: Path, harness: str) -> Path:
 
 
 def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
-                prompt: str = PROMPT, wire: str | None = None) -> Session:  # fmt: skip
+                prompt: str = PROMPT, wire: str | None = None, driver: Driver | None = None) -> Session:  # fmt: skip
     """A headless run of ``harness`` to its end in a fresh project under ``root`` (wired by
-    ``stoprule init --harness WIRE``, by default the harness itself)."""
-    driver = DRIVERS[harness]
+    ``stoprule init --harness WIRE``, by default the harness itself; ``driver``: another way to run it)."""
+    driver = driver or DRIVERS[harness]
     home = root / "home"
     home.mkdir(exist_ok=True)
     project = make_project(root, wire or harness)

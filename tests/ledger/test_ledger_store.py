@@ -126,6 +126,19 @@ def test_parent_defaults_to_the_tip_and_can_branch(rec: Recorder, ledger: Ledger
     assert ledger.status("r").decisions == 4 and ledger.status("other") is None
 
 
+def test_a_stop_after_a_retryable_block_is_its_retry(rec: Recorder, ledger: Ledger) -> None:
+    """The stop hook's recording: blocked, kept working, stopped again = the block's retry chain;
+    a terminal block or a passing stop is followed by a plain next step."""
+    steps = [(CONTINUITY, "n1", None, "root", 1), (ESCAPE, "n2", "n1", "retry", 2), (OK, "n3", "n2", "retry", 3),
+             (CONTINUITY, "n4", "n3", "next", 1), (REVIEW, "n5", "n4", "retry", 2), (OK, "n6", "n5", "next", 1)]
+    for fact, node, parent, edge, attempt in steps:
+        out = rec.record_stop("s", fact)
+        assert (out.node.node, out.node.parent, out.node.edge, out.node.attempt) == (node, parent, edge, attempt)
+        assert out.node.retry_of == (parent if edge == "retry" else None)
+    assert verify(ledger).ok
+    assert ledger.status("s").blocked == 4
+
+
 def test_runs_are_independent_chains(rec: Recorder, ledger: Ledger) -> None:
     for run in ("a", "b", "a"):
         rec.record(run, OK)

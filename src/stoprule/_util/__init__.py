@@ -9,4 +9,6 @@ Modules::
     command   run a short command and capture its output
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
-    text      strings safe to store"""
+    text      strings safe to store
+    jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)
+    regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)"""

@@ -3,6 +3,7 @@
     atomic_write(path, data)        a uniquely named temp file in the same folder, fsync, rename over ``path``
     with locked(path): ...          exclusive ``flock`` on ``path`` (created if missing)
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
+    stamp(path)                     ``(size, mtime_ns)``, ``(0, 0)`` when missing: what a cache keys a file on
 
 Readers see the old or the new file, never a torn one; a failed write leaves the old
 file and no temp file behind. ``read_bounded`` refuses a FIFO, a device or a directory
@@ -19,7 +20,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-__all__ = ["FileTooLarge", "NotRegular", "atomic_write", "locked", "read_bounded"]
+__all__ = ["FileTooLarge", "NotRegular", "atomic_write", "locked", "read_bounded", "stamp"]
 
 
 class NotRegular(OSError):
@@ -130,3 +131,12 @@ def read_bounded(path: str, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def stamp(path: str) -> tuple[int, int]:
+    """``(size, mtime_ns)`` of ``path``; ``(0, 0)`` when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)

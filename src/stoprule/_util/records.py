@@ -1,13 +1,12 @@
 """``@record``: an annotated class made an immutable tuple, as ``typing.NamedTuple`` does.
 
-Internal records are frozen dataclasses; this idiom is kept only for the records on the
-hook's and ``eval``'s cold-start path (the verdict, diagnostics, the compiled pack and its
-parts, loaded from the pack cache on every start), where importing ``dataclasses`` (it
-imports ``inspect``) or ``typing`` would cost a third of the +30 ms start budget:
-``python -X importtime -c "import collections, dataclasses"`` gives 9.6-35 ms cumulative for
-``dataclasses`` under load (``collections``, already imported, costs nothing more). Verdicts are
-also built once per fact, as tuples. Fields are the class's annotations in order; class
-attributes give defaults.
+The rule for records, in one place (``docs/STYLE.md`` says it too): a record is a frozen
+dataclass (``@dataclass(frozen=True)``); ``@record`` takes its place only in the modules of the
+hook's and ``eval``'s cold path (``tools/import_graph.py``: ``COLD_PATH``, ``COLD_PATH_WHEN``),
+where importing ``dataclasses`` (it imports ``inspect``) would be paid on every start, and for
+what is built once per fact there (a verdict is a tuple). Input a user writes (a pack, a config
+file) is validated by pydantic models; an object whose fields change is a plain dataclass or
+class. Fields are the class's annotations in order; class attributes give defaults.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

@@ -92,7 +92,7 @@ def _compatible(pattern: str) -> str:
 
 def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``pattern`` as a regex compiled on first use (see :class:`_Lazy`)."""
-    lazy: Any = _Lazy(pattern, flags)
+    lazy: re.Pattern[str] = _Lazy(pattern, flags)  # type: ignore[assignment]
     return lazy  # a regex to its users: each method is the compiled regex's own once looked up
 
 

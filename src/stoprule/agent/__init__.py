@@ -2,6 +2,7 @@
 
 Packages::
 
+    guard/           the guard: the agent's tool calls that would switch the gate off, refused before they run
     blockers/        the blockers record, blocked reports, their facts, the shared operations, MCP
     hook/            the stop hook: events, adapters, providers, transcripts, runner, lifecycle, replay
 

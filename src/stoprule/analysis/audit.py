@@ -42,7 +42,7 @@ __all__ = ["AuditReport", "Finding", "audit_pack", "exhaustive_audit", "member_s
 MAX_REGIONS = 5
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     """One problem (or note) with where it is and the evidence."""
 
@@ -118,7 +118,7 @@ class _Audit:
     def label(self, i: int) -> tuple[str, str]:
         return (self.rules[i].verdict, self.rules[i].reason)
 
-    def example(self, cell: Cell, expect: tuple[int, ...] | None = None, matches: int | None = None) -> dict:
+    def example(self, cell: Cell, expect: tuple[int, ...] | None = None, matches: int | None = None) -> dict[Any, Any]:
         """The cell's example fact, checked: it validates and gives the claimed outcome."""
         fact = self.space.fact(cell.assignment())
         norm = self.checked.schema.validate(fact)

@@ -79,7 +79,7 @@ _EXPECT_KEYS = frozenset({*_STR_EXPECT, *_NULLABLE_EXPECT, *_BOOL_EXPECT, *_LIST
 _ERROR_KEYS = frozenset({"code", "field", "message_contains"})
 
 
-@dataclass
+@dataclass(frozen=True)
 class Case:
     """One named case: the facts to evaluate and what must come out of each."""
 
@@ -109,7 +109,7 @@ class Mismatch:
         return f"fact[{self.fact_index}] {self.key}: expected {self.expected!r}, got {self.actual!r}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class FactRun:
     """One fact of a case as evaluated: the fact as validated and its verdict, or why it was rejected."""
 
@@ -119,7 +119,7 @@ class FactRun:
     error: EvaluationError | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class CaseResult:
     """A case after running it: what differed from its expectations, and each fact's outcome."""
 

@@ -34,8 +34,8 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from stoprule.analysis.domain import build_space
 from stoprule.analysis.encoding import Encoder
@@ -67,7 +67,8 @@ Key = tuple[Any, ...]
 Node = C.Atom | C.Quant
 
 
-class Observation(NamedTuple):
+@dataclass(frozen=True)
+class Observation:
     """One evaluated fact: a label naming it (``file::case[i]``), the validated fact and its verdict."""
 
     label: str
@@ -143,7 +144,8 @@ class RuleCoverage:
         }
 
 
-class Unexercised(NamedTuple):
+@dataclass(frozen=True, order=True)
+class Unexercised:
     """A declaration no fact exercised: ``kind`` is set, set_member, blocker_category, ...."""
 
     kind: str
@@ -153,7 +155,7 @@ class Unexercised(NamedTuple):
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return asdict(self)
 
 
 def _ratio(covered: int, total: int) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def _ratio(covered: int, total: int) -> dict[str, Any]:
     return {"covered": covered, "total": total, "percent": pct}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Coverage:
     """The whole report; ``to_dict`` is the JSON form."""
 
@@ -190,7 +192,7 @@ class Coverage:
 
     def mcdc_at_least(self, pct: float) -> bool:
         r = self.mcdc_ratio()
-        return r["total"] == 0 or 100 * r["covered"] >= pct * r["total"]
+        return bool(r["total"] == 0 or 100 * r["covered"] >= pct * r["total"])
 
     def uncovered_rules(self) -> list[RuleCoverage]:
         return [r for r in self.rules if r.won == 0]
@@ -539,7 +541,9 @@ class _Prover:
         return problem is None
 
     @staticmethod
-    def _pairs(d: _Decision, pending: list[int], facts: Callable[[int, bool, bool], dict[str, Any] | None], how: str):
+    def _pairs(
+        d: _Decision, pending: list[int], facts: Callable[[int, bool, bool], dict[str, Any] | None], how: str
+    ) -> dict[int, tuple[str, Pair]]:
         out: dict[int, tuple[str, Pair]] = {}
         for i in pending:
             pair: Pair = None
@@ -561,7 +565,7 @@ class _Prover:
         # the earlier variables whose values later domains depend on: with the residual formulas,
         # they fix every continuation, so a state seen before adds no new truth vector
         later = [sorted({d for j in range(k, n) for d in space.vars[j].deps if d < k}) for k in range(n + 1)]
-        seen: set[tuple] = set()
+        seen: set[tuple[Any, ...]] = set()
 
         def dfs(k: int, ctx: dict[int, int], fs: list[int]) -> None:
             steps[0] += 1
@@ -736,7 +740,8 @@ def compute_coverage(
     verdicts_seen: set[str] = set()
     warnings: list[str] = []
     facts = 0
-    for label, fact, verdict in observations:
+    for seen in observations:
+        label, fact, verdict = seen.label, seen.fact, seen.verdict
         facts += 1
         verdicts_seen.add(verdict.verdict)
         matched = {m.rule for m in verdict.matched}

@@ -68,7 +68,7 @@ class DiffReport:
         }
 
 
-def _spec(f: FactField) -> tuple:
+def _spec(f: FactField) -> tuple[Any, ...]:
     return (f.type, f.required, f.nullable, f.has_default, repr(f.default), f.values, f.required_if, f.additional)
 
 

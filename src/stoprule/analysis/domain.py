@@ -55,7 +55,7 @@ Path = tuple[str, ...]
 MAX_LIST_SHAPES = 4096
 
 
-@dataclass
+@dataclass(frozen=True)
 class Value:
     """One abstract value: its witness (``data``), as the rules see it (``norm``), weight and cost."""
 
@@ -77,7 +77,7 @@ class Var:
     group: tuple[int, ...] = ()  # earlier members of a string equality group
 
 
-def cond_key(c: C.Cond) -> tuple:
+def cond_key(c: C.Cond) -> tuple[Any, ...]:
     """A structural key for a condition, ignoring source locations."""
     if isinstance(c, C.Const):
         return ("c", c.value)
@@ -109,8 +109,8 @@ class _Reads:
         self.order: list[Path] = []  # first-read order
         self.scalars: dict[Path, Reads] = {}
         self.objects: set[Path] = set()
-        self.lists: dict[Path, dict[tuple, C.Quant]] = {}
-        self.quant_kinds: dict[Path, dict[tuple, list[C.Quant]]] = {}
+        self.lists: dict[Path, dict[tuple[Any, ...], C.Quant]] = {}
+        self.quant_kinds: dict[Path, dict[tuple[Any, ...], list[C.Quant]]] = {}
         self.links: list[tuple[Path, Path]] = []
         self.prims: list[tuple[Path, Path | None, Fraction]] = []
 
@@ -159,9 +159,9 @@ class Space:
         self.vars: list[Var] = []
         self.var_of: dict[Path, int] = {}
         self.store: Store = Store([])
-        self._masks: dict[tuple, int] = {}
-        self.plan: tuple | None = None  # cached by the explorer
-        self._domains: dict[tuple, tuple[int, ...]] = {}
+        self._masks: dict[tuple[Any, ...], int] = {}
+        self.plan: tuple[Any, ...] | None = None  # cached by the explorer
+        self._domains: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
     # ------------------------------------------------------------ domains
 
@@ -287,7 +287,8 @@ class Space:
                 if f.has_default and var.kind != "object" and type(x) is type(f.default) and x == f.default:
                     continue
                 set_path(fact, p, x)
-        return json.loads(json.dumps(fill_required(self.root, fact)))
+        found: dict[str, Any] = json.loads(json.dumps(fill_required(self.root, fact)))
+        return found
 
     def describe(self, assign: dict[int, int]) -> list[str]:
         return [self.vars[i].values[j].label for i, j in sorted(assign.items())]
@@ -531,7 +532,7 @@ class _Builder:
             if prev is None or size < prev[0]:
                 classes[vec] = (size, raw, norm)
         # every non-empty set of element classes, summarised as (OR, AND) of their outcomes
-        shapes: dict[tuple[int, int], tuple[int, tuple]] = {}
+        shapes: dict[tuple[int, int], tuple[int, tuple[Any, ...]]] = {}
         for vec, (_, raw, norm) in classes.items():
             bits = sum(1 << i for i, b in enumerate(vec) if b)
             new = dict(shapes)

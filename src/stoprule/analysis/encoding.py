@@ -542,7 +542,7 @@ def _shape_of(v: Any) -> Any:
 
 
 def _true(m: Any, term: Any) -> bool:
-    return z3.is_true(m.eval(term, model_completion=True))
+    return bool(z3.is_true(m.eval(term, model_completion=True)))
 
 
 def _filler(fld: FactField | None) -> Any:

@@ -49,7 +49,7 @@ class Cell:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decider:
     """One rule list in declaration order: formula ids and priorities."""
 
@@ -125,9 +125,9 @@ class Explorer:
         self.cons = list(range(len(self.formulas), len(self.formulas) + len(constraints or [])))
         self.formulas.extend(constraints or [])
         self._plan()
-        self.memo: dict[tuple, dict[Outcome, Cell]] = {}
-        self._done: dict[tuple, tuple[int, int, Chain]] = {}
-        self._doms: dict[tuple, tuple[int, ...]] = {}
+        self.memo: dict[tuple[Any, ...], dict[Outcome, Cell]] = {}
+        self._done: dict[tuple[Any, ...], tuple[int, int, Chain]] = {}
+        self._doms: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
     # ------------------------------------------------------------ contexts
 
@@ -202,11 +202,11 @@ class Explorer:
                 dead = None
         return tuple(res), tuple(outs), sup, dead
 
-    def root(self) -> tuple:
+    def root(self) -> tuple[Any, ...]:
         res, _, _, _ = self._normalize(list(self.formulas))
         return (0, res, ())
 
-    def step(self, key: tuple) -> tuple:
+    def step(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
         """``("dead",)``, ``("leaf", outcome)`` or ``("branch", skipped, var, children)``.
 
         ``skipped``: the variables passed over first (read by nothing still open, and no
@@ -279,7 +279,7 @@ class Explorer:
         """Every outcome combination that occurs, with its cell count and cheapest example."""
         return self._explore(self.root(), 0, 1.0)
 
-    def _explore(self, key: tuple, depth: int, frac: float) -> dict[Outcome, Cell]:
+    def _explore(self, key: tuple[Any, ...], depth: int, frac: float) -> dict[Outcome, Cell]:
         found = self.memo.get(key)
         if found is not None:
             if self.progress is not None and depth <= 3:
@@ -321,7 +321,7 @@ class Explorer:
         self,
         pred: Callable[[Outcome], bool],
         prune: Callable[[tuple[int, ...]], bool] | None = None,
-        failed: set[tuple] | None = None,
+        failed: set[tuple[Any, ...]] | None = None,
         hit: Callable[[tuple[int, ...]], bool] | None = None,
     ) -> Cell | None:
         """The first cell (in exploration order) whose outcome satisfies ``pred``; None if there is none.
@@ -333,7 +333,7 @@ class Explorer:
         failed = failed if failed is not None else set()
         path: list[tuple[int, int]] = []
 
-        def dfs(key: tuple) -> Chain | bool:
+        def dfs(key: tuple[Any, ...]) -> Chain | bool:
             if key in failed or (prune is not None and prune(key[1])):
                 return False
             st = self.step(key)
@@ -381,7 +381,7 @@ def widen_regions(
     store = space.store
     out: list[tuple[list[str], Cell]] = []
     outside: list[int] = []
-    failed: set[tuple] = set()
+    failed: set[tuple[Any, ...]] = set()
 
     def explorer(cons: list[int]) -> Explorer:
         return Explorer(space, deciders, constraints=cons)

@@ -10,6 +10,8 @@ residual formulas get equal ids and substitution results are cached.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["FALSE", "TRUE", "Store"]
 
 FALSE = 0
@@ -23,9 +25,9 @@ class Store:
 
     def __init__(self, sizes: list[int]) -> None:
         self.full = [(1 << n) - 1 for n in sizes]
-        self.nodes: list[tuple] = [("F",), ("T",)]
+        self.nodes: list[tuple[Any, ...]] = [("F",), ("T",)]
         self.support: list[int] = [0, 0]
-        self._index: dict[tuple, int] = {}
+        self._index: dict[tuple[Any, ...], int] = {}
         self._rows: list[tuple[int, ...]] = []
         self._row_index: dict[tuple[int, ...], int] = {}
         self._subst: dict[tuple[int, int, int], int] = {}
@@ -33,7 +35,7 @@ class Store:
 
     # ------------------------------------------------------------ construction
 
-    def _make(self, node: tuple, support: int) -> int:
+    def _make(self, node: tuple[Any, ...], support: int) -> int:
         found = self._index.get(node)
         if found is not None:
             return found

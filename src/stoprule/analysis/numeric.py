@@ -29,6 +29,7 @@ import math
 import struct
 import sys
 from fractions import Fraction
+from typing import Any
 
 from stoprule.analysis.deadline import tick
 from stoprule.limits import SAFE_INT
@@ -39,9 +40,9 @@ Prim = tuple[int, int, Fraction]  # u - v compared with c; index 0 is the consta
 INF = None
 
 
-def _closure(n: int, edges: list[tuple[int, int, Fraction, int]]) -> list[list] | None:
+def _closure(n: int, edges: list[tuple[int, int, Fraction, int]]) -> list[list[Any]] | None:
     """All-pairs shortest paths over weights ``(c, d)`` = ``c + d*eps``; None on a negative cycle."""
-    dist: list[list] = [[None] * n for _ in range(n)]
+    dist: list[list[Any]] = [[None] * n for _ in range(n)]
     for i in range(n):
         dist[i][i] = (Fraction(0), 0)
     for v, u, c, d in edges:  # u - v <= c + d*eps: edge v -> u
@@ -86,7 +87,9 @@ def _edges(prim: Prim, rel: int, integer: bool) -> list[tuple[int, int, Fraction
     return [(u, v, -c, -1)]
 
 
-def _witness(n: int, dist: list[list], edges: list, integer: bool, anchored: bool) -> list[Fraction]:
+def _witness(
+    n: int, dist: list[list[Any]], edges: list[tuple[int, int, Fraction, int]], integer: bool, anchored: bool
+) -> list[Fraction]:
     """A solution: shortest distances from a virtual source, with eps made concrete."""
     best: list[tuple[Fraction, int]] = []
     for j in range(n):
@@ -109,7 +112,7 @@ def _witness(n: int, dist: list[list], edges: list, integer: bool, anchored: boo
 FAR = 1 << 30  # constants this large may push witnesses out of the range facts allow
 
 
-def _int_projection(dist: list[list], ints: list[int]) -> list[tuple[int, int, Fraction, int]]:
+def _int_projection(dist: list[list[Any]], ints: list[int]) -> list[tuple[int, int, Fraction, int]]:
     """The constraints the closure implies between zero and the integer variables, over the integers.
 
     Projecting difference constraints onto some variables gives the shortest paths between
@@ -169,19 +172,19 @@ def is_exact(prims: list[Prim], int_vars: set[int], n: int) -> bool:
 
 
 def _search(
-    n: int, prims: list[Prim], base: list, integer: bool, ints: list[int]
-) -> list[tuple[tuple[int, ...], list]]:
+    n: int, prims: list[Prim], base: list[Any], integer: bool, ints: list[int]
+) -> list[tuple[tuple[int, ...], list[Any]]]:
     """Every consistent three-way outcome of ``prims`` on top of ``base``, with its constraints."""
-    out: list[tuple[tuple[int, ...], list]] = []
+    out: list[tuple[tuple[int, ...], list[Any]]] = []
 
-    def feasible(edges: list) -> bool:
+    def feasible(edges: list[Any]) -> bool:
         tick()
         dist = _closure(n, edges)
         if dist is None or integer or not ints:
             return dist is not None
         return _closure(n, _int_projection(dist, ints)) is not None
 
-    def dfs(i: int, chosen: tuple[int, ...], edges: list) -> None:
+    def dfs(i: int, chosen: tuple[int, ...], edges: list[Any]) -> None:
         if i == len(prims):
             out.append((chosen, edges))
             return
@@ -235,7 +238,7 @@ def regions(
             base += [(0, u, Fraction(SAFE_INT), 0), (u, 0, Fraction(SAFE_INT), 0)]
     anchored = bool(base) or any(p[1] == 0 or p[0] == 0 for p in prims)
 
-    def solve(edges: list) -> list[Fraction]:
+    def solve(edges: list[Any]) -> list[Fraction]:
         if integer or not ints:
             dist = _closure(n, edges)
             assert dist is not None

@@ -17,6 +17,7 @@ has fewer members.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from stoprule.diagnostics import AnalysisLimit
 from stoprule.language.operators import glob_regex
@@ -122,8 +123,8 @@ def string_classes(literals: set[str], globs: set[str], k: int) -> list[tuple[bo
     nfas = [_Nfa(p, True) for p in lits] + [_Nfa(p, False) for p in pats]
     alphabet = _alphabet(pats, lits, k)
     start = tuple(n.start for n in nfas)
-    visits: dict[tuple, int] = {start: 1}
-    queue: deque[tuple[tuple, str]] = deque([(start, "")])
+    visits: dict[tuple[Any, ...], int] = {start: 1}
+    queue: deque[tuple[tuple[Any, ...], str]] = deque([(start, "")])
     found: dict[tuple[bool, ...], list[str]] = {}
     nlit = len(lits)
     while queue:

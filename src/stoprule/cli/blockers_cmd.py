@@ -10,9 +10,8 @@ import json
 import os
 from typing import IO
 
-from stoprule._util.redact import redact
 from stoprule.agent.blockers.service import open_service
-from stoprule.agent.blockers.store import StoreWriteError, render_markdown
+from stoprule.agent.blockers.store import StoreWriteError
 from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, attach_mirror
 from stoprule.diagnostics import EXIT_NOT_OK, CommandError
 
@@ -80,6 +79,9 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
                 )
             return 0
         if cmd == "list":
+            attach_mirror(service)  # with a team server: what was resolved in its console is resolved here first
+            if service.mirror is not None:
+                service.mirror(service, "blocker", {})
             reply = service.list_blockers(args.session, every=args.all)
             if args.format == "json":
                 stdout.write(json.dumps(reply.data, ensure_ascii=False) + "\n")
@@ -92,23 +94,15 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
             stdout.write(f"{head}\n{reply.text}\n")
             return 0
         if cmd == "export":
-            items = store.blockers()
-            if args.format == "md":
-                stdout.write(render_markdown(items))
-            else:
-                for b in items:
-                    stdout.write(json.dumps(b.to_dict(), ensure_ascii=False) + "\n")
+            stdout.write(service.export(args.format))
             return 0
-        hit = store.resolve(args.id, redact(args.note) if args.note else None)
+        attach_mirror(service)  # the team server, when the project names one, sees it resolved
+        hit = service.resolve(args.id, args.note)
     except StoreWriteError as exc:
         raise CommandError(str(exc), EXIT_NOT_OK) from None
     if hit is None:
         raise CommandError(f"no blocker {args.id!r} in {store.record_path}", EXIT_NOT_OK)
     stdout.write(f"resolved {hit.id}: {hit.question}\n")
-
-    attach_mirror(service)  # the team server, when the project names one, sees it resolved
-    if service.mirror is not None:
-        service.mirror(service, "blocker", hit.to_dict())
     return 0
 
 

@@ -22,7 +22,7 @@ __all__ = ["SHELLS", "add_arguments", "run", "spec"]
 SHELLS = ("bash", "zsh", "fish")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Option:
     flags: list[str]
     help: str
@@ -30,7 +30,7 @@ class Option:
     takes_value: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class Command:
     name: str
     help: str

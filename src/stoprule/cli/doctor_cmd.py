@@ -10,7 +10,10 @@ rules: a synthetic stop must be allowed by a decision (a hook that would block i
 every stop of a clean session; one that failed open decided nothing). A hook wired in more than
 one file runs more than once per stop: that fails too. Then the blocker tools' MCP server of
 every harness (:mod:`stoprule.cli.doctor_mcp`). Also: Python version, ``.stoprule/`` and its
-config, the pack compiles. Exit 0 when every check passes, 1 otherwise.
+config, the pack compiles. Which guards are wired: for each harness config with stoprule's stop
+hook, the guard on each event that can veto a tool call (a missing one fails), Claude Code's
+``permissions.deny`` rules, the user's guard switch; one synthetic refused call run through the
+guard's command. Exit 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -23,16 +26,26 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from typing import IO, Any
 
-from stoprule.agent.hook.wiring import OPENCODE_PLUGIN, SCOPES, TARGETS, find_entry, opencode_plugin
+from stoprule.agent.hook.wiring import (
+    GUARD_EVENTS,
+    OPENCODE_PLUGIN,
+    SCOPES,
+    TARGETS,
+    deny_rules,
+    find_entry,
+    find_guard,
+    opencode_plugin,
+)
 from stoprule.cli.doctor_mcp import check_mcp, path_remedy
 from stoprule.cli.places import git_root, harness_env
 from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
-from stoprule.project import find_project
+from stoprule.project import GUARD_OFF_FILE, find_project
 
 __all__ = ["SYNTHETIC", "add_arguments", "run"]
 
@@ -92,8 +105,14 @@ def _failed_open(stderr: str) -> str | None:
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
-        p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload).encode(), capture_output=True,
-                           cwd=root, timeout=30, env=harness_env())  # fmt: skip
+        p = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            cwd=root,
+            timeout=30,
+            env=harness_env(),
+        )
     except subprocess.TimeoutExpired:
         return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
@@ -128,6 +147,87 @@ def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
     return _line(stdout, ok, f"{name}: synthetic stop: {what}") and good
 
 
+def _synthetic_guard(command: str, harness: str, root: str) -> tuple[bool, str]:
+    """Run the guard's command on a call it must refuse (the agent turning blocker logging off), in
+    a scratch folder with its own state directory: the refusal is journaled there, not in the project."""
+    with tempfile.TemporaryDirectory(prefix="stoprule-doctor-") as scratch:
+        call: dict[str, Any] = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "stoprule blockers off"},
+            "cwd": scratch,
+            "session_id": "stoprule-doctor",
+            "hook_event_name": "PreToolUse",
+        }
+        if harness == "copilot":
+            call = {
+                "sessionId": "stoprule-doctor",
+                "toolName": "bash",
+                "cwd": scratch,
+                "toolArgs": {"command": "stoprule blockers off"},
+            }
+        elif harness == "cursor":
+            call = {
+                "conversation_id": "stoprule-doctor",
+                "command": "stoprule blockers off",
+                "cwd": scratch,
+                "hook_event_name": "beforeShellExecution",
+            }
+        env = {k: v for k, v in harness_env().items() if k not in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")}
+        env["STOPRULE_STATE_DIR"] = scratch
+        try:
+            p = subprocess.run(
+                ["/bin/sh", "-c", command],
+                input=json.dumps(call).encode(),
+                capture_output=True,
+                cwd=scratch,
+                timeout=30,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return False, "no answer within 30 s"
+    out = p.stdout.decode("utf-8", "replace").strip()
+    if p.returncode != 0 or "stoprule blockers off" not in out:
+        said = out[:200] or p.stderr.decode("utf-8", "replace")[:200]
+        return False, f"it did not refuse `stoprule blockers off` (exit {p.returncode}): {said!r}"
+    return True, "refuses `stoprule blockers off`"
+
+
+def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str, root: str) -> bool:
+    """The guard on each of the harness's vetoing events, its deny rules (Claude Code), a synthetic refusal."""
+    t = TARGETS[name]
+    wired = {ev: find_guard(config, t, ev) for ev, _ in GUARD_EVENTS.get(name, ())}
+    missing = [ev for ev, cmd in wired.items() if cmd is None]
+    good = True
+    if missing:
+        good = _line(
+            stdout,
+            False,
+            f"{name}: no guard on {', '.join(missing)} in {path}: an agent can change "
+            f"stoprule's files unseen (run `stoprule init --harness {name}`)",
+        )
+    elif wired:
+        _line(stdout, True, f"{name}: guard on {', '.join(wired)} in {path}")
+    if name == "claude-code":
+        perms = config.get("permissions")
+        deny = perms.get("deny") if isinstance(perms, dict) else None
+        have = set(deny) if isinstance(deny, list) else set()
+        lacking = [r for r in deny_rules() if r not in have]
+        if lacking:
+            good &= _line(
+                stdout,
+                False,
+                f"{name}: {len(lacking)} of stoprule's permissions.deny rules missing in "
+                f"{path} (run `stoprule init --harness {name}`)",
+            )
+        else:
+            _line(stdout, True, f"{name}: {len(deny_rules())} permissions.deny rules in {path}")
+    command = next((c for c in wired.values() if c), None)
+    if command is not None:
+        ok, what = _synthetic_guard(command, name, root)
+        good &= _line(stdout, ok, f"{name}: synthetic tool call through the guard: {what}")
+    return good
+
+
 def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
     """OpenCode's generated plugins (project, user): ((path, command) of each, all good)."""
     found: list[tuple[str, str]] = []
@@ -146,17 +246,28 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], 
             good = _line(stdout, False, f"opencode: {path} unreadable: {exc}")
             continue
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-            good = _line(stdout, False, f"opencode: {path} is not the plugin stoprule generates: "
-                                        "run `stoprule init --harness opencode`")  # fmt: skip
+            good = _line(
+                stdout,
+                False,
+                f"opencode: {path} is not the plugin stoprule generates: run `stoprule init --harness opencode`",
+            )
             continue
         found.append((path, shlex.join(argv)))
-        current = text == opencode_plugin(argv)
+        g = re.search(r"^const GUARD = (.*?) // argv of the guard", text, re.M)
+        guard = json.loads(g.group(1)) if g else []
+        current = text == opencode_plugin(argv, guard if isinstance(guard, list) else None)
         state = (
             "plugin"
             if current
             else "plugin differs from the one this stoprule generates (run `stoprule init --harness opencode`):"
         )
         good &= _line(stdout, current, f"opencode: {state} {path}: {shlex.join(argv)} hook opencode")
+        if guard:
+            _line(stdout, True, f"opencode: guard on tool.execute.before: {shlex.join(guard)}")
+            ok, what = _synthetic_guard(shlex.join(guard), "opencode", root)
+            good &= _line(stdout, ok, f"opencode: synthetic tool call through the guard: {what}")
+        else:
+            good &= _line(stdout, False, "opencode: the plugin has no guard (run `stoprule init --harness opencode`)")
         good &= _check_command(stdout, "opencode", shlex.join([*argv, "hook", "opencode"]), root)
     return found, good
 
@@ -169,8 +280,12 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
         hook = read_settings(cfg).hook
-        _line(stdout, True, f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
-                            f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}")  # fmt: skip
+        _line(
+            stdout,
+            True,
+            f"config {cfg or '(defaults)'}: mode {hook['mode']}, fail {hook['fail']}, "
+            f"loop cap {hook['loop_cap']}, ledger {'on' if hook['ledger'] else 'off'}",
+        )
     except PolicyError as exc:
         good = _line(stdout, False, f"config {cfg}:\n{exc.render()}")
     pack = select_pack(args.policy)
@@ -188,7 +303,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
                 continue
             try:
                 with open(path, encoding="utf-8") as fh:
-                    command = find_entry(json.load(fh), t)
+                    config = json.load(fh)
+                command = find_entry(config, t) if isinstance(config, dict) else None
             except (OSError, ValueError) as exc:
                 good = _line(stdout, False, f"{name}: {path} unreadable: {exc}")
                 continue
@@ -197,6 +313,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             found.setdefault(name, []).append((path, command))
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
+            good &= _check_guards(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
     found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good
@@ -209,5 +326,13 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             good = _line(stdout, False, twice + " (`init --shared`: the team's, `--local`: this clone's)")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
+    if state is not None:
+        off = os.path.exists(os.path.join(state, GUARD_OFF_FILE))
+        _line(
+            stdout,
+            True,
+            "guard switch: "
+            + ("off (the user's `stoprule guard off`; `stoprule guard on` undoes it)" if off else "on"),
+        )
     good &= check_mcp(root, set(found), harness_env()["PATH"], _line, stdout)
     return EXIT_OK if good else EXIT_NOT_OK

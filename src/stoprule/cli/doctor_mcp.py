@@ -101,19 +101,32 @@ def check_mcp(
             text = " ".join(argv)
             python = _python_of(argv, search_path)
             if shutil.which(argv[0], path=search_path) is None:
-                good &= line(stdout, False, f"{harness}: MCP server in {shown}: {argv[0]} resolves to nothing on a "
-                                            f"PATH without this venv: {path_remedy(harness)}")  # fmt: skip
+                good &= line(
+                    stdout,
+                    False,
+                    f"{harness}: MCP server in {shown}: {argv[0]} resolves to nothing on a "
+                    f"PATH without this venv: {path_remedy(harness)}",
+                )
             elif python is None:
-                line(stdout, True, f"{harness}: MCP server in {shown}: {text} (its interpreter cannot be told; "
-                                   "not probed)")  # fmt: skip
+                line(
+                    stdout,
+                    True,
+                    f"{harness}: MCP server in {shown}: {text} (its interpreter cannot be told; not probed)",
+                )
             elif _sdk_importable(tuple(python)):
                 line(stdout, True, f"{harness}: MCP server in {shown}: {text} (MCP SDK importable)")
             else:
-                good &= line(stdout, False, f"{harness}: MCP server in {shown}: {text} cannot start: the MCP SDK is "
-                                            f"not installed for {python[-1]}: install it with "
-                                            f"`{python[-1]} -m pip install 'stoprule[mcp]'`")  # fmt: skip
+                good &= line(
+                    stdout,
+                    False,
+                    f"{harness}: MCP server in {shown}: {text} cannot start: the MCP SDK is "
+                    f"not installed for {python[-1]}: install it with "
+                    f"`{python[-1]} -m pip install 'stoprule[mcp]'`",
+                )
         if not found and harness in wired:
-            stdout.write(f"note {harness}: no MCP server for the blocker tools in {m.project_file} or "
-                         f"{m.path(root, 'user')}: the agent cannot call `blocker` (`stoprule init --harness "
-                         f"{harness}` registers it)\n")  # fmt: skip
+            stdout.write(
+                f"note {harness}: no MCP server for the blocker tools in {m.project_file} or "
+                f"{m.path(root, 'user')}: the agent cannot call `blocker` (`stoprule init --harness "
+                f"{harness}` registers it)\n"
+            )
     return good

@@ -59,27 +59,22 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
     """Append the decision as a node of run ``run`` (the session) to the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``."""
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A stop
+    after a retryable block is recorded as that block's retry (``Recorder.record_stop``)."""
     from stoprule.cli.common import ledger_target
+    from stoprule.ledger.backend import open_ledger  # psycopg loads only for a postgresql:// URL
     from stoprule.ledger.recorder import Recorder
-    from stoprule.ledger.store import Ledger
 
     path, default = ledger_target(None, start=os.path.dirname(project))
-    if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
-        from stoprule.ledger.backend import open_ledger
+    if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
+        from contextlib import suppress
 
-        opened = open_ledger(path, create=True)
-    else:
-        if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
-            from contextlib import suppress
+        from stoprule.project import ensure_state_dir
 
-            from stoprule.project import ensure_state_dir
-
-            with suppress(OSError):  # a read-only project: the ledger's own error, if any, says more
-                ensure_state_dir(project)
-        opened = Ledger.open(os.path.join(project, "ledger.db") if default else path, create=True)
-    with opened as ledger:
-        return str(Recorder(ledger, evaluator).record(run, fact).node.node)
+        with suppress(OSError):  # a read-only project: the ledger's own error, if any, says more
+            ensure_state_dir(project)
+    with open_ledger(os.path.join(project, "ledger.db") if default else path, create=True) as ledger:
+        return str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:

@@ -1,9 +1,17 @@
-"""``stoprule init --harness H [--local | --shared | --user] [--dry-run] [--no-mcp] [--permission-triage]``:
-wire the stop hook into a harness, with its session-start hook (the triage instructions, the
-session's baseline) and, with ``--permission-triage``, its permission hook (and
-``permission_triage: true`` in a new config); beside it the blocker tools' MCP server
+"""``stoprule init --harness H [--local | --shared | --user] [--dry-run] [--no-mcp] [--permission-triage]
+[--no-guard] [--managed]``: wire the stop hook into a harness, with its session-start hook (the
+triage instructions, the session's baseline) and, with ``--permission-triage``, its permission
+hook (and ``permission_triage: true`` in a new config); beside it the blocker tools' MCP server
 (``stoprule mcp``; ``--no-mcp`` skips it). OpenCode gets a generated plugin
 (``.opencode/plugins/stoprule.js``) and its MCP server in ``opencode.json``.
+
+Beside the stop hook it wires the guard (``stoprule guard HARNESS``, by its fast entry in
+personal files) on every event of the harness that can veto a tool call (Claude Code
+``PreToolUse`` and ``ConfigChange``, Codex and Copilot ``PreToolUse``, Gemini CLI
+``BeforeTool``, Cursor ``beforeShellExecution`` and ``preToolUse``; the OpenCode plugin's
+``tool.execute.before``) and, for Claude Code, ``permissions.deny`` rules; ``--no-guard`` skips
+both. ``--managed`` (Claude Code) writes nothing: it prints the managed-settings file that pins
+the same wiring where no project or user setting can override it (``allowManagedHooksOnly``).
 
 Where (the scopes of :mod:`stoprule.agent.hook.wiring`), always at the git root (init run in
 a sub-folder says so): ``--local`` (the default) writes this machine's absolute path of
@@ -36,14 +44,19 @@ from stoprule._util.files import atomic_write
 from stoprule.agent.hook.runner import user_state_dir
 from stoprule.agent.hook.wiring import (
     EXTRA_EVENTS,
+    GUARD_EVENTS,
     MCP,
     OPENCODE_PLUGIN,
     TARGETS,
+    add_deny_rules,
     add_entry,
+    deny_rules,
     find_entry,
+    guard_argv,
     mcp_argv,
     opencode_plugin,
     parse_toml,
+    remove_deny_rules,
     remove_entry,
     set_mcp,
     toml_mcp_table,
@@ -86,12 +99,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--harness", required=True, choices=harnesses, metavar="HARNESS", help=" | ".join(harnesses))
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--local", action="store_true",
-                       help="this clone only (default): this machine's path of stoprule, in files kept out of git")
-    where.add_argument("--shared", action="store_true",
-                       help="the project files the team commits, with portable commands (`stoprule` on PATH)")
-    where.add_argument("--user", action="store_true",
-                       help="the harness's user-level config (home directory); no project file is created")
+    where.add_argument(
+        "--local",
+        action="store_true",
+        help="this clone only (default): this machine's path of stoprule, in files kept out of git",
+    )
+    where.add_argument(
+        "--shared",
+        action="store_true",
+        help="the project files the team commits, with portable commands (`stoprule` on PATH)",
+    )
+    where.add_argument(
+        "--user",
+        action="store_true",
+        help="the harness's user-level config (home directory); no project file is created",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
     p.add_argument("--command", metavar="CMD", help="the hook command (default: stoprule hook HARNESS)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the blocker tools' MCP server")
@@ -99,7 +121,54 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--permission-triage",
         action="store_true",
         help="also wire the permission hook: permission requests are denied with the triage (autonomous sessions)",
-    )  # fmt: skip
+    )
+    p.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="do not wire the guard (the pre-tool hook refusing the agent's tampering) nor the deny rules",
+    )
+    p.add_argument(
+        "--managed",
+        action="store_true",
+        help="Claude Code: print the managed-settings file pinning stoprule's hooks (allowManagedHooksOnly); "
+        "writes nothing",
+    )
+
+
+def guard_command(harness: str, command: str | None, scope: str = "local") -> str:
+    """The guard's command: after ``--command``'s program (its ``hook H`` dropped); ``stoprule guard
+    H`` in shared files (portable); else its fast entry in this install."""
+    if command:
+        argv = shlex.split(command)
+        if argv[-2:] == ["hook", harness]:
+            argv = argv[:-2]
+        return shlex.join([*argv, "guard", harness])
+    if scope == "shared":
+        return shlex.join([*PORTABLE, "guard", harness])
+    return shlex.join(guard_argv(harness))
+
+
+# where each system reads Claude Code's managed settings
+MANAGED_PATHS = ("/etc/claude-code/managed-settings.json (Linux, WSL)",
+                 "/Library/Application Support/ClaudeCode/managed-settings.json (macOS)",
+                 "C:\\Program Files\\ClaudeCode\\managed-settings.json (Windows)")  # fmt: skip
+
+
+def managed_settings(command: str, guard: str | None) -> dict[str, Any]:
+    """Claude Code's managed settings: stoprule's stop, session-start and guard hooks, its deny
+    rules, ``allowManagedHooksOnly`` (project and user hooks do not run; nobody but an
+    administrator can drop these)."""
+    t = TARGETS["claude-code"]
+    config: dict[str, Any] = {"allowManagedHooksOnly": True}
+    add_entry(config, t, command)
+    for ev, name in EXTRA_EVENTS["claude-code"].items():
+        if ev != "permission":
+            add_entry(config, t, f"{command} --event {ev}", name)
+    if guard is not None:
+        for name, matcher in GUARD_EVENTS["claude-code"]:
+            add_entry(config, t, guard, name, matcher, guard=True)
+        config["permissions"] = {"deny": deny_rules()}
+    return config
 
 
 # ------------------------------------------------------------------ git
@@ -288,30 +357,52 @@ def _hooks(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         except (OSError, ValueError):
             team = None
         if team is not None and (shared != path or _portable(team)):
-            w.say(f"{w.shown(shared)}: stoprule's {t.event} hook is wired there for the team (`{team}`); "
-                  "no personal one added (it would run twice)")  # fmt: skip
+            w.say(
+                f"{w.shown(shared)}: stoprule's {t.event} hook is wired there for the team (`{team}`); "
+                "no personal one added (it would run twice)"
+            )
             return
     if w.personal_refused(path):
-        raise CommandError(f"{w.shown(path)} is tracked by git, so it is the team's file: a personal wiring cannot "
-                           "go there; use --shared (a portable command) or --user; nothing written")  # fmt: skip
+        raise CommandError(
+            f"{w.shown(path)} is tracked by git, so it is the team's file: a personal wiring cannot "
+            "go there; use --shared (a portable command) or --user; nothing written"
+        )
+
+    guard = None if args.no_guard else guard_command(args.harness, args.command, w.scope)
+    guarded = [name for name, _ in GUARD_EVENTS.get(args.harness, ())] if guard else []
 
     def update(config: dict[str, Any]) -> bool:
         changed = add_entry(config, t, command)
         for ev, name in events.items():
             changed |= add_entry(config, t, f"{command} --event {ev}", name)
+        if guard is not None:
+            for name, matcher in GUARD_EVENTS.get(args.harness, ()):
+                changed |= add_entry(config, t, guard, name, matcher, guard=True)
+            if args.harness == "claude-code":
+                changed |= add_deny_rules(config) > 0
         return changed
 
-    w.json_file(path, update, f"wired `{command}` as the {t.event} hook" + (
-        f" (and its {', '.join(events.values())} hooks)" if events else ""), f"stoprule's {t.event} hook is there")
+    also = [f"its {name} hook" for name in events.values()]
+    also += [f"the guard on {', '.join(guarded)}"] if guarded else []
+    also += ["permissions.deny rules"] if guard and args.harness == "claude-code" else []
+    what = f"wired `{command}` as the {t.event} hook" + (f" (and {', '.join(also)})" if also else "")
+    w.json_file(path, update, what, f"stoprule's {t.event} hook is there")
     if w.scope == "shared" and t.local_file:  # the personal entries a --local run made would run beside these
         local = t.path(w.root, "local")
 
         def drop(config: dict[str, Any]) -> bool:
-            return any([remove_entry(config, t, ev) for ev in (None, *EXTRA_EVENTS.get(args.harness, {}).values())])
+            hooks = [remove_entry(config, t, ev) for ev in (None, *EXTRA_EVENTS.get(args.harness, {}).values())]
+            guards = [remove_entry(config, t, ev, guard=True) for ev, _ in GUARD_EVENTS.get(args.harness, ())]
+            return any(hooks + guards) | (remove_deny_rules(config) > 0)
 
         if os.path.exists(local):
-            w.json_file(local, drop, "took stoprule's personal hooks out (the shared ones replace them)",
-                        "no personal stoprule hook", scope="local")  # fmt: skip
+            w.json_file(
+                local,
+                drop,
+                "took stoprule's personal hooks out (the shared ones replace them)",
+                "no personal stoprule hook",
+                scope="local",
+            )
             if not w.dry and _load(local) == {}:
                 os.remove(local)
                 w.say(f"removed {w.shown(local)}: nothing is left in it")
@@ -321,15 +412,22 @@ def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
     m = MCP[args.harness]
     argv = [*base, "mcp"]
     if w.scope == "user" and args.harness != "opencode":
-        w.say(f"for the blocker tools in every project, register `{shlex.join(argv)}` as an MCP server named "
-              f"stoprule in your user config ({m.path(w.root, 'user')}; docs/blockers.md)")  # fmt: skip
+        w.say(
+            f"for the blocker tools in every project, register `{shlex.join(argv)}` as an MCP server named "
+            f"stoprule in your user config ({m.path(w.root, 'user')}; docs/blockers.md)"
+        )
         return
     path = m.path(w.root, w.scope)
     if w.personal_refused(path):
-        how = (f"`claude mcp add --scope local stoprule -- {shlex.join(argv)}`" if args.harness == "claude-code"
-               else f"register `{shlex.join(argv)}` in {m.path(w.root, 'user')}")  # fmt: skip
-        w.say(f"note: {w.shown(path)} is tracked by git (the team's file): the MCP server is not registered there; "
-              f"`init --shared` registers a portable one for the team, or for yourself: {how}")  # fmt: skip
+        how = (
+            f"`claude mcp add --scope local stoprule -- {shlex.join(argv)}`"
+            if args.harness == "claude-code"
+            else f"register `{shlex.join(argv)}` in {m.path(w.root, 'user')}"
+        )
+        w.say(
+            f"note: {w.shown(path)} is tracked by git (the team's file): the MCP server is not registered there; "
+            f"`init --shared` registers a portable one for the team, or for yourself: {how}"
+        )
         return
     what = f"registered the blocker tools' MCP server (`{shlex.join(argv)}`)"
     if w.scope == "local":
@@ -338,8 +436,10 @@ def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         except (OSError, ValueError):
             team = None
         if team is not None and team[:1] == PORTABLE:
-            w.say(f"{w.shown(path)}: stoprule's MCP server is registered there for the team (`{shlex.join(team)}`); "
-                  "left as it is")  # fmt: skip
+            w.say(
+                f"{w.shown(path)}: stoprule's MCP server is registered there for the team (`{shlex.join(team)}`); "
+                "left as it is"
+            )
             return
     if m.kind != "toml":
         try:
@@ -357,8 +457,10 @@ def _mcp(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         w.say(f"{w.shown(path)}: the stoprule MCP server is there; unchanged")
         w.place(path)
     elif current is not None:
-        w.say(f"note: {w.shown(path)} registers stoprule's MCP server as `{shlex.join(current)}`; to run this "
-              f"stoprule, make its table:\n{toml_mcp_table(argv)}")  # fmt: skip
+        w.say(
+            f"note: {w.shown(path)} registers stoprule's MCP server as `{shlex.join(current)}`; to run this "
+            f"stoprule, make its table:\n{toml_mcp_table(argv)}"
+        )
     else:
         w.write(path, (text.rstrip() + "\n\n" if text.strip() else "") + toml_mcp_table(argv), what)
 
@@ -373,21 +475,28 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
     rel = OPENCODE_PLUGIN[1 if w.scope == "user" else 0]
     plugin = os.path.join(os.path.expanduser("~") if w.scope == "user" else w.root, *rel.split("/"))
     if w.personal_refused(plugin):
-        raise CommandError(f"{w.shown(plugin)} is tracked by git, so it is the team's file: use --shared "
-                           "(a portable command) or --user; nothing written")  # fmt: skip
-    text = opencode_plugin(argv)
+        raise CommandError(
+            f"{w.shown(plugin)} is tracked by git, so it is the team's file: use --shared "
+            "(a portable command) or --user; nothing written"
+        )
+    guard = [] if args.no_guard else shlex.split(guard_command("opencode", args.command, w.scope))
+    text = opencode_plugin(argv, guard)
     old = None
     if os.path.exists(plugin):
         with open(plugin, encoding="utf-8") as fh:
             old = fh.read()
-    if w.scope == "local" and old == opencode_plugin(PORTABLE) and text != old:
+    team = opencode_plugin(PORTABLE, [] if args.no_guard else [*PORTABLE, "guard", "opencode"])
+    if w.scope == "local" and old == team and text != old:
         w.say(f"{w.shown(plugin)}: the team's stoprule plugin (running `stoprule` on PATH) is there; left as it is")
     elif old == text:
         w.say(f"{w.shown(plugin)}: the stoprule plugin is there; unchanged")
         w.place(plugin)
     else:
-        w.write(plugin, text, f"{'updated' if old else 'wrote'} the stoprule plugin (session.idle -> "
-                              f"`{shlex.join(argv)} hook opencode`)")  # fmt: skip
+        w.write(
+            plugin,
+            text,
+            f"{'updated' if old else 'wrote'} the stoprule plugin (session.idle -> `{shlex.join(argv)} hook opencode`)",
+        )
 
 
 def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
@@ -428,22 +537,34 @@ def _notes(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
             with open(toml, encoding="utf-8", errors="replace") as fh:
                 if "[hooks" in fh.read():
                     w.say(f"note: {w.shown(toml)} also declares hooks; Codex merges both forms (with a warning)")
-        w.say("note: Codex reads a project's .codex/ only once the project is trusted, and runs a new or edited "
-              "hook only after you trust it (/hooks in Codex)")  # fmt: skip
+        w.say(
+            "note: Codex reads a project's .codex/ only once the project is trusted, and runs a new or edited "
+            "hook only after you trust it (/hooks in Codex)"
+        )
     if args.harness == "cursor":
         w.say("note: restart Cursor to load an edited hooks.json")
     if args.harness == "opencode" and w.scope != "user":
         w.say("note: OpenCode loads the project's plugin and opencode.json when it starts in this directory")
     exe = shlex.split(args.command)[0] if args.command else base[0]
     if shutil.which(exe, path=harness_env()["PATH"]) is None and not os.path.isabs(exe):
-        w.stderr.write(f"stoprule: warning: `{exe}` is not on the PATH a harness started outside this venv has: "
-                       "install stoprule where the harness runs (e.g. `pipx install stoprule`), or wire this "
-                       f"machine's path with `stoprule init --harness {args.harness} --local`\n")  # fmt: skip
+        w.stderr.write(
+            f"stoprule: warning: `{exe}` is not on the PATH a harness started outside this venv has: "
+            "install stoprule where the harness runs (e.g. `pipx install stoprule`), or wire this "
+            f"machine's path with `stoprule init --harness {args.harness} --local`\n"
+        )
     elif os.path.isabs(exe) and not os.path.exists(exe):
         w.stderr.write(f"stoprule: warning: {exe} does not exist; the harness will not find it\n")
 
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
+    if args.managed:  # nothing written: the file an administrator installs
+        if args.harness != "claude-code":
+            raise CommandError("--managed is for Claude Code (its managed-settings file)")
+        command = args.command or default_command(args.harness)
+        guard = None if args.no_guard else guard_command(args.harness, args.command)
+        stdout.write(json.dumps(managed_settings(command, guard), indent=2) + "\n")
+        stderr.write("install it (as an administrator) at one of:\n" + "".join(f"  {p}\n" for p in MANAGED_PATHS))
+        return 0
     cwd = os.getcwd()
     repo = git_root(cwd)
     root = repo or os.path.dirname(find_project(cwd) or os.path.join(cwd, STATE_DIR))
@@ -465,7 +586,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         _write_config(w, os.path.join(root, STATE_DIR), args.permission_triage)
     _notes(args, w, base)
     if w.scope == "local":
-        w.say(f"this wiring is personal (this machine's path); `stoprule init --harness {args.harness} --shared` "
-              "wires the team with portable commands")  # fmt: skip
+        w.say(
+            f"this wiring is personal (this machine's path); `stoprule init --harness {args.harness} --shared` "
+            "wires the team with portable commands"
+        )
     w.say(f"{'would ' if w.dry else ''}use: `stoprule doctor` checks the wiring and runs one synthetic stop")
     return 0

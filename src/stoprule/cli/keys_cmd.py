@@ -19,6 +19,7 @@ from stoprule.cli.common import add_ledger_flag, config_error, ledger_target
 from stoprule.diagnostics import CommandError, ConfigError
 from stoprule.ledger import keys
 from stoprule.ledger.backend import keys_file, open_ledger
+from stoprule.ledger.keys import KeyRing
 
 __all__ = ["add_arguments", "run"]
 
@@ -42,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         add_ledger_flag(sp)
 
 
-def _table(ring) -> str:  # noqa: ANN001 - KeyRing
+def _table(ring: KeyRing) -> str:
     if not ring.keys:
         return f"no keys yet in {ring.path} (made with the first recorded decision, or `stoprule keys rotate`)"
     lines = []

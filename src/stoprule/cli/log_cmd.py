@@ -1,7 +1,7 @@
 """``stoprule log``: read the decision ledger; and the recording side of ``stoprule eval --run``.
 
     stoprule log status RUN             the run's tip, verdict and counters (one indexed lookup)
-    stoprule log show RUN               the run's DAG: tree (pretty), JSON, or Mermaid
+    stoprule log show RUN               the run's DAG: tree (pretty: and the agent's refused attempts), JSON, or Mermaid
     stoprule log runs                   recent runs with their status
     stoprule log export [--run RUN]     NDJSON records (with --facts-only: facts `stoprule eval` reads)
     stoprule log verify [RUN]           recompute hash chains and the signed ledger head; exit 1 naming what broke
@@ -31,6 +31,7 @@ from stoprule.cli.common import (
     render_verdict,
 )
 from stoprule.cli.progress import Bar
+from stoprule.config.fields import DEFAULT_FIELDS
 from stoprule.diagnostics import (
     EXIT_INVALID,
     EXIT_NOT_OK,
@@ -45,7 +46,8 @@ from stoprule.facts.parse import parse_facts, read_input
 from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import verdict_from_event
-from stoprule.ledger.recorder import Recorder
+from stoprule.ledger.protocols import LedgerBackend
+from stoprule.ledger.recorder import Outcome, Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
@@ -98,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_ledger_flag(sp)
 
 
-def _open(explicit: str | None, *, write: bool = False):  # noqa: ANN202 - a Ledger or a PgLedger
+def _open(explicit: str | None, *, write: bool = False) -> LedgerBackend:
     path, default = ledger_target(explicit)
     if write and default:  # the project's .stoprule/, made with its .gitignore (the ledger and keys stay out of git)
         ensure_state_dir(os.path.dirname(os.path.abspath(path)))
@@ -109,13 +111,13 @@ def _dump(value: Any) -> str:
     return json_line(value)
 
 
-def _status(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+def _status(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) -> int:
     st = ledger.require(args.run)
     stdout.write((_dump(st.to_dict()) if args.format == "json" else status_line(st)) + "\n")
     return 0
 
 
-def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+def _show(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) -> int:
     st = ledger.require(args.run)
     nodes = ledger.nodes(args.run)
     if args.format == "json":
@@ -124,10 +126,32 @@ def _show(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
         stdout.write(run_mermaid(st, nodes) + "\n")
     else:
         stdout.write(run_tree(st, nodes) + "\n")
+        _attempts(ledger, args.run, stdout)
     return 0
 
 
-def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+def _attempts(ledger: LedgerBackend, run: str, stdout: IO[str]) -> None:
+    """The agent's refused attempts the run's stops saw (each stop's fact holds the session's so
+    far), each once, with the first node that saw it."""
+    field = DEFAULT_FIELDS["guard.attempts"]
+    if field is None:  # the pack does not record them
+        return
+    first: dict[str, str] = {}
+    for node, fact in ledger.records(run):
+        if field not in fact:  # (cheap: most facts have none)
+            continue
+        try:
+            found = json.loads(fact).get(field)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        for attempt in found if isinstance(found, list) else []:
+            first.setdefault(str(attempt), node.node)
+    if first:
+        stdout.write(f"refused attempts by the agent ({len(first)}):\n")
+        stdout.writelines(f"  {node}: {attempt}\n" for attempt, node in first.items())
+
+
+def _runs(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) -> int:
     rows = ledger.runs(args.limit if args.limit > 0 else None)
     if args.format == "json":
         stdout.write(_dump([r.to_dict() for r in rows]) + "\n")
@@ -136,7 +160,7 @@ def _runs(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: AN
     return 0
 
 
-def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+def _export(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) -> int:
     if args.run is not None:
         ledger.require(args.run)
     for node, fact in ledger.records(args.run):
@@ -157,7 +181,7 @@ def _export(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: 
     return 0
 
 
-def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _verify(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)
@@ -181,7 +205,7 @@ def _verify(ledger, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
-def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa: ANN001
+def _upgrade(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) -> int:
     if ledger.upgraded_from is not None:
         stdout.write(f"{ledger.path}: upgraded from ledger schema {ledger.upgraded_from} to {ledger.schema}\n")
     else:
@@ -189,7 +213,7 @@ def _upgrade(ledger, args: argparse.Namespace, stdout: IO[str]) -> int:  # noqa:
     return 0
 
 
-def _import(ledger, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _import(ledger: LedgerBackend, args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     data = read_input(args.file, stdin, stderr)
     if data is None:
         return EXIT_INVALID
@@ -230,7 +254,7 @@ def _ledger_lines(env: dict[str, Any]) -> str:
     return out
 
 
-def _emit(outcome, fmt: str, stdout: IO[str]) -> None:  # noqa: ANN001 - Outcome
+def _emit(outcome: Outcome, fmt: str, stdout: IO[str]) -> None:
     env = outcome.envelope()
     if fmt == "json":
         stdout.write(json.dumps(env) + "\n")  # ASCII: every non-ASCII character escaped
@@ -255,7 +279,9 @@ def _misuse(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _retry(
+    recorder: Recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]
+) -> int:
     line, fact = items[0]
     try:
         if isinstance(fact, EvaluationError):
@@ -269,7 +295,9 @@ def _retry(recorder, args: argparse.Namespace, items: list, name: str, stdout: I
     return EXIT_OK if outcome.verdict.ok else EXIT_NOT_OK
 
 
-def _batch(recorder, args: argparse.Namespace, items: list, name: str, stdout: IO[str], stderr: IO[str]) -> int:  # noqa: ANN001
+def _batch(
+    recorder: Recorder, args: argparse.Namespace, items: list[Any], name: str, stdout: IO[str], stderr: IO[str]
+) -> int:
     code = 0
     parent = TIP if args.parent is None else args.parent
     results = recorder.record_many(args.run, [fact for _, fact in items], parent=parent, checkpoint=args.checkpoint)

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("keys_cmd", "manage retry-token signing keys: list, rotate, retire"),
     "pack": ("pack_cmd", "where the bundled pack is (path), or copy it into this project to edit (init)"),
     "hook": ("hook_cmd", "be an agent harness's stop hook: its payload in, its answer out (always exit 0)"),
+    "guard": ("guard_cmd", "be a harness's pre-tool hook refusing the agent's tampering with the gate; on|off|status"),
     "init": ("init_cmd", "wire stoprule into an agent harness's hook config and create .stoprule/config.yaml"),
     "doctor": ("doctor_cmd", "check the hook wiring of each configured harness and run one synthetic stop"),
     "facts": ("facts_cmd", "declare facts for a session (set, clear, show) for the hook's state provider"),
@@ -53,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "show a task's blocked report"),
     "mcp": ("mcp_cmd", "serve the blocker tools over MCP stdio (blocker, report_status, ...)"),
     "serve": ("serve_cmd", "serve decisions over HTTP: evaluate, batch, hooks, policy, metrics"),
+    "console": ("console_cmd", "this project's runs, stops, blockers and policy in a browser (loopback)"),
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
@@ -60,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # commands whose process ends when their output is flushed (see main): the stop hook
-EXIT_AT_ONCE = frozenset({"hook"})
+EXIT_AT_ONCE = frozenset({"hook", "guard"})
 
 
 def _formatter() -> type[argparse.HelpFormatter]:
@@ -79,8 +81,9 @@ def _formatter() -> type[argparse.HelpFormatter]:
     return _Formatter
 
 
-def _version_action(argparse: Any) -> type:
+def _version_action() -> type[argparse.Action]:
     """``--version``: the version and the evaluation backend (the engine imported only then)."""
+    import argparse
 
     class _Version(argparse.Action):
         def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
@@ -106,7 +109,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
         formatter_class=_Formatter,
         description="Decide what an AI coding agent must do at a task boundary.",
     )
-    version = _version_action(argparse)
+    version = _version_action()
     help_text = "show program's version number and exit"
     p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -151,7 +154,36 @@ def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
         sys.stdout, sys.stderr = saved
     assert module is not None
     command = module
+    if argv[0] not in ("eval", "hook"):  # (their lines change nothing)
+        _refuse_in_session(argv)
     return int(command.run(args, stdin, stdout, stderr))
+
+
+def _refuse_in_session(argv: list[str]) -> None:
+    """A command that changes what a stop decides, run inside an agent's session (its process
+    ancestry says so): refused (a CommandError saying how the user does it) and written to the
+    session's attempts."""
+    from stoprule.agent.guard.commands import HARNESS_RUNS, MUTATING, USER_WAY, mutating
+
+    what = mutating(argv) if argv[0] in MUTATING else None
+    if what is None or what.split()[0] in HARNESS_RUNS:
+        return
+    from stoprule.agent.guard.session import inside_session
+
+    found = inside_session()
+    if found is None:
+        return
+    home, link = found
+    from stoprule.agent.guard.journal import record_attempt
+    from stoprule.diagnostics import CommandError
+
+    record_attempt(home, link.get("session"), {"via": "cli", "harness": link.get("harness"), "kind": "command",
+                                               "what": f"ran `stoprule {what}` inside the session"})  # fmt: skip
+    raise CommandError(
+        f"`stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
+        f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "
+        "This attempt is shown to the user at the next stop."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

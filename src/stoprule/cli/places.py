@@ -17,8 +17,9 @@ __all__ = ["git_root", "harness_env"]
 def git_root(start: str) -> str | None:
     """The top level of the git work tree holding ``start``, or None (not in one, or no git)."""
     try:
-        p = subprocess.run(["git", "-C", start, "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                           timeout=30)  # fmt: skip
+        p = subprocess.run(
+            ["git", "-C", start, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return os.path.abspath(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else None

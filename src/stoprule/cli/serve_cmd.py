@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     ledger = args.ledger or os.environ.get("STOPRULE_LEDGER") or config.ledger or None  # flag > env > file
     config = ServeConfig(policy=args.policy or config.policy, tokens=config.tokens, ledger=ledger,
                          limits=config.limits, reload_interval_ms=config.reload_interval_ms,
-                         auth=not args.no_auth)  # fmt: skip
+                         auth=not args.no_auth, console_resolve=config.console_resolve)  # fmt: skip
     if args.no_auth and args.host not in _LOOPBACK:
         raise CommandError("--no-auth listens on loopback only (--host 127.0.0.1)")
     if config.auth and not config.tokens:
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     except PolicyError as exc:
         return policy_error(exc, config.policy or "the selected pack", stderr)
     config = ServeConfig(policy=holder.root, tokens=config.tokens, ledger=config.ledger, limits=config.limits,
-                         reload_interval_ms=config.reload_interval_ms, auth=config.auth)  # fmt: skip
+                         reload_interval_ms=config.reload_interval_ms, auth=config.auth,
+                         console_resolve=config.console_resolve)  # fmt: skip
     workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
     stderr.write(f"stoprule serve: http://{args.host}:{args.port} ({workers} worker(s)); pack {holder.root} "
                  f"{holder.current.digest}; ledger {_shown(config.ledger)}\n")  # fmt: skip

@@ -38,6 +38,6 @@ def painter(stream: IO[str]) -> Callable[[str, str], str]:
     def paint(text: str, style: str) -> str:
         with console.capture() as cap:
             console.print(text, style=style, end="", markup=False)
-        return cap.get()
+        return str(cap.get())
 
     return paint

@@ -16,10 +16,12 @@ from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_erro
 from stoprule.cli.progress import Bar
 from stoprule.cli.style import painter
 from stoprule.cli.watch import watch
+from stoprule.console.policy import PACKS_DIR, keep_pack, save_coverage
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import select_pack
+from stoprule.project import find_project
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -279,6 +281,7 @@ def test_command(
         ]
 
         cov = compute_coverage(ctx.checked, obs, engine=engine_of(evaluator))  # witnesses re-checked by the engine
+        _keep(root, ctx.compiled.digest, _summary(results), cov, stderr)
     failed = any(not r.passed for r in results)
     low = cov is not None and threshold is not None and not cov.mcdc_at_least(threshold)
     if fmt == "json":
@@ -303,6 +306,20 @@ def test_command(
         assert cov is not None
         stderr.write(f"stoprule: MC/DC coverage {cov.mcdc_ratio()['percent']}% is below the threshold {threshold:g}%\n")
     return EXIT_NOT_OK if failed or low else EXIT_OK
+
+
+def _keep(root: Path, digest: str, summary: dict[str, int], cov: Coverage, stderr: IO[str]) -> None:
+    """In a project (a ``.stoprule/`` here or above): keep this run as its last coverage, and a copy
+    of the pack, for the console's policy page. Nothing is created where there is no project."""
+    state = find_project()
+    if state is None:
+        return
+    try:
+        save_coverage(state, str(root), digest, summary, cov.to_dict())
+    except OSError as exc:
+        stderr.write(f"stoprule: could not keep the coverage for the console: {exc}\n")
+        return
+    keep_pack(str(Path(state) / PACKS_DIR), str(root), digest)
 
 
 def _percent(text: str) -> float:

@@ -103,4 +103,5 @@ SERVE_DEFAULTS: dict[str, Any] = {
     "ledger": None,
     "limits": SERVE_LIMITS,
     "reload_interval_ms": 1000,
+    "console": {"resolve": []},  # the tokens that may resolve blockers in /console (every token reads)
 }

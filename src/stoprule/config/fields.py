@@ -43,8 +43,10 @@ DEFAULT_FIELDS: dict[str, str | None] = {
     "git.files": "uncommittedFiles",
     "git.count": "uncommittedCount",
     "git.branch": None,
+    "git.hidden": None,
     "session.mode": "sessionMode",
     "transcript.versions": None,
+    "guard.attempts": "tamperAttempts",
 }
 
 # Tool argument -> fact field: what the blocker tools write into the session's facts.

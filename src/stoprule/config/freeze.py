@@ -52,6 +52,14 @@ class FrozenConfig:
         return read_config(self.source) != self.data
 
 
+def _key(data: bytes | None) -> str:
+    """A cheap check of the copy's bytes (zlib is loaded; hashlib would cost each stop ~2 ms)."""
+    import zlib
+
+    raw = data or b""
+    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+
+
 def _digest(data: bytes | None) -> str:
     import hashlib
 
@@ -64,6 +72,14 @@ def _damaged(path: str, why: str) -> Exception:
     return ConfigError(
         [Diagnostic(path, 1, 1, codes.CONFIG_FROZEN_DAMAGED, f"the session's frozen config does not read back: {why}")]
     )
+
+
+def _stored(session: str) -> str:
+    """The session id as the copy stores it: redacted (an id can carry a secret; nothing is
+    written unredacted)."""
+    from stoprule._util.redact import redact
+
+    return redact(session)
 
 
 def freeze(project: str, session: str) -> FrozenConfig:
@@ -81,7 +97,8 @@ def freeze(project: str, session: str) -> FrozenConfig:
     data = read_config(source)
     copy = FrozenConfig(session, path, source, data, _digest(data), round(time.time(), 3))
     text = None if data is None else data.decode("utf-8", "surrogateescape")
-    entry = {"format": FORMAT, "session": session, "source": CONFIG_FILE, "digest": copy.digest,
+    entry = {"format": FORMAT, "session": _stored(session), "source": CONFIG_FILE, "digest": copy.digest,
+             "key": _key(data),
              "frozen_at": copy.frozen_at, "config": text}  # fmt: skip
     if atomic_write(path, json.dumps(entry), exclusive=True, mode=0o600):
         return copy
@@ -110,6 +127,7 @@ def frozen(project: str, session: str) -> FrozenConfig | None:
         )  # fmt: skip
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise _damaged(path, f"{type(exc).__name__}: {exc}") from None
-    if entry.get("format") != FORMAT or copy.session != session or _digest(data) != copy.digest:
+    intact = entry["key"] == _key(data) if "key" in entry else _digest(data) == copy.digest
+    if entry.get("format") != FORMAT or copy.session != _stored(session) or not intact:
         raise _damaged(path, "its format, session or digest does not match its content")
     return copy

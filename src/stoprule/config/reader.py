@@ -29,6 +29,24 @@ if TYPE_CHECKING:
 __all__ = ["Settings", "default_settings", "read_settings", "settings_for"]
 
 _MAX_ENTRY_BYTES = 1 << 20
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# the modules that shape what a config validates to: a cached entry names their sizes and mtimes
+_VALIDATORS = ("defaults.py", "fields.py", "loader.py", "sections.py")
+
+
+def _code_stamp() -> str:
+    """The version and the validating modules' size and mtime (another checkout or an edit of
+    them is a miss, never a stale hit)."""
+    from stoprule.version import __version__
+
+    parts = [__version__]
+    for name in _VALIDATORS:
+        try:
+            st = os.stat(os.path.join(_HERE, name))
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("?")
+    return " ".join(parts)
 
 
 @record
@@ -36,8 +54,7 @@ class Settings:
     """A project's validated settings, one plain dict per section of ``config.yaml``.
 
     ``providers["fields"]`` is the full observation -> fact field mapping (the defaults overlaid
-    with the file's) and ``providers["blockers"]`` the ``blockers`` section (the blockers and git
-    providers read it). ``source``: the file they came from (the config, the session's frozen copy)
+    with the file's). ``source``: the file they came from (the config, the session's frozen copy)
     or None (the defaults)."""
 
     hook: dict[str, Any]
@@ -52,17 +69,19 @@ class Settings:
 def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
     providers = dict(sections["providers"])
     providers["fields"] = {**DEFAULT_FIELDS, **providers["fields"]}
-    providers["blockers"] = sections["blockers"]
     session = sections.get("session") or dict(DEFAULTS["session"])
     return Settings(sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source,
                     session)  # fmt: skip
 
 
 def default_settings() -> Settings:
-    """The settings when there is no config file."""
-    import copy
+    """The settings when there is no config file (a copy: the caller may change it)."""
+    return _build({name: _copy(section) for name, section in DEFAULTS.items()}, None)
 
-    return _build(copy.deepcopy(DEFAULTS), None)
+
+def _copy(section: dict[str, Any]) -> dict[str, Any]:
+    """A section of defaults with its lists and mappings copied (their values are plain data)."""
+    return {k: list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v for k, v in section.items()}
 
 
 def read_settings(path: str | None) -> Settings:
@@ -95,14 +114,13 @@ def _validated(name: str, data: bytes) -> Settings:
     """``data`` (the bytes of the file ``name``) validated, through the cache."""
     import json
 
-    from stoprule.version import __version__
-
-    entry = cache_file(f"config-{content_key(data)}.json")
+    stamp = _code_stamp()  # in the name too: checkouts sharing a cache folder keep an entry each
+    entry = cache_file(f"config-{content_key(data)}-{content_key(stamp.encode())}.json")
     if entry is not None:
         raw = read_entry(entry, _MAX_ENTRY_BYTES)
         try:
             hit = json.loads(raw) if raw is not None else None
-            if hit is not None and hit.get("version") == __version__ and hit.get("config") == data.hex():
+            if hit is not None and hit.get("code") == stamp and hit.get("config") == data.hex():
                 return _build(hit["sections"], name)
         except (ValueError, KeyError, AttributeError, TypeError):
             pass
@@ -110,5 +128,5 @@ def _validated(name: str, data: bytes) -> Settings:
 
     sections = {key: model.model_dump() for key, model in load_config(name, data=data).items()}
     if entry is not None:
-        write_entry(entry, json.dumps({"version": __version__, "config": data.hex(), "sections": sections}).encode())
+        write_entry(entry, json.dumps({"code": stamp, "config": data.hex(), "sections": sections}).encode())
     return _build(sections, name)

@@ -13,6 +13,7 @@ compared in constant time with every stored hash.
     ledger: postgresql://stoprule@db/stoprule   # optional: record decisions that name a run
     limits: {max_body_bytes: 1048576, max_batch: 10000, timeout_ms: 10000}
     reload_interval_ms: 1000
+    console: {resolve: [ops]}     # the tokens that may resolve blockers in /console (every token reads)
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     reload_interval_ms: int = SERVE_DEFAULTS["reload_interval_ms"]
     auth: bool = True  # False only with --no-auth (loopback development)
+    console_resolve: tuple[str, ...] = ()  # names of the tokens that may resolve blockers in the console
 
     def token_name(self, header: str | None) -> str | None:
         """The name of the token in an ``Authorization: Bearer`` header, or None if it is not valid."""
@@ -72,6 +74,7 @@ class ServeConfig:
             "limits": {f.name: getattr(self.limits, f.name) for f in fields(Limits)},
             "reload_interval_ms": self.reload_interval_ms,
             "auth": self.auth,
+            "console_resolve": list(self.console_resolve),
         }
 
     @classmethod
@@ -87,6 +90,7 @@ class ServeConfig:
             limits=Limits(**limits),
             reload_interval_ms=int(data.get("reload_interval_ms", 1000)),  # type: ignore[call-overload]
             auth=bool(data.get("auth", True)),
+            console_resolve=tuple(str(n) for n in data.get("console_resolve") or ()),  # type: ignore[attr-defined]
         )
 
 
@@ -115,6 +119,13 @@ class _Limits(BaseModel):
     timeout_ms: int = Field(SERVE_LIMITS["timeout_ms"], ge=1, strict=True)
 
 
+class _Console(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    resolve: list[str] = Field(default_factory=lambda: list(SERVE_DEFAULTS["console"]["resolve"]),
+                               description="token names that may resolve blockers")
+
+
 class ServeFile(BaseModel):
     """The ``stoprule serve --config`` file (unknown keys are errors)."""
 
@@ -125,6 +136,7 @@ class ServeFile(BaseModel):
     ledger: str | None = Field(SERVE_DEFAULTS["ledger"], min_length=1)
     limits: _Limits = Field(default_factory=lambda: _Limits.model_validate({}))
     reload_interval_ms: int = Field(SERVE_DEFAULTS["reload_interval_ms"], ge=1, strict=True)
+    console: _Console = Field(default_factory=_Console)
 
 
 def load_serve_config(path: str) -> ServeConfig:
@@ -138,9 +150,15 @@ def load_serve_config(path: str) -> ServeConfig:
     ledger = found.ledger
     if ledger and "://" not in ledger:
         ledger = os.path.join(base, ledger)
+    tokens = tuple((t.name or f"token{i}", t.sha256) for i, t in enumerate(found.tokens))
+    unknown = sorted(set(found.console.resolve) - {name for name, _ in tokens})
+    if unknown:
+        raise ConfigError([Diagnostic(path, 1, 1, codes.CONFIG_INVALID, f"no token named {', '.join(unknown)}",
+                                      "console.resolve")])  # fmt: skip
     return ServeConfig(
+        console_resolve=tuple(found.console.resolve),
         policy=os.path.join(base, found.policy) if found.policy else None,
-        tokens=tuple((t.name or f"token{i}", t.sha256) for i, t in enumerate(found.tokens)),
+        tokens=tokens,
         ledger=ledger,
         limits=Limits(**found.limits.model_dump()),
         reload_interval_ms=found.reload_interval_ms,

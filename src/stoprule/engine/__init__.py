@@ -5,7 +5,11 @@
     compiled             what the evaluator runs on (plain, picklable data)
     durable              the durable_rules boundary: assert, collect matches, retract
     projection           how each projected slot is written for the engine
+    verdict              Verdict and Match: what an evaluation gives
     evaluator            validate -> project -> match -> decide -> render
+    plan                 the typed plan a faster backend is built from (Evaluator.plan)
+    protocols            the seams: Backend (plan -> Runner) and Runner (fact -> Verdict)
+    backends             which backend evaluates batches (select_backend; the stoprule.backends plug-ins)
     speedups             the optional C accelerator behind the evaluator (same verdicts, faster)
     interpret            the reference interpreter (conditions evaluated directly)
     packs                finding a pack and loading it compiled, through a cache

@@ -24,7 +24,7 @@ except ImportError:  # a source tree run in place, not built: the engine install
 
     ENGINE_SOURCE = "installed beside stoprule"
 
-__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode"]
+__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode", "library"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,7 +145,8 @@ def _acquire(definition: str) -> int:
         idle = _IDLE.get(definition)
         if idle:
             return idle.pop()
-    return _dre.create_ruleset(_unique("stoprule"), definition)
+    handle: int = _dre.create_ruleset(_unique("stoprule"), definition)
+    return handle
 
 
 def _release(pairs: list[tuple[str, int]]) -> None:
@@ -162,6 +163,11 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                     _dre.delete_ruleset(handle)
         pairs.clear()
 
+
+
+def library() -> str:
+    """The file of the engine's C module (a backend of its own links the same engine)."""
+    return str(_dre.__file__)
 
 class _Handles:
     """One thread's ruleset handles, released when the last reference goes: with the thread

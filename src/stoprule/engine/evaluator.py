@@ -10,69 +10,28 @@ from collections.abc import Callable, Iterable
 
 from stoprule._util.codegen import define
 from stoprule._util.gcpause import paused_gc
-from stoprule._util.records import Record, record
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
 from stoprule.engine import projection
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from stoprule.engine.durable import Engine, EngineError, _float, _string, encode
 from stoprule.engine.projection import field_of, slot_encoding
+from stoprule.engine.verdict import Match, Verdict
 from stoprule.facts.schema import MISSING, FactField, strict_error
 from stoprule.language.templates import compile_templates
 
-__all__ = ["BACKEND", "Evaluator", "Match", "Runner", "Verdict", "describe_backend"]
+__all__ = ["BACKEND", "Evaluator", "Match", "Verdict", "describe_backend", "prototype"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal, Protocol
+    from typing import Any, Literal
 
+    from stoprule.engine.plan import Plan
+    from stoprule.engine.protocols import Backend, Runner
     from stoprule.facts.schema import FactSchema
+    from stoprule.language.templates import Template
 
     # the verdict for one set of matched rules, given the validated fact (and its warnings)
     _Maker = Callable[..., "Verdict"]
-
-
-@record
-class Match:
-    rule: str
-    verdict: str
-    reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "verdict": self.verdict, "reason": self.reason}
-
-
-@record
-class Verdict(Record):
-    """The decision for one fact; ``matched`` lists every matching rule, winner first."""
-
-    ok: bool
-    verdict: str
-    reason: str
-    rule: str
-    stop: str
-    message: str
-    requires_user_review: bool
-    review_reason: str | None
-    high_risk_stop: str | None
-    matched: tuple[Match, ...]
-    policy: str
-    warnings: tuple[dict[str, str], ...] = ()  # unknown fields and the like (see FactSchema.warnings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "rule": self.rule,
-            "stop": self.stop,
-            "message": self.message,
-            "requires_user_review": self.requires_user_review,
-            "review_reason": self.review_reason,
-            "high_risk_stop": self.high_risk_stop,
-            "matched": [m.to_dict() for m in self.matched],
-            "policy": self.policy,
-            **({"warnings": list(self.warnings)} if self.warnings else {}),
-        }
 
 
 def _reader(lines: list[str], var: str, path: tuple[str, ...], emit: str, indent: str) -> None:
@@ -105,7 +64,7 @@ def generated_sources(compiled: CompiledPolicy) -> list[str]:
     return out
 
 
-def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str]]]:
+def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict[Any, Any]], str]]]:
     """The rules' message (and review reason, where given) renderers, in rule order."""
     tpls = []
     for r in compiled.rules:
@@ -115,7 +74,7 @@ def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict], str
     return compile_templates(tpls, compiled.sets)
 
 
-def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict], str]]]:
+def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict[Any, Any]], str]]]:
     """The projectors of ``compiled``: one for every ruleset, or one per ruleset when each
     reads a subset of the projection (``ruleset_keys``)."""
     subsets = [None] if compiled.ruleset_keys is None else [frozenset(k) for k in compiled.ruleset_keys]
@@ -147,7 +106,7 @@ def _json_item(s: Slot, scope: FactField | None, key: str, consts: dict[str, Any
 
 def _json_projector(
     slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField, keys: frozenset[str] | None = None
-) -> tuple[str, Callable[[dict], str]]:
+) -> tuple[str, Callable[[dict[Any, Any]], str]]:
     """Straight-line code projecting a validated fact to the keys the rules read, JSON-encoded
     in one pass (generated once per pack, as namedtuple does; it runs for every fact).
 
@@ -242,41 +201,11 @@ def _json_projector(
 
 # positions in a Verdict: of the messages, and of what the C accelerator puts in a prototype
 _MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("review_reason")
-_FILLED = tuple(map(Verdict._fields.index, ("matched", "high_risk_stop", "warnings")))
+_FILLED = (Verdict._fields.index("matched"), Verdict._fields.index("high_risk_stop"), Verdict._fields.index("warnings"))
 
 WARM_UP = 32  # the fact of a batch at which the default backend is made (see Evaluator.evaluate_many)
+AUTO = "auto"  # the default backend: the C accelerator where built (stoprule.engine.backends)
 BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
-
-
-def default_backend(ev: Evaluator) -> Runner | None:
-    """The backend of a default install: this thread's runner of the optional C accelerator
-    (:mod:`stoprule.engine.speedups`: ``fact -> Verdict``, or None for a fact it leaves to the
-    Python path), or None where it is not built or does not apply to the pack."""
-    from stoprule.engine import durable, speedups
-
-    module = speedups.load()
-    args = None if module is None else speedups.runner_args(ev.compiled)
-    if module is None or args is None:
-        return None
-    schema, slots, lists, (letters, bits) = args
-    owner, handles = ev._engine.thread_handles()
-    programs = speedups.message_programs(ev.compiled, ev._messages)
-    ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
-        (bits[name], ev._match[name], *speedups.verdict_program(ev._prototype(name), programs))
-        for name in sorted(ev._rank, key=ev._rank.__getitem__)
-    )
-    stops = tuple((bits[name], ev._stops[name].id) for name in ev._stop_order)
-    unknown = ev.compiled.schema._unknown_warnings
-
-    def warn(found: list[str]) -> tuple[dict[str, str], ...]:
-        return tuple(unknown(found))
-
-    runner = module.Runner(
-        schema, slots, lists, tuple(handles), durable._dre.__file__, speedups.HELPERS, letters,
-        tuple(bits[n] for n in ev.compiled.always), ranked, stops, _FILLED, warn, owner, speedups.SAFE,
-    )  # fmt: skip
-    run: Runner = runner.run
-    return run
 
 
 def describe_backend() -> str:
@@ -291,21 +220,18 @@ def describe_backend() -> str:
     return f"evaluation backend: {name} (durable_rules engine {ENGINE_SOURCE})"
 
 
-if TYPE_CHECKING:
-
-    class Runner(Protocol):
-        """The one seam for a faster evaluation backend: ``fact -> Verdict`` exactly as
-        :meth:`Evaluator.evaluate` (not strict) gives it, or None to leave that fact to the
-        Python path (which then names its error). A backend is a callable
-        ``(evaluator) -> Runner | None`` (None: it does not apply to this pack) given to
-        :class:`Evaluator` (the default: :func:`default_backend`; None: the Python path only);
-        it is asked for one runner per thread, for batches only. The conformance corpus
-        (tests/conformance) holds every backend to the Python path."""
-
-        def __call__(self, fact: Any) -> Verdict | None: ...
-
-else:
-    Runner = Callable  # the protocol above, for type checkers (typing costs the cold start)
+def prototype(compiled: CompiledPolicy, rule: RuleMeta) -> tuple[Verdict, tuple[tuple[int, Template], ...]]:
+    """The verdict ``rule`` gives when it wins, with its message (and review reason), matches,
+    high-risk stop and warnings still to be put in, and the templates of its messages by their
+    position in the verdict (a review without a review reason of its own shows the message)."""
+    kind = compiled.verdicts[rule.verdict]
+    review = kind.requires_user_review
+    new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+    proto = new(Verdict, (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (),
+                          compiled.digest, ()))  # fmt: skip
+    if not review:
+        return proto, ((_MESSAGE, rule.message),)
+    return proto, ((_MESSAGE, rule.message), (_REVIEW, rule.review_reason or rule.message))
 
 
 class Evaluator:
@@ -314,11 +240,13 @@ class Evaluator:
     One path per fact: validate (:class:`~stoprule.facts.schema.FactSchema`), project
     (:func:`_json_projector`), match (the engine; rules it cannot hold, and a fact that meets
     one of its limits, by the reference interpreter), decide and render (:meth:`_maker`).
+
+    ``backend`` evaluates batches faster: a :class:`~stoprule.engine.protocols.Backend`, a name
+    for :func:`~stoprule.engine.backends.select_backend` (default ``auto``: the C accelerator
+    where built), or None (the Python path only). It is given :meth:`plan`, nothing else.
     """
 
-    def __init__(
-        self, compiled: CompiledPolicy, backend: Callable[[Evaluator], Runner | None] | None = default_backend
-    ) -> None:
+    def __init__(self, compiled: CompiledPolicy, backend: Backend | str | None = AUTO) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
         self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
@@ -337,6 +265,7 @@ class Evaluator:
         self._conditions: dict[str, Any] | None = None  # unpickled on first need
         self._backend = backend
         self._runners: Any = None  # threading.local: this thread's backend runner
+        self._plan: Plan | None = None
         # message templates, compiled once: rendered only for the winning rule
         renderers = iter(_templates(compiled)[1])
         self._messages = {
@@ -353,9 +282,8 @@ class Evaluator:
         in, or the default one does not apply: no accelerator built, or not for this pack)."""
         if self._backend is None or self._runner() is None:
             return BACKEND
-        if self._backend is default_backend:
-            return "c"
-        return getattr(self._backend, "name", type(self._backend).__name__)
+        name = str(getattr(self._backend, "__name__", type(self._backend).__name__))
+        return "c" if isinstance(self._backend, str) or name == "c_backend" else name
 
     def validate(self, fact: Any) -> dict[str, Any]:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
@@ -442,7 +370,7 @@ class Evaluator:
         check = self.compiled.schema.check
         match = self._data_matcher()
         decide = self._decide
-        run = self._runner(make=self._backend is not default_backend)
+        run = self._runner(make=self._backend != AUTO)
         warm = WARM_UP if run is None and self._backend is not None else -1
         with paused_gc():
             for i, fact in enumerate(facts):
@@ -478,8 +406,42 @@ class Evaluator:
         if run is MISSING:
             if not make:
                 return None
-            run = self._runners.run = self._backend(self)
-        return run
+            chosen: Backend | None
+            if isinstance(self._backend, str):
+                from stoprule.engine.backends import select_backend
+
+                chosen = select_backend(self._backend)
+            else:
+                chosen = self._backend
+            run = self._runners.run = None if chosen is None else chosen(self.plan())
+        found: Runner | None = run
+        return found
+
+    def plan(self) -> Plan:
+        """What a backend evaluates this pack with (:class:`~stoprule.engine.plan.Plan`), made once."""
+        if self._plan is None:
+            from stoprule.engine.durable import library
+            from stoprule.engine.plan import Plan, WinningRule
+
+            compiled = self.compiled
+            winners = []
+            for name in sorted(self._rank, key=self._rank.__getitem__):
+                proto, messages = prototype(compiled, self._rules[name])
+                winners.append(WinningRule(name, self._match[name], proto, messages))
+            self._plan = Plan(
+                compiled=compiled,
+                winners=tuple(winners),
+                stops=tuple((name, self._stops[name].id) for name in self._stop_order),
+                always=compiled.always,
+                filled=_FILLED,
+                thread_handles=self._engine.thread_handles,
+                engine_library=library(),
+                unknown_warnings=compiled.schema._unknown_warnings,
+                check=compiled.schema.check,
+                interpret=lambda data: self._interpreted(data, None),
+                decide=self._decide,
+            )
+        return self._plan
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
@@ -503,7 +465,7 @@ class Evaluator:
         if not order:
             raise NoRuleMatched()
         high_risk = next((self._stops[n].id for n in self._stop_order if n in names), None)
-        proto, fills, _ = self._prototype(order[0])
+        proto, fills = self._prototype(order[0])
         head = (proto.ok, proto.verdict, proto.reason, proto.rule, proto.stop)
         tail = (high_risk, tuple(self._match[n] for n in order), self.digest)
         new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
@@ -512,32 +474,28 @@ class Evaluator:
         if len(fills) == 1:
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-                return new(Verdict, (*head, render(data), False, None, *tail, warnings))
+                made: Verdict = new(Verdict, (*head, render(data), False, None, *tail, warnings))
+                return made
 
         else:
             review = fills[1][1]
 
             def make(data: dict[str, Any], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
-                return new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+                made: Verdict = new(Verdict, (*head, render(data), True, review(data), *tail, warnings))
+                return made
 
         if len(self._makers) >= 4096:  # the distinct match sets of a pack are few; bound it anyway
             self._makers.clear()
         self._makers[key] = make
         return make
 
-    def _prototype(self, name: str) -> tuple[Verdict, tuple[tuple[int, Callable[..., str]], ...], int]:
-        """The verdict rule ``name`` gives when it wins (:meth:`_maker` builds on it; the C
-        accelerator takes it as is): a prototype (the message, matches, high-risk stop and
-        warnings to be put in), its renderers by position, and where the warnings go."""
+    def _prototype(self, name: str) -> tuple[Verdict, tuple[tuple[int, Callable[..., str]], ...]]:
+        """:func:`prototype` of rule ``name``, with the compiled renderers of its messages."""
         rule = self._rules[name]
-        kind = self.compiled.verdicts[rule.verdict]
+        proto, messages = prototype(self.compiled, rule)
         render, render_review = self._messages[name]
-        review = kind.requires_user_review
-        new: Any = tuple.__new__
-        proto = new(Verdict, (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (),
-                              self.digest, ()))  # fmt: skip
-        fills = ((_MESSAGE, render), (_REVIEW, render_review or render)) if review else ((_MESSAGE, render),)
-        return proto, fills, _FILLED[2]
+        renderers = (render, render_review or render)  # by the messages' order: message, review reason
+        return proto, tuple((at, renderers[i]) for i, (at, _) in enumerate(messages))
 
     def _decide(self, data: dict[str, Any], names: set[str], warnings: tuple[dict[str, str], ...] = ()) -> Verdict:
         return self._maker(names)(data, warnings)

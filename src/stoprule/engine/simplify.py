@@ -123,7 +123,7 @@ def _single_key(c: Json) -> str | None:
     if _is_field(k):  # an equality test: ``{"$i.g0": "x"}``
         return k
     if isinstance(v, dict) and len(v) == 1:  # an operator on one key: ``{"$neq": {"$i.g0": "x"}}``
-        return next(iter(v))
+        return str(next(iter(v)))
     return None
 
 

@@ -1,6 +1,9 @@
 """The optional C accelerator (``stoprule.engine._speedups``): a backend behind the
 evaluator's ``Runner`` seam, and the programs it runs, built from a compiled pack.
 
+:func:`c_backend` is the :class:`~stoprule.engine.protocols.Backend` it plugs in as, built from
+the evaluator's :class:`~stoprule.engine.plan.Plan` alone.
+
 The C module (``src/stoprule/engine/_speedups.c``, built at install when a C compiler is
 present; a failed build is tolerated) runs one fact at a time: it validates the fact against
 :func:`schema_program`, writes the projection from :func:`projection_program` (the same text
@@ -36,9 +39,9 @@ from stoprule.limits import SAFE_INT
 __all__ = [
     "FORMAT",
     "HELPERS",
+    "c_backend",
     "load",
     "message_program",
-    "message_programs",
     "names_program",
     "projection_program",
     "runner_args",
@@ -48,9 +51,10 @@ __all__ = [
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
     from typing import Any
 
+    from stoprule.engine.plan import Plan
+    from stoprule.engine.protocols import Runner
     from stoprule.language.templates import Template
 
 FORMAT = 5  # the program layout this module writes (the C module's FORMAT)
@@ -182,36 +186,48 @@ def _message_field(path: tuple[str, ...], fallback: str | None) -> tuple[tuple[A
     return steps, UNSET if fallback is None else fallback
 
 
-def message_programs(
-    compiled: CompiledPolicy, renderers: Mapping[str, tuple[Callable[..., str], Callable[..., str] | None]]
-) -> dict[Callable[..., str], tuple[Any, ...]]:
-    """Each rule's message (and review reason) renderer, by engine name in ``renderers``, mapped
-    to its :func:`message_program`."""
-    programs = {}
-    for rule in compiled.rules:
-        render, render_review = renderers[rule.engine_name]
-        programs[render] = message_program(rule.message, compiled.sets)
-        if render_review is not None and rule.review_reason is not None:
-            programs[render_review] = message_program(rule.review_reason, compiled.sets)
-    return programs
-
-
 def verdict_program(
-    entry: tuple[Any, Any, int], programs: Mapping[Callable[..., str], tuple[Any, ...]]
+    prototype: Any, messages: tuple[tuple[int, Template], ...], sets: dict[str, tuple[Any, ...]]
 ) -> tuple[Any, tuple[tuple[int, tuple[Any, ...]], ...]]:
-    """The evaluator's verdict entry ``(prototype, ((index, renderer), ...), warnings index)``
-    for a winning rule, as the C runner takes it: ``(prototype, ((index, message program), ...))``,
-    a constant message written into the prototype (the runner puts in the matches, the
+    """A winning rule's verdict as the C runner takes it: ``(prototype, ((index, message program),
+    ...))``, a constant message written into the prototype (the runner puts in the matches, the
     high-risk stop and the warnings)."""
-    proto, fills, _ = entry
-    items, left = list(proto), []
-    for at, render in fills:
-        program = programs[render]
+    items, left = list(prototype), []
+    for at, tpl in messages:
+        program = message_program(tpl, sets)
         if all(isinstance(part, str) for part in program):
             items[at] = "".join(program)
         else:
             left.append((at, program))
-    return tuple.__new__(type(proto), items), tuple(left)
+    return tuple.__new__(type(prototype), items), tuple(left)
+
+
+def c_backend(plan: Plan) -> Runner | None:
+    """The C accelerator for this thread (a :class:`~stoprule.engine.protocols.Backend`): ``fact ->
+    Verdict``, or None for a fact it leaves to the Python path; None where it is not built or
+    does not apply to the pack."""
+    module = load()
+    args = None if module is None else runner_args(plan.compiled)
+    if module is None or args is None:
+        return None
+    schema, slots, lists, (letters, bits) = args
+    owner, handles = plan.thread_handles()
+    sets = plan.compiled.sets
+    ranked = tuple(  # the rules in winner order: each as the runner builds the verdict it wins
+        (bits[w.engine_name], w.match, *verdict_program(w.prototype, w.messages, sets)) for w in plan.winners
+    )
+    stops = tuple((bits[name], stop_id) for name, stop_id in plan.stops)
+    unknown = plan.unknown_warnings
+
+    def warn(found: list[str]) -> tuple[dict[str, str], ...]:
+        return tuple(unknown(found))
+
+    runner = module.Runner(
+        schema, slots, lists, tuple(handles), plan.engine_library, HELPERS, letters,
+        tuple(bits[n] for n in plan.always), ranked, stops, plan.filled, warn, owner, SAFE,
+    )  # fmt: skip
+    run: Runner = runner.run
+    return run
 
 
 # (clone a default, encode any value, encode a float, write an object into a message)

@@ -102,7 +102,8 @@ class FactField(Record):
         lookup = _lookup(fields) if lookup is None else lookup
         state = (name, type, required, nullable, has_default, default, aliases, values, items, fields)
         new: Any = tuple.__new__  # a record is a tuple (see stoprule._util.records)
-        return new(cls, (*state, required_if, description, additional, lookup))
+        made: FactField = new(cls, (*state, required_if, description, additional, lookup))
+        return made
 
     def _replace(self, **changes: Any) -> FactField:
         """A copy with ``changes`` (``lookup`` computed again)."""
@@ -574,7 +575,8 @@ class FactSchema:
 
     def validate(self, fact: Any) -> dict[str, Any]:
         try:
-            return self._fast(fact, [])
+            data: dict[str, Any] = self._fast(fact, [])
+            return data
         except (_Bail, FactError):  # the closures below name the error
             pass
         return self._validate(fact)
@@ -594,7 +596,8 @@ class FactSchema:
     def _validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):
             raise FactError(codes.FACT_NOT_OBJECT, "a fact must be a JSON object")
-        return self._check(fact)
+        data: dict[str, Any] = self._check(fact)
+        return data
 
     def check_value(self, spec: FactField, value: Any) -> Any:
         """Validate one value against a field (used to normalise defaults)."""

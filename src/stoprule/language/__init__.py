@@ -7,6 +7,7 @@
     checked           the immutable checked policy every consumer reads
     compiler          the check stages: load, resolve, typecheck
     schema_export     JSON Schemas of pack files and of a pack's facts
+    inventory         what a checked pack declares, as data (``stoprule inspect``, the console)
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

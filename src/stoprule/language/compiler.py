@@ -51,11 +51,11 @@ class _Decl:
 
     name: str
     src: SourceFile
-    path: tuple
+    path: tuple[Any, ...]
     value: Any = None
     cond: C.Cond | None = None  # resolved, then checked, condition (stops, named conditions)
 
-    def loc(self, sub: tuple = ()) -> C.Loc:
+    def loc(self, sub: tuple[Any, ...] = ()) -> C.Loc:
         return _loc(self.src, (*self.path, *sub))
 
 
@@ -64,7 +64,7 @@ class _RuleDecl:
     id: str
     spec: RuleSpec
     src: SourceFile
-    path: tuple
+    path: tuple[Any, ...]
     cond: C.Cond | None = None
     message: Template = ()
     review_reason: Template | None = None
@@ -91,13 +91,13 @@ class Context:
     compiled: Any = None
 
 
-def _at(src: SourceFile, path: tuple) -> str:
+def _at(src: SourceFile, path: tuple[Any, ...]) -> str:
     """``file:line:col`` of ``path`` in ``src``: where a first declaration is, for a duplicate."""
     line, col = src.where(path)
     return f"{src.name}:{line}:{col}"
 
 
-def _loc(src: SourceFile, path: tuple) -> C.Loc:
+def _loc(src: SourceFile, path: tuple[Any, ...]) -> C.Loc:
     line, col = src.where(path)
     return C.Loc(src.name, line, col, format_path(path))
 
@@ -105,8 +105,10 @@ def _loc(src: SourceFile, path: tuple) -> C.Loc:
 # ---------------------------------------------------------------- load
 
 
-def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: list, item: bool = False) -> FactField:
-    def err(code: str, msg: str, sub: tuple = ()) -> None:
+def _build_field(
+    name: str, spec: FieldSpec, decl: _Decl, path: tuple[Any, ...], diags: list[Diagnostic], item: bool = False
+) -> FactField:
+    def err(code: str, msg: str, sub: tuple[Any, ...] = ()) -> None:
         diags.append(decl.src.diag((*path, *sub), code, msg))
 
     if not item and (name in C.RESERVED or not name or any(ch in name for ch in ".[]{}@ ")):
@@ -156,7 +158,7 @@ def _build_field(name: str, spec: FieldSpec, decl: _Decl, path: tuple, diags: li
     return f
 
 
-def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple, diags: list) -> None:
+def _check_object(obj: FactField, srcs: dict[str, SourceFile], path: tuple[Any, ...], diags: list[Any]) -> None:
     """Alias clashes and required_if targets; ``srcs`` says which file declares each field."""
     seen: dict[str, str] = {}
     for name, f in obj.fields.items():
@@ -295,7 +297,9 @@ def stage_load(ctx: Context) -> None:
         ctx.diags.append(src0.diag((), codes.PACK_NO_RULES, "the pack declares no rules"))
 
 
-def _field_locs(src: SourceFile, path: FieldPath, key: tuple, spec: FieldSpec, out: dict[FieldPath, C.Loc]) -> None:
+def _field_locs(
+    src: SourceFile, path: FieldPath, key: tuple[Any, ...], spec: FieldSpec, out: dict[FieldPath, C.Loc]
+) -> None:
     """Where each field (list elements as ``[]``) of a schema declaration is written."""
     out.setdefault(path, _loc(src, key))
     if spec.items is not None:
@@ -304,7 +308,9 @@ def _field_locs(src: SourceFile, path: FieldPath, key: tuple, spec: FieldSpec, o
         _field_locs(src, (*path, name), (*key, "fields", name), child, out)
 
 
-def _declare(ctx: Context, table: dict, name: str, src: SourceFile, path: tuple, value: Any, kind: str) -> None:
+def _declare(
+    ctx: Context, table: dict[str, Any], name: str, src: SourceFile, path: tuple[Any, ...], value: Any, kind: str
+) -> None:
     if name in table:
         prev = table[name]
         first = _at(prev.src, prev.path)
@@ -405,7 +411,7 @@ def _measure(c: C.Cond) -> tuple[int, int]:
     return memo[id(c)]
 
 
-def _check_size(ctx: Context, cond: C.Cond | None, src: SourceFile, path: tuple) -> C.Cond | None:
+def _check_size(ctx: Context, cond: C.Cond | None, src: SourceFile, path: tuple[Any, ...]) -> C.Cond | None:
     if cond is None:
         return None
     depth, size = _measure(cond)
@@ -680,7 +686,7 @@ def _member_locs(decl: _Decl) -> tuple[C.Loc, ...]:
     n = len(decl.path)
     out = []
     for member in decl.value:
-        best: tuple[int, int, tuple] | None = None
+        best: tuple[int, int, tuple[Any, ...]] | None = None
         for p, (line, _) in decl.src.marks.items():
             if p[:n] != decl.path or len(p) == n:
                 continue
@@ -691,7 +697,7 @@ def _member_locs(decl: _Decl) -> tuple[C.Loc, ...]:
     return tuple(out)
 
 
-def _value_at(data: Any, path: tuple) -> Any:
+def _value_at(data: Any, path: tuple[Any, ...]) -> Any:
     cur = data
     for p in path:
         try:

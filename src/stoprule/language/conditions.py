@@ -157,19 +157,19 @@ class HighRisk:
 Cond = Const | Atom | Quant | AllOf | AnyOf | Not | Ref | HighRisk
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Parser:
     src: SourceFile
     diags: list[Diagnostic] = field(default_factory=list)
 
-    def loc(self, path: tuple) -> Loc:
+    def loc(self, path: tuple[Any, ...]) -> Loc:
         line, col = self.src.where(path)
         return Loc(self.src.name, line, col, format_path(path))
 
-    def err(self, path: tuple, code: str, msg: str) -> None:
+    def err(self, path: tuple[Any, ...], code: str, msg: str) -> None:
         self.diags.append(self.src.diag(path, code, msg))
 
-    def parse(self, raw: Any, path: tuple) -> Cond | None:
+    def parse(self, raw: Any, path: tuple[Any, ...]) -> Cond | None:
         loc = self.loc(path)
         if isinstance(raw, bool):
             return Const(raw, loc)
@@ -190,7 +190,7 @@ class _Parser:
             return None
         return parts[0] if len(parts) == 1 else AllOf(tuple(parts), loc)  # type: ignore[arg-type]
 
-    def quant(self, raw: dict, path: tuple) -> Cond | None:
+    def quant(self, raw: dict[Any, Any], path: tuple[Any, ...]) -> Cond | None:
         kinds = [k for k in ("some", "every") if k in raw]
         extra = sorted(set(raw) - {"some", "every", "where"})
         if len(kinds) != 1 or "where" not in raw or extra:
@@ -208,7 +208,7 @@ class _Parser:
         where = self.parse(raw["where"], (*path, "where"))
         return None if where is None else Quant(kind, name, where, self.loc((*path, kind)))
 
-    def entry(self, key: str, value: Any, path: tuple) -> Cond | None:
+    def entry(self, key: str, value: Any, path: tuple[Any, ...]) -> Cond | None:
         loc = self.loc(path)
         if key in ("all", "any"):
             if not isinstance(value, list) or not value:
@@ -233,7 +233,7 @@ class _Parser:
             return HighRisk(value, loc)
         return self.field_entry(key, value, path)
 
-    def field_entry(self, key: str, value: Any, path: tuple) -> Cond | None:
+    def field_entry(self, key: str, value: Any, path: tuple[Any, ...]) -> Cond | None:
         loc = self.loc(path)
         if key.count("[]") > 2:  # lists in lists are refused later; do not recurse on a long key
             self.err(path, codes.CONDITION_NESTED_LIST, "lists inside list items are not supported in conditions")
@@ -260,7 +260,7 @@ class _Parser:
         return atoms[0] if len(atoms) == 1 else AllOf(tuple(atoms), loc)
 
 
-def parse_condition(src: SourceFile, raw: Any, path: tuple, diags: list[Diagnostic]) -> Cond | None:
+def parse_condition(src: SourceFile, raw: Any, path: tuple[Any, ...], diags: list[Diagnostic]) -> Cond | None:
     """Parse a ``when:`` block at ``path`` of ``src``; problems go to ``diags``."""
     p = _Parser(src)
     out = p.parse(raw, path)

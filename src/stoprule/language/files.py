@@ -37,9 +37,10 @@ def _yaml_names(root: str | os.PathLike[str]) -> list[str]:
 
 
 def layers(root: str | os.PathLike[str]) -> tuple[list[str], list[str], str | None]:
-    """``(global files used, global files shadowed by the pack's, the global pack)``: paths."""
+    """``(global files used, global files shadowed by the pack's, the global pack)``: paths. A
+    session's frozen copy of a pack (a ``FROZEN`` file in it) is whole: nothing is layered under it."""
     glob = global_pack()
-    if glob is None:
+    if glob is None or os.path.exists(os.path.join(root, "FROZEN")):
         return [], [], None
     try:
         if os.path.samefile(glob, root):

@@ -180,7 +180,7 @@ def _check_affix(ftype: str, values: tuple[str, ...], arg: Any) -> Any:
 _LUA_MAGIC = set("()%.[]*+?{}|")  # what the engine lets and needs escaped with %
 
 
-def _translate(pattern: str, literal: Callable[[str], str], klass: Callable[[bool, list], str]) -> str:
+def _translate(pattern: str, literal: Callable[[str], str], klass: Callable[[bool, list[Any]], str]) -> str:
     """Glob tokens to a pattern where ``.`` is any character and ``.*`` any run."""
     out = []
     for kind, text in glob_tokens(pattern):
@@ -269,11 +269,11 @@ def _all_of(conds: list[Json]) -> Json:
     return {"$and": conds}
 
 
-def _lower_in(key: str, values: tuple) -> tuple[Json, Json]:
+def _lower_in(key: str, values: tuple[Any, ...]) -> tuple[Json, Json]:
     return _any_of([{key: v} for v in values]), _all_of([{"$neq": {key: v}} for v in values])
 
 
-def _lower_not_in(key: str, values: tuple) -> tuple[Json, Json]:
+def _lower_not_in(key: str, values: tuple[Any, ...]) -> tuple[Json, Json]:
     pos, neg = _lower_in(key, values)
     return neg, pos
 
@@ -369,7 +369,10 @@ def _compare(name: str, doc: str, engine: str, inverse: str, test: Callable[[Any
     )  # fmt: skip
 
 
-def _presence(name: str, doc: str, check: Callable, lower: Callable, test: Callable, implies: Callable) -> Operator:
+def _presence(
+    name: str, doc: str, check: Callable[..., Any], lower: Callable[..., Any], test: Callable[..., Any],
+    implies: Callable[..., Any],
+) -> Operator:  # fmt: skip
     return Operator(name, doc, check, lower, test, {"type": "boolean"}, _nothing, implies, presence=True)
 
 

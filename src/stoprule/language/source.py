@@ -62,7 +62,7 @@ class SourceFile:
         return Diagnostic(self.name, line, col, code, message, format_path(path))
 
 
-@dataclass
+@dataclass(frozen=True)
 class PackSource:
     root: Path
     files: list[SourceFile]

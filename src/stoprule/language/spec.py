@@ -151,7 +151,7 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _keys_of(model: type[BaseModel], loc: tuple) -> list[str]:
+def _keys_of(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The keys ``model`` allows in the mapping at ``loc`` (a path of the data), for did-you-mean."""
     cur: Any = model
     for part in loc:
@@ -183,7 +183,7 @@ def _keys_of(model: type[BaseModel], loc: tuple) -> list[str]:
     return []
 
 
-def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) -> list[tuple[tuple, str, str]]:
+def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) -> list[tuple[tuple[Any, ...], str, str]]:
     """Pydantic's errors (``exc.errors()``, validating ``data`` against ``model``) as (path, code,
     message) in our words, one per mistake; codes ``policy.unknown_key``, ``policy.missing_key``,
     ``policy.bad_value``, ``policy.type``.
@@ -192,13 +192,13 @@ def validation_messages(model: type[BaseModel], data: Any, errors: list[Any]) ->
     the value. A misspelt key reports twice (unknown key, and the key it meant is missing): one
     message, ``unknown key 'prority' (did you mean 'priority'?)``.
     """
-    by_path: dict[tuple, list[dict[str, Any]]] = {}
+    by_path: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for err in errors:
         loc = _data_path(data, tuple("schema" if p == "fact_schema" else p for p in err["loc"]))
         by_path.setdefault(loc, []).append(err)
     missing = {loc for loc, errs in by_path.items() if any(e["type"] == "missing" for e in errs)}
-    meant: set[tuple] = set()  # missing keys an unknown key beside them misspells
-    out: list[tuple[tuple, str, str]] = []
+    meant: set[tuple[Any, ...]] = set()  # missing keys an unknown key beside them misspells
+    out: list[tuple[tuple[Any, ...], str, str]] = []
     for loc, errs in by_path.items():
         if not any(e["type"] == "extra_forbidden" for e in errs) or not loc:
             continue
@@ -261,7 +261,7 @@ def parse_file(src: SourceFile, diags: list[Diagnostic]) -> PackFile | None:
         return None
 
 
-def _data_path(data: Any, loc: tuple) -> tuple:
+def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Pydantic's error location without its union tags (``list[str]``, ``function-after[...]``),
     keeping keys of the data that merely look like them (a key ``"['a', 'b']"``)."""
     out = []

@@ -13,7 +13,8 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
     recorder Recorder: evaluate + append + mint; retry and idempotent replay
     verify   every run's chain, the ledger chain and its signed head; name what broke
     render   status line, tree, JSON and Mermaid views of a run
-    backend  which ledger a path or URL names (SQLite file or PostgreSQL), opened
+    protocols LedgerBackend: the seam both ledgers implement (SQLite in store, PostgreSQL in postgres)
+    backend  which ledger a path or URL names (SQLite file or PostgreSQL), opened: the one place
     postgres the ledger on PostgreSQL (psycopg; loaded only for a postgresql:// URL)
     transfer export and import of runs between ledgers
 

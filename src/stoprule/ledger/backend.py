@@ -1,13 +1,20 @@
 """Which ledger: a file path is the SQLite ledger, a ``postgresql://`` URL the PostgreSQL one.
 
 The URL (or path) comes from ``--ledger``, else ``$STOPRULE_LEDGER``, else the default file
-(see ``store.resolve_path``). Both backends are :class:`stoprule.ledger.store.Ledger`: the same
-append, reads, recorder, verify, export and import. psycopg loads only for a URL.
+(see ``store.resolve_path``). Both are a :class:`~stoprule.ledger.protocols.LedgerBackend`: the
+same append, reads, recorder, verify, export and import. psycopg loads only for a URL. This is
+the one place a ledger is opened.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 from stoprule.ledger.store import Ledger
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stoprule.ledger.protocols import LedgerBackend
 
 __all__ = ["is_url", "keys_file", "open_ledger"]
 
@@ -19,7 +26,7 @@ def is_url(target: str | None) -> bool:
     return bool(target) and str(target).startswith(_SCHEMES)
 
 
-def open_ledger(target: str, *, create: bool = True, readonly: bool = False) -> Ledger:
+def open_ledger(target: str, *, create: bool = True, readonly: bool = False) -> LedgerBackend:
     """Open the ledger ``target`` names (LedgerError if it cannot be used)."""
     if is_url(target):
         from stoprule.ledger.postgres import PgLedger

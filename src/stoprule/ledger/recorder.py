@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from stoprule.engine.evaluator import Evaluator, Verdict
-    from stoprule.ledger.store import Ledger, Node
+    from stoprule.ledger.protocols import LedgerBackend
+    from stoprule.ledger.store import Node
 
 __all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
 
@@ -68,7 +69,7 @@ def fact_identity(fact: Any) -> tuple[str, str]:
 class Recorder:
     """Records decisions of one pack into one ledger."""
 
-    def __init__(self, ledger: Ledger, evaluator: Evaluator) -> None:
+    def __init__(self, ledger: LedgerBackend, evaluator: Evaluator) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
         self._ring: keys.KeyRing | None = None
@@ -161,6 +162,26 @@ class Recorder:
                 node = next(appended)
                 results.append(Outcome(p[0], node, self._mint(node)))
         return results, parent
+
+    def record_stop(self, run: str, fact: Any) -> Outcome:
+        """A stop hook's decision. After a retryable block the agent was kept working, so its next
+        stop is that block's retry (a ``retry`` edge, ``attempt`` + 1: the run's retry chain);
+        otherwise the decision follows the run's tip. No token is needed: the hook is the recorder."""
+        check_run_id(run)
+        st = self.ledger.status(run)
+        if st is None or st.tip_kind != "blocked_attempt" or not st.retryable:
+            return self.record(run, fact)
+        verdict = self.evaluator.evaluate(fact)
+        fd, body = fact_identity(fact)
+        kind, retryable = self._kind(verdict, False)
+        if retryable:
+            self._signing_ring()
+        with self.ledger.write():
+            now = self.ledger.status(run)
+            open_block = now is not None and now.tip == st.tip and self.ledger.retry_of(run, st.tip) is None
+            node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable,
+                                      retry_of=st.tip if open_block else None)  # fmt: skip
+        return Outcome(verdict, node, self._mint(node))
 
     # ------------------------------------------------------------------ retries
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import EVENT_TYPE, canonical, digest
-from stoprule.ledger.store import Ledger
+from stoprule.ledger.protocols import LedgerBackend
 
 __all__ = ["body_of", "import_records"]
 
@@ -46,7 +46,7 @@ def body_of(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def import_records(ledger: Ledger, data: bytes, name: str) -> tuple[int, int]:
+def import_records(ledger: LedgerBackend, data: bytes, name: str) -> tuple[int, int]:
     """Append every record of ``data`` (NDJSON from ``log export``) in one transaction; (runs, events)."""
     records: list[tuple[dict[str, Any], str, str, int]] = []
     for n, raw in enumerate(data.split(b"\n"), 1):

@@ -28,9 +28,10 @@ from stoprule.ledger import keys
 from stoprule.ledger.ddl import STATEMENTS
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import GENESIS, head_link
+from stoprule.ledger.protocols import LedgerBackend
 from stoprule.ledger.runcheck import Break, check_runs, lenient
 from stoprule.ledger.sha import compare_digest
-from stoprule.ledger.store import Ledger, corrupt, sqlite_error
+from stoprule.ledger.store import corrupt, sqlite_error
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
@@ -75,7 +76,7 @@ def _ranges(ids: list[int]) -> str:
     return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-def _check_head(ledger: Ledger, c: Any) -> tuple[list[Break], dict[str, Any] | None]:
+def _check_head(ledger: LedgerBackend, c: Any) -> tuple[list[Break], dict[str, Any] | None]:
     """The ledger chain over every event in id order against the signed head."""
     if ledger.schema < 2:
         return [Break(None, 0, None, (
@@ -170,7 +171,9 @@ def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
     return breaks
 
 
-def verify(ledger: Ledger, run: str | None = None, on_progress: Callable[[int, int], None] | None = None) -> Report:
+def verify(
+    ledger: LedgerBackend, run: str | None = None, on_progress: Callable[[int, int], None] | None = None
+) -> Report:
     """Check one run (LedgerError if unknown), or every run and the ledger as a whole
     (``on_progress(runs done, runs)`` after each run).
 
@@ -202,7 +205,7 @@ def _names(c: Any) -> list[str]:
     ).fetchall()]  # fmt: skip
 
 
-def _one_run(ledger: Ledger, c: Any, run: str) -> Report:
+def _one_run(ledger: LedgerBackend, c: Any, run: str) -> Report:
     if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
                      (run, run)).fetchone():  # fmt: skip
         raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")

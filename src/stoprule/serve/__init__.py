@@ -7,6 +7,7 @@ Modules, lowest first::
     app      the ASGI application: routes, authentication, limits, JSON errors
     team     the team's shared blockers and reports (what hooks and MCP servers copy in)
     run      start uvicorn with N worker processes
+    console_mount  the web console under /console (:mod:`stoprule.console`) with the team's board
 
 Its configuration (``ServeConfig``, read by the one loader) is :mod:`stoprule.config.serve`.
 

@@ -319,7 +319,7 @@ def create_app(config: ServeConfig) -> Starlette:
         if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
             from stoprule.ledger.recorder import Recorder
 
-            outcome = Recorder(svc.ledger(), served.evaluator).record(run, body["fact"])
+            outcome = Recorder(svc.ledger(), served.evaluator).record_stop(run, body["fact"])
             verdict, envelope = outcome.verdict, outcome.envelope()
         else:
             verdict = served.evaluator.evaluate(body["fact"], strict=bool(body.get("strict")))
@@ -354,7 +354,8 @@ def create_app(config: ServeConfig) -> Starlette:
         ):
             raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
         n = svc.team().put(data["project"], str(data.get("machine") or "?"), kind, data["items"])
-        return svc.respond(200, {"stored": n, "policy": svc.pack.current.digest})
+        resolved = svc.team().resolved_here(data["project"], data["items"]) if kind == "blocker" else []
+        return svc.respond(200, {"stored": n, "resolved": resolved, "policy": svc.pack.current.digest})
 
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
@@ -379,6 +380,9 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
         Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
+    from stoprule.serve.console_mount import console_routes
+
+    routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
     async def lifespan(app: Starlette) -> Any:
         task = asyncio.create_task(svc.watch())

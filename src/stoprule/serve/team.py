@@ -2,9 +2,12 @@
 
 Clients mirror their project's blockers (the whole list after each change: idempotent, resolved
 ones included) and each blocked report they file; ``GET /v1/blockers`` lists them across
-machines. These rows are a shared view, not a record of decisions: they are upserted by
-``(project, kind, id)`` (a blocker's status moves from open to resolved), in one table beside the
-ledger's, which the ledger's guards and ``log verify`` do not cover.
+machines. A blocker resolved here (in the console, by a token that may) stays resolved when the
+project mirrors it as open again, and the answer to that mirror names it, so that the project
+resolves it too (:class:`stoprule.agent.hook.remote.Mirror`). These rows are a shared view, not a
+record of decisions: they are upserted by ``(project, kind, id)`` (a blocker's status moves from
+open to resolved), in one table beside the ledger's, which the ledger's guards and ``log verify``
+do not cover.
 """
 
 from __future__ import annotations
@@ -47,10 +50,52 @@ class TeamStore:
             cur.executemany(
                 "INSERT INTO team_items (project, kind, id, machine, session, open, body) VALUES (%s, %s, %s, %s, %s,"
                 " %s, %s) ON CONFLICT (project, kind, id) DO UPDATE SET machine = EXCLUDED.machine,"
-                " session = EXCLUDED.session, open = EXCLUDED.open, body = EXCLUDED.body, updated = now()",
+                " session = EXCLUDED.session, open = team_items.open AND EXCLUDED.open,"
+                " body = CASE WHEN team_items.open OR NOT EXCLUDED.open THEN EXCLUDED.body ELSE team_items.body END,"
+                " updated = now()",
                 rows,
             )
         return len(rows)
+
+    def resolved_here(self, project: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Of the blockers a project just mirrored as open, those resolved on the server."""
+        sent = [str(i.get("id")) for i in items if i.get("status", "open") == "open" and i.get("id")]
+        if not sent:
+            return []
+        rows = self._conn.execute(
+            "SELECT body FROM team_items WHERE project = %s AND kind = 'blocker' AND NOT open AND id = ANY(%s)",
+            (project, sent),
+        ).fetchall()
+        return [json.loads(b) for (b,) in rows]
+
+    def resolve(self, project: str, blocker_id: str, note: str | None, by: str) -> dict[str, Any] | None:
+        """Mark a project's blocker resolved here (None: no such blocker); an already resolved one as it is."""
+        with self._conn.transaction():
+            row = self._conn.execute(
+                "SELECT body, open FROM team_items WHERE project = %s AND kind = 'blocker' AND id = %s FOR UPDATE",
+                (project, blocker_id),
+            ).fetchone()
+            if row is None:
+                return None
+            item = {**json.loads(row[0]), "project": project}
+            if not row[1]:
+                return item
+            import time
+
+            item.update(status="resolved", resolved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        resolution=note, resolved_by=by)  # fmt: skip
+            body = {k: v for k, v in item.items() if k != "project"}
+            self._conn.execute(
+                "UPDATE team_items SET open = false, body = %s, updated = now() WHERE project = %s AND kind = 'blocker'"
+                " AND id = %s",
+                (json.dumps(body), project, blocker_id),
+            )
+        return item
+
+    def stamp(self) -> str:
+        """Changes whenever an item is stored or changed."""
+        row = self._conn.execute("SELECT count(*), max(updated) FROM team_items").fetchone()
+        return f"{row[0]}:{row[1].isoformat() if row and row[1] else ''}" if row else "0:"
 
     def list(self, kind: str, *, only_open: bool, project: str | None) -> list[dict[str, Any]]:
         sql = "SELECT project, machine, body, updated FROM team_items WHERE kind = %s"

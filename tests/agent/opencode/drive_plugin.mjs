@@ -50,6 +50,16 @@ out.prompts = prompts
 const args = { question: "q" }
 await hooks["tool.execute.before"]({ tool: "stoprule_blocker", sessionID: "main", callID: "c1" }, { args })
 out.tool_args = args
+const guard = {}
+for (const [name, command] of [["refused", "stoprule blockers off"], ["ordinary", "ls -la"]]) {
+  try {
+    await hooks["tool.execute.before"]({ tool: "bash", sessionID: "main", callID: name }, { args: { command } })
+    guard[name] = null
+  } catch (err) {
+    guard[name] = String(err.message)
+  }
+}
+out.guard = guard
 const perm = { status: "ask" }
 await hooks["permission.ask"]({ id: "p1", type: "bash", pattern: "rm -rf build", sessionID: "main", title: "rm" }, perm)
 out.permission = perm.status

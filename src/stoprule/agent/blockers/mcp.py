@@ -7,14 +7,24 @@ lists in the tool descriptions come from the pack at start-up.
 
 Session: every tool takes an optional ``session``; without it, ``$STOPRULE_SESSION``
 (set it in the harness's MCP config), else ``default``.
+
+Every request is answered: each line of the raw JSON-RPC is cleaned before the SDK parses it
+(:func:`clean_line`: a lone surrogate becomes U+FFFD, a NUL is dropped), so text the SDK's
+parser would refuse (and then leave unanswered, the session hanging) reaches the tool; an
+argument the tool refuses is named by field and kind, never by value (it may hold a secret).
 """
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Strict, ValidationError
 
 from stoprule._util.redact import redact
@@ -100,6 +110,57 @@ def _answer(reply: Reply) -> str:
 StrictBool = Annotated[bool, Strict()]  # "yes" is not true: a wrong type is the agent's to fix
 
 
+def _clean_text(text: str) -> str:
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text if c != "\x00")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean_text(str(k)): _clean(v) for k, v in value.items()}
+    return value
+
+
+def clean_line(line: str) -> str:
+    """One raw JSON-RPC line with every string safe for the SDK's parser: lone surrogates (written
+    as ``\\udXXX`` escapes) become U+FFFD, NULs are dropped; a line that is not JSON is left as it is."""
+    if "\\u" not in line and "\x00" not in line:
+        return line
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line.replace("\x00", "")
+    return json.dumps(_clean(obj), ensure_ascii=False) + "\n"
+
+
+class _CleanStdin:
+    """The server's stdin as cleaned lines (:func:`clean_line`), for the SDK's stdio transport."""
+
+    def __init__(self) -> None:
+        self._file = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+
+    def __aiter__(self) -> _CleanStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._file.readline()
+        if not line:
+            raise StopAsyncIteration
+        return clean_line(line)
+
+
+def _kind_only(value: Any) -> Any:
+    """A stand-in for a rejected value that tells its kind and nothing of it (null, true and false stay)."""
+    if value is None or isinstance(value, bool):
+        return value
+    kind = ("number" if isinstance(value, (int, float)) else "string" if isinstance(value, str) else
+            "list" if isinstance(value, list) else "mapping" if isinstance(value, dict) else "value")  # fmt: skip
+    return type(kind, (), {})()
+
+
 class _Server(MCPServer):
     """The SDK's server, but tool arguments that fail validation are reported in stoprule's
     words (never pydantic's text or links), naming fields and problems without echoing the
@@ -113,8 +174,9 @@ class _Server(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
+                errors = [{**e, "input": _kind_only(e.get("input"))} for e in cause.errors()]  # values never echoed
                 parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
-                                                                                             cause.errors())]
+                                                                                             errors)]
                 raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
             raise ToolError(redact(str(exc))) from None
 
@@ -223,4 +285,11 @@ def serve(
     service = open_service(project, policy=policy, recorder=recorder)
 
     attach_mirror(service, server)
-    build_server(service).run("stdio")
+    app = build_server(service)
+
+    async def run() -> None:
+        async with stdio_server(stdin=_CleanStdin()) as (read, write):  # type: ignore[arg-type]
+            low = app._lowlevel_server
+            await low.run(read, write, low.create_initialization_options())
+
+    anyio.run(run)

@@ -9,6 +9,11 @@ each harness process has its own link, and a new session in the same process (``
 replaces it. Where the ancestry cannot be read, nothing is linked (the server falls back to
 ``$STOPRULE_SESSION``, then ``default``).
 
+The linked ancestors are the shells the hook runs in, the harness (the first that is not a
+shell) and the wrappers above it, never the shell the harness was started from: the CLI
+(:mod:`stoprule.agent.guard.session`) refuses its mutating commands inside a linked ancestry,
+and the user's own terminal must stay outside it.
+
 On the cold path when a session starts (tools/import_graph.py, COLD_PATH_WHEN): its imports
 stay few, light and lazy.
 """
@@ -67,13 +72,32 @@ def _dir(home: str) -> str:
     return os.path.join(home, "state", "procs")
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "ash", "busybox"})
+
+
+def _name(pid: int) -> str:
+    """The program name of ``pid`` (``/proc/PID/comm``), or ``""``."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
 def link_session(home: str, session: str, harness: str) -> int:
-    """Link this process's nearest ancestors to ``session``; returns how many were linked."""
+    """Link this process's nearest ancestors to ``session``: the shells the hook runs in, the
+    harness and its wrappers, up to :data:`DEPTH`, never a shell above the harness (the user's);
+    returns how many were linked."""
     folder = _dir(home)
     linked = 0
     from stoprule._util.files import atomic_write
 
+    above = False  # past the harness (the first ancestor that is not a shell)
     for pid, start in ancestors(depth=DEPTH):
+        shell = _name(pid) in SHELLS
+        if shell and above:
+            break
+        above = above or not shell
         link = {"session": session, "harness": harness, "start": start, "at": round(time.time(), 3)}
         atomic_write(os.path.join(folder, f"{pid}.json"), json.dumps(link), sync=False)
         linked += 1

@@ -25,12 +25,13 @@ from stoprule.diagnostics import EvaluationError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.templates import render
 
-__all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_report", "report_path", "save_report"]
+__all__ = ["Problem", "ReportCheck", "check_report", "load_report", "render_report", "report_path", "save_report",
+           "succeeded"]  # fmt: skip
 
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: no trailing newline
 
 
-@dataclass
+@dataclass(frozen=True)
 class Problem:
     rule: str
     reason: str
@@ -47,7 +48,7 @@ class Problem:
         return self.message + ("" if not self.entries else " Wrong entries: " + "; ".join(self.entries) + ".")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportCheck:
     ok: bool
     problems: list[Problem]
@@ -162,7 +163,8 @@ def _mtime(path: str) -> float:
         return -1.0
 
 
-def _ok(result: Any) -> bool:
+def succeeded(result: Any) -> bool:
+    """Whether an attempt's ``result`` says it worked."""
     return str(result).strip().lower() in ("success", "succeeded", "passed", "ok", "done")
 
 
@@ -188,7 +190,7 @@ def render_report(report: dict[str, Any], width: int = 68) -> str:
     lines.append("Attempts Made:")
     for att in attempts if isinstance(attempts, list) else []:
         att = att if isinstance(att, dict) else {"action": str(att)}
-        mark = "✓" if _ok(att.get("result")) else "✗"
+        mark = "✓" if succeeded(att.get("result")) else "✗"
         lines.append(f"  Turn {att.get('turn', '?')}: {mark} {att.get('action', '')}")
         if att.get("why_failed"):
             lines.append(f"    → {att['why_failed']}")

@@ -121,7 +121,7 @@ class Blocker:
         }  # fmt: skip
 
 
-@dataclass
+@dataclass(frozen=True)
 class AddResult:
     status: str  # "logged" | "duplicate" | "limit"
     blocker: Blocker | None

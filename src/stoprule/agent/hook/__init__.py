@@ -9,7 +9,8 @@ Modules, lowest first::
     transcripts      reading each harness's transcript from the end, incrementally
     questions        does the last message hand a question to the user (the pack's patterns)
     mode             the session's mode: autonomous or interactive, and who said so
-    providers/       hook, state, blockers, closure, transcript, git: partial facts with provenance
+    providers/       hook, state, blockers, closure, transcript, git, guard: partial facts with provenance
+    frozen           the session frozen at its start (config, pack copy, wiring, ...): changes named at stops
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
     lifecycle        the events besides the stop: session start, permission requests
     remote           the client of ``stoprule serve`` (the hook asks a server instead of deciding)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
+from stoprule._util.records import record
 from stoprule.agent.hook.adapters import adapter, decode_payload
 
 TYPE_CHECKING = False
@@ -95,19 +96,20 @@ def instructions(pack: str, mode: str = "autonomous") -> str:
     return render_text(template, _categories(pack)) if isinstance(template, str) else ""
 
 
-def _mode(b: _Begun, harness: str) -> tuple[str, str]:
-    from stoprule.agent.hook.mode import resolve
-
-    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
-
-
-class _Begun(NamedTuple):
+@record
+class _Begun:
     event: HookEvent
     workdir: str
     project: str | None
     home: str
     settings: Settings
     env: Mapping[str, str]
+
+
+def _mode(b: _Begun, harness: str) -> tuple[str, str]:
+    from stoprule.agent.hook.mode import resolve
+
+    return resolve(harness, b.event.raw, b.env, (b.settings.session or {}).get("mode"), None)
 
 
 def _handle(
@@ -131,7 +133,12 @@ def _handle(
     try:
         event = adapter(harness).parse(decode_payload(data), name)
         workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-        project, home = state_home(workdir, env)
+        from stoprule.agent.hook.frozen import anchor
+
+        root = anchor(harness, env)  # the harness's own project dir, when it names one
+        project, home = state_home(root or workdir, env)
+        if root is not None:
+            workdir = os.path.dirname(project) if project else root
         settings = settings_for(project, event.session_id)
         out = body(_Begun(event, workdir, project, home, settings, env), entry)
     except Exception as exc:  # noqa: BLE001 - a hook never fails its harness
@@ -140,6 +147,27 @@ def _handle(
     if home is not None:
         log(home, settings.hook.get("log", True) if settings is not None else True, entry)
     return out
+
+
+def _freeze(b: _Begun, policy: str | None) -> bool:
+    """Freeze the session (:mod:`stoprule.agent.hook.frozen`) unless it is frozen already (a resumed
+    session keeps what it started with); whether it is frozen now."""
+    from stoprule.agent.hook import frozen as fz
+    from stoprule.agent.hook.state import read_session, update_session
+    from stoprule.engine.packs import pack_path
+
+    session = b.event.session_id
+    assert session is not None
+    if isinstance(read_session(b.home, session).get("frozen"), dict):
+        return True
+    root = os.path.dirname(b.project) if b.project else b.workdir
+    record = fz.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
+
+    def keep_first(rec: dict[str, Any]) -> dict[str, Any]:
+        return rec if isinstance(rec.get("frozen"), dict) else {**rec, "frozen": record}
+
+    update_session(b.home, session, keep_first)
+    return True
 
 
 def run_session_start(
@@ -160,7 +188,7 @@ def run_session_start(
 
         entry.update(session=b.event.session_id, project=b.project)
         try:
-            base = baseline(b.workdir, b.project, b.settings.providers)
+            base = baseline(b.workdir, b.project, b.settings.blockers)
         except Exception as exc:  # noqa: BLE001 - no git, a timeout: no baseline, every dirty file counts
             base, entry["baseline_error"] = None, f"{type(exc).__name__}: {exc}"
         if base is not None:
@@ -172,6 +200,7 @@ def run_session_start(
             entry["baseline"] = len(rec["baseline"].get("files", {}))
         if b.event.session_id:
             entry["linked"] = link_session(b.home, b.event.session_id, harness)
+            entry["frozen"] = _freeze(b, policy)
         mode, source = _mode(b, harness)
         entry["session_mode"] = {"mode": mode, "source": source}
         text = instructions(pack_path(policy, b.env, b.workdir), mode)

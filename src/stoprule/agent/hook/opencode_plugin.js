@@ -4,13 +4,17 @@
 // at most LOOP_CAP times in a row. At session start it injects the triage instructions into
 // the system prompt; `permission.ask` goes to `stoprule hook opencode --event permission`
 // (it denies only when `hook.permission_triage` is on). Todos come from `todo.updated` events.
+// Before every tool call `tool.execute.before` asks the guard (`stoprule guard opencode`): a call
+// that would change stoprule's files or OpenCode's plugins and config, or run stoprule's mutating
+// commands, is refused (the plugin throws with the guard's reason).
 import { spawn } from "node:child_process"
 
 const COMMAND = __STOPRULE_COMMAND__ // argv of stoprule
+const GUARD = __STOPRULE_GUARD__ // argv of the guard (empty: no guard)
 const LOOP_CAP = 8 // the plugin's own cap; stoprule's loop_cap (config) usually allows the stop first
 const TIMEOUT_MS = 30000
 
-function runHook(args, payload, cwd) {
+function runHook(args, payload, cwd, argv) {
   return new Promise((resolve) => {
     let out = ""
     let done = false
@@ -22,7 +26,8 @@ function runHook(args, payload, cwd) {
     }
     let child
     try {
-      child = spawn(COMMAND[0], [...COMMAND.slice(1), "hook", "opencode", ...args], {
+      const full = argv || [...COMMAND, "hook", "opencode", ...args]
+      child = spawn(full[0], full.slice(1), {
         cwd,
         stdio: ["pipe", "pipe", "ignore"],
       })
@@ -197,7 +202,18 @@ export const StopRule = async ({ client, directory }) => {
       // stoprule's MCP tools learn the session they run in
       if (input && typeof input.tool === "string" && input.tool.startsWith("stoprule_") && output && output.args) {
         if (output.args.session === undefined) output.args.session = input.sessionID
+        return
       }
+      if (!GUARD.length || !input) return
+      const payload = {
+        hook_event_name: "tool.execute.before",
+        session_id: input.sessionID,
+        cwd: directory,
+        tool_name: input.tool,
+        tool_input: (output && output.args) || {},
+      }
+      const out = await runHook([], payload, directory, GUARD)
+      if (out && typeof out.deny === "string") throw new Error(out.deny)
     },
   }
 }

@@ -177,7 +177,8 @@ def ndjson_chunks(data: bytes, facts: int = CHUNK_FACTS, size: int = CHUNK_BYTES
 class Mirror:
     """Copies a project's blockers (the whole list, after each change) and its blocked reports to
     the server, so that ``stoprule blockers list --server URL`` shows the team's. A server that
-    cannot be reached costs a line on stderr, never the local write."""
+    cannot be reached costs a line on stderr, never the local write. Blockers the server says were
+    resolved there (in the team's console) are resolved here too, with who resolved them."""
 
     def __init__(self, remote: Remote, project: str) -> None:
         import socket
@@ -190,9 +191,19 @@ class Mirror:
         items = [b.to_dict() for b in service.store.blockers()] if kind == "blocker" else [item]
         body = {"project": self.project, "machine": self.machine, "items": items}
         try:
-            self.remote.call("PUT", f"/v1/{kind}s", json.dumps(body).encode())
+            answer = self.remote.call("PUT", f"/v1/{kind}s", json.dumps(body).encode())
         except RemoteError as exc:
             sys.stderr.write(f"stoprule: could not copy the {kind} to {self.remote.url}: {exc}\n")
+            return
+        resolved = answer.get("resolved") if isinstance(answer, dict) else None
+        for b in resolved if kind == "blocker" and isinstance(resolved, list) else []:
+            if isinstance(b, dict) and isinstance(b.get("id"), str):
+                from stoprule._util.redact import redact
+                from stoprule._util.text import clean
+
+                note = f"resolved in the team console by {b.get('resolved_by') or '?'}"
+                note += f": {b['resolution']}" if isinstance(b.get("resolution"), str) and b["resolution"] else ""
+                service.store.resolve(b["id"], redact(clean(note))[:2000])
 
 
 def project_remote(project_dir: str, explicit: str | None, env: Mapping[str, str]) -> tuple[Remote | None, str]:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "decision_of", "run_hook", "state_home", "user_state_dir"]
+__all__ = ["HookResult", "decision_of", "name_attempts", "run_hook", "state_home", "user_state_dir"]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
@@ -218,6 +218,7 @@ class _Stop:
         self.evaluator: Evaluator | None = None
         self.fact: dict[str, Any] | None = None
         self.disarm: Callable[[], None] = lambda: None
+        self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
 
 
 def _decide(
@@ -239,7 +240,14 @@ def _decide(
     event = st.event
     entry.update(event=event.event, session=event.session_id, turn=event.turn_id)
     workdir = event.cwd if event.cwd and os.path.isdir(event.cwd) else (cwd or os.getcwd())
-    st.project, st.home = state_home(workdir, env)
+    from stoprule.agent.hook.frozen import anchor
+
+    root = anchor(st.harness, env)  # the harness's own project dir: a .stoprule/ the agent made below is not it
+    st.project, st.home = state_home(root or workdir, env)
+    nested = find_project(workdir) if root else None
+    st.nested = nested if nested is not None and nested != st.project else None
+    if root is not None:  # the providers look at the project (its repository), wherever the agent cd'd
+        workdir = os.path.dirname(st.project) if st.project else root
     entry["project"] = st.project
     cfg_path = os.path.join(st.project, CONFIG_FILE) if st.project else None
     try:
@@ -260,16 +268,8 @@ def _decide(
         from stoprule.agent.hook.remote import Remote
 
         remote = Remote.configured(st.settings.server, server, env, remaining)
-    from stoprule.engine.packs import load_policy, pack_path
-
-    if remote is None:
-        pack = pack_path(policy, env, workdir)
-        entry["pack"] = pack
-        st.evaluator = load_policy(pack)
-    else:
-        entry["pack"] = remote.url
-    from stoprule.agent.hook.providers import Context, gather
     from stoprule.agent.hook.state import StateError, read_session
+    from stoprule.engine.packs import load_policy, pack_path
 
     notes: list[str] = []
     try:
@@ -279,8 +279,19 @@ def _decide(
         notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
-    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec)
-    ctx.pack = pack_path(policy, env, workdir)  # the pack's data (triage patterns) for the providers
+    selected = pack_path(policy, env, workdir)
+    frozen_pack = _frozen_session(st, event, env, rec, workdir, selected, explicit=policy is not None)
+    if frozen_pack is not None:
+        selected = frozen_pack
+    if remote is None:
+        entry["pack"] = selected
+        st.evaluator = load_policy(selected)
+    else:
+        entry["pack"] = remote.url
+    from stoprule.agent.hook.providers import Context, gather
+
+    ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
+    ctx.pack = selected  # the pack's data (triage patterns) for the providers
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
@@ -305,7 +316,72 @@ def _decide(
     if observe:
         entry["would"] = "block" if decision.block else "allow"
         decision = Decision(False, notice=None if decision.block else decision.notice)
+    seen = _what_the_gate_saw(st.fact, prov, st.settings.providers.get("fields", {}))
+    if seen and not decision.block:  # a declaration may end in review, never hide what the gate saw
+        decision = Decision(False, decision.message, f"{decision.notice}\n{seen}" if decision.notice else seen)
+    if ctx.new_attempts:
+        entry["attempts_named"] = len(ctx.new_attempts)
+        decision = name_attempts(decision, ctx.new_attempts)
     return decision
+
+
+def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str | None]) -> str | None:
+    """For a stop that is allowed: the work the gate observed (uncommitted files, open tasks, open
+    blockers) and the declarations it ignored over an observation, in one line (None: nothing)."""
+    parts: list[str] = []
+    files, tasks = fields.get("git.files"), fields.get("transcript.available_tasks")
+    blockers = fields.get("blockers.openBlockers")
+    if files and fact.get(fields.get("git.dirty") or "") is True:
+        listed = fact.get(files)
+        shown: list[Any] = listed if isinstance(listed, list) else []
+        count = fact.get(fields.get("git.count") or "")
+        more = f"; {count} in all" if isinstance(count, int) and count > len(shown) else ""
+        parts.append(f"uncommitted work ({', '.join(map(str, shown)) or 'files'}{more})")
+    if tasks and isinstance(fact.get(tasks), list) and fact[tasks]:
+        parts.append(f"open tasks ({', '.join(map(str, fact[tasks][:5]))})")
+    if blockers and isinstance(fact.get(blockers), list) and fact[blockers]:
+        questions = [str(b.get("question")) for b in fact[blockers] if isinstance(b, dict)][:5]
+        parts.append(f"open blockers ({'; '.join(questions)})")
+    ignored = [c for c in prov.conflicts if c.get("declared")]
+    if ignored:
+        parts.append("declarations ignored over what was observed: " + ", ".join(
+            f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+            f"{json.dumps(c['kept']['value'])[:60]})" for c in ignored[:5]))  # fmt: skip
+    return ("stoprule: the gate saw " + "; ".join(parts)) if parts else None
+
+
+def name_attempts(decision: Decision, attempts: list[str]) -> Decision:
+    """The decision with the agent's refused attempts named: to the user (the notice, shown where
+    the harness has a user channel) and, on a block, to the agent (its instruction says so too)."""
+    shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
+    text = (f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
+            f"the harness's hooks since the last stop: {shown}")  # fmt: skip
+    notice = f"{decision.notice}\n{text}" if decision.notice else text
+    message = f"{decision.message}\n\n({text}. The user is told.)" if decision.block and decision.message else \
+        decision.message  # fmt: skip
+    return Decision(decision.block, message, notice)
+
+
+def _frozen_session(st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str,
+                    pack: str, *, explicit: bool) -> str | None:  # fmt: skip
+    """Freeze the session at its first stop when its start did not (:mod:`stoprule.agent.hook.frozen`),
+    else journal what changed since, once each; the frozen pack copy to decide with (None: the
+    selected one, ``--policy`` given or no copy)."""
+    from stoprule.agent.hook import frozen as fz
+
+    if not event.session_id:
+        return None
+    record = rec.get("frozen") if isinstance(rec.get("frozen"), dict) else None
+    if record is None:
+        root = os.path.dirname(st.project) if st.project else workdir
+        rec["frozen"] = record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+    new = fz.changes(record, st.project, env, st.nested, pack)
+    if new:
+        from stoprule.agent.guard.journal import record_attempt
+
+        for _, what in new:
+            record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
+    return None if explicit else fz.pack_of(record)
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:

@@ -147,10 +147,13 @@ def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = 
     })  # fmt: skip
 
 
-def read_facts(project: str, session: str | None, notes: list[str] | None = None) -> dict[str, Any]:
-    """The facts declared for ``session``: project-wide ones overlaid with the session's own
-    (a damaged file is moved aside and read as none, with a note in ``notes``)."""
-    out = _read(facts_file(project, None), notes)
+def read_facts(
+    project: str, session: str | None, notes: list[str] | None = None, project_wide: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The facts declared for ``session``: project-wide ones (``project_wide`` when given: as the
+    session froze them) overlaid with the session's own (a damaged file is moved aside and read
+    as none, with a note in ``notes``)."""
+    out = dict(project_wide) if project_wide is not None else _read(facts_file(project, None), notes)
     if session is not None:
         out.update(_read(facts_file(project, session), notes))
     cleaned: dict[str, Any] = clean_obj(out)  # a hand-edited NUL or lone surrogate cannot fail the stop check

@@ -17,6 +17,11 @@ triage instructions and the session's baseline) and permission hook (opt-in tria
 blocker tools' MCP server is registered in :data:`MCP` (JSON ``mcpServers``, OpenCode's
 ``mcp``, Codex's TOML ``[mcp_servers.stoprule]``). OpenCode has no command hooks: init
 writes a generated plugin (:data:`OPENCODE_PLUGIN`).
+
+The guard (:mod:`stoprule.agent.guard`) is wired on every event that can veto a tool call
+(:data:`GUARD_EVENTS`), run by its own fast entry (:func:`guard_argv`; ``stoprule guard H`` in
+shared files); Claude Code also gets ``permissions.deny`` rules (:func:`deny_rules`), a second
+line the harness itself enforces.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stoprule.agent.guard.commands import MUTATING
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10: the backport
@@ -35,18 +42,24 @@ else:  # pragma: no cover - Python 3.10: the backport
 
 __all__ = [
     "EXTRA_EVENTS",
+    "GUARD_EVENTS",
     "MCP",
     "OPENCODE_PLUGIN",
     "SCOPES",
     "TARGETS",
     "McpFile",
     "Target",
+    "add_deny_rules",
     "add_entry",
+    "deny_rules",
     "find_entry",
+    "find_guard",
     "generated_files",
+    "guard_argv",
     "mcp_argv",
     "opencode_plugin",
     "parse_toml",
+    "remove_deny_rules",
     "remove_entry",
     "set_mcp",
     "toml_mcp_table",
@@ -119,6 +132,74 @@ EXTRA_EVENTS: dict[str, dict[str, str]] = {
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
 }
 
+# harness -> the events (and tool matchers) where its guard runs: every event that can veto a
+# tool call or a settings change (each harness's hooks documentation, checked on the pinned binaries)
+GUARD_EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "claude-code": (("PreToolUse", "Bash|Write|Edit|MultiEdit|NotebookEdit"), ("ConfigChange", None)),
+    "codex": (("PreToolUse", None),),
+    "gemini": (("BeforeTool", None),),
+    "copilot": (("preToolUse", None),),
+    "cursor": (("beforeShellExecution", None), ("preToolUse", None)),
+}
+
+
+def guard_argv(harness: str | None = None) -> list[str]:
+    """How a harness runs the guard: this interpreter without ``site`` and isolated (``-S -I``) on
+    the guard's own entry (its cold start: about a bare interpreter's), then ``harness``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    entry = os.path.join(here, "guard", "__main__.py")
+    return [sys.executable, "-S", "-I", entry, *([harness] if harness else [])]
+
+
+def deny_rules() -> list[str]:
+    """Claude Code ``permissions.deny`` rules: edits of stoprule's files and the harness's wiring,
+    runs of stoprule's mutating commands (the guard's table). The harness enforces them itself."""
+    edits = ["Edit(/.stoprule/**)", "Edit(**/.stoprule/**)", "Edit(/.claude/**)", "Edit(/.mcp.json)",
+             "Edit(~/.claude/**)", "Edit(~/.config/stoprule/**)", "Edit(~/.cache/stoprule/**)",
+             "Edit(~/.local/state/stoprule/**)"]  # fmt: skip
+    commands: list[str] = []
+    for name, subs in MUTATING.items():
+        for words in [name] if subs is None else [f"{name} {sub}" for sub in sorted(subs)]:
+            commands.append(f"stoprule {words}")
+    runs = [
+        f"Bash({prefix}{c.removeprefix('stoprule ')}:*)"
+        for c in commands
+        for prefix in ("stoprule ", "python -m stoprule ", "python3 -m stoprule ")
+    ]
+    return edits + runs
+
+
+def add_deny_rules(config: dict[str, Any]) -> int:
+    """Add the :func:`deny_rules` missing from ``permissions.deny`` (others kept); how many were added."""
+    perms = config.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise ValueError("its 'permissions' is not an object")
+    deny = perms.setdefault("deny", [])
+    if not isinstance(deny, list):
+        raise ValueError("its 'permissions.deny' is not a list")
+    missing = [r for r in deny_rules() if r not in deny]
+    deny.extend(missing)
+    return len(missing)
+
+
+def remove_deny_rules(config: dict[str, Any]) -> int:
+    """Take the :func:`deny_rules` out of ``permissions.deny`` (others kept; what is left empty goes
+    too); how many were taken out."""
+    perms = config.get("permissions")
+    deny = perms.get("deny") if isinstance(perms, dict) else None
+    if not isinstance(perms, dict) or not isinstance(deny, list):
+        return 0
+    ours = set(deny_rules())
+    kept = [r for r in deny if r not in ours]
+    if kept:
+        perms["deny"] = kept
+    else:
+        del perms["deny"]
+        if not perms:
+            del config["permissions"]
+    return len(deny) - len(kept)
+
+
 # where init writes the OpenCode plugin (project root / home)
 OPENCODE_PLUGIN = (".opencode/plugins/stoprule.js", ".config/opencode/plugins/stoprule.js")
 
@@ -160,11 +241,13 @@ def generated_files() -> tuple[str, ...]:
     return tuple(dict.fromkeys(files))
 
 
-def opencode_plugin(argv: list[str]) -> str:
-    """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``)."""
+def opencode_plugin(argv: list[str], guard: list[str] | None = None) -> str:
+    """The plugin's source, running ``argv`` (``stoprule`` or ``python -m stoprule``) and the
+    guard as ``guard`` (default: :func:`guard_argv`; ``[]``: no guard)."""
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "opencode_plugin.js"), encoding="utf-8") as fh:
-        return fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
+        text = fh.read().replace("__STOPRULE_COMMAND__", json.dumps(argv))
+    return text.replace("__STOPRULE_GUARD__", json.dumps(guard_argv("opencode") if guard is None else guard))
 
 
 # ------------------------------------------------------------------ hook entries
@@ -193,8 +276,11 @@ def _command(handler: dict[str, Any]) -> str:
     return c if isinstance(c, str) else ""
 
 
-def _ours(handler: dict[str, Any], t: Target) -> bool:
+def _ours(handler: dict[str, Any], t: Target, guard: bool = False) -> bool:
+    """Stoprule's hook entry for this harness (``guard``: its guard's)."""
     command = _command(handler)
+    if guard:
+        return "stoprule" in command and "guard" in command and command.rstrip().endswith(f" {t.harness}")
     return "stoprule" in command and f"hook {t.harness}" in command
 
 
@@ -204,12 +290,25 @@ def find_entry(config: dict[str, Any], t: Target, event: str | None = None) -> s
     return next((_command(h) for h in _handlers(config, t, event) if _ours(h, t)), None)
 
 
-def add_entry(config: dict[str, Any], t: Target, command: str, event: str | None = None) -> bool:
-    """Make stoprule's entry under ``event`` (default the stop's) run ``command``, keeping every
-    other entry: added when missing, its command replaced when it runs another one. False when
-    it is already there as it should be."""
+def find_guard(config: dict[str, Any], t: Target, event: str) -> str | None:
+    """The command of stoprule's guard under ``event``, if the config has one."""
+    return next((_command(h) for h in _handlers(config, t, event) if _ours(h, t, guard=True)), None)
+
+
+def add_entry(
+    config: dict[str, Any],
+    t: Target,
+    command: str,
+    event: str | None = None,
+    matcher: str | None = None,
+    *,
+    guard: bool = False,
+) -> bool:
+    """Make stoprule's entry (``guard``: the guard's) under ``event`` (default the stop's) run
+    ``command``, with a tool ``matcher``, keeping every other entry: added when missing, its
+    command replaced when it runs another one. False when it is already there as it should be."""
     for h in _handlers(config, t, event):
-        if _ours(h, t):
+        if _ours(h, t, guard):
             if _command(h) == command:
                 return False
             for key in ("command", "bash", "powershell"):
@@ -225,13 +324,17 @@ def add_entry(config: dict[str, Any], t: Target, command: str, event: str | None
     entries = hooks.setdefault(key, [])
     if not isinstance(entries, list):
         raise ValueError(f"its 'hooks.{key}' is not a list")
-    entries.append({"hooks": [t.handler(command)]} if t.grouped else t.handler(command))
+    handler = t.handler(command)
+    if t.grouped:
+        entries.append({**({"matcher": matcher} if matcher else {}), "hooks": [handler]})
+    else:
+        entries.append({**handler, **({"matcher": matcher} if matcher else {})})
     return True
 
 
-def remove_entry(config: dict[str, Any], t: Target, event: str | None = None) -> bool:
-    """Take stoprule's entries out from under ``event`` (a group left empty goes too); False if
-    there were none."""
+def remove_entry(config: dict[str, Any], t: Target, event: str | None = None, *, guard: bool = False) -> bool:
+    """Take stoprule's entries (``guard``: the guard's) out from under ``event`` (a group left
+    empty goes too); False if there were none."""
     key = event or t.event
     entries = _groups(config, t, event)
     kept: list[Any] = []
@@ -244,11 +347,11 @@ def remove_entry(config: dict[str, Any], t: Target, event: str | None = None) ->
             if not isinstance(inner, list):
                 kept.append(e)
                 continue
-            rest = [h for h in inner if not (isinstance(h, dict) and _ours(h, t))]
+            rest = [h for h in inner if not (isinstance(h, dict) and _ours(h, t, guard))]
             removed |= len(rest) < len(inner)
             if rest:
                 kept.append({**e, "hooks": rest})
-        elif _ours(e, t):
+        elif _ours(e, t, guard):
             removed = True
         else:
             kept.append(e)
@@ -293,8 +396,11 @@ def mcp_argv(data: Any, kind: str, root: str | None = None) -> list[str] | None:
         servers = data.get("mcp")
         for name, entry in servers.items() if isinstance(servers, dict) else ():
             cmd = entry.get("command") if isinstance(entry, dict) else None
-            if isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd) and (
-                name == NAME or _runs_mcp(cmd)
+            if (
+                isinstance(cmd, list)
+                and cmd
+                and all(isinstance(c, str) for c in cmd)
+                and (name == NAME or _runs_mcp(cmd))
             ):
                 found.append(cmd)
     elif kind == "toml":

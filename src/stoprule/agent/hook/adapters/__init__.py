@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["ADAPTERS", "adapter", "decode_payload"]
 
 ADAPTERS: dict[str, str] = {
@@ -55,7 +59,7 @@ def adapter(harness: str) -> ModuleType:
     return opencode
 
 
-def decode_payload(data: bytes) -> dict:
+def decode_payload(data: bytes) -> dict[str, Any]:
     """The payload object from stdin bytes: one UTF-8 BOM stripped, empty input is ``{}``."""
     import json
 

@@ -1,7 +1,8 @@
 """Fact providers: each ``provide(event, ctx) -> (observations, notes)``, run in a fixed order.
 
 Order (:data:`stoprule.config.defaults.PROVIDER_ORDER`): ``hook``, ``state``, ``blockers``,
-``transcript``, ``closure``, ``git`` — what was declared (the payload, facts declared for
+``transcript``, ``closure``, ``git``, and always last ``guard`` (the agent's refused attempts)
+— what was declared (the payload, facts declared for
 the session, blockers the agent logged) before what is inferred (the working tree); the
 transcript comes before ``closure`` so that the agent's last message (its closure trailer,
 a question to the user) is read from the transcript when the payload has none.
@@ -11,11 +12,14 @@ provider's observations are fact fields already (``state.<field>`` may rename on
 
 The first provider to set a field wins; a later provider with a different value is
 recorded as a conflict, never silently overwrites. Each provider gets ``timeout_ms``:
-it is told its deadline, and one that overruns it has its observations dropped (noted).
+it is told its deadline. One that fails or overruns it makes the stop an internal error
+(:class:`ObservationFailed`, the hook's fail policy): what it did not see is never "nothing".
 
 Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
-``transcript_provider``, ``closure_provider``, ``git_provider``), imported when it first runs,
-and ``_turn`` (which stops belong to one user turn, for the providers that keep per-turn marks).
+``transcript_provider``, ``closure_provider``, ``git_provider``, ``guard_provider``), imported
+when it first runs, each a :class:`~.protocol.Provider` (``protocol``); ``context`` holds what
+they are given (:class:`Context`) and what the merge records (:class:`Provenance`); ``_turn``
+says which stops belong to one user turn, for the providers that keep per-turn marks.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -25,65 +29,20 @@ from __future__ import annotations
 import time
 
 from stoprule.agent.hook.event import HookEvent
+from stoprule.agent.hook.providers.context import Context, Provenance
 from stoprule.config.defaults import PROVIDER_ORDER
+from stoprule.diagnostics import AgentError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from types import ModuleType
     from typing import Any
 
-__all__ = ["Context", "Provenance", "gather", "merge"]
+    from stoprule.agent.hook.providers.protocol import Provider
+
+__all__ = ["Context", "ObservationFailed", "Provenance", "gather", "merge"]
 
 
-class Context:
-    """What a provider may use besides the event: ``project`` (the .stoprule/ directory or
-    None), ``home`` (where session state lives: the project, else the user's state
-    directory), ``workdir``, ``settings`` (the ``providers`` section, a plain dict),
-    ``session`` (the hook's record for this session; providers may update it) and
-    ``deadline`` (``time.monotonic()`` by which the running provider must be done); ``pack``:
-    the policy pack's directory (its ``agent/*.json`` data), None for the bundled one; ``env``
-    the hook's environment and ``mode_setting`` the config's ``session.mode`` (the session
-    mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
-    instead of the file (``replay``)."""
-
-    __slots__ = ("deadline", "env", "home", "mode_setting", "pack", "project", "scan", "session", "settings",
-                 "workdir")  # fmt: skip
-
-    def __init__(
-        self, project: str | None, home: str, workdir: str, settings: dict[str, Any], session: dict[str, Any]
-    ) -> None:
-        self.project, self.home, self.workdir, self.settings, self.session = project, home, workdir, settings, session
-        self.deadline = 0.0
-        self.pack: str | None = None
-        self.env: Mapping[str, str] = {}  # the hook process's environment (set by the harness)
-        self.mode_setting: str | None = None  # config session.mode
-        self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
-
-
-class Provenance:
-    """Which provider set each fact field, what else was observed, conflicts and notes."""
-
-    __slots__ = ("conflicts", "fields", "notes", "observed", "timings_ms")
-
-    def __init__(self) -> None:
-        self.fields: dict[str, dict[str, Any]] = {}
-        self.observed: list[dict[str, Any]] = []
-        self.conflicts: list[dict[str, Any]] = []
-        self.notes: dict[str, list[str]] = {}
-        self.timings_ms: dict[str, float] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fields": self.fields,
-            "observed": self.observed,
-            "conflicts": self.conflicts,
-            "notes": self.notes,
-            "timings_ms": self.timings_ms,
-        }
-
-
-def _provider(name: str) -> ModuleType:
+def _provider(name: str) -> Provider:
     """The module of provider ``name`` (of :data:`PROVIDER_ORDER`), imported when it first runs."""
     if name == "hook":
         from stoprule.agent.hook.providers import hook_provider
@@ -109,29 +68,40 @@ def _provider(name: str) -> ModuleType:
         from stoprule.agent.hook.providers import git_provider
 
         return git_provider
+    if name == "guard":
+        from stoprule.agent.hook.providers import guard_provider
+
+        return guard_provider
     raise KeyError(name)
 
 
 def _run(name: str, event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
-    result: tuple[dict[str, Any], list[str]] = _provider(name).provide(event, ctx)
-    return result
+    return _provider(name).provide(event, ctx)
+
+
+class ObservationFailed(AgentError):
+    """A provider failed or overran its budget: what it would have seen is unknown, and unknown
+    is never "nothing there" (the hook's fail policy decides the stop)."""
 
 
 def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
-    """Run the enabled providers in order; the merged fact and its provenance."""
+    """Run the enabled providers in order; the merged fact and its provenance. Raises
+    :class:`ObservationFailed` when one failed or overran its budget."""
     enabled = set(ctx.settings.get("enabled", PROVIDER_ORDER))
     budget = ctx.settings.get("timeout_ms", 1500) / 1000.0
     results: list[tuple[str, dict[str, Any], list[str]]] = []
     timings: dict[str, float] = {}
-    for name in PROVIDER_ORDER:
-        if name not in enabled:
+    failures: list[str] = []
+    for name in (*PROVIDER_ORDER, "guard"):  # guard: always (the agent's attempts are never the config's to hide)
+        if name not in enabled and name != "guard":
             continue
         t0 = time.monotonic()
         ctx.deadline = t0 + budget
         try:
             obs, notes = _run(name, event, ctx)
-        except Exception as exc:  # noqa: BLE001 - a provider's failure is a note, not the hook's
+        except Exception as exc:  # noqa: BLE001 - collected: could not observe is never "nothing there"
             obs, notes = {}, [f"failed: {type(exc).__name__}: {exc}"]
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
         if name == "transcript" and event.last_message is None:
             scan = ctx.scan if ctx.scan is not None else (ctx.session.get("transcript") or {}).get("scan") or {}
             if isinstance(scan.get("last_text"), str) and scan["last_text"].strip():
@@ -141,7 +111,11 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
         timings[name] = round(spent * 1000, 2)
         if spent > budget:
             obs, notes = {}, [*notes, f"took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms: ignored"]
+            failures.append(f"{name}: took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms")
         results.append((name, obs, notes))
+    if failures:
+        raise ObservationFailed("could not observe (" + "; ".join(failures)[:1000] + "): the stop is not decided "
+                                "on what is missing")  # fmt: skip
     fields = ctx.settings.get("fields", {})
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
@@ -184,13 +158,20 @@ def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
         fact[target] = kept
 
 
+# what the agent declares (facts it set, report_status, its closure trailer): never over an observation
+DECLARING = ("state", "closure")
+
+
 def merge(
     results: list[tuple[str, dict[str, Any], list[str]]], mapping: dict[str, str | None]
 ) -> tuple[dict[str, Any], Provenance]:
-    """Map each provider's observations to fact fields, in order: the first to set a field wins."""
+    """Map each provider's observations to fact fields: what was observed first (in provider
+    order), then what the agent declared (:data:`DECLARING`); the first to set a field wins, so
+    a declaration never overrides an observation: the conflict is kept (``declared: true``)."""
     fact: dict[str, Any] = {}
     prov = Provenance()
-    for name, obs, notes in results:
+    ordered = [r for r in results if r[0] not in DECLARING] + [r for r in results if r[0] in DECLARING]
+    for name, obs, notes in ordered:
         if notes:
             prov.notes[name] = notes
         for key, value in obs.items():
@@ -205,6 +186,7 @@ def merge(
                         "field": target,
                         "kept": {"provider": kept["provider"], "value": kept["value"]},
                         "ignored": {"provider": name, "key": key, "value": value},
+                        **({"declared": True} if name in DECLARING and kept["provider"] not in DECLARING else {}),
                     })  # fmt: skip
                 continue
             fact[target] = value

@@ -17,25 +17,26 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["provide"]
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
-    if ctx.project is None or not os.path.isdir(os.path.join(ctx.project, "blockers")):
-        return {}, []  # nothing was ever logged here: no config or store to read
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
+    if ctx.project is None or not any(os.path.isdir(os.path.join(ctx.project, d)) for d in ("blockers", "reports")):
+        return {}, []  # no blocker was ever logged and no report filed here: nothing to read
     from types import SimpleNamespace
 
     from stoprule.agent.blockers.facts import blockers_facts
     from stoprule.agent.hook.providers._turn import fresh_turn
-    from stoprule.config.defaults import DEFAULT_BLOCKERS
-
-    cfg = ctx.settings.get("blockers") or DEFAULT_BLOCKERS  # the config's validated section, cached with the hook's
+    cfg = ctx.blockers  # the config's validated section, cached with the hook's
     notes: list[str] = []  # damaged record lines, skipped
     obs = blockers_facts(os.path.dirname(ctx.project), event.session_id, SimpleNamespace(**cfg), notes)
     if not obs:
         return {}, notes
     logged = len(obs.get("openBlockers", [])) + len(obs.get("resolvedBlockers", []))
-    mark = ctx.session.get("blockers_turn") if isinstance(ctx.session.get("blockers_turn"), dict) else {}
+    mark = ctx.session.get("blockers_turn")
+    mark = mark if isinstance(mark, dict) else {}
     base = int(mark.get("count", 0)) if fresh_turn(event, ctx.session) else int(mark.get("base", 0))
     ctx.session["blockers_turn"] = {"base": base, "count": logged}
     obs["logged_this_turn"] = max(0, logged - base)

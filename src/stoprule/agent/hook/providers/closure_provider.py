@@ -30,6 +30,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["find_question", "parse_trailer", "provide"]
 
 # compiled on first use (re's cache): most messages have no trailer
@@ -59,7 +61,7 @@ def parse_trailer(message: str | None) -> tuple[dict[str, Any], list[str]]:
     return obs, notes
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     obs, notes = parse_trailer(event.last_message)
     if event.last_message is None:
         return obs, notes
@@ -70,7 +72,8 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     question = found["sentence"] if found and found["asked"] else None
     if found is not None:
         obs["question_why"] = f"{found['why']}: {found['sentence'][:200]}"
-    seen = ctx.session.get("question") if isinstance(ctx.session.get("question"), dict) else {}
+    seen = ctx.session.get("question")
+    seen = seen if isinstance(seen, dict) else {}
     again = bool(seen.get("asked")) and not fresh_turn(event, ctx.session)
     obs["question_asked"] = question is not None
     if question is not None:

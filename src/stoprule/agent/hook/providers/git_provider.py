@@ -9,12 +9,19 @@ config, the blockers view) and every file ``stoprule init`` writes or merges int
 (:data:`GENERATED`: the harness configs, shared and personal, and the MCP registrations).
 Without a recorded baseline every dirty file but stoprule's counts.
 
-Observations: ``dirty`` (bool), ``files`` (the first :data:`SHOWN` such paths), ``count``
-(how many in all), ``branch``.
+Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
+files in stash entries made since it started, and the files newly ignored by an ignore file it
+added or changed (``.git/info/exclude``, the global excludes, a new or edited ``.gitignore``;
+files a committed ``.gitignore`` already ignored, such as build output, do not count).
 
-``git status`` runs as a background reader should, without optional locks
-(``GIT_OPTIONAL_LOCKS=0``, which gits older than 2.15 ignore): it does not write a refreshed
-index, so it never holds ``index.lock`` while the agent commits.
+Observations: ``dirty`` (bool), ``files`` (the first :data:`SHOWN` such paths), ``count``
+(how many in all), ``branch``, ``hidden`` (the hidden ones, with how).
+
+git runs as a background reader should (:func:`_git`): the git directory and work tree given,
+no file-system monitor, no untracked cache, without optional locks (``GIT_OPTIONAL_LOCKS=0``):
+it does not write a refreshed index, so it never holds ``index.lock`` while the agent commits.
+"Could not observe" is never a clean tree: git missing in a repository, failing or overrunning
+the deadline raises, and the hook's fail policy decides.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -31,7 +38,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GENERATED", "baseline", "dirty_files", "provide", "repo_root"]
+    from stoprule.agent.hook.providers.context import Context
+
+__all__ = ["GENERATED", "baseline", "dirty_files", "git_dir", "provide", "repo_root"]
 
 SHOWN = 5
 # the files ``stoprule init`` writes or merges into (relative to the repository root): the wiring
@@ -58,21 +67,42 @@ def _own(path: str, skip: str, extra: tuple[str, ...]) -> bool:
     return bool(skip and path.startswith(skip)) or path in GENERATED or path in extra or path.endswith(".stoprule-tmp")
 
 
-def dirty_files(
-    root: str, project: str | None, timeout: float, blockers_file: str | None = None
-) -> tuple[str | None, list[str]]:
-    """``(branch, paths)``: the dirty paths of the work tree at ``root`` (relative, ``/``-separated),
-    stoprule's own files left out (``blockers_file``: the blockers view, relative to the project,
-    wherever the config puts it). Raises FileNotFoundError (no git), CommandTimeout, OSError."""
+def git_dir(root: str) -> str:
+    """The repository's git directory (a linked worktree's ``.git`` file names it)."""
+    dot = os.path.join(root, ".git")
+    if os.path.isfile(dot):
+        try:
+            with open(dot, encoding="utf-8", errors="replace") as fh:
+                first = fh.readline().strip()
+        except OSError:
+            return dot
+        if first.startswith("gitdir:"):
+            return os.path.normpath(os.path.join(root, first[7:].strip()))
+    return dot
+
+
+def _git(root: str, args: list[str], timeout: float, ok: tuple[int, ...] = (0,)) -> bytes:
+    """``git ARGS`` on the repository at ``root`` as a background reader must run it: the git
+    directory and work tree given (never the config's ``core.worktree``), no file-system monitor,
+    no untracked cache, no ``ignoreStat``, submodules not ignored, no optional locks (it never
+    writes a refreshed index while the agent commits). Raises FileNotFoundError (no git),
+    CommandTimeout, OSError (git failed)."""
     from stoprule._util.command import capture
 
-    code, out, err = capture(
-        ["git", "-C", root, "status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all"],
-        timeout,
-        {**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    )
-    if code != 0:
-        raise OSError(f"git status failed: {err.decode('utf-8', 'replace').strip()[:200]}")
+    argv = ["git", f"--git-dir={git_dir(root)}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
+            "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false", *args]  # fmt: skip
+    code, out, err = capture(argv, timeout, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    if code not in ok:
+        raise OSError(f"git {args[0]} failed: {err.decode('utf-8', 'replace').strip()[:200]}")
+    return out
+
+
+def _status(root: str, project: str | None, timeout: float,
+            blockers_file: str | None) -> tuple[str | None, list[str], list[str]]:  # fmt: skip
+    """``(branch, dirty paths, ignored paths)``: ignored files one by one, a folder an ignore
+    pattern matches as itself (``node_modules/``, never its content)."""
+    out = _git(root, ["status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignored=matching",
+                      "--ignore-submodules=none"], timeout)  # fmt: skip
     entries = out.decode("utf-8", "replace").split("\0")
     branch = None
     if entries and entries[0].startswith("## "):
@@ -88,6 +118,7 @@ def dirty_files(
             view = os.path.relpath(os.path.join(os.path.dirname(project), blockers_file), root)
             extra = (view.replace(os.sep, "/"),)
     paths: list[str] = []
+    ignored: list[str] = []
     it = iter(entries)
     for entry in it:
         if len(entry) < 4:
@@ -95,9 +126,78 @@ def dirty_files(
         status, path = entry[:2], entry[3:]
         if "R" in status or "C" in status:
             next(it, None)  # -z: the rename's source follows as its own entry
-        if not _own(path, skip, extra):
-            paths.append(path)
+        if _own(path, skip, extra):
+            continue
+        (ignored if status == "!!" else paths).append(path)
+    return branch, paths, ignored
+
+
+def dirty_files(
+    root: str, project: str | None, timeout: float, blockers_file: str | None = None
+) -> tuple[str | None, list[str]]:
+    """``(branch, paths)``: the dirty paths of the work tree at ``root`` (relative, ``/``-separated),
+    stoprule's own files left out (``blockers_file``: the blockers view, relative to the project,
+    wherever the config puts it). Raises FileNotFoundError (no git), CommandTimeout, OSError."""
+    branch, paths, _ = _status(root, project, timeout, blockers_file)
     return branch, paths
+
+
+def _flagged(root: str, timeout: float) -> list[str]:
+    """Files marked assume-unchanged or skip-worktree (git then stops looking at them)."""
+    out = _git(root, ["ls-files", "-v", "-z"], timeout).decode("utf-8", "replace")
+    return [e[2:] for e in out.split("\0") if len(e) > 2 and (e[0].islower() or e[0] == "S")]
+
+
+def _stashes(root: str) -> list[str]:
+    """The stash entries' commits, from the stash's reflog (read as a file: no git run)."""
+    try:
+        with open(os.path.join(git_dir(root), "logs", "refs", "stash"), encoding="utf-8", errors="replace") as fh:
+            return [line.split(" ", 2)[1] for line in fh if line.count(" ") >= 2]
+    except OSError:
+        return []
+
+
+def _stashed(root: str, commit: str, timeout: float) -> list[str]:
+    """The files a stash entry took away (tracked changes, and the untracked ones it holds)."""
+    names = _git(root, ["diff", "--name-only", "-z", f"{commit}^1", commit], timeout).decode("utf-8", "replace")
+    found = [n for n in names.split("\0") if n]
+    try:
+        extra = _git(root, ["ls-tree", "-r", "--name-only", "-z", f"{commit}^3"], timeout)
+        found += [n for n in extra.decode("utf-8", "replace").split("\0") if n]
+    except OSError:  # no untracked part
+        pass
+    return found
+
+
+def _ignore_sources(root: str, timeout: float) -> dict[str, str]:
+    """The ignore files outside the tree's own ``.gitignore`` files, with content hashes: the
+    repository's ``info/exclude``, the user's global excludes (default place) and the one
+    ``core.excludesFile`` names."""
+    found = [os.path.join(git_dir(root), "info", "exclude")]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    found.append(os.path.join(xdg, "git", "ignore"))
+    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode("utf-8",
+                                                                                                      "replace")
+    if named.strip():
+        found.append(os.path.normpath(os.path.join(root, os.path.expanduser(named.strip()))))
+    return {p: _hash("", p) for p in found}
+
+
+def _sources_of(root: str, paths: list[str], timeout: float) -> dict[str, str]:
+    """path -> the ignore file whose pattern ignores it (``git check-ignore -v``)."""
+    import re
+
+    out = _git(root, ["check-ignore", "-v", "--no-index", "--", *paths[:500]], timeout, ok=(0, 1))
+    found: dict[str, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        m = re.match(r"^(.*?):\d+:.*\t(.*)$", line)
+        if m is not None:
+            path = m.group(2)
+            if path.startswith('"') and path.endswith('"'):  # quoted (unusual characters)
+                path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
+                    "latin-1").decode("utf-8", "replace")  # fmt: skip
+            found[path] = m.group(1)
+    return found
 
 
 def _hash(root: str, path: str) -> str:
@@ -113,44 +213,82 @@ def _hash(root: str, path: str) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
 
 
-def _blockers_file(settings: dict[str, Any]) -> str | None:
-    cfg = settings.get("blockers")
-    return cfg.get("file") if isinstance(cfg, dict) else None
+def _blockers_file(blockers: dict[str, Any]) -> str | None:
+    found = blockers.get("file")
+    return found if isinstance(found, str) else None
+
+
+MAX_IGNORED = 5000  # ignored entries kept in the baseline
 
 
 def baseline(
-    workdir: str, project: str | None, settings: dict[str, Any], timeout: float = 3.0
+    workdir: str, project: str | None, blockers: dict[str, Any], timeout: float = 3.0
 ) -> dict[str, Any] | None:
-    """What is dirty now, with content hashes (recorded at session start), or None outside git.
-    ``settings``: the ``providers`` section."""
+    """What is dirty now, with content hashes, and git's exclusion state (ignored entries, the
+    files flagged assume-unchanged or skip-worktree, the stash entries, the ignore files
+    outside the tree), recorded at session start; None outside git. ``blockers``: the
+    ``blockers`` section (its rendered view is stoprule's, never dirty work)."""
     root = repo_root(workdir)
     if root is None:
         return None
-    _, paths = dirty_files(root, project, timeout, _blockers_file(settings))
-    return {"root": root, "files": {p: _hash(root, p) for p in paths}}
+    _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
+    return {"root": root, "files": {p: _hash(root, p) for p in paths}, "ignored": ignored[:MAX_IGNORED],
+            "flagged": _flagged(root, timeout), "stashes": _stashes(root),
+            "ignore_sources": _ignore_sources(root, timeout)}  # fmt: skip
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def _hidden(root: str, base: dict[str, Any], paths: list[str], ignored: list[str],
+            timeout: float) -> list[tuple[str, str]]:  # fmt: skip
+    """What the session hid from ``git status`` since its start: ``(path, how)``."""
+    found: list[tuple[str, str]] = []
+    before_flagged = set(base.get("flagged") or [])
+    found += [(p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout)
+              if p not in before_flagged]  # fmt: skip
+    before_stashes = set(base.get("stashes") or [])
+    for commit in _stashes(root):
+        if commit not in before_stashes:
+            found += [(p, "stashed") for p in _stashed(root, commit, timeout)]
+    before_ignored = set(base.get("ignored") or [])
+    new = [p for p in ignored if p not in before_ignored]
+    if new:
+        sources = _sources_of(root, new, timeout)
+        recorded = base.get("ignore_sources")
+        was: dict[str, str] = recorded if isinstance(recorded, dict) else {}
+        for p in new:
+            src = sources.get(p)
+            if src is None:
+                continue
+            full = src if os.path.isabs(src) else os.path.normpath(os.path.join(root, src))
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            if full in was:  # info/exclude, the global excludes: changed since the start?
+                changed = was[full] != _hash("", full)
+            elif not rel.startswith("../") and os.path.basename(full) == ".gitignore":
+                changed = rel in paths or rel in ignored  # added or edited (a committed one as it was: not)
+            else:  # an ignore file the session pointed git at
+                changed = True
+            if changed:
+                found.append((p, f"newly ignored ({src})"))
+    return found
+
+
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
+    """Raises (the hook's fail path: "could not observe" is never a clean tree) when git is
+    missing in a repository, fails, or overruns the provider's deadline."""
     root = repo_root(ctx.workdir)
     if root is None:
         return {}, ["not in a git repository"]
-    from stoprule._util.command import CommandTimeout
-
     timeout = max(0.05, ctx.deadline - time.monotonic())
     try:
-        branch, paths = dirty_files(root, ctx.project, timeout, _blockers_file(ctx.settings))
+        branch, paths, ignored = _status(root, ctx.project, timeout, _blockers_file(ctx.blockers))
     except FileNotFoundError:
-        return {}, ["git is not installed"]
-    except CommandTimeout:
-        return {}, [f"git status took over {timeout * 1000:.0f} ms: skipped"]
-    except OSError as exc:
-        return {}, [str(exc)]
+        raise OSError(f"git is not installed: cannot observe the work tree at {root}") from None
     obs: dict[str, Any] = {}
     notes: list[str] = []
     if branch:
         obs["branch"] = branch
     base = ctx.session.get("baseline")
-    before = base.get("files") if isinstance(base, dict) and base.get("root") == root else None
+    base = base if isinstance(base, dict) and base.get("root") == root else None
+    before = base.get("files") if base is not None else None
     if isinstance(before, dict):
         mine = [p for p in paths if p not in before or before[p] != _hash(root, p)]
         if len(mine) < len(paths):
@@ -158,6 +296,16 @@ def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
     else:
         mine = paths
         notes.append("no baseline recorded at session start: every dirty file counts")
+    if base is not None and "flagged" in base:
+        timeout = max(0.05, ctx.deadline - time.monotonic())
+        hidden = _hidden(root, base, paths, ignored, timeout)
+        for path, _ in hidden:
+            if path not in mine:
+                mine.append(path)
+        if hidden:
+            shown = ", ".join(f"{p} ({how})" for p, how in hidden[:SHOWN])
+            notes.append(f"{len(hidden)} file(s) hidden from git status this session count as its work: {shown}")
+            obs["hidden"] = [f"{p} ({how})" for p, how in hidden[:SHOWN]]
     obs["dirty"] = bool(mine)
     obs["files"] = mine[:SHOWN]
     obs["count"] = len(mine)

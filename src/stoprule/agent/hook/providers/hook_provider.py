@@ -12,10 +12,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["provide"]
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     obs: dict[str, Any] = {
         "harness": event.harness,
         "event": event.event,

@@ -13,10 +13,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["provide"]
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
+    """The session's own declared facts over the project-wide ones as they were when the session
+    started (its frozen record; declared facts never reach past the session that declared them)."""
     if ctx.project is None:
         return {}, []
-    return read_facts(ctx.project, event.session_id), []
+    frozen = ctx.session.get("frozen") if isinstance(ctx.session.get("frozen"), dict) else None
+    wide = frozen.get("facts") if frozen is not None and isinstance(frozen.get("facts"), dict) else None
+    return read_facts(ctx.project, event.session_id, project_wide=wide), []

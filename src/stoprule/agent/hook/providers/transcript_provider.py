@@ -18,6 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.agent.hook.providers.context import Context
+
 __all__ = ["provide"]
 
 
@@ -25,7 +27,7 @@ SETTLE_S = 0.3  # how long a stop waits for a transcript that is still being wri
 _STEP_S = 0.05
 
 
-def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
+def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     if ctx.scan is not None:  # replay: the reader's state at this stop
         return observations(ctx.scan), []
     path = event.transcript_path

@@ -1,0 +1,267 @@
+"""A session frozen at its start: what decides its stops, whatever is written later.
+
+At session start (a harness without a session-start hook: at its first stop) :func:`freeze`
+records, in the hook's session record (``frozen``):
+
+- ``root``: the project root, from the harness (``$CLAUDE_PROJECT_DIR``, ``$GEMINI_PROJECT_DIR``:
+  the hook's environment, never the agent's current directory);
+- ``config``: a key of ``config.yaml``'s bytes (the bytes themselves are frozen by
+  :func:`stoprule.config.freeze.freeze`, which :func:`stoprule.config.reader.settings_for` reads);
+- ``pack``: the selected pack (every layer: its files and the global pack's it uses), copied
+  content-addressed to ``state/packs/<key>/``: every stop of the session loads that copy;
+- ``wiring``: each harness hook and MCP file of the project and the user, with a content key and
+  (for the guard's ``ConfigChange`` check) its :func:`~stoprule.agent.guard.settings.view`;
+- ``guard``: the user's guard switch; ``env``: the hook's ``STOPRULE_*``, ``XDG_*``, ``GIT_*``
+  variables; ``facts``: the project-wide declared facts (a session reads them as they were).
+
+At each stop :func:`changes` names what differs since (the config, a pack layer, a wiring file,
+the switch, the environment, the project-wide facts, a ``.stoprule/`` created below the root):
+each once, as an entry of the session's attempts journal, so the stop's answer names it to the
+user and the ledger keeps it. The session goes on being decided with what was frozen.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = ["PACK_MARK", "anchor", "changes", "freeze", "pack_of"]
+
+PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
+_ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
+
+
+def _key(data: bytes | None) -> str:
+    return "-" if data is None else f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+
+
+def _read(path: str, limit: int = 8 << 20) -> bytes | None:
+    from stoprule._util.regular import read_regular
+
+    return read_regular(path, limit)
+
+
+def anchor(harness: str, env: Mapping[str, str]) -> str | None:
+    """The project root the harness itself names (its session's start directory), or None."""
+    var = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}.get(harness)
+    value = env.get(var) if var else None
+    return value if value and os.path.isdir(value) else None
+
+
+def _pack_files(pack: str) -> list[str]:
+    from stoprule.language.files import pack_files
+
+    try:
+        return pack_files(pack)
+    except OSError:
+        return []
+
+
+def pack_key(pack: str) -> str:
+    """A key over the pack's files (every layer), their names and bytes."""
+    parts = []
+    for path in _pack_files(pack):
+        parts.append(f"{os.path.basename(path)}:{_key(_read(path))}")
+    agent = os.path.join(pack, "agent")
+    if os.path.isdir(agent):
+        parts += [f"agent/{n}:{_key(_read(os.path.join(agent, n)))}" for n in sorted(os.listdir(agent))]
+    return _key("\n".join(parts).encode())
+
+
+def _copy_pack(home: str, pack: str, key: str) -> str | None:
+    """The pack's files (every layer, flat) and its ``agent/`` data copied to ``state/packs/KEY/``."""
+    import shutil
+    import tempfile
+
+    dest = os.path.join(home, "state", "packs", key)
+    if os.path.isfile(os.path.join(dest, PACK_MARK)):
+        return dest
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(dest))
+        for path in _pack_files(pack):
+            shutil.copyfile(path, os.path.join(tmp, os.path.basename(path)))
+        agent = os.path.join(pack, "agent")
+        if os.path.isdir(agent):
+            shutil.copytree(agent, os.path.join(tmp, "agent"))
+        with open(os.path.join(tmp, PACK_MARK), "w", encoding="utf-8") as fh:
+            fh.write(f"a session's frozen copy of {pack}\n")
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another session copied it first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dest if os.path.isfile(os.path.join(dest, PACK_MARK)) else None
+    except OSError:
+        return None
+
+
+def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
+    from stoprule.agent.hook.wiring import MCP, OPENCODE_PLUGIN, SCOPES, TARGETS
+
+    home = os.path.expanduser("~")
+    found = [t.path(root, scope, env) for t in TARGETS.values() for scope in SCOPES]  # shared, personal, user
+    found += [m.path(root, "shared") for m in MCP.values()]
+    found += [
+        os.path.join(root, *OPENCODE_PLUGIN[0].split("/")),
+        os.path.join(home, *OPENCODE_PLUGIN[1].split("/")),
+        MCP["opencode"].path(root, "user", env),
+    ]
+    return list(dict.fromkeys(os.path.abspath(p) for p in found))
+
+
+def _wiring(paths: list[str]) -> dict[str, Any]:
+    from stoprule._util.jsonin import loads
+    from stoprule.agent.guard.settings import view
+
+    out: dict[str, Any] = {}
+    for path in paths:
+        data = _read(path)
+        entry: dict[str, Any] = {"key": _key(data)}
+        if data is not None and path.endswith(".json"):
+            try:
+                entry.update(view(loads(data)))
+            except ValueError:
+                entry["invalid"] = True
+        out[path] = entry
+    return out
+
+
+def _env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES)}
+
+
+def freeze(
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """Freeze the session: its config (``config.freeze``), a copy of its pack, the keys of what
+    else decides it. Returns the record to keep as ``frozen`` in the session's record."""
+    import time
+
+    from stoprule.agent.hook.state import read_facts
+    from stoprule.project import GUARD_OFF_FILE as OFF_FILE
+
+    config = None
+    if project is not None:
+        from stoprule.config.freeze import freeze as freeze_config
+
+        try:
+            config = freeze_config(project, session).digest
+        except Exception:  # noqa: BLE001 - an unreadable config: the live one decides (its error the stop's)
+            config = None
+    key = pack_key(pack)
+    copy = _copy_pack(home, pack, key)
+    rec: dict[str, Any] = {
+        "at": round(time.time(), 3),
+        "root": root,
+        "project": project,
+        "config": config,
+        "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
+        "pack": {"path": pack, "key": key, "copy": copy},
+        "wiring": _wiring(_wiring_paths(root, env)),
+        "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
+        "env": _env(env),
+        "facts": read_facts(project, None) if project else {},
+        "named": [],
+    }
+    return rec
+
+
+def pack_of(frozen: Mapping[str, Any] | None) -> str | None:
+    """The frozen pack copy a stop loads (None: none usable)."""
+    pack = frozen.get("pack") if frozen else None
+    copy = pack.get("copy") if isinstance(pack, dict) else None
+    return copy if isinstance(copy, str) and os.path.isfile(os.path.join(copy, PACK_MARK)) else None
+
+
+def _rel(path: str, root: str) -> str:
+    rel = os.path.relpath(path, root)
+    return path if rel.startswith("..") else rel
+
+
+def changes(
+    frozen: dict[str, Any], project: str | None, env: Mapping[str, str], nested: str | None, selected: str | None = None
+) -> list[tuple[str, str]]:
+    """``(key, what)`` for each change since the session froze that was not named yet (each is
+    then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
+    ``selected``: the pack a stop would select now."""
+    from stoprule.project import GUARD_OFF_FILE as OFF_FILE
+
+    root = str(frozen.get("root") or "")
+    found: list[tuple[str, str]] = []
+    config = os.path.join(project, "config.yaml") if project else ""
+    if project and frozen.get("config_key") is not None and _key(_read(config)) != frozen["config_key"]:
+        found.append(
+            (
+                "config",
+                f"{_rel(config, root)} changed since the session started: this session is decided with it as it was",
+            )
+        )
+    recorded_pack = frozen.get("pack")
+    pack: dict[str, Any] = recorded_pack if isinstance(recorded_pack, dict) else {}
+    if selected and pack.get("path") and os.path.abspath(selected) != os.path.abspath(str(pack["path"])):
+        found.append(
+            (
+                "pack-selected",
+                f"the pack a stop selects is now {_rel(selected, root)}, not "
+                f"{_rel(str(pack['path']), root)}: this session is decided with the one it "
+                "started with",
+            )
+        )
+    elif pack.get("path") and pack_key(str(pack["path"])) != pack.get("key"):
+        found.append(
+            (
+                "pack",
+                f"the policy pack {_rel(str(pack['path']), root)} (or the global pack it layers) changed "
+                "since the session started: this session is decided with it as it was",
+            )
+        )
+    recorded_wiring = frozen.get("wiring")
+    wiring: dict[str, Any] = recorded_wiring if isinstance(recorded_wiring, dict) else {}
+    for path, entry in wiring.items():
+        if isinstance(entry, dict) and _key(_read(path)) != entry.get("key"):
+            what = (
+                f"{_rel(path, root)} (the harness's hooks or MCP servers) changed since the session started: "
+                "the next session loads it as it is now; review it"
+            )
+            found.append((f"wiring:{path}", what))
+    if project and frozen.get("guard") == "on" and os.path.exists(os.path.join(project, OFF_FILE)):
+        found.append(("guard", "the guard was switched off during the session: it stays on until the session ends"))
+    recorded = frozen.get("env")
+    before: dict[str, str] = recorded if isinstance(recorded, dict) else {}
+    now = _env(env)
+    for name in sorted(set(before) | set(now)):
+        if before.get(name) != now.get(name):
+            found.append((f"env:{name}", f"the hook's environment variable {name} changed since the session started"))
+    if project is not None:
+        from stoprule.agent.hook.state import read_facts
+
+        try:
+            if read_facts(project, None) != frozen.get("facts", {}):
+                found.append(
+                    (
+                        "facts",
+                        "the project-wide declared facts changed during the session: this session "
+                        "reads them as they were",
+                    )
+                )
+        except Exception:  # noqa: BLE001 - unreadable now: the frozen ones are read anyway
+            pass
+    if nested is not None:
+        found.append(
+            (
+                f"nested:{nested}",
+                f"a .stoprule/ at {_rel(nested, root)} below the project root is ignored "
+                "(the session's project is the one it started in)",
+            )
+        )
+    named = frozen.setdefault("named", [])
+    new = [(k, w) for k, w in found if k not in named]
+    named.extend(k for k, _ in new)
+    return new
