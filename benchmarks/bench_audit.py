@@ -69,8 +69,12 @@ def atom(rng: random.Random, lists: bool) -> dict[str, Any]:
     if kind == "string":
         s = f"s{k % 3}"
         op = rng.choice(["glob", "starts_with", "ends_with", "eq"])
-        arg = {"glob": rng.choice(["a*", "*b?", "[a-c]*x", "*.py", "src/*"]), "starts_with": rng.choice(["ab", "x"]),
-               "ends_with": rng.choice([".md", "z"]), "eq": rng.choice(["main", "dev", "x.py"])}[op]  # fmt: skip
+        arg = {
+            "glob": rng.choice(["a*", "*b?", "[a-c]*x", "*.py", "src/*"]),
+            "starts_with": rng.choice(["ab", "x"]),
+            "ends_with": rng.choice([".md", "z"]),
+            "eq": rng.choice(["main", "dev", "x.py"]),
+        }[op]
         return {s: {op: arg}}
     if rng.random() < 0.5:
         where: dict[str, Any] = {"": {"glob": rng.choice(["a*", "*b", "x?"])}}
@@ -173,8 +177,11 @@ def main() -> None:
                 res = json.loads(proc.stdout.strip().splitlines()[-1])
                 rest = {k: v for k, v in res.items() if k not in ("seconds", "cpu", "peak_mb")}
                 load = os.getloadavg()[0]
-                print(f"{variant:<8}{n:>6}  {what:<6}{res['seconds']:>9.2f}{res['cpu']:>9.2f}{res['peak_mb']:>9}"
-                      f"{load:>6.1f}  {rest}", flush=True)  # fmt: skip
+                print(
+                    f"{variant:<8}{n:>6}  {what:<6}{res['seconds']:>9.2f}{res['cpu']:>9.2f}{res['peak_mb']:>9}"
+                    f"{load:>6.1f}  {rest}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

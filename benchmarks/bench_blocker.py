@@ -37,8 +37,15 @@ async def main(n: int) -> int:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             for i in range(10):  # warm-up: pack compiled/cached, files created
-                await session.call_tool("blocker", {"category": "missing_dependency", "question": f"warm {i}?",
-                                                    "context": "warm-up", "blocksProgress": True})  # fmt: skip
+                await session.call_tool(
+                    "blocker",
+                    {
+                        "category": "missing_dependency",
+                        "question": f"warm {i}?",
+                        "context": "warm-up",
+                        "blocksProgress": True,
+                    },
+                )
             times = []
             for i in range(n):
                 args = {"category": "missing_dependency", "question": f"Which credentials for service {i}?",
@@ -50,8 +57,10 @@ async def main(n: int) -> int:
         med = statistics.median(times)
         p90 = statistics.quantiles(times, n=10)[-1]
         print(f"commit {tree_state()}")
-        print(f"blocker via MCP stdio, warm server, {n} calls: median {med:.1f} ms, p90 {p90:.1f} ms, "
-              f"max {max(times):.1f} ms (target median <= {TARGET_MS:.0f} ms)")  # fmt: skip
+        print(
+            f"blocker via MCP stdio, warm server, {n} calls: median {med:.1f} ms, p90 {p90:.1f} ms, "
+            f"max {max(times):.1f} ms (target median <= {TARGET_MS:.0f} ms)"
+        )
         return 0 if med <= TARGET_MS else 1
 
 

@@ -46,19 +46,55 @@ def transcript(path: Path, mb: int) -> None:
         size, i = 0, 0
         while size < target - 4096:
             chunk = _line({**env, "type": "user", "uuid": f"u{i}", "message": {"role": "user", "content": f"step {i}"}})
-            chunk += _line({**env, "type": "assistant", "uuid": f"a{i}", "message": {"id": f"m{i}", "role": "assistant",
-                            "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                         "input": {"file_path": f"/bench/f{i}.py"}}]}})  # fmt: skip
-            chunk += _line({**env, "type": "user", "uuid": f"r{i}", "message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x = 1\n" * 120}]}})  # fmt: skip
+            chunk += _line(
+                {
+                    **env,
+                    "type": "assistant",
+                    "uuid": f"a{i}",
+                    "message": {
+                        "id": f"m{i}",
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": f"t{i}",
+                                "name": "Read",
+                                "input": {"file_path": f"/bench/f{i}.py"},
+                            }
+                        ],
+                    },
+                }
+            )
+            chunk += _line(
+                {
+                    **env,
+                    "type": "user",
+                    "uuid": f"r{i}",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x = 1\n" * 120}],
+                    },
+                }
+            )
             fh.write(chunk)
             size += len(chunk)
             i += 1
         todos = [{"content": "Write parser", "status": "completed", "activeForm": "w"},
                  {"content": "Write tests", "status": "pending", "activeForm": "w"}]  # fmt: skip
-        fh.write(_line({**env, "type": "assistant", "uuid": "z", "message": {"id": "mz", "role": "assistant",
-                        "content": [{"type": "tool_use", "id": "tz", "name": "TodoWrite",
-                                     "input": {"todos": todos}}]}}))  # fmt: skip
+        fh.write(
+            _line(
+                {
+                    **env,
+                    "type": "assistant",
+                    "uuid": "z",
+                    "message": {
+                        "id": "mz",
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "tz", "name": "TodoWrite", "input": {"todos": todos}}],
+                    },
+                }
+            )
+        )
 
 
 def timed(cmd: list[str], env: dict[str, str], cwd: str, data: bytes | None) -> float:
@@ -91,9 +127,17 @@ def main() -> int:
         cwd = str(t / "proj")
 
         def stop(mb: int, n: int) -> bytes:
-            return json.dumps({"session_id": f"bench-{mb}-{n}", "prompt_id": "p", "cwd": cwd, "hook_event_name": "Stop",
-                               "stop_hook_active": False, "last_assistant_message": "done",
-                               "transcript_path": str(paths[mb])}).encode()  # fmt: skip
+            return json.dumps(
+                {
+                    "session_id": f"bench-{mb}-{n}",
+                    "prompt_id": "p",
+                    "cwd": cwd,
+                    "hook_event_name": "Stop",
+                    "stop_hook_active": False,
+                    "last_assistant_message": "done",
+                    "transcript_path": str(paths[mb]),
+                }
+            ).encode()
 
         timed(bare, env, cwd, None)
         for mb in sizes:

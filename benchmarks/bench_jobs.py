@@ -81,8 +81,10 @@ def main() -> None:
         one = [*base, "--jobs", "1"]
         many = [*base, "--jobs", str(args.jobs)]
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; tree: {tree_state()}")
-        print(f"stoprule {args.command}: {args.n} facts, {data.stat().st_size / 1e6:.1f} MB NDJSON; "
-              f"jobs 1 vs jobs {args.jobs}")  # fmt: skip
+        print(
+            f"stoprule {args.command}: {args.n} facts, {data.stat().st_size / 1e6:.1f} MB NDJSON; "
+            f"jobs 1 vs jobs {args.jobs}"
+        )
         a, b = run(one, env, tmp / "one"), run(many, env, tmp / "many")  # warm-up and the output check
         same = output(tmp / "one", args.command) == output(tmp / "many", args.command)
         same_err = (tmp / "one.err").read_bytes() == (tmp / "many.err").read_bytes()

@@ -62,8 +62,9 @@ def parallel(cmds: list[list[str]], env: dict[str, str], cwd: str) -> float:
 
 
 def verify(stoprule: str, ledger: Path, env: dict[str, str], cwd: str) -> str:
-    proc = subprocess.run([stoprule, "log", "verify", "--ledger", str(ledger)], env=env, cwd=cwd,
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [stoprule, "log", "verify", "--ledger", str(ledger)], env=env, cwd=cwd, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"log verify failed:\n{proc.stdout}{proc.stderr}")
     return proc.stdout.strip()
@@ -127,8 +128,10 @@ def main() -> None:
         one_fact.write_text(json.dumps(facts[0]))
         run([stoprule, "eval", str(one_fact)], env, cwd)  # warm the compiled-pack cache
 
-        print(f"stoprule ledger benchmark: {args.n} facts, synchronous={SYNCHRONOUS}, WAL, "
-              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")  # fmt: skip
+        print(
+            f"stoprule ledger benchmark: {args.n} facts, synchronous={SYNCHRONOUS}, WAL, "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        )
 
         led = work / "one.db"
         wall = run([stoprule, "eval", "--run", "batch", "--ledger", str(led), str(all_file)], env, cwd)
@@ -140,8 +143,10 @@ def main() -> None:
 
         for label, same in (("different runs", False), ("one shared run", True)):
             led = work / f"par-{int(same)}.db"
-            cmds = [[stoprule, "eval", "--run", "shared" if same else f"p{i}", "--ledger", str(led), str(p)]
-                    for i, p in enumerate(parts)]  # fmt: skip
+            cmds = [
+                [stoprule, "eval", "--run", "shared" if same else f"p{i}", "--ledger", str(led), str(p)]
+                for i, p in enumerate(parts)
+            ]
             wall = parallel(cmds, env, cwd)
             total = per * args.procs
             print(

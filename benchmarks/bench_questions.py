@@ -46,9 +46,11 @@ def questions(policy: str | None, quiet: bool) -> None:
     ms = (time.perf_counter() - t0) * 1000
     pairs = [(r["label"] == "question", f is not None and f["asked"]) for r, f in zip(rows, found, strict=True)]
     p, rc, tp, fp, fn = _pr(pairs)
-    print(f"\n{CLOSINGS.relative_to(REPO)}: {len(rows)} closing messages "
-          f"({sum(1 for r in rows if r['label'] == 'question')} questions), "
-          f"{len({r['source'] for r in rows})} sources; {ms / len(rows):.2f} ms per message")  # fmt: skip
+    print(
+        f"\n{CLOSINGS.relative_to(REPO)}: {len(rows)} closing messages "
+        f"({sum(1 for r in rows if r['label'] == 'question')} questions), "
+        f"{len({r['source'] for r in rows})} sources; {ms / len(rows):.2f} ms per message"
+    )
     print(f"precision {p:.3f}  recall {rc:.3f}  (tp {tp}, fp {fp}, fn {fn})")
     for key in ("harness", "lang"):
         groups: dict[str, list[tuple[bool, bool]]] = {}

@@ -75,8 +75,11 @@ def adversarial(markdown: bool, repeats: int, only: str | None) -> tuple[float, 
     trivial ``re.sub`` over the same text; returns the worst, the inputs over the bound, how
     many inputs were measured and how many are over the aim."""
     print(f"\nadversarial megabytes (CPU, median of {repeats}; ratio to re.sub(r'\\s+', ' ', text)):")
-    print("\n| pattern | inputs | worst input | ms | ratio | inputs over 60 ms |\n| --- | --- | --- | --- | --- | --- |"
-          if markdown else "")  # fmt: skip
+    print(
+        "\n| pattern | inputs | worst input | ms | ratio | inputs over 60 ms |\n| --- | --- | --- | --- | --- | --- |"
+        if markdown
+        else ""
+    )
     worst, over, count, over_aim = 0.0, [], 0, 0
     for pattern, inputs in families(MB).items():
         if only and only not in pattern:
@@ -162,8 +165,11 @@ def main() -> int:
     print("\n| format | cases | redacted |\n| --- | --- | --- |" if markdown else "\nrecall per format:")
     for fmt in sorted(total):
         pct = 100 * caught[fmt] / total[fmt]
-        print(f"| {fmt} | {total[fmt]} | {caught[fmt]} ({pct:.0f} %) |" if markdown else
-              f"  {fmt:30} {caught[fmt]:3}/{total[fmt]:<3} {pct:5.0f} %")  # fmt: skip
+        print(
+            f"| {fmt} | {total[fmt]} | {caught[fmt]} ({pct:.0f} %) |"
+            if markdown
+            else f"  {fmt:30} {caught[fmt]:3}/{total[fmt]:<3} {pct:5.0f} %"
+        )
     prose = (FIX / "negatives" / "stoprule_agents.md").read_text(encoding="utf-8")
     t = median_cpu(lambda: R.redact(prose), 5)
     print(f"\nordinary prose: {len(prose) / 1024:.0f} KB in {t * 1000:.1f} ms ({len(prose) / t / MB:.1f} MB/s)")
@@ -171,9 +177,11 @@ def main() -> int:
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     worst, over, count, over_aim = adversarial(markdown, repeats, only)
     ok = sum(caught.values()) >= 0.98 * sum(total.values()) and results["patterns"][2] == 0
-    print(f"\ntargets (>= 98 % recall, 0 false positives): {'met' if ok else 'NOT met'}; worst megabyte "
-          f"{worst * 1000:.0f} ms CPU; of {count} inputs over {BOUND_MS} ms: {len(over)}, over {AIM_MS} ms: "
-          f"{over_aim}; {load()}")  # fmt: skip
+    print(
+        f"\ntargets (>= 98 % recall, 0 false positives): {'met' if ok else 'NOT met'}; worst megabyte "
+        f"{worst * 1000:.0f} ms CPU; of {count} inputs over {BOUND_MS} ms: {len(over)}, over {AIM_MS} ms: "
+        f"{over_aim}; {load()}"
+    )
     for line in over:
         print(f"  over the bound: {line}")
     return 0 if ok else 1

@@ -34,6 +34,7 @@ SECRETS = [
     "npm_" + "abcdefghijklmnopqrstuvwxyz0123456789",
 ]
 
+
 # the part of each that must not survive (the value, not the key name)
 def secret_values() -> list[str]:
     vals = []

@@ -56,8 +56,9 @@ def invoke(
             code = 0
     out, err = stdout.getvalue(), stderr.getvalue()
     if isinstance(input, bytes):
-        return subprocess.CompletedProcess(list(argv), code, out.encode("utf-8", "surrogateescape"),
-                                           err.encode("utf-8", "surrogateescape"))  # fmt: skip
+        return subprocess.CompletedProcess(
+            list(argv), code, out.encode("utf-8", "surrogateescape"), err.encode("utf-8", "surrogateescape")
+        )
     return subprocess.CompletedProcess(list(argv), code, out, err)
 
 

@@ -199,8 +199,11 @@ def make_sandbox(
     if shutil.which("jq") is None:
         _script(tools / "jq", f'exec "{sys.executable}" "{Path(__file__).with_name("jq_shim.py")}" "$@"\n')
     if wrap_stoprule:  # log every stoprule run (exit code, arguments) wherever it happens
-        real = str(tools / "stoprule") if warm else (shutil.which("stoprule", path=os.pathsep.join(path[1:]))
-                                                     or str(tools / "stoprule.real"))  # fmt: skip
+        real = (
+            str(tools / "stoprule")
+            if warm
+            else (shutil.which("stoprule", path=os.pathsep.join(path[1:])) or str(tools / "stoprule.real"))
+        )
         if real == str(tools / "stoprule") and not warm:
             os.rename(real, tools / "stoprule.real")
             real = str(tools / "stoprule.real")

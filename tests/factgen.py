@@ -123,20 +123,27 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
 
 LONG = os.environ.get("STOPRULE_FUZZ_EXAMPLES")
 # the default tier is short (a few dozen facts a property); `-m torture` runs them long
-settings.register_profile("default-fuzz", max_examples=int(LONG or 40), deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-settings.register_profile("torture-fuzz", max_examples=int(LONG or scaled(20000)), deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+settings.register_profile(
+    "default-fuzz", max_examples=int(LONG or 40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "torture-fuzz", max_examples=int(LONG or scaled(20000)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 INT_EDGES = [0, 1, -1, 2, -2, 3, 7, 8, 10, 2**31, -(2**31), 2**53, -(2**53), 2**63 - 1, -(2**63), 2**63, -(2**63) - 1]
 FLOAT_EDGES = [0.0, -0.0, 0.5, 1e-09, 1e-300, 5e-324, 1e308, -1e308, 1.7976931348623157e308, 3.0, -2.5]
 TEXT_EDGES = ["", "a", "x" * 300, "café", "日本", "🙂", "a\u2028b", "\ud800", "a\x00b", "%d", "*", "[!]]x", "\\"]
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.sampled_from(INT_EDGES),
-    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(FLOAT_EDGES), st.text(),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from(INT_EDGES),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(FLOAT_EDGES),
+    st.text(),
     st.sampled_from(TEXT_EDGES),
-)  # fmt: skip
+)
 any_json = st.recursive(
     json_scalars,
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),

@@ -54,12 +54,14 @@ def interpret(harness: str, code: int, stdout: str, stderr: str) -> Outcome:
     obj = json.loads(text)
     if harness in ("claude-code", "codex", "copilot"):
         blocked = obj.get("decision") == "block"
-        return Outcome(not blocked, obj.get("reason") if blocked else None, obj.get("systemMessage"), obj, stdout,
-                       stderr)  # fmt: skip
+        return Outcome(
+            not blocked, obj.get("reason") if blocked else None, obj.get("systemMessage"), obj, stdout, stderr
+        )
     if harness == "gemini":
         blocked = obj.get("decision") in ("deny", "block")
-        return Outcome(not blocked, obj.get("reason") if blocked else None, obj.get("systemMessage"), obj, stdout,
-                       stderr)  # fmt: skip
+        return Outcome(
+            not blocked, obj.get("reason") if blocked else None, obj.get("systemMessage"), obj, stdout, stderr
+        )
     follow = obj.get("followup_message")
     return Outcome(not follow, follow or None, None, obj, stdout, stderr)
 
@@ -87,6 +89,7 @@ def run_hook(
         p = invoke(["hook", harness, *extra], input=raw, env=full_env, cwd=cwd)
         return interpret(harness, p.returncode, p.stdout.decode(), p.stderr.decode())
     cmd = " ".join([stoprule_exe(), "hook", harness, *extra])
-    p = subprocess.run(["/bin/sh", "-c", cmd], input=raw, capture_output=True, cwd=cwd, env=full_env,
-                       timeout=TIMEOUT_S[harness])  # fmt: skip
+    p = subprocess.run(
+        ["/bin/sh", "-c", cmd], input=raw, capture_output=True, cwd=cwd, env=full_env, timeout=TIMEOUT_S[harness]
+    )
     return interpret(harness, p.returncode, p.stdout.decode(), p.stderr.decode())

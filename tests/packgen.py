@@ -52,13 +52,43 @@ def _get(node: Any, path: tuple) -> Any:
 def _odd_value(rng: random.Random) -> Any:
     return rng.choice(
         [
-            None, True, 0, -1, 2**63, -(2**63) - 1, 10**30, 1e308, float("nan"), float("inf"), -0.0, 1e-9,
-            "", "x" * rng.choice([1, 300, 5000]), "[!]]x", "*" * rng.choice([9, 20, 127]), "*a" * 10,
-            "[" + "a" * 2000 + "]", "\u2028", "a\nb", "{x}", "{", "%d", [], {}, [None], {"x": None},
-            {"all": []}, {"not": None}, {"some": "errors"}, ["a"] * 50, {"field": "turn", "offset": 2**62},
-            {"gte": {"field": "max_turns", "offset": -(2**60)}}, {"glob": "[z-a]"}, {"in": "nope"},
+            None,
+            True,
+            0,
+            -1,
+            2**63,
+            -(2**63) - 1,
+            10**30,
+            1e308,
+            float("nan"),
+            float("inf"),
+            -0.0,
+            1e-9,
+            "",
+            "x" * rng.choice([1, 300, 5000]),
+            "[!]]x",
+            "*" * rng.choice([9, 20, 127]),
+            "*a" * 10,
+            "[" + "a" * 2000 + "]",
+            "\u2028",
+            "a\nb",
+            "{x}",
+            "{",
+            "%d",
+            [],
+            {},
+            [None],
+            {"x": None},
+            {"all": []},
+            {"not": None},
+            {"some": "errors"},
+            ["a"] * 50,
+            {"field": "turn", "offset": 2**62},
+            {"gte": {"field": "max_turns", "offset": -(2**60)}},
+            {"glob": "[z-a]"},
+            {"in": "nope"},
         ]
-    )  # fmt: skip
+    )
 
 
 def _deep(rng: random.Random) -> Any:
@@ -170,8 +200,24 @@ def mutated_pack(root: Path, rng: random.Random) -> Path:
 # ---------------------------------------------------------------- generated packs
 
 EDGE_INTS = [0, 1, -1, 2, SAFE_INT, -SAFE_INT, SAFE_INT - 1, -SAFE_INT + 1, 2**31, -(2**31) - 1, 2**53 - 2]
-EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e-9, 1e-300, 5e-324, 1e300, -1e300, 2.0**53, 1.7976931348623157e308, 1e16,
-               2.0**53 + 2, -(2.0**53), -(2.0**53) - 2, 2.0**53 - 1]  # beside int + offset sums past 2**53
+EDGE_FLOATS = [
+    0.0,
+    -0.0,
+    0.5,
+    -1.5,
+    1e-9,
+    1e-300,
+    5e-324,
+    1e300,
+    -1e300,
+    2.0**53,
+    1.7976931348623157e308,
+    1e16,
+    2.0**53 + 2,
+    -(2.0**53),
+    -(2.0**53) - 2,
+    2.0**53 - 1,
+]  # beside int + offset sums past 2**53
 CHARS = 'ab]!-^%*?[\\"\n\u2028é日 '
 GLOB_PARTS = ["*", "?", "a", "b", "[!]]", "[]]", "[a-c]", "[]-a]", "[^]", "[!^-]", "\\*", "\\\\", "[%]", "é", '"', "\n"]
 
@@ -264,9 +310,12 @@ def _atoms() -> st.SearchStrategy[dict[str, Any]]:
     ]
     item_tags = st.one_of(_scalar_atom("", "string"))
     item_nums = _scalar_atom("", "number").filter(lambda a: not isinstance(next(iter(a[""].values())), dict))
-    item_objs = st.one_of(_scalar_atom("k", "string"), _scalar_atom("v", "int").filter(
-        lambda a: not isinstance(next(iter(a["v"].values())), dict)),
-        _presence("o", ["exists", "null", "absent"]), _presence("v", ["exists", "null", "absent"]))  # fmt: skip
+    item_objs = st.one_of(
+        _scalar_atom("k", "string"),
+        _scalar_atom("v", "int").filter(lambda a: not isinstance(next(iter(a["v"].values())), dict)),
+        _presence("o", ["exists", "null", "absent"]),
+        _presence("v", ["exists", "null", "absent"]),
+    )
     for lst, where in (("tags", item_tags), ("nums", item_nums), ("objs", item_objs)):
         parts.append(st.builds(lambda k, w, lst=lst: {k: lst, "where": w}, st.sampled_from(["some", "every"]), where))
     return st.one_of(parts)

@@ -46,8 +46,9 @@ class Cluster:
         pg_ctl = find_bin("pg_ctl")
         assert pg_ctl
         log = os.path.join(self.root, "server.log")
-        subprocess.run([*self._as, pg_ctl, "-D", self.data, "-l", log, "-w", *args],
-                       check=True, capture_output=True, timeout=60)  # fmt: skip
+        subprocess.run(
+            [*self._as, pg_ctl, "-D", self.data, "-l", log, "-w", *args], check=True, capture_output=True, timeout=60
+        )
 
     def start(self) -> None:
         self.ctl("-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=on", "start")
@@ -78,8 +79,12 @@ def cluster() -> Iterator[Cluster]:
         as_user = ["runuser", "-u", "postgres", "--"]
     c = Cluster(root, _free_port(), as_user)
     try:
-        subprocess.run([*as_user, initdb, "-D", c.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                        "--locale=C", "--no-sync"], check=True, capture_output=True, timeout=120)  # fmt: skip
+        subprocess.run(
+            [*as_user, initdb, "-D", c.data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         c.start()
         try:
             yield c

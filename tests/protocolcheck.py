@@ -12,8 +12,11 @@ __all__ = ["mismatches"]
 
 def _members(protocol: type) -> dict[str, Any]:
     names = [*protocol.__dict__, *getattr(protocol, "__annotations__", {})]
-    return {name: protocol.__dict__.get(name) for name in dict.fromkeys(names)
-            if not name.startswith("_") or name in ("__call__", "__enter__", "__exit__")}  # fmt: skip
+    return {
+        name: protocol.__dict__.get(name)
+        for name in dict.fromkeys(names)
+        if not name.startswith("_") or name in ("__call__", "__enter__", "__exit__")
+    }
 
 
 def _shape(fn: Any, drop_self: bool, annotations: bool) -> tuple[list[tuple[str, Any, bool, str]], str]:

@@ -37,8 +37,9 @@ PROBE = (
 
 def _warm(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> dict:
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", PROBE, *argv], input=stdin, capture_output=True, cwd=cwd,
-                              env=env, timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, *argv], input=stdin, capture_output=True, cwd=cwd, env=env, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr.decode()
     result: dict = json.loads(proc.stdout)
     return result

@@ -48,8 +48,11 @@ def _kind(name: str, classes: dict[str, tuple[str, list[str]]], seen: frozenset[
 
 def test_every_public_exception_is_in_the_tree() -> None:
     classes = _exception_classes()
-    outside = sorted(f"{where}: {name}" for name, (where, _) in classes.items()
-                     if _kind(name, classes) == "other" and not name.startswith("_"))  # fmt: skip
+    outside = sorted(
+        f"{where}: {name}"
+        for name, (where, _) in classes.items()
+        if _kind(name, classes) == "other" and not name.startswith("_")
+    )
     assert not outside, f"derive these from StopruleError (their package's base): {outside}"
 
 
@@ -68,8 +71,9 @@ def test_the_tree_is_drawn_where_it_is_defined() -> None:
         (["eval", "--policy", "nowhere"], EXIT_INVALID, "stoprule: 1 error(s) in nowhere\n"),
     ],
 )
-def test_one_handler_prints_the_report_and_returns_the_code(tmp_path: Path, argv: list[str], code: int,
-                                                             message: str) -> None:  # fmt: skip
+def test_one_handler_prints_the_report_and_returns_the_code(
+    tmp_path: Path, argv: list[str], code: int, message: str
+) -> None:
     (tmp_path / ".stoprule").mkdir()
     r = invoke(argv, cwd=tmp_path, input="{}")
     assert r.returncode == code and message in r.stderr and "Traceback" not in r.stderr, r.stderr

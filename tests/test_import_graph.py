@@ -90,14 +90,19 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def test_the_checker_sees_lazy_cycles_and_relative_imports(tmp_path: Path) -> None:
     """A cycle closed by a lazy relative import, and one through a package ``__init__``."""
-    g = ig.module_graph(_tree(tmp_path, {
-        "pkg/__init__.py": "from .a import A\n",
-        "pkg/a.py": "from . import b\nA = 1\n",
-        "pkg/b.py": "def f():\n    from .sub.c import C\n",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/c.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from ..a import A\nC = 1\n",
-        "pkg/d.py": "from pkg import A\n",  # into its own package's __init__, which does not import d: no cycle
-    }))  # fmt: skip
+    g = ig.module_graph(
+        _tree(
+            tmp_path,
+            {
+                "pkg/__init__.py": "from .a import A\n",
+                "pkg/a.py": "from . import b\nA = 1\n",
+                "pkg/b.py": "def f():\n    from .sub.c import C\n",
+                "pkg/sub/__init__.py": "",
+                "pkg/sub/c.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from ..a import A\nC = 1\n",
+                "pkg/d.py": "from pkg import A\n",  # into its own package's __init__, which does not import d: no cycle
+            },
+        )
+    )
     assert g["pkg.a"] == {"pkg.b"} and g["pkg.b"] == {"pkg.sub.c"} and g["pkg.d"] == {"pkg"}
     assert ig.cycles(ig.layer_edges(g)) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
     assert ig.ancestor_edges(g) == [("pkg.d", "pkg")]
@@ -106,20 +111,23 @@ def test_the_checker_sees_lazy_cycles_and_relative_imports(tmp_path: Path) -> No
 def test_the_checker_sees_package_cycles_layers_and_computed_imports(tmp_path: Path) -> None:
     """Two packages importing each other through different modules (no module cycle), an upward
     arrow, agent importing the ledger, a literal ``import_module`` (an arrow) and a computed one."""
-    src = _tree(tmp_path, {
-        "stoprule/__init__.py": "",
-        "stoprule/agent/__init__.py": "",
-        "stoprule/agent/a.py": "from stoprule.ledger import store\n",
-        "stoprule/agent/b.py": "",
-        "stoprule/ledger/__init__.py": "",
-        "stoprule/ledger/store.py": "",
-        "stoprule/ledger/c.py": "import importlib\nimportlib.import_module('stoprule.agent.b')\n",
-        "stoprule/language/__init__.py": "",
-        "stoprule/language/x.py": "import importlib\nM = importlib.import_module('.y', 'stoprule.language')\n"
-                                   "def f():\n    from stoprule.engine import e\n",
-        "stoprule/engine/__init__.py": "",
-        "stoprule/engine/e.py": "",
-    })  # fmt: skip
+    src = _tree(
+        tmp_path,
+        {
+            "stoprule/__init__.py": "",
+            "stoprule/agent/__init__.py": "",
+            "stoprule/agent/a.py": "from stoprule.ledger import store\n",
+            "stoprule/agent/b.py": "",
+            "stoprule/ledger/__init__.py": "",
+            "stoprule/ledger/store.py": "",
+            "stoprule/ledger/c.py": "import importlib\nimportlib.import_module('stoprule.agent.b')\n",
+            "stoprule/language/__init__.py": "",
+            "stoprule/language/x.py": "import importlib\nM = importlib.import_module('.y', 'stoprule.language')\n"
+            "def f():\n    from stoprule.engine import e\n",
+            "stoprule/engine/__init__.py": "",
+            "stoprule/engine/e.py": "",
+        },
+    )
     g = ig.module_graph(src)
     assert g["stoprule.ledger.c"] == {"stoprule.agent.b"}
     assert ig.cycles(ig.layer_edges(g)) == []
@@ -140,11 +148,14 @@ def test_no_local_import_off_the_cold_path() -> None:
 def test_the_checker_sees_a_local_import_off_the_cold_path(tmp_path: Path) -> None:
     """A function-level import in a module off the cold path is flagged, unless it is a library
     of LAZY_OK; on a cold-path module it is the point."""
-    src = _tree(tmp_path, {
-        "stoprule/__init__.py": "",
-        "stoprule/analysis/__init__.py": "",
-        "stoprule/analysis/a.py": "def f():\n    import json\n    import cvc5\n    from rich.table import Table\n",
-        "stoprule/engine/__init__.py": "",
-        "stoprule/engine/packs.py": "def f():\n    from stoprule.engine import build\n",
-    })  # fmt: skip
+    src = _tree(
+        tmp_path,
+        {
+            "stoprule/__init__.py": "",
+            "stoprule/analysis/__init__.py": "",
+            "stoprule/analysis/a.py": "def f():\n    import json\n    import cvc5\n    from rich.table import Table\n",
+            "stoprule/engine/__init__.py": "",
+            "stoprule/engine/packs.py": "def f():\n    from stoprule.engine import build\n",
+        },
+    )
     assert ig.local_imports(src) == ["stoprule.analysis.a:2: json"]

@@ -22,8 +22,7 @@ def _members(package: Path) -> list[str]:
 
 def _unnamed(package: Path) -> list[str]:
     doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
-    return [m for m in _members(package)
-            if not re.search(rf"(?<![\w.]){re.escape(m.rstrip('/'))}(?:/|\b)", doc)]  # fmt: skip
+    return [m for m in _members(package) if not re.search(rf"(?<![\w.]){re.escape(m.rstrip('/'))}(?:/|\b)", doc)]
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: str(p.relative_to(SRC.parent)))

@@ -24,8 +24,11 @@ def test_api_round_trip() -> None:
     policy = stoprule.load_policy()
     verdict = policy.evaluate({"status": "blocked"})
     assert isinstance(verdict, stoprule.Verdict)
-    assert verdict.to_dict()["matched"][0] == {"rule": "review.agent_blocked", "verdict": "user_review",
-                                               "reason": "agent_blocked"}  # fmt: skip
+    assert verdict.to_dict()["matched"][0] == {
+        "rule": "review.agent_blocked",
+        "verdict": "user_review",
+        "reason": "agent_blocked",
+    }
     many = policy.evaluate_many([{"status": "implemented"}, {"status": 3}], on_error="return")
     assert isinstance(many[0], stoprule.Verdict) and isinstance(many[1], stoprule.FactError)
 

@@ -36,8 +36,9 @@ _PARENTS = re.compile(r"Path\(__file__\)\.resolve\(\)\.parents\[(\d+)\]")
 _OUTSIDE = re.compile(r"\.\./shared|(?<![\w.])shared/(?:seeds|protocols)|DESIGN\.md\"|HARNESSES\.md\"")
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "test_suite_rules.py"],
-                         ids=lambda p: str(p.relative_to(TESTS)))  # fmt: skip
+@pytest.mark.parametrize(
+    "path", [p for p in SOURCES if p.name != "test_suite_rules.py"], ids=lambda p: str(p.relative_to(TESTS))
+)
 def test_nothing_reads_outside_the_repository(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     depth = len(path.relative_to(REPO).parts) - 1

@@ -446,8 +446,11 @@ def violations(src: Path = SRC) -> list[str]:
     out += [f"package cycle: {' -> '.join(c)}" for c in cycles(package_graph(graph))]
     out += [f"layers: {v}" for v in layer_violations(graph)]
     out += [f"imports its enclosing package's __init__: {u} -> {v}" for u, v in ancestor_edges(graph)]
-    out += [f"computed import (use a plain import): {d}" for d in dynamic_imports(src)
-            if d.partition(":")[0] not in DYNAMIC_OK]  # fmt: skip
+    out += [
+        f"computed import (use a plain import): {d}"
+        for d in dynamic_imports(src)
+        if d.partition(":")[0] not in DYNAMIC_OK
+    ]
     out += [f"cold path: {m}: its docstring must say it is on the {MARK}" for m in cold_path_docstrings(src)]
     out += [f"local import off the cold path (import at the top): {m}" for m in local_imports(src)]
     return out

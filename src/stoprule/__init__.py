@@ -44,8 +44,9 @@ del TYPE_CHECKING
 
 # imported on first use (PEP 562): ``import stoprule`` alone loads no engine, so a command
 # that needs none (the guard, before every tool call) starts fast
-_DIAGNOSTICS = frozenset({"AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched",
-                          "PolicyError", "StopruleError"})  # fmt: skip
+_DIAGNOSTICS = frozenset(
+    {"AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError", "StopruleError"}
+)
 _EVALUATOR = frozenset({"Evaluator", "Match", "Verdict"})
 _PACKS = frozenset({"bundled_pack", "compile_policy", "load_policy", "select_pack"})
 

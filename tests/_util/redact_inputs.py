@@ -72,10 +72,15 @@ def _fill(unit: str, size: int) -> str:
 def _randomized(sample: str, keep: int, rnd: random.Random) -> str:
     """``sample`` with its characters after ``keep`` replaced by random ones of the same kind."""
     tail = [
-        rnd.choice("0123456789") if c.isdigit() else rnd.choice(_RND[:25]) if c.islower() else
-        rnd.choice(_RND[25:49]) if c.isupper() else c
+        rnd.choice("0123456789")
+        if c.isdigit()
+        else rnd.choice(_RND[:25])
+        if c.islower()
+        else rnd.choice(_RND[25:49])
+        if c.isupper()
+        else c
         for c in sample[keep:]
-    ]  # fmt: skip
+    ]
     return sample[:keep] + "".join(tail)
 
 

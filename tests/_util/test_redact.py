@@ -48,26 +48,29 @@ def test_no_false_positive_on_ordinary_code_and_prose() -> None:
     assert changed == []
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("the secret sauce is a token of thanks", True),
-    ("max_tokens = 1024", True),
-    ("token = get_token()", True),
-    ('password = os.environ["PW"]', True),
-    ("foo(password=password)", True),
-    ("digest authentication", True),
-    ("stoprule eval --retry TOKEN fixed.json", True),
-    ("policy: sha256:f56765ed1f1fc6e0531b8c6e8182e307b600d472be01975cfb01753ca0c21cdd", True),
-    ("error in /tmp/pytest-of-root/pytest-12/test_x0/proj/.stoprule/state.json", True),
-    ("password=Hunter2-Sup3r", False),
-    ("curl -u elastic:P@ssw0rd$1 https://localhost:9200", False),
-    ("mysql -u root -pS3cretPass db", False),
-    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", False),
-    ("https://user:p@ss/w#rd@example.com/x", False),
-    ("key ABIAABCDEFGHIJKLMNOP and ACCAABCDEFGHIJKLMNOP and A3TXABCDEFGHIJKLMNOP", False),
-    ("x" * 40 + "-https://u:S3cret@h.io/", False),  # a scheme after a long run: found from its "://"
-    ("token " + "a" * 20_000, True),  # a word, not a token (its mixed-case test was quadratic)
-    ("token " + "aB3" * 7_000, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("the secret sauce is a token of thanks", True),
+        ("max_tokens = 1024", True),
+        ("token = get_token()", True),
+        ('password = os.environ["PW"]', True),
+        ("foo(password=password)", True),
+        ("digest authentication", True),
+        ("stoprule eval --retry TOKEN fixed.json", True),
+        ("policy: sha256:f56765ed1f1fc6e0531b8c6e8182e307b600d472be01975cfb01753ca0c21cdd", True),
+        ("error in /tmp/pytest-of-root/pytest-12/test_x0/proj/.stoprule/state.json", True),
+        ("password=Hunter2-Sup3r", False),
+        ("curl -u elastic:P@ssw0rd$1 https://localhost:9200", False),
+        ("mysql -u root -pS3cretPass db", False),
+        ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", False),
+        ("https://user:p@ss/w#rd@example.com/x", False),
+        ("key ABIAABCDEFGHIJKLMNOP and ACCAABCDEFGHIJKLMNOP and A3TXABCDEFGHIJKLMNOP", False),
+        ("x" * 40 + "-https://u:S3cret@h.io/", False),  # a scheme after a long run: found from its "://"
+        ("token " + "a" * 20_000, True),  # a word, not a token (its mixed-case test was quadratic)
+        ("token " + "aB3" * 7_000, False),
+    ],
+)
 def test_the_reported_misses_and_spared_prose(text: str, kept: bool) -> None:
     assert (redact(text) == text) is kept, redact(text)
 
@@ -119,9 +122,13 @@ def _negatives() -> str:
 def _candidates(text: str) -> dict[str, int]:
     """How many candidates of each judged kind ``text`` holds (what the budget counts)."""
     low = R._ascii_lower(text)
-    return {"assignment": sum(1 for _ in R._NAMED.finditer(low)), "quoted": sum(1 for _ in R._QUOTED.finditer(text)),
-            "env line": sum(1 for _ in R._LINE_VALUE.finditer(text)), "url": sum(1 for _ in R._URL.finditer(text)),
-            **{p.pattern[:12]: sum(1 for _ in p.finditer(text)) for p, _, _ in R._CLI}}  # fmt: skip
+    return {
+        "assignment": sum(1 for _ in R._NAMED.finditer(low)),
+        "quoted": sum(1 for _ in R._QUOTED.finditer(text)),
+        "env line": sum(1 for _ in R._LINE_VALUE.finditer(text)),
+        "url": sum(1 for _ in R._URL.finditer(text)),
+        **{p.pattern[:12]: sum(1 for _ in p.finditer(text)) for p, _, _ in R._CLI},
+    }
 
 
 def test_ordinary_text_stays_far_below_the_judgement_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,8 +160,9 @@ _DENSE = [
 
 
 @pytest.mark.parametrize("newline", ["\n", " ", "\r\n"])
-def test_past_the_judgement_budget_every_secret_is_still_redacted(monkeypatch: pytest.MonkeyPatch,
-                                                                   newline: str) -> None:  # fmt: skip
+def test_past_the_judgement_budget_every_secret_is_still_redacted(
+    monkeypatch: pytest.MonkeyPatch, newline: str
+) -> None:
     """A text packed with candidates (a small budget here, 2,048 in use): every secret the
     judged redaction removes is removed past the budget too, and past it the rest of each
     kind is redacted unjudged (code and prose values included: more, never less)."""
@@ -207,8 +215,9 @@ def _adversarial(markers: tuple[str, ...], pattern: re.Pattern[str]) -> list[str
 
 @pytest.mark.torture
 @pytest.mark.parametrize("name, pattern, markers", _patterns(), ids=[p[0] for p in _patterns()])
-def test_every_pattern_is_linear_on_its_adversarial_megabyte(name: str, pattern: re.Pattern[str],
-                                                            markers: tuple[str, ...]) -> None:  # fmt: skip
+def test_every_pattern_is_linear_on_its_adversarial_megabyte(
+    name: str, pattern: re.Pattern[str], markers: tuple[str, ...]
+) -> None:
     for text in _adversarial(markers, pattern)[:4]:
         t = time.perf_counter()
         for _ in pattern.finditer(text):

@@ -22,8 +22,12 @@ from stoprule.cli.blocker_cmd import record_in_ledger
 from stoprule.config.loader import load_config
 from stoprule.diagnostics import ConfigError
 
-HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
-        "blocksProgress": True}
+HARD = {
+    "category": "missing_dependency",
+    "question": "Which auth framework?",
+    "context": "login",
+    "blocksProgress": True,
+}
 SOFT = {"category": "timeout", "question": "getUserData or fetchUserData?", "context": "user endpoint",
         "blocksProgress": False, "options": ["getUserData", "fetchUserData", "retrieveUserData"],
         "chosenOption": "getUserData", "chosenReasoning": "matches 8 existing controllers"}  # fmt: skip
@@ -56,8 +60,13 @@ def test_config_defaults_and_unknown_key(tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text("blockers:\n  max_per_run: 5\n")
     s = load_config(cfg, sections=("blockers",))["blockers"]
-    assert (s.max_per_run, s.cooldown_seconds, s.rotate_entries, s.rotate_bytes, s.file) == (5, 30, 1000, 10485760,
-                                                                                            ".stoprule/blockers.md")
+    assert (s.max_per_run, s.cooldown_seconds, s.rotate_entries, s.rotate_bytes, s.file) == (
+        5,
+        30,
+        1000,
+        10485760,
+        ".stoprule/blockers.md",
+    )
     cfg.write_text("blockers:\n  enabled: true\n  colour: red\n")
     with pytest.raises(ConfigError) as err:
         load_config(cfg, sections=("blockers",))
@@ -245,12 +254,32 @@ def test_no_secret_reaches_blockers_md_record_ledger_export_or_log(tmp_path: Pat
     s.recorder = record_in_ledger  # what `stoprule mcp` and `stoprule blocker add` pass
     env = {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_SESSION": "sec"}
     for i, secret in enumerate(SECRETS):
-        r = s.log_blocker("sec", {"category": "missing_dependency", "question": f"Q{i}: {secret}",
-                                  "context": f"ctx {secret}", "blocksProgress": True, "options": [secret]})
+        r = s.log_blocker(
+            "sec",
+            {
+                "category": "missing_dependency",
+                "question": f"Q{i}: {secret}",
+                "context": f"ctx {secret}",
+                "blocksProgress": True,
+                "options": [secret],
+            },
+        )
         assert r.data["status"] == "logged" and all(v not in r.text for v in secret_values())
     every = " ".join(SECRETS)
-    r = run_cli("blocker", "add", "--category", "missing_dependency", "--question", f"all: {every}",
-                "--context", every, "--blocks-progress", "--option", every, env=env)  # fmt: skip
+    r = run_cli(
+        "blocker",
+        "add",
+        "--category",
+        "missing_dependency",
+        "--question",
+        f"all: {every}",
+        "--context",
+        every,
+        "--blocks-progress",
+        "--option",
+        every,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert all(v not in r.stdout + r.stderr for v in secret_values())
     export = run_cli("blockers", "export", env=env).stdout
@@ -284,12 +313,25 @@ def test_session_facts_merge_atomically(tmp_path: Path) -> None:
 
 
 def test_report_status_feeds_the_state_and_answers_the_verdict(svc) -> None:
-    r = svc.report_status("s1", {"status": "partial", "turn": 1, "max_turns": 5, "errors": [{"type": "timeout"}],
-                                 "closure_state": "in_progress"})  # fmt: skip
+    r = svc.report_status(
+        "s1",
+        {
+            "status": "partial",
+            "turn": 1,
+            "max_turns": 5,
+            "errors": [{"type": "timeout"}],
+            "closure_state": "in_progress",
+        },
+    )
     assert r.ok and "auto_continue/soft_blocker" in r.text
     facts = read_session_facts(svc.project_dir, "s1")
-    assert facts == {"status": "partial", "turn": 1, "max_turns": 5, "errors": [{"type": "timeout"}],
-                     "replyClosureState": "in_progress"}  # fmt: skip
+    assert facts == {
+        "status": "partial",
+        "turn": 1,
+        "max_turns": 5,
+        "errors": [{"type": "timeout"}],
+        "replyClosureState": "in_progress",
+    }
     bad = svc.report_status("s1", {"status": "almost"})
     assert not bad.ok and "status" in bad.text
     assert not svc.report_status("s1", {"colour": "red"}).ok
@@ -309,8 +351,9 @@ SEED_003 = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("name", "declared", "calls", "verdict", "stop", "fragment"), SEED_003,
-                         ids=[row[0] for row in SEED_003])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "declared", "calls", "verdict", "stop", "fragment"), SEED_003, ids=[row[0] for row in SEED_003]
+)
 def test_seed_003_scenarios(svc, ev, name, declared, calls, verdict, stop, fragment) -> None:
     if declared:
         assert svc.report_status("s1", declared).ok
@@ -424,8 +467,10 @@ def _race(tmp_path: Path, procs: int, each: int) -> None:
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
     warm = f"from stoprule import load_policy; load_policy({str(DEFAULT_PACK)!r})"  # the race is about the store
     subprocess.run([sys.executable, "-c", warm], env=env, check=True)
-    ps = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(DEFAULT_PACK), f"w{n}", str(each)],
-                           env=env) for n in range(procs)]  # fmt: skip
+    ps = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(DEFAULT_PACK), f"w{n}", str(each)], env=env)
+        for n in range(procs)
+    ]
     assert all(p.wait(timeout=120) == 0 for p in ps)
     lines = (tmp_path / ".stoprule" / "blockers" / "blockers.jsonl").read_text().splitlines()
     questions = [json.loads(line)["question"] for line in lines]

@@ -22,8 +22,18 @@ def test_open_blockers_decide_the_stop(run_cli, tmp_path: Path) -> None:
     (tmp_path / ".stoprule" / "config.yaml").write_text(CONFIG)
     assert _stop(run_cli, tmp_path) == {}  # nothing logged, nothing to do: the stop is allowed
     q = "Which database should the cache use?"
-    add = run_cli("blocker", "add", "--category", "missing_dependency", "--question", q, "--blocks-progress",
-                  "--session", "s1", cwd=tmp_path)  # fmt: skip
+    add = run_cli(
+        "blocker",
+        "add",
+        "--category",
+        "missing_dependency",
+        "--question",
+        q,
+        "--blocks-progress",
+        "--session",
+        "s1",
+        cwd=tmp_path,
+    )
     assert add.returncode == 0, add.stderr
     # an open blocker and nothing else to do: stop for the user, who sees the question (row 16)
     out = _stop(run_cli, tmp_path)
@@ -50,8 +60,12 @@ def test_a_report_filed_before_any_blocker_reaches_the_stop(run_cli, tmp_path: P
 
     (tmp_path / ".stoprule").mkdir()
     (tmp_path / ".stoprule" / "config.yaml").write_text(CONFIG)
-    assert run_cli("facts", "set", "--session", "s1", "turn=8", "max_turns=10", "status=partial",
-                   "task_id=T1", cwd=tmp_path).returncode == 0  # fmt: skip
+    assert (
+        run_cli(
+            "facts", "set", "--session", "s1", "turn=8", "max_turns=10", "status=partial", "task_id=T1", cwd=tmp_path
+        ).returncode
+        == 0
+    )
     assert "blocked_report" in _stop(run_cli, tmp_path)["reason"]  # near the limit without a report
     report = {"blocking_issues": [{"issue": "no DB", "category": "external_dependency", "details": "none here"}],
               "attempts_made": [{"turn": 8, "action": "tried a fake", "result": "Failed"}],

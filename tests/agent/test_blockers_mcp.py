@@ -18,8 +18,12 @@ import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",
-        "blocksProgress": True}
+HARD = {
+    "category": "missing_dependency",
+    "question": "Which auth framework?",
+    "context": "login",
+    "blocksProgress": True,
+}
 REPORT = {
     "blocking_issues": [{"issue": "No keys", "category": "external_dependency", "details": "needs real keys"}],
     "attempts_made": [{"turn": 1, "action": "mock", "result": "Failed", "why_failed": "signatures"}],
@@ -50,8 +54,18 @@ def test_every_tool_with_good_and_bad_arguments(tmp_path: Path) -> None:
         ("blocker", HARD),  # 1
         ("blocker", {**HARD, "category": "no_such_category"}),  # 2
         ("blocker", {"category": "missing_dependency"}),  # 3: missing required fields
-        ("blocker", {"category": "timeout", "question": "Name?", "context": "c", "blocksProgress": False,
-                     "options": ["a", "b"], "chosenOption": "a", "chosenReasoning": "convention"}),  # 4  # fmt: skip
+        (
+            "blocker",
+            {
+                "category": "timeout",
+                "question": "Name?",
+                "context": "c",
+                "blocksProgress": False,
+                "options": ["a", "b"],
+                "chosenOption": "a",
+                "chosenReasoning": "convention",
+            },
+        ),  # 4  # fmt: skip
         ("report_status", {"status": "nearly"}),  # 5
         ("blocked_report", {**REPORT, "blocking_issues": [{**REPORT["blocking_issues"][0], "category": "flaky"}]}),
         ("blocked_report", {k: v for k, v in REPORT.items() if k != "attempts_made"}),  # 7

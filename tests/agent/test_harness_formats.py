@@ -76,9 +76,11 @@ def test_codex_failures_come_from_function_call_output() -> None:
     assert len(shell) == 1 and "cannot access" in shell[0]["error"] and "Chunk ID" not in shell[0]["error"]
     call = {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell",
             "arguments": "{}", "call_id": "c9"}}  # fmt: skip
-    for output, failed in (("Exit code: 1\nWall time: 0.1 seconds\nOutput:\nboom", True),
-                           (json.dumps({"output": "boom", "metadata": {"exit_code": 3}}), True),
-                           ("Process exited with code 0\nOutput:\nfine", False)):  # fmt: skip
+    for output, failed in (
+        ("Exit code: 1\nWall time: 0.1 seconds\nOutput:\nboom", True),
+        (json.dumps({"output": "boom", "metadata": {"exit_code": 3}}), True),
+        ("Process exited with code 0\nOutput:\nfine", False),
+    ):
         out = {"timestamp": "t", "type": "response_item",
                "payload": {"type": "function_call_output", "call_id": "c9", "output": output}}  # fmt: skip
         s = _scan("codex", [json.dumps(call).encode(), json.dumps(out).encode()])
@@ -124,13 +126,15 @@ def test_without_a_last_message_the_closure_trailer_is_read_from_the_transcript(
     (tmp_path / ".stoprule").mkdir()
     env = {"STOPRULE_NO_CACHE": "1"}
     if harness == "copilot":
-        transcript = _copy_until(FIXTURES / "copilot" / "recorded" / "transcript.jsonl", tmp_path / "events.jsonl",
-                                 b'"hook.start"')  # fmt: skip
+        transcript = _copy_until(
+            FIXTURES / "copilot" / "recorded" / "transcript.jsonl", tmp_path / "events.jsonl", b'"hook.start"'
+        )
         stop = json.loads(_lines(FIXTURES / "copilot" / "recorded" / "payloads.jsonl")[0])
         stop.update(cwd=str(tmp_path), transcriptPath=str(transcript))
     else:
-        stop = payload("cursor", workspace_roots=[str(tmp_path)],
-                       transcript_path=str(FIXTURES / "cursor" / "transcript.jsonl"))  # fmt: skip
+        stop = payload(
+            "cursor", workspace_roots=[str(tmp_path)], transcript_path=str(FIXTURES / "cursor" / "transcript.jsonl")
+        )
     assert "last_assistant_message" not in stop
     res = run_hook(harness, None, json.dumps(stop).encode(), cwd=str(tmp_path), env=env)
     assert res.entry["fact"].get("replyClosureState") == "waiting_user", res.entry
@@ -165,11 +169,14 @@ def test_a_payload_of_another_harness_sent_to_the_claude_code_hook_is_read_by_it
         assert own.harness == name and own.turn_id is not None
 
 
-@pytest.mark.parametrize(("harness", "var", "rel"), [
-    ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"),
-    ("codex", "CODEX_HOME", "hooks.json"),
-    ("copilot", "COPILOT_HOME", "hooks/stoprule.json"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("harness", "var", "rel"),
+    [
+        ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"),
+        ("codex", "CODEX_HOME", "hooks.json"),
+        ("copilot", "COPILOT_HOME", "hooks/stoprule.json"),
+    ],
+)
 def test_init_user_honours_the_harness_config_dir(
     harness: str, var: str, rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,8 +220,9 @@ def _git_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _commit_all(project: Path) -> None:
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    subprocess.run(["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t", "commit", "-qm", "x"], cwd=project,
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t", "commit", "-qm", "x"], cwd=project, check=True
+    )
 
 
 def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -94,8 +94,18 @@ def test_parse_per_harness() -> None:
     assert (cp.session_id, cp.flag_known) == ("cp-session-1", False)
 
 
-@pytest.mark.parametrize("argv", [*([h] for h in HARNESSES), ["claude-code", "--explain-facts"], ["--help"], [],
-                                  ["claude"], ["codex", "--event", "stop"], ["gemini", "--policy", "p"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *([h] for h in HARNESSES),
+        ["claude-code", "--explain-facts"],
+        ["--help"],
+        [],
+        ["claude"],
+        ["codex", "--event", "stop"],
+        ["gemini", "--policy", "p"],
+    ],
+)
 def test_the_hooks_usual_line_parses_as_argparse_parses_it(argv: list[str]) -> None:
     """``stoprule hook HARNESS`` skips argparse (cold start): the same namespace; any other line is argparse's."""
     from stoprule.cli import hook_cmd
@@ -145,8 +155,14 @@ def test_transcript_observations(harness: str) -> None:
 def test_claude_task_tools() -> None:
     state, _ = scan_file(str(FIXTURES / "claude-code" / "transcript_tasks.jsonl"), "claude", None)
     obs = observations(state["scan"])
-    assert obs == {"turns": 1, "current_task": "1", "task_state": "complete", "next_task": "2",
-                   "next_task_known": True, "available_tasks": ["Document API"]}  # fmt: skip
+    assert obs == {
+        "turns": 1,
+        "current_task": "1",
+        "task_state": "complete",
+        "next_task": "2",
+        "next_task_known": True,
+        "available_tasks": ["Document API"],
+    }
 
 
 def test_transcript_is_read_incrementally_and_from_its_end(tmp_path: Path) -> None:
@@ -195,12 +211,18 @@ def test_closure_trailer() -> None:
 
 def test_merge_keeps_the_observation_over_a_declaration_and_records_the_conflict() -> None:
     fields = {"transcript.turns": "turn", "git.branch": None}
-    fact, prov = merge([("state", {"turn": 7}, []), ("transcript", {"turns": 3}, ["n"]), ("git", {"branch": "m"}, [])],
-                       fields)  # fmt: skip
+    fact, prov = merge(
+        [("state", {"turn": 7}, []), ("transcript", {"turns": 3}, ["n"]), ("git", {"branch": "m"}, [])], fields
+    )
     assert fact == {"turn": 3} and prov.fields["turn"]["provider"] == "transcript"
-    assert prov.conflicts == [{"field": "turn", "kept": {"provider": "transcript", "value": 3},
-                               "ignored": {"provider": "state", "key": "turn", "value": 7},
-                               "declared": True}]  # fmt: skip
+    assert prov.conflicts == [
+        {
+            "field": "turn",
+            "kept": {"provider": "transcript", "value": 3},
+            "ignored": {"provider": "state", "key": "turn", "value": 7},
+            "declared": True,
+        }
+    ]
     assert prov.observed == [{"provider": "git", "key": "branch", "value": "m"}] and prov.notes == {"transcript": ["n"]}
 
 

@@ -109,9 +109,14 @@ ROWS = [
 
 @pytest.mark.parametrize(("declared", "trailer", "transcript", "stops", "says"), ROWS)
 def test_default_pack_rows_from_providers(
-    declared: dict, trailer: str | None, transcript: str | None, stops: bool, says: str | None,
-    project: Path, env: dict[str, str],
-) -> None:  # fmt: skip
+    declared: dict,
+    trailer: str | None,
+    transcript: str | None,
+    stops: bool,
+    says: str | None,
+    project: Path,
+    env: dict[str, str],
+) -> None:
     from stoprule.agent.hook.state import set_facts
 
     if declared:

@@ -180,8 +180,9 @@ def test_no_secret_reaches_the_hook_log_session_state_or_ledger(tmp_path: Path) 
     transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
     secret_session = "sess-" + SECRET
     _dirty(root, secret_session)
-    data = _stop(root, session_id=secret_session, transcript_path=str(transcript),
-                 last_assistant_message=f"stop now {SECRET}")  # fmt: skip
+    data = _stop(
+        root, session_id=secret_session, transcript_path=str(transcript), last_assistant_message=f"stop now {SECRET}"
+    )
     from stoprule.cli.hook_cmd import record
 
     res = run_hook("claude-code", None, data, cwd=str(root), env=_env(tmp_path), record=record)
@@ -224,11 +225,14 @@ def test_the_session_id_is_redacted_in_the_blockers_files(tmp_path: Path, evalua
 # ------------------------------------------------------------------ 6. fail: closed holds
 
 
-@pytest.mark.parametrize("config", [
-    '{"hook": {"fail": "closed", "nonsense": 1}}',  # JSON
-    "hook: {fail: closed, nonsense: 1}\n",  # YAML flow style
-    "hook:\n  fail: 'closed'\n  nonsense: 1\n",  # block style (worked before)
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "config",
+    [
+        '{"hook": {"fail": "closed", "nonsense": 1}}',  # JSON
+        "hook: {fail: closed, nonsense: 1}\n",  # YAML flow style
+        "hook:\n  fail: 'closed'\n  nonsense: 1\n",  # block style (worked before)
+    ],
+)
 def test_fail_closed_holds_for_a_config_that_does_not_load(tmp_path: Path, config: str) -> None:
     root = _project(tmp_path, config)
     res = _hook(tmp_path, root, _stop(root))
@@ -287,8 +291,13 @@ def test_a_fifo_anywhere_the_hook_reads_never_blocks_it(tmp_path: Path) -> None:
     root = _project(tmp_path)
     set_facts(str(root / ".stoprule"), None, {"uncommittedWork": True})  # project-wide: the policy blocks
     st = root / ".stoprule"
-    for rel in ("reports/T-1/blocked_report.json", "blockers/blockers.jsonl", "blockers/switch.json",
-                "state/sessions/cc-session-1.json", "state/facts/cc-session-1.json"):  # fmt: skip
+    for rel in (
+        "reports/T-1/blocked_report.json",
+        "blockers/blockers.jsonl",
+        "blockers/switch.json",
+        "state/sessions/cc-session-1.json",
+        "state/facts/cc-session-1.json",
+    ):
         (st / rel).parent.mkdir(parents=True, exist_ok=True)
         os.mkfifo(st / rel)
     os.mkfifo(root / "t.jsonl")
@@ -365,8 +374,9 @@ def test_a_task_id_with_a_trailing_newline_is_refused() -> None:
     assert check_task_id("abc\n") and check_task_id("abc\n\n") and check_task_id("a/b")
 
 
-def test_a_short_log_write_never_cuts_another_appenders_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_short_log_write_never_cuts_another_appenders_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _project(tmp_path)
     log = root / ".stoprule" / "hook.log"
     _hook(tmp_path, root, _stop(root))
@@ -392,8 +402,7 @@ def test_a_short_log_write_never_cuts_another_appenders_line(tmp_path: Path, mon
     assert [json.loads(x)["harness"] for x in (lines[0], lines[3])] == ["claude-code"] * 2  # the next line parses
 
 
-def test_a_log_line_past_the_file_size_limit_is_not_written(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_log_line_past_the_file_size_limit_is_not_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     resource = pytest.importorskip("resource")
     home = tmp_path / ".stoprule"
     runner_mod._log(str(home), True, {"n": 1})

@@ -38,11 +38,28 @@ BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 EVALUATOR = load_policy(DEFAULT_PACK, cache=False)
 
 nasty_text = st.lists(
-    st.one_of(st.text(st.characters(exclude_categories=()), max_size=12),
-              st.sampled_from(["\x00", "\ud800", "\udfff", "\x1b[31m", "\u202e", "<script>", "&amp;", "\n",
-                               "password=Hunter2-x9", "ghp_" + "a1B2" * 9, "[", "{", "abc\n"])),
+    st.one_of(
+        st.text(st.characters(exclude_categories=()), max_size=12),
+        st.sampled_from(
+            [
+                "\x00",
+                "\ud800",
+                "\udfff",
+                "\x1b[31m",
+                "\u202e",
+                "<script>",
+                "&amp;",
+                "\n",
+                "password=Hunter2-x9",
+                "ghp_" + "a1B2" * 9,
+                "[",
+                "{",
+                "abc\n",
+            ]
+        ),
+    ),
     max_size=12,
-).map("".join)  # fmt: skip
+).map("".join)
 json_value = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), nasty_text),
     lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(nasty_text, kids, max_size=4)),
@@ -51,8 +68,15 @@ json_value = st.recursive(
 
 
 def _all_written(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and "ledger.db" not in p.name and ".lock" not in p.name
-            and p.name != "config.yaml" and ".corrupt-" not in p.name]  # fmt: skip
+    return [
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and "ledger.db" not in p.name
+        and ".lock" not in p.name
+        and p.name != "config.yaml"
+        and ".corrupt-" not in p.name
+    ]
 
 
 def _clean_on_disk(root: Path) -> None:
@@ -88,15 +112,39 @@ def _decide(root: Path, data: bytes, harness: str = "claude-code") -> Any:
 
 
 @SETTINGS
-@given(tool=st.sampled_from(["blocker", "report_status", "blocked_report"]),
-       args=st.dictionaries(st.sampled_from(["category", "question", "context", "blocksProgress", "options",
-                                             "chosenOption", "chosenReasoning", "status", "errors", "turn",
-                                             "max_turns", "task_id", "available_tasks", "closure_state",
-                                             "blocking_issues", "attempts_made", "suggested_alternatives",
-                                             "human_action_required"]), json_value, max_size=8),
-       session=st.one_of(st.none(), nasty_text))  # fmt: skip
-def test_mcp_arguments_never_poison_the_store_or_a_later_stop(tool: str, args: dict[str, Any],
-                                                              session: str | None) -> None:  # fmt: skip
+@given(
+    tool=st.sampled_from(["blocker", "report_status", "blocked_report"]),
+    args=st.dictionaries(
+        st.sampled_from(
+            [
+                "category",
+                "question",
+                "context",
+                "blocksProgress",
+                "options",
+                "chosenOption",
+                "chosenReasoning",
+                "status",
+                "errors",
+                "turn",
+                "max_turns",
+                "task_id",
+                "available_tasks",
+                "closure_state",
+                "blocking_issues",
+                "attempts_made",
+                "suggested_alternatives",
+                "human_action_required",
+            ]
+        ),
+        json_value,
+        max_size=8,
+    ),
+    session=st.one_of(st.none(), nasty_text),
+)
+def test_mcp_arguments_never_poison_the_store_or_a_later_stop(
+    tool: str, args: dict[str, Any], session: str | None
+) -> None:
     tmp = Path(tempfile.mkdtemp())
     try:
         svc = make_project(tmp, NO_GIT + "blockers:\n  cooldown_seconds: 0\n")
@@ -114,12 +162,30 @@ def test_mcp_arguments_never_poison_the_store_or_a_later_stop(tool: str, args: d
 
 
 @SETTINGS
-@given(harness=st.sampled_from(HARNESSES),
-       data=st.one_of(st.binary(max_size=400), json_value.map(lambda v: json.dumps(v).encode()),
-                      st.dictionaries(st.sampled_from(["session_id", "cwd", "transcript_path", "stop_hook_active",
-                                                       "last_assistant_message", "turn_id", "loop_count",
-                                                       "hook_event_name", "prompt_response"]), json_value,
-                                      max_size=6).map(lambda d: json.dumps(d).encode())))  # fmt: skip
+@given(
+    harness=st.sampled_from(HARNESSES),
+    data=st.one_of(
+        st.binary(max_size=400),
+        json_value.map(lambda v: json.dumps(v).encode()),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "session_id",
+                    "cwd",
+                    "transcript_path",
+                    "stop_hook_active",
+                    "last_assistant_message",
+                    "turn_id",
+                    "loop_count",
+                    "hook_event_name",
+                    "prompt_response",
+                ]
+            ),
+            json_value,
+            max_size=6,
+        ).map(lambda d: json.dumps(d).encode()),
+    ),
+)
 def test_hook_payloads_always_get_an_answer_and_one_log_line(harness: str, data: bytes) -> None:
     tmp = Path(tempfile.mkdtemp())
     try:
@@ -161,8 +227,10 @@ def test_damaged_state_files_never_turn_a_block_into_an_allow(session_bytes: byt
         (tmp / ".stoprule").mkdir()
         (tmp / ".stoprule" / "config.yaml").write_text(NO_GIT)
         set_facts(str(tmp / ".stoprule"), None, {"uncommittedWork": True})  # project-wide: the policy blocks
-        for path, raw in ((session_file(str(tmp / ".stoprule"), "cc-session-1"), session_bytes),
-                          (facts_file(str(tmp / ".stoprule"), "cc-session-1"), facts_bytes)):  # fmt: skip
+        for path, raw in (
+            (session_file(str(tmp / ".stoprule"), "cc-session-1"), session_bytes),
+            (facts_file(str(tmp / ".stoprule"), "cc-session-1"), facts_bytes),
+        ):
             try:
                 if isinstance(json.loads(raw), dict):
                     raw = b"{" + raw  # a damaged file, not a valid declaration
@@ -179,10 +247,18 @@ def test_damaged_state_files_never_turn_a_block_into_an_allow(session_bytes: byt
 
 
 @SETTINGS
-@given(lines=st.lists(st.one_of(st.binary(max_size=200), json_value.map(lambda v: json.dumps(v).encode()),
-                                st.just(b"[" * 3000), st.just(b'{"type": "user", "message": {"content": "hi"}}')),
-                      max_size=20),
-       tail=st.binary(max_size=50))  # fmt: skip
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.binary(max_size=200),
+            json_value.map(lambda v: json.dumps(v).encode()),
+            st.just(b"[" * 3000),
+            st.just(b'{"type": "user", "message": {"content": "hi"}}'),
+        ),
+        max_size=20,
+    ),
+    tail=st.binary(max_size=50),
+)
 def test_the_transcript_reader_always_moves_past_complete_lines(lines: list[bytes], tail: bytes) -> None:
     tmp = Path(tempfile.mkdtemp())
     try:

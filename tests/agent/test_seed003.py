@@ -26,11 +26,26 @@ def test_the_default_pack_declares_seed_003s_categories(service: BlockerService)
     hard, soft = service.categories()
     assert set(HARD_003) <= set(hard) and set(SOFT_003) <= set(soft)
     assert "timeout" in soft and "missing_dependency" in hard  # seed 000's stay
-    reply = service.log_blocker("s1", {"category": "permission", "question": "May I read /mnt/backups?",
-                                       "context": "backup check", "blocksProgress": True})  # fmt: skip
+    reply = service.log_blocker(
+        "s1",
+        {
+            "category": "permission",
+            "question": "May I read /mnt/backups?",
+            "context": "backup check",
+            "blocksProgress": True,
+        },
+    )
     assert reply.ok and "hard, blocks progress" in reply.text
-    soft_reply = service.log_blocker("s1", {"category": "naming", "question": "getUserData or fetchUserData?",
-                                            "context": "c", "blocksProgress": False, "chosenOption": "getUserData"})
+    soft_reply = service.log_blocker(
+        "s1",
+        {
+            "category": "naming",
+            "question": "getUserData or fetchUserData?",
+            "context": "c",
+            "blocksProgress": False,
+            "chosenOption": "getUserData",
+        },
+    )
     assert soft_reply.ok and "soft" in soft_reply.text
 
 
@@ -74,8 +89,7 @@ def _project(tmp_path: Path, config: str = "") -> Path:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_CACHE_DIR": str(tmp_path / ".cache"),
-            "HOME": str(tmp_path)}  # fmt: skip
+    return {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_CACHE_DIR": str(tmp_path / ".cache"), "HOME": str(tmp_path)}
 
 
 def _stop(tmp_path: Path, harness: str = "claude-code", **payload: Any) -> Any:
@@ -92,7 +106,10 @@ def test_a_question_at_the_stop_is_pushed_back_once(tmp_path: Path) -> None:
     assert "blocker" in first.decision.message and "permission" in first.decision.message
     # --explain-facts shows the matched sentence, and which provider found it
     assert first.entry["provenance"]["fields"]["questionText"] == {
-        "provider": "closure", "key": "question", "value": "Should I go ahead and apply it to staging?"}
+        "provider": "closure",
+        "key": "question",
+        "value": "Should I go ahead and apply it to staging?",
+    }
     again = _stop(tmp_path, last_assistant_message=QUESTION, stop_hook_active=True)
     assert not again.decision.block and again.entry["verdict"]["reason"] == "ok"
     # a new user turn: asked again, pushed back again
@@ -101,8 +118,11 @@ def test_a_question_at_the_stop_is_pushed_back_once(tmp_path: Path) -> None:
 
 def test_no_question_no_push_back(tmp_path: Path) -> None:
     _project(tmp_path)
-    for text in ("The parser is written and its tests pass.", "Done. What changed: `a?.b` is now `a && a.b`.",
-                 "Why did it fail? Because the cache was stale; fixed and committed."):  # fmt: skip
+    for text in (
+        "The parser is written and its tests pass.",
+        "Done. What changed: `a?.b` is now `a && a.b`.",
+        "Why did it fail? Because the cache was stale; fixed and committed.",
+    ):
         out = _stop(tmp_path, last_assistant_message=text)
         assert not out.decision.block, text
 
@@ -110,8 +130,15 @@ def test_no_question_no_push_back(tmp_path: Path) -> None:
 def test_a_blocker_logged_this_turn_or_a_legal_closure_ends_the_push_back(tmp_path: Path) -> None:
     svc = BlockerService(str(_project(tmp_path)), policy=str(DEFAULT_PACK))
     assert _stop(tmp_path, last_assistant_message="All done.").decision.block is False  # the turn's baseline
-    reply = svc.log_blocker("s1", {"category": "destructive", "question": "Apply the migration to staging?",
-                                   "context": "migration", "blocksProgress": True})  # fmt: skip
+    reply = svc.log_blocker(
+        "s1",
+        {
+            "category": "destructive",
+            "question": "Apply the migration to staging?",
+            "context": "migration",
+            "blocksProgress": True,
+        },
+    )
     assert reply.ok
     out = _stop(tmp_path, last_assistant_message=QUESTION)
     assert not out.decision.block and out.entry["fact"]["blockersThisTurn"] == 1
@@ -180,8 +207,9 @@ def test_only_work_changed_since_the_session_started_counts_and_is_named(tmp_pat
     _start(tmp_path)
     assert not _stop(tmp_path, last_assistant_message="Done.").decision.block  # not the agent's work
     svc = BlockerService(str(tmp_path), policy=str(DEFAULT_PACK))  # the blockers view: stoprule's own file
-    assert svc.log_blocker("s1", {"category": "question", "question": "Which region?", "context": "c",
-                                  "blocksProgress": False}).ok  # fmt: skip
+    assert svc.log_blocker(
+        "s1", {"category": "question", "question": "Which region?", "context": "c", "blocksProgress": False}
+    ).ok
     assert (tmp_path / ".stoprule" / "blockers.md").exists()
     out = _stop(tmp_path, last_assistant_message="Done.")
     assert out.entry["fact"].get("uncommittedWork") is False
@@ -232,14 +260,18 @@ def test_report_status_lands_in_the_session_the_hook_reads_and_two_sessions_neve
     _project(tmp_path)
     env = {**os.environ, **_env(tmp_path)}
     env.pop("STOPRULE_SESSION", None)
-    declare = ("import sys; from stoprule.agent.blockers.service import BlockerService; "
-               f"s = BlockerService({str(tmp_path)!r}, policy={str(DEFAULT_PACK)!r}); "
-               "r = s.report_status(None, {'status': sys.argv[1]}); print(r.data['session'])")  # fmt: skip
+    declare = (
+        "import sys; from stoprule.agent.blockers.service import BlockerService; "
+        f"s = BlockerService({str(tmp_path)!r}, policy={str(DEFAULT_PACK)!r}); "
+        "r = s.report_status(None, {'status': sys.argv[1]}); print(r.data['session'])"
+    )
     sessions = {"sess-a": "failed", "sess-b": "partial"}
     for session, status in sessions.items():
         start = json.dumps({"session_id": session, "cwd": str(tmp_path), "hook_event_name": "SessionStart"})
-        script = (f"echo '{start}' | {sys.executable} -m stoprule hook claude-code --event session-start >/dev/null"
-                  f" && {sys.executable} -c \"{declare}\" {status}")  # fmt: skip
+        script = (
+            f"echo '{start}' | {sys.executable} -m stoprule hook claude-code --event session-start >/dev/null"
+            f' && {sys.executable} -c "{declare}" {status}'
+        )
         proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == session  # the server knew its session without being told
@@ -262,8 +294,9 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     plugin = tmp_path / "stoprule.mjs"
     plugin.write_text(opencode_plugin([sys.executable, "-m", "stoprule"]))
     env = {**os.environ, **_env(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run(["node", str(DRIVER), str(plugin), str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        ["node", str(DRIVER), str(plugin), str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["system"][0] == "base prompt" and "`blocker`" in out["system"][1]  # the standing instructions
@@ -287,9 +320,18 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        args = SimpleNamespace(harness="opencode", user=False, shared=False, local=False, dry_run=False,
-                               command="/opt/bin/stoprule", no_mcp=False, permission_triage=False, no_guard=False,
-                               managed=False)  # fmt: skip
+        args = SimpleNamespace(
+            harness="opencode",
+            user=False,
+            shared=False,
+            local=False,
+            dry_run=False,
+            command="/opt/bin/stoprule",
+            no_mcp=False,
+            permission_triage=False,
+            no_guard=False,
+            managed=False,
+        )
         for _ in range(2):
             out = io.StringIO()
             assert init_cmd.run(args, None, out, io.StringIO()) == 0  # type: ignore[arg-type]
@@ -326,8 +368,15 @@ def test_the_blocker_tool_and_the_hook_see_the_same_tasks_and_never_send_the_age
     before = _stop(tmp_path, transcript_path=str(transcript), last_assistant_message="Working on it.")
     assert "Run the production migration" in before.decision.message  # the first open task
     svc = BlockerService(str(tmp_path), policy=str(DEFAULT_PACK))
-    reply = svc.log_blocker("s1", {"category": "permission", "question": "Production credentials?",
-                                   "context": "migration", "blocksProgress": True})  # fmt: skip
+    reply = svc.log_blocker(
+        "s1",
+        {
+            "category": "permission",
+            "question": "Production credentials?",
+            "context": "migration",
+            "blocksProgress": True,
+        },
+    )
     # the tool sees the transcript's todos, and not the task its blocker is about (the one in progress)
     assert "Next available tasks:\n1. Write the release notes" in reply.text
     assert "Run the production migration" not in reply.text.split("Next available tasks:")[1]
@@ -338,14 +387,16 @@ def test_the_blocker_tool_and_the_hook_see_the_same_tasks_and_never_send_the_age
 
 def test_a_stop_in_a_project_with_blockers_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
     svc = BlockerService(str(_project(tmp_path)), policy=str(DEFAULT_PACK))
-    assert svc.log_blocker("s1", {"category": "question", "question": "Q?", "context": "c",
-                                  "blocksProgress": True}).ok  # fmt: skip
-    payload = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "Stop",
-                          "last_assistant_message": "Done."})  # fmt: skip
-    code = ("import io, sys; from stoprule.cli.main import run; out = io.StringIO();"
-            f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"  # warm the caches
-            f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"
-            "print(sorted(m for m in ('pydantic', 'yaml') if m in sys.modules))")  # fmt: skip
+    assert svc.log_blocker("s1", {"category": "question", "question": "Q?", "context": "c", "blocksProgress": True}).ok
+    payload = json.dumps(
+        {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "Stop", "last_assistant_message": "Done."}
+    )
+    code = (
+        "import io, sys; from stoprule.cli.main import run; out = io.StringIO();"
+        f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"  # warm the caches
+        f"run(['hook', 'claude-code'], io.BytesIO({payload.encode()!r}), out, io.StringIO());"
+        "print(sorted(m for m in ('pydantic', 'yaml') if m in sys.modules))"
+    )
     env = {**os.environ, **_env(tmp_path)}
     first = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

@@ -25,8 +25,15 @@ QUESTION = "The migration is ready. Should I apply it to staging?"
     [
         ("claude-code", {}, {"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}, "auto", None, "autonomous", "ENTRYPOINT=sdk-cli"),
         ("claude-code", {}, {"CLAUDE_CODE_ENTRYPOINT": "cli"}, None, None, "interactive", "ENTRYPOINT=cli"),
-        ("claude-code", {}, {"CLAUDE_CODE_SESSION_ATTENDED": "0", "CLAUDE_CODE_ENTRYPOINT": "cli"}, None, None,
-         "autonomous", "ATTENDED=0"),
+        (
+            "claude-code",
+            {},
+            {"CLAUDE_CODE_SESSION_ATTENDED": "0", "CLAUDE_CODE_ENTRYPOINT": "cli"},
+            None,
+            None,
+            "autonomous",
+            "ATTENDED=0",
+        ),
         ("claude-code", {"permission_mode": "bypassPermissions"}, {}, None, None, "autonomous", "bypassPermissions"),
         ("claude-code", {"permission_mode": "default"}, {}, None, None, "interactive", "says nothing"),
         ("codex", {}, {}, None, {"mode_signal": ["autonomous", "source=exec"]}, "autonomous", "source=exec"),
@@ -36,7 +43,7 @@ QUESTION = "The migration is ready. Should I apply it to staging?"
         ("claude-code", {}, {"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}, "interactive", None, "interactive", "config"),
         ("codex", {}, {}, "autonomous", {"mode_switch": "interactive"}, "interactive", "switch"),
     ],
-)  # fmt: skip
+)
 def test_the_mode_and_where_it_came_from(
     harness: str, raw: dict[str, Any], env: dict[str, str], setting: str | None, scan: Any, mode: str, source: str
 ) -> None:
@@ -52,8 +59,12 @@ def _project(tmp_path: Path, mode: str | None = None) -> Path:
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_CACHE_DIR": str(tmp_path / ".cache"),
-            "HOME": str(tmp_path), **extra}  # fmt: skip
+    return {
+        "STOPRULE_POLICY": str(DEFAULT_PACK),
+        "STOPRULE_CACHE_DIR": str(tmp_path / ".cache"),
+        "HOME": str(tmp_path),
+        **extra,
+    }
 
 
 def _stop(tmp_path: Path, env: dict[str, str], **payload: Any) -> Any:
@@ -85,8 +96,10 @@ def test_a_declared_interactive_mode_does_not_free_an_autonomous_session(tmp_pat
 def test_the_users_switch_in_a_prompt_decides_this_session(tmp_path: Path) -> None:
     _project(tmp_path, "autonomous")
     transcript = tmp_path / "t.jsonl"
-    lines = [{"type": "user", "message": {"role": "user", "content": "Fix the bug.\nstoprule: mode=interactive"}},
-             {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": QUESTION}]}}]
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Fix the bug.\nstoprule: mode=interactive"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": QUESTION}]}},
+    ]
     transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = _stop(tmp_path, _env(tmp_path), transcript_path=str(transcript))
     assert not out.decision.block
@@ -105,8 +118,9 @@ def test_interactive_sessions_get_instructions_without_nobody_will_answer_and_no
     person_text = person["hookSpecificOutput"]["additionalContext"]
     assert "nobody will answer" in auto_text and "nobody will answer" not in person_text
     assert "`blocker`" in person_text
-    ask = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "PermissionRequest",
-                      "tool_name": "Bash"}).encode()  # fmt: skip
+    ask = json.dumps(
+        {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "PermissionRequest", "tool_name": "Bash"}
+    ).encode()
     denied = run_permission("claude-code", ask, env=_env(tmp_path, CLAUDE_CODE_ENTRYPOINT="sdk-cli"))
     assert denied is not None and denied["hookSpecificOutput"]["decision"]["behavior"] == "deny"
     assert run_permission("claude-code", ask, env=_env(tmp_path, CLAUDE_CODE_ENTRYPOINT="cli")) is None

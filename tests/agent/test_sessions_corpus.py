@@ -27,8 +27,11 @@ def test_a_fixed_sample_of_closings_is_labelled_as_the_detector_reads_it() -> No
     spec = pack_data(PACK)["question"]
     known_misses = {"c113", "c280"}  # listed in benchmarks/README.md
     sample = [r for r in load_closings()[::7] if r["id"] not in known_misses]
-    wrong = [(r["id"], r["label"]) for r in sample
-             if bool((explain_question(r["text"], spec) or {}).get("asked")) != (r["label"] == "question")]  # fmt: skip
+    wrong = [
+        (r["id"], r["label"])
+        for r in sample
+        if bool((explain_question(r["text"], spec) or {}).get("asked")) != (r["label"] == "question")
+    ]
     assert len(sample) >= 40 and wrong == []
 
 

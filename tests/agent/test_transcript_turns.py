@@ -97,12 +97,14 @@ def test_cursors_todo_list_is_read_with_its_merges() -> None:
     for blocks in ([todo], [merge]):
         scan.feed(json.dumps({"role": "assistant", "message": {"content": blocks}}).encode())
     assert [(t["title"], t["status"]) for t in scan.tasks] == [
-        ("Write the parser", "complete"), ("Write its tests", "complete"), ("Document it", "pending")]
+        ("Write the parser", "complete"),
+        ("Write its tests", "complete"),
+        ("Document it", "pending"),
+    ]
 
 
 def _stop(path: Path, last_message: str | None, session: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    event = HookEvent(harness="claude-code", event="stop", transcript_path=str(path),
-                      last_message=last_message)  # fmt: skip
+    event = HookEvent(harness="claude-code", event="stop", transcript_path=str(path), last_message=last_message)
     settings = {"enabled": ["hook", "transcript", "closure"], "fields": dict(DEFAULT_FIELDS), "timeout_ms": 5000}
     ctx = Context(None, str(path.parent), str(path.parent), settings, session)
     fact, prov = gather(event, ctx)

@@ -230,8 +230,16 @@ def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     edit(pack, "review.yaml", "errors[].type: {not_in: blocker_categories}", "errors[].type: {in: [never_seen]}")
     report = audit(pack)
     unused = {f["member"]: f["location"] for f in report["findings"] if f["kind"] == "unused" and "member" in f}
-    assert set(unused) == {"timeout", "context_exhaustion_handoff", "phase_incomplete", "mcp_transient",
-                           "naming", "formatting", "style", "minor-refactor"}
+    assert set(unused) == {
+        "timeout",
+        "context_exhaustion_handoff",
+        "phase_incomplete",
+        "mcp_transient",
+        "naming",
+        "formatting",
+        "style",
+        "minor-refactor",
+    }
     assert unused["timeout"] == line_of(pack, "vocabulary.yaml", "    timeout:")
 
 
@@ -320,9 +328,14 @@ def test_string_classes_cover_every_glob_combination() -> None:
         seen |= vecs
     # every combination some string realises (a*b needs more than "ab"; "?" excludes a*b of length 1 but "a")
     assert seen == {
-        (False, False, False), (False, False, True), (True, False, False), (True, False, True),
-        (False, True, False), (False, True, True), (True, True, False),
-    }  # fmt: skip
+        (False, False, False),
+        (False, False, True),
+        (True, False, False),
+        (True, False, True),
+        (False, True, False),
+        (False, True, True),
+        (True, True, False),
+    }
 
 
 def test_numeric_regions_are_exact() -> None:
@@ -406,8 +419,9 @@ def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None
     assert proc.returncode == 2
 
 
-@pytest.mark.parametrize("seeds", [range(40), pytest.param(range(40, 120), marks=pytest.mark.torture)],
-                         ids=["seeds 0-39", "seeds 40-119"])  # fmt: skip
+@pytest.mark.parametrize(
+    "seeds", [range(40), pytest.param(range(40, 120), marks=pytest.mark.torture)], ids=["seeds 0-39", "seeds 40-119"]
+)
 def test_random_packs(tmp_path: Path, seeds: range) -> None:
     """Random packs over strings compared with each other, globs, mixed numbers, nested objects and lists:
     examples hold, and random facts land only where the audit says they can (the first 40 seeds
@@ -456,10 +470,14 @@ def test_random_packs(tmp_path: Path, seeds: range) -> None:
 
 def test_cli_corpus_in_processes_gives_the_same_report(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
     facts = [
-        {"status": ["implemented", "failed", "partial", "blocked"][i % 4], "turn": i % 7, "max_turns": 5,
-         "errors": [{"type": ["timeout", "strategy_failed", "odd"][i % 3]}] if i % 5 else []}
+        {
+            "status": ["implemented", "failed", "partial", "blocked"][i % 4],
+            "turn": i % 7,
+            "max_turns": 5,
+            "errors": [{"type": ["timeout", "strategy_failed", "odd"][i % 3]}] if i % 5 else [],
+        }
         for i in range(3000)
-    ]  # fmt: skip
+    ]
     lines = [json.dumps(f) for f in facts]
     lines[10], lines[2000] = "{oops", '{"turn": "x"}'
     corpus = tmp_path / "facts.ndjson"

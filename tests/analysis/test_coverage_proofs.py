@@ -45,8 +45,10 @@ CASES = [  # (when, {condition text: infeasible?})
     ({"all": [{"i1": {"gt": 5}}, {"i1": {"gt": 3}}]}, {"i1 gt 5": False, "i1 gt 3": True}),  # numeric implication
     ({"all": [{"s1": {"exists": True}}, {"s1": "x"}]}, {"s1 exists true": True, "s1 eq x": False}),
     ({"all": [{"n1": {"gt": 0}}, {"n1": {"lte": 5e-324}}]}, {"n1 gt 0": False, "n1 lte 5e-324": False}),
-    ({"any": [{"s2": {"glob": "a*"}}, {"s2": {"starts_with": "ab"}}]},
-     {"s2 glob a*": False, "s2 starts_with ab": True}),
+    (
+        {"any": [{"s2": {"glob": "a*"}}, {"s2": {"starts_with": "ab"}}]},
+        {"s2 glob a*": False, "s2 starts_with ab": True},
+    ),
     ({"all": [{"e1": {"ne": "a"}}, {"e1": {"in": ["b", "c"]}}]}, {"e1 ne a": True, "e1 in [b, c]": True}),
     ({"all": [{"b1": True}, {"some": "tags", "where": {"": "t"}}]}, {"b1 eq true": False}),
 ]

@@ -116,8 +116,10 @@ def test_a_changed_priority(old: Path, new: Path) -> None:
         "  - id: uncommitted_work\n    priority: 450",
     )
     report = diff(old, new)
-    assert titles(report) == {"auto_continue/soft_blocker -> auto_continue/uncommitted_work",
-                              "auto_continue/unlogged_question -> auto_continue/uncommitted_work"}  # fmt: skip
+    assert titles(report) == {
+        "auto_continue/soft_blocker -> auto_continue/uncommitted_work",
+        "auto_continue/unlogged_question -> auto_continue/uncommitted_work",
+    }
     (change,) = [c for c in report["changes"] if c["title"].startswith("auto_continue/soft_blocker")]
     assert change["rules"][0]["example"]["fact"] == {"status": "partial", "uncommittedWork": True}
     assert report["declarations"]["changed"] == [
@@ -146,8 +148,12 @@ def test_a_removed_catch_all(old: Path, new: Path) -> None:
 
 def test_declaration_changes_without_verdict_changes(old: Path, new: Path) -> None:
     edit(new, "vocabulary.yaml", "    description: Unrecoverable failure.", "    description: Gave up.")
-    edit(new, "vocabulary.yaml", "  - id: rotate_secrets", "  - id: wipe_disk\n    description: x\n"
-         "    when: {nextDerivedAction.type: wipe_disk}\n  - id: rotate_secrets")  # fmt: skip
+    edit(
+        new,
+        "vocabulary.yaml",
+        "  - id: rotate_secrets",
+        "  - id: wipe_disk\n    description: x\n    when: {nextDerivedAction.type: wipe_disk}\n  - id: rotate_secrets",
+    )
     report = diff(old, new)
     decl = report["declarations"]
     assert {(c["section"], c["name"]) for c in decl["changed"]} == {("verdicts", "failed")}
@@ -198,8 +204,9 @@ def test_cli_bad_input_exit_2(run_cli: RunCli, old: Path, new: Path, tmp_path: P
     assert f"error(s) in {new}" in proc.stderr
 
 
-@pytest.mark.parametrize("seeds", [range(50), pytest.param(range(50, 150), marks=pytest.mark.torture)],
-                         ids=["seeds 0-49", "seeds 50-149"])  # fmt: skip
+@pytest.mark.parametrize(
+    "seeds", [range(50), pytest.param(range(50, 150), marks=pytest.mark.torture)], ids=["seeds 0-49", "seeds 50-149"]
+)
 def test_random_pack_pairs(tmp_path: Path, seeds: range) -> None:
     """A random pack and a one-rule mutation of it: every random fact whose verdict or reason differs
     falls in a reported group, and every example differs as claimed (reference semantics; see

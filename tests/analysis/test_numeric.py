@@ -118,9 +118,16 @@ def test_ordinals_are_order_preserving(x: float) -> None:
 
 @pytest.mark.parametrize(
     ("lo", "hi", "plain"),
-    [(0.25, 3.5, 1.0), (-3.5, -0.25, -1.0), (-1.0, 1.0, 0.0), (0.3, 0.6, 0.5), (5e-324, 5e-324, 5e-324),
-     (2.0**60, 2.0**61, 2.0**60), (1.1, 1.2, 1.125)],
-)  # fmt: skip
+    [
+        (0.25, 3.5, 1.0),
+        (-3.5, -0.25, -1.0),
+        (-1.0, 1.0, 0.0),
+        (0.3, 0.6, 0.5),
+        (5e-324, 5e-324, 5e-324),
+        (2.0**60, 2.0**61, 2.0**60),
+        (1.1, 1.2, 1.125),
+    ],
+)
 def test_plainest_double(lo: float, hi: float, plain: float) -> None:
     assert plainest(lo, hi) == plain
 

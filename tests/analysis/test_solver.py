@@ -75,8 +75,11 @@ def test_default_pack_same_findings_on_both_backends(default_pack: Path) -> None
 SEEDED = [  # (file, old, new): defects of every kind in copies of the default pack
     ("progress.yaml", "priority: 100\n", "priority: 400\n"),  # a conflict / dead rule
     ("progress.yaml", "when: true", "when: {status: implemented}"),  # a gap
-    ("vocabulary.yaml", "    timeout: Operation exceeded its time limit\n",
-     "    timeout: Operation exceeded its time limit\n    made_up_category: nothing tells it apart\n"),  # unused member
+    (
+        "vocabulary.yaml",
+        "    timeout: Operation exceeded its time limit\n",
+        "    timeout: Operation exceeded its time limit\n    made_up_category: nothing tells it apart\n",
+    ),  # unused member
 ]
 
 
@@ -231,8 +234,14 @@ def _generated(tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureF
     counts: Counter[str] = Counter()
 
     # no shrinking: a failing pack is reported as drawn (shrinking one takes many minutes)
-    @settings(max_examples=n, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(data=varied_packs())
     def check(data: dict[str, Any]) -> None:
         counts[_cross_check(tmp_path_factory, data)] += 1
@@ -262,14 +271,22 @@ def test_generated_packs_same_findings_long(
 
 def test_cli_backend_and_timeout(default_pack: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = run(["audit", "--policy", str(default_pack), "--backend", "solver", "--timeout", "0.001",
-                "--format", "json"], io.BytesIO(), out, err)  # fmt: skip
+    code = run(
+        ["audit", "--policy", str(default_pack), "--backend", "solver", "--timeout", "0.001", "--format", "json"],
+        io.BytesIO(),
+        out,
+        err,
+    )
     doc = json.loads(out.getvalue())
     assert code == 1
     assert doc["backend"] == "solver" and doc["unanswered"] and doc["stopped_after"] == 0.001
     out = io.StringIO()
-    code = run(["audit", "--policy", str(default_pack), "--backend", "solver", "--timeout", "0.001"],
-               io.BytesIO(), out, io.StringIO())  # fmt: skip
+    code = run(
+        ["audit", "--policy", str(default_pack), "--backend", "solver", "--timeout", "0.001"],
+        io.BytesIO(),
+        out,
+        io.StringIO(),
+    )
     assert "stopped after 0.001 s: these questions were not answered:" in out.getvalue()
 
 
@@ -277,8 +294,15 @@ def test_cli_auto_is_the_exhaustive_report_on_the_default_pack(default_pack: Pat
     outs = []
     for backend in ("auto", "exhaustive"):
         out = io.StringIO()
-        assert run(["audit", "--policy", str(default_pack), "--backend", backend, "--format", "json"],
-                   io.BytesIO(), out, io.StringIO()) == 0  # fmt: skip
+        assert (
+            run(
+                ["audit", "--policy", str(default_pack), "--backend", backend, "--format", "json"],
+                io.BytesIO(),
+                out,
+                io.StringIO(),
+            )
+            == 0
+        )
         doc = json.loads(out.getvalue())
         doc.pop("seconds")
         outs.append(doc)

@@ -19,6 +19,7 @@ def cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
     """``stoprule ARGV`` in process, in this test's environment and working directory."""
     return invoke(argv, input=stdin.decode())
 
+
 VOCAB = """\
 schema:
   fields:

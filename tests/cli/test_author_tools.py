@@ -83,7 +83,7 @@ def test_fmt_exit_codes_and_check(tmp_path: Path) -> None:
     assert diff.code == 1 and "+  - id: ok" in diff.out
     done = cli("fmt", str(messy))
     assert done.code == 0 and done.out == f"formatted {messy}\n" and messy.read_text() == CANONICAL
-    assert cli("fmt", "--check", str(messy)) .code == 0
+    assert cli("fmt", "--check", str(messy)).code == 0
     bad = cli("fmt", "--check", str(broken))
     assert bad.code == 2 and "not valid YAML" in bad.err and broken.read_text() == "rules: [\n"
 

@@ -27,13 +27,35 @@ LONG = settings(max_examples=EXAMPLES or scaled(3000), deadline=None, suppress_h
 FACT = json.dumps({"status": "partial"}).encode()
 records = st.one_of(
     st.binary(max_size=60),
-    st.sampled_from([FACT, b"{}", b"[]", b"null", b'{"status": []}', b'{"a":1,"a":2}', b'{"turn": 1e400}',
-                     b'{"turn": ' + b"9" * 5000 + b"}", b"\xff\xfe", b'{"x": "\\ud800"}', b"{" * 200 + b"}" * 200,
-                     '{"s": "a\u2028b"}'.encode(), b"\r", b"\x00"]),  # fmt: skip
+    st.sampled_from(
+        [
+            FACT,
+            b"{}",
+            b"[]",
+            b"null",
+            b'{"status": []}',
+            b'{"a":1,"a":2}',
+            b'{"turn": 1e400}',
+            b'{"turn": ' + b"9" * 5000 + b"}",
+            b"\xff\xfe",
+            b'{"x": "\\ud800"}',
+            b"{" * 200 + b"}" * 200,
+            '{"s": "a\u2028b"}'.encode(),
+            b"\r",
+            b"\x00",
+        ]
+    ),
 )
 stdin_bytes = st.lists(records, max_size=6).map(lambda rs: b"\n".join(rs))
-commands = st.sampled_from([["eval", "-"], ["eval", "--format", "pretty", "-"], ["eval", "--strict", "-"],
-                            ["explain", "-"], ["explain", "--format", "json", "-"]])  # fmt: skip
+commands = st.sampled_from(
+    [
+        ["eval", "-"],
+        ["eval", "--format", "pretty", "-"],
+        ["eval", "--strict", "-"],
+        ["explain", "-"],
+        ["explain", "--format", "json", "-"],
+    ]
+)
 
 
 def _records(data: bytes) -> int:
@@ -108,8 +130,14 @@ def test_any_flags_long(tmp_path_factory: pytest.TempPathFactory, command: str, 
 def test_real_subprocess_never_prints_a_traceback(tmp_path: Path, data: bytes) -> None:
     # a subprocess: the process's own stdin/stdout bytes and their encoding, not Python streams
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "stoprule", "eval", "-"], input=data, capture_output=True, env=env,
-                          cwd=tmp_path, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "stoprule", "eval", "-"],
+        input=data,
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert proc.returncode in (0, 1, 2)
     assert b"Traceback" not in proc.stderr
     assert len(proc.stdout.splitlines()) == _records(data) or len(proc.stdout.splitlines()) == 1

@@ -82,9 +82,12 @@ def test_global_pack_layered_under_the_project(env: Path) -> None:
     layers = json.loads(cli("inspect", "--format", "json", "layers").out)["layers"]
     assert layers["global_files"] == ["org.yaml"] and layers["shadowed"] == ["progress.yaml"]
     assert layers["same_priority"] == [
-        {"priority": 900, "rules": ["org.failed_needs_a_human", "review.unclassified_blocker"],
-         "wins": "org.failed_needs_a_human"}
-    ]  # fmt: skip
+        {
+            "priority": 900,
+            "rules": ["org.failed_needs_a_human", "review.unclassified_blocker"],
+            "wins": "org.failed_needs_a_human",
+        }
+    ]
     audit = cli("audit")
     assert "global pack: " in audit.out and "conflict: priority 900" in audit.out
 

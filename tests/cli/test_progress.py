@@ -69,8 +69,8 @@ def _commands(tmp: Path) -> dict[str, tuple[list[str], str]]:
     facts.write_text("".join(f'{{"status": "implemented", "turn": {i}}}\n' for i in range(3000)))
     cases = tmp / "cases.yaml"
     cases.write_text(
-        "cases:\n" + "".join(f"  - {{name: c{i}, fact: {{status: implemented}}, expect: {{verdict: pass}}}}\n"
-                             for i in range(50))  # fmt: skip
+        "cases:\n"
+        + "".join(f"  - {{name: c{i}, fact: {{status: implemented}}, expect: {{verdict: pass}}}}\n" for i in range(50))
     )
     ledger = tmp / "ledger.db"
     assert cli("eval", "--run", "r1", "--ledger", str(ledger), str(facts.parent / "one.json")).code in (0, 1)

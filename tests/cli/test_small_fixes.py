@@ -82,8 +82,9 @@ def test_doctor_remedies(project: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_blocker_category_did_you_mean(project: Path) -> None:
-    r = cli("blocker", "add", "--category", "missing_dependncy", "--question", "Q?", "--context", "c",
-            "--blocks-progress")  # fmt: skip
+    r = cli(
+        "blocker", "add", "--category", "missing_dependncy", "--question", "Q?", "--context", "c", "--blocks-progress"
+    )
     assert r.code != 0
     said = r.out + r.err
     assert "category 'missing_dependncy' is not a blocker category" in said

@@ -37,8 +37,11 @@ def test_the_reader_without_a_file_gives_what_the_loader_gives_for_an_empty_one(
     loaded = {name: model.model_dump() for name, model in load_config(str(empty)).items()}
     assert {**loaded["providers"], "fields": DEFAULT_FIELDS} == plain.providers
     assert (loaded["hook"], loaded["blockers"], loaded["server"], loaded["ledger"]) == (
-        plain.hook, plain.blockers, plain.server, plain.ledger
-    )  # fmt: skip
+        plain.hook,
+        plain.blockers,
+        plain.server,
+        plain.ledger,
+    )
 
 
 def test_the_defaults_are_not_shared_between_readers() -> None:
@@ -59,8 +62,11 @@ def test_the_init_template_holds_the_defaults_and_the_init_choices(tmp_path: Pat
     for section, model in loaded.items():
         want = {k: choices.get((section, k), v) for k, v in DEFAULTS[section].items()}
         assert model.model_dump() == want, section
-    shown = [ln.split(":")[0].strip() for ln in text.splitlines() if ln.startswith("  ") and ":" in ln
-             and not ln.lstrip().startswith("#")]  # fmt: skip
+    shown = [
+        ln.split(":")[0].strip()
+        for ln in text.splitlines()
+        if ln.startswith("  ") and ":" in ln and not ln.lstrip().startswith("#")
+    ]
     assert shown == [name for names in SHOWN.values() for name in names]
 
 

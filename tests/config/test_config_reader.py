@@ -65,8 +65,9 @@ def test_an_entry_another_checkout_wrote_is_a_miss(tmp_path: Path, cache: Path) 
         ("- a\n", 1, "", "config.not_mapping"),
     ],
 )
-def test_a_bad_config_names_file_line_and_key(tmp_path: Path, cache: Path, text: str, line: int, path: str,
-                                             code: str) -> None:  # fmt: skip
+def test_a_bad_config_names_file_line_and_key(
+    tmp_path: Path, cache: Path, text: str, line: int, path: str, code: str
+) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(text)
     for _ in range(2):  # nothing of a bad config is cached

@@ -109,7 +109,7 @@ def record(root: Path, env: dict[str, str], progress: Callable[[str], None] = la
     _transcript(t1, SESSION, False, "The cache is written.")
     out = pr.stop("claude-code", SESSION, t1, "The cache is written.")  # n1: open todo -> keep working (a step)
     assert out.get("decision") == "block", out
-    pr.facts(SESSION, "max_turns=3", "status=partial", "task_id=CACHE-1")  # the turn is observed (1)
+    pr.facts(SESSION, "turn=8", "max_turns=10", "status=partial", "task_id=CACHE-1")
     _transcript(t1, SESSION, True, "Tests written; the integration test cannot run here.")
     out = pr.stop("claude-code", SESSION, t1, "Tests written.")  # n2: escape hatch, no report: blocked (retryable)
     assert out.get("decision") == "block", out

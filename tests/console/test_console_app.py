@@ -89,7 +89,7 @@ def test_a_decision_shows_verdict_rules_message_facts_and_provenance(client) -> 
     blocked = text(client.get("/decision", params={"run": SESSION, "node": "n2"}).text)
     assert "escape_hatch blocked_report_required" in blocked and "retried by n3" in blocked
     assert "escape_hatch.blocked_report_required won" in blocked  # the winner, first of the matched rules
-    assert "Turn 1 of 3" in blocked  # the message the agent got (the turn observed, the limit declared)
+    assert "Turn 8 of 10" in blocked  # the message the agent got
     assert "sha256:" in blocked
     page = client.get("/decision", params={"run": SESSION, "node": "n3"}).text
     retry = text(page)
@@ -99,8 +99,7 @@ def test_a_decision_shows_verdict_rules_message_facts_and_provenance(client) -> 
         m.group(1): text(m.group(0))
         for m in re.finditer(r"<tr class=\"\w*\">\s*<td><code>(\w+)</code>.*?</tr>", page, re.S)
     }
-    assert rows["turn"].endswith("transcript (turns) observed")  # observed beats declared
-    assert rows["max_turns"].endswith("state declared")  # declared with `stoprule facts set`
+    assert rows["turn"].endswith("state declared")  # declared with `stoprule facts set`
     assert rows["taskBoundaryStop"].endswith("hook (stopping) observed")  # from the harness's payload
     assert "blocked_report" in rows and rows["blocked_report"].endswith("blockers declared")  # the agent filed it
     assert rows["availableTasks"].endswith("transcript (available_tasks) observed")

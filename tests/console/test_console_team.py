@@ -151,6 +151,9 @@ def _server(tmp: Path, ledger: str) -> Iterator[str]:
         f"  - {{name: {name}, sha256: '{hash_token(t)}'}}\n" for name, t in (("reader", READER), ("ops", OPS))
     )
     cfg.write_text(f"policy: {REPO / 'policies'}\nledger: '{ledger}'\ntokens:\n{tokens}console: {{resolve: [ops]}}\n")
+    if ledger.startswith("postgresql://"):  # the schema is made by its owner, before a server uses it
+        migrate = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", ledger]
+        subprocess.run(migrate, check=True, capture_output=True, timeout=120)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -101,8 +101,11 @@ def test_a_wide_any_whose_alternatives_all_hold(tmp_path: Path) -> None:
     policy = _pack(tmp_path, "{n: {type: int}}", when)
     facts = [{"n": 100}, {"n": 3}, {"n": 0}, {"n": 100}]
     assert [v.rule for v in policy.evaluate_many(facts, on_error="return")] == [  # type: ignore[union-attr]
-        "pack.x", "pack.x", "pack.fallback", "pack.x",
-    ]  # fmt: skip
+        "pack.x",
+        "pack.x",
+        "pack.fallback",
+        "pack.x",
+    ]
     assert policy.evaluate({"n": 64}).rule == "pack.x"
 
 

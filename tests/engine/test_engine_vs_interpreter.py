@@ -99,7 +99,7 @@ rules:
         "日本",
         "日本語",
         "本",
-    ],  # fmt: skip
+    ],
 )
 def test_glob_engine_agrees_with_reference(tmp_path: Path, name: str) -> None:
     (tmp_path / "p.yaml").write_text(GLOB_PACK)
@@ -199,5 +199,5 @@ def test_projection_is_the_reference_projection(compiled_ctx) -> None:  # noqa: 
     rng = random.Random(5)
     for _ in range(3000):
         same_projection(ev, ev.validate(random_fact(rng)))
-    for value in ("é\u2028\"\\", "1e-09", ""):  # non-ASCII, escapes, an exponent-looking string
+    for value in ('é\u2028"\\', "1e-09", ""):  # non-ASCII, escapes, an exponent-looking string
         same_projection(ev, ev.validate({"nextTaskId": value, "planId": value, "turn": 2**40, "status": "blocked"}))

@@ -80,8 +80,15 @@ def test_handles_are_not_shared_while_in_use_long(default_pack: Path) -> None:
 
 def _handles_race(default_pack: Path, seconds: float) -> None:
     rng = random.Random(7)
-    facts = [{"status": rng.choice(["partial", "failed", "implemented", "blocked"]), "turn": rng.randint(0, 9),
-              "max_turns": 8, "uncommittedWork": rng.random() < 0.3} for _ in range(300)]  # fmt: skip
+    facts = [
+        {
+            "status": rng.choice(["partial", "failed", "implemented", "blocked"]),
+            "turn": rng.randint(0, 9),
+            "max_turns": 8,
+            "uncommittedWork": rng.random() < 0.3,
+        }
+        for _ in range(300)
+    ]
     compiled = compile_policy(default_pack, cache=False)
     want = [Evaluator(compiled).evaluate(f).rule for f in facts]
     errors: list[str] = []

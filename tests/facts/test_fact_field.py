@@ -13,12 +13,13 @@ from stoprule.facts.schema import FactField, FactSchema
 
 def _object() -> FactField:
     return FactField(
-        "", "object",
+        "",
+        "object",
         fields={
             "taskState": FactField("taskState", "enum", values=("a", "b"), aliases=("task_state",)),
             "turn": FactField("turn", "int", has_default=True, default=0),
         },
-    )  # fmt: skip
+    )
 
 
 def test_lookup_names_every_field_and_alias() -> None:

@@ -59,8 +59,10 @@ def install(harness: str) -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm is not on PATH")
-    subprocess.run([npm, "install", "--prefix", str(install_dir(harness)), "--no-audit", "--no-fund",
-                    f"{package}@{version}"], check=True)  # fmt: skip
+    subprocess.run(
+        [npm, "install", "--prefix", str(install_dir(harness)), "--no-audit", "--no-fund", f"{package}@{version}"],
+        check=True,
+    )
 
 
 def stoprule_exe() -> str:
@@ -70,8 +72,11 @@ def stoprule_exe() -> str:
 
 def require(harness: str) -> None:
     """Skip (fail in CI) when the harness or node is missing."""
-    missing = [what for what, ok in (("node", shutil.which("node")), (str(binary(harness)), binary(harness).exists()))
-               if not ok]  # fmt: skip
+    missing = [
+        what
+        for what, ok in (("node", shutil.which("node")), (str(binary(harness)), binary(harness).exists()))
+        if not ok
+    ]
     if missing:
         why = f"{harness}: not installed ({', '.join(missing)}); run python tests/harness/install.py"
         if os.environ.get("STOPRULE_REQUIRE_HARNESSES") == "1":
@@ -173,8 +178,15 @@ class Driver:
 
     def run(self, s: Session, prompt: str) -> subprocess.CompletedProcess[str]:
         """Run the harness to its end (headless, one prompt)."""
-        return subprocess.run(self.command(s, prompt), cwd=s.project, env=s.env, capture_output=True, text=True,
-                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.run(
+            self.command(s, prompt),
+            cwd=s.project,
+            env=s.env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 class ClaudeCode(Driver):
@@ -188,18 +200,32 @@ class ClaudeCode(Driver):
 
     def mcp(self, tool: str, args: dict[str, Any]) -> list[Turn]:
         full = f"mcp__stoprule__{tool}"
-        return [Turn(calls=[Call("ToolSearch", {"query": f"select:{full}", "max_results": 5})]),
-                Turn(calls=[Call(full, args)])]  # fmt: skip
+        return [
+            Turn(calls=[Call("ToolSearch", {"query": f"select:{full}", "max_results": 5})]),
+            Turn(calls=[Call(full, args)]),
+        ]
 
     def environment(self, s: Session) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
-                "CLAUDE_CONFIG_DIR": str(s.home / ".claude")}  # fmt: skip
+        return {
+            "ANTHROPIC_BASE_URL": s.url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
+            "CLAUDE_CONFIG_DIR": str(s.home / ".claude"),
+        }
 
     def command(self, s: Session, prompt: str) -> list[str]:
-        return [str(binary(self.name)), "-p", prompt, "--output-format", "json",
-                "--allowedTools", "Bash", "mcp__stoprule"]  # fmt: skip
+        return [
+            str(binary(self.name)),
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Bash",
+            "mcp__stoprule",
+        ]
 
 
 class Codex(Driver):
@@ -233,8 +259,14 @@ class Codex(Driver):
         return {"CODEX_HOME": str(s.home / ".codex"), "SCRIPTED_API_KEY": "sk-test-dummy"}
 
     def command(self, s: Session, prompt: str) -> list[str]:
-        return [str(binary(self.name)), "exec", "--dangerously-bypass-approvals-and-sandbox",
-                "--dangerously-bypass-hook-trust", "--skip-git-repo-check", prompt]  # fmt: skip
+        return [
+            str(binary(self.name)),
+            "exec",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            "--skip-git-repo-check",
+            prompt,
+        ]
 
 
 class Gemini(Driver):
@@ -277,14 +309,25 @@ class Copilot(Driver):
         return [Turn(calls=[Call(f"stoprule-{tool}", args)])]
 
     def environment(self, s: Session) -> dict[str, str]:
-        return {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{s.url}/v1",
-                "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_API_KEY": "sk-test-dummy",
-                "COPILOT_MODEL": "gpt-4.1", "COPILOT_HOME": str(s.home / ".copilot"),
-                "COPILOT_AUTO_UPDATE": "false"}  # fmt: skip
+        return {
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": f"{s.url}/v1",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": "sk-test-dummy",
+            "COPILOT_MODEL": "gpt-4.1",
+            "COPILOT_HOME": str(s.home / ".copilot"),
+            "COPILOT_AUTO_UPDATE": "false",
+        }
 
     def command(self, s: Session, prompt: str) -> list[str]:
-        return [str(binary(self.name)), "-p", prompt, "--allow-all-tools", "--trust-folder",
-                "--disable-client-telemetry"]  # fmt: skip
+        return [
+            str(binary(self.name)),
+            "-p",
+            prompt,
+            "--allow-all-tools",
+            "--trust-folder",
+            "--disable-client-telemetry",
+        ]
 
 
 DRIVERS["copilot"] = Copilot()
@@ -314,14 +357,20 @@ class OpenCode(Driver):
         (d / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
 
     def environment(self, s: Session) -> dict[str, str]:
-        return {"XDG_CONFIG_HOME": str(s.home / ".config"), "XDG_DATA_HOME": str(s.home / ".local" / "share"),
-                # shared between runs: OpenCode installs the provider package there on first use
-                "XDG_CACHE_HOME": str(install_dir(self.name) / "xdg-cache"),
-                "XDG_STATE_HOME": str(s.home / ".local" / "state"),
-                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
-                "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                "OPENCODE_DISABLE_CLAUDE_CODE": "1", "OPENCODE_FAST_BOOT": "1",
-                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1"}  # fmt: skip
+        return {
+            "XDG_CONFIG_HOME": str(s.home / ".config"),
+            "XDG_DATA_HOME": str(s.home / ".local" / "share"),
+            # shared between runs: OpenCode installs the provider package there on first use
+            "XDG_CACHE_HOME": str(install_dir(self.name) / "xdg-cache"),
+            "XDG_STATE_HOME": str(s.home / ".local" / "state"),
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_SHARE": "1",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            "OPENCODE_FAST_BOOT": "1",
+            "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
+        }
 
     def command(self, s: Session, prompt: str) -> list[str]:
         return [str(binary(self.name)), "serve", "--hostname", "127.0.0.1", "--port", "0", "--print-logs"]
@@ -333,8 +382,15 @@ class OpenCode(Driver):
         import time
         import urllib.request
 
-        proc = subprocess.Popen(self.command(s, prompt), cwd=s.project, env=s.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            self.command(s, prompt),
+            cwd=s.project,
+            env=s.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
         lines: list[str] = []
         try:
             assert proc.stdout is not None
@@ -357,8 +413,9 @@ class OpenCode(Driver):
 
             def call(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
                 data = json.dumps(body).encode() if body is not None else None
-                req = urllib.request.Request(base + path, data=data, method=method,
-                                             headers={"Content-Type": "application/json"})  # fmt: skip
+                req = urllib.request.Request(
+                    base + path, data=data, method=method, headers={"Content-Type": "application/json"}
+                )
                 with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
                     text = resp.read().decode()
                 return json.loads(text) if text.strip() else None
@@ -382,8 +439,11 @@ class OpenCode(Driver):
                 time.sleep(0.5)
             messages = call("GET", f"/session/{sid}/message")
             last = [m for m in messages or [] if m.get("info", {}).get("role") == "assistant"]
-            text = "".join(p.get("text", "") for p in (last[-1].get("parts") or []) if p.get("type") == "text") \
-                if last else ""  # fmt: skip
+            text = (
+                "".join(p.get("text", "") for p in (last[-1].get("parts") or []) if p.get("type") == "text")
+                if last
+                else ""
+            )
             return subprocess.CompletedProcess(proc.args, 0, text, "".join(lines[-400:]))
         finally:
             proc.terminate()
@@ -421,16 +481,24 @@ def make_project(root: Path, harness: str) -> Path:
     (project / "README.md").write_text("# demo\n", encoding="utf-8")
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env["HOME"] = str(root / "home")
-    p = subprocess.run([stoprule_exe(), "init", "--harness", harness], cwd=project, env=env, capture_output=True,
-                       text=True)  # fmt: skip
+    p = subprocess.run(
+        [stoprule_exe(), "init", "--harness", harness], cwd=project, env=env, capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stderr
     subprocess.run([*git, "add", "-A"], cwd=project, check=True)
     subprocess.run([*git, "commit", "-qm", "wire stoprule"], cwd=project, check=True)
     return project
 
 
-def run_session(harness: str, root: Path, turns: list[Turn], default: Turn | None = None,
-                prompt: str = PROMPT, wire: str | None = None, driver: Driver | None = None) -> Session:  # fmt: skip
+def run_session(
+    harness: str,
+    root: Path,
+    turns: list[Turn],
+    default: Turn | None = None,
+    prompt: str = PROMPT,
+    wire: str | None = None,
+    driver: Driver | None = None,
+) -> Session:
     """A headless run of ``harness`` to its end in a fresh project under ``root`` (wired by
     ``stoprule init --harness WIRE``, by default the harness itself; ``driver``: another way to run it)."""
     driver = driver or DRIVERS[harness]

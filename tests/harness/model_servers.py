@@ -100,8 +100,12 @@ class Request:
 class Script:
     """The model: plays ``turns`` in order on main requests, then ``default`` forever."""
 
-    def __init__(self, turns: list[Turn], default: Turn | None = None,
-                 is_main: Callable[[str, dict[str, Any]], bool] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        turns: list[Turn],
+        default: Turn | None = None,
+        is_main: Callable[[str, dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.turns = list(turns)
         self.default = default or Turn("Done.")
         self.is_main = is_main or _offers_tools
@@ -155,37 +159,77 @@ def _sse(event: str | None, data: dict[str, Any]) -> bytes:
 def anthropic(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
     model = body.get("model", "scripted")
     msg_id = f"msg_{next(_ids):04d}"
-    yield _sse("message_start", {"type": "message_start", "message": {
-        "id": msg_id, "type": "message", "role": "assistant", "content": [], "model": model,
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})  # fmt: skip
+    yield _sse(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": model,
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        },
+    )
     index = 0
     if turn.text:
-        yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "text", "text": ""}})  # fmt: skip
-        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "text_delta", "text": turn.text}})  # fmt: skip
+        yield _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+        yield _sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": turn.text}},
+        )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
         index = 1
     for call in turn.calls:
-        yield _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": f"toolu_{call.id}", "name": call.name, "input": {}}})  # fmt: skip
-        yield _sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                           "delta": {"type": "input_json_delta",
-                                                     "partial_json": json.dumps(call.args)}})  # fmt: skip
+        yield _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": f"toolu_{call.id}", "name": call.name, "input": {}},
+            },
+        )
+        yield _sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(call.args)},
+            },
+        )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
         index += 1
-    yield _sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
-                                 "delta": {"stop_reason": "tool_use" if turn.calls else "end_turn",
-                                           "stop_sequence": None}})  # fmt: skip
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "usage": {"output_tokens": 5},
+            "delta": {"stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None},
+        },
+    )
     yield _sse("message_stop", {"type": "message_stop"})
 
 
 def anthropic_json(turn: Turn, body: dict[str, Any]) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
     content += [{"type": "tool_use", "id": f"toolu_{c.id}", "name": c.name, "input": c.args} for c in turn.calls]
-    return {"id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant", "content": content,
-            "model": body.get("model", "scripted"), "stop_reason": "tool_use" if turn.calls else "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
+    return {
+        "id": f"msg_{next(_ids):04d}",
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "model": body.get("model", "scripted"),
+        "stop_reason": "tool_use" if turn.calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
 
 
 def responses(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
@@ -202,9 +246,16 @@ def responses(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
             "response.output_item.added",
             {"type": "response.output_item.added", "output_index": len(output), "item": dict(item, content=[])},
         )
-        yield _sse("response.output_text.delta", {"type": "response.output_text.delta", "item_id": item["id"],
-                                                  "output_index": len(output), "content_index": 0,
-                                                  "delta": turn.text})  # fmt: skip
+        yield _sse(
+            "response.output_text.delta",
+            {
+                "type": "response.output_text.delta",
+                "item_id": item["id"],
+                "output_index": len(output),
+                "content_index": 0,
+                "delta": turn.text,
+            },
+        )
         yield _sse(
             "response.output_item.done",
             {"type": "response.output_item.done", "output_index": len(output), "item": item},
@@ -266,9 +317,11 @@ def chat(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
 def gemini(turn: Turn, body: dict[str, Any]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
     parts += [{"functionCall": {"name": c.name, "args": c.args, "id": c.id}} for c in turn.calls]
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-            "modelVersion": "scripted"}  # fmt: skip
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "scripted",
+    }
 
 
 # ------------------------------------------------------------------ the server
@@ -306,8 +359,12 @@ def _handler(script: Script, side: Callable[[str, dict[str, Any]], Turn]) -> typ
             path = self.path.split("?")[0]
             script.requests.append(Request(path, {}, False, None))
             if path.endswith("/models"):
-                self._json({"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0,
-                                                        "owned_by": "tests"}]})  # fmt: skip
+                self._json(
+                    {
+                        "object": "list",
+                        "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}],
+                    }
+                )
                 return
             self._json({"error": {"message": f"not scripted: GET {path}"}}, 404)
 

@@ -52,9 +52,12 @@ def todo_turn(harness: str, done: bool = False) -> Turn:
 
 
 def transcript_of(harness: str, home: Path) -> Path | None:
-    pattern = {"claude-code": ".claude/projects/*/*.jsonl", "codex": ".codex/sessions/*/*/*/rollout-*.jsonl",
-               "gemini": ".gemini/tmp/*/chats/session-*.jsonl",
-               "copilot": ".copilot/session-state/*/events.jsonl"}[harness]  # fmt: skip
+    pattern = {
+        "claude-code": ".claude/projects/*/*.jsonl",
+        "codex": ".codex/sessions/*/*/*/rollout-*.jsonl",
+        "gemini": ".gemini/tmp/*/chats/session-*.jsonl",
+        "copilot": ".copilot/session-state/*/events.jsonl",
+    }[harness]
     found = sorted(home.glob(pattern))
     return found[-1] if found else None
 
@@ -103,8 +106,15 @@ def record(harness: str) -> None:
         }
         env.update(HOME=str(home), PATH=harness_path(), NO_COLOR="1", PWD=str(project), **d.environment(s))
         s.env = env
-        s.result = subprocess.run(d.command(s, "Write notes.txt and commit it."), cwd=project, env=env,
-                                  capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)  # fmt: skip
+        s.result = subprocess.run(
+            d.command(s, "Write notes.txt and commit it."),
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
     out = FIXTURES / harness / "recorded"
     out.mkdir(parents=True, exist_ok=True)
     transcript = transcript_of(harness, home)

@@ -126,8 +126,9 @@ def test_the_same_question_is_pushed_back_only_in_an_autonomous_session(
     from harnesses import PROMPT
 
     prompt = PROMPT + ("\nstoprule: mode=interactive" if mode == "interactive" else "")
-    s = run_session_(harness, [Turn(ASKS)], Turn("Decided myself: not applying it; logged for the user."),
-                     prompt=prompt)  # fmt: skip
+    s = run_session_(
+        harness, [Turn(ASKS)], Turn("Decided myself: not applying it; logged for the user."), prompt=prompt
+    )
     assert s.result is not None and s.result.returncode == 0, s.describe()
     first = s.stops()[0]
     assert first["fact"]["sessionMode"] == mode, first["provenance"]["fields"].get("sessionMode")

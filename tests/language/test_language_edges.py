@@ -74,8 +74,10 @@ def test_schema_diagnostics_name_the_declaring_file(tmp_path: Path) -> None:
     assert _codes(tmp_path) == [("schema.alias", "b.yaml", 3)]
 
 
-@pytest.mark.parametrize(("op", "fact", "fires"), [("not_in", {}, False), ("not_in", {"s": "x"}, True),
-                                                   ("in", {"s": "x"}, False), ("in", {}, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("op", "fact", "fires"),
+    [("not_in", {}, False), ("not_in", {"s": "x"}, True), ("in", {"s": "x"}, False), ("in", {}, False)],
+)
 def test_empty_value_lists(tmp_path: Path, op: str, fact: dict, fires: bool) -> None:
     body = f"rules:\n  - {{id: t, priority: 1, when: {{s: {{{op}: []}}}}, verdict: hit, reason: t, message: m}}\n"
     policy = load_policy(_pack(tmp_path, body + FALLBACK), cache=False)

@@ -89,9 +89,12 @@ def modules_after(tmp_path: Path, *argv: str) -> set[str]:
     a fresh interpreter's sys.modules is what the cold start pays for)."""
     proc = subprocess.run(
         [sys.executable, "-c", MODULES_AFTER, *argv],
-        input=json.dumps(OK), capture_output=True, text=True, cwd=tmp_path,
+        input=json.dumps(OK),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env={**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stderr))
 
@@ -115,9 +118,13 @@ def test_envelope_gains_run_node_kind_and_token_for_retryable_blocks(ev, db: Pat
         env = one(proc)
         assert env["ok"] is (code == 0)
         assert {k: env[k] for k in LEDGER_KEYS} == {
-            "run": "r", "node": f"n{i}", "parent": f"n{i - 1}" if i > 1 else None, "kind": kind,
-            "retryable": retryable, "attempt": 1,
-        }  # fmt: skip
+            "run": "r",
+            "node": f"n{i}",
+            "parent": f"n{i - 1}" if i > 1 else None,
+            "kind": kind,
+            "retryable": retryable,
+            "attempt": 1,
+        }
         assert ("retry_token" in env) == retryable
     assert one(ev("r", OK, "--checkpoint"))["kind"] == "checkpoint"
     assert one(ev("r", REVIEW, "--checkpoint"))["kind"] == "blocked_attempt"
@@ -150,8 +157,10 @@ def test_parent_flag_branches_and_unknown_nodes_are_refused(ev, db: Path) -> Non
     ev("r", [OK, OK])
     assert one(ev("r", OK, "--parent", "n1"))["parent"] == "n1"
     before = snapshot(db)
-    for args, msg in ((("--parent", "n9"), "run 'r' has no node 'n9'"),
-                      (("--parent", "zzz"), "run 'r' has no node 'zzz'")):  # fmt: skip
+    for args, msg in (
+        (("--parent", "n9"), "run 'r' has no node 'n9'"),
+        (("--parent", "zzz"), "run 'r' has no node 'zzz'"),
+    ):
         proc = ev("r", OK, *args)
         assert proc.returncode == 2 and msg in proc.stderr
     proc = ev("new-run", OK, "--parent", "n1")
@@ -280,9 +289,14 @@ def history(db: Path, evaluator) -> Path:
 def test_log_status(run_cli, history: Path) -> None:
     st = one(log(run_cli, history, "status", "r", "--format", "json"))
     assert {k: st[k] for k in ("tip", "tip_kind", "retryable", "verdict", "decisions", "blocked", "attempt")} == {
-        "tip": "n6", "tip_kind": "blocked_attempt", "retryable": False, "verdict": "user_review",
-        "decisions": 6, "blocked": 3, "attempt": 1,
-    }  # fmt: skip
+        "tip": "n6",
+        "tip_kind": "blocked_attempt",
+        "retryable": False,
+        "verdict": "user_review",
+        "decisions": 6,
+        "blocked": 3,
+        "attempt": 1,
+    }
     text = log(run_cli, history, "status", "r").stdout
     assert "tip n6 blocked_attempt (terminal)" in text and "6 decisions, 3 blocked" in text
 
@@ -291,16 +305,21 @@ def test_log_show_tree_json_mermaid(run_cli, history: Path) -> None:
     tree = log(run_cli, history, "show", "r").stdout.splitlines()
     assert tree[1].startswith("n1 step: pass / ok")
     assert tree[2].startswith("├─ n2 blocked_attempt (retryable): continuity_failure")
-    assert tree[3].startswith("│  n3 blocked_attempt (retryable): continuity_failure / missing_auto_next_dispatch, "
-                              "attempt 2, retry of n2")  # fmt: skip
+    assert tree[3].startswith(
+        "│  n3 blocked_attempt (retryable): continuity_failure / missing_auto_next_dispatch, attempt 2, retry of n2"
+    )
     assert tree[4].startswith("│  n4 step: pass / ok, attempt 3, retry of n3")
     assert tree[5].startswith("└─ n5 checkpoint: pass / ok")
     assert tree[6].startswith("   n6 blocked_attempt (terminal): user_review / agent_blocked")
     data = one(log(run_cli, history, "show", "r", "--format", "json"))
     assert [n["node"] for n in data["nodes"]] == ["n1", "n2", "n3", "n4", "n5", "n6"]
     assert {(e["from"], e["to"], e["kind"]) for e in data["edges"]} == {
-        ("n1", "n2", "next"), ("n2", "n3", "retry"), ("n3", "n4", "retry"), ("n1", "n5", "next"), ("n5", "n6", "next"),
-    }  # fmt: skip
+        ("n1", "n2", "next"),
+        ("n2", "n3", "retry"),
+        ("n3", "n4", "retry"),
+        ("n1", "n5", "next"),
+        ("n5", "n6", "next"),
+    }
     mermaid = log(run_cli, history, "show", "r", "--format", "mermaid").stdout
     assert mermaid.startswith("flowchart TD\n")
     assert 'n2{{"n2 blocked_attempt (retryable)<br/>continuity_failure / missing_auto_next_dispatch"}}' in mermaid
@@ -367,8 +386,10 @@ def sha(p: Path) -> str:
 
 
 def test_ledger_in_a_missing_directory(run_cli, tmp_path: Path) -> None:
-    for argv in (("eval", "--run", "r", "--ledger", str(tmp_path / "no" / "l.db")),
-                 ("log", "status", "r", "--ledger", str(tmp_path / "no" / "l.db"))):  # fmt: skip
+    for argv in (
+        ("eval", "--run", "r", "--ledger", str(tmp_path / "no" / "l.db")),
+        ("log", "status", "r", "--ledger", str(tmp_path / "no" / "l.db")),
+    ):
         proc = run_cli(*argv, input=json.dumps(OK))
         no_traceback(proc)
         assert proc.returncode == 2 and "does not exist" in proc.stderr

@@ -59,11 +59,17 @@ def test_flag_then_env_then_config_then_default(
     assert made == [where]
     assert _runs(project / where, tmp_path) == ["r1"]
     # `log` and `keys` read the same ledger from the same settings
-    p = invoke(["log", "runs", "--format", "json"] + (["--ledger", str(project / flag)] if flag else []),
-               env=_env(tmp_path, **extra), cwd=project / "sub")  # fmt: skip
+    p = invoke(
+        ["log", "runs", "--format", "json"] + (["--ledger", str(project / flag)] if flag else []),
+        env=_env(tmp_path, **extra),
+        cwd=project / "sub",
+    )
     assert p.returncode == 0 and [r["run"] for r in json.loads(p.stdout)] == ["r1"], p.stderr
-    p = invoke(["keys", "list", "--format", "json"] + (["--ledger", str(project / flag)] if flag else []),
-               env=_env(tmp_path, **extra), cwd=project / "sub")  # fmt: skip
+    p = invoke(
+        ["keys", "list", "--format", "json"] + (["--ledger", str(project / flag)] if flag else []),
+        env=_env(tmp_path, **extra),
+        cwd=project / "sub",
+    )
     assert p.returncode == 0 and json.loads(p.stdout)["path"] == str(project / where) + ".keys", p.stderr
 
 
@@ -99,8 +105,23 @@ def test_the_hook_and_the_blocker_tool_record_in_the_configured_ledger(tmp_path:
     data["cwd"] = str(project / "sub")
     data["session_id"] = "s-hook"
     run_hook("claude-code", data, project, _env(tmp_path))
-    p = invoke(["blocker", "add", "--session", "s-blocker", "--category", "permission", "--question", "which key?",
-                "--blocks-progress", "--policy", PACK], env=_env(tmp_path), cwd=project / "sub")  # fmt: skip
+    p = invoke(
+        [
+            "blocker",
+            "add",
+            "--session",
+            "s-blocker",
+            "--category",
+            "permission",
+            "--question",
+            "which key?",
+            "--blocks-progress",
+            "--policy",
+            PACK,
+        ],
+        env=_env(tmp_path),
+        cwd=project / "sub",
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert sorted(str(f.relative_to(project)) for f in project.rglob("*.db")) == [".stoprule/shared.db"]
     assert sorted(_runs(project / ".stoprule" / "shared.db", tmp_path)) == ["s-blocker", "s-hook"]

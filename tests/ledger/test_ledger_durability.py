@@ -172,8 +172,10 @@ def blocked(tmp_path: Path, evaluator) -> tuple[Path, str]:
 @pytest.mark.torture
 def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocked: tuple[Path, str]) -> None:
     db, token = blocked
-    procs = [popen(["eval", "--run", "r", "--ledger", str(db), "--retry", token], tmp_path, json.dumps(FIXED))
-             for _ in range(8)]  # fmt: skip
+    procs = [
+        popen(["eval", "--run", "r", "--ledger", str(db), "--retry", token], tmp_path, json.dumps(FIXED))
+        for _ in range(8)
+    ]
     results = []
     for proc, (out, err) in zip(procs, finish(procs), strict=True):
         assert proc.returncode == 0, err
@@ -185,8 +187,9 @@ def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocke
 
 @pytest.mark.torture
 @pytest.mark.parametrize("mixed", [False, True])
-def test_same_token_released_at_once_by_forked_writers(tmp_path: Path, blocked: tuple[Path, str], mixed: bool,
-                                                        default_pack: Path) -> None:  # fmt: skip
+def test_same_token_released_at_once_by_forked_writers(
+    tmp_path: Path, blocked: tuple[Path, str], mixed: bool, default_pack: Path
+) -> None:
     """Children start from one barrier, so their retries overlap as closely as processes can."""
     db, token = blocked
     facts = {"fixed": FIXED, "other": CONTINUITY}
@@ -204,8 +207,9 @@ def test_same_token_released_at_once_by_forked_writers(tmp_path: Path, blocked: 
             argv = ["eval", "--policy", str(default_pack), "--run", "r", "--ledger", str(db), "--retry", token,
                     str(tmp_path / f"{which}.json")]  # fmt: skip
             code = cli_run(argv, io.BytesIO(), out, err)
-            (tmp_path / f"kid{i}.json").write_text(json.dumps({"which": which, "code": code, "out": out.getvalue(),
-                                                               "err": err.getvalue()}))  # fmt: skip
+            (tmp_path / f"kid{i}.json").write_text(
+                json.dumps({"which": which, "code": code, "out": out.getvalue(), "err": err.getvalue()})
+            )
             return 0
 
         kids.append(fork(work))
@@ -244,8 +248,12 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
 
     def cli_writer(run: str) -> int:
         sink = io.StringIO()
-        return cli_run(["eval", "--policy", str(default_pack), "--run", run, "--ledger", str(db), str(batch)],
-                       io.BytesIO(), sink, sink)  # fmt: skip
+        return cli_run(
+            ["eval", "--policy", str(default_pack), "--run", run, "--ledger", str(db), str(batch)],
+            io.BytesIO(),
+            sink,
+            sink,
+        )
 
     def retry_writer(run: str, seed: int) -> int:
         pick = random.Random(seed)
@@ -269,8 +277,11 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
             kind = rng.choices(["cli", "retry", "rotate"], weights=[6, 3, 1])[0]
             run = rng.choice(runs)
             seed = rng.randrange(1 << 30)
-            work = {"cli": lambda run=run: cli_writer(run), "retry": lambda run=run, seed=seed: retry_writer(run, seed),
-                    "rotate": rotate_writer}[kind]  # fmt: skip
+            work = {
+                "cli": lambda run=run: cli_writer(run),
+                "retry": lambda run=run, seed=seed: retry_writer(run, seed),
+                "rotate": rotate_writer,
+            }[kind]
             kids.append((fork(work), rng.uniform(0.0, 0.03)))
         start = time.monotonic()
         for pid, delay in sorted(kids, key=lambda k: k[1]):
@@ -289,8 +300,9 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
 
 
 @pytest.mark.torture
-def test_sigkilled_writers_leave_no_half_written_decision(tmp_path: Path, default_pack: Path, evaluator,
-                                                          run_cli) -> None:  # fmt: skip
+def test_sigkilled_writers_leave_no_half_written_decision(
+    tmp_path: Path, default_pack: Path, evaluator, run_cli
+) -> None:
     db = tmp_path / "ledger.db"  # the first trials also kill writers while they create the ledger
     tally = _kill_trials(tmp_path, db, default_pack, evaluator, trials=200)
     assert tally["killed"] + tally["finished"] == 400

@@ -1,12 +1,13 @@
 """Ledger regressions: file modes, read-only commands where there is
 no ledger, line separators and lone surrogates in exported facts, error mapping, the signed
-ledger head across key rotation, and upgrading schema-1 ledgers."""
+ledger head and run signatures across key rotation, and upgrading ledgers of schemas 1 and 2."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -44,8 +45,11 @@ def test_ledger_and_its_side_files_are_owner_only_under_umask_022(tmp_path: Path
             side = [Path(f"{path}{s}") for s in ("-wal", "-shm")]
             assert all(p.exists() for p in side)  # while open, WAL mode keeps both
             assert {p.name: mode(p) for p in (path, *side, Path(led.keys_path))} == {
-                "ledger.db": 0o600, "ledger.db-wal": 0o600, "ledger.db-shm": 0o600, "ledger.db.keys": 0o600,
-            }  # fmt: skip
+                "ledger.db": 0o600,
+                "ledger.db-wal": 0o600,
+                "ledger.db-shm": 0o600,
+                "ledger.db.keys": 0o600,
+            }
     finally:
         os.umask(old)
 
@@ -72,9 +76,19 @@ def test_cli_creates_the_default_ledger_owner_only_under_umask_022(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "argv",
-    [("log", "status", "r"), ("log", "show", "r"), ("log", "runs"), ("log", "export"), ("log", "export", "--run", "r"),
-     ("log", "verify"), ("log", "verify", "r"), ("log", "upgrade"), ("keys", "rotate"), ("keys", "retire", "k1")],
-)  # fmt: skip
+    [
+        ("log", "status", "r"),
+        ("log", "show", "r"),
+        ("log", "runs"),
+        ("log", "export"),
+        ("log", "export", "--run", "r"),
+        ("log", "verify"),
+        ("log", "verify", "r"),
+        ("log", "upgrade"),
+        ("keys", "rotate"),
+        ("keys", "retire", "k1"),
+    ],
+)
 @pytest.mark.parametrize("explicit", [False, True])
 def test_commands_that_read_a_ledger_say_no_ledger_here_and_create_nothing(
     run_cli, tmp_path: Path, argv: tuple[str, ...], explicit: bool
@@ -121,8 +135,12 @@ def test_export_escapes_line_separators_and_round_trips_through_eval(run_cli, tm
     full = run_cli("log", "export", "--ledger", db)
     assert len(full.stdout.splitlines()) == len(facts)
     assert [json.loads(ln)["fact"] for ln in full.stdout.splitlines()] == facts
-    for fmt_args in (("show", "r", "--format", "json"), ("status", "r", "--format", "json"),
-                     ("runs", "--format", "json"), ("verify", "--format", "json")):  # fmt: skip
+    for fmt_args in (
+        ("show", "r", "--format", "json"),
+        ("status", "r", "--format", "json"),
+        ("runs", "--format", "json"),
+        ("verify", "--format", "json"),
+    ):
         out = run_cli("log", *fmt_args, "--ledger", db).stdout
         assert len(out.splitlines()) == 1 and not any(ch in out for ch in "\u2028\u2029\u0085"), fmt_args
 
@@ -145,8 +163,13 @@ def test_lone_surrogates_in_unknown_fields_are_recorded_and_exported_safely(run_
     assert json.loads(only.stdout) == want and only.stdout.isascii()
     assert run_cli("eval", "-", input=only.stdout).returncode == 0
     assert run_cli("log", "verify", "--ledger", db).returncode == 0
-    for args in (("show", "r"), ("show", "r", "--format", "json"), ("show", "r", "--format", "mermaid"),
-                 ("status", "r"), ("runs",)):  # fmt: skip
+    for args in (
+        ("show", "r"),
+        ("show", "r", "--format", "json"),
+        ("show", "r", "--format", "mermaid"),
+        ("status", "r"),
+        ("runs",),
+    ):
         shown = run_cli("log", *args, "--ledger", db)
         no_traceback(shown)
         assert shown.returncode == 0, args
@@ -204,7 +227,21 @@ def test_rotation_signs_the_head_again_and_the_old_key_can_be_retired(tmp_path: 
         keys.retire(led, "k1")
         assert verify(led).ok
         rec.record("r", OK)  # still appendable
-        assert led.head().key == "k2" and led.head().events == 2
+        assert led.head().key == "k2" and led.head().anchors == 2
+
+
+def test_retiring_a_key_signs_the_runs_it_signed_again_first(tmp_path: Path, evaluator) -> None:
+    with Ledger.open(str(tmp_path / "l.db")) as led:
+        rec = Recorder(led, evaluator)
+        rec.record("old", OK)
+        keys.rotate(led)
+        rec.record("new", OK)
+        signers = dict(led.connection.execute("SELECT run, key FROM runs").fetchall())
+        assert signers == {"old": "k1", "new": "k2"}
+        keys.retire(led, "k1")
+        assert dict(led.connection.execute("SELECT run, key FROM runs").fetchall()) == {"old": "k2", "new": "k2"}
+        assert verify(led).ok
+        rec.record("old", OK)  # its row verifies with the live key: still appendable
 
 
 def test_retiring_the_key_a_killed_rotation_left_on_the_head(tmp_path: Path, evaluator) -> None:
@@ -233,29 +270,28 @@ def test_a_lost_key_file_stops_appends_but_not_reads(tmp_path: Path, evaluator) 
     assert not os.path.exists(str(path) + ".keys") or keys.load(str(path) + ".keys").active is not None
 
 
-# ---------------------------------------------------------------------- upgrading schema-1 ledgers
+# ---------------------------------------------------------------------- upgrading ledgers of older schemas
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledger"
 
 
-def make_v1(path: Path, evaluator, facts: list) -> None:
-    """A ledger as stoprule wrote it before the ledger head: the same tables, no head, user_version 1."""
-    with Ledger.open(str(path)) as led:
-        rec = Recorder(led, evaluator)
-        for f in facts:
-            rec.record("r", f)
-        led.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    c = sqlite3.connect(path)
-    for name in ("head_insert", "head_forward", "head_no_delete", "events_after_head"):
-        c.execute(f"DROP TRIGGER {name}")
-    c.execute("DROP TABLE head")
-    c.execute("PRAGMA user_version = 1")
-    c.commit()
-    c.close()
-    os.unlink(str(path) + ".keys")  # made by a ledger with no retryable block: no key file yet
+def old_ledger(tmp_path: Path, version: int) -> Path:
+    """A ledger as an older stoprule wrote it. tests/fixtures/ledger/ledger-v2.db (and its key file)
+    was written by stoprule at schema 2 (one chain over every event): runs r (a step, a retryable
+    block, its retry, a checkpoint off n1, a terminal block), s (a block), t (a step).
+    ledger-v1.db: r (a step, a terminal block) and t, by the same stoprule with the ledger head
+    removed, as stoprule before the head wrote them (user_version 1, no key file)."""
+    db = tmp_path / f"v{version}.db"
+    shutil.copy(FIXTURES / f"ledger-v{version}.db", db)
+    os.chmod(db, 0o600)
+    if version == 2:
+        shutil.copy(FIXTURES / "ledger-v2.db.keys", str(db) + ".keys")
+        os.chmod(str(db) + ".keys", 0o600)  # git keeps no such mode
+    return db
 
 
-def test_a_schema_1_ledger_reads_as_it_is_and_verify_asks_for_the_upgrade(tmp_path: Path, evaluator, run_cli) -> None:
-    db = tmp_path / "v1.db"
-    make_v1(db, evaluator, [OK, REVIEW])
+def test_a_schema_1_ledger_reads_as_it_is_and_verify_asks_for_the_upgrade(tmp_path: Path, run_cli) -> None:
+    db = old_ledger(tmp_path, 1)
     before = sha(db)
     status = run_cli("log", "status", "r", "--format", "json", "--ledger", str(db))
     assert status.returncode == 0 and json.loads(status.stdout)["decisions"] == 2
@@ -264,27 +300,25 @@ def test_a_schema_1_ledger_reads_as_it_is_and_verify_asks_for_the_upgrade(tmp_pa
     assert "stoprule log upgrade" in proc.stdout
     assert sha(db) == before  # reading changed nothing
     up = run_cli("log", "upgrade", "--ledger", str(db))
-    assert up.returncode == 0 and "upgraded from ledger schema 1 to 2" in up.stdout, up.stderr
+    assert up.returncode == 0 and "upgraded from ledger schema 1 to 3" in up.stdout, up.stderr
     assert run_cli("log", "verify", "--ledger", str(db)).returncode == 0
-    assert "already at ledger schema 2" in run_cli("log", "upgrade", "--ledger", str(db)).stdout
+    assert "already at ledger schema 3" in run_cli("log", "upgrade", "--ledger", str(db)).stdout
     with Ledger.open(str(db), readonly=True) as led:
-        assert led.head().events == 2 and led.head().key == "k1"
+        assert led.head().anchors == 1 and led.head().key == "k1"
 
 
-def test_recording_into_a_schema_1_ledger_upgrades_it(tmp_path: Path, evaluator, run_cli) -> None:
-    db = tmp_path / "v1.db"
-    make_v1(db, evaluator, [OK, CONTINUITY, OK])
+def test_recording_into_a_schema_1_ledger_upgrades_it(tmp_path: Path, run_cli) -> None:
+    db = old_ledger(tmp_path, 1)
     proc = run_cli("eval", "--run", "r", "--ledger", str(db), "-", input=json.dumps(OK))
-    assert proc.returncode == 0 and json.loads(proc.stdout)["node"] == "n4", proc.stderr
+    assert proc.returncode == 0 and json.loads(proc.stdout)["node"] == "n3", proc.stderr
     assert run_cli("log", "verify", "--ledger", str(db)).returncode == 0
 
 
-def test_a_damaged_schema_1_ledger_is_not_upgraded(tmp_path: Path, evaluator, run_cli) -> None:
-    db = tmp_path / "v1.db"
-    make_v1(db, evaluator, [OK, OK])
+def test_a_damaged_schema_1_ledger_is_not_upgraded(tmp_path: Path, run_cli) -> None:
+    db = old_ledger(tmp_path, 1)
     c = sqlite3.connect(db)
     c.execute("DROP TRIGGER runs_forward")
-    c.execute("UPDATE runs SET verdict = 'user_review'")
+    c.execute("UPDATE runs SET verdict = 'user_review' WHERE run = 't'")
     c.commit()
     c.close()
     before = sha(db)
@@ -293,3 +327,52 @@ def test_a_damaged_schema_1_ledger_is_not_upgraded(tmp_path: Path, evaluator, ru
     assert proc.returncode == 2 and "ledger.corrupt" in proc.stderr and "cannot upgrade" in proc.stderr
     assert "status row does not match" in proc.stderr
     assert sha(db) == before and not os.path.exists(str(db) + ".keys")
+
+
+def test_a_schema_2_ledger_verifies_as_written_and_upgrades_to_runs_chained_on_their_own(
+    tmp_path: Path, run_cli
+) -> None:
+    db = old_ledger(tmp_path, 2)
+    before = sha(db)
+    proc = run_cli("log", "verify", "--ledger", str(db))
+    assert proc.returncode == 0 and "over 7 event(s), signed by k1" in proc.stdout, proc.stdout + proc.stderr
+    exported = run_cli("log", "export", "--ledger", str(db)).stdout
+    assert sha(db) == before
+    up = run_cli("log", "upgrade", "--ledger", str(db))
+    assert up.returncode == 0 and "upgraded from ledger schema 2 to 3" in up.stdout, up.stderr
+    proc = run_cli("log", "verify", "--ledger", str(db), "--format", "json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["head"]["anchors"] == 1 and report["events"] == 7, report
+    assert run_cli("log", "export", "--ledger", str(db)).stdout == exported  # every record as it was
+    tok = json.loads(run_cli("log", "show", "r", "--format", "json", "--ledger", str(db)).stdout)
+    assert tok["status"]["decisions"] == 5
+    proc = run_cli("eval", "--run", "s", "--ledger", str(db), "-", input=json.dumps(OK))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["node"] == "n2", proc.stderr
+    assert run_cli("log", "verify", "--ledger", str(db)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        ("DELETE FROM events WHERE run = 's'", "event id(s) 5 are missing"),
+        ("UPDATE head SET mac = 'AAAA' || substr(mac, 5)", "signature does not verify"),
+    ],
+)
+def test_a_damaged_schema_2_ledger_is_not_upgraded(tmp_path: Path, run_cli, change: str, found: str) -> None:
+    db = old_ledger(tmp_path, 2)
+    c = sqlite3.connect(db)
+    for (trigger,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        c.execute(f"DROP TRIGGER {trigger}")
+    for table in ("nodes", "edges", "runs"):
+        if "'s'" in change:
+            c.execute(f"DELETE FROM {table} WHERE run = 's'")
+    c.execute(change)
+    c.commit()
+    c.close()
+    proc = run_cli("log", "verify", "--ledger", str(db))
+    assert proc.returncode == 1 and found in proc.stdout, proc.stdout
+    before = sha(db)
+    proc = run_cli("log", "upgrade", "--ledger", str(db))
+    no_traceback(proc)
+    assert proc.returncode == 2 and "cannot upgrade from ledger schema 2" in proc.stderr and found in proc.stderr
+    assert sha(db) == before

@@ -26,10 +26,32 @@ def exported(tmp_path: Path) -> tuple[str, str]:
     _cli("eval", "--policy", PACK, "--run", "r1", "--ledger", src, "-", stdin=data)
     token = json.loads(_cli("log", "export", "--ledger", src)[1].splitlines()[-1])["envelope"]
     assert token["verdict"] == "continuity_failure"
-    out = _cli("eval", "--policy", PACK, "--run", "r2", "--ledger", src, "--format", "json", "-",
-               stdin=json.dumps(CONTINUITY).encode())[1]  # fmt: skip
-    _cli("eval", "--policy", PACK, "--run", "r2", "--retry", json.loads(out)["retry_token"], "--ledger", src, "-",
-         stdin=json.dumps(FIXED).encode())  # fmt: skip
+    out = _cli(
+        "eval",
+        "--policy",
+        PACK,
+        "--run",
+        "r2",
+        "--ledger",
+        src,
+        "--format",
+        "json",
+        "-",
+        stdin=json.dumps(CONTINUITY).encode(),
+    )[1]
+    _cli(
+        "eval",
+        "--policy",
+        PACK,
+        "--run",
+        "r2",
+        "--retry",
+        json.loads(out)["retry_token"],
+        "--ledger",
+        src,
+        "-",
+        stdin=json.dumps(FIXED).encode(),
+    )
     _cli("eval", "--policy", PACK, "--run", "r3", "--ledger", src, "-", stdin=json.dumps(REVIEW).encode())
     return src, _cli("log", "export", "--ledger", src)[1]
 

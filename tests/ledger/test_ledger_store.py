@@ -70,8 +70,13 @@ def test_one_decision_appends_event_node_edge_and_status(rec: Recorder, ledger: 
     assert rows(ledger, "SELECT body FROM facts") == [(canonical(CONTINUITY),)]
     st = ledger.status("r1")
     assert (st.tip, st.tip_kind, st.retryable, st.decisions, st.blocked, st.head) == (
-        "n1", "blocked_attempt", True, 1, 1, event[6],
-    )  # fmt: skip
+        "n1",
+        "blocked_attempt",
+        True,
+        1,
+        1,
+        event[6],
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,8 +106,12 @@ def test_retryable_comes_from_the_policy_not_the_code(tmp_path: Path, default_pa
     vocab = pack / "vocabulary.yaml"
     text = vocab.read_text()
     assert "  failed:\n    ok: false\n    stop: allow\n" in text
-    vocab.write_text(text.replace("  failed:\n    ok: false\n    stop: allow\n", "  failed:\n    ok: false\n"
-                                  "    stop: allow\n    retryable: true\n"))  # fmt: skip
+    vocab.write_text(
+        text.replace(
+            "  failed:\n    ok: false\n    stop: allow\n",
+            "  failed:\n    ok: false\n    stop: allow\n    retryable: true\n",
+        )
+    )
     with Ledger.open(str(tmp_path / "l.db")) as led:
         out = Recorder(led, load_policy(pack, cache=False)).record("r", FAILED)
     assert (out.node.kind, out.node.retryable, out.token is not None) == ("blocked_attempt", True, True)
@@ -116,8 +125,11 @@ def test_parent_defaults_to_the_tip_and_can_branch(rec: Recorder, ledger: Ledger
     assert (branch.node.parent, branch.node.edge) == ("n1", "next")
     assert after.node.parent == "n3"  # the tip is the last appended node
     assert rows(ledger, "SELECT child, parent, kind FROM edges ORDER BY child") == [
-        ("n1", None, "root"), ("n2", "n1", "next"), ("n3", "n1", "next"), ("n4", "n3", "next"),
-    ]  # fmt: skip
+        ("n1", None, "root"),
+        ("n2", "n1", "next"),
+        ("n3", "n1", "next"),
+        ("n4", "n3", "next"),
+    ]
     with pytest.raises(LedgerError, match="no node 'n9'") as exc:
         rec.record("r", OK, parent="n9")
     assert exc.value.code == "ledger.unknown_node"
@@ -129,8 +141,14 @@ def test_parent_defaults_to_the_tip_and_can_branch(rec: Recorder, ledger: Ledger
 def test_a_stop_after_a_retryable_block_is_its_retry(rec: Recorder, ledger: Ledger) -> None:
     """The stop hook's recording: blocked, kept working, stopped again = the block's retry chain;
     a terminal block or a passing stop is followed by a plain next step."""
-    steps = [(CONTINUITY, "n1", None, "root", 1), (ESCAPE, "n2", "n1", "retry", 2), (OK, "n3", "n2", "retry", 3),
-             (CONTINUITY, "n4", "n3", "next", 1), (REVIEW, "n5", "n4", "retry", 2), (OK, "n6", "n5", "next", 1)]
+    steps = [
+        (CONTINUITY, "n1", None, "root", 1),
+        (ESCAPE, "n2", "n1", "retry", 2),
+        (OK, "n3", "n2", "retry", 3),
+        (CONTINUITY, "n4", "n3", "next", 1),
+        (REVIEW, "n5", "n4", "retry", 2),
+        (OK, "n6", "n5", "next", 1),
+    ]
     for fact, node, parent, edge, attempt in steps:
         out = rec.record_stop("s", fact)
         assert (out.node.node, out.node.parent, out.node.edge, out.node.attempt) == (node, parent, edge, attempt)
@@ -156,8 +174,15 @@ def test_batch_groups_keep_order_and_bad_facts_record_nothing(rec: Recorder, led
 
     facts = [OK, {"status": "nonsense"}, CONTINUITY, OK, FactError("fact.not_json", "x"), REVIEW, OK]
     results = list(rec.record_many("r", facts, group=2))
-    assert [type(r).__name__ for r in results] == ["Outcome", "FactError", "Outcome", "Outcome", "FactError",
-                                                   "Outcome", "Outcome"]  # fmt: skip
+    assert [type(r).__name__ for r in results] == [
+        "Outcome",
+        "FactError",
+        "Outcome",
+        "Outcome",
+        "FactError",
+        "Outcome",
+        "Outcome",
+    ]
     assert [r.node.node for r in results if not isinstance(r, FactError)] == ["n1", "n2", "n3", "n4", "n5"]
     assert ledger.status("r").decisions == 5 and verify(ledger).ok
 
@@ -183,8 +208,19 @@ def test_matched_rules_are_truncated_deterministically_with_a_count() -> None:
     assert cut == 18 and len(kept) == MAX_MATCHED
     assert kept[0] == {"rule": "rule.000", "verdict": "v", "reason": "reason0"}  # the winner stays first
     assert [k["rule"] for k in kept] == [f"rule.{i:03d}" for i in range(MAX_MATCHED)]  # ranking order, a prefix
-    args = dict(run="r", seq=1, node="n1", parent=None, kind="blocked_attempt", retryable=True, attempt=1,
-                retry_of=None, fact="sha256:f", verdict=v, at="t")  # fmt: skip
+    args = dict(
+        run="r",
+        seq=1,
+        node="n1",
+        parent=None,
+        kind="blocked_attempt",
+        retryable=True,
+        attempt=1,
+        retry_of=None,
+        fact="sha256:f",
+        verdict=v,
+        at="t",
+    )
     one, two = validation_event(**args), validation_event(**args)
     assert canonical(one) == canonical(two)
     assert (one["matched_total"], one["matched_cut"], len(one["matched"])) == (MAX_MATCHED + 18, 18, MAX_MATCHED)
@@ -301,8 +337,14 @@ def test_status_is_one_indexed_lookup(rec: Recorder, ledger: Ledger) -> None:
     rec.retry("r", out.token, CONTINUITY)
     st = ledger.status("r")
     assert (st.tip, st.tip_kind, st.retryable, st.verdict, st.decisions, st.blocked, st.attempt) == (
-        "n3", "blocked_attempt", True, "continuity_failure", 3, 2, 2,
-    )  # fmt: skip
+        "n3",
+        "blocked_attempt",
+        True,
+        "continuity_failure",
+        3,
+        2,
+        2,
+    )
     from stoprule.ledger.store import _RUN_SQL
 
     plan = rows(ledger, "EXPLAIN QUERY PLAN " + _RUN_SQL + " WHERE run = ?", "r")

@@ -27,7 +27,7 @@ from ledger_facts import CONTINUITY, ESCAPE, FIXED, OK, REVIEW
 from stoprule import load_policy
 from stoprule.ledger import Ledger, LedgerError, Recorder, verify
 from stoprule.ledger.ddl import STATEMENTS
-from stoprule.ledger.events import link
+from stoprule.ledger.events import GENESIS, canonical, link
 from torture import SCALE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,40 +83,68 @@ def rehash_event(run: str, seq: int, old: str, new: str) -> Callable[[sqlite3.Co
 def swap_ids(a: int, b: int) -> Callable[[sqlite3.Connection], None]:
     """Swap two events' ids and every reference to them: only the append order changes."""
     return sql(
-        f"UPDATE events SET id = -1 WHERE id = {a}", f"UPDATE events SET id = {a} WHERE id = {b}",
+        f"UPDATE events SET id = -1 WHERE id = {a}",
+        f"UPDATE events SET id = {a} WHERE id = {b}",
         f"UPDATE events SET id = {b} WHERE id = -1",
-        f"UPDATE nodes SET event = -1 WHERE event = {a}", f"UPDATE nodes SET event = {a} WHERE event = {b}",
+        f"UPDATE nodes SET event = -1 WHERE event = {a}",
+        f"UPDATE nodes SET event = {a} WHERE event = {b}",
         f"UPDATE nodes SET event = {b} WHERE event = -1",
         f"UPDATE runs SET last_event = CASE last_event WHEN {a} THEN {b} WHEN {b} THEN {a} ELSE last_event END",
-    )  # fmt: skip
+    )
 
 
 def drop_run(run: str, *, rewrite_head: bool = False) -> Callable[[sqlite3.Connection], None]:
-    """Remove a run from every table (and, optionally, recompute the unkeyed part of the head)."""
+    """Remove a run from every table (and, optionally, from the anchors, recomputing the unkeyed part
+    of the ledger chain and head)."""
 
     def run_(c: sqlite3.Connection) -> None:
         for table in ("events", "nodes", "edges", "runs"):
             c.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
         c.execute("DELETE FROM facts WHERE digest NOT IN (SELECT fact FROM nodes)")
         if rewrite_head:
-            from stoprule.ledger.events import GENESIS, head_link
-
-            h, n = GENESIS, 0
-            for eid, eh in c.execute("SELECT id, hash FROM events ORDER BY id").fetchall():
-                h, n = head_link(h, eid, eh), eid
-            c.execute("UPDATE head SET events = ?, hash = ?", (n, h))
+            anchors = c.execute("SELECT body FROM anchors ORDER BY id").fetchall()
+            c.execute("DELETE FROM anchors")
+            prev, n = GENESIS, 0
+            for (text,) in anchors:
+                body = json.loads(text)
+                body["runs"] = [r for r in body["runs"] if r[0] != run]
+                if body["runs"]:
+                    n += 1
+                    body["anchor"] = n
+                    new = canonical(body)
+                    c.execute("INSERT INTO anchors VALUES (?, ?, ?, ?)", (n, new, prev, link(prev, new)))
+                    prev = link(prev, new)
+            c.execute("UPDATE head SET anchors = ?, hash = ?", (n, prev))
 
     return run_
 
 
+def _without_the_key(path: str, *, anchor: bool) -> Ledger:
+    """The ledger opened as by someone without the key file: its checks skipped, its signatures forged."""
+    led = Ledger.open(path)
+    led._checked_head = led.head  # type: ignore[method-assign]  # skip the signature checks ...
+    led._check_run = lambda run, row: None  # type: ignore[method-assign]
+    led._sign = lambda anchors, head: ("k1", "forged")  # type: ignore[method-assign]  # ... and cannot sign
+    led._sign_run = lambda run, events, head: ("k1", "forged")  # type: ignore[method-assign]
+    led.anchor_every_write = anchor
+    return led
+
+
 def append_unsigned(c: sqlite3.Connection) -> None:
-    """A whole, consistent decision appended by someone without the key: all but the head's signature fit."""
+    """A whole, consistent decision appended (and anchored) by someone without the key: all but the
+    signatures fit."""
     path = c.execute("PRAGMA database_list").fetchone()[2]
     c.commit()
-    with Ledger.open(path) as led:
-        led._checked_head = led.head  # type: ignore[method-assign]  # skip the signature check ...
-        led._sign = lambda events, head: ("k1", "forged")  # type: ignore[method-assign]  # ... and cannot sign
+    with _without_the_key(path, anchor=True) as led:
         Recorder(led, load_policy(REPO / "policies", cache=False)).record("t", OK)
+
+
+def append_unanchored(c: sqlite3.Connection) -> None:
+    """A consistent decision appended to a run by someone without the key, leaving the anchors alone."""
+    path = c.execute("PRAGMA database_list").fetchone()[2]
+    c.commit()
+    with _without_the_key(path, anchor=False) as led:
+        Recorder(led, load_policy(REPO / "policies", cache=False)).record("r", OK)
 
 
 def schema_bytes(c: sqlite3.Connection) -> None:
@@ -144,10 +172,15 @@ CASES: dict[str, tuple[Callable[[sqlite3.Connection], None], str]] = {
                                "UPDATE events SET seq = 1 WHERE run = 'r' AND seq = 2",
                                "UPDATE events SET seq = 2 WHERE run = 'r' AND seq = 99"), "run 'r': first broken link"),
     "event ids reordered in a run": (swap_ids(1, 2), "ids renumbered or reordered"),
-    "event ids reordered across runs": (swap_ids(6, 7), "ledger: the events no longer chain to the ledger head"),
+    "event ids reordered across runs": (swap_ids(6, 7), "run 's': first broken link at event 1 (node n1): its id 7 "
+                                                        "is not the id 6 anchor 6 recorded"),
     "event ids renumbered": (sql("UPDATE events SET id = id + 100", "UPDATE nodes SET event = event + 100",
-                                 "UPDATE runs SET last_event = last_event + 100"), "ledger: event id(s) 1, 2"),
+                                 "UPDATE runs SET last_event = last_event + 100"),
+                             "run 'r': first broken link at event 1 (node n1): its id 101 is not the id 1"),
     "event appended without the key": (append_unsigned, "ledger: the ledger head's signature does not verify"),
+    "event appended without the key, not anchored": (append_unanchored,
+                                                      "run 'r': first broken link at event 6 (node n6): the run's "
+                                                      "status row's signature does not verify"),
     # nodes
     "node kind": (sql("UPDATE nodes SET kind = 'step', retryable = 0 WHERE run = 'r' AND node = 'n5'"),
                   "node n5 differs"),
@@ -185,17 +218,33 @@ CASES: dict[str, tuple[Callable[[sqlite3.Connection], None], str]] = {
                     "(head)"),
     "status row deleted": (sql("DELETE FROM runs WHERE run = 's'"), "status row is missing"),
     "status row inserted": (sql("INSERT INTO runs SELECT 'ghost', events, head, tip, tip_kind, retryable, attempt, ok,"
-                                " verdict, reason, blocked, created, updated, last_event FROM runs WHERE run = 's'"),
+                                " verdict, reason, blocked, created, updated, last_event, key, mac FROM runs"
+                                " WHERE run = 's'"),
                             "run 'ghost': first broken link at event 1: the run has a status row but no events"),
     # whole runs
-    "run dropped everywhere (middle)": (drop_run("s"), "ledger: event id(s) 6 are missing"),
-    "run dropped everywhere (last)": (drop_run("t"), "ledger: the ledger head covers 8 events but the last event is 6"),
-    "run dropped, head rewritten": (drop_run("t", rewrite_head=True), "signature does not verify"),
+    "status row signature": (sql("UPDATE runs SET mac = 'AAAA' || substr(mac, 5) WHERE run = 't'"),
+                             "run 't': first broken link at event 2 (node n2): the run's status row's signature"),
+    "status row signed by an unknown key": (sql("UPDATE runs SET key = 'k9' WHERE run = 's'"), "signed with key 'k9'"),
+    "status row re-signed by a tamperer": (sql("UPDATE runs SET mac = NULL, key = NULL WHERE run = 's'"),
+                                           "the run's status row is not signed"),
+    "run dropped everywhere (middle)": (drop_run("s"), "run 's': the run is gone: anchor 6 recorded 1 event(s)"),
+    "run dropped everywhere (last)": (drop_run("t"), "run 't': the run is gone: anchor 8 recorded 2 event(s)"),
+    "run dropped, anchors and head rewritten": (drop_run("t", rewrite_head=True), "signature does not verify"),
+    "run's last events dropped": (sql("DELETE FROM events WHERE run = 't' AND seq = 2",
+                                      "DELETE FROM nodes WHERE run = 't' AND seq = 2",
+                                      "DELETE FROM edges WHERE run = 't' AND child = 'n2'"),
+                                  "run 't': first broken link"),
+    # the anchors
+    "anchor body altered": (sql("UPDATE anchors SET body = replace(body, '\"r\"', '\"R\"') WHERE id = 3"),
+                            "ledger: anchor 3 was altered"),
+    "anchor deleted (middle)": (sql("DELETE FROM anchors WHERE id = 4"), "ledger: anchor(s) 4..4 are missing"),
+    "anchor deleted (last)": (sql("DELETE FROM anchors WHERE id = 8"), "ledger: the ledger head covers 8 anchor(s), "
+                                                                       "the ledger holds 7"),
     # the head
     "head deleted": (sql("DELETE FROM head"), "ledger: the ledger head is missing"),
     "head signature altered": (sql("UPDATE head SET mac = 'AAAA' || substr(mac, 5)"), "signature does not verify"),
     "head signed by an unknown key": (sql("UPDATE head SET key = 'k9'"), "signed with key 'k9'"),
-    "head rolled forward": (sql("UPDATE head SET events = events + 1"), "the ledger head covers 9 events"),
+    "head rolled forward": (sql("UPDATE head SET anchors = anchors + 1"), "the ledger head covers 9 anchor(s)"),
     # the file
     "guards dropped": (lambda c: None, "ledger: the append-only guards were removed"),
     "trigger added": (sql("CREATE TRIGGER sneaky AFTER INSERT ON events BEGIN SELECT 1; END"),
@@ -299,7 +348,7 @@ def test_a_missing_key_file_is_a_finding_not_a_pass(base: Path, tmp_path: Path) 
 
 def test_a_forged_head_is_not_signed_again_by_the_next_write(base: Path, tmp_path: Path, evaluator) -> None:
     path = copy(base, tmp_path / "c")
-    tamper(path, "run dropped, head rewritten")
+    tamper(path, "run dropped, anchors and head rewritten")
     before = path.read_bytes()
     with pytest.raises(LedgerError, match="signature does not verify") as exc, Ledger.open(str(path)) as led:
         Recorder(led, evaluator).record("t", OK)
@@ -323,8 +372,10 @@ def _content(path: Path) -> list | None:
         c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         c.text_factory = bytes
         try:
-            return [c.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                    for t in ("facts", "events", "nodes", "edges", "runs", "head")]  # fmt: skip
+            return [
+                c.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("facts", "events", "nodes", "edges", "runs", "head")
+            ]
         finally:
             c.close()
     except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema: SQLite's messages are not UTF-8 either

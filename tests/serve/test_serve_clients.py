@@ -94,9 +94,15 @@ def _hook(
 
 @pytest.mark.parametrize(
     ("harness", "transcript"),
-    [("claude-code", False), ("claude-code", True), ("codex", True), ("gemini", True), ("cursor", False),
-     ("copilot", False)],
-)  # fmt: skip
+    [
+        ("claude-code", False),
+        ("claude-code", True),
+        ("codex", True),
+        ("gemini", True),
+        ("cursor", False),
+        ("copilot", False),
+    ],
+)
 def test_hook_server_answers_as_the_local_hook(url: str, tmp_path: Path, harness: str, transcript: bool) -> None:
     env = {"STOPRULE_SERVER_TOKEN": TOKEN, "STOPRULE_NO_CACHE": "1"}
     local, local_entry = _hook(_project(tmp_path / "a"), harness, None, env, transcript)

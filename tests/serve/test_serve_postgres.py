@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from servehelp import TOKEN, server
+from servehelp import TOKEN, migrate, server
 
 from ledger_facts import CONTINUITY, OK
 from stoprule.cli.main import run as cli
@@ -37,6 +37,7 @@ def test_two_workers_append_to_one_run_with_nothing_lost(tmp_path: Path, pg_url:
     keys = str(tmp_path / "pg.keys")
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", keys)  # the server processes inherit it
     n = 120
+    migrate(pg_url)
     with server(tmp_path, workers=2, ledger=pg_url) as url:
         facts = [{**(OK if i % 3 else CONTINUITY), "i": i} for i in range(n)]
         with ThreadPoolExecutor(16) as pool:
@@ -57,6 +58,7 @@ def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monke
 
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
     monkeypatch.setenv("STOPRULE_SERVER_TOKEN", TOKEN)
+    migrate(pg_url)
     with server(tmp_path, ledger=pg_url) as url:
         for name in ("web", "api"):
             proj = tmp_path / name
@@ -65,8 +67,9 @@ def test_the_teams_blockers_from_two_machines(tmp_path: Path, pg_url: str, monke
             service = open_service(str(proj))
             service.store.set_enabled(True)
             service.mirror = Mirror(Remote(url, TOKEN, 10), name)
-            reply = service.log_blocker("s1", {"category": "permission", "question": f"Need the {name} key?",
-                                                "blocksProgress": True})  # fmt: skip
+            reply = service.log_blocker(
+                "s1", {"category": "permission", "question": f"Need the {name} key?", "blocksProgress": True}
+            )
             assert reply.ok, reply.text
         code, out, err = _cli("blockers", "list", "--server", url, "--format", "json")
         assert code == 0, err
@@ -84,14 +87,28 @@ def test_the_blocker_commands_copy_to_the_team_server(tmp_path: Path, pg_url: st
     from clirunner import invoke
 
     monkeypatch.setenv("STOPRULE_LEDGER_KEYS", str(tmp_path / "pg.keys"))
+    migrate(pg_url)
     with server(tmp_path, ledger=pg_url) as url:
         proj = tmp_path / "svc"
         (proj / ".stoprule").mkdir(parents=True)
         (proj / ".stoprule" / "config.yaml").write_text(f"blockers:\n  enabled: true\nserver:\n  url: {url}\n")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")},
                "STOPRULE_SERVER_TOKEN": TOKEN, "HOME": str(tmp_path / "home")}  # fmt: skip
-        p = invoke(["blocker", "add", "--category", "permission", "--question", "Need the deploy key?",
-                    "--blocks-progress", "--format", "json"], env=env, cwd=proj)  # fmt: skip
+        p = invoke(
+            [
+                "blocker",
+                "add",
+                "--category",
+                "permission",
+                "--question",
+                "Need the deploy key?",
+                "--blocks-progress",
+                "--format",
+                "json",
+            ],
+            env=env,
+            cwd=proj,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
         blocker_id = json.loads(p.stdout)["id"]
 

@@ -61,9 +61,12 @@ def test_sigterm_to_the_supervisor_stops_every_worker(tmp_path: Path) -> None:
     from servehelp import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "stoprule", "serve", "--no-auth", "--port", str(port),
-                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stoprule", "serve", "--no-auth", "--port", str(port), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()

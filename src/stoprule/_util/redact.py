@@ -302,8 +302,11 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
 # (the part kept)(the secret), nothing after it: ``pattern.split`` cuts a text into kept text
 # and secrets in one C call, and every third part is replaced (no Python call per match); the
 # kept part is atomic (``(?>...)``): when what follows fails, no shorter prefix is retried
-_CURL = _Lazy(r"(-(?>(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:))" + _plain_value(r"[^\s'\"]", 256)
-              + r"([^\s'\"]{1,256}+)")  # fmt: skip
+_CURL = _Lazy(
+    r"(-(?>(?<![\w-]-)(?:u|-user)(?:\s++|=)['\"]?[^\s:'\"]{1,128}+:))"
+    + _plain_value(r"[^\s'\"]", 256)
+    + r"([^\s'\"]{1,256}+)"
+)
 _FLAG = _Lazy(
     r"(-(?>(?<![\w-]-)-?[\w-]{1,48}+(?![\w-])(?<=[dentyDENTY])(?i:(?<=token)|(?<=passwd|secret|apikey)|(?<=api-key)|(?<=password)"
     r"|(?<=accesskey)|(?<=passphrase|access-key))(?:\s++|=)['\"]?))(?=[^\s'\"]{4})(?![-$<{\[])(?!(?i:bearer|basic|digest)\s)"
@@ -360,8 +363,10 @@ _SECRET_KEY = _compile(
     r"|(?:(?-i:[_.-])|^)(?:(?-i:[pP])(?:wd|ass)|(?-i:[sS\u017f])ig(?:nature)?|(?-i:[kK\u212a])ey)$"
     r"|(?-i:P(?<=[a-z]P)(?:wd|ass)|K(?<=[a-z]K)ey)$"
 )
-_COUNT_KEY = _compile(r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
-                        r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]")  # fmt: skip
+_COUNT_KEY = _compile(
+    r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
+    r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]"
+)
 _PLACEHOLDER = _compile(rf"(?i)^{_PLACEHOLDER_BODY}$")
 # the helpers below judge one value (``match`` at its start): each starts only where a run of
 # its characters starts, so a scan over a long text (never made) would stay linear too
@@ -390,8 +395,12 @@ _C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, 1025)]  # c log2 c for th
 def _classes(text: str, chars: set[str] | frozenset[str] | None = None) -> int:
     """How many of lower case ASCII, upper case ASCII, digits and other characters ``text`` holds."""
     chars = set(text) if chars is None else chars
-    return ((not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + any(c.isdecimal() for c in chars)
-            + (not chars <= _ALNUM))  # fmt: skip
+    return (
+        (not chars.isdisjoint(_LOWER))
+        + (not chars.isdisjoint(_UPPER))
+        + any(c.isdecimal() for c in chars)
+        + (not chars <= _ALNUM)
+    )
 
 
 def _high_entropy(value: str) -> bool:
@@ -486,8 +495,13 @@ def _assignments(text: str) -> str:
         return high
 
     if "\n" in text or len(text) <= 1100:
-        text = _judged_sub(_LINE_VALUE, lambda m: m.group(0) if not _random(m.group(2)) else
-                           m.group(1) + REDACTED + m.group(3), _LINE_VALUE, 2, text)  # fmt: skip
+        text = _judged_sub(
+            _LINE_VALUE,
+            lambda m: m.group(0) if not _random(m.group(2)) else m.group(1) + REDACTED + m.group(3),
+            _LINE_VALUE,
+            2,
+            text,
+        )
     quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
     for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
         if m.start() < done:
@@ -529,8 +543,9 @@ def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> boo
     if " " in sep and "*" in inner:
         return True  # x = 2*y
     plain_name = " " in sep and not any(c.isdigit() for c in inner)  # ``x = y``
-    if _CODE_REF.match(inner) and (any(c in inner for c in ".([") or _SECRET_KEY.search(inner)
-                                    or _SNAKE.match(inner) or plain_name):  # fmt: skip
+    if _CODE_REF.match(inner) and (
+        any(c in inner for c in ".([") or _SECRET_KEY.search(inner) or _SNAKE.match(inner) or plain_name
+    ):
         return True  # a variable, attribute or call (``x = y``): code, not a value
     # prose ("token: the next word") unless the value ends its line (YAML)
     return ":" in sep and not _secretish(inner) and text[end : end + 1] not in ("", "\n", "\r")

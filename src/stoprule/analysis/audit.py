@@ -200,6 +200,7 @@ class _Audit:
             self.gaps(report, gap_cells)
         for (a, b), (count, cell, top) in sorted(conflicts.items()):
             ra, rb = self.rules[a], self.rules[b]
+
             def both(o: Outcome, a: int = a, b: int = b) -> bool:
                 return a in o[0] and b in o[0]  # type: ignore[operator]
 

@@ -51,9 +51,14 @@ def corpus_counts(ev: Evaluator, items: list[tuple[int, Any]]) -> dict[str, Any]
             if v.rule in won_lines:
                 won_lines[v.rule].append(line)
     return {
-        "facts": len(items), "evaluated": evaluated, "hits": hits, "verdicts": verdicts,
-        "won_lines": won_lines, "no_rule": no_rule, "invalid": invalid,
-    }  # fmt: skip
+        "facts": len(items),
+        "evaluated": evaluated,
+        "hits": hits,
+        "verdicts": verdicts,
+        "won_lines": won_lines,
+        "no_rule": no_rule,
+        "invalid": invalid,
+    }
 
 
 def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:

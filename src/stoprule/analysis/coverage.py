@@ -366,6 +366,7 @@ class _Decision:
 
 # --- infeasibility ------------------------------------------------------------------------------
 
+
 def _implied(n: Node, value: bool) -> list[tuple[tuple[str, ...], bool]]:
     """(path, present-and-not-null) facts that hold whenever ``n`` has ``value`` (sound, not complete)."""
     if isinstance(n, C.Quant):

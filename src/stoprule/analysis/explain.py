@@ -68,8 +68,14 @@ def _culprit(c: C.Cond, want: bool, fact: dict[str, Any], scope: Any, where: str
                 return _culprit(c.where, want, fact, item, f"{label}[{i}]")
         raise AssertionError("quantifier explanation found no element")
     if isinstance(c, C.Const):
-        return {"condition": str(c.value).lower(), "actual": c.value, "wanted": want,
-                "file": c.loc.file, "line": c.loc.line, "path": c.loc.path}  # fmt: skip
+        return {
+            "condition": str(c.value).lower(),
+            "actual": c.value,
+            "wanted": want,
+            "file": c.loc.file,
+            "line": c.loc.line,
+            "path": c.loc.path,
+        }
     assert isinstance(c, C.Atom)
     base = ".".join(c.path)
     field = f"{where}.{base}" if where and base else (where or base)
@@ -115,8 +121,7 @@ def explain(checked: CheckedPolicy, evaluator: Evaluator, fact: Any) -> tuple[Ve
             entry["failed"] = _culprit(r.when, True, data, data)
         rules.append(entry)
     stops = [
-        {"id": s.id, "applies": evaluate(s.when, data), "file": s.loc.file, "line": s.loc.line}
-        for s in checked.stops
+        {"id": s.id, "applies": evaluate(s.when, data), "file": s.loc.file, "line": s.loc.line} for s in checked.stops
     ]
     return verdict, {"verdict": verdict.to_dict(), "rules": rules, "high_risk_stops": stops}
 

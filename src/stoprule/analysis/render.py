@@ -83,8 +83,12 @@ def render_audit(report: AuditReport) -> str:
             out += _finding(f)
     else:
         out.append("Findings: none (no gap, conflict, dead rule or unused declaration)")
-    out += ["", "Verdict map (verdicts that can be reached; the solver counts no shares):" if solver
-            else "Verdict map (share of the abstract domain):"]
+    out += [
+        "",
+        "Verdict map (verdicts that can be reached; the solver counts no shares):"
+        if solver
+        else "Verdict map (share of the abstract domain):",
+    ]
     rows = [["verdict/reason", "share", "won by"]]
     for v in d["verdict_map"]:
         label = f"{v['verdict']}/{v['reason']}" if v["verdict"] else "(no rule: gap)"

@@ -81,8 +81,12 @@ class Checker:
                 return None
             lost = [self.rules[i].id for i in matching if self.rules[i].id not in matched]
             if got != want or lost:
-                self.bug(question, fact, f"the engine gives winner {got} (matched {list(matched)}), the reference "
-                         f"interpreter {want} (and {', '.join(self.rules[i].id for i in matching)} matching)")
+                self.bug(
+                    question,
+                    fact,
+                    f"the engine gives winner {got} (matched {list(matched)}), the reference "
+                    f"interpreter {want} (and {', '.join(self.rules[i].id for i in matching)} matching)",
+                )
                 return None
         return top
 

@@ -100,9 +100,13 @@ def solver_diff(
             oa = _winner(a, fact) if ea is None else None
             ob = _winner(b, fact) if eb is None else None
             if (ea is None and (oa != i or la == lb)) or (ea is not None and eb is not None):
-                report.bugs.append({"question": "which facts' verdict differs?", "fact": fact,
-                                    "problem": f"the old pack gives {_text(la)} by {_rule(a, oa)}, "
-                                               f"the new one {_text(lb)}"})  # fmt: skip
+                report.bugs.append(
+                    {
+                        "question": "which facts' verdict differs?",
+                        "fact": fact,
+                        "problem": f"the old pack gives {_text(la)} by {_rule(a, oa)}, the new one {_text(lb)}",
+                    }
+                )
                 break
             row: dict[str, Any] = {"old_rule": _rule(a, oa), "new_rule": _rule(b, ob), "cells": None,
                                    "share": None, "example": {"fact": fact}}  # fmt: skip
@@ -116,9 +120,16 @@ def solver_diff(
             s.add(z3.Not(ma[i]))
     for (la, lb), rows in groups.items():
         report.changes.append(
-            {"old": _verdict(la), "new": _verdict(lb), "title": f"{_text(la)} -> {_text(lb)}", "cells": None,
-             "share": None, "regions": [], "rules": rows}
-        )  # fmt: skip
+            {
+                "old": _verdict(la),
+                "new": _verdict(lb),
+                "title": f"{_text(la)} -> {_text(lb)}",
+                "cells": None,
+                "share": None,
+                "regions": [],
+                "rules": rows,
+            }
+        )
     report.declarations = diff_declarations(old.inventory, new.inventory)
     report.seconds = time.perf_counter() - start
     if progress:

@@ -28,8 +28,6 @@ __all__ = ["AnalysisLimit", "fresh_names", "string_classes"]
 MAX_STATES = 20000
 
 
-
-
 def fresh_names(avoid: set[str], k: int, stem: str = "s") -> list[str]:
     """``k`` readable strings not in ``avoid``."""
     out: list[str] = []

@@ -156,6 +156,14 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if args.timeout is not None and args.timeout <= 0:
         raise CommandError("--timeout must be a positive number of seconds")
     return audit_command(
-        args.policy, args.corpus, args.format, stdin, stdout, stderr, jobs=args.jobs,
-        backend=args.backend, timeout=args.timeout, quiet=args.quiet,
-    )  # fmt: skip
+        args.policy,
+        args.corpus,
+        args.format,
+        stdin,
+        stdout,
+        stderr,
+        jobs=args.jobs,
+        backend=args.backend,
+        timeout=args.timeout,
+        quiet=args.quiet,
+    )

@@ -61,11 +61,19 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     service = open_service(policy=args.policy, recorder=record_in_ledger)
 
     attach_mirror(service)  # the team server, when the project names one: the blocker is copied there
-    reply = service.log_blocker(args.session, {
-        "category": args.category, "question": args.question, "context": args.context,
-        "blocksProgress": args.blocks, "options": args.option, "chosenOption": args.chosen_option,
-        "chosenReasoning": args.chosen_reasoning, "task": args.task,
-    })  # fmt: skip
+    reply = service.log_blocker(
+        args.session,
+        {
+            "category": args.category,
+            "question": args.question,
+            "context": args.context,
+            "blocksProgress": args.blocks,
+            "options": args.option,
+            "chosenOption": args.chosen_option,
+            "chosenReasoning": args.chosen_reasoning,
+            "task": args.task,
+        },
+    )
     if args.format == "json":
         stdout.write(json.dumps({"ok": reply.ok, "message": reply.text, **reply.data}, ensure_ascii=False) + "\n")
     elif reply.ok:

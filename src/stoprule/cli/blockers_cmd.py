@@ -117,8 +117,10 @@ def _team_list(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
         stdout.write(json.dumps({"blockers": items}, ensure_ascii=False) + "\n")
         return 0
     lines = [f"Team blockers on {remote.url} ({len(items)}):"]
-    lines += [f"  [{' ' if b.get('status', 'open') == 'open' else 'x'}] {b['project']}@{b['machine']} {b['id']} "
-              f"[{b.get('category')}] {b.get('question')}" + (" (blocks progress)" if b.get("blocksProgress") else "")
-              for b in items]  # fmt: skip
+    lines += [
+        f"  [{' ' if b.get('status', 'open') == 'open' else 'x'}] {b['project']}@{b['machine']} {b['id']} "
+        f"[{b.get('category')}] {b.get('question')}" + (" (blocks progress)" if b.get("blocksProgress") else "")
+        for b in items
+    ]
     stdout.write("\n".join(lines) + "\n")
     return 0

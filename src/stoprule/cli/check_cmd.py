@@ -75,6 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     if args.watch:
-        return watch([str(select_pack(args.policy))], lambda: check_command(args.policy, args.format, stdout, stderr),
-                     stderr)  # fmt: skip
+        return watch(
+            [str(select_pack(args.policy))], lambda: check_command(args.policy, args.format, stdout, stderr), stderr
+        )
     return check_command(args.policy, args.format, stdout, stderr)

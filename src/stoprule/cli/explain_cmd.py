@@ -24,9 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_policy_flags(p, default_format="pretty")
     p.add_argument(
-        "fact", nargs="?", default="-", metavar="FACT",
+        "fact",
+        nargs="?",
+        default="-",
+        metavar="FACT",
         help="a JSON fact file (or NDJSON: each fact explained); - or omitted reads stdin",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:

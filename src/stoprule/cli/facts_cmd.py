@@ -35,16 +35,23 @@ MAX_FACTS_FILE_BYTES = 16 << 20
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Declare facts for a session (read by `stoprule hook`'s state provider)."
     sub = p.add_subparsers(dest="facts_command", metavar="SUBCOMMAND", required=True)
-    for name, help_text in (("set", "set fields"), ("clear", "drop fields (all when none named)"),
-                            ("show", "print the declared facts")):  # fmt: skip
+    for name, help_text in (
+        ("set", "set fields"),
+        ("clear", "drop fields (all when none named)"),
+        ("show", "print the declared facts"),
+    ):
         sp = sub.add_parser(name, help=help_text)
-        sp.add_argument("--session", metavar="ID", help="the harness's session id (default: $STOPRULE_SESSION; "
-                                                        "none: every session)")  # fmt: skip
+        sp.add_argument(
+            "--session", metavar="ID", help="the harness's session id (default: $STOPRULE_SESSION; none: every session)"
+        )
         if name == "set":
             sp.add_argument("fields", nargs="*", metavar="FIELD=VALUE")
             sp.add_argument("--json", metavar="FILE", help="a JSON object of fields (- reads stdin)")
-            sp.add_argument("--policy", metavar="PATH", help="the pack whose fact schema checks the values "
-                                                             "(default: the one the hook uses)")  # fmt: skip
+            sp.add_argument(
+                "--policy",
+                metavar="PATH",
+                help="the pack whose fact schema checks the values (default: the one the hook uses)",
+            )
         elif name == "clear":
             sp.add_argument("fields", nargs="*", metavar="FIELD")
 

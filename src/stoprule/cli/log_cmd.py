@@ -182,15 +182,22 @@ def _export(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str]) ->
 
 
 def _verify(ledger: LedgerBackend, args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-
     with Bar(stderr, "verify", unit="runs", quiet=args.quiet) as bar:
         report = verify(ledger, args.run, bar)
     if args.format == "json":
         stdout.write(_dump(report.to_dict()) + "\n")
     elif report.ok:
         head = report.head
-        signed = f"; ledger head {head['hash']} over {head['events']} event(s), signed by {head['key']}" if head else ""
+        signed = ""
+        if head:
+            anchors = f" (anchor {head['anchors']})" if "anchors" in head else ""
+            signed = f"; ledger head {head['hash']}{anchors} over {head['events']} event(s), signed by {head['key']}"
         stdout.write(f"ok: {report.runs} run(s), {report.events} event(s); every hash chain verifies{signed}\n")
+        if report.unanchored:
+            stdout.write(
+                f"note: {report.unanchored} run(s) written since the last anchor (anchored within the "
+                "anchor interval; until then a whole run removed would not be seen)\n"
+            )
     else:
         for br in report.breaks:
             stdout.write(f"BROKEN: {br.format()}\n")

@@ -177,8 +177,16 @@ def _refuse_in_session(argv: list[str]) -> None:
     from stoprule.agent.guard.journal import record_attempt
     from stoprule.diagnostics import CommandError
 
-    record_attempt(home, link.get("session"), {"via": "cli", "harness": link.get("harness"), "kind": "command",
-                                               "what": f"ran `stoprule {what}` inside the session"})  # fmt: skip
+    record_attempt(
+        home,
+        link.get("session"),
+        {
+            "via": "cli",
+            "harness": link.get("harness"),
+            "kind": "command",
+            "what": f"ran `stoprule {what}` inside the session",
+        },
+    )
     raise CommandError(
         f"`stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
         f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "

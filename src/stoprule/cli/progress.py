@@ -134,8 +134,16 @@ class ByteBar(Bar):
     """A :class:`Bar` over a byte buffer of lines (NDJSON) reached by offset: counts lines (facts),
     estimated from the share of bytes done (the buffer's lines are counted only when drawn)."""
 
-    def __init__(self, stream: IO[str], label: str, data: bytes, *, unit: str = "lines", quiet: bool = False,
-                 delay: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stream: IO[str],
+        label: str,
+        data: bytes,
+        *,
+        unit: str = "lines",
+        quiet: bool = False,
+        delay: float | None = None,
+    ) -> None:
         super().__init__(stream, label, None, unit=unit, quiet=quiet, delay=delay)
         self.size = len(data)
         if self.on:  # memchr speed: ~10 ms per 100 MB

@@ -29,18 +29,25 @@ from stoprule.project import CONFIG_FILE
 
 __all__ = ["add_arguments", "replay_one", "run"]
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Walk recorded transcripts stop by stop and print the verdicts the policy would have given."
-    p.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT",
-                   help="Claude Code, Codex, Gemini CLI, Copilot CLI or Cursor transcripts")  # fmt: skip
+    p.add_argument(
+        "transcripts",
+        nargs="+",
+        metavar="TRANSCRIPT",
+        help="Claude Code, Codex, Gemini CLI, Copilot CLI or Cursor transcripts",
+    )
     p.add_argument("--policy", metavar="PATH", help="policy pack (default: as `stoprule eval`)")
     p.add_argument("--format", choices=("pretty", "json", "facts", "summary"), default="pretty")
     p.add_argument(
-        "--harness", choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
+        "--harness",
+        choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
         help="the transcripts' format (default: sniffed)",
     )
-    add_jobs_flag(p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); "
-                     "output order is kept")  # fmt: skip
+    add_jobs_flag(
+        p, "replay the transcripts in N processes, one transcript at a time each (0: one per CPU); output order is kept"
+    )
     add_quiet_flag(p)
 
 
@@ -80,7 +87,6 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
     jobs = min(resolve_jobs(args.jobs), len(paths))
     bar = Bar(stderr, "replay", len(paths), unit="transcripts", quiet=args.quiet)
     if jobs > 1:  # workers fork here, before this process creates engine handles
-
         for out, err, c, tally in map_ordered(_replay_task, paths, jobs, _replay_setup, (compiled, *options)):
             stderr.write(err)
             stdout.write(out)

@@ -365,6 +365,14 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         args.watch = False
         return watch([str(select_pack(args.policy)), *args.paths], lambda: run(args, stdin, stdout, stderr), stderr)
     return test_command(
-        args.policy, args.paths, args.format, args.coverage, args.threshold, stdout, stderr, quiet=args.quiet,
-        pattern=args.run, verbose=args.verbose,
+        args.policy,
+        args.paths,
+        args.format,
+        args.coverage,
+        args.threshold,
+        stdout,
+        stderr,
+        quiet=args.quiet,
+        pattern=args.run,
+        verbose=args.verbose,
     )

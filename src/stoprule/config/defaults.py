@@ -96,6 +96,9 @@ SERVE_LIMITS: dict[str, int] = {
     "max_body_bytes": 1 << 20,  # a request body larger than this: 413
     "max_batch": 10_000,  # facts per batch request: 413 beyond
     "timeout_ms": 10_000,  # reading the body and deciding; past it: 408 (a batch: the rest of its lines)
+    "ledger_timeout_ms": 1_500,  # a request's database work (waiting included); past it: 503
+    "header_timeout_ms": 10_000,  # a connection's next request head must be complete by then, or it is closed
+    "max_connections": 0,  # per worker; 0: what its open-file limit allows
 }
 SERVE_DEFAULTS: dict[str, Any] = {
     "policy": None,
@@ -103,5 +106,8 @@ SERVE_DEFAULTS: dict[str, Any] = {
     "ledger": None,
     "limits": SERVE_LIMITS,
     "reload_interval_ms": 1000,
+    "ledger_connections": 4,  # database threads (and connections) per worker
+    "anchor_interval_ms": 1000,  # PostgreSQL: how often the runs written are anchored in the ledger chain
+    "probe_timeout_ms": 5000,  # a worker silent this long to the supervisor's probe is replaced
     "console": {"resolve": []},  # the tokens that may resolve blockers in /console (every token reads)
 }

@@ -122,9 +122,13 @@ def frozen(project: str, session: str) -> FrozenConfig | None:
         text = entry["config"]
         data = None if text is None else text.encode("utf-8", "surrogateescape")
         copy = FrozenConfig(
-            str(entry["session"]), path, os.path.join(project, CONFIG_FILE), data, str(entry["digest"]),
+            str(entry["session"]),
+            path,
+            os.path.join(project, CONFIG_FILE),
+            data,
+            str(entry["digest"]),
             float(entry["frozen_at"]),
-        )  # fmt: skip
+        )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise _damaged(path, f"{type(exc).__name__}: {exc}") from None
     intact = entry["key"] == _key(data) if "key" in entry else _digest(data) == copy.digest

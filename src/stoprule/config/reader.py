@@ -70,8 +70,9 @@ def _build(sections: dict[str, dict[str, Any]], source: str | None) -> Settings:
     providers = dict(sections["providers"])
     providers["fields"] = {**DEFAULT_FIELDS, **providers["fields"]}
     session = sections.get("session") or dict(DEFAULTS["session"])
-    return Settings(sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source,
-                    session)  # fmt: skip
+    return Settings(
+        sections["hook"], providers, sections["blockers"], sections["server"], sections["ledger"], source, session
+    )
 
 
 def default_settings() -> Settings:

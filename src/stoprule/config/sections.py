@@ -20,8 +20,15 @@ from stoprule.config.defaults import (
     DEFAULT_SESSION,
 )
 
-__all__ = ["SECTIONS", "BlockerSettings", "HookSettings", "LedgerSettings", "ProviderSettings", "ServerSettings",
-           "SessionSettings"]
+__all__ = [
+    "SECTIONS",
+    "BlockerSettings",
+    "HookSettings",
+    "LedgerSettings",
+    "ProviderSettings",
+    "ServerSettings",
+    "SessionSettings",
+]
 
 Provider = Literal["hook", "state", "blockers", "transcript", "closure", "git"]
 
@@ -39,9 +46,11 @@ class HookSettings(BaseModel):
         description="open: an internal error allows the stop; closed: it blocks with closed_message",
     )
     loop_cap: int = Field(
-        DEFAULT_HOOK["loop_cap"], ge=1, le=100,
+        DEFAULT_HOOK["loop_cap"],
+        ge=1,
+        le=100,
         description="consecutive blocks per session and turn before the stop is allowed anyway",
-    )  # fmt: skip
+    )
     ledger: bool = Field(DEFAULT_HOOK["ledger"], description="record every decision in the ledger (run = session id)")
     budget_ms: int = Field(DEFAULT_HOOK["budget_ms"], ge=100, le=600000, description="the whole hook's time budget")
     log: bool | str = Field(DEFAULT_HOOK["log"], description="one line per stop in .stoprule/hook.log (or this file)")

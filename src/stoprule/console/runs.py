@@ -158,7 +158,7 @@ class Runs:
             with self.opened() as ledger:
                 head = ledger.head()
                 if head is not None:
-                    return f"{head.events}:{head.hash[-12:]}"
+                    return f"{head.anchors}:{head.hash[-12:]}"
                 last = ledger.runs(1)
                 return f"{last[0].run}:{last[0].head[-12:]}" if last else "empty"
         except LedgerError as exc:

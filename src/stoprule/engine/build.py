@@ -1,7 +1,7 @@
 """The engine's compile stages, after the language's checks (:mod:`stoprule.language.compiler`).
 
-    lower      conditions -> durable_rules JSON over a projected fact (:mod:`.lowering`)
-    build      chunk into rulesets and create them in the engine (:mod:`.lowering`)
+lower      conditions -> durable_rules JSON over a projected fact (:mod:`.lowering`)
+build      chunk into rulesets and create them in the engine (:mod:`.lowering`)
 """
 
 from __future__ import annotations

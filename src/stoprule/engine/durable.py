@@ -164,10 +164,10 @@ def _release(pairs: list[tuple[str, int]]) -> None:
         pairs.clear()
 
 
-
 def library() -> str:
     """The file of the engine's C module (a backend of its own links the same engine)."""
     return str(_dre.__file__)
+
 
 class _Handles:
     """One thread's ruleset handles, released when the last reference goes: with the thread

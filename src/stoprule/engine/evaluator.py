@@ -227,8 +227,10 @@ def prototype(compiled: CompiledPolicy, rule: RuleMeta) -> tuple[Verdict, tuple[
     kind = compiled.verdicts[rule.verdict]
     review = kind.requires_user_review
     new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
-    proto = new(Verdict, (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (),
-                          compiled.digest, ()))  # fmt: skip
+    proto = new(
+        Verdict,
+        (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (), compiled.digest, ()),
+    )
     if not review:
         return proto, ((_MESSAGE, rule.message),)
     return proto, ((_MESSAGE, rule.message), (_REVIEW, rule.review_reason or rule.message))

@@ -348,11 +348,19 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         rulesets=tuple(chunks),
         rules=tuple(
             RuleMeta(
-                r.id, r.index, r.priority, r.verdict, r.reason, r.message, r.review_reason,
-                r.loc.file, r.loc.line, f"r{r.index}",
+                r.id,
+                r.index,
+                r.priority,
+                r.verdict,
+                r.reason,
+                r.message,
+                r.review_reason,
+                r.loc.file,
+                r.loc.line,
+                f"r{r.index}",
             )
             for r in checked.rules
-        ),  # fmt: skip
+        ),
         stops=tuple(StopMeta(s.id, s.description, s.loc.file, s.loc.line, f"h{s.index}") for s in checked.stops),
         verdicts={
             v.name: VerdictMeta(v.name, v.ok, v.stop, v.requires_user_review, v.retryable, v.description)

@@ -223,9 +223,21 @@ def c_backend(plan: Plan) -> Runner | None:
         return tuple(unknown(found))
 
     runner = module.Runner(
-        schema, slots, lists, tuple(handles), plan.engine_library, HELPERS, letters,
-        tuple(bits[n] for n in plan.always), ranked, stops, plan.filled, warn, owner, SAFE,
-    )  # fmt: skip
+        schema,
+        slots,
+        lists,
+        tuple(handles),
+        plan.engine_library,
+        HELPERS,
+        letters,
+        tuple(bits[n] for n in plan.always),
+        ranked,
+        stops,
+        plan.filled,
+        warn,
+        owner,
+        SAFE,
+    )
     run: Runner = runner.run
     return run
 

@@ -743,7 +743,7 @@ def _checked_policy(ctx: Context) -> CheckedPolicy:
                 r.spec.description,
             )
             for i, r in enumerate(ctx.rules)
-        ),  # fmt: skip
+        ),
         stops=stops,
         sets=MappingProxyType(sets),
         conditions=MappingProxyType(
@@ -762,7 +762,7 @@ def _checked_policy(ctx: Context) -> CheckedPolicy:
                 )
                 for name, d in ctx.verdicts.items()
             }
-        ),  # fmt: skip
+        ),
         declarations=MappingProxyType(ctx.declarations),
         inventory=MappingProxyType(_inventory(ctx)),
     )

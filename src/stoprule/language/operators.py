@@ -65,7 +65,6 @@ __all__ = [
 Json = dict[str, Any]
 
 
-
 def check_number(v: int | float, what: str = "literal") -> None:
     """Integers within +-SAFE_INT (so that offsets cannot overflow the engine's 64 bits and
     comparisons with floats are exact); floats finite."""
@@ -364,74 +363,144 @@ class Operator:
 
 def _compare(name: str, doc: str, engine: str, inverse: str, test: Callable[[Any, Any], bool]) -> Operator:
     return Operator(
-        name, doc, _check_order, _cmp(engine, inverse), test, {"anyOf": [{"type": "number"}, _OPERAND]},
-        _literals, _implies_value, field_operand=True, ordered=True,
-    )  # fmt: skip
+        name,
+        doc,
+        _check_order,
+        _cmp(engine, inverse),
+        test,
+        {"anyOf": [{"type": "number"}, _OPERAND]},
+        _literals,
+        _implies_value,
+        field_operand=True,
+        ordered=True,
+    )
 
 
 def _presence(
-    name: str, doc: str, check: Callable[..., Any], lower: Callable[..., Any], test: Callable[..., Any],
+    name: str,
+    doc: str,
+    check: Callable[..., Any],
+    lower: Callable[..., Any],
+    test: Callable[..., Any],
     implies: Callable[..., Any],
-) -> Operator:  # fmt: skip
+) -> Operator:
     return Operator(name, doc, check, lower, test, {"type": "boolean"}, _nothing, implies, presence=True)
 
 
 def _affix(name: str, doc: str, glob: Callable[[str], str], test: Callable[[str, str], bool]) -> Operator:
     return Operator(
-        name, doc, _check_affix, lambda key, arg: _lower_glob(key, glob(arg)), test,
-        {"type": "string", "minLength": 1}, lambda arg: ((), (glob(arg),)), _implies_value, negatable=False,
+        name,
+        doc,
+        _check_affix,
+        lambda key, arg: _lower_glob(key, glob(arg)),
+        test,
+        {"type": "string", "minLength": 1},
+        lambda arg: ((), (glob(arg),)),
+        _implies_value,
+        negatable=False,
         projected=True,
-    )  # fmt: skip
+    )
 
 
 OPERATORS: dict[str, Operator] = {
     op.name: op
     for op in [
         Operator(
-            "eq", "equal to a value or field", _check_eq, _lower_eq, lambda v, a: v == a,
-            {"anyOf": [_SCALAR, _OPERAND]}, _literals, _implies_value, field_operand=True,
+            "eq",
+            "equal to a value or field",
+            _check_eq,
+            _lower_eq,
+            lambda v, a: v == a,
+            {"anyOf": [_SCALAR, _OPERAND]},
+            _literals,
+            _implies_value,
+            field_operand=True,
         ),
         Operator(
-            "ne", "has a value, not equal to", _check_eq, _lower_ne, lambda v, a: v != a,
-            {"anyOf": [_SCALAR, _OPERAND]}, _literals, _implies_value, field_operand=True,
+            "ne",
+            "has a value, not equal to",
+            _check_eq,
+            _lower_ne,
+            lambda v, a: v != a,
+            {"anyOf": [_SCALAR, _OPERAND]},
+            _literals,
+            _implies_value,
+            field_operand=True,
         ),
         _compare("lt", "less than", "$lt", "$gte", lambda v, a: v < a),
         _compare("lte", "at most", "$lte", "$gt", lambda v, a: v <= a),
         _compare("gt", "greater than", "$gt", "$lte", lambda v, a: v > a),
         _compare("gte", "at least", "$gte", "$lt", lambda v, a: v >= a),
         Operator(
-            "in", "one of a list or named set", _check_set, _lower_in, lambda v, a: v in a,
-            _SET, lambda a: (tuple(a), ()), _implies_value, set_operand=True,
+            "in",
+            "one of a list or named set",
+            _check_set,
+            _lower_in,
+            lambda v, a: v in a,
+            _SET,
+            lambda a: (tuple(a), ()),
+            _implies_value,
+            set_operand=True,
         ),
         Operator(
-            "not_in", "has a value, none of a list or set", _check_set, _lower_not_in, lambda v, a: v not in a,
-            _SET, lambda a: (tuple(a), ()), _implies_value, set_operand=True,
+            "not_in",
+            "has a value, none of a list or set",
+            _check_set,
+            _lower_not_in,
+            lambda v, a: v not in a,
+            _SET,
+            lambda a: (tuple(a), ()),
+            _implies_value,
+            set_operand=True,
         ),
         Operator(
-            "glob", "matches a glob pattern (whole string)", _check_glob, _lower_glob,
-            glob_test, {"type": "string"}, lambda a: ((), (a,)), _implies_value, negatable=False,
+            "glob",
+            "matches a glob pattern (whole string)",
+            _check_glob,
+            _lower_glob,
+            glob_test,
+            {"type": "string"},
+            lambda a: ((), (a,)),
+            _implies_value,
+            negatable=False,
             projected=True,
         ),
         _affix("starts_with", "a string beginning with", lambda a: glob_escape(a) + "*", starts_with_test),
         _affix("ends_with", "a string ending with", lambda a: "*" + glob_escape(a), ends_with_test),
         _presence(
-            "exists", "present and not null", _check_bool, _lower_exists,
-            lambda v, a: (v is not MISSING and v is not None) == a, lambda a, o: o == a,
+            "exists",
+            "present and not null",
+            _check_bool,
+            _lower_exists,
+            lambda v, a: (v is not MISSING and v is not None) == a,
+            lambda a, o: o == a,
         ),
         _presence(
-            "null", "present with value null", _check_bool, _lower_null,
-            lambda v, a: (v is None) == a, lambda a, o: False if o == a else None,
+            "null",
+            "present with value null",
+            _check_bool,
+            _lower_null,
+            lambda v, a: (v is None) == a,
+            lambda a, o: False if o == a else None,
         ),
         _presence(
-            "absent", "not given and no default", _check_bool, _lower_absent,
-            lambda v, a: (v is MISSING) == a, lambda a, o: False if o == a else None,
+            "absent",
+            "not given and no default",
+            _check_bool,
+            _lower_absent,
+            lambda v, a: (v is MISSING) == a,
+            lambda a, o: False if o == a else None,
         ),
         _presence(
-            "empty", "list with no elements", _check_empty, _lower_empty,
-            lambda v, a: (not v if isinstance(v, list) else True) == a, lambda a, o: True if o != a else None,
+            "empty",
+            "list with no elements",
+            _check_empty,
+            _lower_empty,
+            lambda v, a: (not v if isinstance(v, list) else True) == a,
+            lambda a, o: True if o != a else None,
         ),
     ]
-}  # fmt: skip
+}
 
 
 _GLOB_CACHE: dict[str, re.Pattern[str]] = {}

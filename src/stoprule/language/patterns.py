@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     _Step = Callable[[str], bool] | None  # None: ``*``
 
 
-
 def glob_tokens(pattern: str) -> list[tuple[str, str]]:
     """Split a glob into ``("star"|"one"|"lit", ch)`` and ``("class", body)`` tokens.
 

@@ -1,21 +1,26 @@
 """The ledger's SQLite schema: append-only tables, the triggers that keep them so, the run index.
 
 Tables
-  facts   content-addressed fact bodies (``sha256:`` of the canonical JSON)
-  events  one ``validation_performed`` event per decision, hash-chained per run
-  nodes   the run DAG's nodes (``step``, ``blocked_attempt``, ``checkpoint``), one per event
-  edges   one incoming edge per node (``root`` for a run's first node, ``next``, ``retry``)
-  runs    one row per run: tip, verdict, counters and chain head (the O(1) status lookup)
-  head    one row: the ledger chain over every event in id order, HMAC-signed (schema 2)
+  facts    content-addressed fact bodies (``sha256:`` of the canonical JSON)
+  events   one ``validation_performed`` event per decision, hash-chained per run
+  nodes    the run DAG's nodes (``step``, ``blocked_attempt``, ``checkpoint``), one per event
+  edges    one incoming edge per node (``root`` for a run's first node, ``next``, ``retry``)
+  runs     one row per run: tip, verdict, counters and chain head, HMAC-signed (the O(1) status lookup)
+  anchors  the ledger chain: each anchor names the heads of the runs written since the one before
+  head     one row: the last anchor, HMAC-signed
 
-``facts``, ``events``, ``nodes`` and ``edges`` refuse UPDATE and DELETE. ``runs`` and ``head``
-are the only rows that change, and only forward: a run's update must advance it by exactly one
-event whose hash becomes its head; the ledger head advances by one event id at a time (or is
-re-signed in place when the signing key rotates). An event must extend its run's chain
-(``seq`` = count + 1, ``prev`` = head) and come after every event the ledger head covers.
+``facts``, ``events``, ``nodes``, ``edges`` and ``anchors`` refuse UPDATE and DELETE. ``runs`` and
+``head`` are the only rows that change, and only forward: a run's update must advance it by exactly
+one event whose hash becomes its head (or sign the same state again after a key change); the head
+advances by one anchor at a time (or is signed again in place). An event must extend its run's
+chain (``seq`` = count + 1, ``prev`` = head), an anchor the ledger chain.
 
-Schema 1 (stoprule before the ledger head) is the same minus ``head`` and its triggers; it is
-upgraded in place on the first write (see ``store.Ledger._upgrade``).
+Schema 3 chains each run on its own (writers of different runs never wait on each other) and
+anchors run heads in the ledger chain; schema 2 chained every event of every run in one
+ledger-wide chain, and schema 1 had no ledger chain. Both are upgraded in place on the first
+write (see ``store.Ledger._upgrade``): ``runs`` gains its signature columns by ``ALTER TABLE``,
+which is why the table's text below ends the way ``ALTER TABLE ... ADD COLUMN`` leaves it (an
+upgraded ledger's schema then reads exactly as a new one's).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -24,10 +29,10 @@ from __future__ import annotations
 
 from stoprule.ledger.events import GENESIS
 
-__all__ = ["APPLICATION_ID", "DDL", "HEAD_DDL", "SCHEMA_VERSION", "STATEMENTS"]
+__all__ = ["APPLICATION_ID", "DDL", "LEGACY_HEAD", "SCHEMA_VERSION", "STATEMENTS", "UPGRADE"]
 
 APPLICATION_ID = 0x53545052  # "STPR": marks the file as a stoprule ledger
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _TABLES = f"""
 CREATE TABLE IF NOT EXISTS facts (
@@ -96,7 +101,7 @@ CREATE TABLE IF NOT EXISTS runs (
     created    TEXT NOT NULL,
     updated    TEXT NOT NULL,
     last_event INTEGER NOT NULL
-) WITHOUT ROWID;
+, key TEXT, mac TEXT) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS runs_recent ON runs (last_event);
 
@@ -109,10 +114,6 @@ CREATE TRIGGER IF NOT EXISTS runs_insert_first BEFORE INSERT ON runs
 WHEN NEW.events IS NOT 1 OR NEW.head IS NOT (SELECT hash FROM events WHERE run = NEW.run AND seq = 1)
 BEGIN SELECT RAISE(ABORT, 'ledger: a run starts at its first event'); END;
 
-CREATE TRIGGER IF NOT EXISTS runs_forward BEFORE UPDATE ON runs
-WHEN NEW.run IS NOT OLD.run OR NEW.events IS NOT OLD.events + 1
-  OR NEW.head IS NOT (SELECT hash FROM events WHERE run = NEW.run AND seq = NEW.events)
-BEGIN SELECT RAISE(ABORT, 'ledger: a run''s status only moves forward with its chain'); END;
 """
 
 _APPEND_ONLY = ("facts", "events", "nodes", "edges")
@@ -132,37 +133,71 @@ BEGIN SELECT RAISE(ABORT, 'ledger is append-only: runs cannot be deleted'); END;
 """
 )
 
-# schema 2: the ledger head. ``events`` is the number of events it covers, which is also the id of
-# the last one (ids run 1..events without gaps); ``hash`` the ledger chain over them (``events.head_link``),
-# ``mac`` its HMAC under key ``key`` of the key file (``keys.head_mac``). Unsigned only while empty.
-HEAD_DDL = f"""
+_APPEND_ONLY_3 = ("anchors",)
+
+# schema 3: a run's status row carries an HMAC of its chain head (``keys.run_mac``; a writer
+# checks it before extending the run, and only the signature may change in place), and the
+# ledger chain runs over anchors: anchor ``i`` names the runs written since anchor ``i - 1``
+# with their event count, head hash and last event id
+# (``events.anchor_body``); ``head`` holds the number of anchors, the last one's hash and its
+# HMAC (``keys.head_mac``). Unsigned only while there is no anchor.
+_SCHEMA_3 = f"""
+CREATE TRIGGER IF NOT EXISTS runs_forward BEFORE UPDATE ON runs
+WHEN NEW.run IS NOT OLD.run OR NOT (
+    (NEW.events IS OLD.events + 1
+     AND NEW.head IS (SELECT hash FROM events WHERE run = NEW.run AND seq = NEW.events))
+    OR ((NEW.events, NEW.head, NEW.tip, NEW.tip_kind, NEW.retryable, NEW.attempt, NEW.ok, NEW.verdict, NEW.reason,
+         NEW.blocked, NEW.created, NEW.updated, NEW.last_event)
+        IS (OLD.events, OLD.head, OLD.tip, OLD.tip_kind, OLD.retryable, OLD.attempt, OLD.ok, OLD.verdict, OLD.reason,
+            OLD.blocked, OLD.created, OLD.updated, OLD.last_event)))
+BEGIN SELECT RAISE(ABORT, 'ledger: a run''s status only moves forward with its chain'); END;
+
+CREATE TABLE IF NOT EXISTS anchors (
+    id   INTEGER PRIMARY KEY,
+    body TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+
+CREATE TRIGGER IF NOT EXISTS anchors_extend_chain BEFORE INSERT ON anchors
+WHEN NEW.id IS NOT coalesce((SELECT max(id) FROM anchors), 0) + 1
+  OR NEW.prev IS NOT coalesce((SELECT hash FROM anchors WHERE id = NEW.id - 1), '{GENESIS}')
+BEGIN SELECT RAISE(ABORT, 'ledger: an anchor must extend the ledger chain'); END;
+
 CREATE TABLE IF NOT EXISTS head (
-    id     INTEGER PRIMARY KEY CHECK (id = 1),
-    events INTEGER NOT NULL CHECK (events >= 0),
-    hash   TEXT NOT NULL,
-    key    TEXT,
-    mac    TEXT,
-    CHECK ((key IS NULL) = (mac IS NULL) AND (key IS NOT NULL OR events = 0))
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    anchors INTEGER NOT NULL CHECK (anchors >= 0),
+    hash    TEXT NOT NULL,
+    key     TEXT,
+    mac     TEXT,
+    CHECK ((key IS NULL) = (mac IS NULL) AND (key IS NOT NULL OR anchors = 0))
 );
 
 CREATE TRIGGER IF NOT EXISTS head_insert BEFORE INSERT ON head
-WHEN NEW.events IS NOT coalesce((SELECT max(id) FROM events), 0)
-  OR (NEW.events = 0 AND NEW.hash IS NOT '{GENESIS}')
-BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head must cover every event'); END;
+WHEN NEW.anchors IS NOT coalesce((SELECT max(id) FROM anchors), 0)
+  OR NEW.hash IS NOT coalesce((SELECT hash FROM anchors WHERE id = NEW.anchors), '{GENESIS}')
+BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head must cover every anchor'); END;
 
 CREATE TRIGGER IF NOT EXISTS head_forward BEFORE UPDATE ON head
 WHEN NEW.id IS NOT OLD.id
-  OR NEW.events IS NOT coalesce((SELECT max(id) FROM events), 0)
-  OR NOT (NEW.events = OLD.events + 1 OR (NEW.events = OLD.events AND NEW.hash IS OLD.hash))
-BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head only moves forward, one event at a time'); END;
+  OR NEW.anchors IS NOT coalesce((SELECT max(id) FROM anchors), 0)
+  OR NEW.hash IS NOT coalesce((SELECT hash FROM anchors WHERE id = NEW.anchors), '{GENESIS}')
+  OR NOT (NEW.anchors = OLD.anchors + 1 OR (NEW.anchors = OLD.anchors AND NEW.hash IS OLD.hash))
+BEGIN SELECT RAISE(ABORT, 'ledger: the ledger head only moves forward, one anchor at a time'); END;
 
 CREATE TRIGGER IF NOT EXISTS head_no_delete BEFORE DELETE ON head
 BEGIN SELECT RAISE(ABORT, 'ledger is append-only: head cannot be deleted'); END;
-
-CREATE TRIGGER IF NOT EXISTS events_after_head AFTER INSERT ON events
-WHEN NEW.id <= (SELECT events FROM head)
-BEGIN SELECT RAISE(ABORT, 'ledger: an event must come after every event the ledger head covers'); END;
+""" + "".join(
+    f"""
+CREATE TRIGGER IF NOT EXISTS {table}_no_{op} BEFORE {op.upper()} ON {table}
+BEGIN SELECT RAISE(ABORT, 'ledger is append-only: {table} cannot be {op}d'); END;
 """
+    for table in _APPEND_ONLY_3
+    for op in ("update", "delete")
+)
+
+# what schema 2 had that schema 3 replaces (dropped by the upgrade; the head table is made anew)
+LEGACY_HEAD = ("head_insert", "head_forward", "head_no_delete", "events_after_head", "runs_forward")
 
 
 def _split(script: str) -> list[str]:
@@ -178,10 +213,17 @@ def _split(script: str) -> list[str]:
     return out
 
 
-# every statement, in order, for a new ledger or the upgrade of a schema-1 one (each is idempotent)
+# every statement, in order, for a new ledger (each is idempotent)
 STATEMENTS = [
-    *_split(_TABLES + _TRIGGERS + HEAD_DDL),
+    *_split(_TABLES + _TRIGGERS + _SCHEMA_3),
     f"PRAGMA application_id = {APPLICATION_ID}",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+]
+# the upgrade of a schema-1 or schema-2 ledger whose ``LEGACY_HEAD`` objects were dropped
+UPGRADE = [
+    "ALTER TABLE runs ADD COLUMN key TEXT",
+    "ALTER TABLE runs ADD COLUMN mac TEXT",
+    *_split(_SCHEMA_3),
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 ]
 DDL = ";\n".join(s.rstrip(";") for s in STATEMENTS) + ";\n"

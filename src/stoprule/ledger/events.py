@@ -8,13 +8,18 @@ A run's events form a hash chain::
 where ``body`` is the event's canonical JSON exactly as stored (UTF-8) and hashes are
 written ``sha256:<hex>``. Changing, dropping or reordering any event breaks every later link.
 
-The ledger chain runs over every event of every run in id (append) order::
+Runs are chained on their own, so writers of different runs never wait on each other. The
+ledger chain runs over *anchors*: each names the runs written since the anchor before it, with
+their event count, head hash and last event id::
 
-    head(0) = GENESIS
-    head(i) = sha256(head(i-1) + "\\n" + i + "\\n" + hash of event i)
+    anchor(i) = {"anchor": i, "at": TIME, "runs": [[run, events, head, last event id], ...]}
+    hash(anchor 1) = sha256(GENESIS + "\\n" + anchor(1))
+    hash(anchor i) = sha256(hash(anchor i-1) + "\\n" + anchor(i))
 
-and its last value is the ledger head, signed with the key file (``keys.head_mac``): deleting
-a whole run, renumbering or reordering events changes it.
+and the last anchor's hash is the ledger head, signed with the key file (``keys.head_mac``):
+deleting a whole run that an anchor names, or renumbering or reordering its events, no longer
+matches the anchor. (Schema 2 chained every event of every run: ``head_link``, kept to check
+and upgrade such ledgers.)
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENT_TYPE",
     "GENESIS",
+    "anchor_body",
     "MAX_MATCHED",
     "canonical",
     "digest",
@@ -67,13 +73,14 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def canonical(value: Any) -> str:
-    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is.
+def canonical(value: Any, *, finite: bool = False) -> str:
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is (with ``finite``: ValueError for
+    a NaN or an infinity, which JSON has no number for).
 
     A lone surrogate (which JSON input can carry as ``"\\udfff"`` but UTF-8 cannot encode) is
     written as its ``\\uXXXX`` escape, so every canonical text is valid UTF-8 and reads back equal.
     """
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=not finite)
     if text.isascii():
         return text
     try:
@@ -96,6 +103,11 @@ def link(prev: str, body: str) -> str:
 def head_link(prev: str, event_id: int, event_hash: str) -> str:
     """The ledger chain's next value after event ``event_id`` (``GENESIS`` before the first event)."""
     return "sha256:" + sha256_hex(_utf8(f"{prev}\n{event_id}\n{event_hash}"))
+
+
+def anchor_body(anchor: int, at: str, runs: list[tuple[str, int, str, int]]) -> str:
+    """The canonical text of anchor ``anchor``: ``runs`` as ``(run, events, head, last event id)``, by run."""
+    return canonical({"anchor": anchor, "at": at, "runs": sorted([list(r) for r in runs])})
 
 
 def truncate_matched(matched: Sequence[Match], cap: int = MAX_MATCHED) -> tuple[list[dict[str, str]], int]:
@@ -121,10 +133,12 @@ def validation_event(
     fact: str,
     verdict: Verdict,
     at: str,
+    by: str | None = None,
 ) -> dict[str, Any]:
-    """The body of a ``validation_performed`` event: what was decided, on which fact, by which policy."""
+    """The body of a ``validation_performed`` event: what was decided, on which fact, by which policy
+    (and ``by``: the name of the server token that recorded it, when a server did)."""
     matched, cut = truncate_matched(verdict.matched)
-    return {
+    body = {
         "type": EVENT_TYPE,
         "run": run,
         "seq": seq,
@@ -142,6 +156,9 @@ def validation_event(
         "matched_total": len(verdict.matched),
         "matched_cut": cut,
     }
+    if by is not None:
+        body["by"] = by
+    return body
 
 
 def well_formed(body: Any) -> bool:

@@ -13,8 +13,9 @@ process was first, and that process's keys are used). ``rotate`` adds a key and 
 it the signing key; ``retire`` deletes a key's secret, so tokens it signed stop
 verifying. Both run under the ledger's write lock so concurrent changes serialise.
 
-The active key also signs the ledger head (``head_mac``; see ``store``), so the file is made
-with the first recorded decision, and ``rotate`` signs the head again with the new key.
+The active key also signs the ledger head (``head_mac``) and each run's status row (``run_mac``;
+see ``store``), so the file is made with the first recorded decision; ``rotate`` signs the head
+again with the new key, and ``retire`` first signs again whatever the retired key still signs.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from typing import Any, Protocol
 
-__all__ = ["FORMAT", "Key", "KeyRing", "b64url", "ensure", "head_mac", "load", "retire", "rotate", "unb64url"]
+__all__ = [
+    "FORMAT", "Key", "KeyRing", "b64url", "ensure", "head_mac", "load", "retire", "rotate", "run_mac", "unb64url",
+]  # fmt: skip
 
 FORMAT = "stoprule-keys/1"
 SECRET_BYTES = 32
@@ -86,6 +89,13 @@ def unb64url(text: str) -> bytes:
 def head_mac(secret: bytes, events: int, head: str) -> str:
     """The signature of the ledger head: base64url(HMAC-SHA256(secret, "stoprule-head/1\\n<events>\\n<head>"))."""
     text = f"stoprule-head/1\n{events}\n{head}".encode("utf-8", "surrogateescape")  # verify reads damaged text so
+    return b64url(hmac_sha256(secret, text))
+
+
+def run_mac(secret: bytes, run: str, events: int, head: str) -> str:
+    """The signature of a run's status row:
+    base64url(HMAC-SHA256(secret, "stoprule-run/1\\n<run>\\n<events>\\n<head>"))."""
+    text = f"stoprule-run/1\n{run}\n{events}\n{head}".encode("utf-8", "surrogateescape")
     return b64url(hmac_sha256(secret, text))
 
 
@@ -159,7 +169,7 @@ if TYPE_CHECKING:
         @property
         def head_key(self) -> str | None: ...
         def write(self) -> AbstractContextManager[Any]: ...
-        def resign(self, ring: KeyRing) -> None: ...
+        def resign(self, ring: KeyRing, retiring: str | None = None) -> None: ...
 
 
 def _new_key(ring: KeyRing) -> Key:
@@ -197,15 +207,15 @@ def rotate(ledger: Ledger) -> tuple[KeyRing, Key]:
 def retire(ledger: Ledger, kid: str) -> tuple[KeyRing, bool]:
     """Delete key ``kid``'s secret (tokens it signed are refused); False if it was already retired.
 
-    If the ledger head is still signed with ``kid`` (a rotation killed before it committed), it
-    is signed with the active key first, in a transaction of its own that commits before the
-    secret is deleted.
+    Whatever ``kid`` still signs (run status rows; the ledger head, after a rotation killed
+    before it committed) is signed with the active key first, in a transaction of its own that
+    commits before the secret is deleted.
     """
     with ledger.write():
-        if ledger.head_key == kid:
-            ring = load(ledger.keys_path)
-            if ring.active is not None and ring.active != kid:
-                ledger.resign(ring)
+        ring = load(ledger.keys_path)
+        live = ring.keys.get(kid)
+        if live is not None and live.secret is not None and ring.active is not None and ring.active != kid:
+            ledger.resign(ring, retiring=kid)
     with ledger.write():
         ring = load(ledger.keys_path)
         key = ring.keys.get(kid)

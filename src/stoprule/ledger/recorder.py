@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from stoprule._util.records import record
 from stoprule._util.redact import redact_obj
-from stoprule.diagnostics import EvaluationError
+from stoprule.diagnostics import EvaluationError, FactError
 from stoprule.ledger import keys, tokens
-from stoprule.ledger.errors import TokenError
+from stoprule.ledger.errors import LedgerError, TokenError
 from stoprule.ledger.events import canonical, digest, verdict_from_event
 from stoprule.ledger.store import TIP, check_run_id
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from stoprule.ledger.protocols import LedgerBackend
     from stoprule.ledger.store import Node
 
-__all__ = ["GROUP", "Outcome", "Recorder", "fact_identity"]
+__all__ = ["GROUP", "Outcome", "Prepared", "Recorder", "append_group", "fact_identity", "prepare"]
 
 GROUP = 256  # decisions per transaction in batch mode (each decision stays all-or-nothing)
 
@@ -61,17 +61,72 @@ class Outcome:
 
 def fact_identity(fact: Any) -> tuple[str, str]:
     """``(digest, canonical JSON)`` of a fact as submitted (secrets redacted: what the ledger
-    keeps): key order and spacing do not matter."""
-    text = canonical(redact_obj(fact))
+    keeps): key order and spacing do not matter. A number JSON cannot write (NaN, an infinity: what
+    ``1e999`` reads as) is refused (``fact.not_json``): the ledger keeps only facts it can give back."""
+    try:
+        text = canonical(redact_obj(fact), finite=True)
+    except ValueError:
+        raise FactError(
+            "fact.not_json",
+            "the fact holds a number JSON cannot write (NaN, or an infinity such as 1e999): not recorded",
+        ) from None
     return digest(text), text
 
 
-class Recorder:
-    """Records decisions of one pack into one ledger."""
+@record
+class Prepared:
+    """A fact decided and ready to append: its verdict, digest and canonical body, node kind."""
 
-    def __init__(self, ledger: LedgerBackend, evaluator: Evaluator) -> None:
+    verdict: Verdict
+    digest: str
+    body: str
+    kind: str
+    retryable: bool
+
+
+def _kind(evaluator: Evaluator, verdict: Verdict, checkpoint: bool) -> tuple[str, bool]:
+    if verdict.ok:
+        return ("checkpoint" if checkpoint else "step"), False
+    meta = evaluator.compiled.verdicts.get(verdict.verdict)
+    return "blocked_attempt", bool(meta and meta.retryable)
+
+
+def prepare(
+    evaluator: Evaluator, facts: Iterable[Any], *, checkpoint: bool = False
+) -> list[Prepared | EvaluationError]:
+    """Decide each fact (nothing touches a ledger): one result per fact, an EvaluationError for a bad one."""
+    out: list[Prepared | EvaluationError] = []
+    for fact in facts:
+        if isinstance(fact, EvaluationError):
+            out.append(fact)
+            continue
+        try:
+            verdict = evaluator.evaluate(fact)
+        except EvaluationError as exc:
+            out.append(exc)
+            continue
+        out.append(Prepared(verdict, *fact_identity(fact), *_kind(evaluator, verdict, checkpoint)))
+    return out
+
+
+class Recorder:
+    """Records decisions of one pack into one ledger (``by``: the server token recording them; with
+    ``own``, only into new runs or runs ``by`` started)."""
+
+    def __init__(
+        self,
+        ledger: LedgerBackend,
+        evaluator: Evaluator,
+        *,
+        by: str | None = None,
+        own: bool = False,
+        stop: bool = False,
+    ) -> None:
         self.ledger = ledger
         self.evaluator = evaluator
+        self.by = by
+        self.own = own
+        self.stop = stop  # a stop hook's: after a retryable block, the next decision is its retry
         self._ring: keys.KeyRing | None = None
 
     def _signing_ring(self) -> keys.KeyRing:
@@ -83,12 +138,6 @@ class Recorder:
         if not node.retryable:
             return None
         return tokens.mint(self._signing_ring(), node.run, node.node, node.attempt)
-
-    def _kind(self, verdict: Verdict, checkpoint: bool) -> tuple[str, bool]:
-        if verdict.ok:
-            return ("checkpoint" if checkpoint else "step"), False
-        meta = self.evaluator.compiled.verdicts.get(verdict.verdict)
-        return "blocked_attempt", bool(meta and meta.retryable)
 
     # ------------------------------------------------------------------ new decisions
 
@@ -113,9 +162,7 @@ class Recorder:
         ``parent`` is the first decision's parent; each later one follows the run's tip.
         Up to ``group`` decisions share a transaction; results are yielded once it commits.
         """
-        check_run_id(run)
-        if parent is not TIP and parent is not None and self.ledger.node(run, parent) is None:
-            raise self.ledger.unknown_node(run, parent)
+        self.check_parent(run, parent)
         batch: list[Any] = []
         for fact in facts:
             batch.append(fact)
@@ -131,57 +178,78 @@ class Recorder:
         self, run: str, batch: list[Any], parent: Any, checkpoint: bool
     ) -> tuple[list[Outcome | EvaluationError], Any]:
         """Evaluate a batch outside the lock, then append its good facts in one transaction."""
-        prepared: list[EvaluationError | tuple[Verdict, str, str, str, bool]] = []
-        for fact in batch:
-            if isinstance(fact, EvaluationError):
-                prepared.append(fact)
-                continue
-            try:
-                verdict = self.evaluator.evaluate(fact)
-            except EvaluationError as exc:
-                prepared.append(exc)
-                continue
-            prepared.append((verdict, *fact_identity(fact), *self._kind(verdict, checkpoint)))
+        return self.append_prepared(run, prepare(self.evaluator, batch, checkpoint=checkpoint), parent)
+
+    def append_prepared(
+        self, run: str, prepared: list[Prepared | EvaluationError], parent: Any = TIP
+    ) -> tuple[list[Outcome | EvaluationError], Any]:
+        """Append the good ones of ``prepared`` (see :func:`prepare`) in one transaction, the first
+        after ``parent``; the results in order, and the parent for what follows."""
         good = [p for p in prepared if not isinstance(p, EvaluationError)]
-        if any(p[4] for p in good):
+        if any(p.retryable for p in good):
             self._signing_ring()  # the key file exists before any block that needs a token is recorded
         nodes: list[Node] = []
         if good:
             with self.ledger.write():
-                for verdict, fd, body, kind, retryable in good:
-                    nodes.append(
-                        self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, parent=parent)
-                    )
-                    parent = TIP
+                self.ledger.hold([run], len(good))
+                nodes = self._append_all(run, good, parent)
+            parent = TIP
+        return self._outcomes(prepared, nodes), parent
+
+    def _append_all(self, run: str, good: list[Prepared], parent: Any) -> list[Node]:
+        """Inside a write transaction: ``good`` after ``parent``, in order (only the first can be refused)."""
+        nodes = []
+        for g in good:
+            retry_of = self._open_block(run) if self.stop and parent is TIP else None
+            nodes.append(
+                self.ledger.append(
+                    run,
+                    g.verdict,
+                    g.digest,
+                    g.body,
+                    kind=g.kind,
+                    retryable=g.retryable,
+                    parent=parent,
+                    retry_of=retry_of,
+                    by=self.by,
+                    own=self.own,
+                )
+            )
+            parent = TIP
+        return nodes
+
+    def _open_block(self, run: str) -> str | None:
+        """Inside a write transaction holding ``run``: its tip, if that is a retryable block not retried yet."""
+        st = self.ledger.status(run)
+        if st is None or st.tip_kind != "blocked_attempt" or not st.retryable:
+            return None
+        return st.tip if self.ledger.retry_of(run, st.tip) is None else None
+
+    def _outcomes(
+        self, prepared: list[Prepared | EvaluationError], nodes: list[Node]
+    ) -> list[Outcome | EvaluationError]:
         appended = iter(nodes)
-        results: list[Outcome | EvaluationError] = []
-        for p in prepared:
-            if isinstance(p, EvaluationError):
-                results.append(p)
-            else:
-                node = next(appended)
-                results.append(Outcome(p[0], node, self._mint(node)))
-        return results, parent
+        return [
+            p if isinstance(p, EvaluationError) else Outcome(p.verdict, (n := next(appended)), self._mint(n))
+            for p in prepared
+        ]
+
+    def check_parent(self, run: str, parent: Any) -> None:
+        """LedgerError unless ``parent`` (a node id; TIP and None need no check) is a node of ``run``."""
+        check_run_id(run)
+        if parent is not TIP and parent is not None and self.ledger.node(run, parent) is None:
+            raise self.ledger.unknown_node(run, parent)
 
     def record_stop(self, run: str, fact: Any) -> Outcome:
         """A stop hook's decision. After a retryable block the agent was kept working, so its next
         stop is that block's retry (a ``retry`` edge, ``attempt`` + 1: the run's retry chain);
         otherwise the decision follows the run's tip. No token is needed: the hook is the recorder."""
         check_run_id(run)
-        st = self.ledger.status(run)
-        if st is None or st.tip_kind != "blocked_attempt" or not st.retryable:
-            return self.record(run, fact)
-        verdict = self.evaluator.evaluate(fact)
-        fd, body = fact_identity(fact)
-        kind, retryable = self._kind(verdict, False)
-        if retryable:
-            self._signing_ring()
-        with self.ledger.write():
-            now = self.ledger.status(run)
-            open_block = now is not None and now.tip == st.tip and self.ledger.retry_of(run, st.tip) is None
-            node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable,
-                                      retry_of=st.tip if open_block else None)  # fmt: skip
-        return Outcome(verdict, node, self._mint(node))
+        stop = Recorder(self.ledger, self.evaluator, by=self.by, own=self.own, stop=True)
+        (result,), _ = stop.append_prepared(run, prepare(self.evaluator, [fact]))
+        if isinstance(result, EvaluationError):
+            raise result
+        return result
 
     # ------------------------------------------------------------------ retries
 
@@ -197,13 +265,24 @@ class Recorder:
             return self._replay(done, fd, claims.node)
         self._check_target(self.ledger.node(run, claims.node), claims)
         verdict = self.evaluator.evaluate(fact)
-        kind, retryable = self._kind(verdict, checkpoint)
+        kind, retryable = _kind(self.evaluator, verdict, checkpoint)
         if retryable:
             self._signing_ring()
         with self.ledger.write():
+            self.ledger.hold([run])  # no other writer of the run between the check and the append
             done = self.ledger.retry_of(run, claims.node)
             if done is None:
-                node = self.ledger.append(run, verdict, fd, body, kind=kind, retryable=retryable, retry_of=claims.node)
+                node = self.ledger.append(
+                    run,
+                    verdict,
+                    fd,
+                    body,
+                    kind=kind,
+                    retryable=retryable,
+                    retry_of=claims.node,
+                    by=self.by,
+                    own=self.own,
+                )
         if done is not None:  # another process retried it between our check and our lock
             return self._replay(done, fd, claims.node)
         return Outcome(verdict, node, self._mint(node))
@@ -233,3 +312,34 @@ class Recorder:
             raise TokenError(
                 "token.stale", f"the retry token is for attempt {claims.attempt} of {target.node}, not {target.attempt}"
             )
+
+
+def append_group(
+    ledger: LedgerBackend, entries: list[tuple[Recorder, str, list[Prepared | EvaluationError], Any]]
+) -> list[list[Outcome | EvaluationError] | LedgerError]:
+    """Append the decisions of several requests, each ``(recorder, run, prepared, parent)``, in one
+    transaction: one commit (and one flush to disk) for all. A request refused on its own (a node
+    it names is not there, a run it may not write, a run changed without the key) gets its
+    LedgerError, and nothing of it is appended; the others are. A database error fails them all
+    (LedgerError raised: nothing committed)."""
+    if any(rec.ledger is not ledger for rec, *_ in entries):
+        raise ValueError("every recorder of a group writes to the ledger given")
+    goods = [[p for p in prepared if not isinstance(p, EvaluationError)] for _, _, prepared, _ in entries]
+    for (rec, *_), good in zip(entries, goods, strict=True):
+        if any(g.retryable for g in good):
+            rec._signing_ring()
+    results: list[list[Node] | LedgerError] = []
+    with ledger.write():
+        ledger.hold(
+            [run for (_, run, _, _), good in zip(entries, goods, strict=True) if good], sum(len(g) for g in goods)
+        )
+        for (rec, run, _, parent), good in zip(entries, goods, strict=True):
+            try:
+                rec.check_parent(run, parent)
+                results.append(rec._append_all(run, good, parent) if good else [])
+            except LedgerError as exc:  # refused before anything of it was written: the others go on
+                results.append(exc)
+    return [
+        r if isinstance(r, LedgerError) else rec._outcomes(prepared, r)
+        for (rec, _, prepared, _), r in zip(entries, results, strict=True)
+    ]

@@ -113,7 +113,9 @@ def runs_table(rows: Sequence[RunStatus]) -> str:
     if not rows:
         return "no runs recorded"
     head = ("RUN", "DECISIONS", "TIP", "KIND", "VERDICT", "UPDATED")
-    body = [(r.run, str(r.decisions), r.tip, _block(r.tip_kind, r.retryable), f"{r.verdict} / {r.reason}", r.updated)
-            for r in rows]  # fmt: skip
+    body = [
+        (r.run, str(r.decisions), r.tip, _block(r.tip_kind, r.retryable), f"{r.verdict} / {r.reason}", r.updated)
+        for r in rows
+    ]
     widths = [max(len(row[i]) for row in (head, *body)) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in (head, *body))

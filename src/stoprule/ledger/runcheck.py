@@ -3,10 +3,15 @@
 For each run, events are read in ``seq`` order and each must: follow the previous one
 (``seq`` contiguous, ids increasing, ``prev`` = the previous hash), hash to its stored
 ``hash`` (its body was not altered), agree with its columns, and have its node, edge and fact
-stored exactly as the body says. Then the run's status row must equal, column by column, the
-status recomputed from its chain, and no node or edge may exist without an event. The first
-failure of a run is its broken link. Text that is not UTF-8 is read byte for byte
-(``surrogateescape``): an altered byte shows as a hash that does not match, never as an error.
+stored exactly as the body says. Every state of the run an anchor recorded (event count, head
+hash, last event id) must still be there. Then the run's status row must equal, column by
+column, the status recomputed from its chain, and carry a valid signature; no node or edge may
+exist without an event. The first failure of a run is its broken link. Text that is not UTF-8
+is read byte for byte (``surrogateescape``): an altered byte shows as a hash that does not
+match, never as an error.
+
+Also here: the schema-2 ledger head (one chain over every event), checked before such a ledger
+is upgraded and by ``log verify`` on one opened read-only.
 """
 
 from __future__ import annotations
@@ -16,12 +21,19 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from stoprule._util.records import Record, record
-from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, link, well_formed
+from stoprule.ledger import keys
+from stoprule.ledger.events import EVENT_TYPE, GENESIS, digest, head_link, link, well_formed
+from stoprule.ledger.sha import compare_digest
 
-__all__ = ["Break", "check_runs", "lenient", "shown"]
+__all__ = ["Anchored", "Break", "Signed", "check_head_v2", "check_runs", "lenient", "shown"]
+
+# a run's states as anchors recorded them: run -> [(events, head hash, last event id, anchor id)]
+Anchored = dict[str, list[tuple[int, str, int, int]]]
+# what is wrong with a run's status row signature ``(run, events, head, key, mac)``, or None
+Signed = Callable[[str, Any, Any, Any, Any], "str | None"]
 
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
@@ -33,8 +45,8 @@ def shown(value: Any) -> Any:
     return value
 
 
-@record
-class Break(Record):
+@dataclass(frozen=True)
+class Break:
     """What is broken: a run's first broken link (the event ``seq`` and node where it is), or,
     with ``run`` None, the ledger as a whole (its head, its file, rows that belong to no run)."""
 
@@ -45,16 +57,18 @@ class Break(Record):
 
     def printable(self) -> Break:
         """The same break with any byte that was not UTF-8 written as ``\\xNN`` (safe to print)."""
-        return self._replace(run=shown(self.run), node=shown(self.node), problem=shown(self.problem))
+        return replace(self, run=shown(self.run), node=shown(self.node), problem=shown(self.problem))
 
     def format(self) -> str:
         if self.run is None:
             return f"ledger: {self.problem}"
+        if self.seq == 0:
+            return f"run {self.run!r}: {self.problem}"
         where = f"event {self.seq}" + (f" (node {self.node})" if self.node else "")
         return f"run {self.run!r}: first broken link at {where}: {self.problem}"
 
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return asdict(self)
 
 
 def _lenient_text(raw: bytes) -> str:
@@ -102,8 +116,31 @@ def _check_event(
     run: str, expect_seq: int, prev_hash: str, last_id: int, row: tuple
 ) -> tuple[str | None, dict[str, Any] | None]:
     """What is wrong with one event and its node, edge and fact (None if nothing), and its parsed body."""
-    (eid, seq, etype, enode, text, prev, h, nnode, nseq, kind, retryable, attempt, retry_of, ok, verdict, reason,
-     fact, nevent, gchild, gparent, gkind, fdigest, fbody) = row  # fmt: skip
+    (
+        eid,
+        seq,
+        etype,
+        enode,
+        text,
+        prev,
+        h,
+        nnode,
+        nseq,
+        kind,
+        retryable,
+        attempt,
+        retry_of,
+        ok,
+        verdict,
+        reason,
+        fact,
+        nevent,
+        gchild,
+        gparent,
+        gkind,
+        fdigest,
+        fbody,
+    ) = row
     if type(seq) is not int or seq != expect_seq:
         return f"event {expect_seq} is missing (the chain jumps to event {seq})", None
     if type(eid) is not int or eid <= last_id:
@@ -146,11 +183,41 @@ def _check_event(
     return None, body
 
 
-def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
+def _check_anchored(
+    run: str, chain: list[tuple[int, str, str]], states: list[tuple[int, str, int, int]]
+) -> Break | None:
+    """The first state of ``run`` an anchor recorded that its chain (``(id, hash, node)`` by seq) no longer holds."""
+    for events, head, last, anchor in sorted(states, key=lambda s: (s[3], s[0])):
+        if type(events) is not int or events < 1:
+            return Break(run, 0, None, f"anchor {anchor} records {events!r} event(s) of this run, which no writer does")
+        if events > len(chain):
+            return Break(
+                run,
+                len(chain) + 1,
+                None,
+                (f"anchor {anchor} recorded {events} event(s) of this run, it holds {len(chain)}: events were deleted"),
+            )
+        eid, h, node = chain[events - 1]
+        if h != head:
+            return Break(run, events, node, f"it is not the event anchor {anchor} recorded (the run was rewritten)")
+        if eid != last:
+            return Break(
+                run,
+                events,
+                node,
+                (f"its id {eid} is not the id {last!r} anchor {anchor} recorded (ids renumbered or reordered)"),
+            )
+    return None
+
+
+def _check_run(
+    c: sqlite3.Connection, run: str, signed: Signed | None = None, anchored: Anchored | None = None
+) -> tuple[int, Break | None]:
     seq, prev, last_id = 0, GENESIS, 0
     first: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
     blocked = 0
+    chain: list[tuple[int, str, str]] = []
     for row in c.execute(_EVENTS, (run,)).fetchall():
         problem, body = _check_event(run, seq + 1, prev, last_id, row)
         if problem is not None:
@@ -160,6 +227,7 @@ def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
         seq, prev, last_id, last = row[1], row[6], row[0], body
         first = first or body
         blocked += body["kind"] == "blocked_attempt"
+        chain.append((row[0], row[6], row[3]))
     for table, col in (("nodes", "node"), ("edges", "child")):
         if c.execute(f"SELECT count(*) FROM {table} WHERE run = ?", (run,)).fetchone()[0] == seq:
             continue  # every event has its own row here (checked above), so there are no extra rows
@@ -170,7 +238,12 @@ def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
         ).fetchone()
         if extra:
             return seq, Break(run, seq + 1, extra[0], f"{table} holds {extra[0]}, which no event recorded")
-    st = c.execute(f"SELECT {', '.join(_STATUS_COLUMNS)} FROM runs WHERE run = ?", (run,)).fetchone()
+    if anchored and run in anchored:
+        broken = _check_anchored(run, chain, anchored[run])
+        if broken is not None:
+            return seq, broken
+    columns = ", ".join(_STATUS_COLUMNS + (("key", "mac") if signed else ()))
+    st = c.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
     if last is None or first is None:
         what = "a status row" if st is not None else "rows"
         return 0, Break(run, 1, None, f"the run has {what} but no events")
@@ -180,38 +253,145 @@ def _check_run(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
     want = (seq, prev, last["node"], last["kind"], int(last["retryable"]), last["attempt"], int(v["ok"]),
             v["verdict"], v["reason"], blocked, first["at"], last["at"], last_id)  # fmt: skip
     # exact: a value of another type (text '1' for 1) is a change too, though SQLite would compare it equal
-    wrong = [name for name, have, w in zip(_STATUS_COLUMNS, st, want, strict=True) if not _same((have,), (w,))]
+    have = st[: len(_STATUS_COLUMNS)]
+    wrong = [name for name, h, w in zip(_STATUS_COLUMNS, have, want, strict=True) if not _same((h,), (w,))]
     if wrong:
         return seq, Break(
             run, seq, last["node"], f"the run's status row does not match the end of its chain ({', '.join(wrong)})"
         )
+    if signed is not None:
+        problem = signed(run, seq, prev, st[-2], st[-1])
+        if problem is not None:
+            return seq, Break(run, seq, last["node"], problem)
     return seq, None
 
 
-def _check_run_safely(c: sqlite3.Connection, run: str) -> tuple[int, Break | None]:
+def _check_run_safely(
+    c: sqlite3.Connection, run: str, signed: Signed | None, anchored: Anchored | None
+) -> tuple[int, Break | None]:
     try:
-        return _check_run(c, run)
+        return _check_run(c, run, signed, anchored)
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # a value of a type no writer stores
         return 0, Break(run, 1, None, f"a row of this run holds a value no writer stores ({type(exc).__name__}: {exc})")
 
 
 def check_runs(
-    c: sqlite3.Connection, names: list[str] | None = None, on_progress: Callable[[int, int], None] | None = None
+    c: sqlite3.Connection,
+    names: list[str] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    *,
+    signed: Signed | None = None,
+    anchored: Anchored | None = None,
 ) -> tuple[int, list[Break]]:
     """``(events, breaks)`` over the runs ``names`` (default: every run any table mentions);
-    ``on_progress(runs done, runs)`` after each run."""
+    ``on_progress(runs done, runs)`` after each run. With ``signed``, each status row's signature
+    is checked too; with ``anchored``, every state of a run an anchor recorded."""
     with lenient(c):
         if names is None:
-            names = [r[0] for r in c.execute(
-                "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
-                " UNION SELECT run FROM edges ORDER BY 1"
-            ).fetchall()]  # fmt: skip
+            names = [
+                r[0]
+                for r in c.execute(
+                    "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+                    " UNION SELECT run FROM edges ORDER BY 1"
+                ).fetchall()
+            ]
         total, breaks = 0, []
         for done, name in enumerate(names, 1):
-            n, br = _check_run_safely(c, name)
+            n, br = _check_run_safely(c, name, signed, anchored)
             total += n
             if br is not None:
                 breaks.append(br.printable())
             if on_progress is not None:
                 on_progress(done, len(names))
     return total, breaks
+
+
+def check_head_v2(c: Any, ring: keys.KeyRing, keys_path: str) -> tuple[list[Break], dict[str, Any] | None]:
+    """A schema-2 ledger's head: the chain over every event in id order (ids 1..N without a gap)
+    against the signed head. ``(breaks, {"events", "hash", "key"})``."""
+    rows = c.execute("SELECT events, hash, key, mac FROM head").fetchall()
+    if len(rows) == 1 and not c.execute("SELECT 1 FROM head WHERE id = 1").fetchone():
+        return [Break(None, 0, None, "the ledger head's row id is not 1 (writers would not find it)")], None
+    if len(rows) != 1:
+        return [Break(None, 0, None, f"the ledger head is missing (the head table holds {len(rows)} rows)")], None
+    events, head, kid, mac = rows[0]
+    chain, n = GENESIS, 0
+    missing: list[int] = []
+    for eid, h in c.execute("SELECT id, hash FROM events ORDER BY id"):
+        if type(eid) is not int or not isinstance(h, str):
+            return [Break(None, 0, None, f"event id {eid!r} holds a value no writer stores")], None
+        if eid > n + 1 and len(missing) <= 10:
+            missing.extend(range(n + 1, min(eid, n + 12)))
+        chain, n = head_link(chain, eid, h), eid
+    info = {"events": events, "hash": head, "key": kid}
+    breaks: list[Break] = []
+    if missing:
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        shown_ids = ", ".join(str(i) for i in missing[:10]) + more
+        breaks.append(
+            Break(
+                None,
+                missing[0],
+                None,
+                (
+                    f"event id(s) {shown_ids} are missing: events were deleted (a run removed from every table "
+                    "leaves exactly this gap)"
+                ),
+            )
+        )
+    elif type(events) is not int or events != n:
+        breaks.append(
+            Break(
+                None,
+                n,
+                None,
+                (
+                    f"the ledger head covers {events!r} events but the last event is {n}: events were deleted, "
+                    "or added without the head"
+                ),
+            )
+        )
+    elif chain != head:
+        breaks.append(
+            Break(
+                None,
+                n,
+                None,
+                ("the events no longer chain to the ledger head: events were reordered, renumbered or replaced"),
+            )
+        )
+    breaks += check_mac(
+        kid,
+        mac,
+        ring,
+        keys_path,
+        lambda secret: keys.head_mac(secret, events, head),
+        "the ledger head",
+        events == 0 and head == GENESIS,
+    )
+    return breaks, info
+
+
+def check_mac(
+    kid: Any, mac: Any, ring: keys.KeyRing, keys_path: str, expect: Callable[[bytes], str], what: str, empty: bool
+) -> list[Break]:
+    """The finding, if any, for a signature ``(kid, mac)`` of ``what`` (``empty``: unsigned is fine)."""
+    if kid is None:
+        return [] if empty else [Break(None, 0, None, f"{what} is not signed")]
+    key = ring.keys.get(kid) if isinstance(kid, str) else None
+    if key is None or key.secret is None:
+        return [
+            Break(
+                None,
+                0,
+                None,
+                (
+                    f"{what} is signed with key {kid!r}, which {keys_path} does not hold: its signature cannot "
+                    "be checked"
+                ),
+            )
+        ]
+    given = mac.encode("utf-8", "surrogateescape") if isinstance(mac, str) else None
+    if given is None or not compare_digest(given, expect(key.secret).encode()):
+        return [Break(None, 0, None, f"{what}'s signature does not verify: it was rewritten without the key")]
+    return []

@@ -5,10 +5,15 @@ the ``validation_performed`` event, the node and its edge, and moves the run's s
 forward. SQLite in WAL mode with ``synchronous=FULL``: a decision whose transaction committed
 survives a crash of the process *and* of the machine; one that did not commit leaves nothing.
 
-The same transaction advances the ledger head (the chain over every event, HMAC-signed with the
-key file): a write transaction first checks that the head's signature verifies, so a head
-rewritten by someone without the key is refused rather than re-signed. The file is created
-owner-only (0600); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+Each run is a hash chain of its own, and its status row carries an HMAC of the chain's head: a
+writer checks it before extending the run, so a run changed by someone without the key file is
+refused rather than extended (and so vouched for). The runs a transaction wrote are *anchored*:
+named with their heads in the ledger chain (``anchors``), whose last hash is the ledger head,
+HMAC-signed; anchoring first checks the head's signature, so a head rewritten without the key is
+never signed over. SQLite anchors in every write transaction (it has one writer at a time
+anyway); PostgreSQL, where writers of different runs append at once, anchors periodically
+(``postgres``). The file is created owner-only (0600); SQLite gives its ``-wal`` and ``-shm``
+files the same mode.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -22,15 +27,15 @@ import time
 from contextlib import contextmanager, suppress
 
 from stoprule._util.records import Record, record
-from stoprule._util.redact import redact_obj
+from stoprule._util.redact import redact
 from stoprule.ledger import keys
-from stoprule.ledger.ddl import APPLICATION_ID, SCHEMA_VERSION, STATEMENTS
+from stoprule.ledger.ddl import APPLICATION_ID, LEGACY_HEAD, SCHEMA_VERSION, STATEMENTS, UPGRADE
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import (
     EVENT_TYPE,
     GENESIS,
+    anchor_body,
     canonical,
-    head_link,
     link,
     validation_event,
     well_formed,
@@ -87,9 +92,9 @@ _DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)  # a damaged schema can make SQ
 
 @record
 class Head(Record):
-    """The ledger head: how many events it covers (= the last event's id), the chain hash, its signature."""
+    """The ledger head: how many anchors it covers (= the last anchor's id), the chain hash, its signature."""
 
-    events: int
+    anchors: int
     hash: str
     key: str | None
     mac: str | None
@@ -154,6 +159,7 @@ class Node(Record):
             "policy": self.body["policy"],
             "fact": self.fact,
             "event": self.hash,
+            "by": self.body.get("by"),
         }
 
 
@@ -186,6 +192,24 @@ def _run(row: tuple) -> RunStatus:
     cols[5] = bool(cols[5])
     cols[7] = bool(cols[7])
     return RunStatus(*cols)
+
+
+# the verdict's texts that a pack's templates fill with a fact's values (the rest of an event body is
+# stoprule's own: ids, digests, times, the pack's rule names): redacted, each text once (they repeat)
+_TEXTS = ("message", "review_reason", "high_risk_stop")
+_REDACTED: dict[str, str] = {}
+
+
+def _redact_texts(verdict: dict[str, Any]) -> None:
+    for name in _TEXTS:
+        text = verdict.get(name)
+        if isinstance(text, str):
+            done = _REDACTED.get(text)
+            if done is None:
+                if len(_REDACTED) >= 4096:
+                    _REDACTED.clear()
+                done = _REDACTED[text] = redact(text)
+            verdict[name] = done
 
 
 def _now() -> str:
@@ -260,8 +284,12 @@ class Ledger:
         self.schema = SCHEMA_VERSION  # what the file holds (1: a schema-1 ledger opened read-only, not upgraded)
         self.upgraded_from: int | None = None  # set when opening upgraded the file
         self._in_tx = False
-        self._head: Head | None = None  # inside write(): the head as of the last append
+        self._head: Head | None = None  # inside write(), once checked: the head as of the last anchor
+        self._touched: dict[str, tuple[str, int, str, int]] = {}  # inside write(): each run's new state
         self._ring: keys.KeyRing | None = None
+        self._ring_stamp: tuple[int, ...] | None = None
+        self._rows: dict[str, tuple | None] = {}  # inside write(): each run held, as this transaction left it
+        self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
 
     # ------------------------------------------------------------------ opening
 
@@ -340,9 +368,9 @@ class Ledger:
         app, version, has_tables = c.execute(_STAMP).fetchone()
         if app == APPLICATION_ID and version == SCHEMA_VERSION:
             pass
-        elif app == APPLICATION_ID and version == 1:
+        elif app == APPLICATION_ID and version in (1, 2):
             if readonly:
-                self.schema = 1  # readable as it is; `log verify` says it has no ledger head yet
+                self.schema = version  # readable as it is; `log verify` says it needs the upgrade
             else:
                 self._upgrade()
         elif app == APPLICATION_ID and version > SCHEMA_VERSION:
@@ -383,7 +411,7 @@ class Ledger:
             if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
                 for statement in STATEMENTS:
                     c.execute(statement)
-                c.execute("INSERT INTO head (id, events, hash) VALUES (1, 0, ?)", (GENESIS,))
+                c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
             c.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
@@ -391,38 +419,51 @@ class Ledger:
             raise
 
     def _upgrade(self) -> None:
-        """Schema 1 -> 2, in one transaction: add the ledger head over the events already there.
+        """Schema 1 or 2 -> 3, in one transaction: sign every run's status row, anchor every run's head.
 
-        Only a ledger whose every run chain verifies is upgraded (signing a damaged ledger's head
-        would vouch for the damage); otherwise LedgerError ``ledger.corrupt`` naming the first break,
-        and the file is left as it was.
+        Only a ledger that verifies is upgraded (every run's chain, and a schema-2 ledger's signed
+        head: signing a damaged ledger would vouch for the damage); otherwise LedgerError
+        ``ledger.corrupt`` naming the first break, and the file is left as it was.
         """
         c = self._conn
         if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             self._wal()
         c.execute("BEGIN IMMEDIATE")
         try:
-            if c.execute("PRAGMA user_version").fetchone()[0] == 1:  # else another process upgraded it meanwhile
-                from stoprule.ledger.runcheck import check_runs  # only here: not on the recording path
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version in (1, 2):  # else another process upgraded it meanwhile
+                from stoprule.ledger.runcheck import check_head_v2, check_runs  # not on the recording path
 
                 _, breaks = check_runs(c)
+                if version == 2 and not breaks:
+                    breaks = check_head_v2(c, keys.load(self.keys_path), self.keys_path)[0]
                 if breaks:
-                    raise corrupt(self.path, f"cannot upgrade from ledger schema 1: {breaks[0].format()}")
-                head, n = GENESIS, 0
-                for event_id, h in c.execute("SELECT id, hash FROM events ORDER BY id").fetchall():
-                    if event_id != n + 1:
-                        raise corrupt(self.path, f"cannot upgrade from ledger schema 1: event id {n + 1} is missing")
-                    head, n = head_link(head, event_id, h), event_id
-                for statement in STATEMENTS:
+                    raise corrupt(self.path, f"cannot upgrade from ledger schema {version}: {breaks[0].format()}")
+                for name in LEGACY_HEAD:
+                    c.execute(f"DROP TRIGGER IF EXISTS {name}")
+                c.execute("DROP TABLE IF EXISTS head")
+                for statement in UPGRADE:
                     c.execute(statement)
-                key, mac = self._sign(n, head) if n else (None, None)
-                c.execute("INSERT INTO head (id, events, hash, key, mac) VALUES (1, ?, ?, ?, ?)", (n, head, key, mac))
-                self.upgraded_from = 1
+                self._sign_all_runs()
+                self.upgraded_from = version
             c.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
                 c.execute("ROLLBACK")
             raise
+
+    def _sign_all_runs(self) -> None:
+        """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
+        c = self._conn
+        self._ring = keys.ensure(self.keys_path)
+        entries = []
+        for run, events, head, last in c.execute("SELECT run, events, head, last_event FROM runs").fetchall():
+            key, mac = self._sign_run(run, events, head)
+            c.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
+            entries.append((run, events, head, last))
+        c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
+        if entries:
+            self._anchor(Head(0, GENESIS, None, None), entries)
 
     def close(self) -> None:
         self._conn.close()
@@ -447,20 +488,36 @@ class Ledger:
 
     # ------------------------------------------------------------------ writing
 
+    anchor_every_write = True  # SQLite: each write transaction anchors the runs it wrote (PostgreSQL: periodically)
+
     @contextmanager
     def write(self) -> Iterator[Ledger]:
-        """One write transaction (``BEGIN IMMEDIATE``): everything inside commits together or not at all."""
+        """One write transaction: everything inside commits together or not at all."""
         if self._in_tx:
             raise RuntimeError("write transactions do not nest")
+        wrote = False
+        with self._transaction():
+            yield self
+            wrote = bool(self._touched)
+        if wrote:
+            self._written()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         try:
             self._begin()
         except self._errors as exc:
             raise self._error(exc) from None
         self._in_tx = True
         try:
-            self._head = self._checked_head()
-            yield self
-            self._conn.execute("COMMIT")
+            self._keyring()
+            if self.anchor_every_write:
+                self._head = self._checked_head()
+            yield
+            if self._touched and self.anchor_every_write:
+                assert self._head is not None
+                self._anchor(self._head, list(self._touched.values()))
+            self._commit()
         except BaseException as exc:
             with suppress(*self._errors):  # the connection may be gone; the transaction is void either way
                 self._conn.execute("ROLLBACK")
@@ -470,6 +527,7 @@ class Ledger:
         finally:
             self._in_tx = False
             self._head = None
+            self._touched, self._rows, self._ids = {}, {}, []
 
     # the database's errors, and how they read as a LedgerError (the PostgreSQL backend overrides these)
     _errors: tuple[type[BaseException], ...] = _DB_ERRORS
@@ -479,76 +537,176 @@ class Ledger:
         return sqlite_error(self.path, exc)
 
     def _begin(self) -> None:
-        """Start a write transaction holding the ledger's write lock."""
+        """Start a write transaction (SQLite: holding the file's write lock)."""
         self._conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def _written(self) -> None:
+        """After a write transaction that appended committed (PostgreSQL: anchor when due)."""
+
+    def _lock_run(self, run: str) -> None:
+        """Hold ``run`` against other writers to the end of the transaction (SQLite: the write lock does)."""
+
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
+        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
+        ids taken ahead (none here: SQLite assigns them)."""
+        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
+        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        return self._ids.pop() if self._ids else None
+
+    def _note_pending(self, run: str) -> None:
+        """Queue ``run`` for the next anchor (SQLite anchors in the same transaction: nothing to queue)."""
 
     def _insert_fact(self, fact: str, body: str) -> None:
         self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
 
-    def _insert_event(self, row: tuple[str, int, str, str, str, str, str]) -> int:
-        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id (the next after the head's)."""
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
         cur = self._conn.execute(
             "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
         )
         return int(cur.lastrowid or 0)
 
-    # ------------------------------------------------------------------ the ledger head
+    # ------------------------------------------------------------------ keys, signatures, the ledger head
+
+    def _keyring(self) -> keys.KeyRing:
+        """The key file as it is now (read again only when it changed on disk)."""
+        try:
+            st = os.stat(self.keys_path)
+            stamp: tuple[int, ...] | None = (st.st_ino, st.st_mtime_ns, st.st_size, st.st_mode)
+        except OSError:
+            stamp = None
+        if self._ring is None or stamp is None or stamp != self._ring_stamp:
+            self._ring, self._ring_stamp = keys.load(self.keys_path), stamp
+        return self._ring
+
+    def _secret(self, kid: Any, what: str) -> bytes:
+        """The secret of key ``kid`` (a write refuses what it cannot check: ``ledger.corrupt``)."""
+        key = self._keyring().keys.get(kid) if isinstance(kid, str) else None
+        if key is None or key.secret is None:
+            raise corrupt(
+                self.path,
+                (
+                    f"{what} is signed with key {kid!r}, which {self.keys_path} does not hold (the key file is part "
+                    "of the ledger: restore it), so nothing can be appended"
+                ),
+            )
+        return key.secret
 
     def head(self) -> Head | None:
-        """The ledger head as stored (None for a schema-1 ledger opened read-only)."""
-        if self.schema < 2:
+        """The ledger head as stored (None for a ledger of an older schema opened read-only)."""
+        if self.schema < SCHEMA_VERSION:
             return None
-        rows = self._read("SELECT events, hash, key, mac FROM head WHERE id = 1")
+        rows = self._read("SELECT anchors, hash, key, mac FROM head WHERE id = 1")
         if not rows:
             raise corrupt(self.path, "the ledger head is missing")
         return Head(*rows[0])
 
     def _checked_head(self) -> Head:
-        """The head, once its signature verifies with the key file (read under the write lock).
+        """The head, once its signature verifies with the key file (read holding the head).
 
         A head that does not verify is not signed again: that would vouch for whatever changed it.
         """
         head = self.head()
-        assert head is not None  # a writable ledger has schema 2 (opening upgrades it)
-        self._ring = keys.load(self.keys_path)
+        assert head is not None  # a writable ledger has the current schema (opening upgrades it)
         if head.key is None:
-            if head.events != 0 or head.hash != GENESIS:
+            if head.anchors != 0 or head.hash != GENESIS:
                 raise corrupt(self.path, "the ledger head is not signed")
             return head
-        key = self._ring.keys.get(head.key)
-        if key is None or key.secret is None:
-            raise corrupt(
-                self.path,
-                f"the ledger head is signed with key {head.key!r}, which {self.keys_path} does not hold "
-                "(the key file is part of the ledger: restore it), so nothing can be appended",
-            )
+        secret = self._secret(head.key, "the ledger head")
         if not isinstance(head.mac, str) or not compare_digest(
-            head.mac.encode(), keys.head_mac(key.secret, head.events, head.hash).encode()
+            head.mac.encode(), keys.head_mac(secret, head.anchors, head.hash).encode()
         ):
             raise corrupt(self.path, "the ledger head's signature does not verify (the head was altered)")
         return head
 
-    def _sign(self, events: int, head: str) -> tuple[str, str]:
-        """``(key id, mac)`` for a head, with the signing key (the key file is made if there is none)."""
-        if self._ring is None or self._ring.active is None:
-            self._ring = keys.ensure(self.keys_path)
-        key = self._ring.signing_key()
+    def _signing_key(self) -> keys.Key:
+        ring = self._keyring()
+        if ring.active is None:
+            self._ring = ring = keys.ensure(self.keys_path)
+        key = ring.signing_key()
         assert key.secret is not None
-        return key.id, keys.head_mac(key.secret, events, head)
+        return key
 
-    def resign(self, ring: keys.KeyRing) -> None:
-        """Sign the head again with ``ring``'s active key (after a rotation); inside :meth:`write`."""
-        if not self._in_tx or self._head is None:
+    def _sign(self, anchors: int, head: str) -> tuple[str, str]:
+        """``(key id, mac)`` for a head, with the signing key (the key file is made if there is none)."""
+        key = self._signing_key()
+        assert key.secret is not None
+        return key.id, keys.head_mac(key.secret, anchors, head)
+
+    def _sign_run(self, run: str, events: int, head: str) -> tuple[str, str]:
+        """``(key id, mac)`` for a run's status row at ``events`` events whose chain ends at ``head``."""
+        key = self._signing_key()
+        assert key.secret is not None
+        return key.id, keys.run_mac(key.secret, run, events, head)
+
+    def _check_run(self, run: str, row: tuple) -> None:
+        """Refuse to extend a run whose status row's signature does not verify."""
+        events, head, _, _, kid, mac = row
+        if kid is None:
+            raise corrupt(
+                self.path,
+                f"run {run!r}'s status row is not signed (changed without the key), so nothing can be appended to it",
+            )
+        secret = self._secret(kid, f"run {run!r}'s status row")
+        want = keys.run_mac(secret, run, events, head)
+        if not isinstance(mac, str) or not compare_digest(mac.encode(), want.encode()):
+            raise corrupt(
+                self.path,
+                f"run {run!r}'s status row does not match its signature (it was altered "
+                "without the key), so nothing can be appended to it",
+            )
+
+    def _anchor(self, head: Head, entries: list[tuple[str, int, str, int]]) -> Head:
+        """Append one anchor naming ``entries`` (``(run, events, head, last event id)``) to the ledger chain
+        after ``head`` (checked, and held by this transaction), and sign the new head."""
+        n = head.anchors + 1
+        body = anchor_body(n, _now(), entries)
+        h = link(head.hash, body)
+        self._conn.execute("INSERT INTO anchors (id, body, prev, hash) VALUES (?, ?, ?, ?)", (n, body, head.hash, h))
+        key, mac = self._sign(n, h)
+        self._conn.execute("UPDATE head SET anchors = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (n, h, key, mac))
+        self._head = Head(n, h, key, mac)
+        return self._head
+
+    def _held_head(self) -> Head:
+        """Inside :meth:`write`: the head, held by this transaction and checked."""
+        if self._head is None:
+            self._head = self._checked_head()
+        return self._head
+
+    def anchor(self) -> int:
+        """Anchor the runs written since the last anchor; how many runs (SQLite: every write anchors: 0)."""
+        return 0
+
+    def resign(self, ring: keys.KeyRing, retiring: str | None = None) -> None:
+        """Inside :meth:`write`: sign again with ``ring``'s active key the ledger head (after a rotation),
+        or, ``retiring`` a key, whatever it still signs (the head, run status rows)."""
+        if not self._in_tx:
             raise RuntimeError("resign must run inside Ledger.write()")
-        self._ring = ring
-        key, mac = self._sign(self._head.events, self._head.hash)
-        self._conn.execute("UPDATE head SET key = ?, mac = ? WHERE id = 1", (key, mac))
-        self._head = self._head._replace(key=key, mac=mac)
+        self._ring, self._ring_stamp = ring, None
+        head = self._held_head()
+        if retiring is None or head.key == retiring:
+            key, mac = self._sign(head.anchors, head.hash)
+            self._conn.execute("UPDATE head SET key = ?, mac = ? WHERE id = 1", (key, mac))
+            self._head = head._replace(key=key, mac=mac)
+        if retiring is not None:
+            rows = self._conn.execute("SELECT run, events, head, mac FROM runs WHERE key = ?", (retiring,)).fetchall()
+            for run, events, h, old in rows:
+                self._check_run(run, (events, h, None, None, retiring, old))  # never vouch for an altered row
+                key, mac = self._sign_run(run, events, h)
+                self._conn.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
 
     @property
     def head_key(self) -> str | None:
-        """Inside :meth:`write`: the key the head is signed with."""
-        return self._head.key if self._head is not None else None
+        """The key the ledger head is signed with (as stored)."""
+        head = self.head()
+        return head.key if head is not None else None
 
     def append(
         self,
@@ -561,15 +719,27 @@ class Ledger:
         retryable: bool,
         parent: Any = TIP,
         retry_of: str | None = None,
+        by: str | None = None,
+        own: bool = False,
     ) -> Node:
         """Append one decision (fact, event, node, edge, run status); call inside :meth:`write`.
 
-        ``parent`` defaults to the run's tip; a retry's parent is the node it retries.
+        ``parent`` defaults to the run's tip; a retry's parent is the node it retries. ``by`` names
+        the server token recording it; with ``own``, only into a new run or one ``by`` started
+        (else LedgerError ``ledger.not_yours``).
         """
-        if not self._in_tx or self._head is None:
+        if not self._in_tx:
             raise RuntimeError("append must run inside Ledger.write()")
         c = self._conn
-        row = c.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
+        row = self._locked_run(run)
+        if own and row is not None:
+            first = c.execute("SELECT body FROM events WHERE run = ? AND seq = 1", (run,)).fetchone()
+            owner = json.loads(first[0]).get("by") if first else None
+            if owner != by:
+                raise LedgerError(
+                    "ledger.not_yours",
+                    f"run {run!r} was started by another token: this one may only record into runs of its own",
+                )
         events, tip = (row[0], row[2]) if row else (0, None)
         attempt = 1
         if retry_of is not None:
@@ -597,66 +767,105 @@ class Ledger:
             fact=fact,
             verdict=verdict,
             at=at,
+            by=by,
         )
-        body = redact_obj(body)  # a verdict's message may quote a fact's secret
+        _redact_texts(body["verdict"])  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
+
+    def _locked_run(self, run: str) -> tuple | None:
+        """The run's row, held for this transaction and its signature checked (None: a new run)."""
+        if run not in self._rows:
+            self.hold([run])
+        return self._rows[run]
+
+    def hold(self, runs: list[str], events: int = 1) -> None:
+        """Inside :meth:`write`: hold ``runs`` for this transaction, in a fixed order (two transactions
+        that each write several runs then never wait on each other in a circle), read their status
+        rows at once and check their signatures; take ``events`` event ids ahead."""
+        if not self._in_tx:
+            raise RuntimeError("hold must run inside Ledger.write()")
+        fresh = sorted(set(runs) - set(self._rows))
+        for run in fresh:
+            self._lock_run(run)
+        rows, ids = self._run_rows(fresh, events if not self._ids else 0)
+        self._ids += ids
+        for run in fresh:
+            row = rows[run]
+            if row is not None:
+                self._check_run(run, row)
+            self._rows[run] = row
 
     def append_recorded(self, body: dict[str, Any], fact_body: str) -> Node:
         """Append an event exactly as another ledger recorded it (``log import``); inside :meth:`write`.
 
         The body must extend the run here: its ``seq`` the run's next, its ``prev`` the run's head.
         """
-        if not self._in_tx or self._head is None:
+        if not self._in_tx:
             raise RuntimeError("append_recorded must run inside Ledger.write()")
         run = body["run"]
-        row = self._conn.execute("SELECT events, head, tip, blocked FROM runs WHERE run = ?", (run,)).fetchone()
+        row = self._locked_run(run)
         if body["seq"] != (row[0] if row else 0) + 1:
-            raise LedgerError("ledger.import", f"run {run!r}: event {body['seq']} does not follow the run's "
-                                               f"{row[0] if row else 0} event(s) in {self.path}")  # fmt: skip
+            raise LedgerError(
+                "ledger.import",
+                f"run {run!r}: event {body['seq']} does not follow the run's "
+                f"{row[0] if row else 0} event(s) in {self.path}",
+            )
         return self._store(body, fact_body, row)
 
     def _store(self, body: dict[str, Any], fact_body: str, row: tuple | None) -> Node:
-        """Insert the fact, the event, its node and edge; advance the ledger head and the run's status."""
-        assert self._head is not None
+        """Insert the fact, the event, its node and edge; sign and move the run's status forward."""
         c = self._conn
         run, seq, node, parent, kind = body["run"], body["seq"], body["node"], body["parent"], body["kind"]
         retryable, attempt, retry_of = body["retryable"], body["attempt"], body["retry_of"]
         fact, at = body["fact"], body["at"]
         v = body["verdict"]
-        _, head, _, blocked = row if row else (0, GENESIS, None, 0)
+        _, head, _, blocked = row[:4] if row else (0, GENESIS, None, 0)
         edge = "root" if parent is None else ("retry" if retry_of is not None else "next")
         text = canonical(body)
         h = link(head, text)
         self._insert_fact(fact, fact_body)
-        event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h))
+        event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h), self._event_id())
         c.execute(
             "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run, node, seq, kind, retryable, attempt, retry_of, v["ok"], v["verdict"], v["reason"], fact, event_id),
         )
         c.execute("INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)", (run, node, parent, edge))
-        if event_id != self._head.events + 1:
-            raise corrupt(self.path, f"event id {event_id} does not follow the head's {self._head.events} events")
-        head = head_link(self._head.hash, event_id, h)
-        key, mac = self._sign(event_id, head)
-        c.execute("UPDATE head SET events = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (event_id, head, key, mac))
-        self._head = Head(event_id, head, key, mac)
+        key, mac = self._sign_run(run, seq, h)
         status = (seq, h, node, kind, retryable, attempt, v["ok"], v["verdict"], v["reason"],
-                  blocked + (kind == "blocked_attempt"), at, event_id)  # fmt: skip
+                  blocked + (kind == "blocked_attempt"), at, event_id, key, mac)  # fmt: skip
         if row is None:
             c.execute(
                 "INSERT INTO runs (events, head, tip, tip_kind, retryable, attempt, ok, verdict, reason, blocked,"
-                " updated, last_event, created, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " updated, last_event, key, mac, created, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*status, at, run),
             )
         else:
             c.execute(
                 "UPDATE runs SET events = ?, head = ?, tip = ?, tip_kind = ?, retryable = ?, attempt = ?, ok = ?,"
-                " verdict = ?, reason = ?, blocked = ?, updated = ?, last_event = ? WHERE run = ?",
+                " verdict = ?, reason = ?, blocked = ?, updated = ?, last_event = ?, key = ?, mac = ? WHERE run = ?",
                 (*status, run),
             )
-        return Node(run, node, seq, parent, edge, kind, retryable, attempt, retry_of, v["ok"], v["verdict"],
-                    v["reason"], fact, h, body)  # fmt: skip
+        self._touched[run] = (run, seq, h, event_id)
+        self._rows[run] = (seq, h, node, status[9], key, mac)  # as the next append in this transaction reads it
+        self._note_pending(run)
+        return Node(
+            run,
+            node,
+            seq,
+            parent,
+            edge,
+            kind,
+            retryable,
+            attempt,
+            retry_of,
+            v["ok"],
+            v["verdict"],
+            v["reason"],
+            fact,
+            h,
+            body,
+        )
 
     def unknown_node(self, run: str, node: str, *, exists: bool | None = None) -> LedgerError:
         """The error for a node id the run does not have."""

@@ -26,7 +26,7 @@ _VERDICT = ("ok", "verdict", "reason", "rule", "stop", "message", "requires_user
 def body_of(rec: dict[str, Any]) -> dict[str, Any]:
     """The ``validation_performed`` body an exported record was made from."""
     env = rec["envelope"]
-    return {
+    body = {
         "type": EVENT_TYPE,
         "run": rec["run"],
         "seq": rec["seq"],
@@ -44,6 +44,9 @@ def body_of(rec: dict[str, Any]) -> dict[str, Any]:
         "matched_total": rec["matched_total"],
         "matched_cut": rec["matched_cut"],
     }
+    if rec.get("by") is not None:  # the server token that recorded it
+        body["by"] = rec["by"]
+    return body
 
 
 def import_records(ledger: LedgerBackend, data: bytes, name: str) -> tuple[int, int]:
@@ -63,6 +66,7 @@ def import_records(ledger: LedgerBackend, data: bytes, name: str) -> tuple[int, 
         records.append((body, fact_body, rec["event"], n))
     runs: set[str] = set()
     with ledger.write():
+        ledger.hold([body["run"] for body, _, _, _ in records], len(records))
         for body, fact_body, want, n in records:
             node = ledger.append_recorded(body, fact_body)
             if node.hash != want:

@@ -1,146 +1,238 @@
-"""``log verify``: recompute each run's hash chain, the ledger chain and its signed head, and
-check every table against them.
+"""``log verify``: recompute each run's hash chain, the ledger chain of anchors and its signed head,
+and check every table against them.
 
 For each run, events are read in ``seq`` order and each must: follow the previous one
 (``seq`` contiguous, ids increasing, ``prev`` = the previous hash), hash to its stored
 ``hash`` (its body was not altered), agree with its columns, and have its node, edge and fact
 stored exactly as the body says. Then the run's status row must equal, column by column, the
-status recomputed from its chain, and no node or edge may exist without an event. The first
-failure of a run is its broken link.
+status recomputed from its chain, and its signature (HMAC with the key file) must verify; no
+node or edge may exist without an event. The first failure of a run is its broken link.
 
-For the whole ledger (``verify`` without a run): event ids must run 1..N without a gap, the
-ledger chain over them (``events.head_link``) must end at the stored head, which must cover
-exactly N events and carry a valid HMAC from the key file: a run deleted from every table,
-renumbered or reordered events, or a head rewritten without the key are found here. Facts
-that no decision refers to, a schema other than the one stoprule creates (a guard trigger
-removed, a table altered, a trigger added) and damage SQLite's own integrity check sees are
-findings too. A file SQLite cannot read at all is a ``ledger.corrupt`` error.
+For the whole ledger (``verify`` without a run): anchors must run 1..N, each linked to the one
+before and hashing to its stored hash; the last one's hash must be the stored head, which must
+cover exactly N anchors and carry a valid HMAC. Every run state an anchor recorded (event count,
+head hash, last event id) must still be in the ledger: a run deleted from every table, events
+deleted from a run's end, renumbered or reordered event ids, or a head rewritten without the key
+are found here. Runs written since their last anchor (on PostgreSQL, within the anchor interval)
+are counted in the report. Facts that no decision refers to, a schema other than the one
+stoprule creates (a guard trigger removed, a table altered, a trigger added) and damage SQLite's
+own integrity check sees are findings too. A file SQLite cannot read at all is a
+``ledger.corrupt`` error.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from stoprule._util.records import record
 from stoprule.ledger import keys
-from stoprule.ledger.ddl import STATEMENTS
+from stoprule.ledger.ddl import SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
-from stoprule.ledger.events import GENESIS, head_link
+from stoprule.ledger.events import GENESIS, link
 from stoprule.ledger.protocols import LedgerBackend
-from stoprule.ledger.runcheck import Break, check_runs, lenient
-from stoprule.ledger.sha import compare_digest
+from stoprule.ledger.runcheck import Anchored, Break, check_head_v2, check_mac, check_runs, lenient
 from stoprule.ledger.store import corrupt, sqlite_error
 
 __all__ = ["Break", "Report", "check_runs", "verify"]
 
 
 def _expected_schema() -> dict[str, tuple[str, str]]:
-    """``{name: (type, sql)}`` as SQLite stores our DDL in ``sqlite_master`` (from ``CREATE``, without
-    ``IF NOT EXISTS`` and the final ``;``)."""
-    out = {}
-    for statement in STATEMENTS:
-        text = "\n".join(ln for ln in statement.splitlines() if not ln.startswith("--")).rstrip(";")
-        if not text.startswith("CREATE"):
-            continue
-        text = text.replace(" IF NOT EXISTS", "", 1)
-        words = text.split()
-        kind = "index" if "INDEX" in words[1:3] else words[1].lower()
-        out[words[3] if words[1] == "UNIQUE" else words[2]] = (kind, text)
-    return out
+    """``{name: (type, sql)}`` as SQLite stores our DDL in ``sqlite_master`` (made in memory)."""
+    c = sqlite3.connect(":memory:")
+    try:
+        for statement in STATEMENTS:
+            c.execute(statement)
+        return {
+            n: (t, sql)
+            for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+            if not n.startswith("sqlite_autoindex_")
+        }
+    finally:
+        c.close()
 
 
-_SCHEMA = _expected_schema()
-_SCHEMA_2_ONLY = ("head", "head_insert", "head_forward", "head_no_delete", "events_after_head")
+_SCHEMA: dict[str, tuple[str, str]] = {}
 
 
-@record
+@dataclass(frozen=True)
 class Report:
     runs: int
     events: int
     breaks: list[Break]
-    head: dict[str, Any] | None = None  # the verified ledger head (whole-ledger verify of a schema-2 ledger)
+    head: dict[str, Any] | None = None  # the verified ledger head (whole-ledger verify)
+    unanchored: int = 0  # runs written since their last anchor (whole-ledger verify)
 
     @property
     def ok(self) -> bool:
         return not self.breaks
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "runs": self.runs, "events": self.events, "breaks": [b.to_dict() for b in self.breaks],
-                "head": self.head}  # fmt: skip
+        return {
+            "ok": self.ok,
+            "runs": self.runs,
+            "events": self.events,
+            "breaks": [b.to_dict() for b in self.breaks],
+            "head": self.head,
+            "unanchored": self.unanchored,
+        }
 
 
-def _ranges(ids: list[int]) -> str:
-    shown = ", ".join(str(i) for i in ids[:10])
-    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+def _signed(ring: keys.KeyRing, keys_path: str) -> Any:
+    """The status-row signature check for ``check_runs``."""
+
+    def check(run: str, events: Any, head: Any, kid: Any, mac: Any) -> str | None:
+        found = check_mac(
+            kid,
+            mac,
+            ring,
+            keys_path,
+            lambda secret: keys.run_mac(secret, run, events, head),
+            "the run's status row",
+            False,
+        )
+        return found[0].problem if found else None
+
+    return check
 
 
-def _check_head(ledger: LedgerBackend, c: Any) -> tuple[list[Break], dict[str, Any] | None]:
-    """The ledger chain over every event in id order against the signed head."""
-    if ledger.schema < 2:
-        return [Break(None, 0, None, (
-            "this is a schema-1 ledger: it has no signed ledger head, so a run deleted from every table "
-            "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
-        ))], None  # fmt: skip
-    rows = c.execute("SELECT events, hash, key, mac FROM head").fetchall()
+def _anchors(c: Any) -> tuple[list[Break], Anchored, int, str, int]:
+    """The ledger chain of anchors: ``(breaks, every run state recorded, anchors, last hash, the
+    first anchor that does not chain (0: none))``."""
+    breaks: list[Break] = []
+    states: Anchored = {}
+    n, prev = 0, GENESIS
+    for aid, text, aprev, h in c.execute("SELECT id, body, prev, hash FROM anchors ORDER BY id"):
+        if type(aid) is not int or aid != n + 1:
+            what = (
+                f"anchor(s) {n + 1}..{aid - 1} are missing"
+                if type(aid) is int and aid > n + 1
+                else (f"anchor id {aid!r} does not follow anchor {n}")
+            )
+            return [Break(None, n + 1, None, f"{what}: the ledger chain was cut")], states, n, prev, n + 1
+        if aprev != prev or not isinstance(text, str) or link(prev, text) != h:
+            return (
+                [
+                    Break(
+                        None,
+                        aid,
+                        None,
+                        (
+                            f"anchor {aid} was altered, removed or reordered (it no longer chains to the anchor "
+                            "before it)"
+                        ),
+                    )
+                ],
+                states,
+                n,
+                prev,
+                aid,
+            )
+        try:
+            body = json.loads(text)
+            assert body["anchor"] == aid
+            for run, events, head, last in body["runs"]:
+                states.setdefault(run, []).append((events, head, last, aid))
+        except (ValueError, KeyError, TypeError, AssertionError):
+            return [Break(None, aid, None, f"anchor {aid}'s body is not a well-formed anchor")], states, aid, h, aid
+        n, prev = aid, h
+    return breaks, states, n, prev, 0
+
+
+def _check_head(ledger: LedgerBackend, c: Any, anchors: int, last: str) -> tuple[list[Break], dict[str, Any] | None]:
+    """The stored head against the anchors: it must cover them all, end at the last one, and be signed."""
+    rows = c.execute("SELECT anchors, hash, key, mac FROM head").fetchall()
     if len(rows) == 1 and not c.execute("SELECT 1 FROM head WHERE id = 1").fetchone():
         return [Break(None, 0, None, "the ledger head's row id is not 1 (writers would not find it)")], None
     if len(rows) != 1:
         return [Break(None, 0, None, f"the ledger head is missing (the head table holds {len(rows)} rows)")], None
-    events, head, kid, mac = rows[0]
-    chain, n = GENESIS, 0
-    missing: list[int] = []
-    for eid, h in c.execute("SELECT id, hash FROM events ORDER BY id"):
-        if type(eid) is not int or not isinstance(h, str):
-            return [Break(None, 0, None, f"event id {eid!r} holds a value no writer stores")], None
-        if eid > n + 1 and len(missing) <= 10:
-            missing.extend(range(n + 1, min(eid, n + 12)))
-        chain, n = head_link(chain, eid, h), eid
-    info = {"events": events, "hash": head, "key": kid}
+    count, head, kid, mac = rows[0]
+    info = {"anchors": count, "hash": head, "key": kid}
     breaks: list[Break] = []
-    if missing:
-        breaks.append(Break(None, missing[0], None, (
-            f"event id(s) {_ranges(missing)} are missing: events were deleted (a run removed from every table "
-            "leaves exactly this gap)"
-        )))  # fmt: skip
-    elif type(events) is not int or events != n:
-        if type(events) is int and events > n:
-            breaks.append(Break(None, n + 1, None, (
-                f"the ledger head covers {events} events but the last event is {n}: events {n + 1}..{events} "
-                "were deleted"
-            )))  # fmt: skip
+    if type(count) is not int or count != anchors:
+        if type(count) is int and count > anchors:
+            what = f"anchors {anchors + 1}..{count} were deleted"
         else:
-            breaks.append(Break(None, n, None, (
-                f"the ledger head covers {events!r} events but the ledger holds events up to {n}: events were "
-                "added without the head, or the head was replaced"
-            )))  # fmt: skip
-    elif chain != head:
-        breaks.append(Break(None, n, None, (
-            "the events no longer chain to the ledger head: events were reordered, renumbered or replaced"
-        )))  # fmt: skip
-    if kid is None:
-        if events != 0 or head != GENESIS:
-            breaks.append(Break(None, 0, None, "the ledger head is not signed"))
-        return breaks, info
+            what = "anchors were added without the head, or the head was replaced"
+        breaks.append(
+            Break(
+                None, anchors, None, f"the ledger head covers {count!r} anchor(s), the ledger holds {anchors}: {what}"
+            )
+        )
+    elif head != last:
+        breaks.append(Break(None, anchors, None, "the anchors no longer chain to the ledger head: they were replaced"))
     try:
         ring = keys.load(ledger.keys_path)
     except LedgerError as exc:
         breaks.append(Break(None, 0, None, f"the ledger head's signature cannot be checked: {exc.message}"))
         return breaks, info
-    key = ring.keys.get(kid) if isinstance(kid, str) else None
-    if key is None or key.secret is None:
-        breaks.append(Break(None, 0, None, (
-            f"the ledger head is signed with key {kid!r}, which {ledger.keys_path} does not hold: "
-            "its signature cannot be checked"
-        )))  # fmt: skip
-    elif not isinstance(mac, str) or not compare_digest(
-        mac.encode("utf-8", "surrogateescape"), keys.head_mac(key.secret, events, head).encode()
-    ):
-        breaks.append(Break(None, 0, None, (
-            "the ledger head's signature does not verify: the head was rewritten without the key"
-        )))  # fmt: skip
+    breaks += check_mac(
+        kid,
+        mac,
+        ring,
+        ledger.keys_path,
+        lambda secret: keys.head_mac(secret, count, head),
+        "the ledger head",
+        count == 0 and head == GENESIS,
+    )
     return breaks, info
+
+
+def _whole(ledger: LedgerBackend, c: Any, on_progress: Callable[[int, int], None] | None) -> Report:
+    """Every run, the anchors and the head (the storage check is the caller's)."""
+    names = _names(c)
+    if ledger.schema < SCHEMA_VERSION:
+        total, breaks = check_runs(c, names, on_progress)
+        if ledger.schema == 1:
+            breaks.append(
+                Break(
+                    None,
+                    0,
+                    None,
+                    (
+                        "this is a schema-1 ledger: it has no signed ledger head, so a run deleted from every table "
+                        "could not be detected; `stoprule log upgrade` adds one (after checking every run)"
+                    ),
+                )
+            )
+            return Report(len(names), total, [b.printable() for b in breaks])
+        try:  # schema 2: its one chain over every event, as it was written (the first write upgrades it)
+            head_breaks, head = check_head_v2(c, keys.load(ledger.keys_path), ledger.keys_path)
+        except LedgerError as exc:
+            head_breaks = [Break(None, 0, None, f"the ledger head's signature cannot be checked: {exc.message}")]
+            head = None
+        return Report(len(names), total, [b.printable() for b in breaks + head_breaks], head)
+    ring = _ring(ledger)
+    anchor_breaks, states, count, last, cut = _anchors(c)
+    signed = _signed(ring, ledger.keys_path) if ring is not None else None
+    total, breaks = check_runs(c, names, on_progress, signed=signed, anchored=states)
+    present = set(names)
+    for run in sorted(set(states) - present):
+        events, _, _, aid = max(states[run], key=lambda s: s[3])
+        breaks.append(
+            Break(
+                run,
+                0,
+                None,
+                (f"the run is gone: anchor {aid} recorded {events} event(s) of it (a run removed from every table)"),
+            ).printable()
+        )
+    head_breaks, head = _check_head(ledger, c, count, last) if not cut else ([], None)
+    anchored = {run: max(s[0] for s in st) for run, st in states.items()}
+    unanchored = sum(1 for run, events in c.execute("SELECT run, events FROM runs") if anchored.get(run) != events)
+    breaks += anchor_breaks + head_breaks
+    if head is not None:
+        head["events"] = total
+    return Report(len(names), total, [b.printable() for b in breaks], head, unanchored)
+
+
+def _ring(ledger: LedgerBackend) -> keys.KeyRing | None:
+    try:
+        return keys.load(ledger.keys_path)
+    except LedgerError:
+        return None
 
 
 def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
@@ -150,9 +242,16 @@ def _check_file(c: sqlite3.Connection, schema: int) -> list[Break]:
     orphan = c.execute("SELECT digest FROM facts EXCEPT SELECT fact FROM nodes LIMIT 1").fetchone()
     if orphan:
         breaks.append(Break(None, 0, None, f"facts holds {orphan[0]}, which no decision refers to"))
-    want = {n: v for n, v in _SCHEMA.items() if schema >= 2 or n not in _SCHEMA_2_ONLY}
-    have = {n: (t, sql) for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
-            if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))}  # fmt: skip
+    if schema < SCHEMA_VERSION:
+        return breaks  # an older schema: `log upgrade` first (its runs and head are checked above)
+    if not _SCHEMA:
+        _SCHEMA.update(_expected_schema())
+    want = _SCHEMA
+    have = {
+        n: (t, sql)
+        for t, n, sql in c.execute("SELECT type, name, sql FROM sqlite_master")
+        if not (isinstance(n, str) and n.startswith("sqlite_autoindex_"))
+    }
     gone = [n for n, (t, _) in want.items() if t == "trigger" and n not in have]
     if gone:
         breaks.append(Break(None, 0, None, f"the append-only guards were removed (trigger(s) {', '.join(gone)})"))
@@ -187,29 +286,41 @@ def verify(
         with lenient(c):
             if run is not None:
                 return _one_run(ledger, c, run)
-            names = _names(c)
-            total, breaks = check_runs(c, names, on_progress)
-            head_breaks, head = _check_head(ledger, c)
-            breaks += head_breaks + _check_file(c, ledger.schema)
+            report = _whole(ledger, c, on_progress)
+            extra = _check_file(c, ledger.schema)
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         raise sqlite_error(ledger.path, exc) from None
     except RecursionError:  # a body nested beyond what json can read
         raise corrupt(ledger.path, "an event body is nested too deeply to read") from None
-    return Report(len(names), total, [b.printable() for b in breaks], head if not breaks else None)
+    return _with(report, extra)
+
+
+def _with(report: Report, extra: list[Break]) -> Report:
+    """The report with the storage findings; its head only when nothing at all is broken."""
+    breaks = report.breaks + [b.printable() for b in extra]
+    return replace(report, breaks=breaks, head=report.head if not breaks else None)
 
 
 def _names(c: Any) -> list[str]:
-    return [r[0] for r in c.execute(
-        "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
-        " UNION SELECT run FROM edges ORDER BY 1"
-    ).fetchall()]  # fmt: skip
+    return [
+        r[0]
+        for r in c.execute(
+            "SELECT run FROM runs UNION SELECT run FROM events UNION SELECT run FROM nodes"
+            " UNION SELECT run FROM edges ORDER BY 1"
+        ).fetchall()
+    ]
 
 
 def _one_run(ledger: LedgerBackend, c: Any, run: str) -> Report:
-    if not c.execute("SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?",
-                     (run, run)).fetchone():  # fmt: skip
+    if not c.execute(
+        "SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?", (run, run)
+    ).fetchone():
         raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
-    total, breaks = check_runs(c, [run])
+    signed = None
+    if ledger.schema >= SCHEMA_VERSION:
+        ring = _ring(ledger)
+        signed = _signed(ring, ledger.keys_path) if ring is not None else None
+    total, breaks = check_runs(c, [run], signed=signed)
     return Report(1, total, breaks)
 
 
@@ -220,12 +331,10 @@ def _verify_other(ledger: Any, run: str | None) -> Report:
         with ledger.snapshot() as c:
             if run is not None:
                 return _one_run(ledger, c, run)
-            names = _names(c)
-            total, breaks = check_runs(c, names)
-            head_breaks, head = _check_head(ledger, c)
-            breaks += head_breaks + ledger.check_storage()
+            report = _whole(ledger, c, None)
+            extra = ledger.check_storage()
     except ledger._errors as exc:
         raise ledger._error(exc) from None
     except RecursionError:
         raise corrupt(ledger.path, "an event body is nested too deeply to read") from None
-    return Report(len(names), total, [b.printable() for b in breaks], head if not breaks else None)
+    return _with(report, extra)

@@ -1,20 +1,23 @@
-"""The ASGI application: routes, bearer-token check, size/batch/time limits, JSON errors.
+"""The ASGI application: routes, bearer tokens and their scopes, size/batch/time limits, JSON errors.
 
 Every response carries the served pack's digest (``stoprule-policy`` header; in JSON bodies as
 ``policy``). Every error is ``{"error": {"code", "message", ...}, "policy": ...}`` with the
 CLI's codes (``fact.enum``, ``token.consumed``, ``ledger.busy`` ...) or a ``serve.*`` code of
-its own; nothing ever answers with a traceback. Evaluation runs on the event loop (a decision
-takes tens of microseconds; the engine's handles are per thread), so a worker decides one fact
-at a time: scale with worker processes.
+its own; nothing ever answers with a traceback, nor names the database (its URL, host or file).
+Evaluation runs on the event loop (a decision takes tens of microseconds; the engine's handles
+are per thread), so a worker decides one fact at a time: scale with worker processes. Recording
+and the team's store run on the worker's database threads (``database``), each request's wait
+bounded: a stuck database never holds the loop, so ``/healthz`` and decisions without a run
+keep answering.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
-from contextlib import suppress
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,8 +26,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from stoprule.config.serve import ServeConfig
+from stoprule.config.serve import ServeConfig, Token
 from stoprule.diagnostics import EvaluationError, ServeError
+from stoprule.serve.database import LABEL, Database
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
 
@@ -46,55 +50,59 @@ def _ledger_status(code: str) -> int:
         return 404
     if code == "ledger.bad_run_id":
         return 400
+    if code == "ledger.not_yours":
+        return 403
     if code in ("ledger.busy", "ledger.io", "ledger.unavailable"):
         return 503
     return 500
 
 
+# what a client is told of a server-side ledger failure (the details go to the server's log)
+_PUBLIC = {
+    "ledger.busy": "the ledger is busy; nothing was recorded: try again",
+    "ledger.io": "the ledger cannot be written; nothing was recorded: try again",
+    "ledger.unavailable": "the ledger is not reachable; the decision is not known to have been recorded: try again",
+}
+_LOG = logging.getLogger("stoprule.serve")
+
+
 class Service:
-    """One worker's state: the pack, the metrics, the ledger (opened on first use)."""
+    """One worker's state: the pack, the metrics, the database threads (started on first use)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.pack = PackHolder(config.policy)
         self.metrics = Metrics()
-        self._ledger: Any = None
-        self._team: Any = None
+        self.db: Database | None = None
+        if config.ledger is not None:
+            size, timeout_ms = config.ledger_connections, config.limits.ledger_timeout_ms
+            self.db = Database(config.ledger, size=size, timeout_ms=timeout_ms)
+            self.metrics.database = self.db
         self._reloader: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
-    def ledger(self) -> Any:
-        if self.config.ledger is None:
+    def database(self) -> Database:
+        if self.db is None:
             raise Refused(400, "serve.no_ledger", "this server records nothing: it has no ledger configured")
-        if self._ledger is None:
-            from stoprule.ledger.backend import open_ledger
+        return self.db
 
-            self._ledger = open_ledger(self.config.ledger, create=True)
-        return self._ledger
-
-    def team(self) -> Any:
+    def team(self) -> Database:
         from stoprule.ledger.backend import is_url
 
         if not is_url(self.config.ledger):
             raise Refused(400, "serve.no_team_store", "team blockers need the server's ledger on PostgreSQL")
-        if self._team is None:
-            from stoprule.serve.team import TeamStore
+        return self.database()
 
-            assert self.config.ledger is not None
-            self._team = TeamStore(self.config.ledger)
-        return self._team
+    def public(self, message: str) -> str:
+        """``message`` with the ledger's URL or file named as the server's ledger."""
+        target = self.config.ledger
+        if target:
+            from stoprule.ledger.postgres import display_url
 
-    def drop_ledger(self) -> None:
-        """Forget the ledger connection after an error that may have broken it (reopened on next use)."""
-        if self._ledger is not None:
-            with suppress(Exception):  # a dead connection may fail to close
-                self._ledger.close()
-            self._ledger = None
-        if self._team is not None:
-            with suppress(Exception):
-                self._team.close()
-            self._team = None
+            for shown in {display_url(target), target, os.path.abspath(target)}:
+                message = message.replace(shown, LABEL)
+        return message
 
     def respond(
         self, status: int, body: Any, served: Served | None = None, media: str = "application/json"
@@ -108,9 +116,46 @@ class Service:
         digest = self.pack.current.digest
         return self.respond(status, {"error": {"code": code, "message": message, **extra}, "policy": digest})
 
-    def authorize(self, request: Request) -> None:
-        if self.config.auth and self.config.token_name(request.headers.get("authorization")) is None:
+    def authorize(self, request: Request) -> Token | None:
+        """The request's token (None: the server runs without auth); 401 without a valid one."""
+        if not self.config.auth:
+            return None
+        token = self.config.token(request.headers.get("authorization"))
+        if token is None:
             raise Refused(401, "serve.unauthorized", "a valid bearer token is required (Authorization: Bearer TOKEN)")
+        request.state.token = token
+        return token
+
+    def require(self, request: Request, scope: str) -> None:
+        """403 unless the request's token has ``scope`` (``evaluate``, ``metrics``, ``console:read`` ...)."""
+        token: Token | None = getattr(request.state, "token", None)
+        if token is not None and not token.allows(scope):
+            raise Refused(403, "serve.forbidden", f"token {token.name!r} does not have the scope {scope!r}")
+
+    def recorder_args(self, request: Request, run: str) -> dict[str, Any]:
+        """``by`` and ``own`` for recording into ``run``; 403 unless the token may record there."""
+        token: Token | None = getattr(request.state, "token", None)
+        if token is None:
+            return {"by": None, "own": False}
+        allowed, own = token.may_record(run)
+        if not allowed:
+            raise Refused(
+                403,
+                "serve.forbidden",
+                f"token {token.name!r} may not record into run {run!r} (its scopes: " + ", ".join(token.scopes) + ")",
+            )
+        return {"by": token.name, "own": own}
+
+    def projects(self, request: Request, project: str | None) -> tuple[str, ...] | None:
+        """The projects the request may see of the team's store (None: every one); 403 for ``project``
+        outside them."""
+        token: Token | None = getattr(request.state, "token", None)
+        allowed = token.projects() if token is not None else None
+        if allowed is None:
+            return (project,) if project else None
+        if project is not None and project not in allowed:
+            raise Refused(403, "serve.forbidden", f"token {token.name!r} may not use the blockers of {project!r}")  # type: ignore[union-attr]
+        return (project,) if project else allowed
 
     async def body(self, request: Request, deadline: float) -> bytes:
         limit = self.config.limits.max_body_bytes
@@ -134,6 +179,24 @@ class Service:
 
     def deadline(self) -> float:
         return time.monotonic() + self.config.limits.timeout_ms / 1000.0
+
+    # ------------------------------------------------------------------ the ledger's anchors
+
+    async def anchor(self) -> None:
+        """On PostgreSQL, anchor the runs this server wrote, every ``anchor_interval_ms`` (each worker:
+        whichever gets there first anchors for all; the others find nothing left or the head taken)."""
+        from stoprule.ledger.backend import is_url
+        from stoprule.ledger.errors import LedgerError
+
+        if self.db is None or not is_url(self.config.ledger):
+            return
+        while True:
+            await asyncio.sleep(self.config.anchor_interval_ms / 1000.0)
+            try:
+                self.metrics.anchored += await self.db.run(lambda s: s.ledger().anchor())
+            except LedgerError as exc:
+                self.metrics.anchor_failures += 1
+                _LOG.warning("anchoring: %s", exc)
 
     # ------------------------------------------------------------------ the pack
 
@@ -169,6 +232,16 @@ def _one_fact(data: bytes) -> Any:
     return fact
 
 
+def _hook_fact(value: Any) -> Any:
+    """The hook body's ``fact`` checked as ``/v1/evaluate`` checks its body (the same parser: numbers
+    JSON has, nesting and size limits): what a hook records is what ``eval`` reads back."""
+    try:
+        text = json.dumps(value)  # NaN, Infinity (and 1e999, read as infinity) come out as JSON has no number
+    except (ValueError, RecursionError):
+        raise Refused(422, "fact.too_deep", "the fact is nested too deeply") from None
+    return _one_fact(text.encode())
+
+
 def _recording(request: Request) -> tuple[str | None, str | None, str | None, bool]:
     q = request.query_params
     run, parent, retry = q.get("run"), q.get("parent"), q.get("retry")
@@ -193,38 +266,83 @@ def create_app(config: ServeConfig) -> Starlette:
             except Refused as exc:
                 response = svc.error(exc.status, exc.code, exc.message, **exc.extra)
             except EvaluationError as exc:
-                response = svc.error(422, exc.code, exc.message, **{k: v for k, v in exc.to_dict().items()
-                                                                     if k not in ("code", "message")})  # fmt: skip
+                response = svc.error(
+                    422,
+                    exc.code,
+                    exc.message,
+                    **{k: v for k, v in exc.to_dict().items() if k not in ("code", "message")},
+                )
             except Exception as exc:  # noqa: BLE001 - never a traceback to the client
                 from stoprule.ledger.errors import LedgerError
 
                 if isinstance(exc, LedgerError):
-                    if _ledger_status(exc.code) >= 500:
-                        svc.drop_ledger()
-                    response = svc.error(_ledger_status(exc.code), exc.code, exc.message)
+                    status = _ledger_status(exc.code)
+                    if status >= 500:
+                        _LOG.warning("%s %s: %s", request.method, request.url.path, exc)
+                    message = _PUBLIC.get(exc.code) or svc.public(exc.message)
+                    if status == 500:
+                        message = f"the ledger refused the decision ({exc.code}); the server's log says why"
+                    response = svc.error(status, exc.code, message)
                 else:
-                    svc.drop_ledger()
-                    response = svc.error(500, "serve.internal", f"{type(exc).__name__}: {exc}"[:500])
+                    _LOG.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+                    response = svc.error(500, "serve.internal", "internal error; the server's log has the details")
             svc.metrics.observe(route, response.status_code, time.perf_counter() - t0)
             return response
 
         return endpoint
 
+    async def record_one(
+        request: Request,
+        served: Served,
+        run: str,
+        fact: Any,
+        *,
+        parent: Any = None,
+        retry: str | None = None,
+        checkpoint: bool = False,
+        stop: bool = False,
+    ) -> Any:
+        """Decide ``fact`` here, record it on a database thread (a retry is decided there too); a
+        hook's ``stop`` after a retryable block is that block's retry (``Recorder.record_stop``)."""
+        from stoprule.ledger.recorder import Recorder, prepare
+        from stoprule.ledger.store import TIP, check_run_id
+
+        check_run_id(run)
+        args = svc.recorder_args(request, run)
+        db = svc.database()
+        if retry:
+            return await db.run(
+                lambda s: Recorder(s.ledger(), served.evaluator, **args).retry(run, retry, fact, checkpoint=checkpoint)
+            )
+        prepared = prepare(served.evaluator, [fact], checkpoint=checkpoint)
+        if isinstance(prepared[0], EvaluationError):
+            raise prepared[0]
+        item = (served.evaluator, {**args, "stop": stop}, run, prepared, TIP if parent is None else parent)
+        return (await db.grouped(_append_group, item))[0]
+
     async def healthz(request: Request) -> Response:
-        return svc.respond(200, {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused,
-                                 "worker": os.getpid()})  # fmt: skip
+        return svc.respond(
+            200,
+            {"ok": True, "policy": svc.pack.current.digest, "pack_refused": svc.pack.refused, "worker": os.getpid()},
+        )
 
     async def metrics(request: Request) -> Response:
+        svc.require(request, "metrics")
         cur = svc.pack.current
         return svc.respond(200, svc.metrics.render(cur.digest, cur.compiled_at), cur, "text/plain; version=0.0.4")
 
     async def policy(request: Request) -> Response:
+        svc.require(request, "evaluate")
         cur = svc.pack.current
         return svc.respond(200, {**cur.info(), "policy": cur.digest, "refused": svc.pack.refused}, cur)
 
     async def evaluate(request: Request) -> Response:
         deadline = svc.deadline()
         run, parent, retry, checkpoint = _recording(request)
+        if run is None:
+            svc.require(request, "evaluate")
+        else:
+            svc.recorder_args(request, run)  # refused before the body is read
         data = await svc.body(request, deadline)
         served = svc.pack.current
         fact = _one_fact(data)
@@ -232,14 +350,7 @@ def create_app(config: ServeConfig) -> Starlette:
             verdict = served.evaluator.evaluate(fact, strict=_flag(request, "strict"))
             svc.metrics.decisions[verdict.verdict] += 1
             return svc.respond(200, verdict.to_dict(), served)
-        from stoprule.ledger.recorder import Recorder
-        from stoprule.ledger.store import TIP
-
-        recorder = Recorder(svc.ledger(), served.evaluator)
-        if retry:
-            outcome = recorder.retry(run, retry, fact, checkpoint=checkpoint)
-        else:
-            outcome = recorder.record(run, fact, parent=TIP if parent is None else parent, checkpoint=checkpoint)
+        outcome = await record_one(request, served, run, fact, parent=parent, retry=retry, checkpoint=checkpoint)
         svc.metrics.decisions[outcome.verdict.verdict] += 1
         return svc.respond(200, outcome.envelope(), served)
 
@@ -250,20 +361,26 @@ def create_app(config: ServeConfig) -> Starlette:
         run, parent, retry, checkpoint = _recording(request)
         if retry:
             raise Refused(400, "serve.usage", "a retry takes one fact: POST it to /v1/evaluate")
+        if run is None:
+            svc.require(request, "evaluate")
         data = await svc.body(request, deadline)
         served = svc.pack.current
         items = parse_facts(data)
         if len(items) > config.limits.max_batch:
-            raise Refused(413, "serve.batch_too_large",
-                          f"the batch holds {len(items)} facts; the limit is {config.limits.max_batch}")  # fmt: skip
+            raise Refused(
+                413,
+                "serve.batch_too_large",
+                f"the batch holds {len(items)} facts; the limit is {config.limits.max_batch}",
+            )
         strict = _flag(request, "strict")
         out: list[str] = []
-        recorder = None
         if run is not None:
-            from stoprule.ledger.recorder import Recorder
-            from stoprule.ledger.store import TIP
+            from stoprule.ledger.recorder import Recorder, prepare
+            from stoprule.ledger.store import TIP, check_run_id
 
-            recorder = Recorder(svc.ledger(), served.evaluator)
+            check_run_id(run)
+            args = svc.recorder_args(request, run)
+            db = svc.database()
             next_parent: Any = TIP if parent is None else parent
         for start in range(0, len(items), _RECORD_GROUP):
             group = items[start : start + _RECORD_GROUP]
@@ -273,7 +390,7 @@ def create_app(config: ServeConfig) -> Starlette:
                     svc.metrics.errors["serve.timeout"] += 1
                     out.append(json.dumps({"error": {"code": "serve.timeout", "message": msg, "line": line}}))
                 break
-            if recorder is None:
+            if run is None:
                 good = [fact for _, fact in group if not isinstance(fact, EvaluationError)]
                 decided = iter(served.evaluator.evaluate_many(good, on_error="return", strict=strict))
                 for line, fact in group:
@@ -282,8 +399,14 @@ def create_app(config: ServeConfig) -> Starlette:
                         result.extra.pop("index", None)
                     out.append(_line(svc, result, line))
                 continue
-            assert run is not None
-            recorded = recorder.record_many(run, [f for _, f in group], parent=next_parent, checkpoint=checkpoint)
+            prepared = prepare(served.evaluator, [f for _, f in group], checkpoint=checkpoint)
+
+            def job(s: Any, prepared: Any = prepared, first: Any = next_parent) -> Any:
+                rec = Recorder(s.ledger(), served.evaluator, **args)
+                rec.check_parent(run, first)
+                return rec.append_prepared(run, prepared, first)[0]
+
+            recorded = await db.run(job, within=deadline - time.monotonic())
             next_parent = TIP
             for (line, _), outcome in zip(group, recorded, strict=True):
                 out.append(_line(svc, outcome, line))
@@ -302,10 +425,13 @@ def create_app(config: ServeConfig) -> Starlette:
         served = svc.pack.current
         try:
             body = json.loads(data)
+        except RecursionError:
+            raise Refused(422, "fact.too_deep", "the body is nested too deeply") from None
         except ValueError as exc:
             raise Refused(400, "serve.bad_json", f"the body is not JSON: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("fact"), dict):
             raise Refused(400, "serve.usage", 'the body is {"payload": {...}, "fact": {...}, "event": ..., "run": ...}')
+        fact = _hook_fact(body["fact"])
         payload = body.get("payload") or {}
         if not isinstance(payload, dict):
             raise Refused(400, "hook.payload", "payload: must be the harness's JSON object")
@@ -317,12 +443,11 @@ def create_app(config: ServeConfig) -> Starlette:
         run = body.get("run")
         envelope: dict[str, Any]
         if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
-            from stoprule.ledger.recorder import Recorder
-
-            outcome = Recorder(svc.ledger(), served.evaluator).record_stop(run, body["fact"])
+            outcome = await record_one(request, served, run, fact, stop=True)
             verdict, envelope = outcome.verdict, outcome.envelope()
         else:
-            verdict = served.evaluator.evaluate(body["fact"], strict=bool(body.get("strict")))
+            svc.require(request, "evaluate")
+            verdict = served.evaluator.evaluate(fact, strict=bool(body.get("strict")))
             envelope = verdict.to_dict()
         svc.metrics.decisions[verdict.verdict] += 1
         decision = decision_of(verdict)
@@ -353,13 +478,22 @@ def create_app(config: ServeConfig) -> Starlette:
             and all(isinstance(i, dict) for i in data["items"])
         ):
             raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
-        n = svc.team().put(data["project"], str(data.get("machine") or "?"), kind, data["items"])
-        resolved = svc.team().resolved_here(data["project"], data["items"]) if kind == "blocker" else []
+        svc.projects(request, data["project"])
+        project, machine, items = data["project"], str(data.get("machine") or "?"), data["items"]
+
+        def store(s: Any) -> tuple[int, list[dict[str, Any]]]:
+            team = s.team()
+            stored = team.put(project, machine, kind, items)
+            return stored, team.resolved_here(project, items) if kind == "blocker" else []
+
+        n, resolved = await svc.team().run(store)
         return svc.respond(200, {"stored": n, "resolved": resolved, "policy": svc.pack.current.digest})
 
     async def team_list(request: Request) -> Response:
         kind = team_kind(request)
-        items = svc.team().list(kind, only_open=not _flag(request, "all"), project=request.query_params.get("project"))
+        projects = svc.projects(request, request.query_params.get("project"))
+        only_open = not _flag(request, "all")
+        items = await svc.team().run(lambda s: s.team().list(kind, only_open=only_open, projects=projects))
         return svc.respond(200, {kind + "s": items, "policy": svc.pack.current.digest})
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -385,19 +519,34 @@ def create_app(config: ServeConfig) -> Starlette:
     routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
     async def lifespan(app: Starlette) -> Any:
-        task = asyncio.create_task(svc.watch())
+        tasks = [asyncio.create_task(svc.watch()), asyncio.create_task(svc.anchor())]
         try:
             yield
         finally:
-            task.cancel()
-            svc.drop_ledger()
+            for task in tasks:
+                task.cancel()
+            if svc.db is not None:
+                svc.db.close()
 
     from contextlib import asynccontextmanager
 
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: internal},
-                    lifespan=asynccontextmanager(lifespan))  # fmt: skip
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: not_found, Exception: internal},
+        lifespan=asynccontextmanager(lifespan),
+    )
     app.state.service = svc
     return app
+
+
+def _append_group(session: Any, items: list[tuple[Any, dict[str, Any], str, list[Any], Any]]) -> list[Any]:
+    """On a database thread: single decisions of several requests appended together (one commit)."""
+    from stoprule.ledger.recorder import Recorder, append_group
+
+    led = session.ledger()
+    return append_group(
+        led, [(Recorder(led, ev, **args), run, prepared, parent) for ev, args, run, prepared, parent in items]
+    )
 
 
 def _line(svc: Service, result: Any, line: int) -> str:

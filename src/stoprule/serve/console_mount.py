@@ -117,6 +117,6 @@ def console_routes(svc: Any) -> list[Any]:
     board = TeamBoard(config.ledger) if is_url(config.ledger) else NoBoard()
     root = svc.pack.root
     policy = PolicyView(lambda: root, find_project(root), os.path.join(user_state_dir(os.environ), PACKS_DIR))
-    gate = TokenGate(config.token_name, config.console_resolve, open=not config.auth)
+    gate = TokenGate(config.console_reader, config.console_resolvers, open=not config.auth)  # (the tokens' scopes)
     app = create_console(runs=Runs(config.ledger), board=board, policy=policy, gate=gate, title="team")
     return [Mount("/console", app=app)]

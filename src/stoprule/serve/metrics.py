@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from typing import Any
 
 __all__ = ["BUCKETS", "Metrics"]
 
@@ -28,6 +29,9 @@ class Metrics:
         self.reloads = 0
         self.reload_failures = 0
         self.pack_refused = False  # the last pack change failed check: the previous pack keeps serving
+        self.database: Any = None  # the worker's database threads (serve.database.Database), if it records
+        self.anchored = 0  # runs this worker anchored
+        self.anchor_failures = 0
 
     def observe(self, route: str, status: int, seconds: float) -> None:
         self.requests[route, status] += 1
@@ -47,15 +51,23 @@ class Metrics:
             "# TYPE stoprule_decisions_total counter",
         ]
         out += [f'stoprule_decisions_total{{{w},verdict="{_esc(v)}"}} {n}' for v, n in sorted(self.decisions.items())]
-        out += ["# HELP stoprule_errors_total Refused requests and facts, by error code.",
-                "# TYPE stoprule_errors_total counter"]  # fmt: skip
+        out += [
+            "# HELP stoprule_errors_total Refused requests and facts, by error code.",
+            "# TYPE stoprule_errors_total counter",
+        ]
         out += [f'stoprule_errors_total{{{w},code="{_esc(c)}"}} {n}' for c, n in sorted(self.errors.items())]
-        out += ["# HELP stoprule_requests_total HTTP requests, by route and status.",
-                "# TYPE stoprule_requests_total counter"]  # fmt: skip
-        out += [f'stoprule_requests_total{{{w},route="{_esc(r)}",status="{s}"}} {n}'
-                for (r, s), n in sorted(self.requests.items())]  # fmt: skip
-        out += ["# HELP stoprule_request_seconds Request latency, by route.",
-                "# TYPE stoprule_request_seconds histogram"]  # fmt: skip
+        out += [
+            "# HELP stoprule_requests_total HTTP requests, by route and status.",
+            "# TYPE stoprule_requests_total counter",
+        ]
+        out += [
+            f'stoprule_requests_total{{{w},route="{_esc(r)}",status="{s}"}} {n}'
+            for (r, s), n in sorted(self.requests.items())
+        ]
+        out += [
+            "# HELP stoprule_request_seconds Request latency, by route.",
+            "# TYPE stoprule_request_seconds histogram",
+        ]
         for route, counts in sorted(self.latency.items()):
             acc = 0
             labels = f'{w},route="{_esc(route)}"'
@@ -81,4 +93,23 @@ class Metrics:
             "# TYPE stoprule_policy_refused gauge",
             f"stoprule_policy_refused{{{w}}} {int(self.pack_refused)}",
         ]
+        db = self.database
+        if db is not None:
+            out += [
+                "# HELP stoprule_ledger_waiting Requests waiting on the ledger now (queued or running).",
+                "# TYPE stoprule_ledger_waiting gauge",
+                f"stoprule_ledger_waiting{{{w}}} {db.waiting}",
+                "# HELP stoprule_ledger_timeouts_total Requests answered 503: the ledger did not answer in time.",
+                "# TYPE stoprule_ledger_timeouts_total counter",
+                f"stoprule_ledger_timeouts_total{{{w}}} {db.timeouts}",
+                "# HELP stoprule_ledger_reconnects_total Requests run again on a fresh connection after a dead one.",
+                "# TYPE stoprule_ledger_reconnects_total counter",
+                f"stoprule_ledger_reconnects_total{{{w}}} {db.reconnects}",
+                "# HELP stoprule_ledger_anchored_total Runs this worker anchored in the ledger chain.",
+                "# TYPE stoprule_ledger_anchored_total counter",
+                f"stoprule_ledger_anchored_total{{{w}}} {self.anchored}",
+                "# HELP stoprule_ledger_anchor_failures_total Anchoring attempts that failed (see the log).",
+                "# TYPE stoprule_ledger_anchor_failures_total counter",
+                f"stoprule_ledger_anchor_failures_total{{{w}}} {self.anchor_failures}",
+            ]
         return "\n".join(out) + "\n"

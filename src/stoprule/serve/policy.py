@@ -32,8 +32,12 @@ class Served:
     compiled_at: float
 
     def info(self) -> dict[str, object]:
-        return {"digest": self.digest, "root": self.root, "files": [os.path.basename(f) for f in self.files],
-                "compiled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.compiled_at))}  # fmt: skip
+        return {
+            "digest": self.digest,
+            "root": self.root,
+            "files": [os.path.basename(f) for f in self.files],
+            "compiled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.compiled_at)),
+        }
 
 
 def stamp(root: str) -> str:

@@ -65,11 +65,21 @@ def blockers_facts(
     mine = [b for b in store.blockers() if sessions is None or b.session in sessions]
     if notes is not None:
         notes += [f"{n} blocker record line(s) skipped: {why}" for why, n in store.notes.items()]
-    open_ = [{"id": b.id, "category": b.category, "question": b.question, "blocksProgress": b.blocksProgress}
-             for b in mine if b.open]  # fmt: skip
-    resolved = [{"id": b.id, "category": b.category, "question": b.question,
-                 **({"chosenOption": b.chosenOption} if b.chosenOption is not None else {})}
-                for b in mine if not b.open]  # fmt: skip
+    open_ = [
+        {"id": b.id, "category": b.category, "question": b.question, "blocksProgress": b.blocksProgress}
+        for b in mine
+        if b.open
+    ]
+    resolved = [
+        {
+            "id": b.id,
+            "category": b.category,
+            "question": b.question,
+            **({"chosenOption": b.chosenOption} if b.chosenOption is not None else {}),
+        }
+        for b in mine
+        if not b.open
+    ]
     out: dict[str, Any] = {
         FIELDS["open_blockers"]: open_,
         FIELDS["open_blocker_count"]: len(open_),

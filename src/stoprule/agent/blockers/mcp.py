@@ -156,8 +156,17 @@ def _kind_only(value: Any) -> Any:
     """A stand-in for a rejected value that tells its kind and nothing of it (null, true and false stay)."""
     if value is None or isinstance(value, bool):
         return value
-    kind = ("number" if isinstance(value, (int, float)) else "string" if isinstance(value, str) else
-            "list" if isinstance(value, list) else "mapping" if isinstance(value, dict) else "value")  # fmt: skip
+    kind = (
+        "number"
+        if isinstance(value, (int, float))
+        else "string"
+        if isinstance(value, str)
+        else "list"
+        if isinstance(value, list)
+        else "mapping"
+        if isinstance(value, dict)
+        else "value"
+    )
     return type(kind, (), {})()
 
 
@@ -175,8 +184,9 @@ class _Server(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 errors = [{**e, "input": _kind_only(e.get("input"))} for e in cause.errors()]  # values never echoed
-                parts = [f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments,
-                                                                                             errors)]
+                parts = [
+                    f"{format_path(loc)}: {msg}" for loc, _, msg in validation_messages(BaseModel, arguments, errors)
+                ]
                 raise ToolError(redact(f"Error executing tool {name}: " + "; ".join(parts))) from None
             raise ToolError(redact(str(exc))) from None
 
@@ -205,10 +215,21 @@ def build_server(service: BlockerService) -> MCPServer:
         task: str | None = None,
         session: str | None = None,
     ) -> str:
-        return _answer(service.log_blocker(session, {
-            "category": category, "question": question, "context": context, "blocksProgress": blocksProgress,
-            "options": options, "chosenOption": chosenOption, "chosenReasoning": chosenReasoning, "task": task,
-        }))  # fmt: skip
+        return _answer(
+            service.log_blocker(
+                session,
+                {
+                    "category": category,
+                    "question": question,
+                    "context": context,
+                    "blocksProgress": blocksProgress,
+                    "options": options,
+                    "chosenOption": chosenOption,
+                    "chosenReasoning": chosenReasoning,
+                    "task": task,
+                },
+            )
+        )
 
     @server.tool(
         name="report_status",
@@ -228,10 +249,20 @@ def build_server(service: BlockerService) -> MCPServer:
         available_tasks: list[str] | None = None,
         session: str | None = None,
     ) -> str:
-        return _answer(service.report_status(session, {
-            "status": status, "errors": errors, "turn": turn, "max_turns": max_turns,
-            "closure_state": closure_state, "task_id": task_id, "available_tasks": available_tasks,
-        }))  # fmt: skip
+        return _answer(
+            service.report_status(
+                session,
+                {
+                    "status": status,
+                    "errors": errors,
+                    "turn": turn,
+                    "max_turns": max_turns,
+                    "closure_state": closure_state,
+                    "task_id": task_id,
+                    "available_tasks": available_tasks,
+                },
+            )
+        )
 
     @server.tool(
         name="blocked_report",

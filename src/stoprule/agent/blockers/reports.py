@@ -69,8 +69,9 @@ def _names(ev: Evaluator, fact: dict[str, Any]) -> set[str]:
     return {r.id for r in ev.matched_rules(fact)}
 
 
-def check_report(ev: Evaluator, report: dict[str, Any], turn: int | None = None,
-                 max_turns: int | None = None) -> ReportCheck:  # fmt: skip
+def check_report(
+    ev: Evaluator, report: dict[str, Any], turn: int | None = None, max_turns: int | None = None
+) -> ReportCheck:
     """Judge ``report`` with the pack; ``ok`` when no rule objects to it."""
     key, tkey, mkey = FIELDS["blocked_report"], FIELDS["turn"], FIELDS["max_turns"]
     t, m = _judging_turns(turn, max_turns)
@@ -114,8 +115,10 @@ def _blame(ev: Evaluator, fact: dict[str, Any], key: str, rule: str) -> list[str
 def check_task_id(task: str) -> str | None:
     """An error message if ``task`` cannot name a report folder, else None."""
     if not isinstance(task, str) or not _TASK.fullmatch(task) or ".." in task:
-        return (f"task id {task!r} cannot name a report folder: use letters, digits, '.', '_' or '-'"
-                " (at most 128, starting with a letter or digit)")  # fmt: skip
+        return (
+            f"task id {task!r} cannot name a report folder: use letters, digits, '.', '_' or '-'"
+            " (at most 128, starting with a letter or digit)"
+        )
     return None
 
 
@@ -141,9 +144,7 @@ def load_report(project_dir: str, task: str | None = None) -> tuple[str, dict[st
         candidates = [task] if check_task_id(task) is None else []
     else:
         try:
-            candidates = sorted(
-                os.listdir(base), key=lambda t: _mtime(report_path(project_dir, t)), reverse=True
-            )
+            candidates = sorted(os.listdir(base), key=lambda t: _mtime(report_path(project_dir, t)), reverse=True)
         except OSError:
             candidates = []
     for t in candidates:

@@ -123,8 +123,12 @@ class BlockerService:
         if problem:
             return Reply(False, problem, {"error": problem})
         if not self.store.enabled():
-            return Reply(True, "Blocker logging is off for this project (`stoprule blockers on` turns it on); "
-                         "nothing was logged. Decide yourself, or ask the user.", {"status": "disabled"})  # fmt: skip
+            return Reply(
+                True,
+                "Blocker logging is off for this project (`stoprule blockers on` turns it on); "
+                "nothing was logged. Decide yourself, or ask the user.",
+                {"status": "disabled"},
+            )
         hard, soft = self.categories()
         entry = {
             "session": session,
@@ -142,16 +146,23 @@ class BlockerService:
             result = self.store.add(**entry)
         except StoreWriteError as exc:
             self.pending.append(entry)
-            text = (f"⚠ Could not write the blockers file ({exc}). The blocker is kept in the session state "
-                    f"and will be retried on the next blocker call ({len(self.pending)} pending). "
-                    "Nothing was half-written.")  # fmt: skip
-            return Reply(True, text + self._next_tasks_text(session, entry), {"status": "pending",
-                         "pending": len(self.pending), "error": str(exc)})  # fmt: skip
+            text = (
+                f"⚠ Could not write the blockers file ({exc}). The blocker is kept in the session state "
+                f"and will be retried on the next blocker call ({len(self.pending)} pending). "
+                "Nothing was half-written."
+            )
+            return Reply(
+                True,
+                text + self._next_tasks_text(session, entry),
+                {"status": "pending", "pending": len(self.pending), "error": str(exc)},
+            )
         where = os.path.relpath(self.store.markdown_path, self.project_dir)
         if result.status == "limit":
-            text = (f"Not logged: this session has reached the limit of {self.settings.max_per_run} blockers per run "
-                    "(blockers.max_per_run in .stoprule/config.yaml). Work on what is not blocked, or stop and "
-                    "summarise the open blockers for the user.")  # fmt: skip
+            text = (
+                f"Not logged: this session has reached the limit of {self.settings.max_per_run} blockers per run "
+                "(blockers.max_per_run in .stoprule/config.yaml). Work on what is not blocked, or stop and "
+                "summarise the open blockers for the user."
+            )
             return Reply(True, text, {"status": "limit", "count": result.count})
         b = result.blocker
         assert b is not None
@@ -160,11 +171,13 @@ class BlockerService:
             bind_task(self.project_dir, b.id, task)
         entry["task"] = task
         if result.status == "duplicate":
-            text = (f"Already logged as {b.id} within the last {self.settings.cooldown_seconds:g} s; not written "
-                    "twice.")  # fmt: skip
+            text = f"Already logged as {b.id} within the last {self.settings.cooldown_seconds:g} s; not written twice."
         else:
-            kind = "soft: your choice is recorded" if b.soft else (
-                "hard, blocks progress" if b.blocksProgress else "hard, does not block progress")
+            kind = (
+                "soft: your choice is recorded"
+                if b.soft
+                else ("hard, blocks progress" if b.blocksProgress else "hard, does not block progress")
+            )
             text = f"✓ Blocker logged to {where} as {b.id} ({kind})."
             if result.render_error:
                 text += f" (The record holds it; {where} will be rewritten on the next change: {result.render_error}.)"
@@ -183,15 +196,19 @@ class BlockerService:
         if not _str(cat) or cat not in (*hard, *soft):
             best = closest(str(cat), (*hard, *soft)) if _str(cat) else None
             meant = f" Did you mean {best!r}?" if best else ""
-            return (f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
-                    f"{', '.join(hard)}. Soft (decide yourself and log the choice): {', '.join(soft) or '(none)'}.")
+            return (
+                f"category {cat!r} is not a blocker category of this pack.{meant} Hard (needs the user): "
+                f"{', '.join(hard)}. Soft (decide yourself and log the choice): {', '.join(soft) or '(none)'}."
+            )
         if not _str(args.get("question")) or not args["question"].strip():
             return "question is required: the question or permission you would ask the user, in one sentence."
         if "context" in args and args["context"] is not None and not _str(args["context"]):
             return "context must be a string."
         if not isinstance(args.get("blocksProgress"), bool):
-            return ("blocksProgress is required (true or false): true if you cannot continue this task without "
-                    "an answer, false if you can switch to other work.")
+            return (
+                "blocksProgress is required (true or false): true if you cannot continue this task without "
+                "an answer, false if you can switch to other work."
+            )
         opts = args.get("options")
         if opts is not None and (not isinstance(opts, list) or not all(_str(o) for o in opts)):
             return "options must be a list of strings."
@@ -199,11 +216,15 @@ class BlockerService:
             if args.get(key) is not None and not _str(args[key]):
                 return f"{key} must be a string."
         if cat in soft and not (args.get("chosenOption") or "").strip():
-            return (f"category {cat!r} is soft: research the options, pick one, and pass chosenOption (with options "
-                    "and chosenReasoning); then continue with your choice.")
+            return (
+                f"category {cat!r} is soft: research the options, pick one, and pass chosenOption (with options "
+                "and chosenReasoning); then continue with your choice."
+            )
         if opts and args.get("chosenOption") is not None and args["chosenOption"] not in opts:
-            return (f"chosenOption {args['chosenOption']!r} is not one of the options ({', '.join(map(repr, opts))}): "
-                    "pass the option you chose, exactly as listed.")
+            return (
+                f"chosenOption {args['chosenOption']!r} is not one of the options ({', '.join(map(repr, opts))}): "
+                "pass the option you chose, exactly as listed."
+            )
         return None
 
     def _flush_pending(self) -> int:
@@ -244,8 +265,11 @@ class BlockerService:
         open tasks, never one an open progress-blocking blocker is about."""
         declared = read_session_facts(self.project_dir, session).get(FIELDS["available_tasks"]) or []
         tasks = [str(t) for t in declared] if isinstance(declared, list) else []
-        tasks += [str(t["title"]) for t in self._session_tasks(session)
-                  if t.get("status") in ("pending", "in_progress") and isinstance(t.get("title"), str)]  # fmt: skip
+        tasks += [
+            str(t["title"])
+            for t in self._session_tasks(session)
+            if t.get("status") in ("pending", "in_progress") and isinstance(t.get("title"), str)
+        ]
         blocked = set(blockers_facts(self.project_dir, session, self.settings).get("blockedTasks", []))
         return [t for t in dict.fromkeys(tasks) if t not in blocked]
 
@@ -257,8 +281,10 @@ class BlockerService:
             listed = "\n".join(f"{i}. {t}" for i, t in enumerate(tasks, 1))
             return f"\nNext available tasks:\n{listed}\nSwitch to the first one that does not depend on this blocker."
         if entry["blocks_progress"]:
-            return ("\nNo other task is known. Continue with any work not blocked by this; if every remaining task "
-                    "is blocked, stop and summarise the open blockers in your stop message.")
+            return (
+                "\nNo other task is known. Continue with any work not blocked by this; if every remaining task "
+                "is blocked, stop and summarise the open blockers in your stop message."
+            )
         return " Continue with the current task."
 
     def _record_ledger(self, session: str, extra: dict[str, Any] | None = None) -> None:
@@ -292,8 +318,10 @@ class BlockerService:
             declared = declare_session_facts(self.project_dir, session, fields)
         except OSError as exc:
             return Reply(False, f"could not write the session state: {exc.strerror or exc}", {"error": str(exc)})
-        text = (f"Declared for session {session}: {', '.join(sorted(fields)) or '(nothing)'}. A stop now would be "
-                f"{verdict.verdict}/{verdict.reason} (stop: {verdict.stop}): {verdict.message}")
+        text = (
+            f"Declared for session {session}: {', '.join(sorted(fields)) or '(nothing)'}. A stop now would be "
+            f"{verdict.verdict}/{verdict.reason} (stop: {verdict.stop}): {verdict.message}"
+        )
         return Reply(True, text, {"session": session, "facts": declared, "verdict": verdict.to_dict()})
 
     # ------------------------------------------------------------ blocked_report
@@ -329,8 +357,12 @@ class BlockerService:
         self._record_ledger(session, {FIELDS["blocked_report"]: report})
         if self.mirror is not None:
             self.mirror(self, "report", {**meta, "report": report})
-        return Reply(True, f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
-                     f"`stoprule report show {task}`.", {"task_id": task, "file": rel})  # fmt: skip
+        return Reply(
+            True,
+            f"✓ Blocked report for task {task} saved to {rel}; the user will see it with "
+            f"`stoprule report show {task}`.",
+            {"task_id": task, "file": rel},
+        )
 
     # ------------------------------------------------------------ resolve (a user action)
 
@@ -361,11 +393,16 @@ class BlockerService:
         open_ = [b.to_dict() for b in items if b.open]
         resolved = [b.to_dict() for b in items if not b.open]
         lines = [f"Open blockers ({len(open_)}):"]
-        lines += [f"  [ ] {b['id']} [{b['category']}] {b['question']}"
-                  + (" (blocks progress)" if b["blocksProgress"] else "") for b in open_]  # fmt: skip
+        lines += [
+            f"  [ ] {b['id']} [{b['category']}] {b['question']}" + (" (blocks progress)" if b["blocksProgress"] else "")
+            for b in open_
+        ]
         lines.append(f"Resolved blockers ({len(resolved)}):")
-        lines += [f"  [x] {b['id']} [{b['category']}] {b['question']}"
-                  + (f" → {b['chosenOption']}" if b.get("chosenOption") else "") for b in resolved]  # fmt: skip
+        lines += [
+            f"  [x] {b['id']} [{b['category']}] {b['question']}"
+            + (f" → {b['chosenOption']}" if b.get("chosenOption") else "")
+            for b in resolved
+        ]
         scope = "all sessions" if every else session
         return Reply(True, "\n".join(lines), {"session": scope, "open": open_, "resolved": resolved})
 

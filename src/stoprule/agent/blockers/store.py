@@ -114,11 +114,21 @@ class Blocker:
 
     def record(self) -> dict[str, Any]:
         return {
-            "op": "add", "id": self.id, "session": self.session, "at": self.at, "ts": self.ts, "hash": self.hash,
-            "category": self.category, "soft": self.soft, "question": self.question, "context": self.context,
-            "blocksProgress": self.blocksProgress, "options": self.options, "chosenOption": self.chosenOption,
+            "op": "add",
+            "id": self.id,
+            "session": self.session,
+            "at": self.at,
+            "ts": self.ts,
+            "hash": self.hash,
+            "category": self.category,
+            "soft": self.soft,
+            "question": self.question,
+            "context": self.context,
+            "blocksProgress": self.blocksProgress,
+            "options": self.options,
+            "chosenOption": self.chosenOption,
             "chosenReasoning": self.chosenReasoning,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -213,14 +223,20 @@ def _parse(lines: Iterable[str], notes: dict[str, int] | None = None) -> list[Bl
             try:
                 options = rec.get("options") or []
                 found[clean(rec["id"])] = Blocker(
-                    id=clean(rec["id"]), session=_text(rec.get("session")), at=_text(rec.get("at")),
-                    ts=float(rec.get("ts") or 0), hash=_text(rec.get("hash")), category=_text(rec.get("category")),
-                    soft=rec.get("soft") is True, question=_text(rec.get("question")),
-                    context=_text(rec.get("context")), blocksProgress=rec.get("blocksProgress") is True,
+                    id=clean(rec["id"]),
+                    session=_text(rec.get("session")),
+                    at=_text(rec.get("at")),
+                    ts=float(rec.get("ts") or 0),
+                    hash=_text(rec.get("hash")),
+                    category=_text(rec.get("category")),
+                    soft=rec.get("soft") is True,
+                    question=_text(rec.get("question")),
+                    context=_text(rec.get("context")),
+                    blocksProgress=rec.get("blocksProgress") is True,
                     options=[_text(o) for o in options] if isinstance(options, list) else [],
                     chosenOption=_opt_text(rec.get("chosenOption")),
                     chosenReasoning=_opt_text(rec.get("chosenReasoning")),
-                )  # fmt: skip
+                )
             except (TypeError, ValueError, OverflowError):
                 skip("a malformed entry")
                 continue
@@ -254,9 +270,18 @@ class BlockerStore:
         if os.path.commonpath([root, target]) != root or target == root:
             name = config_file or os.path.join(self.project_dir, ".stoprule", "config.yaml")
             raise ConfigError(
-                [Diagnostic(name, 1, 1, codes.CONFIG_INVALID, f"the blockers file {rel!r} resolves to {target}, "
-                            f"outside the project {root} (a '..' step or a symlink out)", "blockers.file")]
-            )  # fmt: skip
+                [
+                    Diagnostic(
+                        name,
+                        1,
+                        1,
+                        codes.CONFIG_INVALID,
+                        f"the blockers file {rel!r} resolves to {target}, "
+                        f"outside the project {root} (a '..' step or a symlink out)",
+                        "blockers.file",
+                    )
+                ]
+            )
         return target
 
     def enabled(self) -> bool:
@@ -363,8 +388,11 @@ class BlockerStore:
         groups = ((self.dir, "blockers-", ".jsonl"), (md_dir, md_name + "-", ext or ".md"))
         for folder, prefix, suffix in groups:
             with suppress(OSError):
-                names = sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(suffix)
-                               and n[len(prefix) : len(prefix) + 8].isdigit())  # fmt: skip
+                names = sorted(
+                    n
+                    for n in os.listdir(folder)
+                    if n.startswith(prefix) and n.endswith(suffix) and n[len(prefix) : len(prefix) + 8].isdigit()
+                )
                 for n in names[:-MAX_ROTATED]:
                     os.unlink(os.path.join(folder, n))
 
@@ -395,10 +423,20 @@ class BlockerStore:
                 return AddResult("limit", None, count)
             blockers = self._rotate_if_due(blockers)
             new = Blocker(
-                id="b-" + secrets.token_hex(4), session=session, at=at, ts=ts, hash=h, category=category, soft=soft,
-                question=question, context=context, blocksProgress=bool(blocks_progress) and not soft,
-                options=list(options or []), chosenOption=chosen_option, chosenReasoning=chosen_reasoning,
-            )  # fmt: skip
+                id="b-" + secrets.token_hex(4),
+                session=session,
+                at=at,
+                ts=ts,
+                hash=h,
+                category=category,
+                soft=soft,
+                question=question,
+                context=context,
+                blocksProgress=bool(blocks_progress) and not soft,
+                options=list(options or []),
+                chosenOption=chosen_option,
+                chosenReasoning=chosen_reasoning,
+            )
             if soft:
                 new.resolved_at = at
             self._append([new.record()])

@@ -63,8 +63,12 @@ def render_permission(harness: str, message: str | None) -> dict[str, Any] | Non
     if message is None:
         return {} if harness in ("copilot", "opencode", "gemini", "cursor") else None
     if harness in ("claude-code", "codex"):
-        return {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                       "decision": {"behavior": "deny", "message": message}}}  # fmt: skip
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": message},
+            }
+        }
     if harness == "copilot":
         return {"behavior": "deny", "message": message}
     if harness == "opencode":

@@ -64,8 +64,9 @@ def _units(message: str) -> list[tuple[str, str]]:
                 units.append(("sentence", s.strip()))
 
     for block in re.split(r"\n\s*\n", text):
-        lines = [ln for ln in block.split("\n")
-                 if ln.strip() and not ln.lstrip().startswith(">") and not _TRAILER.match(ln)]  # fmt: skip
+        lines = [
+            ln for ln in block.split("\n") if ln.strip() and not ln.lstrip().startswith(">") and not _TRAILER.match(ln)
+        ]
         items: list[str] = []
         para: list[str] = []
         for line in lines:
@@ -127,11 +128,13 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
     list_questions: list[str] = []  # the questions among that list's items
     for kind, text in reversed(units):
         if kind == "list":
-            questions = [item for item in text.split("\n") if _any(asks, item)
-                         and not _any(rhetorical, item) and not _any(invitations, item)]  # fmt: skip
+            questions = [
+                item
+                for item in text.split("\n")
+                if _any(asks, item) and not _any(rhetorical, item) and not _any(invitations, item)
+            ]
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
-                return {"asked": True, "sentence": questions[0][:300],
-                        "why": "a list of questions to the user"}  # fmt: skip
+                return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
             listed, list_questions = text, questions if seen <= 1 else []
             continue
         if seen >= window:
@@ -140,8 +143,11 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
             listed, answered = None, False
             continue
         if _any(invitations, text):  # a politeness appendix: it does not use up the window
-            invitation = invitation or {"asked": False, "sentence": text[:300],
-                                        "why": "an open-ended invitation: nothing is pending"}  # fmt: skip
+            invitation = invitation or {
+                "asked": False,
+                "sentence": text[:300],
+                "why": "an open-ended invitation: nothing is pending",
+            }
             listed, answered = None, False
             continue
         last, introduces, was_answered = seen == 0, listed is not None, answered
@@ -150,12 +156,18 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
         if _any(requests, text):
             return {"asked": True, "sentence": text[:300], "why": "asks the user to decide, confirm or act"}
         if introduces and list_questions and _any(addressed, text):
-            return {"asked": True, "sentence": f"{text} {list_questions[0]}"[:300],
-                    "why": "asks the user the questions listed after it"}  # fmt: skip
+            return {
+                "asked": True,
+                "sentence": f"{text} {list_questions[0]}"[:300],
+                "why": "asks the user the questions listed after it",
+            }
         if not _any(asks, text):
             if introduces and text.rstrip().endswith((":", "：")) and _any(options, text):
-                return {"asked": True, "sentence": text[:300],
-                        "why": "asks the user to choose among the options after it"}  # fmt: skip
+                return {
+                    "asked": True,
+                    "sentence": text[:300],
+                    "why": "asks the user to choose among the options after it",
+                }
             continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"
@@ -163,8 +175,11 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
         if was_answered or _any(rhetorical, text):
             continue
         if _any(addressed, text):
-            return {"asked": True, "sentence": text[:300],
-                    "why": "a question to the user, followed only by its rationale, options or plan"}  # fmt: skip
+            return {
+                "asked": True,
+                "sentence": text[:300],
+                "why": "a question to the user, followed only by its rationale, options or plan",
+            }
     return invitation
 
 

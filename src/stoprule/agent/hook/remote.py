@@ -33,8 +33,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["DEFAULT_TOKEN_ENV", "Mirror", "Remote", "RemoteError", "attach_mirror", "ndjson_chunks",
-           "project_remote", "verdict_from_envelope"]
+__all__ = [
+    "DEFAULT_TOKEN_ENV",
+    "Mirror",
+    "Remote",
+    "RemoteError",
+    "attach_mirror",
+    "ndjson_chunks",
+    "project_remote",
+    "verdict_from_envelope",
+]
 
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
 

@@ -147,9 +147,12 @@ def _stateless_guard(event: HookEvent, decision: Decision, cap: int, entry: dict
         repeat = bool(event.flag_known and event.stop_hook_active)
     entry["loop"] = {"blocks_before": None, "cap": cap, "capped": decision.block and repeat, "stateless": True}
     if decision.block and repeat:
-        return Decision(False, notice=f"stoprule allowed this stop: the session state cannot be written "
-                        f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
-                        f"{decision.message}")  # fmt: skip
+        return Decision(
+            False,
+            notice=f"stoprule allowed this stop: the session state cannot be written "
+            f"({why[:200]}) and this stop already follows a block; the agent did not act on: "
+            f"{decision.message}",
+        )
     return decision
 
 
@@ -222,9 +225,16 @@ class _Stop:
 
 
 def _decide(
-    st: _Stop, mod: Any, data: bytes, entry: dict[str, Any], cwd: str | None, env: Mapping[str, str],
-    policy: str | None, t0: float, server: str | None,
-) -> Decision:  # fmt: skip
+    st: _Stop,
+    mod: Any,
+    data: bytes,
+    entry: dict[str, Any],
+    cwd: str | None,
+    env: Mapping[str, str],
+    policy: str | None,
+    t0: float,
+    server: str | None,
+) -> Decision:
     st.home = user_state_dir(env)
     payload_error: BaseException | None = None
     try:
@@ -344,9 +354,14 @@ def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str
         parts.append(f"open blockers ({'; '.join(questions)})")
     ignored = [c for c in prov.conflicts if c.get("declared")]
     if ignored:
-        parts.append("declarations ignored over what was observed: " + ", ".join(
-            f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
-            f"{json.dumps(c['kept']['value'])[:60]})" for c in ignored[:5]))  # fmt: skip
+        parts.append(
+            "declarations ignored over what was observed: "
+            + ", ".join(
+                f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+                f"{json.dumps(c['kept']['value'])[:60]})"
+                for c in ignored[:5]
+            )
+        )
     return ("stoprule: the gate saw " + "; ".join(parts)) if parts else None
 
 
@@ -354,16 +369,22 @@ def name_attempts(decision: Decision, attempts: list[str]) -> Decision:
     """The decision with the agent's refused attempts named: to the user (the notice, shown where
     the harness has a user channel) and, on a block, to the agent (its instruction says so too)."""
     shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
-    text = (f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
-            f"the harness's hooks since the last stop: {shown}")  # fmt: skip
+    text = (
+        f"stoprule refused {len(attempts)} attempt(s) by the agent to change stoprule's settings, state or "
+        f"the harness's hooks since the last stop: {shown}"
+    )
     notice = f"{decision.notice}\n{text}" if decision.notice else text
-    message = f"{decision.message}\n\n({text}. The user is told.)" if decision.block and decision.message else \
-        decision.message  # fmt: skip
+    message = (
+        f"{decision.message}\n\n({text}. The user is told.)"
+        if decision.block and decision.message
+        else decision.message
+    )
     return Decision(decision.block, message, notice)
 
 
-def _frozen_session(st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str,
-                    pack: str, *, explicit: bool) -> str | None:  # fmt: skip
+def _frozen_session(
+    st: _Stop, event: HookEvent, env: Mapping[str, str], rec: dict[str, Any], workdir: str, pack: str, *, explicit: bool
+) -> str | None:
     """Freeze the session at its first stop when its start did not (:mod:`stoprule.agent.hook.frozen`),
     else journal what changed since, once each; the frozen pack copy to decide with (None: the
     selected one, ``--policy`` given or no copy)."""
@@ -413,8 +434,12 @@ def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
         safe: dict[str, Any] = redact_obj(clean_obj(entry))
         return safe
     except Exception as exc:  # noqa: BLE001
-        return {"ts": entry.get("ts"), "harness": entry.get("harness"), "decision": entry.get("decision"),
-                "log_error": f"{type(exc).__name__}"}  # fmt: skip
+        return {
+            "ts": entry.get("ts"),
+            "harness": entry.get("harness"),
+            "decision": entry.get("decision"),
+            "log_error": f"{type(exc).__name__}",
+        }
 
 
 def decision_of(verdict: Verdict) -> Decision:

@@ -53,7 +53,6 @@ __all__ = [
 ]
 
 
-
 class StateError(AgentError, ValueError):
     """A state file that cannot be read or written (the message names it)."""
 
@@ -142,9 +141,10 @@ def declare_facts(project: str, session: str | None, fields: Mapping[str, Any]) 
 def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = None) -> dict[str, Any]:
     """Drop ``keys`` (None: every fact) from the session's declared facts; returns what is left."""
     drop = None if keys is None else set(keys)
-    return _change(facts_file(project, session), lambda cur: {} if drop is None else {
-        k: v for k, v in cur.items() if k not in drop
-    })  # fmt: skip
+    return _change(
+        facts_file(project, session),
+        lambda cur: {} if drop is None else {k: v for k, v in cur.items() if k not in drop},
+    )
 
 
 def read_facts(

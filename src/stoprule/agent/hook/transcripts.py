@@ -61,32 +61,100 @@ _ASSISTANT = _kv(b"type", b'"assistant"')
 _GEMINI = _kv(b"type", b'"gemini"')
 _IS_ERROR = _kv(b"is_error", b"true")
 # Claude Code user lines that are not a human prompt
-_NOT_PROMPT = ("[Request interrupted by user", "<command-name>", "<command-message>", "<command-args>",
-               "<local-command-stdout>", "<local-command-stderr>", "Caveat: The messages below were generated",
-               "<bash-input>", "<bash-stdout>", "<bash-stderr>", "<task-notification>")
+_NOT_PROMPT = (
+    "[Request interrupted by user",
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "Caveat: The messages below were generated",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+)
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
 _SWITCH = re.compile(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
 # Claude Code's built-in slash commands: run locally, not a prompt to the model (a custom command is one)
-_LOCAL_COMMANDS = frozenset({
-    "/clear", "/compact", "/model", "/help", "/cost", "/exit", "/quit", "/config", "/status", "/memory", "/login",
-    "/logout", "/doctor", "/permissions", "/hooks", "/mcp", "/agents", "/resume", "/context", "/usage", "/vim",
-    "/theme", "/terminal-setup", "/ide", "/add-dir", "/export", "/rewind", "/todos", "/bashes", "/statusline",
-    "/output-style", "/privacy-settings", "/release-notes", "/upgrade", "/feedback", "/bug", "/tasks", "/plugin",
-})  # fmt: skip
+_LOCAL_COMMANDS = frozenset(
+    {
+        "/clear",
+        "/compact",
+        "/model",
+        "/help",
+        "/cost",
+        "/exit",
+        "/quit",
+        "/config",
+        "/status",
+        "/memory",
+        "/login",
+        "/logout",
+        "/doctor",
+        "/permissions",
+        "/hooks",
+        "/mcp",
+        "/agents",
+        "/resume",
+        "/context",
+        "/usage",
+        "/vim",
+        "/theme",
+        "/terminal-setup",
+        "/ide",
+        "/add-dir",
+        "/export",
+        "/rewind",
+        "/todos",
+        "/bashes",
+        "/statusline",
+        "/output-style",
+        "/privacy-settings",
+        "/release-notes",
+        "/upgrade",
+        "/feedback",
+        "/bug",
+        "/tasks",
+        "/plugin",
+    }
+)
 _COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _OPEN = ("pending", "in_progress")
 
 
 # Claude Code line types that carry nothing the stop decision reads (seen in 2.1.332's transcripts)
 # Codex user messages that are context the harness adds, not the user's prompt
-_CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<hook_prompt",
-                  "<user_shell_command>", "<permissions instructions>", "<collaboration_mode>")
-_CLAUDE_OTHER = frozenset({
-    "system", "summary", "attachment", "file-history-snapshot", "progress", "queue-operation", "atis-latch",
-    "api-request", "api-request-shape", "api-request-blob", "tools-used", "last-prompt", "cost-state", None,
-})  # fmt: skip
+_CODEX_CONTEXT = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md",
+    "<turn_aborted>",
+    "<hook_prompt",
+    "<user_shell_command>",
+    "<permissions instructions>",
+    "<collaboration_mode>",
+)
+_CLAUDE_OTHER = frozenset(
+    {
+        "system",
+        "summary",
+        "attachment",
+        "file-history-snapshot",
+        "progress",
+        "queue-operation",
+        "atis-latch",
+        "api-request",
+        "api-request-shape",
+        "api-request-blob",
+        "tools-used",
+        "last-prompt",
+        "cost-state",
+        None,
+    }
+)
 
 
 def _status(value: Any) -> str:
@@ -199,13 +267,30 @@ class Scan:
                 return b'"text"' in line or b'"tool_use"' in line
             return False
         if self.fmt == "codex":
-            return any(k in line for k in (b"turn_context", b"function_call", b"exec_command_end", b'"assistant"',
-                                           b"session_meta", b'"user"'))  # fmt: skip
+            return any(
+                k in line
+                for k in (
+                    b"turn_context",
+                    b"function_call",
+                    b"exec_command_end",
+                    b'"assistant"',
+                    b"session_meta",
+                    b'"user"',
+                )
+            )
         if self.fmt == "gemini":
             return _USER.search(line) is not None or _GEMINI.search(line) is not None
         if self.fmt == "copilot":
-            return any(k in line for k in (b'"user.message"', b'"assistant.message"', b'"tool.execution_complete"',
-                                           b'"hook.end"', b'"session.start"'))  # fmt: skip
+            return any(
+                k in line
+                for k in (
+                    b'"user.message"',
+                    b'"assistant.message"',
+                    b'"tool.execution_complete"',
+                    b'"hook.end"',
+                    b'"session.start"',
+                )
+            )
         return True
 
     def _prompt(self, text: Any) -> None:
@@ -241,8 +326,9 @@ class Scan:
         if not isinstance(items, list):
             return
         # kept until the call's result: a todo call the harness refused leaves the list as it was
-        self.todo_undo = {call_id: {"tasks": self.tasks, "partial": self.partial_tasks}} if isinstance(call_id, str) \
-            else {}  # fmt: skip
+        self.todo_undo = (
+            {call_id: {"tasks": self.tasks, "partial": self.partial_tasks}} if isinstance(call_id, str) else {}
+        )
         self.tasks = [
             {"id": None, "title": _title(t, *title_keys), "status": _status(t.get("status"))}
             for t in items
@@ -320,8 +406,9 @@ class Scan:
         if name == "TodoWrite":
             self._set_tasks(inp.get("todos"), "content", "activeForm", call_id=tid)
         elif name == "TaskCreate":
-            self.tasks.append({"id": None, "title": _title(inp, "subject", "description", "activeForm"),
-                               "status": "pending"})  # fmt: skip
+            self.tasks.append(
+                {"id": None, "title": _title(inp, "subject", "description", "activeForm"), "status": "pending"}
+            )
             if isinstance(tid, str):
                 self.pending[tid] = len(self.tasks) - 1
         elif name == "TaskUpdate":
@@ -461,8 +548,11 @@ class Scan:
             parts = content if isinstance(content, list) else []
             if parts and all(isinstance(p, dict) and "text" not in p for p in parts):
                 return
-            self._prompt(content if isinstance(content, str) else
-                         "\n".join(p.get("text", "") for p in parts if isinstance(p, dict)))  # fmt: skip
+            self._prompt(
+                content
+                if isinstance(content, str)
+                else "\n".join(p.get("text", "") for p in parts if isinstance(p, dict))
+            )
             self._turn()
         elif kind == "gemini":
             content = obj.get("content")
@@ -573,8 +663,9 @@ class Scan:
                     if isinstance(item.get("content"), str):
                         by_id[key]["title"] = item["content"]
                 else:
-                    self.tasks.append({"id": key, "title": _title(item, "content"),
-                                       "status": _status(item.get("status"))})  # fmt: skip
+                    self.tasks.append(
+                        {"id": key, "title": _title(item, "content"), "status": _status(item.get("status"))}
+                    )
             return
         self._set_tasks(todos, "content")
         for task, item in zip(self.tasks, [t for t in todos if isinstance(t, dict)], strict=False):

@@ -30,8 +30,9 @@ def as_int(value: Any) -> int | None:
 def foreign_shape(payload: dict[str, Any]) -> str | None:
     """The harness whose stop payload this is, when it is not Claude Code's or Codex's shape:
     Cursor and Copilot also run ``.claude/settings.json`` hooks."""
-    if "conversation_id" in payload and any(k in payload for k in ("workspace_roots", "cursor_version",
-                                                                    "loop_count", "generation_id")):  # fmt: skip
+    if "conversation_id" in payload and any(
+        k in payload for k in ("workspace_roots", "cursor_version", "loop_count", "generation_id")
+    ):
         return "cursor"
     copilot_keys = ("stopReason", "transcriptPath", "timestamp", "stopHookActive")
     if "sessionId" in payload and "session_id" not in payload and any(k in payload for k in copilot_keys):

@@ -114,8 +114,9 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
             failures.append(f"{name}: took {spent * 1000:.0f} ms, over its {budget * 1000:.0f} ms")
         results.append((name, obs, notes))
     if failures:
-        raise ObservationFailed("could not observe (" + "; ".join(failures)[:1000] + "): the stop is not decided "
-                                "on what is missing")  # fmt: skip
+        raise ObservationFailed(
+            "could not observe (" + "; ".join(failures)[:1000] + "): the stop is not decided on what is missing"
+        )
     fields = ctx.settings.get("fields", {})
     fact, prov = merge(results, fields)
     prov.timings_ms = timings
@@ -124,8 +125,9 @@ def gather(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], Provenance]:
     return fact, prov
 
 
-def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent,
-                  ctx: Context) -> None:  # fmt: skip
+def _session_mode(
+    fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None], event: HookEvent, ctx: Context
+) -> None:
     """``sessionMode`` and where it came from; what the harness, the config or the user's switch
     says beats a declared value (the agent can declare facts; it cannot make itself attended)."""
     from stoprule.agent.hook.mode import resolve
@@ -138,8 +140,13 @@ def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
     mode, source = resolve(event.harness, event.raw, ctx.env, ctx.mode_setting, scan)
     if target in fact and fact[target] != mode:
         kept = prov.fields.get(target, {})
-        prov.conflicts.append({"field": target, "kept": {"provider": "session", "value": mode},
-                               "ignored": {"provider": kept.get("provider"), "value": fact[target]}})  # fmt: skip
+        prov.conflicts.append(
+            {
+                "field": target,
+                "kept": {"provider": "session", "value": mode},
+                "ignored": {"provider": kept.get("provider"), "value": fact[target]},
+            }
+        )
     fact[target] = mode
     prov.fields[target] = {"provider": "session", "key": "mode", "value": mode, "source": source}
 
@@ -147,8 +154,9 @@ def _session_mode(fact: dict[str, Any], prov: Provenance, fields: dict[str, str 
 def _skip_blocked(fact: dict[str, Any], prov: Provenance, fields: dict[str, str | None]) -> None:
     """Tasks an open progress-blocking blocker is about are never offered as the next task:
     they leave the available tasks (noted in the provenance)."""
-    blocked = next((o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"),
-                   None)  # fmt: skip
+    blocked = next(
+        (o["value"] for o in prov.observed if o["provider"] == "blockers" and o["key"] == "blocked_tasks"), None
+    )
     target = fields.get("transcript.available_tasks")
     if not blocked or not target or not isinstance(fact.get(target), list):
         return
@@ -182,12 +190,14 @@ def merge(
             if target in fact:
                 if fact[target] != value:
                     kept = prov.fields[target]
-                    prov.conflicts.append({
-                        "field": target,
-                        "kept": {"provider": kept["provider"], "value": kept["value"]},
-                        "ignored": {"provider": name, "key": key, "value": value},
-                        **({"declared": True} if name in DECLARING and kept["provider"] not in DECLARING else {}),
-                    })  # fmt: skip
+                    prov.conflicts.append(
+                        {
+                            "field": target,
+                            "kept": {"provider": kept["provider"], "value": kept["value"]},
+                            "ignored": {"provider": name, "key": key, "value": value},
+                            **({"declared": True} if name in DECLARING and kept["provider"] not in DECLARING else {}),
+                        }
+                    )
                 continue
             fact[target] = value
             prov.fields[target] = {"provider": name, "key": key, "value": value}

@@ -29,6 +29,7 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
 
     from stoprule.agent.blockers.facts import blockers_facts
     from stoprule.agent.hook.providers._turn import fresh_turn
+
     cfg = ctx.blockers  # the config's validated section, cached with the hook's
     notes: list[str] = []  # damaged record lines, skipped
     obs = blockers_facts(os.path.dirname(ctx.project), event.session_id, SimpleNamespace(**cfg), notes)

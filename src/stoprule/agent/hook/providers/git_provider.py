@@ -97,12 +97,24 @@ def _git(root: str, args: list[str], timeout: float, ok: tuple[int, ...] = (0,))
     return out
 
 
-def _status(root: str, project: str | None, timeout: float,
-            blockers_file: str | None) -> tuple[str | None, list[str], list[str]]:  # fmt: skip
+def _status(
+    root: str, project: str | None, timeout: float, blockers_file: str | None
+) -> tuple[str | None, list[str], list[str]]:
     """``(branch, dirty paths, ignored paths)``: ignored files one by one, a folder an ignore
     pattern matches as itself (``node_modules/``, never its content)."""
-    out = _git(root, ["status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignored=matching",
-                      "--ignore-submodules=none"], timeout)  # fmt: skip
+    out = _git(
+        root,
+        [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--branch",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--ignore-submodules=none",
+        ],
+        timeout,
+    )
     entries = out.decode("utf-8", "replace").split("\0")
     branch = None
     if entries and entries[0].startswith("## "):
@@ -176,8 +188,9 @@ def _ignore_sources(root: str, timeout: float) -> dict[str, str]:
     found = [os.path.join(git_dir(root), "info", "exclude")]
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     found.append(os.path.join(xdg, "git", "ignore"))
-    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode("utf-8",
-                                                                                                      "replace")
+    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode(
+        "utf-8", "replace"
+    )
     if named.strip():
         found.append(os.path.normpath(os.path.join(root, os.path.expanduser(named.strip()))))
     return {p: _hash("", p) for p in found}
@@ -194,8 +207,13 @@ def _sources_of(root: str, paths: list[str], timeout: float) -> dict[str, str]:
         if m is not None:
             path = m.group(2)
             if path.startswith('"') and path.endswith('"'):  # quoted (unusual characters)
-                path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
-                    "latin-1").decode("utf-8", "replace")  # fmt: skip
+                path = (
+                    path[1:-1]
+                    .encode("latin-1", "backslashreplace")
+                    .decode("unicode_escape")
+                    .encode("latin-1")
+                    .decode("utf-8", "replace")
+                )
             found[path] = m.group(1)
     return found
 
@@ -232,18 +250,25 @@ def baseline(
     if root is None:
         return None
     _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
-    return {"root": root, "files": {p: _hash(root, p) for p in paths}, "ignored": ignored[:MAX_IGNORED],
-            "flagged": _flagged(root, timeout), "stashes": _stashes(root),
-            "ignore_sources": _ignore_sources(root, timeout)}  # fmt: skip
+    return {
+        "root": root,
+        "files": {p: _hash(root, p) for p in paths},
+        "ignored": ignored[:MAX_IGNORED],
+        "flagged": _flagged(root, timeout),
+        "stashes": _stashes(root),
+        "ignore_sources": _ignore_sources(root, timeout),
+    }
 
 
-def _hidden(root: str, base: dict[str, Any], paths: list[str], ignored: list[str],
-            timeout: float) -> list[tuple[str, str]]:  # fmt: skip
+def _hidden(
+    root: str, base: dict[str, Any], paths: list[str], ignored: list[str], timeout: float
+) -> list[tuple[str, str]]:
     """What the session hid from ``git status`` since its start: ``(path, how)``."""
     found: list[tuple[str, str]] = []
     before_flagged = set(base.get("flagged") or [])
-    found += [(p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout)
-              if p not in before_flagged]  # fmt: skip
+    found += [
+        (p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout) if p not in before_flagged
+    ]
     before_stashes = set(base.get("stashes") or [])
     for commit in _stashes(root):
         if commit not in before_stashes:

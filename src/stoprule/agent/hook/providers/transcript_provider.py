@@ -51,8 +51,10 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
             state, more = _read(path, fmt, state, ctx)
             notes = [n for n in notes if "incomplete" not in n] + more
         if _unsettled(state, notes, event):
-            notes.append(f"the transcript is still being written (waited {waited * 1000:.0f} ms): its last "
-                         "records may be missing, so the task list and the last message may be stale")  # fmt: skip
+            notes.append(
+                f"the transcript is still being written (waited {waited * 1000:.0f} ms): its last "
+                "records may be missing, so the task list and the last message may be stale"
+            )
         elif waited:
             notes.append(f"waited {waited * 1000:.0f} ms for the transcript's last records")
     except OSError as exc:
