@@ -1,50 +1,50 @@
-"""Cold start: ``stoprule eval`` of one fact and ``stoprule hook claude-code`` of one Stop
-payload as fresh processes, beside ``python -c pass``.
+"""Cold start: a stop decided by ``stoprule hook`` in a fresh process (Claude Code and Codex), the
+tool-call guard (when this stoprule has one), the resident mode, beside bare Python, ``python -S``,
+a minimal Python stop hook and hookify's stop hook.
 
-    python benchmarks/bench_coldstart.py [--runs 21] [--importtime-runs 5] [--no-hook]
+    python benchmarks/bench_coldstart.py [--runs 21] [--hookify PATH] [--phases N] [--importtime-runs N]
                                          [--cmd 'LABEL=COMMAND LINE' ...] [--only-cmd]
 
-Runs, round-robin (so machine noise spreads evenly), after one warm-up run each
-(the warm-up fills the compiled-pack and hook-config caches, in a private temp dir):
+The project is a scratch git repository with one commit, wired by ``stoprule init --harness
+claude-code`` and ``--harness codex`` (their ``.stoprule/config.yaml``: the ledger on, every
+provider), with the real transcripts recorded from those harnesses (tests/fixtures/hooks/*/recorded)
+and their last recorded Stop payload pointed at it. Every run is the same stop (a clean tree, the
+transcript's work done: allowed; what each row's last run decided is printed under the table), and
+does the same work: every provider, one ``git status``, the verdict, the journaled ledger write
+and its sync, the session record, the log line. Commands run round-robin (machine noise spreads
+over all of them), after one warm-up each (it fills the compiled-pack and settings caches, and
+bytecode: in a temp ``PYTHONPYCACHEPREFIX`` for the rows that honour it, in the tree's git-ignored
+``__pycache__`` for the wired ``-I`` commands, as an install leaves it):
 
-    bare      <venv>/bin/python -c pass
-    script    <venv>/bin/stoprule eval FACT.json       (the console script)
-    module    <venv>/bin/python -m stoprule eval FACT.json
-    hook      <venv>/bin/stoprule hook claude-code < PAYLOAD.json
+    bare       python -c pass                                   the floor: 1.0x
+    python -S  python -S -c pass                                without site (for information)
+    minimal    a Python hook: parse the payload, read the transcript's tail, one git status
+    hookify    hookify's stop hook with one rule (skipped when hookify is not found, see below)
+    stop cc    stoprule hook claude-code < payload   target: median wall <= 2.5x bare
+    stop codex stoprule hook codex < payload         target: median wall <= 2.5x bare
+               (both as init wired them: ``PYTHON -I -S .../stoprule/launch.py hook HARNESS``)
+    stop script the same stop through the console script (``bin/stoprule hook claude-code``)
+    guard      stoprule guard claude-code < a Bash PreToolUse payload (only when ``stoprule guard
+               --help`` exits 0; init's wiring where it has one)   target: <= 2x bare
+    resident   the wired stop hook answered by a resident process started for the run
+               (``stoprule resident serve``)          aim: near 1x bare
 
-The hook runs as it does in a project wired by ``stoprule init --harness claude-code``:
-``.stoprule/config.yaml`` as init writes it (ledger on, every provider), a git repository
-with a commit, a small transcript, and a Claude Code Stop payload naming them (session id,
-prompt id, cwd, transcript_path, stop_hook_active, last_assistant_message). Every run is
-the same stop of the same session and turn (after ``loop_cap`` blocks the loop guard
-allows it; the work per run is the same: providers, git status, verdict, ledger append,
-session record, log line). ``--no-hook`` leaves it out (also when git is missing).
+Ratios are of medians of the same run. Wall time is the target; the CPU time of the process (from
+``wait4``: the resident row's does not include the resident process's work) is printed beside it.
+The load average is printed before and after: on a shared machine, quote both.
 
-Reports the median wall time and the median CPU time (user+sys of the child,
-from wait4) of each, and the difference to bare Python (target: <= 30 ms).
+hookify (Anthropic's Claude Code plugin, Python, not part of stoprule) is looked for in ``--hookify
+PATH`` or ``$STOPRULE_BENCH_HOOKIFY`` (the plugin's folder, or a clone or mirror of the
+repository holding ``plugins/hookify``, read with ``git archive``), else in ``~/.claude/plugins``;
+it is copied into the temp folder and run as Claude Code runs it (``python3
+${CLAUDE_PLUGIN_ROOT}/hooks/stop.py``, here with the venv's Python) with one enabled stop rule.
 
-Two environments are measured:
-
-    pyc       PYTHONDONTWRITEBYTECODE unset and PYTHONPYCACHEPREFIX=<tmp>: bytecode is
-              cached in a temp dir (nothing is written into the repo). This is what an
-              install gives (pip compiles bytecode; for an editable install see
-              benchmarks/README.md): the target is judged here.
-    as-is     the environment as inherited, for information only: with
-              PYTHONDONTWRITEBYTECODE=1 and no bytecode in src/, every start compiles the
-              modules from source (a figure that follows the machine's load, not stoprule)
-
-The verdict is given on both the wall and the CPU difference: on a loaded machine
-wall time includes waiting for a core, CPU time does not.
-
-``--cmd 'LABEL=COMMAND LINE'`` (repeatable) times any other command line the same way
-(``{python}``, ``{stoprule}``, ``{fact}`` and ``{payload}`` are replaced by the venv's python,
-the console script, the fact file and the hook's Stop payload; ``< FILE`` at the end feeds
-FILE on stdin), e.g. ``--cmd 'hookfact={stoprule} hook claude-code < {fact}'``;
-``--only-cmd`` times only those (beside bare Python).
-
-Also: a few runs with STOPRULE_NO_CACHE=1 (a cache miss: YAML + pydantic + compile),
-and ``python -X importtime -m stoprule eval FACT.json`` (and ``hook claude-code``): the
-top 15 imports by cumulative time (median over --importtime-runs runs).
+``--phases N``: where one stop's time goes, in process (N fresh processes, medians): imports, the
+settings, the pack, each provider, the evaluation, the loop guard's record, the ledger write, the
+log. ``--importtime-runs N``: the top imports of ``python -X importtime`` (N runs).
+``--cmd 'LABEL=COMMAND LINE'`` times any other command line the same way (``{python}``,
+``{stoprule}``, ``{payload}`` replaced; ``< FILE`` at the end feeds FILE on stdin); ``--only-cmd``
+times only those beside bare Python.
 """
 
 from __future__ import annotations
@@ -62,13 +62,98 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from _common import tree_state  # noqa: E402
 
-from facts import generate  # noqa: E402
+STOP_TARGET = 2.5
+GUARD_TARGET = 2.0
+RECORDED = REPO / "tests" / "fixtures" / "hooks"
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
 
-TARGET_MS = 30.0
+MINIMAL_HOOK = """\
+import json, subprocess, sys
+payload = json.load(sys.stdin)
+with open(payload["transcript_path"], "rb") as fh:
+    fh.seek(0, 2)
+    fh.seek(max(0, fh.tell() - 65536))
+    tail = fh.read().splitlines()[-20:]
+status = subprocess.run(["git", "-C", payload["cwd"], "status", "--porcelain=v1", "-z"], capture_output=True)
+print(json.dumps({}))
+"""
+
+HOOKIFY_RULE = """\
+---
+name: require-tests-run
+enabled: true
+event: stop
+action: block
+conditions:
+  - field: transcript
+    operator: not_contains
+    pattern: npm test|pytest|cargo test
+---
+
+**Tests not detected in transcript!** Run the tests before stopping.
+"""
+
+# one stop in process, timed by phase (run by --phases in fresh interpreters): the functions the
+# stop calls are wrapped, each phase's wall and CPU time printed as JSON
+PHASES = r"""
+import time
+w0, c0 = time.perf_counter(), time.process_time()
+import io, json, re, sys
+out = {"imports: json and re (the standard library's)":
+       [(time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000]}
+def add(name, w, c):
+    a = out.setdefault(name, [0.0, 0.0])
+    a[0] += (time.perf_counter() - w) * 1000
+    a[1] += (time.process_time() - c) * 1000
+def wrap(mod, name, label):
+    f = getattr(mod, name, None)
+    if f is None:
+        return
+    def g(*a, **k):
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            add(label, w, c)
+    setattr(mod, name, g)
+w, c = time.perf_counter(), time.process_time()
+import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd
+import stoprule.agent.hook.runner as runner, stoprule.agent.hook.providers as providers
+import stoprule.engine.packs as packs, stoprule.engine.evaluator as evaluator, stoprule._util.redact as redact
+add("imports: stoprule's (the stop's modules)", w, c)
+wrap(runner, "hook_settings", "settings (config, cached)")
+wrap(packs, "load_policy", "pack (cache check, load, evaluator)")
+wrap(runner, "_apply_guard", "loop guard (session record)")
+wrap(hook_cmd, "record", "ledger write")
+wrap(runner, "_safe_entry", "log line: redaction")
+wrap(runner, "_log", "log line: write")
+e = evaluator.Evaluator.evaluate
+def evaluate(self, *a, **k):
+    w, c = time.perf_counter(), time.process_time()
+    try:
+        return e(self, *a, **k)
+    finally:
+        add("evaluate (engine set-up, decision)", w, c)
+evaluator.Evaluator.evaluate = evaluate
+r = providers._run
+def run_provider(name, *a):
+    w, c = time.perf_counter(), time.process_time()
+    try:
+        return r(name, *a)
+    finally:
+        add(f"provider {name}", w, c)
+providers._run = run_provider
+w, c = time.perf_counter(), time.process_time()
+main.run(sys.argv[1:], sys.stdin.buffer, io.StringIO(), io.StringIO())
+add("the stop (after imports)", w, c)
+add("total (after the interpreter's start)", w0, c0)
+print(json.dumps(out))
+"""
 
 
 def venv_bin() -> Path:
@@ -76,70 +161,100 @@ def venv_bin() -> Path:
     here = Path(sys.executable).parent
     if (here / "stoprule").exists():
         return here
-    return HERE.parent / ".venv" / "bin"
+    return REPO / ".venv" / "bin"
 
 
-def _transcript(path: Path) -> None:
-    """A small Claude Code transcript: a prompt, a todo list, a failed tool result, a reply."""
-    env = {"sessionId": "bench-session", "cwd": "/bench", "version": "2.1.240", "isSidechain": False}
-    todos = [
-        {"content": "Write parser", "status": "completed", "activeForm": "Writing parser"},
-        {"content": "Write tests", "status": "completed", "activeForm": "Writing tests"},
-    ]
-    lines = [
-        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "Build the parser and its tests"}},
-        {"type": "assistant", "uuid": "u2", "message": {"id": "m1", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": todos}}]}},
-        {"type": "user", "uuid": "u3", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified successfully"}]}},
-        {"type": "assistant", "uuid": "u4", "message": {"id": "m2", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "pytest"}}]}},
-        {"type": "user", "uuid": "u5", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t2", "content": "4 passed", "is_error": False}]}},
-        {"type": "assistant", "uuid": "u6", "message": {"id": "m3", "role": "assistant", "content": [
-            {"type": "text", "text": "The parser and its tests are written; all tests pass."}]}},
-    ]  # fmt: skip
-    path.write_text("".join(json.dumps({**env, **line}) + "\n" for line in lines))
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (5 min: {five:.2f}) on {os.cpu_count()} cpus"
 
 
-def hook_project(tmp: Path, script: str, env: dict[str, str]) -> Path | None:
-    """A project wired as ``stoprule init --harness claude-code`` does, in a git repository with
-    one commit, and a Stop payload for it; returns the payload file (None without git)."""
+def _last_payload(harness: str) -> dict:
+    """The harness's last recorded Stop payload: its last message is the transcript's last text (an
+    earlier payload's is not, and the hook would wait for the transcript to catch up, as it does
+    for a harness still writing it: up to 0.3 s)."""
+    return json.loads((RECORDED / harness / "recorded" / "payloads.jsonl").read_text().splitlines()[-1])
+
+
+def make_project(tmp: Path, script: str, env: dict[str, str]) -> dict[str, Path]:
+    """The scratch project wired by ``stoprule init`` for Claude Code and Codex; the payload file of each."""
     proj = tmp / "proj"
     proj.mkdir()
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
-    try:
-        subprocess.run([*git, "init", "-q"], cwd=proj, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
+    subprocess.run([*GIT, "init", "-q"], cwd=proj, check=True, capture_output=True)
     (proj / "README.md").write_text("bench\n")
-    subprocess.run([script, "init", "--harness", "claude-code"], cwd=proj, env=env, check=True, capture_output=True)
-    subprocess.run([*git, "add", "-A"], cwd=proj, check=True, capture_output=True)
-    subprocess.run([*git, "commit", "-q", "-m", "init"], cwd=proj, check=True, capture_output=True)
-    _transcript(tmp / "transcript.jsonl")
-    payload = {
-        "session_id": "bench-session",
-        "prompt_id": "3f1c8a52-0d0e-4b59-9a55-2f6b1c0e7d11",
-        "transcript_path": str(tmp / "transcript.jsonl"),
-        "cwd": str(proj),
-        "permission_mode": "default",
-        "hook_event_name": "Stop",
-        "stop_hook_active": False,
-        "last_assistant_message": "The parser and its tests are written; all tests pass.",
-    }
-    path = tmp / "payload.json"
-    path.write_text(json.dumps(payload))
-    return path
+    for harness in ("claude-code", "codex"):
+        subprocess.run([script, "init", "--harness", harness], cwd=proj, env=env, check=True, capture_output=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=proj, check=True, capture_output=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "init"], cwd=proj, check=True, capture_output=True)
+    payloads = {}
+    for harness in ("claude-code", "codex"):
+        transcript = tmp / f"{harness}.jsonl"
+        shutil.copyfile(RECORDED / harness / "recorded" / "transcript.jsonl", transcript)
+        stop = dict(_last_payload(harness), cwd=str(proj), transcript_path=str(transcript))
+        payloads[harness] = tmp / f"{harness}-stop.json"
+        payloads[harness].write_text(json.dumps(stop))
+    guard = {"session_id": "bench", "transcript_path": str(tmp / "claude-code.jsonl"), "cwd": str(proj),
+             "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls -la"}}  # fmt: skip
+    payloads["guard"] = tmp / "guard.json"
+    payloads["guard"].write_text(json.dumps(guard))
+    payloads["project"] = proj
+    return payloads
 
 
-def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
-    """(wall seconds, child CPU seconds) of one run; fails loudly on exit code 2+.
+def wired_commands(project: Path) -> dict[str, list[str]]:
+    """The commands ``stoprule init`` wrote: each harness's stop hook, and the guard's
+    (``PreToolUse``) where init wires one."""
+    from stoprule.agent.hook.wiring import TARGETS, find_entry
+
+    out = {}
+    for harness in ("claude-code", "codex"):
+        t = TARGETS[harness]
+        config = json.loads(Path(t.path(str(project), False)).read_text())
+        command = find_entry(config, t)
+        assert command, f"init wired no stop hook for {harness}"
+        out[harness] = shlex.split(command)
+        for h in config.get("hooks", {}).get("PreToolUse", []):
+            for entry in h.get("hooks", [h]):
+                line = entry.get("command", "") if isinstance(entry, dict) else ""
+                if harness == "claude-code" and "guard" in line and "stoprule" in line:
+                    out["guard"] = shlex.split(line)
+    return out
+
+
+def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
+    """hookify's plugin folder copied to ``tmp/plugins/hookify`` (None, and why, when not found)."""
+    candidates = [given or os.environ.get("STOPRULE_BENCH_HOOKIFY") or ""]
+    candidates += [str(p) for p in sorted(Path.home().glob(".claude/plugins/**/hookify")) if p.is_dir()]
+    dest = tmp / "plugins" / "hookify"
+    for c in filter(None, candidates):
+        path = Path(c).expanduser()
+        if (path / "hooks" / "stop.py").exists():
+            shutil.copytree(path, dest)
+            return dest, str(path)
+        if (path / "plugins" / "hookify" / "hooks" / "stop.py").exists():
+            shutil.copytree(path / "plugins" / "hookify", dest)
+            return dest, str(path / "plugins" / "hookify")
+        sub = ["archive", "HEAD", "plugins/hookify"]
+        archive = subprocess.run(["git", f"--git-dir={path}", *sub], capture_output=True)
+        if archive.returncode != 0:
+            archive = subprocess.run(["git", "-C", str(path), *sub], capture_output=True)
+        if archive.returncode == 0 and archive.stdout:
+            out = tmp / "hookify-src"
+            out.mkdir()
+            subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+            shutil.copytree(out / "plugins" / "hookify", dest)
+            return dest, f"{path} (git archive HEAD plugins/hookify)"
+    return None, "not found (--hookify PATH or $STOPRULE_BENCH_HOOKIFY: its plugin folder, or a clone)"
+
+
+def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, bytes]:
+    """(wall seconds, child CPU seconds, standard error) of one run; fails loudly on exit code 2+.
     A command ending in ``<``, ``FILE`` reads FILE on stdin."""
     stdin_file = None
     if len(cmd) > 2 and cmd[-2] == "<":
         cmd, stdin_file = cmd[:-2], cmd[-1]
-    t0 = time.perf_counter()
     fin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL  # noqa: SIM115
+    t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -151,181 +266,210 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, floa
         p.stderr.close()
     if p.returncode not in (0, 1):
         raise SystemExit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')}")
-    return wall, ru.ru_utime + ru.ru_stime
+    return wall, ru.ru_utime + ru.ru_stime, err
 
 
-def measure(cmds: dict[str, list[str]], env: dict[str, str], cwd: str, runs: int) -> dict[str, tuple[list, list]]:
-    for cmd in cmds.values():  # warm-up: fills the compiled-pack cache (and the pyc cache)
+def measure(
+    cmds: dict[str, tuple[list[str], dict[str, str]]], cwd: str, runs: int
+) -> tuple[dict[str, tuple[list, list]], dict[str, str]]:
+    """The wall and CPU times of each command's runs, and what its last run said on stderr."""
+    for cmd, env in cmds.values():  # warm-up: the compiled-pack and settings caches, the bytecode
         run_once(cmd, env, cwd)
     out: dict[str, tuple[list, list]] = {k: ([], []) for k in cmds}
+    said: dict[str, str] = {}
     for _ in range(runs):
-        for name, cmd in cmds.items():
-            w, c = run_once(cmd, env, cwd)
+        for name, (cmd, env) in cmds.items():
+            w, c, err = run_once(cmd, env, cwd)
             out[name][0].append(w)
             out[name][1].append(c)
-    return out
+            said[name] = err.decode("utf-8", "replace")
+    return out, said
 
 
-def report(title: str, res: dict[str, tuple[list, list]], labels: dict[str, str]) -> dict[str, float]:
-    print(f"\n== {title}")
+def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: dict[str, float]) -> bool:
     med = {k: statistics.median(v[0]) * 1000 for k, v in res.items()}
     cpu = {k: statistics.median(v[1]) * 1000 for k, v in res.items()}
     base, base_cpu = med["bare"], cpu["bare"]
-    print(f"  {'command':<46} {'median wall':>12} {'vs bare':>9} {'median cpu':>11} {'vs bare':>9} {'min wall':>9}")
+    width = max(len(labels[k]) for k in res)
+    head = f"{'median wall':>11} {'/ bare':>7} {'min wall':>9} {'median cpu':>11} {'/ bare':>7}"
+    print(f"  {'command':<{width}} {head}  target (wall)")
+    met = True
     for k in res:
-        mn = min(res[k][0]) * 1000
+        ratio = med[k] / base
+        verdict = ""
+        if k in targets:
+            ok = ratio <= targets[k]
+            met &= ok
+            verdict = f"<= {targets[k]:g}x: {'MET' if ok else 'NOT MET'}"
         print(
-            f"  {labels[k]:<46} {med[k]:9.1f} ms {med[k] - base:+7.1f}ms {cpu[k]:8.1f} ms {cpu[k] - base_cpu:+7.1f}ms"
-            f" {mn:6.1f} ms"
+            f"  {labels[k]:<{width}} {med[k]:8.1f} ms {ratio:6.2f}x {min(res[k][0]) * 1000:6.1f} ms {cpu[k]:8.1f} ms "
+            f"{cpu[k] / base_cpu:6.2f}x  {verdict}"
         )
-    for k in res:
-        if k == "bare":
-            continue
-        d, dc = med[k] - base, cpu[k] - base_cpu
-        print(
-            f"  {labels[k]}: {d:+.1f} ms wall, {dc:+.1f} ms CPU above bare python -> target <= {TARGET_MS:.0f} ms:"
-            f" wall {'MET' if d <= TARGET_MS else 'NOT MET'}, CPU {'MET' if dc <= TARGET_MS else 'NOT MET'}"
-        )
-    return med
+    return met
 
 
-def importtime(
-    cmd: list[str], env: dict[str, str], cwd: str, runs: int, stdin_file: Path | None = None
-) -> dict[str, list[int]]:
-    """module -> cumulative microseconds per run (only modules seen in every run kept)."""
+def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
+    """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU)."""
+    acc: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(runs):
+        p = subprocess.run(
+            [cmd[0], "-c", PHASES, *cmd[1:]],
+            input=payload.read_bytes(),
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            check=True,
+        )
+        for name, (w, c) in json.loads(p.stdout.decode().splitlines()[-1]).items():
+            acc.setdefault(name, []).append((w, c))
+    print(f"\n== where one stop's time goes (in process; medians of {runs} fresh processes; load {_load()})")
+    print(f"  {'phase':<42} {'wall':>9} {'cpu':>9}")
+    for name, vals in acc.items():
+        wall, cpu = statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)
+        print(f"  {name:<42} {wall:6.2f} ms {cpu:6.2f} ms")
+
+
+def importtime(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
     per: dict[str, list[int]] = {}
     for _ in range(runs):
-        data = stdin_file.read_bytes() if stdin_file else None
-        p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, input=data)
-        p.stderr = p.stderr.decode(errors="replace")
-        if p.returncode not in (0, 1):
-            raise SystemExit(p.stderr)
-        for line in p.stderr.splitlines():
-            if not line.startswith("import time:") or "self [us]" in line:
-                continue
-            _self_us, cum_us, name = line[len("import time:") :].split("|", 2)
-            name = name.rstrip()[1:]  # keep the nesting indent: top-level imports have none
-            per.setdefault(name, []).append(int(cum_us))
-    return {k: v for k, v in per.items() if len(v) == runs}
-
-
-def print_importtime(
-    what: str,
-    cmd: list[str],
-    env_asis: dict[str, str],
-    env_pyc: dict[str, str],
-    cwd: str,
-    runs: int,
-    stdin_file: Path | None,
-) -> None:
-    """The top 15 imports of ``cmd`` by cumulative time, as-is and with bytecode cached."""
-    a = importtime(cmd, env_asis, cwd, runs, stdin_file)
-    b = importtime(cmd, env_pyc, cwd, runs, stdin_file)
-    print(f"\n== python -X importtime -m stoprule {what}: top 15 by cumulative time (median of {runs} runs, ms)")
-    print(f"  {'module':<40} {'as-is':>8} {'pyc':>8}")
-    top = sorted(a, key=lambda k: -statistics.median(a[k]))[:15]
-    for k in top:
-        mb = f"{statistics.median(b[k]) / 1000:8.1f}" if k in b else "       -"
-        print(f"  {k.strip():<40} {statistics.median(a[k]) / 1000:8.1f} {mb}")
-    roots_a = sum(statistics.median(v) for k, v in a.items() if not k.startswith(" "))
-    roots_b = sum(statistics.median(v) for k, v in b.items() if not k.startswith(" "))
-    print(f"  {'sum of top-level imports':<40} {roots_a / 1000:8.1f} {roots_b / 1000:8.1f}")
-    print(f"  modules imported: {len(b)}")
-    heavy = [m for m in ("yaml", "pydantic", "durable", "durable.lang") if m in {k.strip() for k in a}]
-    print(f"  heavy modules imported on the warm path: {heavy or 'none (no yaml, pydantic, durable.lang)'}")
+        p = subprocess.run(
+            [
+                cmd[0],
+                "-X",
+                "importtime",
+                "-c",
+                "import re, sys; from stoprule.cli.main import main; sys.exit(main())",
+                *cmd[1:],
+            ],
+            input=payload.read_bytes(),
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+        )
+        for line in p.stderr.decode(errors="replace").splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                _self, cum, name = line[len("import time:") :].split("|", 2)
+                per.setdefault(name.rstrip()[1:], []).append(int(cum))
+    both = {k: v for k, v in per.items() if len(v) == runs}
+    print(f"\n== python -X importtime, the stop's imports: top 15 by cumulative time (median of {runs} runs, ms)")
+    for k in sorted(both, key=lambda k: -statistics.median(both[k]))[:15]:
+        print(f"  {k.strip():<44} {statistics.median(both[k]) / 1000:7.2f}")
+    print(f"  modules imported: {len(both)} ({sum(1 for k in both if k.strip().startswith('stoprule'))} of stoprule)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21, help="timed runs per command (after one warm-up)")
-    ap.add_argument("--importtime-runs", type=int, default=5)
-    ap.add_argument("--nocache-runs", type=int, default=5)
+    ap.add_argument("--hookify", metavar="PATH", help="hookify's plugin folder, or a clone of its repository")
+    ap.add_argument("--phases", type=int, default=0, metavar="N", help="break one stop down by phase (N processes)")
+    ap.add_argument("--importtime-runs", type=int, default=0, metavar="N")
     ap.add_argument("--cmd", action="append", default=[], metavar="LABEL=COMMAND LINE", help="also time this")
     ap.add_argument("--only-cmd", action="store_true", help="time only the --cmd command lines (and bare python)")
-    ap.add_argument("--no-hook", action="store_true", help="do not time `stoprule hook claude-code`")
     args = ap.parse_args()
-    if args.runs < 15:
-        print("note: fewer than 15 runs requested")
 
     vb = venv_bin()
-    py = str(vb / "python")
-    script = str(vb / "stoprule")
+    py, script = str(vb / "python"), str(vb / "stoprule")
     tmp = Path(tempfile.mkdtemp(prefix="stoprule-coldstart-"))
+    server = None
     try:
-        fact = generate(1, seed=7)[0]
-        fact_path = tmp / "fact.json"
-        fact_path.write_text(json.dumps(fact))
-        cwd = str(tmp)  # no ./.stoprule/policies here: the bundled pack is selected
-        base_env = {k: v for k, v in os.environ.items() if k not in ("STOPRULE_POLICY", "STOPRULE_NO_CACHE")}
-        base_env["STOPRULE_CACHE_DIR"] = str(tmp / "cache")
-        env_asis = dict(base_env)
-        env_pyc = {k: v for k, v in base_env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env_pyc["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        base_env = {
+            k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
+        base_env.update(
+            STOPRULE_CACHE_DIR=str(tmp / "cache"),
+            PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
+            HOME=os.environ.get("HOME", str(tmp)),
+        )
+        (tmp / "run-none").mkdir(mode=0o700)
+        (tmp / "run-resident").mkdir(mode=0o700)
+        fresh = dict(base_env, XDG_RUNTIME_DIR=str(tmp / "run-none"))  # no resident process: decided in process
+        warm = dict(base_env, XDG_RUNTIME_DIR=str(tmp / "run-resident"))
+        files = make_project(tmp, script, fresh)
+        proj = str(files["project"])
+        minimal = tmp / "minimal_hook.py"
+        minimal.write_text(MINIMAL_HOOK)
 
-        payload = hook_project(tmp, script, env_pyc)
-        cmds = {
-            "bare": [py, "-c", "pass"],
-            "script": [script, "eval", str(fact_path)],
-            "module": [py, "-m", "stoprule", "eval", str(fact_path)],
-        }
-        labels = {
-            "bare": "python -c pass",
-            "script": "stoprule eval fact.json (console script)",
-            "module": "python -m stoprule eval fact.json",
-        }
-        if payload is not None and not args.no_hook:
-            cmds["hook"] = [script, "hook", "claude-code", "<", str(payload)]
-            labels["hook"] = "stoprule hook claude-code < payload.json"
-        if args.only_cmd:
-            cmds = {"bare": cmds["bare"]}
+        cmds: dict[str, tuple[list[str], dict[str, str]]] = {"bare": ([py, "-c", "pass"], fresh)}
+        labels = {"bare": "python -c pass"}
+        targets: dict[str, float] = {}
+        if not args.only_cmd:
+            cmds["nosite"] = ([py, "-S", "-c", "pass"], fresh)
+            labels["nosite"] = "python -S -c pass"
+            cmds["minimal"] = ([py, str(minimal), "<", str(files["claude-code"])], fresh)
+            labels["minimal"] = "minimal Python hook (payload, transcript tail, git status)"
+            hookify, where = find_hookify(args.hookify, tmp)
+            if hookify is not None:
+                (files["project"] / ".claude" / "hookify.require-tests.local.md").write_text(HOOKIFY_RULE)
+                for git in (["add", "-A"], ["commit", "-q", "-m", "hookify's rule"]):  # a clean tree, as before
+                    subprocess.run([*GIT, *git], cwd=proj, check=True, capture_output=True)
+                hk_env = dict(fresh, CLAUDE_PLUGIN_ROOT=str(hookify))
+                cmds["hookify"] = ([py, str(hookify / "hooks" / "stop.py"), "<", str(files["claude-code"])], hk_env)
+                labels["hookify"] = "hookify stop hook, one rule (python3 hooks/stop.py)"
+            wired = wired_commands(files["project"])
+            for harness, key in (("claude-code", "stop cc"), ("codex", "stop codex")):
+                cmds[key] = ([*wired[harness], "<", str(files[harness])], fresh)
+                labels[key] = f"stoprule hook {harness} < payload (fresh process, as init wired it)"
+                targets[key] = STOP_TARGET
+            cmds["stop script"] = ([script, "hook", "claude-code", "<", str(files["claude-code"])], fresh)
+            labels["stop script"] = "the same through the console script (bin/stoprule hook claude-code)"
+            has_guard = subprocess.run([script, "guard", "--help"], env=fresh, capture_output=True).returncode == 0
+            if has_guard:
+                launcher = wired["claude-code"][: wired["claude-code"].index("hook")]
+                guard = wired.get("guard") or [*launcher, "guard", "claude-code"]
+                cmds["guard"] = ([*guard, "<", str(files["guard"])], fresh)
+                labels["guard"] = "stoprule guard claude-code < Bash PreToolUse (as init wired it, else so)"
+                targets["guard"] = GUARD_TARGET
+            server = subprocess.Popen(
+                [py, "-I", "-m", "stoprule", "resident", "serve", "--idle", "600"],
+                env=warm,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            sock = tmp / "run-resident" / "stoprule" / "resident.sock"
+            deadline = time.monotonic() + 60
+            while not sock.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            # its own session: the frozen session holds the hook's XDG_* variables, and this one's differ
+            resident_stop = tmp / "claude-code-resident-stop.json"
+            payload = json.loads(files["claude-code"].read_text())
+            resident_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-resident")))
+            cmds["resident"] = ([*wired["claude-code"], "<", str(resident_stop)], warm)
+            labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
         for spec in args.cmd:
             label, _, line = spec.partition("=")
-            line = line.format(python=py, stoprule=script, fact=str(fact_path), payload=str(payload))
-            cmds[label] = shlex.split(line)
-            shown = line.replace(str(fact_path), "fact.json").replace(str(payload), "payload.json")
-            labels[label] = label + ": " + shown.replace(str(vb) + "/", "")
-        print(
-            f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; venv {vb}"
-        )
+            line = line.format(python=py, stoprule=script, payload=str(files["claude-code"]))
+            cmds[label] = (shlex.split(line), fresh)
+            labels[label] = label + ": " + line.replace(str(vb) + "/", "").replace(str(tmp) + "/", "")
+
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; venv {vb}")
         print(f"tree: {tree_state()}")
-        print(f"PYTHONDONTWRITEBYTECODE in the inherited environment: {os.environ.get('PYTHONDONTWRITEBYTECODE')!r}")
-        print(f"fact: {json.dumps(fact, sort_keys=True)[:160]}...")
-        if payload is None:
-            print("hook: not timed (git is not available to make the project)")
-        else:
-            print(f"hook payload: {payload.read_text()[:160]}... (project: stoprule init, git repo, ledger on)")
-        print(f"{args.runs} timed runs per command after one warm-up, round-robin")
-
-        res_pyc = measure(cmds, env_pyc, cwd, args.runs)
-        report(
-            "TARGET: pyc environment, bytecode cached in a temp PYTHONPYCACHEPREFIX (compiled-pack cache warm)",
-            res_pyc,
-            labels,
+        print(
+            "project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
+            " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads"
         )
-        print(f"  load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
-        if args.only_cmd:
-            return
-        res_asis = measure(cmds, env_asis, cwd, args.runs)
-        report("for information: the as-is environment (compiled-pack cache warm)", res_asis, labels)
-
-        env_nc = dict(env_asis, STOPRULE_NO_CACHE="1")
-        nc = {"bare": cmds["bare"], "script": cmds["script"]}
-        res_nc = measure(nc, env_nc, cwd, args.nocache_runs)
-        report(
-            f"cache miss: STOPRULE_NO_CACHE=1 (YAML + pydantic + compile each run; {args.nocache_runs} runs)",
-            res_nc,
-            labels,
-        )
-
-        it_cmds = {"eval fact.json": ([py, "-X", "importtime", "-m", "stoprule", "eval", str(fact_path)], None)}
-        if "hook" in cmds:
-            it_cmds["hook claude-code < payload.json"] = (
-                [py, "-X", "importtime", "-m", "stoprule", "hook", "claude-code"],
-                payload,
-            )
-        for what, (it_cmd, stdin_file) in it_cmds.items():
-            print_importtime(what, it_cmd, env_asis, env_pyc, cwd, args.importtime_runs, stdin_file)
+        if not args.only_cmd:
+            print(f"hookify: {where}")
+            print(f"guard: {'timed' if has_guard else 'not timed: this stoprule has no `guard` command'}")
+        print(f"{args.runs} timed runs per command after one warm-up, round-robin; load average before: {_load()}")
+        res, said = measure(cmds, proj, args.runs)
+        print(f"\n== median wall and ratio to bare Python (same run); bytecode cached; load after: {_load()}")
+        met = report(res, labels, targets)
+        if targets:
+            verdict = "all MET" if met else "NOT all met"
+            print(f"  targets: {verdict} (stop <= {STOP_TARGET}x, guard <= {GUARD_TARGET}x)")
+        print("  what each stop's last run decided (its stderr line):")
+        for name, text in said.items():
+            line = next((ln for ln in text.splitlines() if ln.startswith("stoprule hook:")), None)
+            if line is not None:
+                print(f"    {name}: {line.replace(str(tmp), '$TMP')[:150]}")
+        if args.phases:
+            phases([py, "hook", "claude-code"], files["claude-code"], fresh, proj, args.phases)
+        if args.importtime_runs:
+            importtime([py, "hook", "claude-code"], files["claude-code"], fresh, proj, args.importtime_runs)
     finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -333,7 +333,7 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
     or PostgreSQL restarts (``pg``); then compare the 200s with the ledger."""
     from pgcluster import cluster
     from stoprule.ledger.postgres import PgLedger
-    from stoprule.ledger.verify import verify
+    from stoprule.ledger.verification import verify
 
     keys = os.path.join(tempfile.mkdtemp(), "pg.keys")
     os.environ["STOPRULE_LEDGER_KEYS"] = keys

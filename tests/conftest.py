@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,10 @@ if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCAC
 if sys.dont_write_bytecode and sys.pycache_prefix is None and os.environ.get("PYTHONPYCACHEPREFIX"):
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     sys.dont_write_bytecode = False
+# No test reaches a resident process the machine's user may have running (stoprule resident):
+# the runtime directory it would listen in is a private one of this test run (empty).
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="stoprule-tests-run-")
+atexit.register(shutil.rmtree, os.environ["XDG_RUNTIME_DIR"], True)
 
 # The user's state directory (stoprule's state where no project is found: session links, declared
 # facts, refused attempts) is a fresh one per test process: nothing a test does there reaches the

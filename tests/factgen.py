@@ -193,4 +193,4 @@ def same_as_closures(schema: Any, fact: Any) -> None:
     if fast is not None:
         assert list(fast.items()) == list(slow.items()) and repr(fast) == repr(slow), fact
         assert schema._unknown_warnings(found) == ([] if not fact else schema.warnings(fact)), fact
-    assert schema.check(fact) == (slow, schema.warnings(fact)), fact
+    assert schema.check(fact) == (slow, schema.warnings(fact)) == schema.check_direct(fact), fact

@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from stoprule.engine.durable import encode
-from stoprule.engine.evaluator import Evaluator
+from stoprule.engine.evaluator import Evaluator, _direct_projector, _projectors
 from stoprule.language import patterns
 
 FEATURE_PACK = """
@@ -118,15 +118,20 @@ def reference_projection(compiled: Any, fact: dict[str, Any]) -> dict[str, Any]:
 
 def same_projection(ev: Evaluator, fact: dict[str, Any]) -> None:
     """What ``ev`` sends the engine for a validated fact is the reference projection: the
-    whole of it, or each ruleset's keys of it."""
+    whole of it, or each ruleset's keys of it; with the generated projectors and without them
+    (``Evaluator._use_code``)."""
     ref = reference_projection(ev.compiled, fact)
     keys = ev.compiled.ruleset_keys
-    if keys is None:
-        assert ev._project_json is not None
-        assert ev._project_json(fact) == encode(ref)[1:], fact
-        return
-    for project, ks in zip(ev._project_parts, keys, strict=True):
-        assert project(fact) == encode({k: v for k, v in ref.items() if k in ks})[1:], fact
+    c = ev.compiled
+    subsets = [None] if keys is None else [frozenset(k) for k in keys]
+    direct = [_direct_projector(c.slots, c.lists, c.schema.root, ks) for ks in subsets]
+    generated = [fn for _, fn in _projectors(c)]
+    for parts in (ev._project_parts, direct, generated):
+        if keys is None:
+            assert parts[0](fact) == encode(ref)[1:], fact
+            continue
+        for project, ks in zip(parts, keys, strict=True):
+            assert project(fact) == encode({k: v for k, v in ref.items() if k in ks})[1:], fact
 
 
 PROJECTION_PACK = """

@@ -70,7 +70,7 @@ LAYERS: dict[str, int] = {
     "console": 6,  # the web console: reads the ledger, the agent's blockers and the analysis; serve mounts it
     "serve": 7,
     "cli": 8,
-    "top": 9,  # stoprule/__init__.py (the public API) and __main__.py
+    "top": 9,  # stoprule/__init__.py (the public API), __main__.py and launch.py (what init wires)
 }
 BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
@@ -92,12 +92,13 @@ LAZY_OK: dict[str, str] = {
     "cvc5": "the solver: audit and diff on packs the exhaustive analysis cannot cover",
     "rich": "colour, tables and progress bars, on a terminal only",
     "ruamel": "stoprule fmt's comment-keeping YAML round trip",
+    "resource": "the process limits, on Unix only",
     "jinja2": "the `serve` and `console` extras (the console's pages)",
     "stoprule.console.app": "the console's application, which imports starlette and jinja2",
     "stoprule.console.access": "the console's sign-in, which imports starlette",
 }
 #: packages whose local imports are not checked yet (others are reworking them)
-LAZY_UNCHECKED = ("stoprule.ledger", "stoprule.serve")
+LAZY_UNCHECKED: tuple[str, ...] = ()
 
 #: Every stoprule module a warm ``stoprule hook HARNESS`` (each harness; a project as ``stoprule
 #: init`` leaves it: the ledger on, every provider) and a warm ``stoprule eval`` import; nothing
@@ -106,13 +107,15 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule",
     "stoprule._util",
     "stoprule._util.cache",
-    "stoprule._util.codegen",
     "stoprule._util.command",
     "stoprule._util.files",
     "stoprule._util.gcpause",
+    "stoprule._util.jsonin",
     "stoprule._util.records",
     "stoprule._util.redact",
+    "stoprule._util.regex",
     "stoprule._util.regular",
+    "stoprule._util.tagged",
     "stoprule._util.text",
     "stoprule.agent",
     "stoprule.agent.guard",
@@ -148,6 +151,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.cli.eval_cmd",
     "stoprule.cli.hook_cmd",
     "stoprule.cli.main",
+    "stoprule.cli.resident",
     "stoprule.codes",
     "stoprule.config",
     "stoprule.config.defaults",
@@ -169,18 +173,10 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.facts.schema",
     "stoprule.language",
     "stoprule.language.files",
-    "stoprule.language.patterns",
     "stoprule.language.templates",
     "stoprule.ledger",
-    "stoprule.ledger.backend",
-    "stoprule.ledger.ddl",
     "stoprule.ledger.errors",
-    "stoprule.ledger.events",
-    "stoprule.ledger.keys",
-    "stoprule.ledger.recorder",
-    "stoprule.ledger.sha",
-    "stoprule.ledger.store",
-    "stoprule.ledger.tokens",
+    "stoprule.ledger.journal",
     "stoprule.limits",
     "stoprule.project",
     "stoprule.version",
@@ -195,8 +191,16 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
+    "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
+    "stoprule.ledger.backend": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.events": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.keys": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.recorder": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.sha": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.store": "the hook records to a PostgreSQL ledger (ledger.url)",
+    "stoprule.ledger.tokens": "the hook records to a PostgreSQL ledger (ledger.url)",
     # the guard: before every tool call (its own entry, benchmarks/bench_guard.py)
-    "stoprule._util.jsonin": "the guard runs",
     "stoprule.agent.guard.calls": "the guard runs",
     "stoprule.agent.guard.rules": "the guard runs",
     "stoprule.agent.guard.run": "the guard runs",
@@ -324,7 +328,7 @@ def local_imports(src: Path = SRC) -> list[str]:
 def layer(module: str) -> str:
     """The layer of a module: ``base``, ``top``, or its subpackage's name."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] == "__main__":
+    if len(parts) == 1 or parts[1] in ("__main__", "launch"):
         return "top"
     return "base" if parts[1] in BASE else parts[1]
 

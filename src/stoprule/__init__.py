@@ -18,7 +18,7 @@ Packages and modules, the pipeline from the bottom up (tools/import_graph.py kee
     agent/      stoprule inside a harness's session: the stop hook, blockers
     console/    runs, decisions, blockers, reports and the policy in a browser
     serve/      the decision service over HTTP (and the console, for a team)
-    cli/        the command line; ``__main__`` runs it
+    cli/        the command line; ``__main__`` runs it, ``launch`` as a harness's hook does (no ``site``)
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

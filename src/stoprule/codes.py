@@ -2,9 +2,6 @@
 ``docs/cli.md`` say what each means). A code is part of the output contract: scripts and
 tests match on it, so it is spelt once, here, and used by name (``codes.FACT_TYPE``).
 
-The ledger's (``ledger.*``, ``token.*``) and the decision service's (``serve.*``) are kept
-beside their errors in those packages.
-
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
@@ -140,3 +137,62 @@ SERVER_BAD_ANSWER = "server.bad_answer"
 SERVER_BAD_URL = "server.bad_url"
 SERVER_TIMEOUT = "server.timeout"
 SERVER_UNREACHABLE = "server.unreachable"
+
+# ledger.*: the ledger: opening, reading, appending (ledger/)
+LEDGER_ACTIVE_KEY = "ledger.active_key"
+LEDGER_BAD_RUN_ID = "ledger.bad_run_id"
+LEDGER_BUSY = "ledger.busy"
+LEDGER_CANNOT_OPEN = "ledger.cannot_open"
+LEDGER_CORRUPT = "ledger.corrupt"
+LEDGER_ERROR = "ledger.error"
+LEDGER_IMPORT = "ledger.import"
+LEDGER_IO = "ledger.io"
+LEDGER_KEYS_CORRUPT = "ledger.keys_corrupt"
+LEDGER_KEYS_EXPOSED = "ledger.keys_exposed"
+LEDGER_KEYS_UNREADABLE = "ledger.keys_unreadable"
+LEDGER_KEYS_UNWRITABLE = "ledger.keys_unwritable"
+LEDGER_MISSING = "ledger.missing"
+LEDGER_NOT_A_LEDGER = "ledger.not_a_ledger"
+LEDGER_NOT_YOURS = "ledger.not_yours"
+LEDGER_NO_DIRECTORY = "ledger.no_directory"
+LEDGER_NO_KEYS = "ledger.no_keys"
+LEDGER_OLD_SCHEMA = "ledger.old_schema"
+LEDGER_READ_ONLY = "ledger.read_only"
+LEDGER_TOO_NEW = "ledger.too_new"
+LEDGER_UNAVAILABLE = "ledger.unavailable"
+LEDGER_UNKNOWN_KEY = "ledger.unknown_key"
+LEDGER_UNKNOWN_NODE = "ledger.unknown_node"
+LEDGER_UNKNOWN_RUN = "ledger.unknown_run"
+
+# token.*: a retry token refused (ledger/tokens, ledger/recorder)
+TOKEN_CONSUMED = "token.consumed"
+TOKEN_FOREIGN_RUN = "token.foreign_run"
+TOKEN_FORGED = "token.forged"
+TOKEN_MALFORMED = "token.malformed"
+TOKEN_NOT_BLOCKED = "token.not_blocked"
+TOKEN_RETIRED_KEY = "token.retired_key"
+TOKEN_STALE = "token.stale"
+TOKEN_TERMINAL = "token.terminal"
+TOKEN_TRUNCATED = "token.truncated"
+TOKEN_UNKNOWN_KEY = "token.unknown_key"
+TOKEN_UNKNOWN_NODE = "token.unknown_node"
+
+# serve.*: a request the decision service refuses (serve/app)
+SERVE_BAD_JSON = "serve.bad_json"
+SERVE_BATCH_TOO_LARGE = "serve.batch_too_large"
+SERVE_FORBIDDEN = "serve.forbidden"
+SERVE_HTTP = "serve.http"
+SERVE_INTERNAL = "serve.internal"
+SERVE_METHOD = "serve.method"
+SERVE_NOT_FOUND = "serve.not_found"
+SERVE_NO_LEDGER = "serve.no_ledger"
+SERVE_NO_TEAM_STORE = "serve.no_team_store"
+SERVE_ONE_FACT = "serve.one_fact"
+SERVE_TIMEOUT = "serve.timeout"
+SERVE_TOO_LARGE = "serve.too_large"
+SERVE_UNAUTHORIZED = "serve.unauthorized"
+SERVE_UNKNOWN_HARNESS = "serve.unknown_harness"
+SERVE_USAGE = "serve.usage"
+
+# hook.*: a hook payload the decision service cannot parse (serve/app; the hook itself never errs)
+HOOK_PAYLOAD = "hook.payload"

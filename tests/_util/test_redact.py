@@ -75,6 +75,66 @@ def test_the_reported_misses_and_spared_prose(text: str, kept: bool) -> None:
     assert (redact(text) == text) is kept, redact(text)
 
 
+# what a stop writes (its log line, its journaled decision): ids, paths, verdicts, messages, digests, times
+_STOP_TEXTS = [
+    "claude-code", "bench-session", "3f1c8a52-0d0e-4b59-9a55-2f6b1c0e7d11", "/tmp/p/.stoprule", "/tmp/p/t.jsonl",
+    "The parser and its tests are written; all tests pass.", "Nothing requires further work; stopping is fine.",
+    "progress.ok", "sha256:2b38e7d9adea01c372f42ba0b4be3eced066747ffe6720df8a231f873546da75",
+    "2026-11-27T13:06:07.372Z",
+    "no baseline recorded at session start: every dirty file counts", "Write parser", "uncommittedWork",
+    "Do not stop yet: 2 tasks are still open (Write tests, Ship it). Switch to the next one.",
+    "Exit code 2\nls: cannot access '/nonexistent-dir-for-the-fixture': No such file or directory",
+]  # fmt: skip
+
+
+def test_the_quoted_value_scan_misses_no_match() -> None:
+    """``_quoted_possible`` (read without a regex) is true wherever ``_QUOTED`` finds something:
+    over the corpus and texts made of noise, separators, quotes and token runs around 20 long."""
+    rnd = random.Random(7)
+    noise = "ab Z9+/=_.~-:=>\t\"'\n,;"
+
+    def made() -> str:
+        parts = []
+        for _ in range(rnd.randint(1, 4)):
+            parts.append("".join(rnd.choice(noise) for _ in range(rnd.randint(0, 10))))
+            parts.append(
+                rnd.choice([":", "=", "=>", ":=", ">", "", " "])
+                + rnd.choice(["", " ", "\t ", "  "])
+                + rnd.choice("\"'")
+                + "".join(rnd.choice("aZ9+/=_.~-") for _ in range(rnd.randint(15, 25)))
+                + rnd.choice(['"', "'", "x", ""])
+            )
+        return "".join(parts)
+
+    texts = [r["text"] for r in corpus()] + _STOP_TEXTS + [made() for _ in range(20_000)]
+    texts.append("k=" + "'" * 70 + "'" + "a" * 20 + "'")  # past the quotes it reads: left to the regex
+    found = 0
+    for text in texts:
+        if R._QUOTED.search(text):
+            found += 1
+            assert R._quoted_possible(text), text
+    assert found > 5_000
+
+
+def test_what_a_stop_writes_compiles_no_pattern() -> None:
+    """A short-lived process compiles only the patterns its texts may need (a cheap scan first):
+    the texts of an ordinary stop need none."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from stoprule._util import redact as R\n"
+        "texts = json.loads(sys.argv[1]); out = [R.redact(t) for t in texts]\n"
+        "lazy = [v for v in vars(R).values() if isinstance(v, R._Lazy)] + R._SHAPES + [p for p, _, _ in R._CLI]\n"
+        "print(json.dumps([out == texts, [p.pattern[:40] for p in lazy if p._re is not None]]))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(_STOP_TEXTS)], capture_output=True, text=True, check=True
+    )
+    unchanged, compiled = json.loads(p.stdout)
+    assert unchanged and compiled == []
+
+
 def test_idempotent_and_objects_keys_included() -> None:
     for r in corpus():
         once = redact(r["text"])

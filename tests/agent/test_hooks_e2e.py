@@ -213,7 +213,7 @@ def test_observe_mode_records_but_never_blocks(project: Path, env: dict[str, str
     assert out.stops and out.instruction is None
     entry = json.loads((project / ".stoprule" / "hook.log").read_text().splitlines()[-1])
     assert entry["would"] == "block" and entry["verdict"]["reason"] == "available_tasks"
-    assert entry.get("ledger_node"), entry
+    assert entry.get("ledger_journal"), entry  # recorded: journaled, folded in when the ledger is next opened
 
 
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:
@@ -231,8 +231,9 @@ def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[
 
 def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path: Path, env: dict[str, str]) -> None:
     """A project as ``stoprule init`` leaves it (ledger on, every provider) in a git repository:
-    a warm stop records the decision and reads git, but imports nothing it does not need (the
-    hook's cold start: no typing, argparse, subprocess, OpenSSL, ledger verification, YAML)."""
+    a warm stop records the decision (in the ledger's journal) and reads git, but imports nothing
+    it does not need (the hook's cold start: no typing, argparse, subprocess, OpenSSL, SQLite,
+    ledger verification, YAML)."""
     if shutil.which("git") is None:
         pytest.skip("no git")
     root = tmp_path / "wired"
@@ -250,12 +251,13 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     p = subprocess.run([sys.executable, "-c", code], cwd=root, env=full, capture_output=True, text=True, check=True)
     code_, modules = json.loads(p.stderr.splitlines()[-1])
     assert code_ == 0 and json.loads(p.stdout)["decision"] == "block"  # the transcript's open task
-    assert {"stoprule.ledger.store", "stoprule.agent.hook.providers.git_provider", "sqlite3"} <= set(modules)
+    assert {"stoprule.ledger.journal", "stoprule.agent.hook.providers.git_provider"} <= set(modules)
     log = [json.loads(line) for line in (root / ".stoprule" / "hook.log").read_text().splitlines()]
-    assert log[-1]["ledger_node"] and "git" in log[-1]["provenance"]["timings_ms"]
+    assert log[-1]["ledger_journal"] and "git" in log[-1]["provenance"]["timings_ms"]
     assert "uncommittedWork" in log[-1]["fact"]
     unneeded = {"typing", "argparse", "gettext", "locale", "subprocess", "selectors", "hashlib", "hmac", "_hashlib",
-                "dataclasses", "pathlib", "yaml", "pydantic", "stoprule.ledger.verify", "stoprule.ledger.runcheck",
+                "dataclasses", "pathlib", "yaml", "pydantic", "sqlite3", "pickle", "stoprule.ledger.store",
+                "stoprule.ledger.verification", "stoprule.ledger.runcheck",
                 "stoprule.language.compiler", "stoprule.config.loader", "stoprule.config.sections"}  # fmt: skip
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
 

@@ -18,6 +18,7 @@ from blocker_helpers import DEFAULT_PACK, make_project
 from hookharness import payload
 from stoprule._util.files import NotRegular, atomic_write, read_bounded
 from stoprule._util.redact import REDACTED, redact
+from stoprule._util.redact import redact_obj as R_obj
 from stoprule.agent.blockers.facts import blockers_facts
 from stoprule.agent.blockers.reports import check_task_id
 from stoprule.agent.hook import runner as runner_mod
@@ -186,11 +187,18 @@ def test_no_secret_reaches_the_hook_log_session_state_or_ledger(tmp_path: Path) 
     from stoprule.cli.hook_cmd import record
 
     res = run_hook("claude-code", None, data, cwd=str(root), env=_env(tmp_path), record=record)
-    assert _blocks(res) and res.entry.get("ledger_node"), res.entry
+    assert _blocks(res) and res.entry.get("ledger_journal"), res.entry
+    journaled = [p for p in (root / ".stoprule").rglob("*") if p.is_file()]
+    assert any(p.name == "ledger.db.journal" for p in journaled)
+    from stoprule.ledger import Ledger
+
+    with Ledger.open(str(root / ".stoprule" / "ledger.db")) as led:  # folds the journal in
+        (run,) = led.runs()
+        assert run.decisions == 1 and SECRET_VALUE not in run.run
     written = [p for p in (root / ".stoprule").rglob("*") if p.is_file()]
     assert any(p.name == "ledger.db" for p in written) and any("sessions" in p.parts for p in written)
-    for p in written:
-        assert SECRET_VALUE.encode() not in p.read_bytes(), p
+    for p in journaled + written:
+        assert not p.exists() or SECRET_VALUE.encode() not in p.read_bytes(), p
 
 
 def test_facts_set_and_eval_run_redact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,6 +220,33 @@ def test_facts_set_and_eval_run_redact(tmp_path: Path, monkeypatch: pytest.Monke
     ledger = root / ".stoprule" / "ledger.db"
     cli_run(["eval", "--run", "r1", "--ledger", str(ledger), str(root / "f.json")], io.BytesIO(), out, err)
     assert ledger.exists() and SECRET_VALUE.encode() not in ledger.read_bytes()
+
+
+def test_a_state_change_redacts_what_it_adds_even_in_place(tmp_path: Path) -> None:
+    """The session record is written redacted; a change redacts what it adds or changes, also
+    when it changes the record it was given in place (what the file held is kept as written:
+    it was redacted then, and is not redacted again at every stop)."""
+    from stoprule.agent.hook.state import update_session
+
+    project = str(tmp_path / ".stoprule")
+    os.makedirs(project)
+
+    def add(key: str, value: Any) -> Any:
+        def change(cur: dict[str, Any]) -> dict[str, Any]:
+            cur.setdefault("history", []).append(value)  # in place, as the loop guard's record grows
+            cur[key] = value
+            return cur
+
+        return change
+
+    update_session(project, "s", add("first", f"note {SECRET}"))
+    update_session(project, "s", add("second", {"nested": f"and {SECRET}", "n": 1}))
+    update_session(project, "s", add("first", "plain"))
+    text = Path(session_file(project, "s")).read_text(encoding="utf-8")
+    assert SECRET_VALUE not in text and text.count(REDACTED) == 3, text
+    stored = json.loads(text)
+    assert stored["first"] == "plain" and stored["second"]["n"] == 1 and len(stored["history"]) == 3
+    assert stored == json.loads(json.dumps(R_obj(stored)))  # nothing left to redact
 
 
 def test_the_session_id_is_redacted_in_the_blockers_files(tmp_path: Path, evaluator) -> None:  # noqa: ANN001

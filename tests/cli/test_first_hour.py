@@ -96,7 +96,7 @@ def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, ho
     # the harness's files are there, with this machine's path, and git does not see them
     wired = [p for p in generated_files() if (repo / p).exists()]
     assert wired and all(str(VENV_BIN) in (repo / p).read_text() for p in wired)
-    assert (repo / ".stoprule" / "ledger.db").exists()  # the synthetic stop was recorded, out of git
+    assert (repo / ".stoprule" / "ledger.db.journal").exists()  # the synthetic stop was recorded, out of git
     assert not [p for p in repo.rglob("*") if p.name.endswith(".bak")]
 
 
@@ -218,7 +218,11 @@ def test_a_stoprule_made_by_hand_gets_its_gitignore_with_the_ledger(tmp_path: Pa
     (repo / ".stoprule" / "config.yaml").write_text("hook:\n  ledger: true\n")
     stop = {"session_id": "s1", "hook_event_name": "Stop", "cwd": str(repo), "stop_hook_active": False}
     assert invoke(["hook", "claude-code"], input=json.dumps(stop), cwd=repo, env=home).returncode == 0
-    assert (repo / ".stoprule" / "ledger.db.keys").exists() and (repo / ".stoprule" / ".gitignore").exists()
+    assert (repo / ".stoprule" / "ledger.db.journal").exists() and (repo / ".stoprule" / ".gitignore").exists()
+    assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
+    # the next command that opens the ledger folds the stop in: the ledger and its keys, out of git too
+    assert invoke(["log", "verify"], cwd=repo, env=home).returncode == 0
+    assert (repo / ".stoprule" / "ledger.db.keys").exists()
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
 
 
@@ -240,13 +244,11 @@ def test_doctor_fails_a_synthetic_stop_that_failed_open(tmp_path: Path, home: di
 
 
 def _nopy(where: Path) -> Path:
-    """A ``stoprule`` whose interpreter has no MCP SDK (its Python exits 1 on the probe)."""
+    """An interpreter without the MCP SDK (it exits 1 on the probe)."""
     where.mkdir()
     (where / "nopy").write_text("#!/bin/sh\nexit 1\n")
-    (where / "stoprule").write_text(f"#!{where / 'nopy'}\n")
-    for name in ("nopy", "stoprule"):
-        (where / name).chmod(0o755)
-    return where / "stoprule"
+    (where / "nopy").chmod(0o755)
+    return where / "nopy"
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -257,8 +259,8 @@ def test_doctor_checks_the_mcp_server_of_every_harness(harness: str, tmp_path: P
     assert invoke(["init", "--harness", harness], cwd=repo, env=home).returncode == 0
     registry = repo / MCP[harness].project_file
     text = registry.read_text()
-    real = str(VENV_BIN / "stoprule")
-    assert real in text
+    real = sys.executable  # the launcher's interpreter, as --local wires it
+    assert real in text and "launch.py" in text
     registry.write_text(text.replace(real, str(_nopy(tmp_path / "nosdk"))))
     line = next(x for x in invoke(["doctor"], cwd=repo, env=home).stdout.splitlines() if "MCP server in" in x)
     assert line.startswith(f"FAIL {harness}: MCP server in {MCP[harness].project_file}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clirunner import invoke
+from stoprule.ledger import Ledger
 
 SESSION = "cc-console-1"
 OTHER = "cx-console-2"
@@ -99,7 +100,11 @@ class Project:
         assert reply.ok, reply.text
 
     def ledger(self) -> Path:
-        return self.root / ".stoprule" / "ledger.db"
+        """The ledger file, with the stops the hook journaled beside it folded in (as the next
+        command that opens it folds them: stoprule.ledger.journal), for a test that reads it raw."""
+        path = self.root / ".stoprule" / "ledger.db"
+        Ledger.open(str(path)).close()
+        return path
 
 
 def record(root: Path, env: dict[str, str], progress: Callable[[str], None] = lambda s: None) -> Project:

@@ -1,5 +1,6 @@
-"""The generated projector sends the engine the very text a plain reading of the pack's slots
-gives, for every field type (the engine matches strings and numbers byte for byte)."""
+"""The projector (generated, or not: ``Evaluator._use_code``) sends the engine the very text a
+plain reading of the pack's slots gives, for every field type (the engine matches strings and
+numbers byte for byte); the message renderers, generated or not, write the same text."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_projection_is_the_reference_and_the_engine_agrees_with_the_interpreter(
     assert len(seen) >= 8
 
 
-def test_compiled_templates_render_as_render_does(evaluator: Evaluator) -> None:
+def test_compiled_templates_render_as_the_direct_renderer_does(evaluator: Evaluator) -> None:
     ev = evaluator
     sets = ev.compiled.sets
     templates = [t for r in ev.compiled.rules for t in (r.message, r.review_reason) if t]

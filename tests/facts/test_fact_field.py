@@ -1,13 +1,14 @@
 """``FactField`` is an immutable record: built once, its name lookup computed from its fields,
-and it survives the compiled-pack cache (pickle) whole."""
+and it survives the compiled-pack cache (JSON data) whole."""
 
 from __future__ import annotations
 
-import pickle
+import json
 
 import pytest
 
 from stoprule import Evaluator
+from stoprule._util import tagged
 from stoprule.facts.schema import FactField, FactSchema
 
 
@@ -41,9 +42,10 @@ def test_replace_makes_a_copy_and_computes_the_lookup_again() -> None:
     assert f._replace(additional="reject").additional == "reject"
 
 
-def test_pickled_and_loaded_it_is_equal_and_validates_alike(evaluator: Evaluator) -> None:
+def test_written_as_data_and_read_back_it_is_equal_and_validates_alike(evaluator: Evaluator) -> None:
     root = evaluator.compiled.schema.root
-    again = pickle.loads(pickle.dumps(root, protocol=pickle.HIGHEST_PROTOCOL))
+    types = {"FactField": FactField}
+    again = tagged.load(json.loads(json.dumps(tagged.dump(root, types))), types)
     assert type(again) is FactField
     assert again == root and again.lookup == root.lookup
     fact = {"task_state": "complete", "turn": 3, "unknown": 1}

@@ -38,3 +38,16 @@ def test_the_check_sees_a_ledger_without_a_method() -> None:
         def close(self) -> None: ...
 
     assert "no method append" in mismatches(Partial, LedgerBackend, annotations=False)
+
+
+def test_the_packages_verify_is_the_function_whatever_was_imported_first() -> None:
+    """No module is named like a function the package exports: importing the module first (as a
+    command does) cannot turn ``stoprule.ledger.verify`` into a module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import stoprule.ledger.verification, types\nfrom stoprule.ledger import verify\n"
+        "assert not isinstance(verify, types.ModuleType) and callable(verify)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -233,7 +233,7 @@ def test_recording_retry_and_replay(tmp_path: Path) -> None:
         out = c.post("/v1/evaluate/batch?run=r2", headers=AUTH, content=f"{json.dumps(OK)}\n{json.dumps(OK)}\n")
         assert [json.loads(x)["node"] for x in out.text.splitlines()] == ["n1", "n2"]
     from stoprule.ledger.store import Ledger
-    from stoprule.ledger.verify import verify
+    from stoprule.ledger.verification import verify
 
     with Ledger.open(str(tmp_path / "ledger.db"), create=False) as led:
         assert verify(led).ok and led.require("r1").decisions == 2

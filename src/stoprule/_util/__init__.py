@@ -2,13 +2,15 @@
 
 Modules::
 
-    files     atomic replacement, exclusive locks, bounded reads: every write goes through here
+    files     atomic replacement, exclusive locks, bounded reads, durable appends: every write goes through here
     cache     the content-keyed cache of compiled packs and validated configs
     records   ``@record``: the immutable records of the cold path
+    tagged    values as JSON data and back, exactly (the compiled-pack cache's format: data, never code)
     codegen   generated Python code, compiled once per source
     command   run a short command and capture its output
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
+    regex     regular expressions compiled on first use
     text      strings safe to store
     jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)
     regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)"""

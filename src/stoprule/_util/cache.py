@@ -4,7 +4,7 @@ came from, so an edit (even one that restores the mtime) is a miss and a hit ski
 
     cache_file(name)         the path of entry ``name`` in the cache folder, or None (caching off)
     content_key(data)        a short key of ``data`` (CRC-32, Adler-32 and length)
-    read_entry(path, limit)  the entry's bytes, or None when missing or unreadable
+    read_entry(path, limit)  the entry's bytes, or None when missing, unreadable, or not the user's own
     write_entry(path, data)  replace the entry atomically; an unwritable cache is not an error
 
 The folder is ``$STOPRULE_CACHE_DIR``, else ``$XDG_CACHE_HOME/stoprule``, else
@@ -47,8 +47,14 @@ def content_key(data: bytes) -> str:
 
 
 def read_entry(path: str, limit: int) -> bytes | None:
-    """The entry's bytes (at most ``limit``), or None when it is missing, too large or unreadable."""
+    """The entry's bytes (at most ``limit``), or None when it is missing, too large or unreadable,
+    or when anyone but the user could have written it (another user's file, or one the group or
+    others may write, a symbolic link): such an entry is a miss."""
     try:
+        st = os.lstat(path)
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and (st.st_uid != getuid() or st.st_mode & 0o022):
+            return None
         return read_bounded(path, limit)
     except OSError:
         return None

@@ -1,22 +1,19 @@
-"""Generated Python code (the projectors, the fact validator), compiled once per source.
+"""Generated Python code (the projectors, the fact validator, the message renderers), compiled
+once per source in a process.
 
-Generating a pack's code is cheap; compiling it is not (about 3 ms for the default pack,
-on every start). Compiled code objects are kept by source text, and the compiled-pack
-cache stores them (``marshal``, the format of ``.pyc`` files; the cache is keyed on the
-Python version) so a start with a warm cache compiles nothing.
+Generating a pack's code is cheap; compiling it is not (tens of milliseconds for the default
+pack): an evaluator decides its first facts without it (``Evaluator._use_code``), and only a
+longer run compiles it. Compiled code is never cached on disk: a cache is data, never code.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-import marshal
-
-__all__ = ["define", "export", "preload"]
+__all__ = ["define"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
     from types import CodeType
     from typing import Any
 
@@ -34,18 +31,3 @@ def define(source: str, namespace: dict[str, Any], name: str) -> Any:
         _CODE[source] = code
     exec(code, namespace)  # noqa: S102 - the source is generated from a compiled pack's names only
     return namespace[name]
-
-
-def export(sources: Iterable[str]) -> dict[str, bytes]:
-    """The compiled code of ``sources`` (those compiled in this process), marshalled."""
-    return {s: marshal.dumps(_CODE[s]) for s in sources if s in _CODE}
-
-
-def preload(blobs: dict[str, bytes]) -> None:
-    """Make code compiled by an earlier process (see :func:`export`) available to :func:`define`."""
-    for source, blob in blobs.items():
-        if source not in _CODE:
-            try:
-                _CODE[source] = marshal.loads(blob)
-            except (ValueError, EOFError, TypeError):
-                continue

@@ -27,7 +27,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
@@ -345,7 +344,32 @@ _NAMED_REST = _compile(rf"(?ai)({_NAMED_HEAD.replace('(Q', '(?:').replace('(SEP'
 _QUOTED_HEAD = r"(?::=?|=>?)[ \t]*+(?=[\"'][A-Za-z0-9+/=_.~-]{20,1024}+[\"'])"
 _QUOTED = _compile(_QUOTED_HEAD)
 _QUOTED_REST = _compile(rf"({_QUOTED_HEAD})({_REST_OF_LINE})")  # past the budget: as _NAMED_REST
-_QUOTED_RUN = _compile(r"[\"'][A-Za-z0-9+/=_.~-]{20}")  # what _QUOTED looks ahead for: absent in most text
+_QUOTED_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-"
+_QUOTES_READ = 64  # quotes looked at before leaving it to _QUOTED itself
+
+
+def _quoted_possible(text: str) -> bool:
+    """Whether ``_QUOTED`` can match ``text``: a quote after a separator (``:``, ``=``, ``=>``,
+    then spaces or tabs) and before 20 of its token characters. Read without a regex: the text
+    of a stop (an ``ls`` error quoting a long path, say) mostly has none, and needs no compile."""
+    seen = 0
+    for q in ('"', "'"):
+        i = text.find(q)
+        while i >= 0:
+            seen += 1
+            if seen > _QUOTES_READ:
+                return True
+            run = text[i + 1 : i + 21]
+            if len(run) == 20 and not run.strip(_QUOTED_CHARS):
+                j = i - 1
+                while j >= 0 and text[j] in " \t":
+                    j -= 1
+                if j >= 0 and text[j] in ":=>":
+                    return True
+            i = text.find(q, i + 1)
+    return False
+
+
 # an env/ini line whose whole bare value looks random (``KEY=...`` with any key name)
 _LINE_VALUE = _compile(
     r"(?m)^([ \t]*+(?:export[ \t]++)?[A-Za-z0-9_.-]{1,128}+[ \t]*+[:=][ \t]*+)([^\s\"'#]{20,1024}+)([ \t]*+\r?)$"
@@ -382,14 +406,24 @@ _CODE_REF = _compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
 
 
 def _entropy(text: str) -> float:
+    from math import log2
+
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
+    return -sum(c / n * log2(c / n) for c in map(text.count, set(text)))
 
 
 _LOWER, _UPPER = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGIT = frozenset("0123456789")
 _ALNUM = _LOWER | _UPPER | _DIGIT
-_C_LOG_C = [0.0] + [c * math.log2(c) for c in range(1, 1025)]  # c log2 c for the counts of a value
+_C_LOG_C: list[float] = []  # c log2 c for the counts of a value (made on first use: most texts need none)
+
+
+def _c_log_c() -> list[float]:
+    if not _C_LOG_C:
+        from math import log2
+
+        _C_LOG_C.extend([0.0] + [c * log2(c) for c in range(1, 1025)])
+    return _C_LOG_C
 
 
 def _classes(text: str, chars: set[str] | frozenset[str] | None = None) -> int:
@@ -418,10 +452,13 @@ def _high_entropy(value: str) -> bool:
         return False
     if (not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + 1 + (not chars <= _ALNUM) < 3:
         return False
+    from math import log2
+
+    c_log_c = _c_log_c()
     rest = n - len(chars) + 1  # entropy is at least that of all repeats on one character
-    if math.log2(n) - _C_LOG_C[rest] / n > 4.0 + 1e-9:
+    if log2(n) - c_log_c[rest] / n > 4.0 + 1e-9:
         return True
-    entropy = math.log2(n) - sum(map(_C_LOG_C.__getitem__, map(value.count, chars))) / n
+    entropy = log2(n) - sum(map(c_log_c.__getitem__, map(value.count, chars))) / n
     return entropy >= 4.0 if abs(entropy - 4.0) > 1e-9 else _entropy(value) >= 4.0  # the exact sum at the edge
 
 
@@ -454,7 +491,9 @@ def _assignments(text: str) -> str:
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
     kept: dict[tuple[str, str, str, str, bool], bool] = {}
     low = _ascii_lower(text).replace("[redacted]", "[--------]")  # same length and offsets as ``text``
-    for n, m in enumerate(_NAMED.finditer(low)):  # (no key ends within a redaction: its letters are skipped)
+    keyed = [w for w in _NAMED_WORDS if w in low]  # else no key names a secret: _NAMED is not even compiled
+    # (no key ends within a redaction: its letters are skipped)
+    for n, m in enumerate(_NAMED.finditer(low) if keyed else ()):
         if m.start() < done:
             continue
         if n >= JUDGEMENT_BUDGET:
@@ -494,7 +533,7 @@ def _assignments(text: str) -> str:
             high = judged[value] = _high_entropy(value)
         return high
 
-    if "\n" in text or len(text) <= 1100:
+    if ("\n" in text or len(text) <= 1100) and _line_value_possible(text):
         text = _judged_sub(
             _LINE_VALUE,
             lambda m: m.group(0) if not _random(m.group(2)) else m.group(1) + REDACTED + m.group(3),
@@ -502,7 +541,7 @@ def _assignments(text: str) -> str:
             2,
             text,
         )
-    quotes = ('"' in text or "'" in text) and _QUOTED_RUN.search(text)  # (``in`` first: a faster search)
+    quotes = ('"' in text or "'" in text) and _quoted_possible(text)
     for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
         if m.start() < done:
             continue
@@ -519,6 +558,25 @@ def _assignments(text: str) -> str:
         out.append(text[done:])
         text = "".join(out)
     return text
+
+
+# a literal of each alternative of _NAMED_HEAD: a key that names a secret holds one (lower case)
+_NAMED_WORDS = ("pass", "pwd", "phrase", "word", "secret", "sessionid", "session_id", "sig", "sas", "token", "key",
+                "auth", "ature", "zation", "ential", "_base")  # fmt: skip
+
+
+def _line_value_possible(text: str) -> bool:
+    """Whether a line of ``text`` could be one _LINE_VALUE matches (a test before compiling it):
+    after its first ``:`` or ``=`` (a key holds neither), 20 or more characters that are neither
+    space, quote nor ``#``, up to the line's end."""
+    if len(text) > 1 << 16:
+        return True  # the regex engine's scan costs less than this one
+    for line in text.split("\n"):
+        cut = [i for i in (line.find(":"), line.find("=")) if i >= 0]
+        value = line[min(cut) + 1 :].lstrip(" \t").rstrip(" \t\r") if cut else ""
+        if len(value) >= 20 and not any(c.isspace() or c in "\"'#" for c in value):
+            return True
+    return False
 
 
 def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> bool:
@@ -605,6 +663,7 @@ def use_detect_secrets(enabled: bool | None = True) -> bool:
         except ImportError:
             enabled = False
     _detect_secrets = enabled
+    _MEMO.clear()
     return enabled
 
 
@@ -635,9 +694,10 @@ def _detect_secrets_values(text: str) -> list[str]:
 
 
 def _markers(pattern: _Lazy) -> tuple[str, ...]:
-    """Literal strings one of which every match contains (lower case): a pattern runs only
-    on text holding one (a C substring search, so most patterns cost nothing on most text).
-    None for a pattern the regex engine finds as fast as that search (it starts at a literal)."""
+    """Literal strings one of which every match contains: a pattern is compiled and run only
+    on text holding one (a C substring search, so most patterns cost nothing on most text, and
+    a short-lived process compiles only the patterns its texts may need). A marker in lower case
+    is looked for in the lower-cased text, any other as it is written."""
     src = pattern.pattern
     for literal, markers in _MARKERS:
         if literal in src:
@@ -646,14 +706,16 @@ def _markers(pattern: _Lazy) -> tuple[str, ...]:
 
 
 _MARKERS: list[tuple[str, tuple[str, ...]]] = [
-    ("PRIVATE KEY", ("-----begin",)), ("A3T[A-Z0-9]|AKIA", ()), ("ABSK", ("absk",)),
-    ("bedrock-api", ("bedrock-api-key-",)),
-    ("[pousr]_", ("gh",)), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)), ("GR1348941", ("gr1348941",)),
+    ("PRIVATE KEY", ("-----begin",)),
+    ("A3T[A-Z0-9]|AKIA", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "A3T")),
+    ("ABSK", ("absk",)), ("bedrock-api", ("bedrock-api-key-",)),
+    ("[pousr]_", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")), ("github_pat_", ("github_pat_",)), ("(?:pat|ptt", ("gl",)),
+    ("GR1348941", ("gr1348941",)),
     ("xox(?<!\\w...)[a-z]-", ("xox",)), ("xoxe", ("xoxe",)), ("xapp-", ("xapp-",)),
     ("hooks\\.slack", ("hooks.slack.com/",)),
     ("(?:live|test|prod)_", ("k_live_", "k_test_", "k_prod_")), ("(?:ant-[a-z]", ("sk-",)), ("AIza", ("aiza",)),
     ("ya29", ("ya29.",)), ("GOCSPX", ("gocspx-",)), ("eyJ", ("eyj",)), ("npm_", ("npm_",)), ("hf_", ("hf_",)),
-    ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("sk",)),
+    ("api_org_", ("api_org_",)), ("[opr]_v1", ("_v1_",)), ("SG(?<", ("sg.",)), ("SK(?<", ("SK",)),
     ("pypi-", ("pypi-",)), ("shp(?<", ("shp",)), ("dapi", ("dapi",)), ("AGE-SECRET", ("age-secret-key-1",)),
     (":AA", (":aa",)), ("Q~", ("q~",)), ("ccountKey", ("accountkey=",)), ("haredAccess", ("sharedaccess",)),
     ("sig=", ("sig=",)), ("configure", ("configure",)),
@@ -673,7 +735,8 @@ def _judged(judge: Any) -> Any:
 
 # a flag's name ends in one of these, in lower case, or holds a letter that folds to an ASCII one
 # (U+017F, U+0131, and U+0130 whose lower case holds U+0307; U+212A's is k)
-_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "access", "passphrase", "\u017f", "\u0131", "\u0307")
+_FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "accesskey", "access-key", "passphrase", "\u017f",
+               "\u0131", "\u0307")  # fmt: skip
 # (literals one of which a match holds, pattern, how it rewrites a text), in the order they run
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
@@ -685,23 +748,53 @@ _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
 ]
 
 
+# _GATED with each entry's markers split: those looked for in the lower-cased text, and the others
+_GATES = [
+    (tuple(m for m in markers if m.islower()), tuple(m for m in markers if not m.islower()), pattern, apply)
+    for markers, pattern, apply in _GATED
+]
+# every marker at once: most texts hold none, and one flat scan tells (a fraction of the gates' cost)
+_ANY_LOWER = tuple(sorted({m for lower, _, _, _ in _GATES for m in lower}))
+_ANY_EXACT = tuple(sorted({m for _, exact, _, _ in _GATES for m in exact}))
+_UNGATED = any(not (lower or exact) for lower, exact, _, _ in _GATES)
+_MEMO: dict[str, str] = {}  # short texts already redacted (a stop's log line repeats its field names)
+MEMO_MAX, MEMO_TEXT = 4096, 1024
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it carries replaced by ``[REDACTED]`` (linear time)."""
     if not text or len(text) < 6:
         return text
-    extra = _detect_secrets_values(text) if detect_secrets_enabled() else []
+    done = _MEMO.get(text)
+    if done is not None:
+        return done
+    if len(text) == 71 and text.startswith("sha256:") and not text[7:].strip("0123456789abcdef"):
+        return text  # a digest (a pack's, a fact's): what the patterns below would keep, without compiling them
+    ds = detect_secrets_enabled()
+    extra = _detect_secrets_values(text) if ds else []
     out = _urls(text) if "://" in text else text
     # the gates read the text before any pattern ran: no marker holds a bracket or lies within
     # "[redacted]", so a redaction never adds one (it may remove one: the pattern then finds nothing)
-    low = out.lower()
+    low, seen = out.lower(), out
     big = len(out) > 1 << 16  # the regex engine's search for a leading literal costs less than the gate
-    for markers, pattern, apply in _GATED:
-        if not markers or big and pattern.pattern[:1].isalnum() or any(m in low for m in markers):
-            out = apply(pattern, out)
+    if big or _UNGATED or [m for m in _ANY_LOWER if m in low] or [m for m in _ANY_EXACT if m in seen]:
+        for lower, exact, pattern, apply in _GATES:
+            if (
+                not (lower or exact)
+                or big
+                and pattern.pattern[:1].isalnum()
+                or any(m in low for m in lower)
+                or any(m in seen for m in exact)
+            ):
+                out = apply(pattern, out)
     if ":" in out or "=" in out:
         out = _assignments(out)
     for value in extra:  # whole occurrences only
         out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
+    if not ds and len(text) <= MEMO_TEXT:
+        if len(_MEMO) >= MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[text] = out
     return out
 
 

@@ -10,8 +10,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -19,21 +17,28 @@ if TYPE_CHECKING:
 __all__ = ["MAX_DEPTH", "clean", "clean_obj", "is_clean"]
 
 MAX_DEPTH = 64  # nesting kept by clean_obj; deeper values become a marker string
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+_SURROGATE = "[\ud800-\udfff]"
+# what is kept as it is, tested without a regex (most text: no regex is compiled for it)
+_PRINTABLE_ASCII = frozenset(map(chr, range(0x20, 0x7F))) | {"\t", "\n", "\r"}
 
 
 def is_clean(text: str) -> bool:
     """Whether ``clean(text) == text``."""
-    return _BAD.search(text) is None
+    if text.isascii():
+        return not set(text) - _PRINTABLE_ASCII if not text.isprintable() else True
+    import re
+
+    return re.search(f"{_CONTROL[:-1]}\ud800-\udfff]", text) is None
 
 
 def clean(text: str) -> str:
     """``text`` without control characters (but tab, newline, CR) and lone surrogates (U+FFFD)."""
-    if _BAD.search(text) is None:
+    if is_clean(text):
         return text
-    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+    import re
+
+    return re.sub(_SURROGATE, "\ufffd", re.sub(_CONTROL, "", text))
 
 
 def clean_obj(value: Any, depth: int = 0) -> Any:

@@ -6,9 +6,9 @@
 ``log_cmd``, ``keys_cmd``, ``hook_cmd``, ``guard_cmd``, ``init_cmd`` and ``doctor_cmd`` (with
 ``doctor_mcp``; both with ``places``: the git root, a harness's PATH),
 ``replay_cmd``, ``facts_cmd``, ``blocker_cmd``, ``blockers_cmd``, ``report_cmd``, ``mcp_cmd``,
-``serve_cmd``, ``console_cmd``, ``completion_cmd``). What they share: ``common`` (flags, errors, the pretty
-verdict), ``style`` (colour and tables), ``progress`` (a bar on standard error), ``watch``
-(``--watch``).
+``serve_cmd``, ``console_cmd``, ``completion_cmd``, ``resident_cmd``). What they share: ``common`` (flags,
+errors, the pretty verdict), ``style`` (colour and tables), ``progress`` (a bar on standard error),
+``watch`` (``--watch``), ``resident`` (the resident process's client: ``stoprule hook`` asks it).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

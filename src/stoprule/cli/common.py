@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO
 
+    from stoprule.config.reader import Settings
     from stoprule.diagnostics import EvaluationError, PolicyError
     from stoprule.engine.evaluator import Verdict
     from stoprule.ledger.errors import LedgerError
@@ -95,11 +96,14 @@ def add_ledger_flag(sp: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     )
 
 
-def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, bool]:
+def ledger_target(
+    explicit: str | None, start: str | None = None, *, settings: Settings | None = None
+) -> tuple[str, bool]:
     """The ledger to open and whether it is the default file: ``--ledger``, else ``$STOPRULE_LEDGER``,
     else ``ledger.url`` in the nearest ``.stoprule/config.yaml`` (a relative path is relative to that
     directory), else ``ledger.db`` in it (``./.stoprule/ledger.db`` without one). ``start``: where the
-    search for ``.stoprule/`` begins (default: the working directory).
+    search for ``.stoprule/`` begins (default: the working directory); ``settings``: that config's
+    settings, already read (the stop hook's).
 
     Raises :class:`~stoprule.diagnostics.ConfigError` (file, line, field) for a bad config."""
     if explicit:
@@ -113,9 +117,11 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
         from stoprule.ledger.store import DEFAULT_PATH
 
         return DEFAULT_PATH, True
-    from stoprule.config.reader import read_settings
+    if settings is None:
+        from stoprule.config.reader import read_settings
 
-    url = read_settings(os.path.join(project, CONFIG_FILE)).ledger.get("url")
+        settings = read_settings(os.path.join(project, CONFIG_FILE))
+    url = settings.ledger.get("url")
     if url:
         from stoprule.ledger.backend import is_url
 
@@ -125,8 +131,8 @@ def ledger_target(explicit: str | None, start: str | None = None) -> tuple[str, 
 
 # what splits a line besides "\n" for str.splitlines and for JavaScript/JSON-lines readers that JSON leaves raw
 # when it does not escape non-ASCII (every other one is a control character, which JSON always escapes), and lone
-# surrogates, which UTF-8 cannot encode at all
-_LINE_UNSAFE = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))}
+# surrogates, which UTF-8 cannot encode at all (the table is made on first use: the stop hook never needs it)
+_LINE_UNSAFE: dict[int, str] = {}
 
 
 def line_safe(text: str) -> str:
@@ -135,6 +141,10 @@ def line_safe(text: str) -> str:
     Each may only occur inside a JSON string, where the escape means the same character: the
     result parses to the same value, is valid UTF-8, and is one line for every line splitter.
     """
+    if text.isascii():
+        return text
+    if not _LINE_UNSAFE:
+        _LINE_UNSAFE.update({c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))})
     return text.translate(_LINE_UNSAFE)
 
 

@@ -41,12 +41,22 @@ def _read(path: str, kind: str) -> Any:
     return json.loads(text) if text.strip() else {}
 
 
+def _launcher(args: list[str]) -> bool:
+    """Whether ``args`` (after the interpreter) run stoprule's launcher, as ``init --local`` wires it
+    (``-I -S /path/to/stoprule/launch.py``): its imports are the interpreter's (it runs ``site``'s
+    start on a miss), so the interpreter is the one to probe."""
+    rest = args[:]
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest.pop(0)
+    return bool(rest) and rest[0].replace(os.sep, "/").endswith("stoprule/launch.py")
+
+
 def _python_of(argv: list[str], path: str) -> list[str] | None:
     """The interpreter that runs this registration (``[python]``), or None if it cannot be told."""
     exe = shutil.which(argv[0], path=path)
     if exe is None:
         return None
-    if argv[1:3] == ["-m", "stoprule"]:
+    if argv[1:3] == ["-m", "stoprule"] or _launcher(argv[1:]):
         return [exe]
     try:
         with open(exe, "rb") as fh:

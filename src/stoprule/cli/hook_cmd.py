@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO, Any
 
-    from stoprule.engine.evaluator import Evaluator
+    from stoprule.config.reader import Settings
+    from stoprule.engine.evaluator import Evaluator, Verdict
 
 HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
 EVENTS = ("stop", "subagent-stop", "session-start", "permission")
@@ -57,24 +58,39 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
 
 
-def record(project: str, run: str, evaluator: Evaluator, fact: dict[str, Any]) -> str:
-    """Append the decision as a node of run ``run`` (the session) to the project's ledger:
-    ``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``<project>/ledger.db``. A stop
-    after a retryable block is recorded as that block's retry (``Recorder.record_stop``)."""
+def record(
+    project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict, settings: Settings
+) -> dict[str, str]:
+    """Record the decision as a node of run ``run`` (the session) in the project's ledger:
+    ``$STOPRULE_LEDGER``, else the config's ``ledger.url`` (``settings``: the config's, as the hook
+    read it), else ``<project>/ledger.db``. A stop after a retryable block is recorded as that
+    block's retry (``Recorder.record_stop``). A ledger file gets it through its journal (one line,
+    one sync: :mod:`stoprule.ledger.journal`, which records it so when it folds it in), folded in by
+    the next command that opens it; a PostgreSQL ledger directly. Returns what to log."""
     from stoprule.cli.common import ledger_target
-    from stoprule.ledger.backend import open_ledger  # psycopg loads only for a postgresql:// URL
-    from stoprule.ledger.recorder import Recorder
 
-    path, default = ledger_target(None, start=os.path.dirname(project))
+    path, default = ledger_target(None, start=os.path.dirname(project), settings=settings)
+    if "://" in path:  # a PostgreSQL URL: the backend (and psycopg) load only then, off the warm hook's path
+        from stoprule.ledger.backend import open_ledger
+        from stoprule.ledger.recorder import Recorder
+
+        with open_ledger(path, create=True) as ledger:
+            return {"ledger_node": str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)}
+    from stoprule._util.redact import redact_obj
+    from stoprule.ledger import journal
+
     if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
         from contextlib import suppress
 
         from stoprule.project import ensure_state_dir
 
-        with suppress(OSError):  # a read-only project: the ledger's own error, if any, says more
+        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
             ensure_state_dir(project)
-    with open_ledger(os.path.join(project, "ledger.db") if default else path, create=True) as ledger:
-        return str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)
+
+    kind, retryable = journal.decision_kind(verdict, evaluator)
+    target = os.path.join(project, "ledger.db") if default else path
+    at = journal.append(target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable)
+    return {"ledger_journal": at}
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:
@@ -106,8 +122,12 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     try:
         with paused_gc():  # one stop makes little cyclic garbage: no collections (~1 ms of the cold start)
             from stoprule.agent.hook.runner import run_hook
+            from stoprule.cli import resident
 
-            result = run_hook(args.harness, args.event, data, policy=args.policy, record=record, server=args.server)
+            via = "resident" if resident.SERVING else None
+            result = run_hook(
+                args.harness, args.event, data, policy=args.policy, record=record, server=args.server, via=via
+            )
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
@@ -129,4 +149,5 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
     if args.explain_facts:
         explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
         stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")
+    resident.start(result.settings)  # with ``hook.resident: true``, the next stops are decided warm
     return 0

@@ -68,17 +68,24 @@ from stoprule.project import GITIGNORE, STATE_DIR, ensure_state_dir, find_projec
 
 __all__ = ["add_arguments", "default_command", "run", "stoprule_argv"]
 
-# the .stoprule/.gitignore older versions of init wrote: replaced by the current one
-OLD_GITIGNORE = "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n"
+# the .stoprule/.gitignore files older versions of init wrote: replaced by the current one
+OLD_GITIGNORES = (
+    "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\n",
+    "state/\nhook.log\nhook.log.1\nledger.db\nledger.db-*\nledger.db.keys\nledger.db.journal*\n",
+)
 # the block of .git/info/exclude that keeps this clone's wiring out of git
 EXCLUDE_MARK = "# stoprule init --local: this clone's harness wiring (this machine's paths)"
 PORTABLE = ["stoprule"]
 
 
 def stoprule_argv() -> list[str]:
-    """How a harness runs this stoprule, also when it starts without this venv on PATH: the
-    absolute path of the console script beside this interpreter, else of the one on PATH,
-    else this interpreter with ``-m stoprule``."""
+    """How a harness runs this stoprule, also when it starts without this venv on PATH: this
+    interpreter, by its absolute path, on the package's launcher (``-I -S .../stoprule/launch.py``:
+    a process started at every stop skips ``site``'s start, :mod:`stoprule.launch`); else the
+    console script beside this interpreter, else the one on PATH, else ``python -m stoprule``."""
+    launcher = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch.py")
+    if os.path.isabs(sys.executable) and os.path.isfile(sys.executable) and os.path.isfile(launcher):
+        return [sys.executable, "-I", "-S", launcher]
     here = shutil.which("stoprule", path=os.path.dirname(sys.executable))
     found = here or shutil.which("stoprule")
     if found:
@@ -87,7 +94,7 @@ def stoprule_argv() -> list[str]:
 
 
 def default_command(harness: str) -> str:
-    """``/abs/path/stoprule hook H`` (see :func:`stoprule_argv`)."""
+    """``/abs/path/python -I -S /abs/path/stoprule/launch.py hook H`` (see :func:`stoprule_argv`)."""
     return shlex.join([*stoprule_argv(), "hook", harness])
 
 
@@ -517,7 +524,7 @@ def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
             old = fh.read()
     except OSError:
         old = None
-    if old == OLD_GITIGNORE:
+    if old in OLD_GITIGNORES:
         atomic_write(gi, GITIGNORE)
         w.say(f"updated {w.shown(gi)}: only config.yaml and policies/ are committed")
     if os.path.exists(cfg):

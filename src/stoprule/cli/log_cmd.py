@@ -51,7 +51,7 @@ from stoprule.ledger.recorder import Outcome, Recorder
 from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, status_line
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
-from stoprule.ledger.verify import verify
+from stoprule.ledger.verification import verify
 from stoprule.project import ensure_state_dir
 
 __all__ = ["add_arguments", "record_command", "run"]

@@ -17,11 +17,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
-from stoprule.cli.common import handled
 from stoprule.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
@@ -58,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
+    "resident": ("resident_cmd", "the user's resident process deciding stops warm: serve, status, stop"),
 }
 
 
@@ -96,8 +95,11 @@ def _version_action() -> type[argparse.Action]:
 
 
 def command_module(name: str) -> Any:
-    """The module of command ``name`` (imported now: the table names modules, the cold path imports one)."""
-    return importlib.import_module(f".{COMMANDS[name][0]}", __package__)
+    """The module of command ``name`` (imported now: the table names modules, the cold path imports one;
+    ``__import__`` rather than ``importlib``, which a start would pay for)."""
+    module = f"stoprule.cli.{COMMANDS[name][0]}"
+    __import__(module)
+    return sys.modules[module]
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
@@ -129,6 +131,14 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Run one command with the given streams; returns the exit code (a
     :class:`~stoprule.diagnostics.StopruleError` it raises: its report on ``stderr``, its code)."""
+    if argv[:1] == ["hook"]:  # the user's resident process decides it, when one is listening
+        from stoprule.cli.resident import forward
+
+        code, stdin = forward(argv, stdin, stdout, stderr)
+        if code is not None:
+            return code
+    from stoprule.cli.common import handled  # (here: the resident process's client needs none of it)
+
     return handled(lambda: _run(argv, stdin, stdout, stderr), stderr)
 
 
@@ -197,14 +207,20 @@ def _refuse_in_session(argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """The console script: :func:`run` on ``sys.argv`` (or ``argv``) with the process's streams.
 
-    As the process's entry (``argv`` None), a command in :data:`EXIT_AT_ONCE` ends the process
-    as soon as its output is flushed, unless a tracer or profiler is attached: the
-    interpreter's teardown (every module freed, a last collection: ~3 ms) does nothing
-    for it (its files are closed, its log written unbuffered)."""
+    As the process's entry (``argv`` None), a command in :data:`EXIT_AT_ONCE` runs without the
+    cyclic garbage collector (a short process: the collections its imports would trigger free
+    nothing it keeps) and ends the process as soon as its output is flushed, unless a tracer or
+    profiler is attached: the interpreter's teardown (every module freed, a last collection:
+    ~3 ms) does nothing for it (its files are closed, its log written unbuffered)."""
     args = sys.argv[1:] if argv is None else argv
+    at_once = argv is None and args[:1] and args[0] in EXIT_AT_ONCE and sys.gettrace() is sys.getprofile() is None
+    if at_once:
+        import gc
+
+        gc.disable()
     try:
         code = run(args, sys.stdin.buffer, sys.stdout, sys.stderr)
-        if argv is None and args[:1] and args[0] in EXIT_AT_ONCE and sys.gettrace() is sys.getprofile() is None:
+        if at_once:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)

@@ -16,6 +16,7 @@ import os
 from dataclasses import replace
 from typing import IO
 
+from stoprule import codes
 from stoprule.cli.common import policy_error
 from stoprule.config.serve import ServeConfig, load_serve_config, new_token, parse_scope
 from stoprule.diagnostics import EXIT_NOT_OK, CommandError, PolicyError
@@ -160,7 +161,7 @@ def _check_schema(ledger: str | None) -> None:
     try:
         PgLedger.open(ledger, create=False, timeout_ms=5000).close()
     except LedgerError as exc:
-        if exc.code in ("ledger.missing", "ledger.old_schema", "ledger.too_new"):
+        if exc.code in (codes.LEDGER_MISSING, codes.LEDGER_OLD_SCHEMA, codes.LEDGER_TOO_NEW):
             raise
         return
 

@@ -48,6 +48,7 @@ DEFAULT_HOOK: dict[str, Any] = {
     "log": True,
     "strict": False,
     "permission_triage": False,
+    "resident": False,
     "closed_message": (
         "stoprule could not decide whether you may stop (an internal error; see .stoprule/hook.log). "
         "Do not start new work: summarize the current state for the user, then stop."

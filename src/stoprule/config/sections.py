@@ -59,6 +59,10 @@ class HookSettings(BaseModel):
         DEFAULT_HOOK["permission_triage"],
         description="deny permission requests with the triage (autonomous sessions only)",
     )
+    resident: bool = Field(
+        DEFAULT_HOOK["resident"],
+        description="a stop decided in its own process starts the user's resident process (stoprule resident)",
+    )
     closed_message: str = Field(
         DEFAULT_HOOK["closed_message"], min_length=1, description="what the agent is told when fail: closed blocks"
     )

@@ -31,6 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from stoprule import codes
 from stoprule.console.access import Gate, Grant
 from stoprule.console.board import Board, group_blockers
 from stoprule.console.policy import PolicyView
@@ -117,7 +118,7 @@ def create_console(
                     return JSONResponse({"error": exc.message}, exc.status, headers=HEADERS)
                 return page(request, "error.html", grant, exc.status, message=exc.message, heading="Not found")
             except LedgerError as exc:
-                status = 404 if exc.code in ("ledger.unknown_run", "ledger.unknown_node") else 503
+                status = 404 if exc.code in (codes.LEDGER_UNKNOWN_RUN, codes.LEDGER_UNKNOWN_NODE) else 503
                 if api:
                     return JSONResponse({"error": exc.message, "code": exc.code}, status, headers=HEADERS)
                 return page(request, "error.html", grant, status, message=exc.message, heading="Ledger")
@@ -145,7 +146,7 @@ def create_console(
         try:
             result = runs.page(flt, _int(q.get("page"), 1), lambda run: counts.get(run, 0))
         except LedgerError as exc:
-            if exc.code != "ledger.missing":
+            if exc.code != codes.LEDGER_MISSING:
                 raise
             return page(
                 request, "runs.html", grant, result=None, empty=exc.message, flt=flt, nav="runs", heading="Runs"

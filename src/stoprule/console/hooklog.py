@@ -2,11 +2,13 @@
 decision the log line that holds its facts' provenance and what the hook answered.
 
 ``stoprule hook`` writes one JSON line per stop (``.stoprule/hook.log``, rotated once to
-``hook.log.1`` at 4 MiB); a line whose stop was recorded names its ledger node (``ledger_node``)
-and session (the run). The index keeps, per file (by inode, so a rotation is followed), how far
-it has read, and per ``(run, node)`` where the line is; a line is parsed again only when a
-decision is opened. The log is written by a process the agent can reach: the console shows what
-it holds as the log's account, checked against the fact the ledger recorded.
+``hook.log.1`` at 4 MiB); a line whose stop was recorded names its session (the run) and its
+ledger node (``ledger_node``), or, for a stop journaled beside a ledger file
+(:mod:`stoprule.ledger.journal`), the decision's time (``ledger_journal``: the node's ``at``).
+The index keeps, per file (by inode, so a rotation is followed), how far it has read, and per
+``(run, node)`` where the line is; a line is parsed again only when a decision is opened. The
+log is written by a process the agent can reach: the console shows what it holds as the log's
+account, checked against the fact the ledger recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 __all__ = ["HookLog", "LogEntry"]
 
-_MARK = b'"ledger_node"'
+_MARK, _JOURNALED = b'"ledger_node"', b'"ledger_journal"'
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ class HookLog:
         self.path = path
         self._lock = threading.Lock()
         self._read: dict[int, int] = {}  # inode -> bytes indexed
-        self._lines: dict[tuple[str, str], tuple[int, int, int]] = {}  # (run, node) -> (inode, offset, length)
+        # (run, node) -> (inode, offset, length); a journaled stop's by (run, "@" + its time)
+        self._lines: dict[tuple[str, str], tuple[int, int, int]] = {}
         self._harness: dict[str, str] = {}  # run -> harness of its first logged stop
 
     def _files(self) -> list[tuple[str, int]]:
@@ -98,14 +101,20 @@ class HookLog:
         node = entry.get("ledger_node") if _MARK in line else None
         if isinstance(node, str):
             self._lines[(run, node)] = (ino, offset, len(line))
+        at = entry.get("ledger_journal") if _JOURNALED in line else None
+        if isinstance(at, str):
+            self._lines[(run, "@" + at)] = (ino, offset, len(line))
 
     def harness(self, run: str) -> str | None:
         return self._harness.get(run)
 
-    def entry(self, run: str, node: str) -> LogEntry | None:
-        """The logged stop that recorded ``node`` of ``run`` (None: not in the log any more, or never)."""
+    def entry(self, run: str, node: str, at: str | None = None) -> LogEntry | None:
+        """The logged stop that recorded ``node`` of ``run``, decided at ``at`` (its ``at`` in the
+        ledger: how a journaled stop is found); None: not in the log any more, or never."""
         self.refresh()
         where = self._lines.get((run, node))
+        if where is None and at is not None:
+            where = self._lines.get((run, "@" + at))
         if where is None:
             return None
         ino, offset, length = where

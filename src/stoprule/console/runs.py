@@ -18,12 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from stoprule import codes
 from stoprule.console.hooklog import HookLog, LogEntry
 from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import canonical, digest
 from stoprule.ledger.store import Node, RunStatus
-from stoprule.ledger.verify import verify
+from stoprule.ledger.verification import verify
 
 __all__ = ["PROVIDERS", "Chain", "Decision", "FactRow", "RunFilter", "RunPage", "RunRow", "Runs"]
 
@@ -145,7 +146,7 @@ class Runs:
     def opened(self) -> Iterator[Any]:
         """The ledger, open for reading (LedgerError ``ledger.missing`` when nothing was recorded yet)."""
         if not self.target:
-            raise LedgerError("ledger.missing", "no ledger is configured for this console")
+            raise LedgerError(codes.LEDGER_MISSING, "no ledger is configured for this console")
         ledger = open_ledger(self.target, create=False, readonly=True)
         try:
             yield ledger
@@ -258,7 +259,8 @@ class Runs:
                         fact = None
                     break
             retried_by = ledger.retry_of(run, node_id)
-        entry = self.log.entry(run, node_id)
+        at = node.body.get("at")
+        entry = self.log.entry(run, node_id, at if isinstance(at, str) else None)
         matches = entry is not None and entry.fact is not None and digest(canonical(entry.fact)) == node.fact
         d = Decision(st, node, fact, retried_by, entry, matches)
         d.facts = fact_rows(fact if isinstance(fact, dict) else {}, entry.provenance if entry else {})

@@ -10,7 +10,8 @@
     plan                 the typed plan a faster backend is built from (Evaluator.plan)
     protocols            the seams: Backend (plan -> Runner) and Runner (fact -> Verdict)
     backends             which backend evaluates batches (select_backend; the stoprule.backends plug-ins)
-    speedups             the optional C accelerator behind the evaluator (same verdicts, faster)
+    speedups             the optional C accelerator behind the evaluator (same verdicts, faster);
+                         _speedups.pyi types its native Runner's arguments
     interpret            the reference interpreter (conditions evaluated directly)
     packs                finding a pack and loading it compiled, through a cache
 

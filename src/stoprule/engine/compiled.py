@@ -1,14 +1,17 @@
-"""What the compiler produces: plain, picklable data the evaluator runs on.
+"""What the compiler produces: plain data the evaluator runs on, and its JSON form.
 
-No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either.
+No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either. :func:`to_data` and
+:func:`from_data` write it as JSON data and read it back equal (:mod:`stoprule._util.tagged`:
+only the record types below are built, so the compiled-pack cache is data, never code).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
+from stoprule._util import tagged
 from stoprule._util.records import Record, record
-from stoprule.facts.schema import FactSchema
+from stoprule.facts.schema import FactField, FactSchema
 from stoprule.language.templates import Template
 
 TYPE_CHECKING = False
@@ -24,7 +27,18 @@ if TYPE_CHECKING:
 
     R = TypeVar("R", bound=Ranked)
 
-__all__ = ["CompiledPolicy", "ListSlot", "RuleMeta", "Slot", "StopMeta", "VerdictMeta", "rank", "rank_key"]
+__all__ = [
+    "CompiledPolicy",
+    "ListSlot",
+    "RuleMeta",
+    "Slot",
+    "StopMeta",
+    "VerdictMeta",
+    "from_data",
+    "rank",
+    "rank_key",
+    "to_data",
+]
 
 
 def rank_key(rule: Ranked) -> tuple[int, int]:
@@ -131,6 +145,26 @@ class CompiledPolicy:
     # engine names of the rules and stops the engine cannot hold (it refuses their lowered
     # condition): decided by the reference interpreter (stoprule.engine.interpret) per fact
     in_python: tuple[str, ...] = ()
-    # every rule's and stop's checked condition by engine name, pickled: read only where the
-    # engine cannot decide (``in_python``, or a fact that meets an engine limit while matching)
-    conditions: bytes = b""
+    # every rule's and stop's checked condition by engine name, as JSON text
+    # (:func:`stoprule.language.conditions.dump_conditions`): read only where the engine cannot
+    # decide (``in_python``, or a fact that meets an engine limit while matching)
+    conditions: str = ""
+
+
+# the record types of a compiled pack: the only types reading its JSON form builds
+_TYPES: dict[str, type] = {
+    t.__name__: t for t in (CompiledPolicy, Slot, ListSlot, VerdictMeta, RuleMeta, StopMeta, FactField, FactSchema)
+}
+
+
+def to_data(compiled: CompiledPolicy) -> Any:
+    """``compiled`` as JSON data (see :mod:`stoprule._util.tagged`)."""
+    return tagged.dump(compiled, _TYPES)
+
+
+def from_data(data: Any) -> CompiledPolicy:
+    """The compiled pack :func:`to_data` wrote; ValueError for anything else."""
+    compiled = tagged.load(data, _TYPES)
+    if type(compiled) is not CompiledPolicy:
+        raise ValueError("not a compiled pack")
+    return compiled

@@ -11,9 +11,7 @@ from __future__ import annotations
 import _thread  # threading's lock and local, without importing threading (not on the cold path)
 import itertools
 import json
-import weakref
 from collections.abc import Callable, Sequence
-from contextlib import suppress  # loaded already: stoprule._util.files uses it
 
 try:  # compiled into stoprule at install (hatch_build.py)
     import stoprule.engine.durable_rules_engine as _dre
@@ -159,8 +157,10 @@ def _release(pairs: list[tuple[str, int]]) -> None:
                 idle.append(handle)
                 total += 1
             else:
-                with suppress(Exception):  # the engine raises a bare error
+                try:  # noqa: SIM105 - contextlib is not on the stop's path
                     _dre.delete_ruleset(handle)
+                except Exception:  # noqa: BLE001, S110 - the engine raises a bare error
+                    pass
         pairs.clear()
 
 
@@ -174,14 +174,19 @@ class _Handles:
     (its ``threading.local`` entry), or with the engine. A matcher refers to its holder, so
     handles in use are never released under it, and an idle handle has no holder."""
 
-    __slots__ = ("__weakref__", "handles", "pairs")
+    __slots__ = ("handles", "pairs")
 
     def __init__(self, defs: Sequence[str]) -> None:
         self.pairs: list[tuple[str, int]] = []
-        weakref.finalize(self, _release, self.pairs)
         for d in defs:
             self.pairs.append((d, _acquire(d)))
         self.handles = [h for _, h in self.pairs]
+
+    def __del__(self) -> None:  # (not weakref.finalize: importing weakref costs a start ~0.5 ms)
+        try:  # noqa: SIM105 - contextlib costs the cold start ~1 ms
+            _release(self.pairs)
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit the pool may be gone already
+            pass
 
 
 class Engine:
@@ -244,8 +249,10 @@ def _make_matcher(holder: _Handles, always: frozenset[str], per_ruleset: bool) -
     def _drop(h: int, n: int) -> None:
         """After an engine error (a limit met while matching): retract the fact, in case
         part of it was stored."""
-        with suppress(EngineError):
+        try:  # noqa: SIM105 - contextlib is not on the stop's path
             retract(h, f'{{"id":{n}}}')
+        except EngineError:
+            pass
 
     def _assert(h: int, text: str, n: int) -> Any:
         try:

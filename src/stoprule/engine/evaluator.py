@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from stoprule._util.codegen import define
 from stoprule._util.gcpause import paused_gc
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
 from stoprule.engine import projection
@@ -17,7 +16,7 @@ from stoprule.engine.durable import Engine, EngineError, _float, _string, encode
 from stoprule.engine.projection import field_of, slot_encoding
 from stoprule.engine.verdict import Match, Verdict
 from stoprule.facts.schema import MISSING, FactField, strict_error
-from stoprule.language.templates import compile_templates
+from stoprule.language.templates import compile_templates, renderer
 
 __all__ = ["BACKEND", "Evaluator", "Match", "Verdict", "describe_backend", "prototype"]
 
@@ -54,24 +53,19 @@ def _reader(lines: list[str], var: str, path: tuple[str, ...], emit: str, indent
     lines.append(f"{indent}    {emit}")
 
 
-def generated_sources(compiled: CompiledPolicy) -> list[str]:
-    """The sources of the code generated for ``compiled`` (compiled as a side effect)."""
-    out = [source for source, _ in _projectors(compiled)]
-    from stoprule.facts.schema import _fast_validator
-
-    out.append(_fast_validator(compiled.schema.root)[0])
-    out.append(_templates(compiled)[0])
-    return out
-
-
-def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict[Any, Any]], str]]]:
-    """The rules' message (and review reason, where given) renderers, in rule order."""
+def _template_list(compiled: CompiledPolicy) -> list[Template]:
+    """The rules' messages (and review reasons, where given), in rule order."""
     tpls = []
     for r in compiled.rules:
         tpls.append(r.message)
         if r.review_reason:
             tpls.append(r.review_reason)
-    return compile_templates(tpls, compiled.sets)
+    return tpls
+
+
+def _templates(compiled: CompiledPolicy) -> tuple[str, list[Callable[[dict[Any, Any]], str]]]:
+    """The rules' message (and review reason, where given) renderers, in rule order, generated."""
+    return compile_templates(_template_list(compiled), compiled.sets)
 
 
 def _projectors(compiled: CompiledPolicy) -> list[tuple[str, Callable[[dict[Any, Any]], str]]]:
@@ -130,7 +124,8 @@ def _json_projector(
         if s.test is not None:  # a pattern slot is left out for a value that is not a string
             name = f"T{len(tests)}"
             tests[name] = slot_encoding(s, scope, "")[1]
-            emit = f"if type(v) is str: x = {name}(v); {target}.append(',{key}:' + (B[x] if type(x) is bool else E(x)))"
+            pre = f",{key}:"
+            emit = f"if type(v) is str: x = {name}(v); {target}.append({pre!r} + (B[x] if type(x) is bool else E(x)))"
         else:
             emit = f"{target}.append({_json_item(s, scope, key, tests)})"
         _reader(lines, var, s.path, emit, indent)
@@ -165,18 +160,19 @@ def _json_projector(
             continue
         list_field = field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
-        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        # every text from the pack is written as a literal (repr): a key is data, never code
+        item, length_item = f",{json.dumps(ls.key)}:", f",{json.dumps(ls.len_key)}:"
         up = parent(ls.path[:-1])
         read = f"{up}.get({ls.path[-1]!r}) if type({up}) is dict else None" if ls.path else up
         lines.append(f"    seq{n} = {read}")
         lines.append(f"    if type(seq{n}) is list:")
-        lines.append(f"        p.append(',{len_key}:' + str(len(seq{n})))" if length else "        pass")
+        lines.append(f"        p.append({length_item!r} + str(len(seq{n})))" if length else "        pass")
         if not items:
             pass  # only the length is read
         elif ls.scalar:
-            lines.append(f"        p.append(',{key}:' + E(seq{n}))")
+            lines.append(f"        p.append({item!r} + E(seq{n}))")
         elif not ls.item_slots:
-            lines.append(f"        p.append(',{key}:[' + ','.join(['{{}}'] * len(seq{n})) + ']')")
+            lines.append(f"        p.append({item + '['!r} + ','.join(['{{}}'] * len(seq{n})) + ']')")
         else:
             lines.append("        rows = []")
             lines.append(f"        for item in seq{n}:")
@@ -186,17 +182,158 @@ def _json_projector(
             for s in ls.item_slots:
                 emit_slot(s, "item", item_scope, "row", "                ")
             lines.append("            rows.append('{' + ''.join(row)[1:] + '}')")
-            lines.append(f"        p.append(',{key}:[' + ','.join(rows) + ']')")
+            lines.append(f"        p.append({item + '['!r} + ','.join(rows) + ']')")
         if length:
             lines.append("    else:")
-            lines.append(f"        p.append(',{len_key}:0')")
+            lines.append(f"        p.append({length_item + '0'!r})")
     lines.append("    p.append('}')")
     lines.append("    return ''.join(p)" if anchor else "    return ''.join(p)[1:]")
     source = "\n".join(lines)
     namespace: dict[str, Any] = {
         "M": MISSING, "B": {True: "true", False: "false"}, "S": _string, "E": encode, "F": _float, **tests,
     }  # fmt: skip
+    from stoprule._util.codegen import define  # (only when the code is generated: see Evaluator._use_code)
+
     return source, define(source, namespace, "project_json")
+
+
+def _item_writer(s: Slot, scope: FactField | None) -> Callable[[Any], str | None]:
+    """``v -> ',"KEY":VALUE'`` for slot ``s`` (read below ``scope``), or None where nothing is
+    written: what the generated projector appends for the value (see :func:`_json_item`)."""
+    pre = f",{json.dumps(s.key)}:"
+    if s.test is not None:
+        test = slot_encoding(s, scope, "")[1]
+
+        def write_test(v: Any) -> str | None:
+            if type(v) is not str:
+                return None
+            x = test(v)
+            return pre + (("true" if x else "false") if type(x) is bool else encode(x))
+
+        return write_test
+    enc, extra = slot_encoding(s, scope, pre)
+    if enc == projection.MARKER:
+        return lambda v: pre + ("true" if v is not None else "null")
+    if enc == projection.BOOL:
+        return lambda v: pre + "true" if v is True else pre + "false" if v is False else pre + encode(v)
+    if enc == projection.ENUM:
+        return lambda v: type(v) is str and extra.get(v) or pre + encode(v)
+    if enc == projection.STRING:
+        return lambda v: pre + (_string(v) if type(v) is str else encode(v))
+    if enc == projection.INT:
+        return lambda v: pre + (str(v) if type(v) is int else encode(v))
+    if enc == projection.NUMBER:
+        return lambda v: pre + (str(v) if type(v) is int else _float(v) if type(v) is float else encode(v))
+    return lambda v: pre + encode(v)
+
+
+def _slot_reader(s: Slot, scope: FactField | None) -> Callable[[Any, list[str]], None]:
+    """``(var, out)``: slot ``s`` read from ``var`` along its path, its item appended to ``out``
+    when present (see :func:`_reader`)."""
+    write = _item_writer(s, scope)
+    path = s.path
+
+    def read(var: Any, out: list[str]) -> None:
+        if path:
+            cur = var
+            for step in path[:-1]:
+                cur = cur.get(step)
+                if type(cur) is not dict:
+                    return
+            v = cur.get(path[-1], MISSING)
+            if v is MISSING:
+                return
+        else:
+            v = var
+        item = write(v)
+        if item is not None:
+            out.append(item)
+
+    return read
+
+
+def _value_at(fact: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path`` through objects, or None (how the generated projector's parents read)."""
+    cur: Any = fact
+    for step in path:
+        cur = cur.get(step) if type(cur) is dict else None
+    return cur
+
+
+def _direct_projector(
+    slots: tuple[Slot, ...], lists: tuple[ListSlot, ...], root: FactField, keys: frozenset[str] | None = None
+) -> Callable[[dict[str, Any]], str]:
+    """What :func:`_json_projector` generates, without generating code: the same text for every
+    fact, for a process that projects a fact or two (compiling the projector costs more there)."""
+
+    def wanted(key: str) -> bool:
+        return keys is None or key in keys
+
+    reads = any(wanted(s.key) for s in slots) or any(wanted(ls.len_key) or wanted(ls.key) for ls in lists)
+    anchor = wanted("_") or not reads
+    steps: list[Callable[[dict[str, Any], list[str]], None]] = []
+
+    def top(s: Slot) -> Callable[[dict[str, Any], list[str]], None]:
+        if len(s.path) < 2:
+            return _slot_reader(s, root)
+        at, last = s.path[:-1], _slot_reader(Slot(s.key, s.path[-1:], s.marker, s.test), field_of(root, s.path[:-1]))
+
+        def read_nested(fact: dict[str, Any], out: list[str]) -> None:
+            var = _value_at(fact, at)
+            if type(var) is dict:
+                last(var, out)
+
+        return read_nested
+
+    def listed(ls: ListSlot, length: bool, items: bool) -> Callable[[dict[str, Any], list[str]], None]:
+        list_field = field_of(root, ls.path)
+        item_scope = list_field.items if list_field is not None else None
+        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        readers = [_slot_reader(s, item_scope) for s in ls.item_slots]
+        any_item = any(not s.path for s in ls.item_slots)  # rows of scalars: every item is read
+
+        def read_list(fact: dict[str, Any], out: list[str]) -> None:
+            seq = _value_at(fact, ls.path)
+            if type(seq) is not list:
+                if length:
+                    out.append(f",{len_key}:0")
+                return
+            if length:
+                out.append(f",{len_key}:{len(seq)}")
+            if not items:
+                return
+            if ls.scalar:
+                out.append(f",{key}:" + encode(seq))
+            elif not readers:
+                out.append(f",{key}:[" + ",".join(["{}"] * len(seq)) + "]")
+            else:
+                rows = []
+                for item in seq:
+                    row: list[str] = []
+                    if any_item or type(item) is dict:
+                        for read in readers:
+                            read(item, row)
+                    rows.append("{" + "".join(row)[1:] + "}")
+                out.append(f",{key}:[" + ",".join(rows) + "]")
+
+        return read_list
+
+    for s in slots:
+        if wanted(s.key):
+            steps.append(top(s))
+    for ls in lists:
+        length, items = wanted(ls.len_key), ls.items and wanted(ls.key)
+        if length or items:
+            steps.append(listed(ls, length, items))
+
+    def project_direct(fact: dict[str, Any]) -> str:
+        out = ['"_":1'] if anchor else []
+        for step in steps:
+            step(fact, out)
+        out.append("}")
+        return "".join(out) if anchor else "".join(out)[1:]
+
+    return project_direct
 
 
 # positions in a Verdict: of the messages, and of what the C accelerator puts in a prototype
@@ -204,6 +341,9 @@ _MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("rev
 _FILLED = (Verdict._fields.index("matched"), Verdict._fields.index("high_risk_stop"), Verdict._fields.index("warnings"))
 
 WARM_UP = 32  # the fact of a batch at which the default backend is made (see Evaluator.evaluate_many)
+# facts an evaluator decides without generated code (see Evaluator._use_code); a batch or a run of
+# single facts longer than that generates and compiles it (tens of milliseconds, repaid over them)
+DIRECT_FACTS = 64
 AUTO = "auto"  # the default backend: the C accelerator where built (stoprule.engine.backends)
 BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
 
@@ -252,10 +392,6 @@ class Evaluator:
         self.compiled = compiled
         self.digest = compiled.digest
         self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
-        # the projection, JSON-encoded: one text for every ruleset, or one per ruleset when each
-        # reads a subset of it (a projection too wide for the engine)
-        self._project_parts = [fn for _, fn in _projectors(compiled)]
-        self._project_json = self._project_parts[0] if compiled.ruleset_keys is None else None
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest
         self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}
@@ -264,15 +400,43 @@ class Evaluator:
         self._stop_order = [s.engine_name for s in compiled.stops]
         # verdict makers by set of matched rules
         self._makers: dict[frozenset[str], _Maker] = {}
-        self._conditions: dict[str, Any] | None = None  # unpickled on first need
+        self._conditions: dict[str, Any] | None = None  # read from their JSON text on first need
         self._backend = backend
         self._runners: Any = None  # threading.local: this thread's backend runner
         self._plan: Plan | None = None
-        # message templates, compiled once: rendered only for the winning rule
-        renderers = iter(_templates(compiled)[1])
+        self._direct_left = DIRECT_FACTS  # facts left to evaluate before the code is generated
+        self._use_code(generated=False)
+
+    def _use_code(self, generated: bool) -> None:
+        """Project, validate and render with the generated code (compiled once per process: tens
+        of milliseconds, repaid over a batch) or without it (the same results, nothing compiled:
+        a fact or two in a short-lived process such as the stop hook)."""
+        c = self.compiled
+        if generated:
+            parts = [fn for _, fn in _projectors(c)]
+            renderers = iter(_templates(c)[1])
+        else:
+            subsets = [None] if c.ruleset_keys is None else [frozenset(k) for k in c.ruleset_keys]
+            parts = [_direct_projector(c.slots, c.lists, c.schema.root, keys) for keys in subsets]
+            renderers = iter(renderer(t, c.sets) for t in _template_list(c))
+        # the projection, JSON-encoded: one text for every ruleset, or one per ruleset when each
+        # reads a subset of it (a projection too wide for the engine)
+        self._project_parts = parts
+        self._project_json = parts[0] if c.ruleset_keys is None else None
+        # message templates: rendered only for the winning rule
         self._messages = {
-            r.engine_name: (next(renderers), next(renderers) if r.review_reason else None) for r in compiled.rules
+            r.engine_name: (next(renderers), next(renderers) if r.review_reason else None) for r in c.rules
         }
+        self._check = c.schema.check if generated else c.schema.check_direct
+        self._generated = generated
+        self._makers = {}  # made with the renderers above from now on
+
+    def _count(self, n: int) -> None:
+        """Count ``n`` facts evaluated without generated code; past :data:`DIRECT_FACTS`, generate it."""
+        if not self._generated:
+            self._direct_left -= n
+            if self._direct_left <= 0:
+                self._use_code(generated=True)
 
     @property
     def schema(self) -> FactSchema:
@@ -289,13 +453,16 @@ class Evaluator:
 
     def validate(self, fact: Any) -> dict[str, Any]:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
-        return self.compiled.schema.validate(fact)
+        schema = self.compiled.schema
+        return schema.validate(fact) if self._generated else schema._validate(fact)
 
     def evaluate(self, fact: Any, *, strict: bool = False) -> Verdict:
         """Validate and evaluate one fact; raises :class:`FactError` if it is invalid (with
         ``strict``, also for an unknown field) and :class:`NoRuleMatched` if no rule decides it.
         Unknown fields are otherwise listed in the verdict's ``warnings``."""
-        data, warnings = self.compiled.schema.check(fact)
+        if not self._generated:
+            self._count(1)
+        data, warnings = self._check(fact)
         if warnings and strict:
             raise strict_error(warnings)
         return self._decide(data, self._data_matcher()(data), tuple(warnings))
@@ -344,9 +511,9 @@ class Evaluator:
         the reference interpreter."""
         conds = self._conditions
         if conds is None:
-            import pickle
+            from stoprule.language.conditions import load_conditions
 
-            conds = self._conditions = pickle.loads(self.compiled.conditions)
+            conds = self._conditions = load_conditions(self.compiled.conditions)
         from stoprule.engine.interpret import evaluate
 
         names = conds if only is None else only
@@ -369,7 +536,9 @@ class Evaluator:
         from the first fact of every later batch; a backend given explicitly is used at once."""
         out: list[Verdict | EvaluationError] = []
         append = out.append
-        check = self.compiled.schema.check
+        if not self._generated:  # a batch long enough to repay it (or of unknown length) runs on generated code
+            self._count(len(facts) if isinstance(facts, (list, tuple)) else DIRECT_FACTS)
+        check = self._check
         match = self._data_matcher()
         decide = self._decide
         run = self._runner(make=self._backend != AUTO)
@@ -447,7 +616,7 @@ class Evaluator:
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
-        data = self.compiled.schema.validate(fact)
+        data = self.validate(fact)
         return self._ranked(self._match_data(data))
 
     def _ranked(self, names: set[str]) -> list[RuleMeta]:

@@ -13,7 +13,6 @@ Operators lower themselves (:mod:`stoprule.language.operators`); this module add
 from __future__ import annotations
 
 import dataclasses
-import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -376,7 +375,7 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
     )
 
 
-def _conditions(checked: CheckedPolicy) -> bytes:
-    """Every rule's and stop's condition by engine name, pickled (see ``CompiledPolicy.conditions``)."""
+def _conditions(checked: CheckedPolicy) -> str:
+    """Every rule's and stop's condition by engine name, as JSON text (see ``CompiledPolicy.conditions``)."""
     conds = {f"h{s.index}": s.when for s in checked.stops} | {f"r{r.index}": r.when for r in checked.rules}
-    return pickle.dumps(conds, protocol=pickle.HIGHEST_PROTOCOL)
+    return C.dump_conditions(conds)

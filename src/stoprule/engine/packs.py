@@ -1,23 +1,33 @@
-"""Finding a pack and loading it compiled, through a cache keyed by its bytes.
+"""Finding a pack and loading it compiled, through a cache checked against the pack's files.
 
 Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the nearest
 ``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
 imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
+
+The cache holds one JSON file per pack directory: the compiled pack as data
+(:func:`stoprule.engine.compiled.to_data`, read back building only the compiled pack's own
+record types: never code, unlike a pickle), the pack files' stats (size, mtime, ctime, inode)
+and the sha256 of their names and bytes, and the compiler modules' stats. A start stats the
+files: the same stats are a hit without reading them; different stats (a ``touch``, a
+checkout) are a hit only if the files' sha256 is still the one recorded. Stats taken within
+``RACY_NS`` of a file's last change do not vouch for it (a change in the same clock tick
+could keep them equal): the next start checks that file's content, as git does. An entry
+that does not read back (altered, truncated, from another version), or that anyone but the
+user could have written, is compiled again.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import sys
 import zlib
 from collections.abc import Mapping
 
-from stoprule._util.cache import cache_dir, content_key, read_entry, write_entry
-from stoprule._util.codegen import export, preload
-from stoprule.engine.compiled import CompiledPolicy
+from stoprule._util.cache import cache_dir, read_entry, write_entry
+from stoprule.engine.compiled import CompiledPolicy, from_data, to_data
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.files import pack_files
 from stoprule.project import find_project
@@ -26,23 +36,17 @@ from stoprule.version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
-__all__ = ["bundled_pack", "compile_policy", "load_policy", "pack_path", "select_pack"]
+__all__ = ["bundled_pack", "compile_policy", "keep_loaded", "load_policy", "pack_path", "select_pack"]
 
-CACHE_FORMAT = "9"
-_MAX_ENTRY_BYTES = 1 << 30  # a compiled pack far beyond any the pack limits allow
+CACHE_FORMAT = "11"
+MAX_ENTRY_BYTES = 64 << 20  # a cache file larger than this is not read
+RACY_NS = 2_000_000_000  # stats taken this soon after a file changed do not vouch for its content
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
 _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _compiler_sources() -> list[str]:
-    found = [os.path.join(_PACKAGE_ROOT, name) for name in ("diagnostics.py", "limits.py")]
-    for package in _COMPILER_PACKAGES:
-        folder = os.path.join(_PACKAGE_ROOT, package)
-        found += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
-    return found
 
 
 def _bundled() -> str:
@@ -90,55 +94,164 @@ def pack_path(
     return _select(explicit, os.environ if env is None else env, cwd)
 
 
-def _stamp(root: str) -> str | None:
-    """What the cache is keyed on: each pack file's name, size and content checksums
-    (CRC-32 and Adler-32, so an edit that restores the mtime is still seen), and the
-    compiler modules' size and mtime (a changed compiler invalidates what it compiled).
+def _compiler_stats() -> list[list[Any]]:
+    """The compiler modules' size and mtime (a changed compiler invalidates what it compiled),
+    each module found on disk, never listed by hand."""
+    out: list[list[Any]] = []
+    for name in ("diagnostics.py", "limits.py"):
+        st = os.stat(os.path.join(_PACKAGE_ROOT, name))
+        out.append([name, st.st_size, st.st_mtime_ns])
+    for package in _COMPILER_PACKAGES:
+        with os.scandir(os.path.join(_PACKAGE_ROOT, package)) as it:
+            found = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py"))
+        out += [[f"{package}/{name}", st.st_size, st.st_mtime_ns] for name, st in found]
+    return out
 
-    ``zlib`` is already loaded and ``hashlib`` is not (see :mod:`stoprule._util.cache`). The
-    pack's digest itself (sha256 over the normalised files) is computed when it is compiled.
-    """
-    if not os.path.isdir(root):
-        return None
-    parts = [os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]
-    for module in _compiler_sources():  # a changed compiler invalidates what it compiled
-        st = os.stat(module)
-        parts.append(f"{os.path.relpath(module, _PACKAGE_ROOT)}:{st.st_size}:{st.st_mtime_ns}")
-    for path in pack_files(root):
-        with open(path, "rb") as fh:
+
+def _file_stats(files: list[str]) -> list[list[Any]]:
+    """Each pack file's path, size, mtime, ctime and inode: a change to its bytes changes its
+    ctime, which no one can set back (``os.utime`` sets the mtime, and the ctime to now)."""
+    out: list[list[Any]] = []
+    for path in files:
+        st = os.stat(path)
+        out.append([path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return out
+
+
+def _racy(stats: list[list[Any]], now_ns: int) -> bool:
+    """Whether a file changed within ``RACY_NS`` of ``now_ns`` (its stats do not vouch for it yet)."""
+    return any(max(mtime, ctime) >= now_ns - RACY_NS for _, _, mtime, ctime, _ in stats)
+
+
+def _sources_digest(files: list[str]) -> str:
+    """A checksum of the pack files' names, sizes and bytes (read only when their stats do not
+    vouch for the entry): it tells an edited pack from the one compiled, with zlib, which the
+    stop has loaded (``hashlib`` would cost it ~2 ms; the compiled pack's own digest, sha256,
+    is the compiler's). Files that match it and not the entry are the same bytes: making them
+    match on purpose would only get the pack compiled from the files before the edit."""
+    crc, adler, size = 0, 1, 0
+    for p in files:
+        with open(p, "rb") as fh:
             data = fh.read()
-        parts.append(f"{path}:{len(data)}:{zlib.crc32(data):08x}:{zlib.adler32(data):08x}")
-    return "\n".join(parts)
+        head = f"{os.path.basename(p)}\0{len(data)}\0".encode("utf-8", "surrogateescape")
+        crc = zlib.crc32(data, zlib.crc32(head, crc))
+        adler = zlib.adler32(data, zlib.adler32(head, adler))
+        size += len(head) + len(data)
+    return f"{crc:08x}{adler:08x}{size:x}"
+
+
+def _entry_path(cdir: str, root: str) -> str:
+    key = "\n".join([os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]).encode()
+    return os.path.join(cdir, f"pack-{zlib.crc32(key):08x}{zlib.adler32(key):08x}.json")
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    """The cache entry at ``path`` (None when it is missing or does not read as one)."""
+    raw = read_entry(path, MAX_ENTRY_BYTES)
+    try:
+        entry = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return entry if type(entry) is dict else None
+
+
+def _cached(
+    entry: dict[str, Any] | None, root: str, compiler: list[list[Any]], files: list[str]
+) -> tuple[CompiledPolicy | None, list[list[Any]] | None]:
+    """``(the compiled pack, None)`` on a hit whose stats still vouch for it; ``(pack, new stats)``
+    on a hit found by content (the entry to be written again); ``(None, None)`` on a miss."""
+    if entry is None or entry.get("format") != CACHE_FORMAT or entry.get("version") != __version__:
+        return None, None
+    if entry.get("root") != os.path.abspath(root) or entry.get("compiler") != compiler:
+        return None, None
+    stats = _file_stats(files)
+    restamp = None
+    if stats != entry.get("files") or entry.get("racy"):
+        if _sources_digest(files) != entry.get("sources"):
+            return None, None
+        restamp = stats
+    try:
+        return from_data(entry.get("compiled")), restamp
+    except (ValueError, TypeError, RecursionError):
+        return None, None
 
 
 def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> CompiledPolicy:
     """Compile the selected pack, reusing a cached compilation of byte-identical files."""
+    import time
+
     root = _select(path, os.environ, None)
     cdir = cache_dir() if cache else None
-    stamp = _stamp(root) if cdir is not None else None
-    entry = os.path.join(cdir, f"{content_key(stamp.encode())}.pickle") if cdir is not None and stamp else None
-    if entry is not None:
-        raw = read_entry(entry, _MAX_ENTRY_BYTES)
+    if cdir is not None and os.path.isdir(root):
         try:
-            if raw is not None:
-                cached_stamp, obj, code = pickle.loads(raw)
-                if cached_stamp == stamp and isinstance(obj, CompiledPolicy):
-                    preload(code)  # the generated projectors and validator, compiled
-                    return obj
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            pass
+            compiler, files = _compiler_stats(), pack_files(root)
+            entry_path = _entry_path(cdir, root)
+            entry = _read(entry_path)
+            compiled, restamp = _cached(entry, root, compiler, files)
+        except OSError:  # a file vanished meanwhile: compiled below (which names any problem)
+            compiled, restamp, entry = None, None, None
+        if compiled is not None:
+            if restamp is not None and entry is not None:
+                now = time.time_ns()
+                _store(entry_path, dict(entry, files=restamp, racy=_racy(restamp, now)))
+            return compiled
+    entry = None
+    if cdir is not None:
+        try:  # what the files are before the compiler reads them: a change meanwhile shows next time
+            now = time.time_ns()
+            compiler, files = _compiler_stats(), pack_files(root)
+            stats = _file_stats(files)
+            entry = {"format": CACHE_FORMAT, "version": __version__, "root": os.path.abspath(root),
+                     "compiler": compiler, "files": stats, "racy": _racy(stats, now),
+                     "sources": _sources_digest(files)}  # fmt: skip
+        except OSError:
+            entry = None
     from stoprule.engine.build import compile_pack
 
     compiled = compile_pack(root).compiled
     assert compiled is not None
-    if entry is not None and stamp is not None:
-        from stoprule.engine.evaluator import generated_sources
-
-        data = (stamp, compiled, export(generated_sources(compiled)))
-        write_entry(entry, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+    if cdir is not None and entry is not None:
+        _store(_entry_path(cdir, root), dict(entry, compiled=to_data(compiled)))
     return compiled
+
+
+def _store(path: str, entry: dict[str, Any]) -> None:
+    """Write the entry atomically; an unwritable cache is not an error."""
+    try:
+        write_entry(path, json.dumps(entry, separators=(",", ":")).encode())
+    except (TypeError, ValueError):
+        return
+
+
+# pack directory -> (its files' stats, its evaluator): in a long-lived process (keep_loaded), the
+# evaluator of a pack whose files keep their stats is used again, its engine and code warm
+_KEPT: dict[str, tuple[list[list[Any]], Evaluator]] | None = None
+
+
+def keep_loaded(on: bool = True) -> None:
+    """In a long-lived process (the resident one), keep each pack's evaluator while the pack's
+    files keep their stats (a file changed within ``RACY_NS`` of being stated is loaded again)."""
+    global _KEPT
+    _KEPT = {} if on else None
 
 
 def load_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Evaluator:
     """Load and compile a pack (selected as the CLI does) into a ready :class:`Evaluator`."""
-    return Evaluator(compile_policy(path, cache=cache))
+    if _KEPT is None or not cache:
+        return Evaluator(compile_policy(path, cache=cache))
+    import time
+
+    root = _select(path, os.environ, None)
+    try:
+        stats = _file_stats(pack_files(root))
+    except OSError:
+        return Evaluator(compile_policy(path, cache=cache))
+    kept = _KEPT.get(root)
+    if kept is not None and kept[0] == stats:
+        return kept[1]
+    evaluator = Evaluator(compile_policy(path, cache=cache))
+    if not _racy(stats, time.time_ns()):
+        if len(_KEPT) >= 64:
+            _KEPT.clear()
+        _KEPT[root] = (stats, evaluator)
+    return evaluator

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from stoprule.engine.compiled import Slot
 from stoprule.engine.durable import _string
 from stoprule.facts.schema import FactField
-from stoprule.language import patterns
 
-__all__ = ["ANY", "BOOL", "ENUM", "INT", "MARKER", "NUMBER", "STRING", "TEST", "field_of", "slot_encoding"]
+__all__ = ["ANY", "BOOL", "ENUM", "INT", "MARKER", "NUMBER", "STRING", "TEST", "TESTS", "field_of", "slot_encoding"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 
 # encodings
 MARKER, BOOL, ENUM, STRING, INT, NUMBER, ANY, TEST = range(8)
+# the functions of stoprule.language.patterns a pattern slot may name
+TESTS = frozenset({"glob_test", "starts_with_test", "ends_with_test"})
 _BY_TYPE = {"bool": BOOL, "enum": ENUM, "string": STRING, "int": INT, "number": NUMBER}
 
 
@@ -46,6 +47,10 @@ def slot_encoding(s: Slot, scope: FactField | None, prefix: str) -> tuple[int, A
     a string)."""
     if s.test is not None:
         fn, arg = s.test
+        if fn not in TESTS:  # a name read from a cache: only a pattern test, never any other attribute
+            raise ValueError(f"not a pattern test: {fn!r}")
+        from stoprule.language import patterns  # (only a pack with pattern slots needs it)
+
         return TEST, functools.partial(_run_test, getattr(patterns, fn), arg)
     if s.marker:
         return MARKER, None

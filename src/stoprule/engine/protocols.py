@@ -25,7 +25,7 @@ __all__ = ["Backend", "Runner"]
 
 @runtime_checkable
 class Runner(Protocol):
-    def __call__(self, fact: Any) -> Verdict | None: ...
+    def __call__(self, fact: Any, /) -> Verdict | None: ...
 
 
 @runtime_checkable

@@ -53,6 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule.engine._speedups import Runner as NativeRunner
     from stoprule.engine.plan import Plan
     from stoprule.engine.protocols import Runner
     from stoprule.language.templates import Template
@@ -222,7 +223,8 @@ def c_backend(plan: Plan) -> Runner | None:
     def warn(found: list[str]) -> tuple[dict[str, str], ...]:
         return tuple(unknown(found))
 
-    runner = module.Runner(
+    native: type[NativeRunner] = module.Runner  # its arguments: _speedups.pyi
+    runner = native(
         schema,
         slots,
         lists,

@@ -529,6 +529,8 @@ def _suggest(schema: FactField, path: str) -> str:
 class FactSchema:
     """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
 
+    _fields = ("root",)  # what it is made of (the compiled pack's JSON form writes it: stoprule._util.tagged)
+
     def __init__(self, root: FactField) -> None:
         self.root = root
         self._check = _compile_object(root)
@@ -536,7 +538,7 @@ class FactSchema:
         self._messages: dict[str, str] = {}  # unknown field path -> its warning message
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_fast":  # generated on first use: after a cached pack's code is loaded
+        if name == "_fast":  # generated and compiled on first use (a batch's: see check_direct)
             self._fast = _fast_validator(self.root)[1]
             return self._fast
         raise AttributeError(name)
@@ -567,12 +569,6 @@ class FactSchema:
             out.append({"code": codes.FACT_UNKNOWN_FIELD, "field": f, "message": message})
         return out
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"root": self.root}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["root"])  # type: ignore[misc]
-
     def validate(self, fact: Any) -> dict[str, Any]:
         try:
             data: dict[str, Any] = self._fast(fact, [])
@@ -592,6 +588,11 @@ class FactSchema:
         if not fact:
             return data, self.warnings(fact)
         return data, self._unknown_warnings(found)
+
+    def check_direct(self, fact: Any) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """:meth:`check` without the generated validator: the same result, nothing compiled (one
+        fact in a short-lived process, where compiling the validator would cost more than it saves)."""
+        return self._validate(fact), self.warnings(fact)
 
     def _validate(self, fact: Any) -> dict[str, Any]:
         if not isinstance(fact, dict):

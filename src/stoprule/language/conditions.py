@@ -26,12 +26,15 @@ visitors that give nodes a meaning.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from stoprule import codes
+from stoprule._util import tagged
 from stoprule.diagnostics import Diagnostic, unknown_hint
+from stoprule.facts.schema import FactField
 from stoprule.language.operators import OPERATORS
 from stoprule.language.source import SourceFile, format_path
 
@@ -48,7 +51,9 @@ __all__ = [
     "Ref",
     "children",
     "cond_text",
+    "dump_conditions",
     "iter_nodes",
+    "load_conditions",
     "map_children",
     "parse_condition",
     "rewrite",
@@ -155,6 +160,38 @@ class HighRisk:
 
 
 Cond = Const | Atom | Quant | AllOf | AnyOf | Not | Ref | HighRisk
+
+# what a condition tree is made of: the only types reading its JSON form builds
+_TYPES: dict[str, type] = {
+    t.__name__: t for t in (Loc, Const, Atom, Quant, AllOf, AnyOf, Not, Ref, HighRisk, FactField)
+}
+
+
+def dump_conditions(conds: dict[str, Cond]) -> str:
+    """Checked conditions by name as JSON text, with what the reference interpreter reads of them
+    (no source locations, no schema fields): kept with a compiled pack, and in its cache."""
+    return json.dumps(tagged.dump({name: _lean(c) for name, c in conds.items()}, _TYPES), separators=(",", ":"))
+
+
+_NOWHERE = Loc("", 0, 0, "")
+
+
+def _lean(c: Cond) -> Cond:
+    kept = map_children(c, _lean)
+    assert kept is not None
+    if isinstance(kept, Atom):
+        return dataclasses.replace(kept, loc=_NOWHERE, fld=None, ref_fld=None)
+    if isinstance(kept, Quant):
+        return dataclasses.replace(kept, loc=_NOWHERE, fld=None)
+    return dataclasses.replace(kept, loc=_NOWHERE)
+
+
+def load_conditions(text: str) -> dict[str, Cond]:
+    """The conditions :func:`dump_conditions` wrote (ValueError for anything else)."""
+    conds = tagged.load(json.loads(text), _TYPES)
+    if type(conds) is not dict:
+        raise ValueError("not a table of conditions")
+    return conds
 
 
 @dataclass(frozen=True)

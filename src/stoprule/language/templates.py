@@ -10,7 +10,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-__all__ = ["Template", "compile_template", "compile_templates", "parse_template", "render"]
+__all__ = ["Template", "compile_template", "compile_templates", "parse_template", "render", "renderer"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,8 +87,9 @@ def _show(v: Any, fallback: str | None) -> str:
 
 
 def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]) -> str:
-    """``tpl`` rendered for ``fact``: the renderer the evaluator uses (:func:`compile_templates`)."""
-    return compile_template(tpl, sets)(fact)
+    """``tpl`` rendered for ``fact``, as the evaluator renders it (:func:`renderer`; the same
+    text as :func:`compile_templates`)."""
+    return renderer(tpl, sets)(fact)
 
 
 def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[tuple[str, ...], str | None]]:
@@ -108,6 +109,35 @@ def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[
             else:
                 parts.append(text)
     return parts
+
+
+def renderer(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
+    """The renderer of one template without generated code: what :func:`compile_templates` renders,
+    for a process that renders a message or two (compiling a pack's renderers costs more there)."""
+    steps: list[tuple[str | None, tuple[str, ...], bool, str | None]] = []
+    for part in _parts(tpl, sets):
+        if isinstance(part, str):
+            steps.append((part, (), False, None))
+        else:
+            path, fallback = part
+            steps.append((None, path, any(step.endswith("[]") for step in path), fallback))
+
+    def render_direct(f: dict[str, Any]) -> str:
+        out = []
+        for text, path, listed, fallback in steps:
+            if text is not None:
+                out.append(text)
+                continue
+            if listed:
+                v = _lookup(f, path)
+            else:
+                v = f.get(path[0]) if isinstance(f, dict) else None
+                for step in path[1:]:
+                    v = v.get(step) if isinstance(v, dict) else None
+            out.append(v if type(v) is str and v else _show(v, fallback))
+        return "".join(out)
+
+    return render_direct
 
 
 def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:

@@ -5,13 +5,14 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
     errors   LedgerError, TokenError
     sha      SHA-256, HMAC-SHA256, compare_digest (CPython's built-in SHA-256: no OpenSSL to load)
     events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
+    journal  the stop hook's write (one synced line beside the ledger), folded in by the next open
     ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
     keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC
     runcheck one run's chain checked against every table (verify, and the schema-1 upgrade)
     store    Ledger: open (0600; upgrade), the append transaction and signed head, indexed reads
     tokens   retry tokens: mint, verify (HMAC-SHA256, constant-time)
     recorder Recorder: evaluate + append + mint; retry and idempotent replay
-    verify   every run's chain, the ledger chain and its signed head; name what broke
+    verification every run's chain, the ledger chain and its signed head; name what broke
     render   status line, tree, JSON and Mermaid views of a run
     protocols LedgerBackend: the seam both ledgers implement (SQLite in store, PostgreSQL in postgres)
     backend  which ledger a path or URL names (SQLite file or PostgreSQL), opened: the one place
@@ -20,8 +21,8 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
 
 Nothing in the evaluator, compiler, engine or analysis imports this package, and it imports
 neither the CLI nor analysis; the CLI imports it only when a command needs the ledger.
-The names below load with their module on first use: recording a decision (the stop
-hook's cold start) does not import ``verify``.
+The names below load with their module on first use: the stop hook records a decision
+through ``journal`` alone (no SQLite), and recording never imports ``verification``.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from stoprule.ledger.errors import LedgerError, TokenError
     from stoprule.ledger.recorder import Outcome, Recorder
     from stoprule.ledger.store import Ledger, Node, RunStatus
-    from stoprule.ledger.verify import Break, Report, verify
+    from stoprule.ledger.verification import Break, Report, verify
 
 __all__ = [
     "Break",
@@ -54,8 +55,8 @@ __all__ = [
 ]
 
 _EXPORTS = {"LedgerError": "errors", "TokenError": "errors", "Outcome": "recorder", "Recorder": "recorder",
-            "Ledger": "store", "Node": "store", "RunStatus": "store", "Break": "verify", "Report": "verify",
-            "verify": "verify"}  # fmt: skip
+            "Ledger": "store", "Node": "store", "RunStatus": "store", "Break": "verification",
+            "Report": "verification", "verify": "verification"}  # fmt: skip
 
 
 def _load(module: str) -> ModuleType:
@@ -67,7 +68,7 @@ def _load(module: str) -> ModuleType:
     elif module == "store":
         import stoprule.ledger.store
     else:
-        import stoprule.ledger.verify  # noqa: F401 - the module, not the function of the same name
+        import stoprule.ledger.verification  # noqa: F401
     return sys.modules[f"{__name__}.{module}"]
 
 
@@ -76,7 +77,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     loaded = _load(module)
-    for export, where in _EXPORTS.items():  # all of the module's names; ``verify`` the function, not the module
+    for export, where in _EXPORTS.items():  # all of the module's names
         if where == module:
             globals()[export] = getattr(loaded, export)
     return globals()[name]

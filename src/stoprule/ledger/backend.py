@@ -26,12 +26,20 @@ def is_url(target: str | None) -> bool:
     return bool(target) and str(target).startswith(_SCHEMES)
 
 
-def open_ledger(target: str, *, create: bool = True, readonly: bool = False) -> LedgerBackend:
-    """Open the ledger ``target`` names (LedgerError if it cannot be used)."""
+def open_ledger(
+    target: str,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    label: str | None = None,
+    timeout_ms: int | None = None,
+) -> LedgerBackend:
+    """Open the ledger ``target`` names (LedgerError if it cannot be used). For a PostgreSQL one,
+    ``label`` names it in messages and ``timeout_ms`` bounds every wait (a file takes neither)."""
     if is_url(target):
         from stoprule.ledger.postgres import PgLedger
 
-        return PgLedger.open(target, create=create, readonly=readonly)
+        return PgLedger.open(target, create=create, readonly=readonly, label=label, timeout_ms=timeout_ms)
     return Ledger.open(target, create=create, readonly=readonly)
 
 

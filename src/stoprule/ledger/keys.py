@@ -28,6 +28,7 @@ import os
 import stat
 import time
 
+from stoprule import codes
 from stoprule._util.files import atomic_write
 from stoprule._util.records import record
 from stoprule.ledger.errors import LedgerError
@@ -68,7 +69,7 @@ class KeyRing:
 
     def signing_key(self) -> Key:
         if self.active is None:
-            raise LedgerError("ledger.no_keys", f"no signing key in {self.path}")
+            raise LedgerError(codes.LEDGER_NO_KEYS, f"no signing key in {self.path}")
         return self.keys[self.active]
 
     def to_json(self) -> str:
@@ -104,7 +105,7 @@ def _now() -> str:
 
 
 def _bad(path: str, why: str) -> LedgerError:
-    return LedgerError("ledger.keys_corrupt", f"key file {path} is not valid ({why}); it was left untouched")
+    return LedgerError(codes.LEDGER_KEYS_CORRUPT, f"key file {path} is not valid ({why}); it was left untouched")
 
 
 def load(path: str) -> KeyRing:
@@ -114,12 +115,12 @@ def load(path: str) -> KeyRing:
     except FileNotFoundError:
         return KeyRing(path, None, {})
     except OSError as exc:
-        raise LedgerError("ledger.keys_unreadable", f"cannot read key file {path}: {exc.strerror}") from None
+        raise LedgerError(codes.LEDGER_KEYS_UNREADABLE, f"cannot read key file {path}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
         if stat.S_IMODE(mode) & 0o077:
             raise LedgerError(
-                "ledger.keys_exposed",
+                codes.LEDGER_KEYS_EXPOSED,
                 f"key file {path} is readable by others (mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}",
             )
         raw = fh.read()
@@ -156,7 +157,7 @@ def _write(ring: KeyRing, *, exclusive: bool) -> bool:
     try:
         return atomic_write(ring.path, ring.to_json(), mode=0o600, exclusive=exclusive, sync_folder=True)
     except OSError as exc:
-        raise LedgerError("ledger.keys_unwritable", f"cannot write key file {ring.path}: {exc.strerror}") from None
+        raise LedgerError(codes.LEDGER_KEYS_UNWRITABLE, f"cannot write key file {ring.path}: {exc.strerror}") from None
 
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def ensure(path: str) -> KeyRing:
     if ring.active is not None:
         return ring
     if ring.keys:
-        raise LedgerError("ledger.no_keys", f"every key in {path} is retired; run `stoprule keys rotate`")
+        raise LedgerError(codes.LEDGER_NO_KEYS, f"every key in {path} is retired; run `stoprule keys rotate`")
     key = _new_key(ring)
     fresh = KeyRing(path, key.id, {key.id: key})
     if _write(fresh, exclusive=True):
@@ -221,12 +222,12 @@ def retire(ledger: Ledger, kid: str) -> tuple[KeyRing, bool]:
         key = ring.keys.get(kid)
         if key is None:
             known = ", ".join(ring.keys) or "none"
-            raise LedgerError("ledger.unknown_key", f"no key {kid!r} in {ring.path} (keys: {known})")
+            raise LedgerError(codes.LEDGER_UNKNOWN_KEY, f"no key {kid!r} in {ring.path} (keys: {known})")
         if key.retired:
             return ring, False
         if kid == ring.active or kid == ledger.head_key:
             raise LedgerError(
-                "ledger.active_key", f"key {kid} signs new tokens; run `stoprule keys rotate` first, then retire it"
+                codes.LEDGER_ACTIVE_KEY, f"key {kid} signs new tokens; run `stoprule keys rotate` first, then retire it"
             )
         ring = KeyRing(ring.path, ring.active, {**ring.keys, kid: Key(kid, key.created, _now(), None)})
         _write(ring, exclusive=False)

@@ -30,12 +30,14 @@ import re
 import time
 from contextlib import contextmanager, suppress
 
+from stoprule import codes
 from stoprule.ledger import keys
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import GENESIS
-from stoprule.ledger.runcheck import Break
+from stoprule.ledger.runcheck import Break, check_head_v2, check_runs
 from stoprule.ledger.sha import sha256_hex
-from stoprule.ledger.store import Head, Ledger, corrupt
+from stoprule.ledger.store import _RUN_SQL, Head, LedgerCore, _run, corrupt
+from stoprule.project import find_project
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -244,7 +246,7 @@ class _Conn:
         self.raw = conn
         self.commits = 0  # COMMITs sent: a failure with none sent since a point left nothing behind
 
-    def execute(self, sql: str, args: tuple | list = ()) -> Any:
+    def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
         if sql == "COMMIT":
             self.commits += 1
         if args:
@@ -260,7 +262,6 @@ def default_keys_path(env: Any = None) -> str:
     env = os.environ if env is None else env
     if env.get("STOPRULE_LEDGER_KEYS"):
         return str(env["STOPRULE_LEDGER_KEYS"])
-    from stoprule.project import find_project
 
     project = find_project()
     return os.path.join(project or ".stoprule", "ledger.keys")
@@ -291,7 +292,7 @@ def connect(url: str, timeout_ms: int | None) -> Any:
     )
 
 
-class PgLedger(Ledger):
+class PgLedger(LedgerCore):
     """A ledger in a PostgreSQL database (the tables in the connection's ``search_path`` schema)."""
 
     backend = "postgresql"
@@ -339,7 +340,7 @@ class PgLedger(Ledger):
             conn = connect(path, timeout_ms)
         except psycopg.Error as exc:
             text = f": {_first_line(exc)}" if label is None else ""
-            raise LedgerError("ledger.unavailable", f"cannot connect to {shown}{text}") from None
+            raise LedgerError(codes.LEDGER_UNAVAILABLE, f"cannot connect to {shown}{text}") from None
         ledger = cls(conn, shown, keys_file or default_keys_path())
         try:
             if timeout_ms is None:
@@ -357,7 +358,7 @@ class PgLedger(Ledger):
         if version is None:
             if not create:
                 raise LedgerError(
-                    "ledger.missing",
+                    codes.LEDGER_MISSING,
                     f"no ledger here: {self.path} holds no stoprule ledger (nothing was created; "
                     "`stoprule serve migrate --ledger URL` makes it, as the database's owner)",
                 )
@@ -367,14 +368,14 @@ class PgLedger(Ledger):
         elif version == 2:
             if not create:
                 raise LedgerError(
-                    "ledger.old_schema",
+                    codes.LEDGER_OLD_SCHEMA,
                     f"{self.path} has ledger schema 2; run `stoprule serve migrate --ledger URL` as the database's "
                     f"owner to bring it to schema {SCHEMA}",
                 )
             self._migrate()
         elif version != SCHEMA:
             raise LedgerError(
-                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA}"
+                codes.LEDGER_TOO_NEW, f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA}"
             )
 
     def _version(self) -> int | None:
@@ -400,7 +401,6 @@ class PgLedger(Ledger):
                 c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
             elif version == 2:
                 c.execute("LOCK TABLE events, runs, head IN EXCLUSIVE MODE")  # writers of schema 2 wait
-                from stoprule.ledger.runcheck import check_head_v2, check_runs
 
                 _, breaks = check_runs(c)
                 if not breaks:
@@ -416,7 +416,7 @@ class PgLedger(Ledger):
             c.execute("ROLLBACK")
             raise
 
-    # ------------------------------------------------------------------ what differs from SQLite
+    # ------------------------------------------------------------------ the storage primitives, on PostgreSQL
 
     def _error(self, exc: BaseException) -> LedgerError:
         return pg_error(exc, self.path)
@@ -453,7 +453,7 @@ class PgLedger(Ledger):
         self._conn.execute("SELECT pg_advisory_xact_lock(?)", (key - (1 << 64) if key >= 1 << 63 else key,))
         self._locked.add(run)
 
-    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
         raw = self._conn.raw
         rows = (
             raw.execute("SELECT run, events, head, tip, blocked, key, mac FROM runs WHERE run = ANY(%s)", [runs])
@@ -461,7 +461,7 @@ class PgLedger(Ledger):
             else None
         )
         taken = raw.execute("SELECT nextval('event_ids') FROM generate_series(1, %s)", [ids]) if ids else None
-        found: dict[str, tuple | None] = dict.fromkeys(runs)
+        found: dict[str, tuple[Any, ...] | None] = dict.fromkeys(runs)
         for run, *row in rows.fetchall() if rows is not None else ():  # (in a pipeline: one round trip for both)
             found[run] = tuple(row)
         return found, [int(i) for (i,) in reversed(taken.fetchall())] if taken is not None else []
@@ -547,9 +547,7 @@ class PgLedger(Ledger):
         self.anchor_error = None
         return len(entries)
 
-    def runs(self, limit: int | None = None) -> list:
-        from stoprule.ledger.store import _RUN_SQL, _run
-
+    def runs(self, limit: int | None = None) -> list[Any]:
         sql = _RUN_SQL + " ORDER BY last_event DESC" + (f" LIMIT {int(limit)}" if limit else "")
         return [_run(r) for r in self._read(sql)]
 
@@ -599,14 +597,14 @@ def pg_error(exc: BaseException, where: str) -> LedgerError:
     text = _first_line(exc)
     state = getattr(exc, "sqlstate", None) or ""
     if (isinstance(exc, psycopg.OperationalError) and not state) or state.startswith(("08", "57", "25P03")):
-        return LedgerError("ledger.unavailable", f"{where} is not reachable ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_UNAVAILABLE, f"{where} is not reachable ({text}); nothing was recorded")
     if state in ("55P03", "40001", "40P01"):
-        return LedgerError("ledger.busy", f"{where} is locked by another writer ({text}); try again")
+        return LedgerError(codes.LEDGER_BUSY, f"{where} is locked by another writer ({text}); try again")
     if state == "42501":
-        return LedgerError("ledger.read_only", f"{where}: not allowed ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_READ_ONLY, f"{where}: not allowed ({text}); nothing was recorded")
     if state.startswith("42"):
         return corrupt(where, f"its schema is damaged ({text})")
-    return LedgerError("ledger.error", f"{where}: {text}")
+    return LedgerError(codes.LEDGER_ERROR, f"{where}: {text}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -627,7 +625,8 @@ def migrate(url: str, *, keys_file: str | None = None) -> tuple[int | None, int]
     try:
         conn = connect(url, None)
     except psycopg.Error as exc:
-        raise LedgerError("ledger.unavailable", f"cannot connect to {display_url(url)}: {_first_line(exc)}") from None
+        message = f"cannot connect to {display_url(url)}: {_first_line(exc)}"
+        raise LedgerError(codes.LEDGER_UNAVAILABLE, message) from None
     ledger = PgLedger(conn, display_url(url), keys_file or default_keys_path())
     try:
         found = ledger._version()

@@ -15,6 +15,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
+from stoprule import codes
 from stoprule._util.records import record
 from stoprule._util.redact import redact_obj
 from stoprule.diagnostics import EvaluationError, FactError
@@ -67,7 +68,7 @@ def fact_identity(fact: Any) -> tuple[str, str]:
         text = canonical(redact_obj(fact), finite=True)
     except ValueError:
         raise FactError(
-            "fact.not_json",
+            codes.FACT_NOT_JSON,
             "the fact holds a number JSON cannot write (NaN, or an infinity such as 1e999): not recorded",
         ) from None
     return digest(text), text
@@ -258,7 +259,7 @@ class Recorder:
         check_run_id(run)
         claims = tokens.verify(keys.load(self.ledger.keys_path), token)
         if claims.run != run:
-            raise TokenError("token.foreign_run", f"the retry token belongs to run {claims.run!r}, not {run!r}")
+            raise TokenError(codes.TOKEN_FOREIGN_RUN, f"the retry token belongs to run {claims.run!r}, not {run!r}")
         fd, body = fact_identity(fact)
         done = self.ledger.retry_of(run, claims.node)
         if done is not None:
@@ -291,7 +292,7 @@ class Recorder:
         if done.fact != fd:
             then = f"; retry {done.node} with the token it returned" if done.retryable else ""
             raise TokenError(
-                "token.consumed",
+                codes.TOKEN_CONSUMED,
                 f"the retry token was already used: node {retried} was retried as {done.node} "
                 f"({done.kind}, {done.verdict}/{done.reason}) with a different fact{then}",
             )
@@ -299,19 +300,18 @@ class Recorder:
 
     def _check_target(self, target: Node | None, claims: tokens.Claims) -> None:
         if target is None:
-            raise TokenError("token.unknown_node", f"run {claims.run!r} has no node {claims.node!r} to retry")
+            raise TokenError(codes.TOKEN_UNKNOWN_NODE, f"run {claims.run!r} has no node {claims.node!r} to retry")
         if target.kind != "blocked_attempt":
-            raise TokenError("token.not_blocked", f"node {target.node} is a {target.kind}, not a blocked attempt")
+            raise TokenError(codes.TOKEN_NOT_BLOCKED, f"node {target.node} is a {target.kind}, not a blocked attempt")
         if not target.retryable:
             raise TokenError(
-                "token.terminal",
+                codes.TOKEN_TERMINAL,
                 f"node {target.node} is a terminal block ({target.verdict}/{target.reason}): "
                 "it cannot be retried and no retry token is issued for it",
             )
         if target.attempt != claims.attempt:
-            raise TokenError(
-                "token.stale", f"the retry token is for attempt {claims.attempt} of {target.node}, not {target.attempt}"
-            )
+            message = f"the retry token is for attempt {claims.attempt} of {target.node}, not {target.attempt}"
+            raise TokenError(codes.TOKEN_STALE, message)
 
 
 def append_group(

@@ -106,14 +106,14 @@ def _int(flag: Any) -> Any:
     return int(flag) if isinstance(flag, bool) else flag
 
 
-def _same(have: tuple, want: tuple) -> bool:
+def _same(have: tuple[Any, ...], want: tuple[Any, ...]) -> bool:
     """Equal values of the same types: a value of another type (1.0 or '1' for 1) is a change too,
     though Python and SQLite compare them equal."""
     return all(h == w and type(h) is type(w) for h, w in zip(have, want, strict=True))
 
 
 def _check_event(
-    run: str, expect_seq: int, prev_hash: str, last_id: int, row: tuple
+    run: str, expect_seq: int, prev_hash: str, last_id: int, row: tuple[Any, ...]
 ) -> tuple[str | None, dict[str, Any] | None]:
     """What is wrong with one event and its node, edge and fact (None if nothing), and its parsed body."""
     (

@@ -26,11 +26,12 @@ import sqlite3
 import time
 from contextlib import contextmanager, suppress
 
+from stoprule import codes
 from stoprule._util.records import Record, record
 from stoprule._util.redact import redact
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import APPLICATION_ID, LEGACY_HEAD, SCHEMA_VERSION, STATEMENTS, UPGRADE
-from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.errors import LedgerError, check_run_id  # (defined there: the hook's journal checks ids)
 from stoprule.ledger.events import (
     EVENT_TYPE,
     GENESIS,
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from typing_extensions import Self
+
     from stoprule.engine.evaluator import Verdict
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
     "TIP",
     "Head",
     "Ledger",
+    "LedgerCore",
     "Node",
     "RunStatus",
     "check_run_id",
@@ -74,7 +78,6 @@ _STAMP = (
     "SELECT (SELECT application_id FROM pragma_application_id),"
     " (SELECT user_version FROM pragma_user_version), EXISTS (SELECT 1 FROM sqlite_master)"
 )
-MAX_RUN_ID = 200
 TIP: Any = object()  # append's default parent: the run's current tip
 # a reader that cannot create the WAL index (-shm) beside a read-only ledger
 _NO_SHM = ("SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT", "SQLITE_CANTOPEN")
@@ -174,7 +177,7 @@ FROM runs
 """
 
 
-def _node(row: tuple, path: str = "the ledger") -> Node:
+def _node(row: tuple[Any, ...], path: str = "the ledger") -> Node:
     *cols, text = row
     try:
         body = json.loads(text)
@@ -187,7 +190,7 @@ def _node(row: tuple, path: str = "the ledger") -> Node:
     return Node._make([*cols, body])
 
 
-def _run(row: tuple) -> RunStatus:
+def _run(row: tuple[Any, ...]) -> RunStatus:
     cols = list(row)
     cols[5] = bool(cols[5])
     cols[7] = bool(cols[7])
@@ -235,19 +238,9 @@ def keys_path(ledger_path: str) -> str:
     return ledger_path + ".keys"
 
 
-def check_run_id(run: str) -> str:
-    """A run id is 1-200 printable characters without surrounding spaces."""
-    if not run or len(run) > MAX_RUN_ID or run != run.strip() or not run.isprintable():
-        raise LedgerError(
-            "ledger.bad_run_id",
-            f"run id {run!r} is not valid: use 1-{MAX_RUN_ID} printable characters, no leading or trailing space",
-        )
-    return run
-
-
 def corrupt(path: str, what: str) -> LedgerError:
     """``ledger.corrupt``: the file is damaged or was altered; it is left untouched."""
-    return LedgerError("ledger.corrupt", f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
+    return LedgerError(codes.LEDGER_CORRUPT, f"{path}: {what}; nothing was changed (run `stoprule log verify`)")
 
 
 def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerError:
@@ -261,22 +254,28 @@ def sqlite_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> LedgerEr
         return name.startswith(names) if name else any(w in text for w in words)
 
     if means(("SQLITE_BUSY", "SQLITE_LOCKED"), "database is locked", "database table is locked"):
-        return LedgerError("ledger.busy", f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again")
+        message = f"{path} is locked by another writer (waited {BUSY_TIMEOUT:g}s); try again"
+        return LedgerError(codes.LEDGER_BUSY, message)
     if means(("SQLITE_READONLY",), "readonly database"):
-        return LedgerError("ledger.read_only", f"{path} is read-only ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_READ_ONLY, f"{path} is read-only ({text}); nothing was recorded")
     if means(("SQLITE_NOTADB", "SQLITE_CORRUPT"), "not a database", "malformed"):
-        return LedgerError("ledger.corrupt", f"{path} is not a readable SQLite database ({text}); left untouched")
+        return LedgerError(codes.LEDGER_CORRUPT, f"{path} is not a readable SQLite database ({text}); left untouched")
     if means(("SQLITE_CANTOPEN",), "unable to open"):
-        return LedgerError("ledger.cannot_open", f"cannot open {path} ({text})")
+        return LedgerError(codes.LEDGER_CANNOT_OPEN, f"cannot open {path} ({text})")
     if means(("SQLITE_FULL", "SQLITE_IOERR"), "disk I/O", "database or disk is full"):
-        return LedgerError("ledger.io", f"cannot write {path} ({text}); nothing was recorded")
+        return LedgerError(codes.LEDGER_IO, f"cannot write {path} ({text}); nothing was recorded")
     if "no such table" in text or "no such column" in text:
         return corrupt(path, f"its schema is damaged ({text})")
-    return LedgerError("ledger.error", f"{path}: {text}")
+    return LedgerError(codes.LEDGER_ERROR, f"{path}: {text}")
 
 
-class Ledger:
-    """An open ledger file. Use :meth:`open`; appends go inside :meth:`write`."""
+class LedgerCore:
+    """What both ledgers share (:class:`Ledger` on SQLite, :class:`~stoprule.ledger.postgres.PgLedger`
+    on PostgreSQL): the write transaction, the keys and signatures, the anchors of the ledger
+    chain, appends and reads, all in the SQL both speak (``?`` parameters). Each ledger implements
+    the storage primitives declared at the end: how a transaction begins and what it holds, how
+    rows and event ids are taken, how its database's errors read, when runs are anchored.
+    Together they make a :class:`~stoprule.ledger.protocols.LedgerBackend`."""
 
     def __init__(self, conn: Any, path: str) -> None:
         self._conn = conn
@@ -288,210 +287,26 @@ class Ledger:
         self._touched: dict[str, tuple[str, int, str, int]] = {}  # inside write(): each run's new state
         self._ring: keys.KeyRing | None = None
         self._ring_stamp: tuple[int, ...] | None = None
-        self._rows: dict[str, tuple | None] = {}  # inside write(): each run held, as this transaction left it
+        self._rows: dict[str, tuple[Any, ...] | None] = {}  # inside write(): each run held, as this transaction left it
         self._ids: list[int] = []  # inside write(): event ids taken ahead (when the database does not assign them)
-
-    # ------------------------------------------------------------------ opening
-
-    @classmethod
-    def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
-        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used."""
-        full = os.path.abspath(path)
-        folder = os.path.dirname(full)
-        if os.path.isdir(full):
-            raise LedgerError("ledger.cannot_open", f"{path} is a directory, not a ledger file")
-        if not os.path.exists(full):
-            if readonly or not create:
-                raise LedgerError(
-                    "ledger.missing",
-                    f"no ledger here: {path} does not exist (nothing was created; "
-                    "`stoprule eval --run RUN` records the first decision and creates it)",
-                )
-            if not os.path.isdir(folder):
-                raise LedgerError(
-                    "ledger.no_directory", f"cannot create ledger {path}: directory {folder} does not exist"
-                )
-            cls._create_file(full, path)
-        try:
-            conn = cls._connect(full, "ro" if readonly else "rw")
-        except _DB_ERRORS as exc:
-            raise sqlite_error(path, exc) from None
-        ledger = cls(conn, path)
-        try:
-            ledger._prepare(readonly)
-        except _DB_ERRORS as exc:
-            conn.close()
-            if readonly and _no_shm(exc):
-                return cls._open_immutable(full, path)
-            raise sqlite_error(path, exc) from None
-        except BaseException:
-            conn.close()
-            raise
-        return ledger
-
-    @staticmethod
-    def _create_file(full: str, path: str) -> None:
-        """Create the (empty) ledger file owner-only: it holds every fact body. SQLite then makes
-        its ``-wal`` and ``-shm`` files with the same mode. Losing a creation race is fine."""
-        try:
-            os.close(os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise LedgerError("ledger.cannot_open", f"cannot create ledger {path}: {exc.strerror}") from None
-
-    @staticmethod
-    def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
-        path = full.replace("%", "%25").replace("?", "%3f").replace("#", "%23")  # what a file: URI must escape
-        uri = f"file:{path}?mode={mode}{extra}"
-        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
-
-    @classmethod
-    def _open_immutable(cls, full: str, path: str) -> Ledger:
-        """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
-        try:
-            conn = cls._connect(full, "ro", "&immutable=1")
-        except _DB_ERRORS as exc:
-            raise sqlite_error(path, exc) from None
-        ledger = cls(conn, path)
-        try:
-            ledger._prepare(True)
-        except BaseException as exc:
-            conn.close()
-            if isinstance(exc, _DB_ERRORS):
-                raise sqlite_error(path, exc) from None
-            raise
-        return ledger
-
-    def _prepare(self, readonly: bool) -> None:
-        c = self._conn
-        app, version, has_tables = c.execute(_STAMP).fetchone()
-        if app == APPLICATION_ID and version == SCHEMA_VERSION:
-            pass
-        elif app == APPLICATION_ID and version in (1, 2):
-            if readonly:
-                self.schema = version  # readable as it is; `log verify` says it needs the upgrade
-            else:
-                self._upgrade()
-        elif app == APPLICATION_ID and version > SCHEMA_VERSION:
-            raise LedgerError(
-                "ledger.too_new", f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
-            )
-        elif app == 0 and version == 0 and not has_tables:
-            if readonly:
-                raise LedgerError("ledger.missing", f"{self.path} is empty: no decisions recorded yet")
-            self._create()
-        else:
-            raise LedgerError("ledger.not_a_ledger", f"{self.path} is an SQLite database but not a stoprule ledger")
-        c.execute("PRAGMA foreign_keys = ON")
-        if not readonly:
-            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._wal()
-            c.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
-
-    def _wal(self) -> None:
-        """Switch to WAL (it persists in the file); another process may hold the lock meanwhile."""
-        deadline = time.monotonic() + BUSY_TIMEOUT
-        while True:
-            try:
-                if self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
-                    return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise
-            if time.monotonic() > deadline:
-                raise LedgerError("ledger.busy", f"{self.path} is locked by another process; cannot enable WAL")
-            time.sleep(0.01)
-
-    def _create(self) -> None:
-        self._wal()
-        c = self._conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
-                for statement in STATEMENTS:
-                    c.execute(statement)
-                c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
-            c.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            raise
-
-    def _upgrade(self) -> None:
-        """Schema 1 or 2 -> 3, in one transaction: sign every run's status row, anchor every run's head.
-
-        Only a ledger that verifies is upgraded (every run's chain, and a schema-2 ledger's signed
-        head: signing a damaged ledger would vouch for the damage); otherwise LedgerError
-        ``ledger.corrupt`` naming the first break, and the file is left as it was.
-        """
-        c = self._conn
-        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self._wal()
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            if version in (1, 2):  # else another process upgraded it meanwhile
-                from stoprule.ledger.runcheck import check_head_v2, check_runs  # not on the recording path
-
-                _, breaks = check_runs(c)
-                if version == 2 and not breaks:
-                    breaks = check_head_v2(c, keys.load(self.keys_path), self.keys_path)[0]
-                if breaks:
-                    raise corrupt(self.path, f"cannot upgrade from ledger schema {version}: {breaks[0].format()}")
-                for name in LEGACY_HEAD:
-                    c.execute(f"DROP TRIGGER IF EXISTS {name}")
-                c.execute("DROP TABLE IF EXISTS head")
-                for statement in UPGRADE:
-                    c.execute(statement)
-                self._sign_all_runs()
-                self.upgraded_from = version
-            c.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            raise
-
-    def _sign_all_runs(self) -> None:
-        """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
-        c = self._conn
-        self._ring = keys.ensure(self.keys_path)
-        entries = []
-        for run, events, head, last in c.execute("SELECT run, events, head, last_event FROM runs").fetchall():
-            key, mac = self._sign_run(run, events, head)
-            c.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
-            entries.append((run, events, head, last))
-        c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
-        if entries:
-            self._anchor(Head(0, GENESIS, None, None), entries)
+        self.decided_at: str | None = None  # the time of the decision append records (None: now); see .journal
 
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def keys_path(self) -> str:
-        """Where this ledger's signing keys live: beside it, ``<ledger>.keys``."""
-        return keys_path(self.path)
-
-    @property
     def connection(self) -> Any:
         """The DB-API connection (``sqlite3``; for PostgreSQL an adapter that reads ``?`` parameters)."""
         return self._conn
 
-    backend = "sqlite"
-
-    # ------------------------------------------------------------------ writing
-
-    anchor_every_write = True  # SQLite: each write transaction anchors the runs it wrote (PostgreSQL: periodically)
-
     @contextmanager
-    def write(self) -> Iterator[Ledger]:
+    def write(self) -> Iterator[Self]:
         """One write transaction: everything inside commits together or not at all."""
         if self._in_tx:
             raise RuntimeError("write transactions do not nest")
@@ -529,48 +344,8 @@ class Ledger:
             self._head = None
             self._touched, self._rows, self._ids = {}, {}, []
 
-    # the database's errors, and how they read as a LedgerError (the PostgreSQL backend overrides these)
-    _errors: tuple[type[BaseException], ...] = _DB_ERRORS
-
-    def _error(self, exc: BaseException) -> LedgerError:
-        assert isinstance(exc, _DB_ERRORS)
-        return sqlite_error(self.path, exc)
-
-    def _begin(self) -> None:
-        """Start a write transaction (SQLite: holding the file's write lock)."""
-        self._conn.execute("BEGIN IMMEDIATE")
-
     def _commit(self) -> None:
         self._conn.execute("COMMIT")
-
-    def _written(self) -> None:
-        """After a write transaction that appended committed (PostgreSQL: anchor when due)."""
-
-    def _lock_run(self, run: str) -> None:
-        """Hold ``run`` against other writers to the end of the transaction (SQLite: the write lock does)."""
-
-    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple | None], list[int]]:
-        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
-        ids taken ahead (none here: SQLite assigns them)."""
-        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
-        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
-
-    def _event_id(self) -> int | None:
-        """The id of the event being appended (None: the database assigns it)."""
-        return self._ids.pop() if self._ids else None
-
-    def _note_pending(self, run: str) -> None:
-        """Queue ``run`` for the next anchor (SQLite anchors in the same transaction: nothing to queue)."""
-
-    def _insert_fact(self, fact: str, body: str) -> None:
-        self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
-
-    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
-        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
-        cur = self._conn.execute(
-            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
-        )
-        return int(cur.lastrowid or 0)
 
     # ------------------------------------------------------------------ keys, signatures, the ledger head
 
@@ -645,7 +420,7 @@ class Ledger:
         assert key.secret is not None
         return key.id, keys.run_mac(key.secret, run, events, head)
 
-    def _check_run(self, run: str, row: tuple) -> None:
+    def _check_run(self, run: str, row: tuple[Any, ...]) -> None:
         """Refuse to extend a run whose status row's signature does not verify."""
         events, head, _, _, kid, mac = row
         if kid is None:
@@ -673,16 +448,6 @@ class Ledger:
         self._conn.execute("UPDATE head SET anchors = ?, hash = ?, key = ?, mac = ? WHERE id = 1", (n, h, key, mac))
         self._head = Head(n, h, key, mac)
         return self._head
-
-    def _held_head(self) -> Head:
-        """Inside :meth:`write`: the head, held by this transaction and checked."""
-        if self._head is None:
-            self._head = self._checked_head()
-        return self._head
-
-    def anchor(self) -> int:
-        """Anchor the runs written since the last anchor; how many runs (SQLite: every write anchors: 0)."""
-        return 0
 
     def resign(self, ring: keys.KeyRing, retiring: str | None = None) -> None:
         """Inside :meth:`write`: sign again with ``ring``'s active key the ledger head (after a rotation),
@@ -726,7 +491,8 @@ class Ledger:
 
         ``parent`` defaults to the run's tip; a retry's parent is the node it retries. ``by`` names
         the server token recording it; with ``own``, only into a new run or one ``by`` started
-        (else LedgerError ``ledger.not_yours``).
+        (else LedgerError ``ledger.not_yours``). Its time is now, or a journaled decision's own
+        (``decided_at``, set by :mod:`.journal` while it folds).
         """
         if not self._in_tx:
             raise RuntimeError("append must run inside Ledger.write()")
@@ -737,7 +503,7 @@ class Ledger:
             owner = json.loads(first[0]).get("by") if first else None
             if owner != by:
                 raise LedgerError(
-                    "ledger.not_yours",
+                    codes.LEDGER_NOT_YOURS,
                     f"run {run!r} was started by another token: this one may only record into runs of its own",
                 )
         events, tip = (row[0], row[2]) if row else (0, None)
@@ -754,7 +520,7 @@ class Ledger:
                 attempt = found[0] + 1
         seq = events + 1
         node = f"n{seq}"
-        at = _now()
+        at = self.decided_at or _now()
         body = validation_event(
             run=run,
             seq=seq,
@@ -772,7 +538,7 @@ class Ledger:
         _redact_texts(body["verdict"])  # a verdict's message may quote a fact's secret
         return self._store(body, fact_body, row)
 
-    def _locked_run(self, run: str) -> tuple | None:
+    def _locked_run(self, run: str) -> tuple[Any, ...] | None:
         """The run's row, held for this transaction and its signature checked (None: a new run)."""
         if run not in self._rows:
             self.hold([run])
@@ -806,13 +572,13 @@ class Ledger:
         row = self._locked_run(run)
         if body["seq"] != (row[0] if row else 0) + 1:
             raise LedgerError(
-                "ledger.import",
+                codes.LEDGER_IMPORT,
                 f"run {run!r}: event {body['seq']} does not follow the run's "
                 f"{row[0] if row else 0} event(s) in {self.path}",
             )
         return self._store(body, fact_body, row)
 
-    def _store(self, body: dict[str, Any], fact_body: str, row: tuple | None) -> Node:
+    def _store(self, body: dict[str, Any], fact_body: str, row: tuple[Any, ...] | None) -> Node:
         """Insert the fact, the event, its node and edge; sign and move the run's status forward."""
         c = self._conn
         run, seq, node, parent, kind = body["run"], body["seq"], body["node"], body["parent"], body["kind"]
@@ -873,15 +639,29 @@ class Ledger:
             exists = self.status(run) is not None
         if not exists:
             return LedgerError(
-                "ledger.unknown_run", f"run {run!r} has no decisions in {self.path}, so no node {node!r}"
+                codes.LEDGER_UNKNOWN_RUN, f"run {run!r} has no decisions in {self.path}, so no node {node!r}"
             )
-        return LedgerError("ledger.unknown_node", f"run {run!r} has no node {node!r}")
+        return LedgerError(codes.LEDGER_UNKNOWN_NODE, f"run {run!r} has no node {node!r}")
+
+    def _sign_all_runs(self) -> None:
+        """(The upgrade, in its transaction:) sign every run's status row and anchor every run's head."""
+        c = self._conn
+        self._ring = keys.ensure(self.keys_path)
+        entries = []
+        for run, events, head, last in c.execute("SELECT run, events, head, last_event FROM runs").fetchall():
+            key, mac = self._sign_run(run, events, head)
+            c.execute("UPDATE runs SET key = ?, mac = ? WHERE run = ?", (key, mac, run))
+            entries.append((run, events, head, last))
+        c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
+        if entries:
+            self._anchor(Head(0, GENESIS, None, None), entries)
 
     # ------------------------------------------------------------------ reading
 
-    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._conn.execute(sql, args).fetchall()
+            rows: list[tuple[Any, ...]] = self._conn.execute(sql, args).fetchall()
+            return rows
         except self._errors as exc:
             raise self._error(exc) from None
 
@@ -894,7 +674,7 @@ class Ledger:
         """The run's status, or LedgerError naming the unknown run."""
         st = self.status(run)
         if st is None:
-            raise LedgerError("ledger.unknown_run", f"no run {run!r} in {self.path}")
+            raise LedgerError(codes.LEDGER_UNKNOWN_RUN, f"no run {run!r} in {self.path}")
         return st
 
     def runs(self, limit: int | None = None) -> list[RunStatus]:
@@ -925,3 +705,295 @@ class Ledger:
                 yield _node(row[1:], self.path), row[0]
         except self._errors as exc:
             raise self._error(exc) from None
+
+    # ------------------------------------------------------------------ the storage primitives each ledger implements
+
+    backend: str  # "sqlite" or "postgresql"
+    anchor_every_write: bool  # each write transaction anchors the runs it wrote (else periodically: anchor())
+    _errors: tuple[type[BaseException], ...]  # the database's errors
+
+    @property
+    def keys_path(self) -> str:
+        """Where this ledger's signing keys live."""
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        """One of the database's errors as a LedgerError."""
+        raise NotImplementedError
+
+    def _begin(self) -> None:
+        """Start a write transaction."""
+        raise NotImplementedError
+
+    def _written(self) -> None:
+        """After a write transaction that appended committed."""
+        raise NotImplementedError
+
+    def _lock_run(self, run: str) -> None:
+        """Hold ``run`` against other writers to the end of the transaction."""
+        raise NotImplementedError
+
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
+        """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
+        ids taken ahead (none where the database assigns them)."""
+        raise NotImplementedError
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        raise NotImplementedError
+
+    def _note_pending(self, run: str) -> None:
+        """Queue ``run`` for the next anchor."""
+        raise NotImplementedError
+
+    def _insert_fact(self, fact: str, body: str) -> None:
+        raise NotImplementedError
+
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
+        raise NotImplementedError
+
+    def _held_head(self) -> Head:
+        """Inside :meth:`write`: the head, held by this transaction and checked."""
+        raise NotImplementedError
+
+    def anchor(self) -> int:
+        """Anchor the runs written since the last anchor; how many runs."""
+        raise NotImplementedError
+
+
+class Ledger(LedgerCore):
+    """An open ledger file (SQLite). Use :meth:`open`; appends go inside :meth:`write`."""
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
+        """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used.
+
+        Decisions the stop hook journaled beside it are folded in first (:mod:`.journal`); a reader
+        that cannot write the ledger reads it without them."""
+        from stoprule.ledger import journal
+
+        if journal.pending(path):
+            try:
+                journal.fold(path, lambda: cls._open(path, create=True, readonly=False))
+            except (LedgerError, OSError):
+                if not readonly:
+                    raise
+        return cls._open(path, create=create, readonly=readonly)
+
+    @classmethod
+    def _open(cls, path: str, *, create: bool, readonly: bool) -> Ledger:
+        full = os.path.abspath(path)
+        folder = os.path.dirname(full)
+        if os.path.isdir(full):
+            raise LedgerError(codes.LEDGER_CANNOT_OPEN, f"{path} is a directory, not a ledger file")
+        if not os.path.exists(full):
+            if readonly or not create:
+                raise LedgerError(
+                    codes.LEDGER_MISSING,
+                    f"no ledger here: {path} does not exist (nothing was created; "
+                    "`stoprule eval --run RUN` records the first decision and creates it)",
+                )
+            if not os.path.isdir(folder):
+                raise LedgerError(
+                    codes.LEDGER_NO_DIRECTORY, f"cannot create ledger {path}: directory {folder} does not exist"
+                )
+            cls._create_file(full, path)
+        try:
+            conn = cls._connect(full, "ro" if readonly else "rw")
+        except _DB_ERRORS as exc:
+            raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(readonly)
+        except _DB_ERRORS as exc:
+            conn.close()
+            if readonly and _no_shm(exc):
+                return cls._open_immutable(full, path)
+            raise sqlite_error(path, exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        return ledger
+
+    @staticmethod
+    def _create_file(full: str, path: str) -> None:
+        """Create the (empty) ledger file owner-only: it holds every fact body. SQLite then makes
+        its ``-wal`` and ``-shm`` files with the same mode. Losing a creation race is fine."""
+        try:
+            os.close(os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise LedgerError(codes.LEDGER_CANNOT_OPEN, f"cannot create ledger {path}: {exc.strerror}") from None
+
+    @staticmethod
+    def _connect(full: str, mode: str, extra: str = "") -> sqlite3.Connection:
+        path = full.replace("%", "%25").replace("?", "%3f").replace("#", "%23")  # what a file: URI must escape
+        uri = f"file:{path}?mode={mode}{extra}"
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+
+    @classmethod
+    def _open_immutable(cls, full: str, path: str) -> Ledger:
+        """Read a ledger whose file and directory we cannot write (no ``-shm`` can be made)."""
+        try:
+            conn = cls._connect(full, "ro", "&immutable=1")
+        except _DB_ERRORS as exc:
+            raise sqlite_error(path, exc) from None
+        ledger = cls(conn, path)
+        try:
+            ledger._prepare(True)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, _DB_ERRORS):
+                raise sqlite_error(path, exc) from None
+            raise
+        return ledger
+
+    def _prepare(self, readonly: bool) -> None:
+        c = self._conn
+        app, version, has_tables = c.execute(_STAMP).fetchone()
+        if app == APPLICATION_ID and version == SCHEMA_VERSION:
+            pass
+        elif app == APPLICATION_ID and version in (1, 2):
+            if readonly:
+                self.schema = version  # readable as it is; `log verify` says it needs the upgrade
+            else:
+                self._upgrade()
+        elif app == APPLICATION_ID and version > SCHEMA_VERSION:
+            raise LedgerError(
+                codes.LEDGER_TOO_NEW, f"{self.path} has ledger schema {version}; this stoprule reads {SCHEMA_VERSION}"
+            )
+        elif app == 0 and version == 0 and not has_tables:
+            if readonly:
+                raise LedgerError(codes.LEDGER_MISSING, f"{self.path} is empty: no decisions recorded yet")
+            self._create()
+        else:
+            raise LedgerError(codes.LEDGER_NOT_A_LEDGER, f"{self.path} is an SQLite database but not a stoprule ledger")
+        c.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._wal()
+            c.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+
+    def _wal(self) -> None:
+        """Switch to WAL (it persists in the file); another process may hold the lock meanwhile."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+            if time.monotonic() > deadline:
+                raise LedgerError(codes.LEDGER_BUSY, f"{self.path} is locked by another process; cannot enable WAL")
+            time.sleep(0.01)
+
+    def _create(self) -> None:
+        self._wal()
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if c.execute("PRAGMA user_version").fetchone()[0] == 0:  # else another process created it meanwhile
+                for statement in STATEMENTS:
+                    c.execute(statement)
+                c.execute("INSERT INTO head (id, anchors, hash) VALUES (1, 0, ?)", (GENESIS,))
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Schema 1 or 2 -> 3, in one transaction: sign every run's status row, anchor every run's head.
+
+        Only a ledger that verifies is upgraded (every run's chain, and a schema-2 ledger's signed
+        head: signing a damaged ledger would vouch for the damage); otherwise LedgerError
+        ``ledger.corrupt`` naming the first break, and the file is left as it was.
+        """
+        c = self._conn
+        if c.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._wal()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version in (1, 2):  # else another process upgraded it meanwhile
+                from stoprule.ledger.runcheck import check_head_v2, check_runs  # not on the recording path
+
+                _, breaks = check_runs(c)
+                if version == 2 and not breaks:
+                    breaks = check_head_v2(c, keys.load(self.keys_path), self.keys_path)[0]
+                if breaks:
+                    raise corrupt(self.path, f"cannot upgrade from ledger schema {version}: {breaks[0].format()}")
+                for name in LEGACY_HEAD:
+                    c.execute(f"DROP TRIGGER IF EXISTS {name}")
+                c.execute("DROP TABLE IF EXISTS head")
+                for statement in UPGRADE:
+                    c.execute(statement)
+                self._sign_all_runs()
+                self.upgraded_from = version
+            c.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+            raise
+
+    @property
+    def keys_path(self) -> str:
+        """Where this ledger's signing keys live: beside it, ``<ledger>.keys``."""
+        return keys_path(self.path)
+
+    # ------------------------------------------------------------------ the storage primitives, on SQLite
+
+    backend = "sqlite"
+    anchor_every_write = True  # each write transaction anchors the runs it wrote
+    _errors: tuple[type[BaseException], ...] = _DB_ERRORS
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        assert isinstance(exc, _DB_ERRORS)
+        return sqlite_error(self.path, exc)
+
+    def _begin(self) -> None:
+        """Start a write transaction (SQLite: holding the file's write lock)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _written(self) -> None:
+        """Nothing to do: the write transaction anchored what it wrote."""
+
+    def _lock_run(self, run: str) -> None:
+        """Nothing to do: the write transaction holds the file's write lock."""
+
+    def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
+        """Each run's row (None: a new run); no ids taken ahead (SQLite assigns them)."""
+        sql = "SELECT events, head, tip, blocked, key, mac FROM runs WHERE run = ?"
+        return {run: self._conn.execute(sql, (run,)).fetchone() for run in runs}, []
+
+    def _event_id(self) -> int | None:
+        """The id of the event being appended (None: the database assigns it)."""
+        return self._ids.pop() if self._ids else None
+
+    def _note_pending(self, run: str) -> None:
+        """Nothing to queue: the run is anchored in the same transaction."""
+
+    def _insert_fact(self, fact: str, body: str) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO facts (digest, body) VALUES (?, ?)", (fact, body))
+
+    def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
+        """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
+        cur = self._conn.execute(
+            "INSERT INTO events (run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?)", row
+        )
+        return int(cur.lastrowid or 0)
+
+    def _held_head(self) -> Head:
+        """Inside :meth:`write`: the head, held by this transaction and checked."""
+        if self._head is None:
+            self._head = self._checked_head()
+        return self._head
+
+    def anchor(self) -> int:
+        """Anchor the runs written since the last anchor; how many runs (SQLite: every write anchors: 0)."""
+        return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from stoprule import codes
 from stoprule._util.records import record
 from stoprule.ledger.errors import TokenError
 from stoprule.ledger.events import canonical
@@ -56,41 +57,40 @@ def verify(ring: KeyRing, token: str) -> Claims:
     """The token's claims if its signature verifies with a live key; TokenError saying why not."""
     if not token.startswith(PREFIX + "."):
         if token and PREFIX.startswith(token):
-            raise TokenError("token.truncated", "the retry token is truncated (copy all of it)")
-        raise TokenError("token.malformed", "the value given to --retry is not a stoprule retry token")
+            raise TokenError(codes.TOKEN_TRUNCATED, "the retry token is truncated (copy all of it)")
+        raise TokenError(codes.TOKEN_MALFORMED, "the value given to --retry is not a stoprule retry token")
     parts = token.split(".")
     if len(parts) > 4:
-        raise TokenError("token.malformed", "the retry token has too many parts")
+        raise TokenError(codes.TOKEN_MALFORMED, "the retry token has too many parts")
     if len(parts) < 4 or not all(parts[1:]) or len(parts[3]) < SIG_CHARS:
-        raise TokenError("token.truncated", "the retry token is truncated (copy all of it)")
+        raise TokenError(codes.TOKEN_TRUNCATED, "the retry token is truncated (copy all of it)")
     _, kid, payload, sig = parts
     if len(sig) > SIG_CHARS:
-        raise TokenError("token.malformed", "the retry token's signature is too long")
+        raise TokenError(codes.TOKEN_MALFORMED, "the retry token's signature is too long")
     try:
         mac = unb64url(sig)
     except ValueError:
         mac = b""
     if b64url(mac) != sig:  # not base64url, or a non-canonical spelling of a signature
-        raise TokenError("token.malformed", "the retry token's signature is not valid base64url")
+        raise TokenError(codes.TOKEN_MALFORMED, "the retry token's signature is not valid base64url")
     key = ring.keys.get(kid)
     if key is None:
         if not ring.keys:
             raise TokenError(
-                "token.unknown_key",
+                codes.TOKEN_UNKNOWN_KEY,
                 f"no signing keys exist beside this ledger ({ring.path}): the token was not issued here",
             )
-        raise TokenError(
-            "token.unknown_key", f"the retry token names key {kid!r}, which this ledger never had (forged, or foreign)"
-        )
+        message = f"the retry token names key {kid!r}, which this ledger never had (forged, or foreign)"
+        raise TokenError(codes.TOKEN_UNKNOWN_KEY, message)
     if key.secret is None:
         raise TokenError(
-            "token.retired_key",
+            codes.TOKEN_RETIRED_KEY,
             f"the retry token was signed with key {kid}, retired at {key.retired}; it is no longer accepted",
         )
     if not compare_digest(mac, _sign(key.secret, kid, payload)):
-        raise TokenError("token.forged", "the retry token's signature does not verify: it was forged or altered")
+        raise TokenError(codes.TOKEN_FORGED, "the retry token's signature does not verify: it was forged or altered")
     try:
         run, node, attempt = json.loads(unb64url(payload))
     except (ValueError, TypeError):
-        raise TokenError("token.malformed", "the retry token's payload is unreadable") from None
+        raise TokenError(codes.TOKEN_MALFORMED, "the retry token's payload is unreadable") from None
     return Claims(run, node, attempt, kid)

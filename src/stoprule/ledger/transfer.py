@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stoprule import codes
 from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import EVENT_TYPE, canonical, digest
 from stoprule.ledger.protocols import LedgerBackend
@@ -60,9 +61,9 @@ def import_records(ledger: LedgerBackend, data: bytes, name: str) -> tuple[int, 
             body = body_of(rec)
             fact_body = canonical(rec["fact"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise LedgerError("ledger.import", f"{name}: line {n}: not a `log export` record ({exc})") from None
+            raise LedgerError(codes.LEDGER_IMPORT, f"{name}: line {n}: not a `log export` record ({exc})") from None
         if digest(fact_body) != rec["fact_digest"]:
-            raise LedgerError("ledger.import", f"{name}: line {n}: the fact does not match its digest")
+            raise LedgerError(codes.LEDGER_IMPORT, f"{name}: line {n}: the fact does not match its digest")
         records.append((body, fact_body, rec["event"], n))
     runs: set[str] = set()
     with ledger.write():
@@ -71,7 +72,7 @@ def import_records(ledger: LedgerBackend, data: bytes, name: str) -> tuple[int, 
             node = ledger.append_recorded(body, fact_body)
             if node.hash != want:
                 raise LedgerError(
-                    "ledger.import",
+                    codes.LEDGER_IMPORT,
                     f"{name}: line {n}: run {body['run']!r} node {body['node']} does not chain to the exported "
                     "hash (the record was altered, or the run here differs from the exported one); nothing imported",
                 )

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -26,8 +27,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from stoprule import codes
+from stoprule.agent.hook.adapters import ADAPTERS, adapter
+from stoprule.agent.hook.event import PayloadError
+from stoprule.agent.hook.runner import decision_of
 from stoprule.config.serve import ServeConfig, Token
 from stoprule.diagnostics import EvaluationError, ServeError
+from stoprule.facts.parse import parse_facts
+from stoprule.ledger.backend import is_url
+from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.postgres import display_url
+from stoprule.ledger.recorder import Recorder, append_group, prepare
+from stoprule.ledger.store import TIP, check_run_id
+from stoprule.serve.console_mount import console_routes
 from stoprule.serve.database import LABEL, Database
 from stoprule.serve.metrics import Metrics
 from stoprule.serve.policy import PackHolder, Served
@@ -46,22 +58,22 @@ class Refused(ServeError):
 def _ledger_status(code: str) -> int:
     if code.startswith("token."):
         return 409
-    if code in ("ledger.unknown_run", "ledger.unknown_node"):
+    if code in (codes.LEDGER_UNKNOWN_RUN, codes.LEDGER_UNKNOWN_NODE):
         return 404
-    if code == "ledger.bad_run_id":
+    if code == codes.LEDGER_BAD_RUN_ID:
         return 400
-    if code == "ledger.not_yours":
+    if code == codes.LEDGER_NOT_YOURS:
         return 403
-    if code in ("ledger.busy", "ledger.io", "ledger.unavailable"):
+    if code in (codes.LEDGER_BUSY, codes.LEDGER_IO, codes.LEDGER_UNAVAILABLE):
         return 503
     return 500
 
 
 # what a client is told of a server-side ledger failure (the details go to the server's log)
 _PUBLIC = {
-    "ledger.busy": "the ledger is busy; nothing was recorded: try again",
-    "ledger.io": "the ledger cannot be written; nothing was recorded: try again",
-    "ledger.unavailable": "the ledger is not reachable; the decision is not known to have been recorded: try again",
+    codes.LEDGER_BUSY: "the ledger is busy; nothing was recorded: try again",
+    codes.LEDGER_IO: "the ledger cannot be written; nothing was recorded: try again",
+    codes.LEDGER_UNAVAILABLE: "the ledger is not reachable; the decision is not known to have been recorded: try again",
 }
 _LOG = logging.getLogger("stoprule.serve")
 
@@ -84,22 +96,18 @@ class Service:
 
     def database(self) -> Database:
         if self.db is None:
-            raise Refused(400, "serve.no_ledger", "this server records nothing: it has no ledger configured")
+            raise Refused(400, codes.SERVE_NO_LEDGER, "this server records nothing: it has no ledger configured")
         return self.db
 
     def team(self) -> Database:
-        from stoprule.ledger.backend import is_url
-
         if not is_url(self.config.ledger):
-            raise Refused(400, "serve.no_team_store", "team blockers need the server's ledger on PostgreSQL")
+            raise Refused(400, codes.SERVE_NO_TEAM_STORE, "team blockers need the server's ledger on PostgreSQL")
         return self.database()
 
     def public(self, message: str) -> str:
         """``message`` with the ledger's URL or file named as the server's ledger."""
         target = self.config.ledger
         if target:
-            from stoprule.ledger.postgres import display_url
-
             for shown in {display_url(target), target, os.path.abspath(target)}:
                 message = message.replace(shown, LABEL)
         return message
@@ -122,7 +130,8 @@ class Service:
             return None
         token = self.config.token(request.headers.get("authorization"))
         if token is None:
-            raise Refused(401, "serve.unauthorized", "a valid bearer token is required (Authorization: Bearer TOKEN)")
+            message = "a valid bearer token is required (Authorization: Bearer TOKEN)"
+            raise Refused(401, codes.SERVE_UNAUTHORIZED, message)
         request.state.token = token
         return token
 
@@ -130,7 +139,7 @@ class Service:
         """403 unless the request's token has ``scope`` (``evaluate``, ``metrics``, ``console:read`` ...)."""
         token: Token | None = getattr(request.state, "token", None)
         if token is not None and not token.allows(scope):
-            raise Refused(403, "serve.forbidden", f"token {token.name!r} does not have the scope {scope!r}")
+            raise Refused(403, codes.SERVE_FORBIDDEN, f"token {token.name!r} does not have the scope {scope!r}")
 
     def recorder_args(self, request: Request, run: str) -> dict[str, Any]:
         """``by`` and ``own`` for recording into ``run``; 403 unless the token may record there."""
@@ -141,7 +150,7 @@ class Service:
         if not allowed:
             raise Refused(
                 403,
-                "serve.forbidden",
+                codes.SERVE_FORBIDDEN,
                 f"token {token.name!r} may not record into run {run!r} (its scopes: " + ", ".join(token.scopes) + ")",
             )
         return {"by": token.name, "own": own}
@@ -154,28 +163,28 @@ class Service:
         if allowed is None:
             return (project,) if project else None
         if project is not None and project not in allowed:
-            raise Refused(403, "serve.forbidden", f"token {token.name!r} may not use the blockers of {project!r}")  # type: ignore[union-attr]
+            raise Refused(403, codes.SERVE_FORBIDDEN, f"token {token.name!r} may not use the blockers of {project!r}")  # type: ignore[union-attr]
         return (project,) if project else allowed
 
     async def body(self, request: Request, deadline: float) -> bytes:
         limit = self.config.limits.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise Refused(413, "serve.too_large", f"the request body is {declared} bytes; the limit is {limit}")
+            raise Refused(413, codes.SERVE_TOO_LARGE, f"the request body is {declared} bytes; the limit is {limit}")
 
         async def read() -> bytes:
             chunks, size = [], 0
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > limit:
-                    raise Refused(413, "serve.too_large", f"the request body exceeds the limit of {limit} bytes")
+                    raise Refused(413, codes.SERVE_TOO_LARGE, f"the request body exceeds the limit of {limit} bytes")
                 chunks.append(chunk)
             return b"".join(chunks)
 
         try:
             return await asyncio.wait_for(read(), max(deadline - time.monotonic(), 0.001))
         except asyncio.TimeoutError:
-            raise Refused(408, "serve.timeout", "the request body did not arrive within the time limit") from None
+            raise Refused(408, codes.SERVE_TIMEOUT, "the request body did not arrive within the time limit") from None
 
     def deadline(self) -> float:
         return time.monotonic() + self.config.limits.timeout_ms / 1000.0
@@ -185,9 +194,6 @@ class Service:
     async def anchor(self) -> None:
         """On PostgreSQL, anchor the runs this server wrote, every ``anchor_interval_ms`` (each worker:
         whichever gets there first anchors for all; the others find nothing left or the head taken)."""
-        from stoprule.ledger.backend import is_url
-        from stoprule.ledger.errors import LedgerError
-
         if self.db is None or not is_url(self.config.ledger):
             return
         while True:
@@ -221,11 +227,10 @@ def _flag(request: Request, name: str) -> bool:
 
 
 def _one_fact(data: bytes) -> Any:
-    from stoprule.facts.parse import parse_facts
-
     items = parse_facts(data)
     if len(items) != 1:
-        raise Refused(400, "serve.one_fact", f"/v1/evaluate takes one fact; the body holds {len(items)} (use /batch)")
+        message = f"/v1/evaluate takes one fact; the body holds {len(items)} (use /batch)"
+        raise Refused(400, codes.SERVE_ONE_FACT, message)
     fact = items[0][1]
     if isinstance(fact, EvaluationError):
         raise fact
@@ -238,7 +243,7 @@ def _hook_fact(value: Any) -> Any:
     try:
         text = json.dumps(value)  # NaN, Infinity (and 1e999, read as infinity) come out as JSON has no number
     except (ValueError, RecursionError):
-        raise Refused(422, "fact.too_deep", "the fact is nested too deeply") from None
+        raise Refused(422, codes.FACT_TOO_DEEP, "the fact is nested too deeply") from None
     return _one_fact(text.encode())
 
 
@@ -246,9 +251,10 @@ def _recording(request: Request) -> tuple[str | None, str | None, str | None, bo
     q = request.query_params
     run, parent, retry = q.get("run"), q.get("parent"), q.get("retry")
     if run is None and (parent or retry or _flag(request, "checkpoint")):
-        raise Refused(400, "serve.usage", "parent, retry and checkpoint need run=RUN_ID")
+        raise Refused(400, codes.SERVE_USAGE, "parent, retry and checkpoint need run=RUN_ID")
     if retry and parent:
-        raise Refused(400, "serve.usage", "retry and parent cannot be combined: a retry's parent is its token's node")
+        message = "retry and parent cannot be combined: a retry's parent is its token's node"
+        raise Refused(400, codes.SERVE_USAGE, message)
     return run, parent, retry, _flag(request, "checkpoint")
 
 
@@ -258,6 +264,7 @@ def create_app(config: ServeConfig) -> Starlette:
 
     def timed(route: str, handler: Any, *, auth: bool = True) -> Any:
         async def endpoint(request: Request) -> Response:
+            response: Response
             t0 = time.perf_counter()
             try:
                 if auth:
@@ -273,8 +280,6 @@ def create_app(config: ServeConfig) -> Starlette:
                     **{k: v for k, v in exc.to_dict().items() if k not in ("code", "message")},
                 )
             except Exception as exc:  # noqa: BLE001 - never a traceback to the client
-                from stoprule.ledger.errors import LedgerError
-
                 if isinstance(exc, LedgerError):
                     status = _ledger_status(exc.code)
                     if status >= 500:
@@ -285,7 +290,7 @@ def create_app(config: ServeConfig) -> Starlette:
                     response = svc.error(status, exc.code, message)
                 else:
                     _LOG.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-                    response = svc.error(500, "serve.internal", "internal error; the server's log has the details")
+                    response = svc.error(500, codes.SERVE_INTERNAL, "internal error; the server's log has the details")
             svc.metrics.observe(route, response.status_code, time.perf_counter() - t0)
             return response
 
@@ -304,9 +309,6 @@ def create_app(config: ServeConfig) -> Starlette:
     ) -> Any:
         """Decide ``fact`` here, record it on a database thread (a retry is decided there too); a
         hook's ``stop`` after a retryable block is that block's retry (``Recorder.record_stop``)."""
-        from stoprule.ledger.recorder import Recorder, prepare
-        from stoprule.ledger.store import TIP, check_run_id
-
         check_run_id(run)
         args = svc.recorder_args(request, run)
         db = svc.database()
@@ -355,12 +357,10 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, outcome.envelope(), served)
 
     async def batch(request: Request) -> Response:
-        from stoprule.facts.parse import parse_facts
-
         deadline = svc.deadline()
         run, parent, retry, checkpoint = _recording(request)
         if retry:
-            raise Refused(400, "serve.usage", "a retry takes one fact: POST it to /v1/evaluate")
+            raise Refused(400, codes.SERVE_USAGE, "a retry takes one fact: POST it to /v1/evaluate")
         if run is None:
             svc.require(request, "evaluate")
         data = await svc.body(request, deadline)
@@ -369,15 +369,12 @@ def create_app(config: ServeConfig) -> Starlette:
         if len(items) > config.limits.max_batch:
             raise Refused(
                 413,
-                "serve.batch_too_large",
+                codes.SERVE_BATCH_TOO_LARGE,
                 f"the batch holds {len(items)} facts; the limit is {config.limits.max_batch}",
             )
         strict = _flag(request, "strict")
         out: list[str] = []
         if run is not None:
-            from stoprule.ledger.recorder import Recorder, prepare
-            from stoprule.ledger.store import TIP, check_run_id
-
             check_run_id(run)
             args = svc.recorder_args(request, run)
             db = svc.database()
@@ -387,8 +384,8 @@ def create_app(config: ServeConfig) -> Starlette:
             if time.monotonic() > deadline:
                 msg = "not decided: the request's time limit was spent"
                 for line, _ in items[start:]:
-                    svc.metrics.errors["serve.timeout"] += 1
-                    out.append(json.dumps({"error": {"code": "serve.timeout", "message": msg, "line": line}}))
+                    svc.metrics.errors[codes.SERVE_TIMEOUT] += 1
+                    out.append(json.dumps({"error": {"code": codes.SERVE_TIMEOUT, "message": msg, "line": line}}))
                 break
             if run is None:
                 good = [fact for _, fact in group if not isinstance(fact, EvaluationError)]
@@ -413,33 +410,30 @@ def create_app(config: ServeConfig) -> Starlette:
         return svc.respond(200, "\n".join(out) + "\n", served, "application/x-ndjson")
 
     async def hook(request: Request) -> Response:
-        from stoprule.agent.hook.adapters import ADAPTERS, adapter
-        from stoprule.agent.hook.event import PayloadError
-        from stoprule.agent.hook.runner import decision_of
-
         harness = request.path_params["harness"]
         if harness not in ADAPTERS:
-            raise Refused(404, "serve.unknown_harness", f"no harness {harness!r} (known: {', '.join(ADAPTERS)})")
+            raise Refused(404, codes.SERVE_UNKNOWN_HARNESS, f"no harness {harness!r} (known: {', '.join(ADAPTERS)})")
         deadline = svc.deadline()
         data = await svc.body(request, deadline)
         served = svc.pack.current
         try:
             body = json.loads(data)
         except RecursionError:
-            raise Refused(422, "fact.too_deep", "the body is nested too deeply") from None
+            raise Refused(422, codes.FACT_TOO_DEEP, "the body is nested too deeply") from None
         except ValueError as exc:
-            raise Refused(400, "serve.bad_json", f"the body is not JSON: {exc}") from None
+            raise Refused(400, codes.SERVE_BAD_JSON, f"the body is not JSON: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("fact"), dict):
-            raise Refused(400, "serve.usage", 'the body is {"payload": {...}, "fact": {...}, "event": ..., "run": ...}')
+            message = 'the body is {"payload": {...}, "fact": {...}, "event": ..., "run": ...}'
+            raise Refused(400, codes.SERVE_USAGE, message)
         fact = _hook_fact(body["fact"])
         payload = body.get("payload") or {}
         if not isinstance(payload, dict):
-            raise Refused(400, "hook.payload", "payload: must be the harness's JSON object")
+            raise Refused(400, codes.HOOK_PAYLOAD, "payload: must be the harness's JSON object")
         mod = adapter(harness)
         try:
             event = mod.parse(payload, body.get("event"))
         except PayloadError as exc:
-            raise Refused(400, "hook.payload", str(exc)) from None
+            raise Refused(400, codes.HOOK_PAYLOAD, str(exc)) from None
         run = body.get("run")
         envelope: dict[str, Any]
         if isinstance(run, str) and run and config.ledger is not None:  # a server without a ledger just decides
@@ -469,7 +463,7 @@ def create_app(config: ServeConfig) -> Starlette:
         try:
             data = json.loads(body)
         except ValueError as exc:
-            raise Refused(400, "serve.bad_json", f"the body is not JSON: {exc}") from None
+            raise Refused(400, codes.SERVE_BAD_JSON, f"the body is not JSON: {exc}") from None
         if not (
             isinstance(data, dict)
             and isinstance(data.get("project"), str)
@@ -477,7 +471,7 @@ def create_app(config: ServeConfig) -> Starlette:
             and isinstance(data.get("items"), list)
             and all(isinstance(i, dict) for i in data["items"])
         ):
-            raise Refused(400, "serve.usage", 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
+            raise Refused(400, codes.SERVE_USAGE, 'the body is {"project": NAME, "machine": HOST, "items": [{...}]}')
         svc.projects(request, data["project"])
         project, machine, items = data["project"], str(data.get("machine") or "?"), data["items"]
 
@@ -498,11 +492,11 @@ def create_app(config: ServeConfig) -> Starlette:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
-        code = {404: "serve.not_found", 405: "serve.method"}.get(status, "serve.http")
+        code = {404: codes.SERVE_NOT_FOUND, 405: codes.SERVE_METHOD}.get(status, codes.SERVE_HTTP)
         return svc.error(status, code, f"{request.method} {request.url.path}: {getattr(exc, 'detail', '')}")
 
     async def internal(request: Request, exc: Exception) -> Response:
-        return svc.error(500, "serve.internal", f"{type(exc).__name__}")
+        return svc.error(500, codes.SERVE_INTERNAL, f"{type(exc).__name__}")
 
     routes = [
         Route("/healthz", timed("/healthz", healthz, auth=False), methods=["GET"]),
@@ -514,7 +508,6 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/v1/blockers", timed("/v1/blockers", team), methods=["GET", "PUT"]),
         Route("/v1/reports", timed("/v1/reports", team), methods=["GET", "PUT"]),
     ]
-    from stoprule.serve.console_mount import console_routes
 
     routes += console_routes(svc)  # /console: the web console, behind the same tokens
 
@@ -528,8 +521,6 @@ def create_app(config: ServeConfig) -> Starlette:
             if svc.db is not None:
                 svc.db.close()
 
-    from contextlib import asynccontextmanager
-
     app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: not_found, Exception: internal},
@@ -541,8 +532,6 @@ def create_app(config: ServeConfig) -> Starlette:
 
 def _append_group(session: Any, items: list[tuple[Any, dict[str, Any], str, list[Any], Any]]) -> list[Any]:
     """On a database thread: single decisions of several requests appended together (one commit)."""
-    from stoprule.ledger.recorder import Recorder, append_group
-
     led = session.ledger()
     return append_group(
         led, [(Recorder(led, ev, **args), run, prepared, parent) for ev, args, run, prepared, parent in items]

@@ -46,10 +46,10 @@ def guarded(header_timeout: float, max_connections: int, reserve: int = 0) -> tu
     files = open_file_limit()
     backlog = min(max(files // 16, 16), 2048)  # accepted at one wake-up; one more burst may come before any is shed
     cap = max_connections or max(files - _RESERVE - reserve - 3 * backlog, 16)
-    base: Any = AutoHTTPProtocol
+    base: Any = AutoHTTPProtocol  # uvicorn picks the class at import (httptools or h11): a variable
     waiting: dict[Any, None] = {}  # connections by when they began to wait for a request head, oldest first
 
-    class Guarded(base):
+    class Guarded(base):  # type: ignore[misc]  # a base chosen at run time
         _timer: asyncio.TimerHandle | None = None
         _armed_for: Any = None  # the request cycle that was current when the wait began
 

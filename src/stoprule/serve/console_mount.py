@@ -6,11 +6,22 @@ config lists under ``console.resolve`` may resolve blockers (:mod:`stoprule.cons
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Any
 
 from starlette.routing import Mount
+
+from stoprule._util.redact import redact
+from stoprule.agent.blockers.store import Blocker, render_markdown
+from stoprule.agent.hook.runner import user_state_dir
+from stoprule.console.board import NoBoard, report_view
+from stoprule.console.policy import PACKS_DIR, PolicyView
+from stoprule.console.runs import Runs
+from stoprule.ledger.backend import is_url
+from stoprule.project import find_project
+from stoprule.serve.team import TeamStore
 
 __all__ = ["TeamBoard", "console_routes"]
 
@@ -26,8 +37,6 @@ class TeamBoard:
         self._lock = threading.Lock()
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        from stoprule.serve.team import TeamStore
-
         with self._lock:  # one connection, one caller at a time; a broken one is made again
             if self._store is None:
                 self._store = TeamStore(self.url)
@@ -42,8 +51,6 @@ class TeamBoard:
         return [dict(b) for b in self._call("list", "blocker", only_open=False, project=None)]
 
     def reports(self) -> list[dict[str, Any]]:
-        from stoprule.console.board import report_view
-
         out = []
         for r in self._call("list", "report", only_open=False, project=None):
             report = r.get("report") if isinstance(r.get("report"), dict) else {}
@@ -52,18 +59,13 @@ class TeamBoard:
         return sorted(out, key=lambda r: str(r.get("filed_at") or ""), reverse=True)
 
     def resolve(self, project: str, blocker_id: str, note: str | None, by: str) -> dict[str, Any] | None:
-        from stoprule._util.redact import redact
-
         found: dict[str, Any] | None = self._call("resolve", project, blocker_id, redact(note) if note else None, by)
         return found
 
     def export(self, fmt: str) -> str:
-        import json
-
         items = self.blockers()
         if fmt != "md":
             return "".join(json.dumps(b, ensure_ascii=False) + "\n" for b in items)
-        from stoprule.agent.blockers.store import Blocker, render_markdown
 
         parts = []
         for project in sorted({str(b.get("project")) for b in items}):
@@ -106,12 +108,6 @@ def console_routes(svc: Any) -> list[Any]:
         from stoprule.console.app import create_console
     except ImportError:
         return []
-    from stoprule.agent.hook.runner import user_state_dir
-    from stoprule.console.board import NoBoard
-    from stoprule.console.policy import PACKS_DIR, PolicyView
-    from stoprule.console.runs import Runs
-    from stoprule.ledger.backend import is_url
-    from stoprule.project import find_project
 
     config = svc.config
     board = TeamBoard(config.ledger) if is_url(config.ledger) else NoBoard()

@@ -33,7 +33,11 @@ from contextlib import suppress
 from functools import partial
 from typing import Any, TypeVar
 
+from stoprule import codes
+from stoprule.ledger.backend import is_url, open_ledger
 from stoprule.ledger.errors import LedgerError
+from stoprule.ledger.postgres import PgLedger
+from stoprule.serve.team import TeamStore
 
 __all__ = ["LABEL", "Database", "Session"]
 
@@ -54,24 +58,14 @@ class Session:
     def ledger(self) -> Any:
         """The ledger (created here only as a file: a PostgreSQL schema is `stoprule serve migrate`'s)."""
         if self._ledger is None:
-            from stoprule.ledger.backend import is_url
-
-            if is_url(self.target):
-                from stoprule.ledger.postgres import PgLedger
-
-                pg = PgLedger.open(self.target, create=False, label=LABEL, timeout_ms=self.timeout_ms)
-                pg.auto_anchor = False  # the worker anchors on its own timer
-                self._ledger = pg
-            else:
-                from stoprule.ledger.store import Ledger
-
-                self._ledger = Ledger.open(self.target, create=True)
+            ledger = open_ledger(self.target, create=not is_url(self.target), label=LABEL, timeout_ms=self.timeout_ms)
+            if isinstance(ledger, PgLedger):
+                ledger.auto_anchor = False  # the worker anchors on its own timer
+            self._ledger = ledger
         return self._ledger
 
     def team(self) -> Any:
         if self._team is None:
-            from stoprule.serve.team import TeamStore
-
             self._team = TeamStore(self.target, self.timeout_ms)
         return self._team
 
@@ -174,7 +168,8 @@ class Database:
         """``fn(session)`` on a database thread: its result, or its exception; LedgerError
         ``ledger.unavailable`` when it is not done within the time limit (``within`` seconds if
         shorter), and then it is stopped where it is."""
-        return await self._wait(fn, None, None, within)
+        done: T = await self._wait(fn, None, None, within)
+        return done
 
     async def grouped(self, fn: Callable[[Session, list[Any]], list[Any]], item: Any) -> Any:
         """``fn(session, items)[i]`` for this ``item``, run together with the other items given
@@ -202,7 +197,7 @@ class Database:
             job.future.add_done_callback(_retrieved)  # what it comes to later: nobody waits for it any more
             self.timeouts += 1
             raise LedgerError(
-                "ledger.unavailable",
+                codes.LEDGER_UNAVAILABLE,
                 f"{LABEL} did not answer within {limit * 1000:.0f} ms; the decision is not known to have been recorded",
             ) from None
         finally:
@@ -275,7 +270,7 @@ class Database:
         if not jobs:
             return
         results, error = self._outcome(lambda: self._call(jobs, session, lambda s: fn(s, [j.item for j in jobs])))
-        alone = isinstance(error, LedgerError) and error.code != "ledger.unavailable" and len(jobs) > 1
+        alone = isinstance(error, LedgerError) and error.code != codes.LEDGER_UNAVAILABLE and len(jobs) > 1
         for i, job in enumerate(jobs):
             if alone:  # one part may be what the database refused: each on its own
                 job.group = [job]
@@ -289,7 +284,7 @@ class Database:
         try:
             return fn(session)
         except LedgerError as exc:
-            if exc.code != "ledger.unavailable":
+            if exc.code != codes.LEDGER_UNAVAILABLE:
                 raise
             session.close()  # the connection is dead or was cut: the next job opens a fresh one
             now = time.monotonic()

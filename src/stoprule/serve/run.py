@@ -19,6 +19,7 @@ a port so shared: run the server as its own user.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -31,6 +32,7 @@ from typing import Any
 
 from stoprule.config.serve import ServeConfig
 from stoprule.serve.app import ENV_CONFIG
+from stoprule.serve.connections import guarded
 
 __all__ = ["listening_socket", "serve"]
 
@@ -43,8 +45,6 @@ _QUEUE = 2048  # connections the kernel holds for a worker before it accepts the
 
 def _uvicorn_config(config: ServeConfig, log_level: str, **extra: Any) -> Any:
     import uvicorn
-
-    from stoprule.serve.connections import guarded
 
     limits = config.limits
     http, backlog = guarded(limits.header_timeout_ms / 1000.0, limits.max_connections, 2 * config.ledger_connections)
@@ -88,7 +88,6 @@ def _worker(host: str, port: int, log_level: str, probe: socket.socket) -> None:
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            import asyncio
 
             # asyncio accepts up to the backlog it listened with at each wake-up (what ``connections`` sizes);
             # the kernel's queue of connections not yet accepted may be longer: bursts of agents wait there

@@ -17,6 +17,8 @@ import json
 import time
 from typing import Any
 
+from stoprule.ledger.postgres import connect, pg_error
+
 __all__ = ["DDL", "GRANTS", "MAX_ITEMS", "TeamStore"]
 
 DDL = """
@@ -40,8 +42,6 @@ class TeamStore:
     def __init__(self, url: str, timeout_ms: int | None = None) -> None:
         import psycopg
 
-        from stoprule.ledger.postgres import connect, pg_error
-
         try:
             self._conn = connect(url, timeout_ms)
         except psycopg.Error as exc:
@@ -58,8 +58,6 @@ class TeamStore:
     def _run(self, fn: Any) -> Any:
         """``fn()``, its database errors as LedgerError."""
         import psycopg
-
-        from stoprule.ledger.postgres import pg_error
 
         try:
             return fn()

@@ -90,13 +90,11 @@ def test_a_payload_it_cannot_read_is_not_judged(data: bytes, project: Path) -> N
 
 def test_a_settings_change_that_drops_the_hooks_is_refused_against_the_session_start(project: Path) -> None:
     from stoprule.agent.guard.settings import view
-    from stoprule.agent.hook.state import update_session
+    from stoprule.agent.hook.frozen import save
 
     settings = project / ".claude" / "settings.json"
     wired = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/v/bin/stoprule hook claude-code"}]}]}}
-    update_session(
-        str(project / ".stoprule"), "s1", lambda rec: {**rec, "frozen": {"wiring": {str(settings): view(wired)}}}
-    )
+    save(str(project / ".stoprule"), "s1", {"wiring": {str(settings): view(wired)}})
     change = {"session_id": "s1", "hook_event_name": "ConfigChange", "source": "project_settings",
               "file_path": str(settings), "cwd": str(project)}  # fmt: skip
     cases = [
@@ -143,9 +141,9 @@ def test_the_users_switch(project: Path) -> None:
     off = invoke(["guard", "off"], env=env, cwd=project)
     assert off.returncode == 0 and "off" in off.stdout
     assert invoke(["guard", "claude-code"], payload, env=env, cwd=project).stdout == ""
-    from stoprule.agent.hook.state import update_session
+    from stoprule.agent.hook.frozen import save
 
-    update_session(str(project / ".stoprule"), "s1", lambda rec: {**rec, "frozen": {"guard": "on"}})
+    save(str(project / ".stoprule"), "s1", {"guard": "on"})
     assert "deny" in invoke(["guard", "claude-code"], payload, env=env, cwd=project).stdout  # on since it started
     assert invoke(["guard", "on"], env=env, cwd=project).returncode == 0
     assert invoke(["guard", "status"], env=env, cwd=project).stdout.startswith("guard: on")

@@ -54,19 +54,18 @@ def _project(payload: dict[str, Any], env: Mapping[str, str], cwd: str) -> str |
 
 
 def _frozen(project: str | None, session: str | None) -> dict[str, Any]:
-    """What the session start recorded for the guard (``frozen`` of the hook's session record)."""
+    """What the session start recorded for the guard (its frozen record: the switch, the wiring)."""
     if project is None or session is None:
         return {}
     from stoprule._util.jsonin import loads
     from stoprule._util.regular import read_regular
     from stoprule.project import state_file
 
-    data = read_regular(state_file(project, "sessions", session), 1 << 22)
+    data = read_regular(state_file(project, "frozen", session), 16 << 20)
     try:
-        rec = loads(data) if data else {}
+        frozen = loads(data) if data else {}
     except ValueError:
         return {}
-    frozen = rec.get("frozen") if isinstance(rec, dict) else None
     return frozen if isinstance(frozen, dict) else {}
 
 

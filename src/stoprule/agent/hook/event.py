@@ -14,7 +14,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Decision", "HookEvent", "PayloadError"]
+__all__ = ["MAX_PAYLOAD_BYTES", "Decision", "HookEvent", "PayloadError"]
+
+MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
 class PayloadError(AgentError, ValueError):

@@ -1,7 +1,7 @@
 """A session frozen at its start: what decides its stops, whatever is written later.
 
 At session start (a harness without a session-start hook: at its first stop) :func:`freeze`
-records, in the hook's session record (``frozen``):
+records, in ``state/frozen/<session>.json`` (written once, redacted; :func:`load`, :func:`save`):
 
 - ``root``: the project root, from the harness (``$CLAUDE_PROJECT_DIR``, ``$GEMINI_PROJECT_DIR``:
   the hook's environment, never the agent's current directory);
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["PACK_MARK", "anchor", "changes", "freeze", "pack_of"]
+__all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "pack_of", "save"]
 
 PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
 _ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
@@ -46,6 +46,36 @@ def _read(path: str, limit: int = 8 << 20) -> bytes | None:
     from stoprule._util.regular import read_regular
 
     return read_regular(path, limit)
+
+
+def load(home: str, session: str) -> dict[str, Any] | None:
+    """The session's frozen record (None: it has none, or it does not read back)."""
+    from stoprule._util.jsonin import loads
+    from stoprule.project import state_file
+
+    data = _read(state_file(home, "frozen", session), 16 << 20)
+    try:
+        record = loads(data) if data else None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
+    """Write the session's frozen record (redacted first); ``first``: only if it has none yet
+    (a concurrent start's record holds). Whether it was written; never raises."""
+    import json
+
+    from stoprule._util.files import atomic_write
+    from stoprule._util.redact import redact_obj
+    from stoprule._util.text import clean_obj
+    from stoprule.project import state_file
+
+    try:
+        text = json.dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
+        return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
+    except OSError:
+        return False
 
 
 def anchor(harness: str, env: Mapping[str, str]) -> str | None:

@@ -157,20 +157,15 @@ def _freeze(b: _Begun, policy: str | None) -> bool:
     """Freeze the session (:mod:`stoprule.agent.hook.frozen`) unless it is frozen already (a resumed
     session keeps what it started with); whether it is frozen now."""
     from stoprule.agent.hook import frozen as fz
-    from stoprule.agent.hook.state import read_session, update_session
     from stoprule.engine.packs import pack_path
 
     session = b.event.session_id
     assert session is not None
-    if isinstance(read_session(b.home, session).get("frozen"), dict):
+    if fz.load(b.home, session) is not None:
         return True
     root = os.path.dirname(b.project) if b.project else b.workdir
     record = fz.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
-
-    def keep_first(rec: dict[str, Any]) -> dict[str, Any]:
-        return rec if isinstance(rec.get("frozen"), dict) else {**rec, "frozen": record}
-
-    update_session(b.home, session, keep_first)
+    fz.save(b.home, session, record, first=True)
     return True
 
 

@@ -20,12 +20,11 @@ import json
 import os
 import sys
 import time
-from contextlib import suppress
 
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
-from stoprule.agent.hook.event import Decision, HookEvent
+from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES, Decision, HookEvent
 from stoprule.config.defaults import DEFAULT_HOOK
 from stoprule.config.reader import default_settings, settings_for
 from stoprule.diagnostics import AgentError
@@ -36,13 +35,21 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-__all__ = ["HookResult", "decision_of", "name_attempts", "run_hook", "state_home", "user_state_dir"]
+__all__ = [
+    "MAX_PAYLOAD_BYTES",
+    "HookResult",
+    "decision_of",
+    "name_attempts",
+    "run_hook",
+    "state_home",
+    "user_state_dir",
+]
 
 LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 4 << 20
-MAX_PAYLOAD_BYTES = 8 << 20  # a larger stdin is not parsed: an internal error (fail policy)
 
 
 class BudgetSpent(AgentError):
@@ -51,12 +58,14 @@ class BudgetSpent(AgentError):
 
 class HookResult:
     """``output``: what to print (None: nothing); ``entry``: the log entry (also what
-    ``--explain-facts`` prints)."""
+    ``--explain-facts`` prints); ``settings``: the settings the stop was decided with."""
 
-    __slots__ = ("decision", "entry", "output")
+    __slots__ = ("decision", "entry", "output", "settings")
 
-    def __init__(self, output: dict[str, Any] | None, decision: Decision, entry: dict[str, Any]) -> None:
-        self.output, self.decision, self.entry = output, decision, entry
+    def __init__(
+        self, output: dict[str, Any] | None, decision: Decision, entry: dict[str, Any], settings: Settings
+    ) -> None:
+        self.output, self.decision, self.entry, self.settings = output, decision, entry, settings
 
 
 def user_state_dir(env: Mapping[str, str]) -> str:
@@ -164,18 +173,21 @@ def run_hook(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
-    record: Callable[[str, str, Evaluator, dict[str, Any]], str | None] | None = None,
+    record: Callable[[str, str, Evaluator, dict[str, Any], Verdict, Settings], dict[str, str]] | None = None,
     server: str | None = None,
+    via: str | None = None,
 ) -> HookResult:
-    """Decide one stop. ``record(ledger_dir, run, evaluator, fact)`` records the decision
-    (when the ledger is on) and returns the node id. With a server (``server`` URL, or the
+    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict, settings)`` records the
+    decision (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
     config's ``server:`` section) the facts are gathered here and the server decides.
     Never raises: every failure goes through one error path that honours ``fail: open|closed``
-    and is logged."""
+    and is logged. ``via``: what ran it, when not a process of its own (logged: ``resident``)."""
     t0 = time.monotonic()
     env = os.environ if env is None else env
     mod = adapter(harness)
     entry: dict[str, Any] = {"ts": round(time.time(), 3), "harness": harness}
+    if via:
+        entry["via"] = via
     st = _Stop(harness, event_name)
     disarm = _alarm(DEFAULT_HOOK["budget_ms"] / 1000.0)  # armed before anything is read
     try:
@@ -190,10 +202,10 @@ def run_hook(
         st.disarm()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
     ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
-    if record is not None and ledger and st.fact is not None:
+    if record is not None and ledger and st.fact is not None and st.verdict is not None:
         try:
             run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
-            entry["ledger_node"] = record(st.project, run, st.evaluator, st.fact)  # type: ignore[arg-type]
+            entry.update(record(st.project, run, st.evaluator, st.fact, st.verdict, st.settings))  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
             entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
     entry["ms"] = round((time.monotonic() - t0) * 1000, 2)
@@ -204,7 +216,7 @@ def run_hook(
         output = {}
     safe = _safe_entry(entry)
     _log(st.home, st.settings.hook.get("log", True), safe)
-    return HookResult(output, decision, safe)
+    return HookResult(output, decision, safe, st.settings)
 
 
 class _Stop:
@@ -220,8 +232,10 @@ class _Stop:
         self.fail_closed = False
         self.evaluator: Evaluator | None = None
         self.fact: dict[str, Any] | None = None
+        self.verdict: Verdict | None = None  # the evaluator's (not a server's)
         self.disarm: Callable[[], None] = lambda: None
         self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
+        self.frozen: dict[str, Any] | None = None  # the session's frozen record
 
 
 def _decide(
@@ -302,13 +316,14 @@ def _decide(
 
     ctx = Context(st.project, st.home, workdir, st.settings.providers, rec, st.settings.blockers)
     ctx.pack = selected  # the pack's data (triage patterns) for the providers
+    ctx.frozen = st.frozen
     ctx.env, ctx.mode_setting = env, (st.settings.session or {}).get("mode")  # the session mode
     st.fact, prov = gather(event, ctx)
     entry["fact"] = st.fact
     entry["provenance"] = prov.to_dict()
     if remote is None:
         assert st.evaluator is not None
-        verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
+        verdict = st.verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
     else:
         from stoprule.agent.hook.remote import verdict_from_envelope
 
@@ -392,14 +407,18 @@ def _frozen_session(
 
     if not event.session_id:
         return None
-    record = rec.get("frozen") if isinstance(rec.get("frozen"), dict) else None
+    record = fz.load(st.home, event.session_id)
     if record is None:
         root = os.path.dirname(st.project) if st.project else workdir
-        rec["frozen"] = record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+        record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
+        fz.save(st.home, event.session_id, record, first=True)
+        record = fz.load(st.home, event.session_id) or record  # another process may have frozen it first
+    st.frozen = record
     new = fz.changes(record, st.project, env, st.nested, pack)
     if new:
         from stoprule.agent.guard.journal import record_attempt
 
+        fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
     return None if explicit else fz.pack_of(record)
@@ -530,11 +549,15 @@ def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
             written = os.write(fd, data)
             if written != len(data):
                 if written > 0:
-                    with suppress(OSError):
+                    try:  # noqa: SIM105 - contextlib costs the cold start ~1 ms
                         os.write(fd, b"\n")  # the next line starts on its own
+                    except OSError:
+                        pass
                 raise OSError(f"short write ({written} of {len(data)} bytes): the line is incomplete")
         finally:
             os.close(fd)
     except Exception as exc:  # noqa: BLE001 - a log problem never changes the decision
-        with suppress(Exception):
+        try:  # noqa: SIM105 - contextlib costs the cold start ~1 ms
             sys.stderr.write(f"stoprule hook: cannot write the log {path}: {exc}\n")
+        except Exception:  # noqa: BLE001, S110 - stderr may be gone too
+            pass

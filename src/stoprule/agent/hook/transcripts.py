@@ -38,6 +38,8 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 
+from stoprule._util.regex import lazy
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
@@ -52,8 +54,8 @@ MAX_FAILED_IDS = 50
 
 
 def _kv(key: bytes, value: bytes) -> re.Pattern[bytes]:
-    """``"key":"value"`` / ``"key": value`` in a raw line, whatever the spacing."""
-    return re.compile(rb'"' + key + rb'"\s*:\s*' + value)
+    """``"key":"value"`` / ``"key": value`` in a raw line, whatever the spacing (compiled on first use)."""
+    return lazy(rb'"' + key + rb'"\s*:\s*' + value)
 
 
 _USER = _kv(b"type", b'"user"')
@@ -75,9 +77,9 @@ _NOT_PROMPT = (
     "<task-notification>",
 )
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
-_EXIT = re.compile(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
+_EXIT = lazy(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
-_SWITCH = re.compile(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
+_SWITCH = lazy(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
 # Claude Code's built-in slash commands: run locally, not a prompt to the model (a custom command is one)
 _LOCAL_COMMANDS = frozenset(
     {
@@ -121,7 +123,7 @@ _LOCAL_COMMANDS = frozenset(
         "/plugin",
     }
 )
-_COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND = lazy(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _OPEN = ("pending", "in_progress")
 
 

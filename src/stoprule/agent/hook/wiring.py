@@ -437,9 +437,10 @@ def parse_toml(text: str) -> dict[str, Any]:
     """A TOML document (Codex's config): ``tomllib``, or its backport ``tomli`` on Python 3.10.
     Raises ValueError for one that is not valid TOML."""
     try:
-        return tomllib.loads(text)
+        doc: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"it is not valid TOML ({exc})") from None
+    return doc
 
 
 def toml_mcp_table(argv: list[str]) -> str:

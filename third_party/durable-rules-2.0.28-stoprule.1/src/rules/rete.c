@@ -66,29 +66,44 @@ char entriesInitialized = 0;
 
 static unsigned int validateAlgebra(char *rule);
 
+// stoprule: the pools below grow geometrically (the release grew them by one element per
+// realloc, which copied and page-faulted the whole pool each time: most of a ruleset's set-up)
+static unsigned int growPool(void **pool, 
+                             unsigned int *capacity, 
+                             unsigned int needed, 
+                             size_t elementSize) {
+    if (*pool && needed <= *capacity) {
+        return RULES_OK;
+    }
+
+    unsigned int newCapacity = *capacity ? *capacity : 8;
+    while (newCapacity < needed) {
+        newCapacity *= 2;
+    }
+
+    void *newPool = realloc(*pool, newCapacity * elementSize);
+    if (!newPool) {
+        return ERR_OUT_OF_MEMORY;
+    }
+
+    *pool = newPool;
+    *capacity = newCapacity;
+    return RULES_OK;
+}
+
 static unsigned int storeString(ruleset *tree, 
                                 char *newString, 
                                 unsigned int *stringOffset, 
                                 unsigned int length) {
 
     unsigned int newStringLength = length + 1;
-    if (!tree->stringPool) {
-        tree->stringPool = malloc(newStringLength * sizeof(char));
-        if (!tree->stringPool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *stringOffset = 0;
-        tree->stringPoolLength = newStringLength;
-    } else {
-        tree->stringPool = realloc(tree->stringPool, (tree->stringPoolLength + newStringLength) * sizeof(char));
-        if (!tree->stringPool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *stringOffset = tree->stringPoolLength;
-        tree->stringPoolLength = tree->stringPoolLength + newStringLength;
+    if (growPool((void **)&tree->stringPool, &tree->stringPoolCapacity, 
+                 tree->stringPoolLength + newStringLength, sizeof(char)) != RULES_OK) {
+        return ERR_OUT_OF_MEMORY;
     }
+
+    *stringOffset = tree->stringPoolLength;
+    tree->stringPoolLength = tree->stringPoolLength + newStringLength;
 
     strncpy(tree->stringPool + *stringOffset, newString, length);
     tree->stringPool[tree->stringPoolLength - 1] = '\0';
@@ -99,52 +114,28 @@ static unsigned int storeExpression(ruleset *tree,
                                expression **newExpression, 
                                unsigned int *expressionOffset) {
 
-    if (!tree->expressionPool) {
-        tree->expressionPool = malloc(sizeof(expression));
-        if (!tree->expressionPool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *expressionOffset = 0;
-        *newExpression = &tree->expressionPool[0];
-        tree->expressionOffset = 1;
-    } else {
-        tree->expressionPool = realloc(tree->expressionPool, (tree->expressionOffset + 1) * sizeof(expression));
-        if (!tree->expressionPool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *expressionOffset = tree->expressionOffset;
-        *newExpression = &tree->expressionPool[tree->expressionOffset];
-        tree->expressionOffset = tree->expressionOffset + 1;        
+    if (growPool((void **)&tree->expressionPool, &tree->expressionCapacity, 
+                 tree->expressionOffset + 1, sizeof(expression)) != RULES_OK) {
+        return ERR_OUT_OF_MEMORY;
     }
 
+    *expressionOffset = tree->expressionOffset;
+    *newExpression = &tree->expressionPool[tree->expressionOffset];
+    tree->expressionOffset = tree->expressionOffset + 1;        
     return RULES_OK;
 }
 
 static unsigned int storeNode(ruleset *tree, 
                               node **newNode, 
                               unsigned int *nodeOffset) {
-    if (!tree->nodePool) {
-        tree->nodePool = malloc(sizeof(node));
-        if (!tree->nodePool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *nodeOffset = 0;
-        *newNode = &tree->nodePool[0];
-        tree->nodeOffset = 1;
-    } else {
-        tree->nodePool = realloc(tree->nodePool, (tree->nodeOffset + 1) * sizeof(node));
-        if (!tree->nodePool) {
-            return ERR_OUT_OF_MEMORY;
-        }
-
-        *nodeOffset = tree->nodeOffset;
-        *newNode = &tree->nodePool[tree->nodeOffset];
-        tree->nodeOffset = tree->nodeOffset + 1;        
+    if (growPool((void **)&tree->nodePool, &tree->nodeCapacity, 
+                 tree->nodeOffset + 1, sizeof(node)) != RULES_OK) {
+        return ERR_OUT_OF_MEMORY;
     }
 
+    *nodeOffset = tree->nodeOffset;
+    *newNode = &tree->nodePool[tree->nodeOffset];
+    tree->nodeOffset = tree->nodeOffset + 1;        
     return RULES_OK;
 }
 
@@ -170,8 +161,8 @@ static unsigned int allocateNext(ruleset *tree,
                                  unsigned int *offset) {
 
     if (!tree->nextPool) {
-        tree->nextPool = malloc((length + 1) * sizeof(unsigned int));
-        if (!tree->nextPool) {
+        if (growPool((void **)&tree->nextPool, &tree->nextCapacity, 
+                     length + 1, sizeof(unsigned int)) != RULES_OK) {
             return ERR_OUT_OF_MEMORY;
         }
 
@@ -179,8 +170,8 @@ static unsigned int allocateNext(ruleset *tree,
         *offset = 1;
         tree->nextOffset = length + 1;
     } else {
-        tree->nextPool = realloc(tree->nextPool, (tree->nextOffset + length) * sizeof(unsigned int));
-        if (!tree->nextPool) {
+        if (growPool((void **)&tree->nextPool, &tree->nextCapacity, 
+                     tree->nextOffset + length, sizeof(unsigned int)) != RULES_OK) {
             return ERR_OUT_OF_MEMORY;
         }
 
@@ -1871,12 +1862,16 @@ unsigned int createRuleset(unsigned int *handle, char *name, char *rules) {
     
     tree->stringPool = NULL;
     tree->stringPoolLength = 0;
+    tree->stringPoolCapacity = 0;
     tree->nodePool = NULL;
     tree->nodeOffset = 0;
+    tree->nodeCapacity = 0;
     tree->nextPool = NULL;
     tree->nextOffset = 0;
+    tree->nextCapacity = 0;
     tree->expressionPool = NULL;
     tree->expressionOffset = 0;
+    tree->expressionCapacity = 0;
     tree->regexStateMachinePool = NULL;
     tree->regexStateMachineOffset = 0;
     tree->betaCount = 0;
@@ -1898,6 +1893,14 @@ unsigned int createRuleset(unsigned int *handle, char *name, char *rules) {
     memset(tree->stateIndex, 0, MAX_STATE_INDEX_LENGTH * sizeof(unsigned int) * 2);
     memset(tree->reverseStateIndex, 0, MAX_STATE_INDEX_LENGTH * sizeof(unsigned int));
     initStatePool(tree);
+
+    // stoprule: the node pool sized at once for a ruleset this long (a node per object at
+    // most, as a rule); doubling from 8 copied the pool again at every step
+    unsigned int objects = 8;
+    for (char *c = rules; *c; ++c) {
+        objects += (*c == '{');
+    }
+    CHECK_RESULT(growPool((void **)&tree->nodePool, &tree->nodeCapacity, objects, sizeof(node)));
     
     CHECK_RESULT(storeString(tree, 
                              name, 

@@ -130,15 +130,19 @@ typedef struct ruleset {
     
     node *nodePool;
     unsigned int nodeOffset;
+    unsigned int nodeCapacity;
     
     unsigned int *nextPool;
     unsigned int nextOffset;
+    unsigned int nextCapacity;
     
     char *stringPool;
     unsigned int stringPoolLength; 
+    unsigned int stringPoolCapacity;
     
     expression *expressionPool;
     unsigned int expressionOffset;
+    unsigned int expressionCapacity;
     
     char *regexStateMachinePool;
     unsigned int regexStateMachineOffset;

@@ -863,7 +863,13 @@ unsigned int createStateNode(void *tree,
 
     memset(node->messageIndex, 0, MAX_MESSAGE_INDEX_LENGTH * sizeof(unsigned int) * 2);
     
-    node->betaState = malloc(((ruleset*)tree)->betaCount * sizeof(betaStateNode));
+    // stoprule: calloc, and no memset of the frame indexes (4 KB each, most never written): the
+    // zeroed pages cost nothing until a fact touches them (the release malloc'ed and zeroed ~0.4 MB
+    // per state, most of the first fact's time)
+    node->betaState = calloc(((ruleset*)tree)->betaCount, sizeof(betaStateNode));
+    if (((ruleset*)tree)->betaCount && !node->betaState) {
+        return ERR_OUT_OF_MEMORY;
+    }
     for (unsigned int i = 0; i < ((ruleset*)tree)->betaCount; ++i) {
         betaStateNode *betaNode = &node->betaState[i];
         betaNode->reteNode = NULL;
@@ -872,13 +878,9 @@ unsigned int createStateNode(void *tree,
              betaNode->leftFramePool, 
              MAX_LEFT_FRAME_NODES);
 
-        memset(betaNode->leftFrameIndex, 0, MAX_LEFT_FRAME_INDEX_LENGTH * sizeof(unsigned int) * 2);
-        
         INIT(rightFrameNode, 
              betaNode->rightFramePool, 
              MAX_RIGHT_FRAME_NODES);
-
-        memset(betaNode->rightFrameIndex, 0, MAX_RIGHT_FRAME_INDEX_LENGTH * sizeof(unsigned int) * 2);
     }
 
     node->connectorState = malloc(((ruleset*)tree)->connectorCount * sizeof(connectorStateNode));

@@ -28,8 +28,8 @@ class Context:
     mode, :mod:`stoprule.agent.hook.mode`); ``scan``: a transcript reader's state given
     instead of the file (``replay``)."""
 
-    __slots__ = ("blockers", "deadline", "env", "home", "mode_setting", "new_attempts", "pack", "project", "scan",
-                 "session", "settings", "workdir")  # fmt: skip
+    __slots__ = ("blockers", "deadline", "env", "frozen", "home", "mode_setting", "new_attempts", "pack", "project",
+                 "scan", "session", "settings", "workdir")  # fmt: skip
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Context:
         self.mode_setting: str | None = None  # config session.mode
         self.scan: dict[str, Any] | None = None  # replay: the transcript reader's state at this stop
         self.new_attempts: list[str] = []  # the guard provider's: refused attempts not yet named to the user
+        self.frozen: dict[str, Any] | None = None  # the session's frozen record (stoprule.agent.hook.frozen)
 
 
 class Provenance:

@@ -23,6 +23,6 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
     started (its frozen record; declared facts never reach past the session that declared them)."""
     if ctx.project is None:
         return {}, []
-    frozen = ctx.session.get("frozen") if isinstance(ctx.session.get("frozen"), dict) else None
+    frozen = ctx.frozen
     wide = frozen.get("facts") if frozen is not None and isinstance(frozen.get("facts"), dict) else None
     return read_facts(ctx.project, event.session_id, project_wide=wide), []

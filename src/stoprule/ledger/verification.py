@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stoprule import codes
 from stoprule.ledger import keys
 from stoprule.ledger.ddl import SCHEMA_VERSION, STATEMENTS
 from stoprule.ledger.errors import LedgerError
@@ -315,7 +316,7 @@ def _one_run(ledger: LedgerBackend, c: Any, run: str) -> Report:
     if not c.execute(
         "SELECT 1 FROM runs WHERE run = ? UNION SELECT 1 FROM events WHERE run = ?", (run, run)
     ).fetchone():
-        raise LedgerError("ledger.unknown_run", f"no run {run!r} in {ledger.path}")
+        raise LedgerError(codes.LEDGER_UNKNOWN_RUN, f"no run {run!r} in {ledger.path}")
     signed = None
     if ledger.schema >= SCHEMA_VERSION:
         ring = _ring(ledger)

@@ -1,0 +1,117 @@
+"""Values as JSON data and back, exactly: tuples, frozensets and the record types a caller names.
+
+    data = dump(value, TYPES)     # JSON-ready: lists, dicts with string keys, strings, numbers, booleans, None
+    value = load(data, TYPES)     # equal to ``value``, with its tuples and records
+
+``TYPES`` maps a name to a record type: a ``@record`` (a named tuple), a frozen dataclass, or
+any class with ``_fields`` whose constructor takes them in order. JSON has one sequence and
+one mapping, so every container is written as a list whose first item says what it is::
+
+    ["l", x, ...]  a list     ["t", x, ...]  a tuple     ["f", x, ...]  a frozenset
+    ["d", {k: x}]  a dict with string keys             ["r", NAME, x, ...]  a record, fields in order
+    ["j", value]   a list or dict holding only lists, dicts with string keys and scalars, as it is
+
+and no value can pass for another (plain JSON is read back by the JSON parser alone). Reading
+builds only those containers and the types named in ``TYPES``, never a type a file names: a
+cache read this way is data, never code (unlike pickle or marshal). Anything else in the data
+is :class:`ValueError`.
+
+On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+__all__ = ["dump", "load"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = getattr(cls, "_fields", None)
+    if names is None:
+        names = tuple(getattr(cls, "__dataclass_fields__", ()))
+    return tuple(names)
+
+
+def _plain(v: Any) -> bool:
+    """Whether ``v`` is JSON as it is: lists, dicts with string keys and scalars only."""
+    t = type(v)
+    if t in _SCALARS:
+        return True
+    if t is list:
+        return all(map(_plain, v))
+    if t is dict:
+        return all(type(k) is str and _plain(x) for k, x in v.items())
+    return False
+
+
+def dump(value: Any, types: Mapping[str, type]) -> Any:
+    """``value`` as JSON data (TypeError for a type neither JSON nor named in ``types``)."""
+    names = {cls: name for name, cls in types.items()}
+    fields = {cls: _fields(cls) for cls in names}
+
+    def enc(v: Any) -> Any:
+        t = type(v)
+        if t in _SCALARS:
+            return v
+        if (t is dict or t is list) and len(v) > 1 and _plain(v):
+            return ["j", v]
+        if t is list:
+            return ["l", *map(enc, v)]
+        if t is tuple:
+            return ["t", *map(enc, v)]
+        if t is frozenset:
+            return ["f", *map(enc, sorted(v, key=repr))]
+        if t is dict:
+            if not all(type(k) is str for k in v):
+                raise TypeError("a dict key is not a string")
+            return ["d", {k: enc(x) for k, x in v.items()}]
+        name = names.get(t)
+        if name is None:
+            raise TypeError(f"cannot write a {t.__name__} as data")
+        return ["r", name, *(enc(getattr(v, f)) for f in fields[t])]
+
+    return enc(value)
+
+
+def load(data: Any, types: Mapping[str, type]) -> Any:
+    """The value :func:`dump` wrote (ValueError for data it does not write)."""
+
+    def dec(v: Any) -> Any:
+        if type(v) is not list:
+            if type(v) is dict:
+                raise ValueError("an untagged object")
+            return v
+        if not v:
+            raise ValueError("an empty list carries no tag")
+        tag = v[0]
+        if tag == "j":
+            if len(v) != 2 or not (type(v[1]) is list or type(v[1]) is dict):
+                raise ValueError("a malformed plain value")
+            return v[1]
+        if tag == "t":
+            return tuple(map(dec, v[1:]))
+        if tag == "l":
+            return list(map(dec, v[1:]))
+        if tag == "d":
+            if len(v) != 2 or type(v[1]) is not dict:
+                raise ValueError("a malformed dict")
+            return {k: dec(x) for k, x in v[1].items()}
+        if tag == "r":
+            cls = types.get(v[1]) if len(v) > 1 and type(v[1]) is str else None
+            if cls is None:
+                raise ValueError(f"an unknown record type {v[1:2]!r}")
+            try:
+                return cls(*map(dec, v[2:]))
+            except TypeError as exc:
+                raise ValueError(f"a malformed {v[1]}: {exc}") from None
+        if tag == "f":
+            return frozenset(map(dec, v[1:]))
+        raise ValueError(f"an unknown tag {tag!r}")
+
+    return dec(data)

@@ -1,0 +1,98 @@
+"""The command ``stoprule init`` wires: this interpreter on ``stoprule/launch.py`` with ``-I -S``
+(a hook's process skips ``site``'s start). It answers as the console script does, finds a
+dependency outside its own folder (``site``'s start, run on the miss), and never imports a
+module from the project it runs in."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import stoprule
+from clirunner import invoke
+from hookharness import FIXTURES, payload
+from stoprule.cli.init_cmd import default_command, stoprule_argv
+
+LAUNCHER = Path(stoprule.__file__).resolve().parent / "launch.py"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
+    env.update(
+        STOPRULE_CACHE_DIR=str(tmp_path / "cache"),
+        HOME=str(tmp_path / "home"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_RUNTIME_DIR=str(tmp_path / "no-run"),
+    )
+    return env
+
+
+def test_init_wires_this_interpreter_on_the_launcher(tmp_path: Path) -> None:
+    assert stoprule_argv() == [sys.executable, "-I", "-S", str(LAUNCHER)]
+    assert shlex.split(default_command("codex")) == [*stoprule_argv(), "hook", "codex"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    r = invoke(["init", "--harness", "claude-code"], cwd=tmp_path, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    settings = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())  # --local, the default
+    commands = [h["command"] for e in settings["hooks"]["Stop"] for h in e["hooks"]]
+    assert commands == [default_command("claude-code")]
+    r = invoke(["init", "--harness", "claude-code", "--shared"], cwd=tmp_path, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    shared = json.loads((tmp_path / ".claude" / "settings.json").read_text())  # the team's: portable
+    assert [h["command"] for e in shared["hooks"]["Stop"] for h in e["hooks"]] == ["stoprule hook claude-code"]
+
+
+def test_the_wired_command_answers_as_the_console_script_does(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    env = _env(tmp_path)
+    assert invoke(["init", "--harness", "claude-code"], cwd=root, env=env).returncode == 0
+    (root / "t.jsonl").write_bytes((FIXTURES / "claude-code" / "transcript.jsonl").read_bytes())
+    (root / "json.py").write_text("raise SystemExit('a project module was imported')\n")  # -I: never
+    stop = dict(payload("claude-code"), cwd=str(root), transcript_path=str(root / "t.jsonl"))
+    answers = []
+    for argv in (
+        [*shlex.split(default_command("claude-code"))],
+        [sys.executable, "-I", "-m", "stoprule", "hook", "claude-code"],  # as the console script: no cwd on the path
+    ):
+        p = subprocess.run(argv, input=json.dumps(stop).encode(), cwd=root, env=env, capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr.decode()
+        answers.append(json.loads(p.stdout))
+    assert answers[0] == answers[1] and answers[0]["decision"] == "block"  # the fixture's open task
+
+
+def test_a_module_outside_its_folder_is_found_through_site(tmp_path: Path) -> None:
+    """A top-level module no folder on the launcher's path holds runs ``site``'s start (here one
+    that adds the folder holding it), once, and is found."""
+    (tmp_path / "dep_of_stoprule.py").write_text("VALUE = 42\n")
+    code = (
+        "import runpy, site, sys\n"
+        "calls = []\n"
+        f"site.main = lambda: (calls.append(1), sys.path.append({str(tmp_path)!r}))\n"
+        f"g = runpy.run_path({str(LAUNCHER)!r}, run_name='launched')\n"  # its finder, not its main
+        "sys.meta_path.append(g['SiteOnMiss'])\n"
+        "import dep_of_stoprule\n"
+        "try:\n"
+        "    import no_such_module_anywhere\n"
+        "except ImportError:\n"
+        "    pass\n"
+        "print(dep_of_stoprule.VALUE, len(calls), g['SiteOnMiss'] in sys.meta_path)\n"
+    )
+    p = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["42", "1", "False"]  # found; site's start ran once; the finder left
+
+
+def test_a_cold_cache_compiles_the_pack_through_the_launcher(tmp_path: Path, default_pack: Path) -> None:
+    """Compiling a pack (PyYAML, pydantic: site-packages in a normal install; the venv's in an
+    editable one) works from the launcher."""
+    env = _env(tmp_path)
+    p = subprocess.run(
+        [*stoprule_argv(), "check", "--policy", str(default_pack)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0 and p.stdout.startswith("ok: "), p.stderr
