@@ -87,6 +87,7 @@ def test_identical_packs(old: Path, new: Path) -> None:
     assert report["schema_changed"] is False
 
 
+@pytest.mark.torture  # ~3 s of exhaustive diff; the default tier runs the same edit as docs/audit.md's `diff old new`
 def test_a_moved_category(old: Path, new: Path) -> None:
     edit(new, "vocabulary.yaml", "    timeout: Operation exceeded its time limit\n", "")
     edit(new, "vocabulary.yaml", "  hard:", "  hard:\n    timeout: Operation exceeded its time limit")

@@ -88,7 +88,7 @@ def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, ho
     doctor = invoke(["doctor"], cwd=repo / "src", env=home)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert f"ok   {harness}: synthetic stop: allow" in doctor.stdout
-    assert f"ok   {harness}: MCP server in " in doctor.stdout and "(MCP SDK importable)" in doctor.stdout
+    assert f"ok   {harness}: MCP server in " in doctor.stdout and "(MCP SDK installed)" in doctor.stdout
     assert not [x for x in doctor.stdout.splitlines() if x.startswith(("FAIL", "note"))], doctor.stdout
     assert "ok   evaluation backend: " in doctor.stdout and "(durable_rules engine " in doctor.stdout
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
@@ -254,7 +254,7 @@ def _nopy(where: Path) -> Path:
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_doctor_checks_the_mcp_server_of_every_harness(harness: str, tmp_path: Path, home: dict[str, str]) -> None:
     """Codex's TOML, OpenCode's ``mcp`` and Copilot's ``.github/mcp.json`` too: a registration
-    whose Python cannot import the MCP SDK fails with the install command."""
+    whose Python has no MCP SDK fails with the install command."""
     repo = _fresh_repo(tmp_path)
     assert invoke(["init", "--harness", harness], cwd=repo, env=home).returncode == 0
     registry = repo / MCP[harness].project_file

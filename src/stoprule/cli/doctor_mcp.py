@@ -2,9 +2,10 @@
 
 For each harness's MCP config (:data:`stoprule.agent.hook.wiring.MCP`: the project's file and
 the user's) that registers ``stoprule mcp``: its command resolves on the PATH a harness started
-outside this venv has, and the Python it runs in can import the MCP SDK (``stoprule mcp``
-cannot start without it). A harness whose hook is wired but which has no such registration
-gets a note: its agent is told about the ``blocker`` tool and cannot call it.
+outside this venv has, and the Python it runs in has the MCP SDK installed (``stoprule mcp``
+cannot start without it): its server package is looked up, not imported (importing the SDK
+costs that Python about a second of CPU; the lookup, a bare start). A harness whose hook is
+wired but which has no such registration gets a note: its agent is told about the ``blocker`` tool and cannot call it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from stoprule.agent.hook.wiring import MCP, McpFile, mcp_argv, parse_toml
 
 __all__ = ["check_mcp", "path_remedy"]
 
-_PROBE = "import mcp.server.mcpserver"
+# the SDK's server package (what ``stoprule mcp`` imports) found on that Python's path, none of it run
+_PROBE = (
+    "import importlib.util as u, os, sys; s = u.find_spec('mcp'); "
+    "sys.exit(0 if s and any(os.path.isdir(os.path.join(p, 'server', 'mcpserver')) "
+    "for p in s.submodule_search_locations or ()) else 1)"
+)
 
 
 def path_remedy(harness: str) -> str:
@@ -70,8 +76,8 @@ def _python_of(argv: list[str], path: str) -> list[str] | None:
 
 
 @functools.cache
-def _sdk_importable(python: tuple[str, ...]) -> bool:
-    """Can this interpreter import the MCP SDK? Probed once per interpreter in a process (the
+def _sdk_installed(python: tuple[str, ...]) -> bool:
+    """Has this interpreter the MCP SDK? Probed once per interpreter in a process (the
     registrations of several harnesses usually share one)."""
     try:
         return subprocess.run([*python, "-c", _PROBE], capture_output=True, timeout=30).returncode == 0
@@ -123,8 +129,8 @@ def check_mcp(
                     True,
                     f"{harness}: MCP server in {shown}: {text} (its interpreter cannot be told; not probed)",
                 )
-            elif _sdk_importable(tuple(python)):
-                line(stdout, True, f"{harness}: MCP server in {shown}: {text} (MCP SDK importable)")
+            elif _sdk_installed(tuple(python)):
+                line(stdout, True, f"{harness}: MCP server in {shown}: {text} (MCP SDK installed)")
             else:
                 good &= line(
                     stdout,
