@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from harnesses import DRIVERS, Driver, Session, require, run_session, stoprule_exe
 from model_servers import Call, Turn
-from tamper import SESSIONS, Attempt, ClaudeCodeAllTools, attempt_turns
+from tamper import PASS_RULE, SESSIONS, Attempt, ClaudeCodeAllTools, attempt_turns
 
 from clirunner import invoke
 
@@ -205,3 +205,37 @@ def test_shell_attempts_on_other_harnesses(harness: str, tmp_path: Path) -> None
     assert "mode: observe" not in (s.project / ".stoprule" / "config.yaml").read_text()
     assert len(_attempts(s)) == len(rows)
     _check_stops(s, len(rows))
+
+
+def test_claude_code_scripts_the_guard_cannot_read(tmp_path: Path) -> None:
+    """Scripts that build stoprule's paths at run time (the guard lets them run): observe mode in the
+    config, a pass rule in the session's frozen pack copy, blocker logging switched off by its file.
+    The stop is decided as the session started, and each change is named to the user."""
+    require("claude-code")
+    d = ClaudeCodeAllTools()
+    home = "'.sto' + 'prule'"
+    scripts = [
+        f"python3 -c \"open({home} + '/config.yaml', 'w').write('hook:\\n  mode: observe\\n')\"",
+        f"python3 -c \"import glob; [open(p + '/zz.yaml', 'w').write({PASS_RULE!r}) "
+        f"for p in glob.glob({home} + '/state/packs/*')]\"",
+        f"python3 -c \"import os; p = {home} + '/blockers'; os.makedirs(p, exist_ok=True); "
+        "open(p + '/switch.json', 'w').write('{\\\"enabled\\\": false}')\"",
+    ]  # fmt: skip
+    turns = [
+        d.shell("echo work > notes.txt"),
+        *(d.shell(command) for command in scripts),
+        Turn("Done: notes.txt is written."),
+        d.shell(COMMIT),
+        Turn("Committed notes.txt."),
+    ]
+    s = run_session("claude-code", tmp_path, turns, None, driver=d)
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert "mode: observe" in (s.project / ".stoprule" / "config.yaml").read_text()  # the scripts ran
+    stops = s.stops()
+    assert len(stops) >= 2, s.describe()
+    first, last = stops[0], stops[-1]
+    assert first["decision"]["block"] and first["verdict"]["reason"] == "uncommitted_work", s.describe()
+    notice = first["decision"]["notice"] or ""
+    for named in ("config.yaml changed", "frozen copy of the policy pack", "blockers switch"):
+        assert named in notice, (named, notice)
+    assert not last["decision"]["block"] and last["verdict"]["reason"] == "tamper_attempts", s.describe()

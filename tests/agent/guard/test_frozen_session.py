@@ -111,6 +111,27 @@ def _env_policy(p: Path, env: dict[str, str]) -> None:
     env["STOPRULE_POLICY"] = str(pack)
 
 
+def _frozen_copy(p: Path, env: dict[str, str]) -> None:
+    (copy,) = (p / ".stoprule" / "state" / "packs").iterdir()
+    (copy / "zz_pass.yaml").write_text(PASS_RULE)
+
+
+def _frozen_copy_elsewhere(p: Path, env: dict[str, str]) -> None:
+    forged = p.parent / "forged"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "policies", forged)
+    (forged / "zz_pass.yaml").write_text(PASS_RULE)
+    (forged / "FROZEN").write_text("\n")
+    path = p / ".stoprule" / "state" / "frozen" / "sess-f.json"
+    record = json.loads(path.read_text())
+    record["pack"]["copy"] = str(forged)
+    path.write_text(json.dumps(record))
+
+
+def _blockers_switch(p: Path, env: dict[str, str]) -> None:
+    (p / ".stoprule" / "blockers").mkdir(exist_ok=True)
+    (p / ".stoprule" / "blockers" / "switch.json").write_text('{"enabled": false}\n')
+
+
 CHANGES: list[tuple[str, Callable[[Path, dict[str, str]], None], str]] = [
     ("observe mode", _config("hook:\n  mode: observe\n"), "config.yaml changed"),
     ("loop cap 0", _config("hook:\n  loop_cap: 0\n"), "config.yaml changed"),
@@ -123,6 +144,9 @@ CHANGES: list[tuple[str, Callable[[Path, dict[str, str]], None], str]] = [
     ("settings.local.json without the stop hook", _settings, ".claude/settings.local.json"),
     ("the guard switched off", _guard_off, "guard was switched off"),
     ("STOPRULE_POLICY", _env_policy, "STOPRULE_POLICY"),
+    ("a pass rule in the frozen pack copy", _frozen_copy, "frozen copy of the policy pack"),
+    ("the frozen record pointing at another copy", _frozen_copy_elsewhere, "frozen copy of the policy pack"),
+    ("blocker logging switched off by a file write", _blockers_switch, "blockers switch"),
 ]
 
 
@@ -195,3 +219,26 @@ def test_a_closure_trailer_over_open_tasks_names_them(project: Path, env: dict[s
     tasks = entry["fact"].get("availableTasks")
     assert tasks, entry["fact"]
     assert out.stops and "open tasks" in (out.user_sees or "") and str(tasks[0]) in out.user_sees
+
+
+@pytest.mark.parametrize("also", ["nothing else", "its config copy too"])
+def test_a_frozen_record_removed_mid_session_is_named(also: str, project: Path, env: dict[str, str]) -> None:
+    _start(project, env)
+    (project / "notes.txt").write_text("work\n")
+    first, _ = _hook(project, env)
+    assert not first.stops
+    state = project / ".stoprule" / "state"
+    (state / "frozen" / "sess-f.json").unlink()
+    if also != "nothing else":
+        (state / "config" / "sess-f.json").unlink()
+    out, entry = _hook(project, env)
+    assert not out.stops, entry.get("verdict")
+    assert "frozen record was removed" in (out.user_sees or ""), out.user_sees
+    again, _ = _hook(project, env)
+    assert "frozen record was removed" not in (again.user_sees or "")  # named once
+
+
+def test_a_first_freeze_names_nothing(project: Path, env: dict[str, str]) -> None:
+    (project / "notes.txt").write_text("work\n")
+    out, _ = _hook(project, env)
+    assert not out.stops and "frozen" not in (out.user_sees or "")

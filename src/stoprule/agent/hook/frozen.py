@@ -11,11 +11,14 @@ records, in ``state/frozen/<session>.json`` (written once, redacted; :func:`load
   content-addressed to ``state/packs/<key>/``: every stop of the session loads that copy;
 - ``wiring``: each harness hook and MCP file of the project and the user, with a content key and
   (for the guard's ``ConfigChange`` check) its :func:`~stoprule.agent.guard.settings.view`;
-- ``guard``: the user's guard switch; ``env``: the hook's ``STOPRULE_*``, ``XDG_*``, ``GIT_*``
-  variables; ``facts``: the project-wide declared facts (a session reads them as they were).
+- ``guard``: the user's guard switch; ``switches``: a key of each other switch file the agent
+  could write to change a stop (blocker logging's ``blockers/switch.json``); ``env``: the
+  hook's ``STOPRULE_*``, ``XDG_*``, ``GIT_*`` variables; ``facts``: the project-wide declared
+  facts (a session reads them as they were).
 
 At each stop :func:`changes` names what differs since (the config, a pack layer, a wiring file,
-the switch, the environment, the project-wide facts, a ``.stoprule/`` created below the root):
+the switches, the environment, the project-wide facts, a ``.stoprule/`` created below the root,
+the frozen pack copy itself; :func:`lost`: the frozen record removed or damaged mid-session):
 each once, as an entry of the session's attempts journal, so the stop's answer names it to the
 user and the ledger keeps it. The session goes on being decided with what was frozen.
 
@@ -32,10 +35,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "pack_of", "save"]
+__all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "lost", "pack_of", "save"]
 
 PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
 _ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
+_SWITCHES = {"blockers": ("blockers", "switch.json")}  # below the project's root: what a stop reads live
 
 
 def _key(data: bytes | None) -> str:
@@ -193,9 +197,10 @@ def freeze(
         "project": project,
         "config": config,
         "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
-        "pack": {"path": pack, "key": key, "copy": copy},
+        "pack": {"path": pack, "key": key, "copy": copy, "copy_key": pack_key(copy) if copy else None},
         "wiring": _wiring(_wiring_paths(root, env)),
         "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
+        "switches": _switches(project),
         "env": _env(env),
         "facts": read_facts(project, None) if project else {},
         "named": [],
@@ -203,11 +208,35 @@ def freeze(
     return rec
 
 
-def pack_of(frozen: Mapping[str, Any] | None) -> str | None:
-    """The frozen pack copy a stop loads (None: none usable)."""
+def pack_of(frozen: Mapping[str, Any] | None, home: str) -> str | None:
+    """The frozen pack copy a stop loads (None: none usable, or it was altered: see :func:`changes`)."""
     pack = frozen.get("pack") if frozen else None
-    copy = pack.get("copy") if isinstance(pack, dict) else None
-    return copy if isinstance(copy, str) and os.path.isfile(os.path.join(copy, PACK_MARK)) else None
+    return pack["copy"] if isinstance(pack, dict) and _copy_intact(pack, home) else None
+
+
+def _copy_intact(pack: Mapping[str, Any], home: str) -> bool:
+    """Whether the record's copy is the one freezing made: ``state/packs/<key>/`` under ``home``,
+    marked, with the files it had (an agent's edit of the copy, or a record pointing elsewhere, is not)."""
+    copy, key = pack.get("copy"), pack.get("key")
+    if not isinstance(copy, str) or not isinstance(key, str) or not os.path.isfile(os.path.join(copy, PACK_MARK)):
+        return False
+    where = os.path.realpath(os.path.join(home, "state", "packs", key))
+    return os.path.realpath(copy) == where and pack_key(copy) == pack.get("copy_key")
+
+
+def _switches(project: str | None) -> dict[str, str]:
+    root = os.path.dirname(project) if project else None
+    return {name: _key(_read(os.path.join(root, ".stoprule", *rel))) for name, rel in _SWITCHES.items()} if root else {}
+
+
+def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
+    """What says this session froze before though its frozen record no longer reads (its config
+    copy, or a stop the hook's own record counted), or None: a first freeze."""
+    from stoprule.project import state_file
+
+    if os.path.exists(state_file(home, "config", session)):
+        return "its frozen config copy is still there"
+    return "an earlier stop of the session was counted" if isinstance(record.get("guard"), dict) else None
 
 
 def _rel(path: str, root: str) -> str:
@@ -216,11 +245,16 @@ def _rel(path: str, root: str) -> str:
 
 
 def changes(
-    frozen: dict[str, Any], project: str | None, env: Mapping[str, str], nested: str | None, selected: str | None = None
+    frozen: dict[str, Any],
+    project: str | None,
+    env: Mapping[str, str],
+    nested: str | None,
+    selected: str | None = None,
+    home: str | None = None,
 ) -> list[tuple[str, str]]:
     """``(key, what)`` for each change since the session froze that was not named yet (each is
     then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
-    ``selected``: the pack a stop would select now."""
+    ``selected``: the pack a stop would select now; ``home``: where the frozen copy must be."""
     from stoprule.project import GUARD_OFF_FILE as OFF_FILE
 
     root = str(frozen.get("root") or "")
@@ -252,6 +286,24 @@ def changes(
                 "since the session started: this session is decided with it as it was",
             )
         )
+    if isinstance(pack.get("copy"), str) and home is not None and not _copy_intact(pack, home):
+        found.append(
+            (
+                "pack-copy",
+                f"the session's frozen copy of the policy pack ({_rel(str(pack['copy']), root)}) was altered "
+                "or replaced: this stop is decided with the pack as it is now",
+            )
+        )
+    recorded_switches = frozen.get("switches")
+    if isinstance(recorded_switches, dict):
+        for name, now_key in _switches(project).items():
+            if name in recorded_switches and recorded_switches[name] != now_key:
+                found.append(
+                    (
+                        f"switch:{name}",
+                        f".stoprule/{'/'.join(_SWITCHES[name])} (the {name} switch) changed during the session",
+                    )
+                )
     recorded_wiring = frozen.get("wiring")
     wiring: dict[str, Any] = recorded_wiring if isinstance(recorded_wiring, dict) else {}
     for path, entry in wiring.items():

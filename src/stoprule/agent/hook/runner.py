@@ -408,20 +408,31 @@ def _frozen_session(
     if not event.session_id:
         return None
     record = fz.load(st.home, event.session_id)
+    gone = None
     if record is None:
+        gone = fz.lost(st.home, event.session_id, rec)
         root = os.path.dirname(st.project) if st.project else workdir
         record = fz.freeze(st.project, st.home, event.session_id, root, pack, env)
-        fz.save(st.home, event.session_id, record, first=True)
+        fz.save(st.home, event.session_id, record, first=gone is None)
         record = fz.load(st.home, event.session_id) or record  # another process may have frozen it first
     st.frozen = record
-    new = fz.changes(record, st.project, env, st.nested, pack)
+    new = fz.changes(record, st.project, env, st.nested, pack, st.home)
+    if gone is not None:
+        new.insert(
+            0,
+            (
+                "frozen-lost",
+                f"the session's frozen record was removed or damaged mid-session ({gone}): it was made "
+                "again from stoprule's files as they are now, so review what changed in .stoprule/",
+            ),
+        )
     if new:
         from stoprule.agent.guard.journal import record_attempt
 
         fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
-    return None if explicit else fz.pack_of(record)
+    return None if explicit else fz.pack_of(record, st.home)
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
