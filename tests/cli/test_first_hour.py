@@ -288,3 +288,32 @@ def test_the_git_provider_never_counts_the_files_init_writes() -> None:
     from stoprule.agent.hook.providers.git_provider import GENERATED
 
     assert sorted(GENERATED) == sorted(generated_files())
+
+
+def test_the_mcp_sdk_is_a_dependency_not_an_extra() -> None:
+    """``init`` registers ``stoprule mcp`` by default: a plain ``pip install stoprule`` can run it."""
+    import importlib.metadata
+
+    requires = importlib.metadata.requires("stoprule") or []
+    plain = [r for r in requires if "extra ==" not in r]
+    assert any(re.match(r"mcp\b", r) for r in plain), requires
+
+
+def test_the_sdist_ships_what_the_tests_read() -> None:
+    """Every top-level file or folder of the repository a test reads (``REPO / "name"``) is in the
+    sdist, whose tests run in the unpacked tree (.ci/run)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    include = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
+    )
+    read = set()
+    for path in (REPO / "tests").rglob("*.py"):
+        for name in re.findall(r"\bREPO\s*/\s*\"([^\"/]+)", path.read_text(encoding="utf-8")):
+            if (REPO / name).exists():
+                read.add(".ci/run" if name == ".ci" else name)
+    assert {"tools", "examples", "policies", "docs"} <= read  # what the check sees
+    assert read - include - {"pyproject.toml"} == set()  # pyproject.toml: in every sdist
