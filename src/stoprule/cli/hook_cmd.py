@@ -80,6 +80,14 @@ def record(
     from stoprule._util.redact import redact_obj
     from stoprule.ledger import journal
 
+    if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
+        from contextlib import suppress
+
+        from stoprule.project import ensure_state_dir
+
+        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
+            ensure_state_dir(project)
+
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path
     at = journal.append(target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable)

@@ -136,21 +136,15 @@ def _copy_pack(home: str, pack: str, key: str) -> str | None:
 
 
 def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
-    from stoprule.agent.hook.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, TARGETS
+    from stoprule.agent.hook.wiring import MCP, OPENCODE_PLUGIN, SCOPES, TARGETS
 
     home = os.path.expanduser("~")
-    found: list[str] = []
-    for t in TARGETS.values():
-        found += [t.path(root, False), t.path(root, True, env)]
+    found = [t.path(root, scope, env) for t in TARGETS.values() for scope in SCOPES]  # shared, personal, user
+    found += [m.path(root, "shared") for m in MCP.values()]
     found += [
-        os.path.join(root, ".claude", "settings.local.json"),
-        os.path.join(root, ".mcp.json"),
-        os.path.join(root, ".cursor", "mcp.json"),
-        os.path.join(root, ".github", "mcp.json"),
-        os.path.join(root, OPENCODE_PLUGIN[0]),
-        os.path.join(home, OPENCODE_PLUGIN[1]),
-        os.path.join(root, OPENCODE_CONFIG[0]),
-        os.path.join(home, OPENCODE_CONFIG[1]),
+        os.path.join(root, *OPENCODE_PLUGIN[0].split("/")),
+        os.path.join(home, *OPENCODE_PLUGIN[1].split("/")),
+        MCP["opencode"].path(root, "user", env),
     ]
     return list(dict.fromkeys(os.path.abspath(p) for p in found))
 

@@ -5,8 +5,9 @@ Whose work: at session start stoprule records the dirty files with a hash of the
 (:func:`baseline`, kept in the hook's session record as ``baseline``); at a stop only a file
 that is dirty now and was clean then, or whose content changed since, counts. stoprule's
 own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
-config, the blockers view) and the files ``stoprule init`` generates (``own_files``
-observed). Without a recorded baseline every dirty file but stoprule's counts.
+config, the blockers view) and every file ``stoprule init`` writes or merges into
+(:data:`GENERATED`: the harness configs, shared and personal, and the MCP registrations).
+Without a recorded baseline every dirty file but stoprule's counts.
 
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
@@ -43,8 +44,13 @@ if TYPE_CHECKING:
 __all__ = ["GENERATED", "baseline", "dirty_files", "discard_early", "git_dir", "provide", "repo_root", "start_status"]
 
 SHOWN = 5
-# files ``stoprule init`` generates whole (relative to the repository root)
-GENERATED = (".opencode/plugins/stoprule.js", ".github/hooks/stoprule.json")
+# the files ``stoprule init`` writes or merges into (relative to the repository root): the wiring
+# table's ``generated_files()`` (stoprule.agent.hook.wiring, kept off the cold path; a test holds them equal)
+GENERATED = (
+    ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json",
+    ".cursor/hooks.json", ".github/hooks/stoprule.json", ".mcp.json", ".codex/config.toml", ".cursor/mcp.json",
+    ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js",
+)  # fmt: skip
 
 
 def repo_root(start: str) -> str | None:
