@@ -131,7 +131,7 @@ def test_the_wired_stop_imports_neither_json_nor_re(tmp_path: Path, env: dict[st
     init = invoke(["init", "--harness", harness], cwd=root, env=env)
     assert init.returncode == 0, init.stderr
     target = TARGETS[harness]
-    command = find_entry(json.loads(Path(target.path(str(root), False)).read_text()), target)
+    command = find_entry(json.loads(Path(target.path(str(root), "local")).read_text()), target)
     assert command and "launch.py" in command, command
     recorded = FIXTURES / harness / "recorded"
     shutil.copy(recorded / "transcript.jsonl", tmp_path / "t.jsonl")
