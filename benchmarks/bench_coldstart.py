@@ -3,7 +3,7 @@ tool-call guard (when this stoprule has one), the resident mode, beside bare Pyt
 a minimal Python stop hook and hookify's stop hook.
 
     python benchmarks/bench_coldstart.py [--runs 21] [--hookify PATH] [--phases N] [--importtime-runs N]
-                                         [--cmd 'LABEL=COMMAND LINE' ...] [--only-cmd]
+                                         [--cmd 'LABEL=COMMAND LINE' ...] [--only-cmd] [--baseline COMMIT]
 
 The project is a scratch git repository with one commit, wired by ``stoprule init --harness
 claude-code`` and ``--harness codex`` (their ``.stoprule/config.yaml``: the ledger on, every
@@ -42,6 +42,8 @@ ${CLAUDE_PLUGIN_ROOT}/hooks/stop.py``, here with the venv's Python) with one ena
 ``--phases N``: where one stop's time goes, in process (N fresh processes, medians): imports, the
 settings, the pack, each provider, the evaluation, the loop guard's record, the ledger write, the
 log. ``--importtime-runs N``: the top imports of ``python -X importtime`` (N runs).
+``--baseline COMMIT``: the Claude Code stop of that commit (its ``src/`` and ``policies/``, this
+tree's built engine), wired alike, in its own session, beside this tree's (before/after).
 ``--cmd 'LABEL=COMMAND LINE'`` times any other command line the same way (``{python}``,
 ``{stoprule}``, ``{payload}`` replaced; ``< FILE`` at the end feeds FILE on stdin); ``--only-cmd``
 times only those beside bare Python.
@@ -101,11 +103,14 @@ conditions:
 # one stop in process, timed by phase (run by --phases in fresh interpreters): the functions the
 # stop calls are wrapped, each phase's wall and CPU time printed as JSON
 PHASES = r"""
-import time
+import gc, time
+gc.disable()  # as the wired stop runs (stoprule.cli.main.main)
 w0, c0 = time.perf_counter(), time.process_time()
-import io, json, re, sys
-out = {"imports: json and re (the standard library's)":
-       [(time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000]}
+import io, sys
+sys.path.insert(0, sys.argv.pop(1))  # as launch.py puts the install on the path (-I -S)
+from stoprule.launch import SiteOnMiss
+sys.meta_path.append(SiteOnMiss)
+out = {}
 def add(name, w, c):
     a = out.setdefault(name, [0.0, 0.0])
     a[0] += (time.perf_counter() - w) * 1000
@@ -122,16 +127,25 @@ def wrap(mod, name, label):
             add(label, w, c)
     setattr(mod, name, g)
 w, c = time.perf_counter(), time.process_time()
-import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd
+import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd, stoprule.cli.resident as resident
 import stoprule.agent.hook.runner as runner, stoprule.agent.hook.providers as providers
+import stoprule.agent.hook.frozen as frozen, stoprule.agent.hook.state as state
 import stoprule.engine.packs as packs, stoprule.engine.evaluator as evaluator, stoprule._util.redact as redact
-add("imports: stoprule's (the stop's modules)", w, c)
-wrap(runner, "hook_settings", "settings (config, cached)")
-wrap(packs, "load_policy", "pack (cache check, load, evaluator)")
-wrap(runner, "_apply_guard", "loop guard (session record)")
-wrap(hook_cmd, "record", "ledger write")
+add("imports: the stop's modules", w, c)
+wrap(runner, "settings_for", "settings (config, cached)")
+wrap(state, "read_session", "session record: read")
+wrap(frozen, "load", "frozen session: read")
+wrap(frozen, "changes", "frozen session: what changed")
+wrap(frozen, "pack_key", "frozen session: pack keys")
+wrap(packs, "_compiler_stats", "pack: the compiler's stats")
+wrap(packs, "_read", "pack: cache entry read and parsed")
+wrap(packs, "from_data", "pack: compiled pack from the entry")
+wrap(packs, "load_policy", "pack (all: cache check, load, evaluator)")
+wrap(runner, "_apply_guard", "loop guard (session record written)")
+wrap(hook_cmd, "record", "ledger write (journal, one sync)")
 wrap(runner, "_safe_entry", "log line: redaction")
 wrap(runner, "_log", "log line: write")
+wrap(resident, "start", "resident: start (off)")
 e = evaluator.Evaluator.evaluate
 def evaluate(self, *a, **k):
     w, c = time.perf_counter(), time.process_time()
@@ -152,7 +166,13 @@ w, c = time.perf_counter(), time.process_time()
 main.run(sys.argv[1:], sys.stdin.buffer, io.StringIO(), io.StringIO())
 add("the stop (after imports)", w, c)
 add("total (after the interpreter's start)", w0, c0)
-print(json.dumps(out))
+stdlib = sorted(m for m in ("json", "re", "enum", "typing", "dataclasses") if m in sys.modules)
+try:
+    from stoprule._util.jsonout import dumps
+except ImportError:  # an older tree (--baseline)
+    from json import dumps
+print(dumps(out))
+print(dumps(stdlib))
 """
 
 
@@ -247,6 +267,21 @@ def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
     return None, "not found (--hookify PATH or $STOPRULE_BENCH_HOOKIFY: its plugin folder, or a clone)"
 
 
+def baseline_tree(commit: str, tmp: Path, py: str) -> Path:
+    """``src/`` and ``policies/`` of ``commit`` in ``tmp`` (its bytecode compiled, this tree's built
+    engine copied in): the folder holding its ``stoprule`` package."""
+    out = tmp / "baseline"
+    out.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "src", "policies"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+    for so in (REPO / "src" / "stoprule" / "engine").glob("*.so"):
+        shutil.copy(so, out / "src" / "stoprule" / "engine" / so.name)
+    subprocess.run([py, "-m", "compileall", "-q", str(out / "src")], check=True, capture_output=True)
+    return out / "src"
+
+
 def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, bytes]:
     """(wall seconds, child CPU seconds, standard error) of one run; fails loudly on exit code 2+.
     A command ending in ``<``, ``FILE`` reads FILE on stdin."""
@@ -309,42 +344,36 @@ def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: d
 
 
 def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
-    """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU)."""
+    """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU). ``cmd``: the
+    interpreter and its flags as init wired them, then the folder holding the ``stoprule`` package."""
     acc: dict[str, list[tuple[float, float]]] = {}
     for _ in range(runs):
         p = subprocess.run(
-            [cmd[0], "-c", PHASES, *cmd[1:]],
+            [*cmd[:-1], "-c", PHASES, cmd[-1], "hook", "claude-code"],
             input=payload.read_bytes(),
             env=env,
             cwd=cwd,
             capture_output=True,
             check=True,
         )
-        for name, (w, c) in json.loads(p.stdout.decode().splitlines()[-1]).items():
+        lines = p.stdout.decode().splitlines()
+        for name, (w, c) in json.loads(lines[-2]).items():
             acc.setdefault(name, []).append((w, c))
+        stdlib = json.loads(lines[-1])
     print(f"\n== where one stop's time goes (in process; medians of {runs} fresh processes; load {_load()})")
     print(f"  {'phase':<42} {'wall':>9} {'cpu':>9}")
     for name, vals in acc.items():
         wall, cpu = statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)
         print(f"  {name:<42} {wall:6.2f} ms {cpu:6.2f} ms")
+    print(f"  of json, re, enum, typing, dataclasses, the stop imported: {', '.join(stdlib) or 'none'}")
 
 
 def importtime(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
+    """The top imports of the wired stop (``cmd``), ``python -X importtime``: medians of ``runs``."""
     per: dict[str, list[int]] = {}
     for _ in range(runs):
         p = subprocess.run(
-            [
-                cmd[0],
-                "-X",
-                "importtime",
-                "-c",
-                "import re, sys; from stoprule.cli.main import main; sys.exit(main())",
-                *cmd[1:],
-            ],
-            input=payload.read_bytes(),
-            env=env,
-            cwd=cwd,
-            capture_output=True,
+            [cmd[0], "-X", "importtime", *cmd[1:]], input=payload.read_bytes(), env=env, cwd=cwd, capture_output=True
         )
         for line in p.stderr.decode(errors="replace").splitlines():
             if line.startswith("import time:") and "self [us]" not in line:
@@ -365,6 +394,7 @@ def main() -> None:
     ap.add_argument("--importtime-runs", type=int, default=0, metavar="N")
     ap.add_argument("--cmd", action="append", default=[], metavar="LABEL=COMMAND LINE", help="also time this")
     ap.add_argument("--only-cmd", action="store_true", help="time only the --cmd command lines (and bare python)")
+    ap.add_argument("--baseline", metavar="COMMIT", help="also time the wired stop of this commit (before/after)")
     args = ap.parse_args()
 
     vb = venv_bin()
@@ -435,6 +465,18 @@ def main() -> None:
             resident_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-resident")))
             cmds["resident"] = ([*wired["claude-code"], "<", str(resident_stop)], warm)
             labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
+        if args.baseline:
+            before = baseline_tree(args.baseline, tmp, py)
+            cc = wired_commands(files["project"])["claude-code"]
+            launcher = cc[: cc.index("hook")]
+            argv = [a if not a.endswith("launch.py") else str(before / "stoprule" / "launch.py") for a in launcher]
+            # its own session: the session frozen by this tree's stops selected this tree's bundled pack
+            before_stop = tmp / "claude-code-baseline-stop.json"
+            payload = json.loads(files["claude-code"].read_text())
+            before_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-baseline")))
+            own_cache = dict(fresh, STOPRULE_CACHE_DIR=str(tmp / "cache-baseline"))  # (its compiler differs)
+            cmds["baseline"] = ([*argv, "hook", "claude-code", "<", str(before_stop)], own_cache)
+            labels["baseline"] = f"the same stop by commit {args.baseline} (fresh process, wired alike)"
         for spec in args.cmd:
             label, _, line = spec.partition("=")
             line = line.format(python=py, stoprule=script, payload=str(files["claude-code"]))
@@ -462,10 +504,16 @@ def main() -> None:
             line = next((ln for ln in text.splitlines() if ln.startswith("stoprule hook:")), None)
             if line is not None:
                 print(f"    {name}: {line.replace(str(tmp), '$TMP')[:150]}")
+        wired_cc = wired_commands(files["project"])["claude-code"]
         if args.phases:
-            phases([py, "hook", "claude-code"], files["claude-code"], fresh, proj, args.phases)
+            launch = next(a for a in wired_cc if a.endswith("launch.py"))
+            flags = wired_cc[: wired_cc.index(launch)]
+            phases([*flags, str(Path(launch).parent.parent)], files["claude-code"], fresh, proj, args.phases)
+            if args.baseline:
+                print(f"  (the same for commit {args.baseline}:)")
+                phases([*flags, str(before)], before_stop, own_cache, proj, args.phases)
         if args.importtime_runs:
-            importtime([py, "hook", "claude-code"], files["claude-code"], fresh, proj, args.importtime_runs)
+            importtime(wired_cc, files["claude-code"], fresh, proj, args.importtime_runs)
     finally:
         if server is not None:
             server.terminate()

@@ -8,7 +8,7 @@ agents each recording single stops into its own run, against this tree and a bas
     .venv/bin/python benchmarks/bench_serve.py --no-faults      # without PostgreSQL
     .venv/bin/python benchmarks/bench_serve.py --priority -20   # on a shared machine (root): the servers first
     .venv/bin/python benchmarks/bench_serve.py --only-scaling --wait-quiet 120   # 1 vs 2 workers when idle
-    .venv/bin/python benchmarks/bench_serve.py --recording --baseline fbd8b2b --priority -20   # before/after
+    .venv/bin/python benchmarks/bench_serve.py --recording --baseline 60c3b82 --priority -20   # before/after
     .venv/bin/python benchmarks/bench_serve.py --keepalive --baseline fbd8b2b     # kept-alive facts, before/after
 
 Targets (docs/serve.md): the batch endpoint's cost per decision <= 3x in-process; a single fact
@@ -412,10 +412,11 @@ def fault_run(kind: str, seconds: float = 6.0) -> dict[str, object]:
 # ---------------------------------------------------------------------- recording agents
 
 
-def migrate(url: str, env: dict[str, str]) -> None:
-    """``stoprule serve migrate``: the PostgreSQL schema a server of this tree records into."""
+def migrate(url: str, env: dict[str, str], *, required: bool = True) -> None:
+    """``stoprule serve migrate``: the PostgreSQL schema a server (of this tree, or of the tree
+    ``$PYTHONPATH`` in ``env`` names) records into."""
     argv = [sys.executable, "-m", "stoprule", "serve", "migrate", "--ledger", url]
-    if subprocess.run(argv, env={**os.environ, **env}, capture_output=True).returncode != 0:
+    if subprocess.run(argv, env={**os.environ, **env}, capture_output=True).returncode != 0 and required:
         raise RuntimeError("stoprule serve migrate failed")
 
 
@@ -497,7 +498,7 @@ def agents_run(
     b0 = machine_busy()
     workers, pg = (srv.workers() if srv else []), _postgres_pids()
     w0, p0, c0 = _cpu_of(workers), _cpu_of(pg), time.process_time()
-    wall = asyncio.run(main())
+    wall = _run(main())
     pg += [pid for pid in _postgres_pids() if pid not in pg]  # backends the run opened: all of their CPU
     w1, p1, c1 = _cpu_of(workers), _cpu_of(pg), time.process_time()
     busy = (machine_busy() - b0) / (wall + warmup)
@@ -513,7 +514,23 @@ def agents_run(
         "server_us": (w1 - w0) / n * 1e6,
         "postgres_us": (p1 - p0) / n * 1e6,
         "client_us": (c1 - c0) / n * 1e6,
+        # the load generator is one thread: near 1.0 it would be what limits the rate; far below, it is not
+        "client_cores": (c1 - c0) / (wall + warmup),
     }
+
+
+def _run(coro: Any) -> Any:
+    """``coro`` on uvloop where installed (the load generator's own cost per request: about half of
+    asyncio's), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    loop = uvloop.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
 
 
 def recording(args: argparse.Namespace) -> None:
@@ -538,8 +555,8 @@ def recording(args: argparse.Namespace) -> None:
                 env = {"STOPRULE_LEDGER_KEYS": keys}
                 if src is not None:
                     env["PYTHONPATH"] = src
-                else:
-                    migrate(url, env)
+                # the schema, made as its owner (a baseline from before `serve migrate` made it itself)
+                migrate(url, env, required=src is None)
                 srv = Server(2, ledger=url, env=env)
                 if args.priority is not None:
                     Path(f"/proc/{srv.proc.pid}/autogroup").write_text(str(args.priority))
@@ -553,7 +570,8 @@ def recording(args: argparse.Namespace) -> None:
                             f"  {name}: {agents} agents: {r['rate']:,.0f} recorded/s, p50 {r['p50_ms']:.1f} ms, "
                             f"p99 {r['p99_ms']:.1f} ms, errors {r['errors']}; CPU per decision: workers "
                             f"{r['server_us']:.0f} us, PostgreSQL {r['postgres_us']:.0f} us, client "
-                            f"{r['client_us']:.0f} us; machine {r['busy_cores']:.2f} cores busy, load "
+                            f"{r['client_us']:.0f} us (the client {r['client_cores']:.2f} of a core); machine "
+                            f"{r['busy_cores']:.2f} cores busy, load "
                             f"{os.getloadavg()[0]:.2f}",
                             flush=True,
                         )
@@ -566,12 +584,13 @@ def recording(args: argparse.Namespace) -> None:
             mine = [r for r in runs if r["agents"] == agents]
             row[name] = {
                 k: statistics.median(r[k] for r in mine)
-                for k in ("rate", "p50_ms", "p99_ms", "server_us", "postgres_us")
+                for k in ("rate", "p50_ms", "p99_ms", "server_us", "postgres_us", "client_us", "client_cores")
             }
             print(
                 f"  {agents} agents, {name}: {row[name]['rate']:,.0f} recorded decisions/s, p50 "
                 f"{row[name]['p50_ms']:.1f} ms, p99 {row[name]['p99_ms']:.1f} ms; CPU per decision: workers "
-                f"{row[name]['server_us']:.0f} us, PostgreSQL {row[name]['postgres_us']:.0f} us"
+                f"{row[name]['server_us']:.0f} us, PostgreSQL {row[name]['postgres_us']:.0f} us, client "
+                f"{row[name]['client_us']:.0f} us ({row[name]['client_cores']:.2f} of a core)"
             )
         if len(row) == 2:
             (a, before), (b, after) = row.items()

@@ -159,9 +159,13 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
-def make_sandbox(root: Path, *, wrap_stoprule: bool = False, cache: Path | None = None) -> tuple[Path, dict[str, str]]:
+def make_sandbox(
+    root: Path, *, wrap_stoprule: bool = False, cache: Path | None = None, warm: str | None = None
+) -> tuple[Path, dict[str, str]]:
     """A work directory and environment under ``root``: HOME, caches and XDG dirs inside it (the
-    compiled-pack cache in ``cache`` if given: sandboxes may share it, its entries are keyed by content)."""
+    compiled-pack cache in ``cache`` if given: sandboxes may share it, its entries are keyed by content).
+    ``warm``: the socket of a warm stoprule server (tests/warmcli.py): the ``stoprule`` on PATH is
+    its client, which runs the console script itself where the server is gone."""
     work = root / "work"
     home = root / "home"
     tools = root / "bin"
@@ -182,15 +186,25 @@ def make_sandbox(root: Path, *, wrap_stoprule: bool = False, cache: Path | None 
     )
     env.pop("VIRTUAL_ENV", None)
     path = [str(tools), str(venv_bin())]
-    if not (venv_bin() / "stoprule").exists():  # not a venv install: run the package directly
-        _script(tools / "stoprule", f'exec "{sys.executable}" -m stoprule "$@"\n')
+    console = venv_bin() / "stoprule"
+    if not console.exists():  # not a venv install: run the package directly
+        console = tools / ("stoprule.cold" if warm else "stoprule")
+        _script(console, f'exec "{sys.executable}" -m stoprule "$@"\n')
+    if warm:
+        from warmcli import client_script
+
+        _script(tools / "stoprule", "", text=client_script(warm, str(console)))
     if not (venv_bin() / "python").exists():
         _script(tools / "python", f'exec "{sys.executable}" "$@"\n')
     if shutil.which("jq") is None:
         _script(tools / "jq", f'exec "{sys.executable}" "{Path(__file__).with_name("jq_shim.py")}" "$@"\n')
     if wrap_stoprule:  # log every stoprule run (exit code, arguments) wherever it happens
-        real = shutil.which("stoprule", path=os.pathsep.join(path[1:])) or str(tools / "stoprule.real")
-        if real == str(tools / "stoprule"):
+        real = (
+            str(tools / "stoprule")
+            if warm
+            else (shutil.which("stoprule", path=os.pathsep.join(path[1:])) or str(tools / "stoprule.real"))
+        )
+        if real == str(tools / "stoprule") and not warm:
             os.rename(real, tools / "stoprule.real")
             real = str(tools / "stoprule.real")
         wrapped = root / "wrap"
@@ -202,6 +216,6 @@ def make_sandbox(root: Path, *, wrap_stoprule: bool = False, cache: Path | None 
     return work, env
 
 
-def _script(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body)
+def _script(path: Path, body: str, *, text: str | None = None) -> None:
+    path.write_text(text if text is not None else "#!/bin/sh\n" + body)
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -108,7 +108,7 @@ def random_fact(rng: random.Random) -> dict[str, Any]:
         put("uncommittedWork", True)
     if rng.random() < 0.2:
         put("availableTasks", ["a"] * rng.randint(0, 2))
-    if rng.random() < 0.3:  # blockers logged with the blocker tool (rows 14 and 15)
+    if rng.random() < 0.3:  # blockers logged with the blocker tool (rows 15 and 16)
         n = rng.randint(0, 2)
         put("openBlockers", [{"question": "q", "blocksProgress": rng.random() < 0.5} for _ in range(n)])
         put("openBlockerCount", n)

@@ -63,7 +63,7 @@ def hook_stops(case: Case) -> list[dict[str, Any]]:
     record across the stops (so each stop reads only what was appended), the hook's providers."""
     ends = [b.line for b in boundaries(str(case.path), case.fmt, dict(DEFAULT_FIELDS), pack=PACK)]
     raw = case.path.read_bytes()
-    if raw.lstrip().startswith(b"{\n"):  # a single JSON document, rewritten whole at each stop: its last stop
+    if raw.lstrip().startswith((b"{\n", b"[\n")):  # a single JSON document, rewritten whole at each stop: its last stop
         ends = ends[-1:] and [raw.count(b"\n") + 1]
     if raw and not raw.endswith(b"\n"):
         raw += b"\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -106,3 +107,50 @@ def test_the_warm_hook_and_eval_import_exactly_the_cold_path(tmp_path: Path, env
 
 def test_the_list_is_sorted_and_unique() -> None:
     assert list(COLD_PATH) == sorted(set(COLD_PATH))
+
+
+# what a stop must not import (python -X importtime): json and re (with enum, their largest part)
+# cost a start more than a third of a bare interpreter's; the stop reads and writes JSON with the C
+# codec alone (stoprule._util.jsonin, jsonout) and compiles its regexes from kept programs
+# (stoprule._util.regex)
+NOT_ON_THE_STOP = ("json", "re", "enum")
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_the_wired_stop_imports_neither_json_nor_re(tmp_path: Path, env: dict[str, str], harness: str) -> None:
+    """The stop as ``stoprule init`` wires it (``python -I -S .../launch.py hook HARNESS``), warm, in a
+    project as init leaves it, with a recorded transcript whose texts need redaction's and the
+    question detector's regexes."""
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    from stoprule.agent.hook.wiring import TARGETS, find_entry
+
+    root = tmp_path / "wired"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    init = invoke(["init", "--harness", harness], cwd=root, env=env)
+    assert init.returncode == 0, init.stderr
+    target = TARGETS[harness]
+    command = find_entry(json.loads(Path(target.path(str(root), "local")).read_text()), target)
+    assert command and "launch.py" in command, command
+    recorded = FIXTURES / harness / "recorded"
+    shutil.copy(recorded / "transcript.jsonl", tmp_path / "t.jsonl")
+    stop = json.loads((recorded / "payloads.jsonl").read_text().splitlines()[-1])
+    stop.update(cwd=str(root), transcript_path=str(tmp_path / "t.jsonl"))
+    argv = shlex.split(command)
+    for run in range(3):  # twice to fill the caches, then measured
+        proc = subprocess.run(
+            [argv[0], *(["-X", "importtime"] if run == 2 else []), *argv[1:]],
+            input=json.dumps(stop).encode(),
+            capture_output=True,
+            cwd=root,
+            env=env,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+    err = proc.stderr.decode()
+    decided = [line for line in err.splitlines() if line.startswith(f"stoprule hook: {harness}: ")]
+    assert decided and "error" not in decided[0], err[-2000:]  # decided by the pack, not the fail path
+    imported = {line.split("|")[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
+    assert "stoprule.engine.evaluator" in imported  # the measure sees the stop's modules
+    assert not imported & set(NOT_ON_THE_STOP), sorted(imported & set(NOT_ON_THE_STOP))

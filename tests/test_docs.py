@@ -26,18 +26,20 @@ The rules are documented for writers in docs/cli.md, "Examples in these docs are
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from docblocks import REPO, Block, blocks, diff, make_sandbox, matches, transcript
+from warmcli import running
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BUNDLED = REPO / "policies"
@@ -142,7 +144,7 @@ def _move_timeout(pack: Path) -> None:
 SKIP: dict[tuple[str, str], str] = {
     (
         "README.md",
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && "
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && python -m compileall -q src && "
         "stoprule eval examples/soft-blocker.json --format pretty",
     ): "set-up: .ci/run runs it (test_readme_setup_is_what_ci_runs); its stoprule part runs below",
     ("README.md", "python -m pytest"): "the test suite itself: .ci/run runs it (test_readme_setup_is_what_ci_runs)",
@@ -214,14 +216,26 @@ def _doc_blocks(doc: Path) -> list[Block]:
 
 
 @pytest.fixture(scope="session")
+def warm() -> Iterator[str | None]:
+    """One warm stoprule server per test process (tests/warmcli.py): the docs' commands skip the
+    interpreter start and imports, each still a process of its own (``STOPRULE_TESTS_COLD=1``:
+    the console script itself, a new interpreter each time)."""
+    if os.environ.get("STOPRULE_TESTS_COLD"):
+        yield None
+        return
+    with running() as path:
+        yield path
+
+
+@pytest.fixture(scope="session")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One compiled-pack cache for every sandbox of a test process: the packs the docs use are
     compiled once, not once per doc (the cache's entries are keyed by the pack's content)."""
     return tmp_path_factory.mktemp("docs-cache")
 
 
-def _setup(doc: Path, root: Path, cache: Path, *, wrap: bool = False) -> tuple[Path, dict[str, str]]:
-    work, env = make_sandbox(root, wrap_stoprule=wrap, cache=cache)
+def _setup(doc: Path, root: Path, cache: Path, warm: str | None, *, wrap: bool = False) -> tuple[Path, dict[str, str]]:
+    work, env = make_sandbox(root, wrap_stoprule=wrap, cache=cache, warm=warm)
     for rel, content in FIXTURES.get(doc.name, {}).items():
         path = Path(env["HOME"], rel[2:]) if rel.startswith("~/") else work / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,8 +274,8 @@ def _docs_with(lang: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("doc", _docs_with("console"), ids=lambda d: d.name)
-def test_console_transcripts(doc: Path, tmp_path: Path, cache: Path) -> None:
-    work, env = _setup(doc, tmp_path, cache)
+def test_console_transcripts(doc: Path, tmp_path: Path, cache: Path, warm: str | None) -> None:
+    work, env = _setup(doc, tmp_path, cache, warm)
     failures: list[str] = []
     for block in _doc_blocks(doc):
         path = _declared_path(block)
@@ -293,12 +307,12 @@ def test_transcripts_are_console_blocks() -> None:
 
 
 @pytest.mark.parametrize("key", list(TEXT_OUTPUTS), ids=lambda k: f"{k[0]}:{k[1][:30]}")
-def test_text_outputs(key: tuple[str, str], tmp_path: Path, cache: Path) -> None:
+def test_text_outputs(key: tuple[str, str], tmp_path: Path, cache: Path, warm: str | None) -> None:
     doc = next(d for d in DOCS if d.name == key[0])
     block = next((b for b in _doc_blocks(doc) if b.lang in ("", "text") and b.text.startswith(key[1])), None)
     assert block is not None, f"{key}: no such block any more (update TEXT_OUTPUTS)"
     files, command, excerpt = TEXT_OUTPUTS[key]
-    work, env = make_sandbox(tmp_path, cache=cache)
+    work, env = make_sandbox(tmp_path, cache=cache, warm=warm)
     for rel, content in files.items():
         if rel.startswith("pack/") and not (work / "pack").exists():
             shutil.copytree(BUNDLED, work / "pack")
@@ -339,10 +353,10 @@ _CONTROL = re.compile(r"^\s*(if|then|else|elif|fi|case|esac|for|while|do|done)\b
 
 
 @pytest.mark.parametrize("doc", _docs_with("bash"), ids=lambda d: d.name)
-def test_bash_blocks(doc: Path, tmp_path: Path, cache: Path) -> None:
+def test_bash_blocks(doc: Path, tmp_path: Path, cache: Path, warm: str | None) -> None:
     failures: list[str] = []
     skipped: list[str] = []
-    work, env = _setup(doc, tmp_path / "sandbox", cache, wrap=True)  # one sandbox: blocks run in order
+    work, env = _setup(doc, tmp_path / "sandbox", cache, warm, wrap=True)  # one sandbox: blocks run in order
     for n, block in enumerate(b for b in _doc_blocks(doc) if b.lang in ("bash", "sh")):
         lines = _bash_lines(block)
         if not lines:
@@ -418,6 +432,8 @@ def test_readme_setup_is_what_ci_runs() -> None:
     assert install[1] == ". .venv/bin/activate"
     assert install[2] == "pip install -e '.[dev]'"
     assert any("python -m pip install -e '.[dev]'" in c for c in ci_cmds)  # CI runs the installs side by side
+    assert install[3] == "python -m compileall -q src"  # the bytecode: no start compiles it (README, "Bytecode")
+    assert any("python -m compileall -q src" in c for c in ci_cmds)
     assert _strip_comment(lines[1]) == "python -m pytest" and "python -m pytest" in ci_cmds
     assert "python -m pytest -m torture" in readme
     assert any(c.startswith("python -m pytest -m torture") for c in ci_cmds)  # CI adds -n 0 (one at a time)
@@ -427,10 +443,10 @@ def test_readme_setup_is_what_ci_runs() -> None:
 
 
 @pytest.mark.parametrize("doc", _docs_with("python"), ids=lambda d: d.name)
-def test_python_blocks(doc: Path, tmp_path: Path, cache: Path) -> None:
+def test_python_blocks(doc: Path, tmp_path: Path, cache: Path, warm: str | None) -> None:
     failures = []
     for n, block in enumerate(b for b in _doc_blocks(doc) if b.lang == "python"):
-        work, env = _setup(doc, tmp_path / f"p{n}", cache)
+        work, env = _setup(doc, tmp_path / f"p{n}", cache, warm)
         if block.text.lstrip().startswith(">>>"):
             (work / "session.txt").write_text(block.text)
             code = (

@@ -12,18 +12,18 @@ import pytest
 
 import stoprule.diagnostics as diagnostics
 from clirunner import invoke
+from srctree import SRC, modules
 from stoprule import codes
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, CommandError, StopruleError
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "stoprule"
 _BUILTIN = {"Exception": "other", "ValueError": "other", "OSError": "oserror", "StopruleError": "tree"}
 
 
 def _exception_classes() -> dict[str, tuple[str, list[str]]]:
     """Every class of src/ (name -> (module file, base names as written))."""
     found: dict[str, tuple[str, list[str]]] = {}
-    for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, module in modules():
+        for node in ast.walk(module):
             if isinstance(node, ast.ClassDef):
                 bases = [
                     b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
@@ -86,8 +86,8 @@ def test_a_command_error_carries_its_code() -> None:
 
 def test_no_command_returns_a_literal_error_code() -> None:
     literal = []
-    for path in (SRC / "cli").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, module in modules(SRC / "cli"):
+        for node in ast.walk(module):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) and node.value.value in (1, 2):
                 literal.append(f"{path.name}:{node.lineno}")
     assert not literal, f"return EXIT_NOT_OK / EXIT_INVALID, or raise CommandError: {literal}"
@@ -103,11 +103,10 @@ _NOT_CODES = {"config.yaml", "config.toml", "ledger.db", "ledger.keys"}
 
 def test_error_codes_are_named_constants() -> None:
     inline = []
-    for path in SRC.rglob("*.py"):
+    for path, tree in modules():
         rel = path.relative_to(SRC).as_posix()
         if rel == "codes.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             value = node.value if isinstance(node, ast.Constant) else None
             if isinstance(value, str) and (value in _CODES or _FAMILY.match(value)) and value not in _NOT_CODES:

@@ -76,6 +76,7 @@ def test_cold_path_modules_say_so() -> None:
     assert not found, f"modules of COLD_PATH whose docstring does not say '{ig.MARK}':" + _lines(found)
 
 
+@pytest.mark.torture  # the whole tool again (.ci/run runs it too); each of its checks has its own test above
 def test_the_tool_exits_0_on_this_tree(capsys: pytest.CaptureFixture[str]) -> None:
     assert ig.main([str(SRC)]) == 0, capsys.readouterr().out
     assert "violations: 0" in capsys.readouterr().out

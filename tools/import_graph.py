@@ -83,6 +83,7 @@ MARK = "cold path"  # what a cold-path module's docstring says
 LAZY_OK: dict[str, str] = {
     "mcp": "the `mcp` extra (stoprule mcp)",
     "stoprule.agent.blockers.mcp": "the MCP server, which imports the `mcp` extra",
+    "stoprule.serve.run": "the decision service, which imports the `serve` extra",
     "starlette": "the `serve` extra",
     "uvicorn": "the `serve` extra",
     "psycopg": "the `postgres` extra (a postgresql:// ledger)",
@@ -110,6 +111,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.files",
     "stoprule._util.gcpause",
     "stoprule._util.jsonin",
+    "stoprule._util.jsonout",
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regex",

@@ -3,7 +3,8 @@
 Found the way git finds ``.git``: agent hooks run from subdirectories and worktrees.
 It holds ``config.yaml`` (hook, provider and blocker settings), ``policies/`` (an
 optional pack), the ledger, session state (``state/<kind>/<session>.json``,
-:func:`state_file`), blockers and reports.
+:func:`state_file`), blockers and reports. Whatever creates it writes its ``.gitignore``
+(:func:`ensure_state_dir`): only ``config.yaml`` and ``policies/`` are the team's to commit.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -14,9 +15,11 @@ import os
 
 __all__ = [
     "CONFIG_FILE",
+    "GITIGNORE",
     "GUARD_OFF_FILE",
     "PROJECT_WIDE",
     "STATE_DIR",
+    "ensure_state_dir",
     "find_project",
     "project_root",
     "session_name",
@@ -27,6 +30,16 @@ STATE_DIR = ".stoprule"
 CONFIG_FILE = "config.yaml"  # the project's settings, in STATE_DIR
 GUARD_OFF_FILE = "guard.off"  # in STATE_DIR: the user's switch (``stoprule guard off``)
 PROJECT_WIDE = "_project"  # the file name of state that holds for every session of the project
+#: ``.stoprule/.gitignore``: everything but the team's settings stays out of git
+GITIGNORE = """\
+# Written by stoprule. The team commits config.yaml and policies/; everything else here
+# belongs to this machine: the ledger and its signing keys, session state, the hook's log,
+# the blockers record and view, blocked reports.
+/*
+!/.gitignore
+!/config.yaml
+!/policies/
+"""
 
 
 def find_project(start: str | os.PathLike[str] | None = None) -> str | None:
@@ -48,6 +61,23 @@ def project_root(start: str | os.PathLike[str] | None = None) -> str | None:
     """The directory holding the nearest ``.stoprule/`` (the project), or None."""
     found = find_project(start)
     return os.path.dirname(found) if found else None
+
+
+def ensure_state_dir(path: str | os.PathLike[str]) -> str:
+    """Create the state directory ``path`` (a ``.stoprule/``) if it is missing, and its
+    ``.gitignore`` (:data:`GITIGNORE`) if that is missing; an existing one is left as it is.
+    Returns the path. Raises ``OSError``."""
+    folder = os.fspath(path)
+    os.makedirs(folder, exist_ok=True)
+    ignore = os.path.join(folder, ".gitignore")
+    if not os.path.lexists(ignore):
+        try:
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # another process made it first
+            return folder
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(GITIGNORE)
+    return folder
 
 
 def session_name(session: str | None) -> str:

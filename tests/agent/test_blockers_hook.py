@@ -35,10 +35,10 @@ def test_open_blockers_decide_the_stop(run_cli, tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert add.returncode == 0, add.stderr
-    # an open blocker and nothing else to do: stop for the user, who sees the question (row 15)
+    # an open blocker and nothing else to do: stop for the user, who sees the question (row 16)
     out = _stop(run_cli, tmp_path)
     assert "decision" not in out and q in out["systemMessage"]
-    # other work remains: keep working on it, the blocker stays logged (row 14)
+    # other work remains: keep working on it, the blocker stays logged (row 15)
     assert run_cli("facts", "set", "--session", "s1", 'availableTasks=["T2"]', cwd=tmp_path).returncode == 0
     out = _stop(run_cli, tmp_path)
     assert out["decision"] == "block" and "T2" in out["reason"] and "blockers logged for the user: 1" in out["reason"]

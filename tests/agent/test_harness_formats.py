@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -227,35 +225,9 @@ def _commit_all(project: Path) -> None:
     )
 
 
-def test_init_writes_a_hook_command_that_runs_without_the_venv_on_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    project = _git_project(tmp_path, monkeypatch)
-    assert cli(["init", "--harness", "claude-code"], io.BytesIO(b""), io.StringIO(), io.StringIO()) == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
-    command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-    exe = shlex.split(command)[0]
-    assert os.path.isabs(exe) and os.access(exe, os.X_OK), command
-    mcp = json.loads((project / ".mcp.json").read_text())["mcpServers"]["stoprule"]
-    assert os.path.isabs(mcp["command"])
-    _commit_all(project)
-    env = {k: v for k, v in os.environ.items() if k not in ("PATH", "VIRTUAL_ENV")}
-    stop = {"session_id": "s1", "hook_event_name": "Stop", "cwd": str(project), "stop_hook_active": False}
-    p = subprocess.run(
-        ["/bin/sh", "-c", command],
-        input=json.dumps(stop),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=dict(env, PATH="/usr/bin:/bin"),
-        timeout=60,
-    )
-    assert p.returncode == 0 and p.stdout.strip() == "", p.stderr  # a clean project: allowed
-
-
-def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_venv(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook that would block a clean session's stop fails doctor, and a dirty tree is named as
+    the likely cause (the passing path, and a command outside the venv's PATH: tests/cli/test_first_hour.py)."""
     project = _git_project(tmp_path, monkeypatch)
     assert cli(["init", "--harness", "claude-code"], io.BytesIO(b""), io.StringIO(), io.StringIO()) == 0
     _commit_all(project)
@@ -264,8 +236,6 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_ve
         out = io.StringIO()
         return cli(["doctor"], io.BytesIO(b""), out, io.StringIO()), out.getvalue()
 
-    code, out = doctor()
-    assert code == 0 and "synthetic stop: allow" in out, out
     set_facts(str(project / ".stoprule"), "stoprule-doctor", {"status": "partial"})  # a hook that always blocks
     code, out = doctor()
     assert code == 1 and "FAIL claude-code: synthetic stop: a synthetic stop is blocked" in out, out
@@ -273,16 +243,6 @@ def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop_and_one_outside_the_ve
     (project / "README.md").write_text("dirty\n")
     code, out = doctor()
     assert code == 1 and "uncommitted changes" in out, out
-    (project / "README.md").unlink()
-    # a bare `stoprule` command works only where the venv is on PATH: not how a harness runs it
-    settings = project / ".claude" / "settings.json"
-    settings.write_text(
-        settings.read_text().replace(
-            shlex.split(json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]["command"])[0], "stoprule"
-        )
-    )
-    code, out = doctor()
-    assert code == 1 and "nothing on a PATH without this venv" in out, out
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: str(p.relative_to(FIXTURES)))

@@ -329,31 +329,44 @@ def test_the_hook_command_leaves_the_garbage_collector_as_it_found_it(
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_init_merges_backs_up_and_is_idempotent(harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--shared`` merges stoprule's entry into the team's file (every other entry kept), saves the
+    previous version outside the project (never a ``.bak`` in the tree), changes nothing the
+    second time; ``--user`` writes the user's file and no project file."""
     from stoprule.agent.hook.wiring import TARGETS, find_entry
 
-    monkeypatch.chdir(tmp_path)
+    project, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
+    project.mkdir(), elsewhere.mkdir()
+    monkeypatch.chdir(project)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"):
+        monkeypatch.delenv(var, raising=False)
     t = TARGETS[harness]
-    path = Path(t.path(str(tmp_path), False))
+    path = Path(t.path(str(project), "shared"))
     path.parent.mkdir(parents=True, exist_ok=True)
     other = {"hooks": {t.event: [{"hooks": [{"type": "command", "command": "other"}]} if t.grouped
                                  else {"command": "other"}]}, "theme": "dark"}  # fmt: skip
     path.write_text(json.dumps(other))
-    code, out, _ = _cli("init", "--harness", harness, "--dry-run")
+    code, out, _ = _cli("init", "--harness", harness, "--shared", "--dry-run")
     assert code == 0 and "would write" in out and json.loads(path.read_text()) == other
-    code, out, _ = _cli("init", "--harness", harness, "--command", f"stoprule hook {harness}")
-    assert code == 0 and (tmp_path / ".stoprule" / "config.yaml").exists()
+    assert not (project / ".stoprule").exists()
+    code, out, _ = _cli("init", "--harness", harness, "--shared", "--command", f"stoprule hook {harness}")
+    assert code == 0 and (project / ".stoprule" / "config.yaml").exists()
     new = json.loads(path.read_text())
     assert new["theme"] == "dark" and len(new["hooks"][t.event]) == 2
     assert find_entry(new, t) == f"stoprule hook {harness}"
-    assert json.loads(Path(str(path) + ".bak").read_text()) == other
-    code, out, _ = _cli("init", "--harness", harness, "--command", f"stoprule hook {harness}")
-    assert code == 0 and "already there" in out and json.loads(path.read_text()) == new
+    saved = [p for p in (tmp_path / "state" / "stoprule" / "init-backups").rglob("*") if p.is_file()]
+    assert [json.loads(p.read_text()) for p in saved] == [other]  # the previous version, outside the project
+    assert not [p for p in project.rglob("*") if p.name.endswith((".bak", "-tmp")) or p.name.startswith(".tmp-")]
+    code, out, _ = _cli("init", "--harness", harness, "--shared", "--command", f"stoprule hook {harness}")
+    assert code == 0 and "unchanged" in out and json.loads(path.read_text()) == new
+    monkeypatch.chdir(elsewhere)
     code, out, _ = _cli("init", "--harness", harness, "--user", "--command", f"stoprule hook {harness}")
-    assert code == 0 and Path(t.path(str(tmp_path), True)).exists()
+    assert code == 0 and Path(t.path(str(elsewhere), "user")).exists()
+    assert list(elsewhere.iterdir()) == []  # --user: no project file
     from stoprule.config.loader import load_config
 
-    load_config(str(tmp_path / ".stoprule" / "config.yaml"), sections=("hook", "providers"))
+    load_config(str(project / ".stoprule" / "config.yaml"), sections=("hook", "providers"))
 
 
 def test_facts_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -216,16 +216,6 @@ def test_observe_mode_records_but_never_blocks(project: Path, env: dict[str, str
     assert entry.get("ledger_journal"), entry  # recorded: journaled, folded in when the ledger is next opened
 
 
-def test_init_then_doctor_runs_a_synthetic_stop(project: Path, env: dict[str, str]) -> None:
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}, **env}
-    full["PATH"] = str(Path(sys.executable).parent) + os.pathsep + full.get("PATH", "")  # doctor runs the wired hook
-    assert invoke(["init", "--harness", "gemini"], cwd=project, env=full).returncode == 0
-    p = invoke(["doctor"], cwd=project / "sub", env=full)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "gemini: synthetic stop: allow: {}" in p.stdout
-    assert "ok   evaluation backend: " in p.stdout and "(durable_rules engine " in p.stdout  # the backend is named
-
-
 def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[str, str]) -> None:
     (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 4\nproviders:\n  timeout_ms: 900\n")
     run_hook("claude-code", _stop("claude-code", project), project, env)  # fills the caches

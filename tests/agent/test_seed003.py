@@ -358,10 +358,14 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
         args = SimpleNamespace(
             harness="opencode",
             user=False,
+            shared=False,
+            local=False,
             dry_run=False,
             command="/opt/bin/stoprule",
             no_mcp=False,
             permission_triage=False,
+            no_guard=False,
+            managed=False,
         )
         for _ in range(2):
             out = io.StringIO()
@@ -370,7 +374,7 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
         os.chdir(cwd)
     text = (tmp_path / ".opencode" / "plugins" / "stoprule.js").read_text()
     assert 'const COMMAND = ["/opt/bin/stoprule"]' in text and "session.status" in text
-    assert "already there; unchanged" in out.getvalue()
+    assert "the stoprule plugin is there; unchanged" in out.getvalue()
     server = json.loads((tmp_path / "opencode.json").read_text())["mcp"]["stoprule"]
     assert server["type"] == "local" and server["command"][-1] == "mcp" and server["enabled"] is True
     assert (tmp_path / ".stoprule" / "config.yaml").exists()

@@ -17,7 +17,7 @@ CASES = transcript_cases()
 def test_the_corpus_is_what_its_readme_says() -> None:
     rows = load_closings()
     assert len(rows) >= 300 and len({r["source"] for r in rows}) >= 6
-    assert {r["harness"] for r in rows} >= {"claude-code", "cursor", "copilot", "opencode"}
+    assert {r["harness"] for r in rows} >= {"claude-code", "codex", "copilot", "cursor", "gemini", "opencode"}
     assert {r["label"] for r in rows} == {"question", "not_question"}
     assert len(CASES) >= 30 and {c.fmt for c in CASES} >= {"claude", "codex", "gemini", "copilot", "cursor"}
 
@@ -45,6 +45,6 @@ def test_replay_reads_the_expected_facts_at_every_stop(case) -> None:  # type: i
 def test_the_hook_and_replay_derive_the_same_facts_stop_by_stop(case) -> None:  # type: ignore[no-untyped-def]
     replayed = replay_stops(case)
     hooked = hook_stops(case)
-    if case.path.read_bytes().lstrip().startswith(b"{\n"):
+    if case.path.read_bytes().lstrip().startswith((b"{\n", b"[\n")):
         replayed = replayed[-1:]
     assert hooked == replayed

@@ -14,7 +14,7 @@ import pytest
 
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, gather
-from stoprule.agent.hook.transcripts import Scan
+from stoprule.agent.hook.transcripts import Scan, scan_file
 from stoprule.config.fields import DEFAULT_FIELDS
 
 
@@ -28,6 +28,10 @@ def _said(text: str) -> dict[str, Any]:
 
 def _cursor(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "message": {"content": [{"type": "text", "text": text}]}}
+
+
+def _content(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
 
 
 def _codex(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -66,9 +70,40 @@ CASES = [
         _codex_msg("assistant", "Added."),
         _codex("turn_context", {"cwd": "/w", "model": "gpt-5"}),
     ], 1),
+    ("codex 0.40 (VS Code): the first prompt before the first turn_context", "codex", [
+        _codex("session_meta", {"id": "s", "cli_version": "0.40.0", "originator": "codex_vscode"}),
+        _codex_msg("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        _codex_msg("user", "# Context from my IDE setup:\n\n## My request for Codex:\nSpeed it up."),
+        _codex("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}), _codex_msg("assistant", "Done."),
+        _codex("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        _codex_msg("user", "# Context from my IDE setup:\n\n## My request for Codex:\nIs this done?"),
+        _codex("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}),
+    ], 2),
+    ("codex: a turn_id turn whose prompt came first", "codex", [
+        _codex_msg("user", "Add a test."), _codex("turn_context", {"turn_id": "t1"}), _codex_msg("assistant", "Added."),
+        _codex_msg("user", "And another."), _codex("turn_context", {"turn_id": "t2"}),
+    ], 2),
     ("codex 0.135: one turn_context per turn_id", "codex", [
         _codex("turn_context", {"turn_id": "t1"}), _codex_msg("user", "Add a test."),
         _codex("turn_context", {"turn_id": "t1"}), _codex_msg("assistant", "Added."),
+    ], 1),
+    ("gemini checkpoint: setup, shell mode and a prompt resent after a tool round are not turns", "gemini", [[
+        _content("user", {"text": "This is the Gemini CLI. We are setting up the context for our chat."}),
+        _content("user", {"text": "I ran the following shell command:\n```sh\nls\n```"}),
+        _content("user", {"text": "Document the settings."}),
+        _content("model", {"functionCall": {"name": "read_file", "args": {}, "id": "r1"}}),
+        _content("user", {"functionResponse": {"id": "r1", "name": "read_file", "response": {"output": "{}"}}}),
+        _content("user", {"text": "Document the settings."}),
+        _content("model", {"text": "Documented."}),
+        _content("user", {"text": "list git commands"}), _content("user", {"text": "list git commands"}),
+        _content("model", {"text": "git status, git log."}),
+    ]], 3),
+    ("codex 0.60: apply_patch as a custom tool call", "codex", [
+        _codex("session_meta", {"id": "s", "cli_version": "0.60.1", "source": "cli"}),
+        _codex("turn_context", {"cwd": "/w"}), _codex_msg("user", "Fix the board."),
+        _codex("response_item", {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*"}),
+        _codex("response_item", {"type": "custom_tool_call_output", "call_id": "c1",
+                                 "output": "apply_patch verification failed: Failed to find expected lines"}),
     ], 1),
     ("cursor: a stop hook's follow-up is not the user's turn", "cursor", [
         _cursor("user", "<user_query>\nAdd a test.\n</user_query>"), _cursor("assistant", "Added."),
@@ -84,6 +119,34 @@ def test_turns_as_a_person_counts_them(name: str, fmt: str, lines: list[dict[str
         scan.feed(json.dumps(line).encode())
     assert scan.turns == turns, name
     assert scan.skipped == {}
+
+
+def test_a_failed_apply_patch_is_a_failed_tool() -> None:
+    scan = Scan("codex", full=True)
+    for line in next(c[2] for c in CASES if c[0].startswith("codex 0.60")):
+        scan.feed(json.dumps(line).encode())
+    assert [f["tool"] for f in scan.failed] == ["apply_patch"]
+
+
+_DOC = '[\n  {\n    "role": "user",\n    "parts": [{"text": "Hi."}]\n  }'
+
+
+@pytest.mark.parametrize(
+    ("text", "turns", "incomplete"),
+    [
+        (_DOC + "\n]", 1, False),  # as the CLI writes it: no final newline
+        (_DOC + "\n]\n", 1, False),
+        (_DOC + ",\n  {", 0, True),  # cut short
+    ],
+)
+def test_a_gemini_document_is_read_whole_without_its_final_newline(
+    tmp_path: Path, text: str, turns: int, incomplete: bool
+) -> None:
+    path = tmp_path / "checkpoint-review.json"
+    path.write_text(text)
+    saved, notes = scan_file(str(path), "gemini", None)
+    assert saved["scan"]["turns"] == turns
+    assert any("incomplete" in n for n in notes) == incomplete, notes
 
 
 def test_cursors_todo_list_is_read_with_its_merges() -> None:

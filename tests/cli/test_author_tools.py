@@ -88,6 +88,8 @@ def test_fmt_exit_codes_and_check(tmp_path: Path) -> None:
     assert bad.code == 2 and "not valid YAML" in bad.err and broken.read_text() == "rules: [\n"
 
 
+@pytest.mark.torture  # ~3 s of round trips; the default tier: fmt's layout, comments and idempotence on a small
+# pack (above) and README's `stoprule fmt --check` on the bundled pack (tests/test_docs.py)
 def test_fmt_on_the_bundled_pack(tmp_path: Path, default_pack: Path) -> None:
     pack_files = sorted(map(str, default_pack.glob("*.yaml")))
     assert cli("fmt", "--check", *pack_files).code == 0  # the bundled pack's own files are canonical

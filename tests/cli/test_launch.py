@@ -37,9 +37,13 @@ def test_init_wires_this_interpreter_on_the_launcher(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     r = invoke(["init", "--harness", "claude-code"], cwd=tmp_path, env=_env(tmp_path))
     assert r.returncode == 0, r.stderr
-    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    settings = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())  # --local, the default
     commands = [h["command"] for e in settings["hooks"]["Stop"] for h in e["hooks"]]
     assert commands == [default_command("claude-code")]
+    r = invoke(["init", "--harness", "claude-code", "--shared"], cwd=tmp_path, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    shared = json.loads((tmp_path / ".claude" / "settings.json").read_text())  # the team's: portable
+    assert [h["command"] for e in shared["hooks"]["Stop"] for h in e["hooks"]] == ["stoprule hook claude-code"]
 
 
 def test_the_wired_command_answers_as_the_console_script_does(tmp_path: Path) -> None:

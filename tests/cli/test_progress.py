@@ -66,7 +66,7 @@ TRANSCRIPT = REPO / "tests" / "fixtures" / "hooks" / "claude-code" / "transcript
 
 def _commands(tmp: Path) -> dict[str, tuple[list[str], str]]:
     facts = tmp / "facts.ndjson"
-    facts.write_text("".join(f'{{"status": "implemented", "turn": {i}}}\n' for i in range(6000)))
+    facts.write_text("".join(f'{{"status": "implemented", "turn": {i}}}\n' for i in range(3000)))
     cases = tmp / "cases.yaml"
     cases.write_text(
         "cases:\n"
@@ -75,8 +75,8 @@ def _commands(tmp: Path) -> dict[str, tuple[list[str], str]]:
     ledger = tmp / "ledger.db"
     assert cli("eval", "--run", "r1", "--ledger", str(ledger), str(facts.parent / "one.json")).code in (0, 1)
     return {
-        "eval": (["eval", str(facts)], "6000/6000"),
-        "eval --jobs": (["eval", "--jobs", "2", str(facts)], "6000/6000"),
+        "eval": (["eval", str(facts)], "3000/3000"),
+        "eval --jobs": (["eval", "--jobs", "2", str(facts)], "3000/3000"),
         "test": (["test", str(cases)], "50/50"),
         "replay": (["replay", str(TRANSCRIPT), str(TRANSCRIPT)], "2/2"),
         "log verify": (["log", "verify", "--ledger", str(ledger)], "1/1"),

@@ -78,7 +78,7 @@ def test_doctor_remedies(project: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert mcp_line.startswith("FAIL") and "MCP SDK is not installed" in mcp_line and "stoprule[mcp]" in mcp_line
     _exe(bin_dir / "stoprule", f"#!{sys.executable}\n")  # the SDK is installed in the test's environment
     mcp_line = next(ln for ln in cli("doctor").out.splitlines() if "MCP server in .mcp.json" in ln)
-    assert mcp_line.startswith("ok") and "MCP SDK importable" in mcp_line
+    assert mcp_line.startswith("ok") and "MCP SDK installed" in mcp_line
 
 
 def test_blocker_category_did_you_mean(project: Path) -> None:

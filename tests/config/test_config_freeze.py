@@ -57,6 +57,16 @@ def test_any_session_id_stays_inside_the_state_folder(project: Path, session: st
     assert frozen(str(project), session) == copy
 
 
+@pytest.mark.parametrize("session", ["\x0c", "a\x00b", "x\ud800", "\x1b[31mred"])
+def test_a_session_id_with_control_characters_is_written_cleaned(project: Path, session: str) -> None:
+    copy = freeze(str(project), session)
+    text = Path(copy.path).read_text(encoding="utf-8")
+    stored = json.loads(text)["session"]
+    assert stored.isprintable(), text  # no control character or lone surrogate on disk
+    back = frozen(str(project), session)  # and it reads back for the same id
+    assert back is not None and (back.path, back.digest, back.data) == (copy.path, copy.digest, copy.data)
+
+
 def test_no_copy_is_none(project: Path) -> None:
     assert frozen(str(project), "never") is None
 

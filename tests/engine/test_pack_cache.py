@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from srctree import modules
 from stoprule.engine import build, packs
 from stoprule.engine.compiled import to_data
 from stoprule.engine.evaluator import DIRECT_FACTS, Evaluator
@@ -162,8 +163,8 @@ def test_text_in_an_entry_never_runs_as_code(pack: Path, tmp_path: Path, monkeyp
 def test_no_module_reads_pickle_or_marshal() -> None:
     """Caches are data: nothing in stoprule deserialises code (pickle, marshal, shelve)."""
     found = []
-    for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, module in modules():
+        for node in ast.walk(module):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)

@@ -86,3 +86,23 @@ def test_depth_limit_at_its_boundary_with_and_without_the_bracket_count_shortcut
     assert isinstance(brackets_in_text, dict)
     deep_and_text = parse_facts(nested(MAX_DEPTH, ', "s": "[["'))[0][1]
     assert getattr(deep_and_text, "code", None) == "fact.too_deep"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"weird": 1e999}', "weird"),  # a field the pack does not know
+        ('{"turn": -1e400}', "turn"),  # one it declares
+        ('{"extra": {"deep": [1, 2.5, 1e999]}}', "extra.deep[2]"),
+        ('{"a": ' + "9" * 400 + ".5}", "a"),  # no exponent: 400 digits are past a double's range too
+    ],
+)
+def test_a_number_json_cannot_write_is_an_error_naming_its_field(text: str, field: str) -> None:
+    """Python reads such a literal as an infinity, which no JSON writer gives back: every reader of
+    facts (eval, explain, the hook's remote path, the server) refuses it, naming the field."""
+    from stoprule.facts.parse import parse_facts
+
+    ((line, error),) = parse_facts(text.encode())
+    assert isinstance(error, FactError) and (error.code, error.field, line) == ("fact.not_json", field, 1)
+    ((_, fine),) = parse_facts(b'{"a": 1e308, "b": -2.5e-400}')  # large, and underflow to 0: fine
+    assert fine == {"a": 1e308, "b": -0.0}

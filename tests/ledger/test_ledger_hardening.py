@@ -64,6 +64,8 @@ def test_cli_creates_the_default_ledger_owner_only_under_umask_022(tmp_path: Pat
         os.umask(old)
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / ".stoprule").iterdir())
+    assert (tmp_path / ".stoprule" / ".gitignore").is_file()  # made with the directory: the ledger stays out of git
+    files = [p for p in files if p.name != ".gitignore"]
     assert files and {p.name: mode(p) for p in files} == {p.name: 0o600 for p in files}, [
         (p.name, oct(mode(p))) for p in files
     ]

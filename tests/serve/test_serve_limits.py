@@ -201,3 +201,32 @@ def test_a_stopped_worker_is_replaced(tmp_path: Path) -> None:
         finally:
             if Path(f"/proc/{victim}").exists():
                 os.kill(victim, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("fact_text", "field"),
+    [
+        ('{"status": "implemented", "n": 1e999}', "n"),  # a field the pack does not know
+        ('{"status": "implemented", "n": -1E400}', "n"),
+        ('{"status": "implemented", "extra": {"deep": [1, 2, 1e999]}}', "extra.deep[2]"),
+        ('{"status": "implemented", "turn": 1e999}', "turn"),  # a field the pack declares
+    ],
+)
+@pytest.mark.parametrize("route", ["/v1/evaluate", "/v1/evaluate/batch", "/v1/hooks/claude-code"])
+def test_a_number_json_cannot_write_is_refused_naming_its_field(route: str, fact_text: str, field: str) -> None:
+    """``1e999`` parses as an infinity, which no JSON writer gives back: every decision route refuses it
+    (422 ``fact.not_json``, or that error as the batch's line), with or without a run, naming the field."""
+    config = ServeConfig(policy=str(REPO / "policies"), tokens=(Token("t", hash_token("t0k")),))
+    body = fact_text
+    if route.startswith("/v1/hooks"):
+        body = '{"payload": {"session_id": "s"}, "fact": ' + fact_text + "}"
+    with TestClient(create_app(config)) as c:
+        r = c.post(route, headers=AUTH, content=body)
+        if route.endswith("/batch"):
+            assert r.status_code == 200
+            error = json.loads(r.text.splitlines()[0])["error"]
+        else:
+            assert r.status_code == 422, r.text
+            error = r.json()["error"]
+        assert (error["code"], error["field"]) == ("fact.not_json", field), error
+        assert "stoprule_decisions_total{" not in c.get("/metrics", headers=AUTH).text  # nothing was decided

@@ -7,10 +7,11 @@ Modules::
     records   ``@record``: the immutable records of the cold path
     tagged    values as JSON data and back, exactly (the compiled-pack cache's format: data, never code)
     codegen   generated Python code, compiled once per source
-    command   run a short command and capture its output
+    command   run a short command and capture its output (or start it now, collect it later)
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
-    regex     regular expressions compiled on first use
+    regex     regular expressions compiled on first use, without ``re`` where their programs are kept
     text      strings safe to store
-    jsonin    JSON in with the C scanner alone (no ``re``: the guard's start)
+    jsonin    JSON in with the C scanner alone (no ``json``, ``re``: the stop's and the guard's start)
+    jsonout   JSON out with the C encoder alone
     regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)"""

@@ -5,7 +5,8 @@ and ``selectors``: ~1.5 ms of the hook's cold start, for one ``git status``).
 POSIX: ``os.posix_spawnp`` with two pipes read under ``poll`` until the deadline; signals
 Python ignores (SIGPIPE, SIGXFSZ) are reset to their defaults in the child, as ``subprocess``
 does. Elsewhere: :mod:`subprocess`. Whatever ends the wait early (the deadline, an exception
-such as the hook's own time budget), the child is killed and reaped.
+such as the hook's own time budget), the child is killed and reaped. :func:`spawn` starts a
+command to be collected later (the stop's ``git status`` runs while the pack loads).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["CommandTimeout", "capture"]
+__all__ = ["CommandTimeout", "Running", "capture", "spawn"]
 
 
 class CommandTimeout(StopruleError):
@@ -33,20 +34,25 @@ def capture(argv: list[str], timeout: float, env: Mapping[str, str] | None = Non
     """``(exit code, stdout, stderr)`` of ``argv``, stdin from the null device, in ``env`` (default:
     this process's); FileNotFoundError when the program is not on PATH, CommandTimeout after
     ``timeout`` seconds."""
-    env = os.environ if env is None else env
-    if not hasattr(os, "posix_spawnp") or not hasattr(os, "waitstatus_to_exitcode"):
-        return _with_subprocess(argv, timeout, env)
-    import select
+    return spawn(argv, env).collect(timeout)
 
-    signal = _signal()
 
-    deadline = time.monotonic() + timeout
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = 0
-    try:
+class Running:
+    """A command started by :func:`spawn`: :meth:`collect` waits for it (once), :meth:`kill` ends it."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+        self.argv, self.env = argv, env
+        self.pid = 0
+        self.fds: list[int] = []
+        self.posix = hasattr(os, "posix_spawnp") and hasattr(os, "waitstatus_to_exitcode")
+        if not self.posix:
+            return  # run by subprocess when collected
+        signal = _signal()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self.fds = [out_r, err_r]
         try:
-            pid = os.posix_spawnp(
+            self.pid = os.posix_spawnp(
                 argv[0],
                 argv,
                 env,
@@ -57,44 +63,73 @@ def capture(argv: list[str], timeout: float, env: Mapping[str, str] | None = Non
                 ],
                 setsigdef=[s for s in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None)) if s],
             )
+        except BaseException:
+            self._close()
+            raise
         finally:
             os.close(out_w)
             os.close(err_w)
-        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
-        poller = select.poll()
-        for fd in chunks:
-            poller.register(fd, select.POLLIN)
-        reading = len(chunks)
-        while reading:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise CommandTimeout(f"{argv[0]} ran over {timeout:.3f} s")
-            for fd, _ in poller.poll(max(1, int(left * 1000))):
-                data = os.read(fd, 65536)
-                if data:
-                    chunks[fd].append(data)
-                else:
-                    poller.unregister(fd)
-                    reading -= 1
-        delay = 0.0001
-        while True:  # its output is closed: it is exiting
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                pid = 0
-                return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
-            if time.monotonic() >= deadline:
-                raise CommandTimeout(f"{argv[0]} ran over {timeout:.3f} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.005)
-    finally:
-        os.close(out_r)
-        os.close(err_r)
-        if pid:  # still running: stopped early by the deadline or an exception
+
+    def collect(self, timeout: float) -> tuple[int, bytes, bytes]:
+        """``(exit code, stdout, stderr)``, waiting at most ``timeout`` seconds from now
+        (CommandTimeout after it: the command is killed)."""
+        if not self.posix:
+            return _with_subprocess(self.argv, timeout, self.env)
+        import select
+
+        deadline = time.monotonic() + timeout
+        out_r, err_r = self.fds
+        try:
+            chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+            poller = select.poll()
+            for fd in chunks:
+                poller.register(fd, select.POLLIN)
+            reading = len(chunks)
+            while reading:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CommandTimeout(f"{self.argv[0]} ran over {timeout:.3f} s")
+                for fd, _ in poller.poll(max(1, int(left * 1000))):
+                    data = os.read(fd, 65536)
+                    if data:
+                        chunks[fd].append(data)
+                    else:
+                        poller.unregister(fd)
+                        reading -= 1
+            delay = 0.0001
+            while True:  # its output is closed: it is exiting
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    self.pid = 0
+                    return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+                if time.monotonic() >= deadline:
+                    raise CommandTimeout(f"{self.argv[0]} ran over {timeout:.3f} s")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.005)
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        """End the command if it still runs (killed and reaped) and close its pipes."""
+        self._close()
+        if self.pid:  # still running: stopped early by the deadline or an exception
             try:  # noqa: SIM105 - contextlib costs the cold start ~1 ms
-                os.kill(pid, signal.SIGKILL)
+                os.kill(self.pid, _signal().SIGKILL)
             except OSError:
                 pass
-            os.waitpid(pid, 0)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+    def _close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def spawn(argv: list[str], env: Mapping[str, str] | None = None) -> Running:
+    """Start ``argv`` (stdin from the null device, its output piped) and return at once:
+    FileNotFoundError when the program is not on PATH."""
+    return Running(argv, os.environ if env is None else env)
 
 
 def _signal() -> Any:

@@ -28,11 +28,13 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-import re
 import sys
+
+from stoprule._util.regex import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 __all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_detect_secrets"]
@@ -80,13 +82,23 @@ def _compatible(pattern: str) -> str:
             continue
         if c == "{":
             j = pattern.find("}", i)
-            if j > 0 and re.fullmatch(r"\d*(?:,\d*)?", pattern[i + 1 : j]):
+            if j > 0 and _re().fullmatch(r"\d*(?:,\d*)?", pattern[i + 1 : j]):
                 out.append(pattern[i : j + 1])
                 i, quantified = j + 1, True
                 continue
         out.append(c)
         i, quantified = i + 1, False
     return "".join(out)
+
+
+_DOTALL = 16  # re.S (re itself is imported when a pattern is first compiled)
+
+
+def _re() -> Any:
+    """The ``re`` module, imported on first use: a text with nothing to redact never needs it."""
+    import re
+
+    return re
 
 
 def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -107,7 +119,7 @@ class _Lazy:
 
     def compiled(self) -> re.Pattern[str]:
         if self._re is None:
-            self._re = re.compile(_compatible(self.pattern), self.flags)
+            self._re = compiled(_compatible(self.pattern), self.flags)
         return self._re
 
     def __getattr__(self, name: str) -> Any:
@@ -162,7 +174,7 @@ _SHAPES: list[_Lazy] = [
     _Lazy(
         r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY"
         r"(?: BLOCK)?-----|\Z)",
-        re.S,
+        _DOTALL,
     ),  # fmt: skip
     _Lazy(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)(?<!\w....)[A-Z0-9]{16}(?![A-Z0-9])"),
     _Lazy(r"ABSK(?<!\w....)[A-Za-z0-9+/]{100,300}+={0,2}"),  # Amazon Bedrock API key
@@ -294,7 +306,7 @@ _CLI: list[tuple[_Lazy, int, Any]] = [
     (
         _Lazy(r"([aA](?i:ws)(?<!\w...)\s++(?i:configure)\s++(?i:set)\s++[\w.-]{0,64}+\s++)(\S{4,}+)"),
         2,
-        lambda m: re.search(r"(?i)secret|token|key", m.group(1)) is not None,
+        lambda m: _re().search(r"(?i)secret|token|key", m.group(1)) is not None,
     ),
     (_Lazy(r"(sshpass(?<!\w.......)\s++-p\s*+['\"]?)([^\s'\"]{1,256}+)"), 2, None),
 ]
@@ -790,7 +802,7 @@ def redact(text: str) -> str:
     if ":" in out or "=" in out:
         out = _assignments(out)
     for value in extra:  # whole occurrences only
-        out = re.sub(rf"(?<![\w+/=-]){re.escape(value)}(?![\w+/=-])", REDACTED, out)
+        out = _re().sub(rf"(?<![\w+/=-]){_re().escape(value)}(?![\w+/=-])", REDACTED, out)
     if not ds and len(text) <= MEMO_TEXT:
         if len(_MEMO) >= MEMO_MAX:
             _MEMO.clear()

@@ -21,15 +21,20 @@ _CONTROL = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 _SURROGATE = "[\ud800-\udfff]"
 # what is kept as it is, tested without a regex (most text: no regex is compiled for it)
 _PRINTABLE_ASCII = frozenset(map(chr, range(0x20, 0x7F))) | {"\t", "\n", "\r"}
+_CONTROLS_GONE = dict.fromkeys([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)])  # as _CONTROL
 
 
 def is_clean(text: str) -> bool:
     """Whether ``clean(text) == text``."""
     if text.isascii():
         return not set(text) - _PRINTABLE_ASCII if not text.isprintable() else True
-    import re
-
-    return re.search(f"{_CONTROL[:-1]}\ud800-\udfff]", text) is None
+    if text.isprintable():  # no control character (Cc), no surrogate (Cs)
+        return True
+    try:
+        text.encode("utf-8")  # a lone surrogate cannot be encoded
+    except UnicodeEncodeError:
+        return False
+    return len(text.translate(_CONTROLS_GONE)) == len(text)
 
 
 def clean(text: str) -> str:

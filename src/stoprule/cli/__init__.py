@@ -3,8 +3,8 @@
 ``main`` holds the table of commands; each ``<name>_cmd`` module is one command with its
 ``add_arguments`` and ``run`` (``check_cmd``, ``eval_cmd``, ``explain_cmd``, ``test_cmd``,
 ``audit_cmd``, ``diff_cmd``, ``fmt_cmd``, ``inspect_cmd``, ``schema_cmd``, ``pack_cmd``,
-``log_cmd``, ``keys_cmd``, ``hook_cmd``, ``guard_cmd``, ``init_cmd``, ``plugin_cmd``,
-``doctor_cmd`` with ``doctor_mcp``,
+``log_cmd``, ``keys_cmd``, ``hook_cmd``, ``guard_cmd``, ``init_cmd``, ``plugin_cmd`` and ``doctor_cmd``
+(with ``doctor_mcp``; both with ``places``: the git root, a harness's PATH),
 ``replay_cmd``, ``facts_cmd``, ``blocker_cmd``, ``blockers_cmd``, ``report_cmd``, ``mcp_cmd``,
 ``serve_cmd``, ``console_cmd``, ``completion_cmd``, ``resident_cmd``). What they share: ``common`` (flags,
 errors, the pretty verdict), ``style`` (colour and tables), ``progress`` (a bar on standard error),

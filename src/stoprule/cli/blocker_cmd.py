@@ -17,6 +17,7 @@ from stoprule.cli.common import ledger_target
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError
 from stoprule.ledger.backend import open_ledger
 from stoprule.ledger.recorder import Recorder
+from stoprule.project import STATE_DIR, ensure_state_dir
 
 __all__ = ["add_arguments", "record_in_ledger", "run"]
 
@@ -51,7 +52,7 @@ def record_in_ledger(service: Any, session: str, fact: dict[str, Any]) -> None:
     in the project's ledger (``$STOPRULE_LEDGER``, else the config's ``ledger.url``, else ``.stoprule/ledger.db``)."""
     path, default = ledger_target(None, start=service.project_dir)
     if default:
-        path = os.path.join(service.project_dir, ".stoprule", "ledger.db")
+        path = os.path.join(ensure_state_dir(os.path.join(service.project_dir, STATE_DIR)), "ledger.db")
     with open_ledger(path, create=True) as ledger:
         Recorder(ledger, service.evaluator).record(session, fact)
 

@@ -20,9 +20,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 
+from stoprule._util.jsonout import dumps
 from stoprule.diagnostics import EXIT_INVALID, StopruleError
 
 __all__ = [
@@ -150,7 +150,7 @@ def line_safe(text: str) -> str:
 
 def json_line(value: object) -> str:
     """One NDJSON record (no newline): UTF-8 kept readable, nothing that a reader could split or choke on."""
-    return line_safe(json.dumps(value, ensure_ascii=False))
+    return line_safe(dumps(value, ensure_ascii=False))
 
 
 def input_name(file: str) -> str:
@@ -178,7 +178,7 @@ def fact_error(exc: EvaluationError | LedgerError, where: str, fmt: str, stdout:
     error object in the fact's output slot (one output line per input line)."""
     stderr.write(f"stoprule: {where}{exc}\n")
     if fmt == "json":
-        stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
+        stdout.write(dumps({"error": exc.to_dict()}) + "\n")
 
 
 def handled(command: Callable[[], int], stderr: IO[str]) -> int:

@@ -1,17 +1,19 @@
 """``stoprule doctor``: is the stop hook wired, and does it answer?
 
-For each harness whose project or user config holds stoprule's entry (for OpenCode: the
-generated plugin, which must be the one this stoprule generates): the entry, whether
-its command resolves on the PATH a harness started outside this venv has (this venv's
-``bin`` removed: that is how a harness started from a desktop or another shell runs it),
-then one synthetic stop run through that very command the same way (``sh -c``, payload on
-stdin, project root as cwd, 30 s timeout) and its answer read by the harness's rules: a
-synthetic stop must be allowed (a hook that would block it would block every stop of a
-clean session). Also: Python version, ``.stoprule/`` and its config, the pack compiles.
-Which guards are wired: for each harness config with stoprule's stop hook, the guard on each
-event that can veto a tool call (a missing one fails), Claude Code's ``permissions.deny``
-rules, the user's guard switch; one synthetic refused call run through the guard's command.
-Exit 0 when every check passes, 1 otherwise.
+For each harness whose config holds stoprule's entry (the project's shared file, its personal
+one, the user's; for OpenCode: the generated plugin, which must be the one this stoprule
+generates): the entry, whether its command resolves on the PATH a harness started outside this
+venv has (this venv's ``bin`` removed: that is how a harness started from a desktop or another
+shell runs it), then one synthetic stop run through that very command the same way (``sh -c``,
+payload on stdin, project root as cwd, 30 s timeout) and its answer read by the harness's
+rules: a synthetic stop must be allowed by a decision (a hook that would block it would block
+every stop of a clean session; one that failed open decided nothing). A hook wired in more than
+one file runs more than once per stop: that fails too. Then the blocker tools' MCP server of
+every harness (:mod:`stoprule.cli.doctor_mcp`). Also: Python version, ``.stoprule/`` and its
+config, the pack compiles. Which guards are wired: for each harness config with stoprule's stop
+hook, the guard on each event that can veto a tool call (a missing one fails), Claude Code's
+``permissions.deny`` rules, the user's guard switch; one synthetic refused call run through the
+guard's command. Exit 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import IO, Any
 from stoprule.agent.hook.wiring import (
     GUARD_EVENTS,
     OPENCODE_PLUGIN,
+    SCOPES,
     TARGETS,
     deny_rules,
     find_entry,
@@ -37,6 +40,7 @@ from stoprule.agent.hook.wiring import (
     opencode_plugin,
 )
 from stoprule.cli.doctor_mcp import check_mcp, path_remedy
+from stoprule.cli.places import git_root, harness_env
 from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
 from stoprule.engine.evaluator import describe_backend
@@ -71,21 +75,6 @@ def _line(stdout: IO[str], ok: bool, text: str) -> bool:
     return ok
 
 
-def harness_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a harness started outside this venv: ``PATH`` without this venv's
-    ``bin`` (nor ``$VIRTUAL_ENV/bin``), no ``VIRTUAL_ENV``."""
-    env = dict(os.environ if env is None else env)
-    drop = set()
-    if sys.prefix != sys.base_prefix:
-        drop.add(os.path.normpath(os.path.dirname(sys.executable)))
-    venv = env.pop("VIRTUAL_ENV", None)
-    if venv:
-        drop.add(os.path.normpath(os.path.join(venv, "bin")))
-    kept = [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.normpath(p) not in drop]
-    env["PATH"] = os.pathsep.join(kept)
-    return env
-
-
 def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
     """The instruction of a blocking answer (by the harness's rules), else None."""
     if harness == "cursor":
@@ -103,6 +92,16 @@ def _dirty(root: str) -> bool:
     return p.returncode == 0 and bool(p.stdout.strip())
 
 
+def _failed_open(stderr: str) -> str | None:
+    """What went wrong when the hook's diagnostics say it could not decide and allowed the stop."""
+    lines = stderr.splitlines()
+    for i, text in enumerate(lines):
+        if re.match(r"stoprule hook: [\w-]+: allow \(error \(open\)\)", text) or "internal error" in text:
+            detail = lines[i + 1] if i + 1 < len(lines) and "internal error" not in text else text
+            return detail.removeprefix("stoprule hook: ")[:300]
+    return None
+
+
 def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
@@ -117,8 +116,12 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     except subprocess.TimeoutExpired:
         return False, "no answer within 30 s"
     out = p.stdout.decode("utf-8", "replace").strip()
+    err = p.stderr.decode("utf-8", "replace")
     if p.returncode != 0:
-        return False, f"exit code {p.returncode} (a hook must exit 0): {p.stderr.decode('utf-8', 'replace')[:200]}"
+        return False, f"exit code {p.returncode} (a hook must exit 0): {err[:200]}"
+    broken = _failed_open(err)
+    if broken is not None:
+        return False, f"the hook could not decide and allowed the stop (fail open): {broken}"
     if not out:
         return True, "allow (empty output)"
     try:
@@ -225,14 +228,15 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
     return good
 
 
-def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
-    """OpenCode's generated plugins (project, user): (how many, all good)."""
-    found, good = 0, True
+def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
+    """OpenCode's generated plugins (project, user): ((path, command) of each, all good)."""
+    found: list[tuple[str, str]] = []
+    good = True
     for user in (False, True):
-        path = os.path.join(os.path.expanduser("~") if user else root, OPENCODE_PLUGIN[1 if user else 0])
+        rel = OPENCODE_PLUGIN[1 if user else 0]
+        path = os.path.join(os.path.expanduser("~") if user else root, *rel.split("/"))
         if not os.path.isfile(path):
             continue
-        found += 1
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read(1 << 20)
@@ -248,15 +252,16 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
                 f"opencode: {path} is not the plugin stoprule generates: run `stoprule init --harness opencode`",
             )
             continue
-        current = text == opencode_plugin(argv)
+        found.append((path, shlex.join(argv)))
+        g = re.search(r"^const GUARD = (.*?) // argv of the guard", text, re.M)
+        guard = json.loads(g.group(1)) if g else []
+        current = text == opencode_plugin(argv, guard if isinstance(guard, list) else None)
         state = (
             "plugin"
             if current
             else "plugin differs from the one this stoprule generates (run `stoprule init --harness opencode`):"
         )
         good &= _line(stdout, current, f"opencode: {state} {path}: {shlex.join(argv)} hook opencode")
-        g = re.search(r"^const GUARD = (.*?) // argv of the guard", text, re.M)
-        guard = json.loads(g.group(1)) if g else []
         if guard:
             _line(stdout, True, f"opencode: guard on tool.execute.before: {shlex.join(guard)}")
             ok, what = _synthetic_guard(shlex.join(guard), "opencode", root)
@@ -270,7 +275,7 @@ def _check_opencode(stdout: IO[str], root: str) -> tuple[int, bool]:
 def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str]) -> int:
     good = _line(stdout, sys.version_info >= (3, 10), f"Python {sys.version.split()[0]} ({sys.executable})")
     state = find_project()
-    root = os.path.dirname(state) if state else os.getcwd()
+    root = git_root(os.getcwd()) or (os.path.dirname(state) if state else os.getcwd())
     good &= _line(stdout, state is not None, f".stoprule/: {state or 'none found upward (run stoprule init)'}")
     cfg = os.path.join(state, "config.yaml") if state else None
     try:
@@ -290,28 +295,35 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         _line(stdout, True, describe_backend())
     except PolicyError as exc:
         good = _line(stdout, False, f"pack {pack} does not compile:\n{exc.render()}")
-    found = 0
+    found: dict[str, list[tuple[str, str]]] = {}  # harness -> (where, command) of each entry
     for name, t in TARGETS.items():
-        for user in (False, True):
-            path = t.path(root, user)
+        paths = dict.fromkeys(t.path(root, scope) for scope in SCOPES)  # a harness without a personal file: 2
+        for path in paths:
             if not os.path.exists(path):
                 continue
             try:
                 with open(path, encoding="utf-8") as fh:
-                    command = find_entry(json.load(fh), t)
+                    config = json.load(fh)
+                command = find_entry(config, t) if isinstance(config, dict) else None
             except (OSError, ValueError) as exc:
                 good = _line(stdout, False, f"{name}: {path} unreadable: {exc}")
                 continue
             if command is None:
                 continue
-            found += 1
+            found.setdefault(name, []).append((path, command))
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
-            with open(path, encoding="utf-8") as fh:
-                good &= _check_guards(stdout, name, json.load(fh), path, root)
+            good &= _check_guards(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
-    found += plugins
+    found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good
+    for name, entries in found.items():
+        # Claude Code runs an identical command found in several settings files once
+        runs = len({c for _, c in entries}) if name == "claude-code" else len(entries)
+        if runs > 1:
+            where = ", ".join(p for p, _ in entries)
+            twice = f"{name}: stoprule's hook is wired in {where}: every stop runs it {runs} times; keep one"
+            good = _line(stdout, False, twice + " (`init --shared`: the team's, `--local`: this clone's)")
     if not found:
         good = _line(stdout, False, "no harness has stoprule's hook: run `stoprule init --harness HARNESS`")
     if state is not None:
@@ -322,6 +334,5 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             "guard switch: "
             + ("off (the user's `stoprule guard off`; `stoprule guard on` undoes it)" if off else "on"),
         )
-
-    good &= check_mcp(root, _line, stdout)
+    good &= check_mcp(root, set(found), harness_env()["PATH"], _line, stdout)
     return EXIT_OK if good else EXIT_NOT_OK

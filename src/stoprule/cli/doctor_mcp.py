@@ -1,8 +1,11 @@
-"""``stoprule doctor``'s check of the blocker tools' MCP server registrations.
+"""``stoprule doctor``'s check of the blocker tools' MCP server, in every harness.
 
-For each project MCP config ``stoprule init`` writes (``.mcp.json``, ``.gemini/settings.json``,
-``.cursor/mcp.json``) that registers ``stoprule mcp``: the command resolves on PATH, and the
-Python it runs in can import the MCP SDK (``stoprule mcp`` cannot start without it).
+For each harness's MCP config (:data:`stoprule.agent.hook.wiring.MCP`: the project's file and
+the user's) that registers ``stoprule mcp``: its command resolves on the PATH a harness started
+outside this venv has, and the Python it runs in has the MCP SDK installed (``stoprule mcp``
+cannot start without it): its server package is looked up, not imported (importing the SDK
+costs that Python about a second of CPU; the lookup, a bare start). A harness whose hook is
+wired but which has no such registration gets a note: its agent is told about the ``blocker`` tool and cannot call it.
 """
 
 from __future__ import annotations
@@ -12,47 +15,54 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable
 from typing import IO, Any
+
+from stoprule.agent.hook.wiring import MCP, McpFile, mcp_argv, parse_toml
 
 __all__ = ["check_mcp", "path_remedy"]
 
-MCP_FILES = (".mcp.json", os.path.join(".gemini", "settings.json"), os.path.join(".cursor", "mcp.json"))
-_PROBE = "import mcp.server.mcpserver"
+# the SDK's server package (what ``stoprule mcp`` imports) found on that Python's path, none of it run
+_PROBE = (
+    "import importlib.util as u, os, sys; s = u.find_spec('mcp'); "
+    "sys.exit(0 if s and any(os.path.isdir(os.path.join(p, 'server', 'mcpserver')) "
+    "for p in s.submodule_search_locations or ()) else 1)"
+)
 
 
 def path_remedy(harness: str) -> str:
     """What to do when a hook's command resolves to nothing on PATH."""
     return (
         "install stoprule where the harness runs (e.g. `pipx install stoprule`, or start the harness with "
-        f"stoprule's venv active), or run `stoprule init --harness {harness}` again from that environment "
-        "(it then writes the interpreter's full path)"
+        f"stoprule's venv active), or run `stoprule init --harness {harness} --local` from that environment "
+        "(it writes this machine's full path)"
     )
 
 
-def _servers(path: str) -> list[tuple[str, list[str]]]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            config = json.load(fh)
-    except (OSError, ValueError):
-        return []
-    servers = config.get("mcpServers") if isinstance(config, dict) else None
-    out = []
-    for entry in (servers or {}).values() if isinstance(servers, dict) else ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-            continue
-        args = [a for a in entry.get("args") or [] if isinstance(a, str)]
-        words = [os.path.basename(entry["command"]), *args]
-        if "mcp" in words and ("stoprule" in words or "stoprule" in words[0]):
-            out.append((entry["command"], args))
-    return out
+def _read(path: str, kind: str) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read(1 << 20)
+    if kind == "toml":
+        return parse_toml(text)
+    return json.loads(text) if text.strip() else {}
 
 
-def _python_of(command: str, args: list[str]) -> list[str] | None:
+def _launcher(args: list[str]) -> bool:
+    """Whether ``args`` (after the interpreter) run stoprule's launcher, as ``init --local`` wires it
+    (``-I -S /path/to/stoprule/launch.py``): its imports are the interpreter's (it runs ``site``'s
+    start on a miss), so the interpreter is the one to probe."""
+    rest = args[:]
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest.pop(0)
+    return bool(rest) and rest[0].replace(os.sep, "/").endswith("stoprule/launch.py")
+
+
+def _python_of(argv: list[str], path: str) -> list[str] | None:
     """The interpreter that runs this registration (``[python]``), or None if it cannot be told."""
-    exe = shutil.which(command)
+    exe = shutil.which(argv[0], path=path)
     if exe is None:
         return None
-    if args[:2] == ["-m", "stoprule"]:
+    if argv[1:3] == ["-m", "stoprule"] or _launcher(argv[1:]):
         return [exe]
     try:
         with open(exe, "rb") as fh:
@@ -66,8 +76,8 @@ def _python_of(command: str, args: list[str]) -> list[str] | None:
 
 
 @functools.cache
-def _sdk_importable(python: tuple[str, ...]) -> bool:
-    """Can this interpreter import the MCP SDK? Probed once per interpreter in a process (the
+def _sdk_installed(python: tuple[str, ...]) -> bool:
+    """Has this interpreter the MCP SDK? Probed once per interpreter in a process (the
     registrations of several harnesses usually share one)."""
     try:
         return subprocess.run([*python, "-c", _PROBE], capture_output=True, timeout=30).returncode == 0
@@ -75,29 +85,64 @@ def _sdk_importable(python: tuple[str, ...]) -> bool:
         return False
 
 
-def check_mcp(root: str, line: Any, stdout: IO[str]) -> bool:
-    """One line per registration found under ``root``; False when one cannot start."""
+def _registrations(m: McpFile, root: str) -> Iterable[tuple[str, list[str] | None, str | None]]:
+    """``(shown path, argv or None, error or None)`` for each of the harness's MCP configs that exists."""
+    for scope in ("shared", "user"):
+        path = m.path(root, scope)
+        if not os.path.isfile(path):
+            continue
+        shown = m.project_file if scope == "shared" else path
+        try:
+            argv = mcp_argv(_read(path, m.kind), m.kind, root)
+        except (OSError, ValueError) as exc:
+            yield shown, None, f"unreadable: {exc}"
+            continue
+        if argv:
+            yield shown, argv, None
+
+
+def check_mcp(
+    root: str, wired: set[str], search_path: str, line: Callable[[IO[str], bool, str], bool], stdout: IO[str]
+) -> bool:
+    """One line per registration of every harness (``wired``: the harnesses whose hook was found;
+    ``search_path``: the PATH a harness has); False when one cannot start."""
     good = True
-    for rel in MCP_FILES:
-        path = os.path.join(root, rel)
-        for command, args in _servers(path) if os.path.exists(path) else ():
-            shown = " ".join([command, *args])
-            python = _python_of(command, args)
-            if shutil.which(command) is None:
-                what = f"MCP server in {rel}: {command} resolves to nothing on PATH: "
-                good &= line(stdout, False, what + "install stoprule there, or run `stoprule init` again from its venv")
+    for harness, m in MCP.items():
+        found = False
+        for shown, argv, error in _registrations(m, root):
+            if error is not None or argv is None:
+                good &= line(stdout, False, f"{harness}: MCP config {shown} {error}")
                 continue
-            if python is None:
-                line(stdout, True, f"MCP server in {rel}: {shown} (its interpreter cannot be told; not probed)")
-                continue
-            if _sdk_importable(tuple(python)):
-                line(stdout, True, f"MCP server in {rel}: {shown} (MCP SDK importable)")
+            found = True
+            text = " ".join(argv)
+            python = _python_of(argv, search_path)
+            if shutil.which(argv[0], path=search_path) is None:
+                good &= line(
+                    stdout,
+                    False,
+                    f"{harness}: MCP server in {shown}: {argv[0]} resolves to nothing on a "
+                    f"PATH without this venv: {path_remedy(harness)}",
+                )
+            elif python is None:
+                line(
+                    stdout,
+                    True,
+                    f"{harness}: MCP server in {shown}: {text} (its interpreter cannot be told; not probed)",
+                )
+            elif _sdk_installed(tuple(python)):
+                line(stdout, True, f"{harness}: MCP server in {shown}: {text} (MCP SDK installed)")
             else:
                 good &= line(
                     stdout,
                     False,
-                    f"MCP server in {rel}: {shown} cannot start: the MCP SDK is not "
-                    f"installed for {python[-1]}: install it with "
+                    f"{harness}: MCP server in {shown}: {text} cannot start: the MCP SDK is "
+                    f"not installed for {python[-1]}: install it with "
                     f"`{python[-1]} -m pip install 'stoprule[mcp]'`",
                 )
+        if not found and harness in wired:
+            stdout.write(
+                f"note {harness}: no MCP server for the blocker tools in {m.project_file} or "
+                f"{m.path(root, 'user')}: the agent cannot call `blocker` (`stoprule init --harness "
+                f"{harness}` registers it)\n"
+            )
     return good

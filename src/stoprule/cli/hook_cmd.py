@@ -9,9 +9,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 from types import SimpleNamespace
+
+from stoprule._util.jsonout import dumps
 
 __all__ = ["add_arguments", "parse_simple", "run"]
 
@@ -81,6 +82,14 @@ def record(
     from stoprule._util.redact import redact_obj
     from stoprule.ledger import journal
 
+    if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
+        from contextlib import suppress
+
+        from stoprule.project import ensure_state_dir
+
+        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
+            ensure_state_dir(project)
+
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path
     at = journal.append(target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable)
@@ -98,7 +107,7 @@ def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: 
         stderr.write(f"stoprule hook: internal error ({args.event}): {type(exc).__name__}: {exc}\n")
         output = None
     if output is not None:
-        stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+        stdout.write(dumps(output, ensure_ascii=False) + "\n")
     return 0
 
 
@@ -116,7 +125,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
 
         answer = run_prompt(args.harness, data)
         if answer is not None:
-            stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            stdout.write(dumps(answer, ensure_ascii=False) + "\n")
         return 0
     from stoprule._util.gcpause import paused_gc
 
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
         return 0
     if output is not None:
-        stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+        stdout.write(dumps(output, ensure_ascii=False) + "\n")
     what = "block" if decision.block else "allow"
     v = entry.get("verdict") or {}
     because = f"{v.get('verdict')}/{v.get('reason')}" if v else f"error ({entry.get('fail', 'open')})"
@@ -149,6 +158,6 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         stderr.write(f"stoprule hook: {decision.notice}\n")
     if args.explain_facts:
         explain = {k: entry.get(k) for k in ("fact", "provenance", "verdict", "loop", "decision")}
-        stderr.write(json.dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")
+        stderr.write(dumps(explain, indent=2, ensure_ascii=False, default=str) + "\n")
     resident.start(result.settings)  # with ``hook.resident: true``, the next stops are decided warm
     return 0

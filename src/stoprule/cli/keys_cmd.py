@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _table(ring: KeyRing) -> str:
     if not ring.keys:
-        return f"no keys yet in {ring.path} (made with the first retryable block, or `stoprule keys rotate`)"
+        return f"no keys yet in {ring.path} (made with the first recorded decision, or `stoprule keys rotate`)"
     lines = []
     for k in ring.keys.values():
         state = "active" if k.id == ring.active else ("retired " + k.retired if k.retired else "verifies")

@@ -52,6 +52,7 @@ from stoprule.ledger.render import run_json, run_mermaid, run_tree, runs_table, 
 from stoprule.ledger.store import TIP, check_run_id, corrupt
 from stoprule.ledger.transfer import import_records
 from stoprule.ledger.verification import verify
+from stoprule.project import ensure_state_dir
 
 __all__ = ["add_arguments", "record_command", "run"]
 
@@ -101,8 +102,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _open(explicit: str | None, *, write: bool = False) -> LedgerBackend:
     path, default = ledger_target(explicit)
-    if write and default:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    if write and default:  # the project's .stoprule/, made with its .gitignore (the ledger and keys stay out of git)
+        ensure_state_dir(os.path.dirname(os.path.abspath(path)))
     return open_ledger(path, create=write, readonly=not write)
 
 

@@ -9,10 +9,11 @@ from typing import IO
 
 from stoprule.diagnostics import CommandError
 from stoprule.engine.packs import bundled_pack
+from stoprule.project import STATE_DIR, ensure_state_dir
 
 __all__ = ["add_arguments", "init_command", "run"]
 
-DEFAULT_TARGET = os.path.join(".stoprule", "policies")
+DEFAULT_TARGET = os.path.join(STATE_DIR, "policies")
 
 
 def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> int:
@@ -26,6 +27,9 @@ def init_command(target: str, force: bool, stdout: IO[str], stderr: IO[str]) -> 
     if os.path.exists(target) and not force:
         raise CommandError(f"{target} already exists; edit it, or pass --force to overwrite its bundled files")
     try:
+        parent = os.path.dirname(os.path.abspath(target))
+        if os.path.basename(parent) == STATE_DIR:  # a project's .stoprule/: made with its .gitignore
+            ensure_state_dir(parent)
         shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     except OSError as exc:
         raise CommandError(f"cannot copy the pack to {target}: {exc}") from None

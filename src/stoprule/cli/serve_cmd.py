@@ -11,6 +11,7 @@ a refused combination of flags.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 from dataclasses import replace
 from typing import IO
@@ -24,7 +25,6 @@ from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.postgres import PgLedger, display_url, grant_sql, migrate
 from stoprule.serve import team
 from stoprule.serve.policy import PackHolder
-from stoprule.serve.run import serve
 
 __all__ = ["add_arguments", "run"]
 
@@ -74,6 +74,11 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     ledger = args.ledger or os.environ.get("STOPRULE_LEDGER") or config.ledger or None  # flag > env > file
     if args.action == "migrate":
         return _migrate(ledger, args.grant, stdout)
+    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:  # before anything is said or started: the service cannot run without them
+        raise CommandError(f"`stoprule serve` needs {' and '.join(missing)}: pip install 'stoprule[serve]'")
+    from stoprule.serve.run import serve  # imports the `serve` extra
+
     config = replace(config, policy=args.policy or config.policy, ledger=ledger, auth=not args.no_auth)
     if args.no_auth and args.host not in _LOOPBACK:
         raise CommandError("--no-auth listens on loopback only (--host 127.0.0.1)")

@@ -20,11 +20,12 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 
 from stoprule import codes
 from stoprule._util.files import atomic_write, read_bounded
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 from stoprule._util.records import record
 from stoprule.config.source import read_config
 from stoprule.limits import MAX_CONFIG_BYTES
@@ -75,11 +76,12 @@ def _damaged(path: str, why: str) -> Exception:
 
 
 def _stored(session: str) -> str:
-    """The session id as the copy stores it: redacted (an id can carry a secret; nothing is
-    written unredacted)."""
+    """The session id as the copy stores it: cleaned (no control character, no lone surrogate)
+    and redacted (an id can carry a secret; nothing is written unredacted)."""
     from stoprule._util.redact import redact
+    from stoprule._util.text import clean
 
-    return redact(session)
+    return redact(clean(session))
 
 
 def freeze(project: str, session: str) -> FrozenConfig:
@@ -100,7 +102,7 @@ def freeze(project: str, session: str) -> FrozenConfig:
     entry = {"format": FORMAT, "session": _stored(session), "source": CONFIG_FILE, "digest": copy.digest,
              "key": _key(data),
              "frozen_at": copy.frozen_at, "config": text}  # fmt: skip
-    if atomic_write(path, json.dumps(entry), exclusive=True, mode=0o600):
+    if atomic_write(path, dumps(entry), exclusive=True, mode=0o600):
         return copy
     found = frozen(project, session)  # another process froze it first: theirs holds
     assert found is not None
@@ -118,7 +120,7 @@ def frozen(project: str, session: str) -> FrozenConfig | None:
     except OSError as exc:
         raise _damaged(path, str(exc)) from None
     try:
-        entry = json.loads(raw)
+        entry = loads(raw)
         text = entry["config"]
         data = None if text is None else text.encode("utf-8", "surrogateescape")
         copy = FrozenConfig(

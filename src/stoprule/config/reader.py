@@ -113,14 +113,15 @@ def settings_for(project: str | None, session: str | None) -> Settings:
 
 def _validated(name: str, data: bytes) -> Settings:
     """``data`` (the bytes of the file ``name``) validated, through the cache."""
-    import json
+    from stoprule._util.jsonin import loads
+    from stoprule._util.jsonout import dumps
 
     stamp = _code_stamp()  # in the name too: checkouts sharing a cache folder keep an entry each
     entry = cache_file(f"config-{content_key(data)}-{content_key(stamp.encode())}.json")
     if entry is not None:
         raw = read_entry(entry, _MAX_ENTRY_BYTES)
         try:
-            hit = json.loads(raw) if raw is not None else None
+            hit = loads(raw) if raw is not None else None
             if hit is not None and hit.get("code") == stamp and hit.get("config") == data.hex():
                 return _build(hit["sections"], name)
         except (ValueError, KeyError, AttributeError, TypeError):
@@ -129,5 +130,5 @@ def _validated(name: str, data: bytes) -> Settings:
 
     sections = {key: model.model_dump() for key, model in load_config(name, data=data).items()}
     if entry is not None:
-        write_entry(entry, json.dumps({"code": stamp, "config": data.hex(), "sections": sections}).encode())
+        write_entry(entry, dumps({"code": stamp, "config": data.hex(), "sections": sections}).encode())
     return _build(sections, name)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import _thread  # threading's lock and local, without importing threading (not on the cold path)
 import itertools
-import json
-from collections.abc import Callable, Sequence
+
+from stoprule._util.jsonout import encoder
 
 try:  # compiled into stoprule at install (hatch_build.py)
     import stoprule.engine.durable_rules_engine as _dre
@@ -26,11 +26,12 @@ __all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode",
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 # UTF-8 as is: the engine does not decode \u escapes before matching patterns
-_fast_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, ensure_ascii=False).encode
-_string = json.encoder.encode_basestring
+_fast_encode = encoder(separators=(",", ":"), ensure_ascii=False)
+_string = encoder(ensure_ascii=False)  # a str's JSON text
 # a float written with an exponent and no fraction ("1e-09", "1e+16"): the engine's number
 # parser takes an exponent only after a fraction and fails with error 204 on these.
 # Compiled on first use (a start with a cached pack may encode nothing).

@@ -5,10 +5,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
-
 from stoprule._util.gcpause import paused_gc
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
 from stoprule.engine import projection
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
@@ -22,6 +21,7 @@ __all__ = ["BACKEND", "Evaluator", "Match", "Verdict", "describe_backend", "prot
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, Literal
 
     from stoprule.engine.plan import Plan
@@ -120,7 +120,7 @@ def _json_projector(
     lines = ["def project_json(fact):", "    p = ['\"_\":1']" if anchor else "    p = []"]
 
     def emit_slot(s: Slot, var: str, scope: FactField | None, target: str, indent: str) -> None:
-        key = json.dumps(s.key)
+        key = dumps(s.key)
         if s.test is not None:  # a pattern slot is left out for a value that is not a string
             name = f"T{len(tests)}"
             tests[name] = slot_encoding(s, scope, "")[1]
@@ -161,7 +161,7 @@ def _json_projector(
         list_field = field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
         # every text from the pack is written as a literal (repr): a key is data, never code
-        item, length_item = f",{json.dumps(ls.key)}:", f",{json.dumps(ls.len_key)}:"
+        item, length_item = f",{dumps(ls.key)}:", f",{dumps(ls.len_key)}:"
         up = parent(ls.path[:-1])
         read = f"{up}.get({ls.path[-1]!r}) if type({up}) is dict else None" if ls.path else up
         lines.append(f"    seq{n} = {read}")
@@ -200,7 +200,7 @@ def _json_projector(
 def _item_writer(s: Slot, scope: FactField | None) -> Callable[[Any], str | None]:
     """``v -> ',"KEY":VALUE'`` for slot ``s`` (read below ``scope``), or None where nothing is
     written: what the generated projector appends for the value (see :func:`_json_item`)."""
-    pre = f",{json.dumps(s.key)}:"
+    pre = f",{dumps(s.key)}:"
     if s.test is not None:
         test = slot_encoding(s, scope, "")[1]
 
@@ -288,7 +288,7 @@ def _direct_projector(
     def listed(ls: ListSlot, length: bool, items: bool) -> Callable[[dict[str, Any], list[str]], None]:
         list_field = field_of(root, ls.path)
         item_scope = list_field.items if list_field is not None else None
-        key, len_key = json.dumps(ls.key), json.dumps(ls.len_key)
+        key, len_key = dumps(ls.key), dumps(ls.len_key)
         readers = [_slot_reader(s, item_scope) for s in ls.item_slots]
         any_item = any(not s.path for s in ls.item_slots)  # rows of scalars: every item is read
 
@@ -523,7 +523,7 @@ class Evaluator:
         """What the engine is given for ``fact`` (validated first): the projected keys, one dict
         per ruleset (a single dict when every ruleset is given the whole projection)."""
         data = self.validate(fact)
-        return [json.loads("{" + project(data)) for project in self._project_parts]
+        return [loads("{" + project(data)) for project in self._project_parts]
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False

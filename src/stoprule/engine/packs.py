@@ -20,13 +20,13 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
-from collections.abc import Mapping
 
 from stoprule._util.cache import cache_dir, read_entry, write_entry
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 from stoprule.engine.compiled import CompiledPolicy, from_data, to_data
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.files import pack_files
@@ -35,6 +35,7 @@ from stoprule.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
@@ -149,7 +150,7 @@ def _read(path: str) -> dict[str, Any] | None:
     """The cache entry at ``path`` (None when it is missing or does not read as one)."""
     raw = read_entry(path, MAX_ENTRY_BYTES)
     try:
-        entry = json.loads(raw) if raw is not None else None
+        entry = loads(raw) if raw is not None else None
     except ValueError:
         return None
     return entry if type(entry) is dict else None
@@ -218,7 +219,7 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
 def _store(path: str, entry: dict[str, Any]) -> None:
     """Write the entry atomically; an unwritable cache is not an error."""
     try:
-        write_entry(path, json.dumps(entry, separators=(",", ":")).encode())
+        write_entry(path, dumps(entry, separators=(",", ":")).encode())
     except (TypeError, ValueError):
         return
 

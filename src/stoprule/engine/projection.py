@@ -7,9 +7,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 from stoprule.engine.compiled import Slot
 from stoprule.engine.durable import _string
 from stoprule.facts.schema import FactField
@@ -18,6 +15,7 @@ __all__ = ["ANY", "BOOL", "ENUM", "INT", "MARKER", "NUMBER", "STRING", "TEST", "
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # encodings
@@ -49,9 +47,11 @@ def slot_encoding(s: Slot, scope: FactField | None, prefix: str) -> tuple[int, A
         fn, arg = s.test
         if fn not in TESTS:  # a name read from a cache: only a pattern test, never any other attribute
             raise ValueError(f"not a pattern test: {fn!r}")
+        from functools import partial
+
         from stoprule.language import patterns  # (only a pack with pattern slots needs it)
 
-        return TEST, functools.partial(_run_test, getattr(patterns, fn), arg)
+        return TEST, partial(_run_test, getattr(patterns, fn), arg)
     if s.marker:
         return MARKER, None
     field = field_of(scope, s.path)

@@ -15,7 +15,7 @@ from stoprule import codes
 from stoprule.diagnostics import FactError
 from stoprule.facts.schema import MAX_DEPTH, check_depth
 
-__all__ = ["MAX_FACT_BYTES", "complete_line", "ndjson_items", "parse_facts", "read_input"]
+__all__ = ["MAX_FACT_BYTES", "check_finite", "complete_line", "ndjson_items", "parse_facts", "read_input"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +46,38 @@ def _constant(name: str) -> Any:
     raise _Refused(codes.FACT_NOT_JSON, f"{name} is not a JSON number")
 
 
-_loads = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant).decode
+class _Infinite(ValueError):
+    """A number literal past a double's range (``1e999``): it would read as an infinity."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # an infinity: inf - inf is NaN
+        raise _Infinite(text)
+    return value
+
+
+_loads = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant, parse_float=_float).decode
+
+
+def check_finite(fact: Any, line: int = 1) -> None:
+    """FactError naming the first field of ``fact`` (decoded elsewhere) that holds a number JSON
+    cannot write (an infinity or NaN: what a literal such as ``1e999`` reads as)."""
+    todo: list[tuple[str, Any]] = [("", fact)]
+    while todo:
+        path, value = todo.pop()
+        if type(value) is dict:
+            todo.extend((f"{path}.{k}" if path else k, v) for k, v in reversed(value.items()))
+        elif type(value) is list:
+            todo.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+        elif type(value) is float and value - value != 0.0:
+            raise FactError(
+                codes.FACT_NOT_JSON,
+                "the number is beyond what JSON can write (a literal such as 1e999 reads as an "
+                "infinity): use a finite number",
+                field=path,
+                line=line,
+            )
 
 
 def _decode(raw: str, line: int) -> Any:
@@ -61,6 +92,9 @@ def _decode(raw: str, line: int) -> Any:
         raise FactError(codes.FACT_NOT_JSON, f"not valid JSON: {exc.msg} at column {exc.colno}", line=where) from None
     except _Refused as exc:
         raise FactError(exc.code, str(exc), line=line) from None
+    except _Infinite:  # decoded again as Python reads it, to name the field
+        check_finite(json.loads(raw), line)
+        raise AssertionError("unreachable: the literal reads as an infinity") from None
     except ValueError as exc:  # e.g. an integer literal longer than Python converts (4300 digits)
         raise FactError(codes.FACT_NOT_JSON, f"not a usable JSON value: {exc}", line=line) from None
     if not isinstance(value, dict):

@@ -9,7 +9,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from stoprule import codes
 from stoprule._util.records import Record, record
@@ -20,6 +19,7 @@ __all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     Checker = Callable[[Any], Any]

@@ -70,9 +70,9 @@ def _lookup(fact: Any, path: tuple[str, ...]) -> Any:
 
 def _show_one(v: Any) -> str:
     if isinstance(v, dict):
-        import json
+        from stoprule._util.jsonout import dumps
 
-        return json.dumps(v, sort_keys=True)
+        return dumps(v, sort_keys=True)
     if isinstance(v, list):
         return ", ".join(_show_one(x) for x in v if x is not None)
     if isinstance(v, bool):

@@ -34,9 +34,11 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy
 
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,7 +95,7 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
              "fact": fact}  # fmt: skip
     # a line of its own whatever came before it: a hook killed mid-line never glues a decision to its fragment
     # (a number JSON cannot write, NaN or an infinity, is refused now: ValueError, never acknowledged)
-    line = json.dumps(entry, separators=(",", ":"), allow_nan=False)
+    line = dumps(entry, separators=(",", ":"), allow_nan=False)
     append_durably(journal_path(ledger_path), ("\n" + line + "\n").encode("ascii"))
     return at
 
@@ -140,7 +142,7 @@ def _decision(line: bytes) -> dict[str, Any] | None:
     from stoprule.ledger.errors import check_run_id
 
     try:
-        e = json.loads(line, parse_constant=_not_json, parse_float=_finite)
+        e = loads(line, parse_constant=_not_json, parse_float=_finite)
         v = e["verdict"]
         ok = (
             type(e) is dict
@@ -213,7 +215,7 @@ def _committed(ledger: Ledger, last: int, first: dict[str, Any]) -> bool:
     if row is None or row[0] != first["run"]:
         return False
     try:
-        body = json.loads(row[1])
+        body = loads(row[1])
     except ValueError:
         return False
     return bool(body.get("at") == first["at"] and body.get("fact") == _identity(first["fact"])[0])

@@ -25,6 +25,7 @@ read, the append and the recorder are the same code. What differs:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -36,7 +37,7 @@ from stoprule.ledger.errors import LedgerError
 from stoprule.ledger.events import GENESIS
 from stoprule.ledger.runcheck import Break, check_head_v2, check_runs
 from stoprule.ledger.sha import sha256_hex
-from stoprule.ledger.store import _RUN_SQL, Head, LedgerCore, _run, corrupt
+from stoprule.ledger.store import _RUN_SQL, RUN_COLUMNS, Head, LedgerCore, _run, corrupt
 from stoprule.project import find_project
 
 TYPE_CHECKING = False
@@ -223,6 +224,51 @@ GRANT USAGE ON SEQUENCE event_ids TO {role};
 """
 
 
+def _rows_sql(columns: str) -> str:
+    """``SELECT`` of the rows of a JSON array of arrays (the one parameter), each column cast to its type."""
+    cast = (f"(r->>{i})::{t} AS c{i}" if t != "text" else f"r->>{i} AS c{i}" for i, t in enumerate(columns.split()))
+    return f"SELECT {', '.join(cast)} FROM json_array_elements(%s::json) AS r"
+
+
+# an append's rows, every one waiting at once: one statement per table, the rows as one JSON text
+# (its size changes nothing in the statement: psycopg and the server plan it once)
+_RUN_TYPES = "int text text text int int int text text int text bigint text text"  # RUN_COLUMNS'
+_FLUSH = {
+    "facts": "INSERT INTO facts (digest, body) " + _rows_sql("text text") + " ON CONFLICT DO NOTHING",
+    "events": "INSERT INTO events (id, run, seq, type, node, body, prev, hash) "
+    + _rows_sql("bigint text int text text text text text"),
+    "nodes": "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event) "
+    + _rows_sql("text text int text int int text int text text text bigint"),
+    "edges": "INSERT INTO edges (run, child, parent, kind) " + _rows_sql("text text text text"),
+    "new_runs": f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}, created, run) " + _rows_sql(_RUN_TYPES + " text text"),
+    "moved_runs": f"UPDATE runs SET {', '.join(f'{c} = v.c{i}' for i, c in enumerate(RUN_COLUMNS))} FROM ("
+    + _rows_sql(_RUN_TYPES + " text")
+    + f") AS v WHERE runs.run = v.c{len(RUN_COLUMNS)}",
+    "pending": "INSERT INTO pending (run) " + _rows_sql("text") + " ON CONFLICT DO NOTHING",
+}
+
+
+class _Out:
+    """An open write transaction's rows not sent yet, by table (dicts: each key once, in order)."""
+
+    __slots__ = ("edges", "events", "facts", "moved_runs", "new_runs", "nodes", "pending")
+
+    def __init__(self) -> None:
+        self.facts: dict[str, str] = {}
+        self.events: list[tuple[Any, ...]] = []
+        self.nodes: list[tuple[Any, ...]] = []
+        self.edges: list[tuple[Any, ...]] = []
+        self.new_runs: list[tuple[Any, ...]] = []
+        self.moved_runs: list[tuple[Any, ...]] = []
+        self.pending: dict[str, None] = {}
+
+
+def _lock_key(run: str) -> int:
+    """The run's advisory lock key: 64 bits of a hash of its id, as a signed bigint."""
+    key = int(sha256_hex((_LOCK_SPACE + run).encode("utf-8", "surrogateescape"))[:16], 16)
+    return key - (1 << 64) if key >= 1 << 63 else key
+
+
 def is_url(target: str | None) -> bool:
     return bool(target) and str(target).startswith(SCHEMES)
 
@@ -234,6 +280,9 @@ def display_url(url: str) -> str:
 
 def _param(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value  # flags are INTEGER 0/1, as in SQLite
+
+
+_CONVERTED: dict[str, str] = {}  # SQL with ``?`` parameters -> with psycopg's ``%s``
 
 
 class _Conn:
@@ -250,8 +299,12 @@ class _Conn:
         if sql == "COMMIT":
             self.commits += 1
         if args:
-            sql = sql.replace("%", "%%").replace("?", "%s")
-            return self.raw.execute(sql, [_param(a) for a in args])
+            converted = _CONVERTED.get(sql)
+            if converted is None:
+                if len(_CONVERTED) >= 1024:
+                    _CONVERTED.clear()
+                converted = _CONVERTED[sql] = sql.replace("%", "%%").replace("?", "%s")
+            return self.raw.execute(converted, [_param(a) for a in args])
         return self.raw.execute(sql)
 
     def close(self) -> None:
@@ -305,6 +358,7 @@ class PgLedger(LedgerCore):
         self._keys_file = keys_file
         self._errors = (psycopg.Error,)
         self._locked: set[str] = set()
+        self._out = _Out()
         self.anchor_interval = ANCHOR_INTERVAL
         self.auto_anchor = True  # anchor after a write when due (the server anchors on its own timer instead)
         self._anchored_at = -1e9
@@ -444,14 +498,21 @@ class PgLedger(LedgerCore):
 
     def _begin(self) -> None:
         self._locked.clear()
+        self._out = _Out()
         self._conn.execute("BEGIN")
 
     def _lock_run(self, run: str) -> None:
-        if run in self._locked:
+        self._lock_runs([run])
+
+    def _lock_runs(self, runs: list[str]) -> None:
+        """One statement takes every run's advisory lock, in the order given (a function scan keeps it)."""
+        fresh = [r for r in dict.fromkeys(runs) if r not in self._locked]
+        if not fresh:
             return
-        key = int(sha256_hex((_LOCK_SPACE + run).encode("utf-8", "surrogateescape"))[:16], 16)
-        self._conn.execute("SELECT pg_advisory_xact_lock(?)", (key - (1 << 64) if key >= 1 << 63 else key,))
-        self._locked.add(run)
+        self._conn.raw.execute(
+            "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k", [[_lock_key(r) for r in fresh]]
+        )
+        self._locked.update(fresh)
 
     def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
         raw = self._conn.raw
@@ -471,19 +532,43 @@ class PgLedger(LedgerCore):
             self._ids = [int(self._conn.execute("SELECT nextval('event_ids')").fetchone()[0])]
         return self._ids.pop()
 
+    # An append's rows wait in ``_out`` and go out table by table, one statement each for every append
+    # waiting (``_flush``): before the transaction reads, before a run it appended to is extended again
+    # (the guards check each event against its run's row as the database holds it), and before COMMIT.
+
     def _note_pending(self, run: str) -> None:
-        self._conn.execute("INSERT INTO pending (run) VALUES (?) ON CONFLICT DO NOTHING", (run,))
+        self._out.pending[run] = None
 
     def _insert_fact(self, fact: str, body: str) -> None:
-        self._conn.execute("INSERT INTO facts (digest, body) VALUES (?, ?) ON CONFLICT DO NOTHING", (fact, body))
+        self._out.facts[fact] = body
 
     def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
         assert event_id is not None
-        self._conn.execute(
-            "INSERT INTO events (id, run, seq, type, node, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (event_id, *row),
-        )
+        self._out.events.append((event_id, *row))
         return event_id
+
+    def _insert_rest(self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool) -> None:
+        self._out.nodes.append(node)
+        self._out.edges.append(edge)
+        (self._out.new_runs if new else self._out.moved_runs).append(status)
+
+    def _flush(self) -> None:
+        out = self._out
+        if not (out.events or out.pending):
+            return
+        self._out = _Out()
+        run = self._conn.raw.execute
+        for table, rows in (
+            ("facts", list(out.facts.items())),
+            ("events", out.events),
+            ("nodes", out.nodes),
+            ("edges", out.edges),
+            ("new_runs", out.new_runs),
+            ("moved_runs", out.moved_runs),
+            ("pending", [(r,) for r in out.pending]),
+        ):
+            if rows:
+                run(_FLUSH[table], [json.dumps([[_param(v) for v in row] for row in rows])])
 
     def _held_head(self) -> Head:
         if self._head is None:

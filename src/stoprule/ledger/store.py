@@ -215,6 +215,20 @@ def _redact_texts(verdict: dict[str, Any]) -> None:
             verdict[name] = done
 
 
+# the rows of an append after its event (``LedgerCore._insert_rest``), in the SQL both databases speak
+INSERT_NODE = (
+    "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_EDGE = "INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)"
+RUN_COLUMNS = ("events", "head", "tip", "tip_kind", "retryable", "attempt", "ok", "verdict", "reason", "blocked",
+               "updated", "last_event", "key", "mac")  # fmt: skip
+INSERT_RUN = (
+    f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}, created, run) VALUES ({', '.join('?' * (len(RUN_COLUMNS) + 2))})"
+)
+UPDATE_RUN = f"UPDATE runs SET {', '.join(c + ' = ?' for c in RUN_COLUMNS)} WHERE run = ?"
+
+
 def _now() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
@@ -345,6 +359,7 @@ class LedgerCore:
             self._touched, self._rows, self._ids = {}, {}, []
 
     def _commit(self) -> None:
+        self._flush()
         self._conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ keys, signatures, the ledger head
@@ -542,6 +557,8 @@ class LedgerCore:
         """The run's row, held for this transaction and its signature checked (None: a new run)."""
         if run not in self._rows:
             self.hold([run])
+        elif run in self._touched:
+            self._flush()  # what this transaction appended to it is written before it is read or extended
         return self._rows[run]
 
     def hold(self, runs: list[str], events: int = 1) -> None:
@@ -551,8 +568,7 @@ class LedgerCore:
         if not self._in_tx:
             raise RuntimeError("hold must run inside Ledger.write()")
         fresh = sorted(set(runs) - set(self._rows))
-        for run in fresh:
-            self._lock_run(run)
+        self._lock_runs(fresh)
         rows, ids = self._run_rows(fresh, events if not self._ids else 0)
         self._ids += ids
         for run in fresh:
@@ -580,7 +596,6 @@ class LedgerCore:
 
     def _store(self, body: dict[str, Any], fact_body: str, row: tuple[Any, ...] | None) -> Node:
         """Insert the fact, the event, its node and edge; sign and move the run's status forward."""
-        c = self._conn
         run, seq, node, parent, kind = body["run"], body["seq"], body["node"], body["parent"], body["kind"]
         retryable, attempt, retry_of = body["retryable"], body["attempt"], body["retry_of"]
         fact, at = body["fact"], body["at"]
@@ -591,27 +606,15 @@ class LedgerCore:
         h = link(head, text)
         self._insert_fact(fact, fact_body)
         event_id = self._insert_event((run, seq, EVENT_TYPE, node, text, head, h), self._event_id())
-        c.execute(
-            "INSERT INTO nodes (run, node, seq, kind, retryable, attempt, retry_of, ok, verdict, reason, fact, event)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run, node, seq, kind, retryable, attempt, retry_of, v["ok"], v["verdict"], v["reason"], fact, event_id),
-        )
-        c.execute("INSERT INTO edges (run, child, parent, kind) VALUES (?, ?, ?, ?)", (run, node, parent, edge))
         key, mac = self._sign_run(run, seq, h)
         status = (seq, h, node, kind, retryable, attempt, v["ok"], v["verdict"], v["reason"],
                   blocked + (kind == "blocked_attempt"), at, event_id, key, mac)  # fmt: skip
-        if row is None:
-            c.execute(
-                "INSERT INTO runs (events, head, tip, tip_kind, retryable, attempt, ok, verdict, reason, blocked,"
-                " updated, last_event, key, mac, created, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*status, at, run),
-            )
-        else:
-            c.execute(
-                "UPDATE runs SET events = ?, head = ?, tip = ?, tip_kind = ?, retryable = ?, attempt = ?, ok = ?,"
-                " verdict = ?, reason = ?, blocked = ?, updated = ?, last_event = ?, key = ?, mac = ? WHERE run = ?",
-                (*status, run),
-            )
+        self._insert_rest(
+            (run, node, seq, kind, retryable, attempt, retry_of, v["ok"], v["verdict"], v["reason"], fact, event_id),
+            (run, node, parent, edge),
+            (*status, at, run) if row is None else (*status, run),
+            new=row is None,
+        )
         self._touched[run] = (run, seq, h, event_id)
         self._rows[run] = (seq, h, node, status[9], key, mac)  # as the next append in this transaction reads it
         self._note_pending(run)
@@ -660,6 +663,8 @@ class LedgerCore:
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
+            if self._in_tx:
+                self._flush()  # a read inside a write sees what the write appended
             rows: list[tuple[Any, ...]] = self._conn.execute(sql, args).fetchall()
             return rows
         except self._errors as exc:
@@ -733,6 +738,11 @@ class LedgerCore:
         """Hold ``run`` against other writers to the end of the transaction."""
         raise NotImplementedError
 
+    def _lock_runs(self, runs: list[str]) -> None:
+        """Hold each of ``runs``, in the order given."""
+        for run in runs:
+            self._lock_run(run)
+
     def _run_rows(self, runs: list[str], ids: int) -> tuple[dict[str, tuple[Any, ...] | None], list[int]]:
         """Each run's ``(events, head, tip, blocked, key, mac)`` (None: a new run), and ``ids`` event
         ids taken ahead (none where the database assigns them)."""
@@ -752,6 +762,17 @@ class LedgerCore:
     def _insert_event(self, row: tuple[str, int, str, str, str, str, str], event_id: int | None) -> int:
         """Insert ``(run, seq, type, node, body, prev, hash)``; the new event's id."""
         raise NotImplementedError
+
+    def _insert_rest(self, node: tuple[Any, ...], edge: tuple[Any, ...], status: tuple[Any, ...], *, new: bool) -> None:
+        """Insert an appended event's node and edge, and insert (``new``) or move forward its run's row
+        (the rows as :data:`INSERT_NODE`, :data:`INSERT_EDGE`, :data:`INSERT_RUN` / :data:`UPDATE_RUN` take them)."""
+        c = self._conn
+        c.execute(INSERT_NODE, node)
+        c.execute(INSERT_EDGE, edge)
+        c.execute(INSERT_RUN if new else UPDATE_RUN, status)
+
+    def _flush(self) -> None:
+        """Inside :meth:`write`: write what appends left waiting (nothing here: every row is written at once)."""
 
     def _held_head(self) -> Head:
         """Inside :meth:`write`: the head, held by this transaction and checked."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+from contextlib import suppress
 from typing import Any
 
 from starlette.routing import Mount
 
+from stoprule import codes
 from stoprule._util.redact import redact
 from stoprule.agent.blockers.store import Blocker, render_markdown
 from stoprule.agent.hook.runner import user_state_dir
@@ -20,6 +22,7 @@ from stoprule.console.board import NoBoard, report_view
 from stoprule.console.policy import PACKS_DIR, PolicyView
 from stoprule.console.runs import Runs
 from stoprule.ledger.backend import is_url
+from stoprule.ledger.errors import LedgerError
 from stoprule.project import find_project
 from stoprule.serve.team import TeamStore
 
@@ -27,25 +30,43 @@ __all__ = ["TeamBoard", "console_routes"]
 
 
 class TeamBoard:
-    """The team store as the console's board (its own connection, made on first use)."""
+    """The team store as the console's board (its own connection, made on first use). Every wait is
+    bounded by ``timeout_ms``, as the server's own database work is: connecting, each statement and
+    lock, an unanswered socket (the connection's limits, ``stoprule.ledger.postgres.connect``), and
+    the turn at the one connection; past it the page says the store is unavailable."""
 
     team = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, timeout_ms: int) -> None:
         self.url = url
+        self.timeout_ms = timeout_ms
         self._store: Any = None
         self._lock = threading.Lock()
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:  # one connection, one caller at a time; a broken one is made again
+        # one connection, one caller at a time (each bounded, so the wait for a turn is too); a broken one is made again
+        if not self._lock.acquire(timeout=self.timeout_ms / 1000.0):
+            raise LedgerError(codes.LEDGER_UNAVAILABLE, "the team's store is busy: try again")
+        try:
             if self._store is None:
-                self._store = TeamStore(self.url)
+                self._store = TeamStore(self.url, self.timeout_ms)
             try:
                 return getattr(self._store, method)(*args, **kwargs)
             except Exception:
-                self._store.close()
+                with suppress(Exception):  # a connection cut or timed out may fail to close: it is gone either way
+                    self._store.close()
                 self._store = None
                 raise
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Close the connection (at the server's shutdown; a caller still waiting gets a fresh one)."""
+        with self._lock:
+            if self._store is not None:
+                with suppress(Exception):
+                    self._store.close()
+                self._store = None
 
     def blockers(self) -> list[dict[str, Any]]:
         return [dict(b) for b in self._call("list", "blocker", only_open=False, project=None)]
@@ -110,7 +131,9 @@ def console_routes(svc: Any) -> list[Any]:
         return []
 
     config = svc.config
-    board = TeamBoard(config.ledger) if is_url(config.ledger) else NoBoard()
+    board = TeamBoard(config.ledger, config.limits.ledger_timeout_ms) if is_url(config.ledger) else NoBoard()
+    if isinstance(board, TeamBoard):
+        svc.closing.append(board.close)
     root = svc.pack.root
     policy = PolicyView(lambda: root, find_project(root), os.path.join(user_state_dir(os.environ), PACKS_DIR))
     gate = TokenGate(config.console_reader, config.console_resolvers, open=not config.auth)  # (the tokens' scopes)

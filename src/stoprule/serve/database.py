@@ -125,22 +125,29 @@ class _Job:
             if self.session is not None and all(j.expired for j in self.group):
                 self.session.interrupt()
 
-    def deliver(self, result: Any, error: BaseException | None) -> None:
-        def settle() -> None:
-            if self.future.done():
-                return
-            if error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(result)
+    def settle(self, result: Any, error: BaseException | None) -> None:
+        """On the event loop: answer the request waiting (unless it was answered already)."""
+        if self.future.done():
+            return
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
 
+
+def _deliver(settled: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    """From a database thread: each job's outcome to its event loop, one wake-up per loop."""
+    loops: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
+    for item in settled:
+        loops.setdefault(item[0].loop, []).append(item)
+    for loop, items in loops.items():
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self.loop.call_soon_threadsafe(settle)
+            loop.call_soon_threadsafe(_settle_all, items)
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+def _settle_all(items: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    for job, result, error in items:
+        job.settle(result, error)
 
 
 def _first(fn: Callable[[Session, list[Any]], list[Any]], item: Any, session: Session) -> Any:
@@ -151,6 +158,7 @@ class Database:
     """``size`` threads doing one worker's database work (started on first use)."""
 
     GROUP = 128  # at most this many parts in one group
+    STALL = 0.1  # seconds a group runs alone: past that (a held lock, a slow link), the next one starts beside it
 
     def __init__(self, target: str, *, size: int, timeout_ms: int) -> None:
         self.target = target
@@ -160,6 +168,7 @@ class Database:
         self._queue: queue.SimpleQueue[_Job | Callable[[Session, list[Any]], list[Any]] | None] = queue.SimpleQueue()
         self._parts: dict[Any, collections.deque[_Job]] = {}  # grouped jobs waiting, by the function running them
         self._threads: list[threading.Thread] = []
+        self._writer = threading.Lock()  # held by the group running (one at a time, unless it stalls)
         self.timeouts = 0  # jobs past their time (answered 503)
         self.reconnects = 0  # jobs run again on a fresh connection after a dead one
         self.waiting = 0  # jobs queued or running now
@@ -190,18 +199,26 @@ class Database:
             job.item = item
             self._parts.setdefault(group_fn, collections.deque()).append(job)
             self._queue.put(group_fn)  # a thread takes every part waiting then
+        timer = loop.call_later(limit, self._expired, job, limit)
         try:
-            return await asyncio.wait_for(asyncio.shield(job.future), limit)
-        except asyncio.TimeoutError:
-            job.expire()
-            job.future.add_done_callback(_retrieved)  # what it comes to later: nobody waits for it any more
-            self.timeouts += 1
-            raise LedgerError(
+            return await job.future
+        finally:
+            timer.cancel()
+            self.waiting -= 1
+
+    def _expired(self, job: _Job, limit: float) -> None:
+        """On the event loop, at a job's time limit: its request is answered 503 now (the job is stopped
+        where it is; what it comes to later, nobody waits for)."""
+        if job.future.done():
+            return
+        job.expire()
+        self.timeouts += 1
+        job.future.set_exception(
+            LedgerError(
                 codes.LEDGER_UNAVAILABLE,
                 f"{LABEL} did not answer within {limit * 1000:.0f} ms; the decision is not known to have been recorded",
-            ) from None
-        finally:
-            self.waiting -= 1
+            )
+        )
 
     def _start(self) -> None:
         for i in range(self.size):
@@ -250,16 +267,31 @@ class Database:
             return None, exc
 
     @staticmethod
-    def _finish(jobs: list[_Job], result: Any, error: BaseException | None) -> None:
+    def _finish(jobs: list[_Job], result: Any, error: BaseException | None, deliver: bool = True) -> None:
         for job in jobs:
             with job.lock:
                 job.done, job.session = True, None
-            job.deliver(result, error)
+        if deliver:
+            _deliver([(job, result, error) for job in jobs])
 
     def _group(self, fn: Callable[[Session, list[Any]], list[Any]], session: Session) -> None:
-        """Run every part of ``fn`` waiting now (up to GROUP) as one group; if the database refuses the
-        group, each part on its own."""
+        """Run every part of ``fn`` waiting (up to GROUP) as one group, once the group before it is done
+        (so the parts that arrive meanwhile commit together: one transaction, one flush to disk) or
+        has run for ``STALL`` (a stuck group holds back nothing else for longer); if the database
+        refuses the group, each part on its own."""
         parts = self._parts.get(fn)
+        if not parts:
+            return  # an earlier group took this part
+        alone = self._writer.acquire(timeout=self.STALL)
+        try:
+            self._run_group(fn, parts, session)
+        finally:
+            if alone:
+                self._writer.release()
+
+    def _run_group(
+        self, fn: Callable[[Session, list[Any]], list[Any]], parts: collections.deque[_Job], session: Session
+    ) -> None:
         taken: list[_Job] = []
         while parts and len(taken) < self.GROUP:
             try:
@@ -271,13 +303,18 @@ class Database:
             return
         results, error = self._outcome(lambda: self._call(jobs, session, lambda s: fn(s, [j.item for j in jobs])))
         alone = isinstance(error, LedgerError) and error.code != codes.LEDGER_UNAVAILABLE and len(jobs) > 1
+        settled: list[tuple[_Job, Any, BaseException | None]] = []
         for i, job in enumerate(jobs):
             if alone:  # one part may be what the database refused: each on its own
                 job.group = [job]
                 got, err = self._outcome(partial(self._call, [job], session, partial(_first, fn, job.item)))
             else:
                 got, err = (None, error) if error is not None else (results[i], None)
-            self._finish([job], *((None, got) if isinstance(got, BaseException) else (got, err)))
+            result, failure = (None, got) if isinstance(got, BaseException) else (got, err)
+            self._finish([job], result, failure, deliver=alone)  # each answered as soon as it is known
+            settled.append((job, result, failure))
+        if not alone:
+            _deliver(settled)  # the group's answers in one wake-up of the event loop
 
     def _call(self, jobs: list[_Job], session: Session, fn: Callable[[Session], Any]) -> Any:
         sent = session.commits

@@ -94,7 +94,7 @@ def _project_facts(p: Path, env: dict[str, str]) -> None:
 
 
 def _settings(p: Path, env: dict[str, str]) -> None:
-    settings = p / ".claude" / "settings.json"
+    settings = p / ".claude" / "settings.local.json"  # init's default wiring: this clone's own
     data = json.loads(settings.read_text())
     data["hooks"].pop("Stop")
     settings.write_text(json.dumps(data))
@@ -141,7 +141,7 @@ CHANGES: list[tuple[str, Callable[[Path, dict[str, str]], None], str]] = [
     ("a pass rule in the global pack", _global_pack, "global pack"),
     ("a .stoprule/ below the root", _nested, "sub/.stoprule"),
     ("project-wide facts", _project_facts, "project-wide declared facts"),
-    ("settings.json without the stop hook", _settings, ".claude/settings.json"),
+    ("settings.local.json without the stop hook", _settings, ".claude/settings.local.json"),
     ("the guard switched off", _guard_off, "guard was switched off"),
     ("STOPRULE_POLICY", _env_policy, "STOPRULE_POLICY"),
     ("a pass rule in the frozen pack copy", _frozen_copy, "frozen copy of the policy pack"),

@@ -32,7 +32,7 @@ def test_init_wires_the_guard_on_each_vetoing_event(harness: str, tmp_path: Path
     r = invoke(["init", "--harness", harness, "--no-mcp"], env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     t = TARGETS[harness]
-    config = json.loads(Path(t.path(str(tmp_path), False)).read_text())
+    config = json.loads(Path(t.path(str(tmp_path), "local")).read_text())  # init's default: this clone's files
     for event in VETOING[harness]:
         command = find_guard(config, t, event)
         assert command is not None and command.endswith(f"guard/__main__.py {harness}"), (event, config)
@@ -46,7 +46,7 @@ def test_init_wires_the_guard_on_each_vetoing_event(harness: str, tmp_path: Path
 
 def test_init_adds_the_guard_to_a_project_wired_before_it(tmp_path: Path, env: dict[str, str]) -> None:
     invoke(["init", "--harness", "claude-code", "--no-mcp", "--no-guard"], env=env, cwd=tmp_path)
-    settings = tmp_path / ".claude" / "settings.json"
+    settings = tmp_path / ".claude" / "settings.local.json"
     assert "PreToolUse" not in json.loads(settings.read_text())["hooks"]
     user_rule = {"permissions": {"deny": ["Bash(rm -rf /:*)"]}}
     settings.write_text(json.dumps({**json.loads(settings.read_text()), **user_rule}))
@@ -65,7 +65,7 @@ def test_doctor_reports_the_guards_and_a_missing_one(tmp_path: Path, env: dict[s
     assert "ok   claude-code: guard on PreToolUse, ConfigChange" in out
     assert "ok   claude-code: synthetic tool call through the guard: refuses `stoprule blockers off`" in out
     assert f"ok   claude-code: {len(deny_rules())} permissions.deny rules" in out
-    settings = tmp_path / ".claude" / "settings.json"
+    settings = tmp_path / ".claude" / "settings.local.json"
     config = json.loads(settings.read_text())
     del config["hooks"]["ConfigChange"]
     settings.write_text(json.dumps(config))

@@ -29,7 +29,7 @@ from stoprule.config.sections import BlockerSettings
 from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError, closest
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import load_policy, select_pack
-from stoprule.project import STATE_DIR, project_root
+from stoprule.project import STATE_DIR, ensure_state_dir, project_root
 
 __all__ = ["DEFAULT_SESSION", "BlockerService", "LedgerRecorder", "Reply", "open_service", "session_id"]
 
@@ -63,7 +63,7 @@ def open_service(
     root = project_root(start)
     if root is None:
         root = os.path.abspath(start or os.getcwd())
-        os.makedirs(os.path.join(root, STATE_DIR), exist_ok=True)
+        ensure_state_dir(os.path.join(root, STATE_DIR))
     return BlockerService(root, policy=policy, recorder=recorder)
 
 

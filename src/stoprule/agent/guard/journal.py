@@ -14,8 +14,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
+
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ def record_attempt(home: str, session: str | None, entry: dict[str, Any]) -> Non
     try:
         item = {"at": round(time.time(), 3), **entry}
         item = {k: (v[:MAX_LINE] if isinstance(v, str) else v) for k, v in item.items()}
-        line = json.dumps(redact_obj(clean_obj(item)), ensure_ascii=False) + "\n"
+        line = dumps(redact_obj(clean_obj(item)), ensure_ascii=False) + "\n"
         path = journal_file(home, session)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -72,7 +74,7 @@ def read_attempts(home: str, session: str | None) -> list[dict[str, Any]]:
     data = read_regular(journal_file(home, session), 8 << 20)  # a FIFO or a folder there: nothing
     for line in (data or b"").decode("utf-8", "replace").splitlines():
         try:
-            item = json.loads(line)
+            item = loads(line)
         except ValueError:
             continue
         if isinstance(item, dict) and isinstance(item.get("what"), str):

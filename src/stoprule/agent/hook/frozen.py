@@ -68,15 +68,14 @@ def load(home: str, session: str) -> dict[str, Any] | None:
 def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
     """Write the session's frozen record (redacted first); ``first``: only if it has none yet
     (a concurrent start's record holds). Whether it was written; never raises."""
-    import json
-
     from stoprule._util.files import atomic_write
+    from stoprule._util.jsonout import dumps
     from stoprule._util.redact import redact_obj
     from stoprule._util.text import clean_obj
     from stoprule.project import state_file
 
     try:
-        text = json.dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
+        text = dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
         return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
     except OSError:
         return False
@@ -137,21 +136,15 @@ def _copy_pack(home: str, pack: str, key: str) -> str | None:
 
 
 def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
-    from stoprule.agent.hook.wiring import OPENCODE_CONFIG, OPENCODE_PLUGIN, TARGETS
+    from stoprule.agent.hook.wiring import MCP, OPENCODE_PLUGIN, SCOPES, TARGETS
 
     home = os.path.expanduser("~")
-    found: list[str] = []
-    for t in TARGETS.values():
-        found += [t.path(root, False), t.path(root, True, env)]
+    found = [t.path(root, scope, env) for t in TARGETS.values() for scope in SCOPES]  # shared, personal, user
+    found += [m.path(root, "shared") for m in MCP.values()]
     found += [
-        os.path.join(root, ".claude", "settings.local.json"),
-        os.path.join(root, ".mcp.json"),
-        os.path.join(root, ".cursor", "mcp.json"),
-        os.path.join(root, ".github", "mcp.json"),
-        os.path.join(root, OPENCODE_PLUGIN[0]),
-        os.path.join(home, OPENCODE_PLUGIN[1]),
-        os.path.join(root, OPENCODE_CONFIG[0]),
-        os.path.join(home, OPENCODE_CONFIG[1]),
+        os.path.join(root, *OPENCODE_PLUGIN[0].split("/")),
+        os.path.join(home, *OPENCODE_PLUGIN[1].split("/")),
+        MCP["opencode"].path(root, "user", env),
     ]
     return list(dict.fromkeys(os.path.abspath(p) for p in found))
 
@@ -256,11 +249,11 @@ def changes(
     env: Mapping[str, str],
     nested: str | None,
     selected: str | None = None,
-    home: str | None = None,
+    copy_intact: bool = True,
 ) -> list[tuple[str, str]]:
     """``(key, what)`` for each change since the session froze that was not named yet (each is
     then added to ``frozen["named"]``); ``nested``: a ``.stoprule/`` found below the root;
-    ``selected``: the pack a stop would select now; ``home``: where the frozen copy must be."""
+    ``selected``: the pack a stop would select now; ``copy_intact``: what :func:`pack_of` found."""
     from stoprule.project import GUARD_OFF_FILE as OFF_FILE
 
     root = str(frozen.get("root") or "")
@@ -292,7 +285,7 @@ def changes(
                 "since the session started: this session is decided with it as it was",
             )
         )
-    if isinstance(pack.get("copy"), str) and home is not None and not _copy_intact(pack, home):
+    if isinstance(pack.get("copy"), str) and not copy_intact:
         found.append(
             (
                 "pack-copy",

@@ -8,8 +8,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
+
+from stoprule._util.jsonin import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def pack_data(pack: str | None, name: str = "triage") -> dict[str, Any]:
             return _CACHE[path]
         try:
             with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+                data = loads(fh.read())
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as exc:

@@ -9,7 +9,10 @@ is a question to the user when
   list that ends the message (its options or plan), or is addressed to the user (``addressed``:
   "should I", "do you", "would you prefer" ...) with only its rationale, options or plan after it;
 - or it matches ``requests`` (asking without a question mark: "please confirm", "let me know
-  which", "try it and tell me" ...).
+  which", "try it and tell me" ...), as a sentence or as a step of the list that ends the
+  message ("2. Try the formatting test again").
+
+A question that only heads the list answering it ("Why these keys?", ``rhetorical``) is not one.
 
 An open-ended invitation with nothing pending (``invitations``: "let me know if you need
 anything else", "what would you like to work on next?") is never a question, nor is a
@@ -17,12 +20,12 @@ sentence matching ``ignore``. The pack's ``question`` data holds every pattern (
 regular expressions, matched case-insensitively), so a team adds its language or its
 agents' phrasing there, never in code.
 
-On the cold path (tools/import_graph.py): ``re`` only.
+On the cold path (tools/import_graph.py): its regexes through :mod:`stoprule._util.regex`.
 """
 
 from __future__ import annotations
 
-import re
+from stoprule._util.regex import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,6 +49,12 @@ _SYMBOLS = r"[\s\u2190-\u2bff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+$"
 _END = r"(?<=[.!?。！？؟])[*_]*\s+"
 _ENDS = ".!?。！？؟"  # what _END follows: a text without one is one sentence
 _ASK = r"[?？؟][*_\s\"'»」』]*$"
+_IGNORECASE = 2  # re.I: every pattern of the pack is matched case-insensitively
+
+
+def _tag_break(m: Any) -> str:
+    """An opening tag as the heading of what follows it."""
+    return f"\n\n{m.group(1)}:\n"
 
 
 def _units(message: str) -> list[tuple[str, str]]:
@@ -56,11 +65,11 @@ def _units(message: str) -> list[tuple[str, str]]:
     if text.count("```") % 2:  # the message's start was cut inside a code block (a tail read)
         text = text.split("```", 1)[1]
     if "```" in text:
-        text = re.sub(_FENCE, "\n\n", text)
+        text = compiled(_FENCE).sub("\n\n", text)
     if "`" in text:
-        text = re.sub(r"`[^`\n]*`", "code", text)
+        text = compiled(r"`[^`\n]*`").sub("code", text)
     if "<" in text:
-        text = re.sub(_CLOSE_TAG, "", re.sub(_OPEN_TAG, r"\n\n\1:\n", text))
+        text = compiled(_CLOSE_TAG).sub("", compiled(_OPEN_TAG).sub(_tag_break, text))
     units: list[tuple[str, str]] = []
 
     def prose(lines: list[str]) -> None:
@@ -69,18 +78,18 @@ def _units(message: str) -> list[tuple[str, str]]:
             if s.strip(" \t*_#-|"):
                 units.append(("sentence", s.strip()))
 
-    for block in re.split(r"\n\s*\n", text) if "\n" in text else (text,):
+    for block in compiled(r"\n\s*\n").split(text) if "\n" in text else (text,):
         lines = [
             ln
             for ln in block.split("\n")
-            if ln.strip() and not ln.lstrip().startswith(">") and not (":" in ln and re.match(_TRAILER, ln))
+            if ln.strip() and not ln.lstrip().startswith(">") and not (":" in ln and compiled(_TRAILER).match(ln))
         ]
         items: list[str] = []
         para: list[str] = []
         for line in lines:
             if (
-                (_item_possible(line) and re.match(_ITEM, line))
-                or (":" in line and re.match(_FIELD, line))
+                (_item_possible(line) and compiled(_ITEM).match(line))
+                or (":" in line and compiled(_FIELD).match(line))
                 or (items and line.startswith((" ", "\t")))
             ):
                 if para:
@@ -146,9 +155,9 @@ def _item_possible(line: str) -> bool:
 def _strip(line: str) -> str:
     s = line.strip()
     if "]" in s:
-        s = re.sub(_DECOR, "", s)
+        s = compiled(_DECOR).sub("", s)
     if not s.isascii() or s[-1:].isspace():  # (an ASCII line stripped ends with neither space nor symbol)
-        s = re.sub(_SYMBOLS, "", s)
+        s = compiled(_SYMBOLS).sub("", s)
     return s.strip().strip("*_#|").strip()
 
 
@@ -172,7 +181,7 @@ def _any(patterns: list[str], text: str) -> str | None:
                 low = "" if any(c in text for c in _FOLDS_TO_ASCII) else text.lower()
             if low and not all(any(w in low for w in words) for words in needs):
                 continue
-        if re.search(p, text, re.I):
+        if compiled(p, _IGNORECASE).search(text):
             return p
     return None
 
@@ -217,14 +226,14 @@ def _preload(spec: dict[str, Any]) -> None:
     if blob in _LOADED:
         return
     _LOADED.add(blob)
-    import json
-
     from stoprule._util.cache import cache_file, content_key, read_entry, write_entry
+    from stoprule._util.jsonin import loads
+    from stoprule._util.jsonout import dumps
 
     entry = cache_file(f"questions-{content_key(blob.encode())}.json")
     raw = read_entry(entry, 1 << 20) if entry is not None else None
     try:
-        hit = json.loads(raw) if raw is not None else None
+        hit = loads(raw) if raw is not None else None
         if isinstance(hit, dict) and hit.get("format") == 2 and hit.get("patterns") == patterns:
             for p, (needs, foreign) in zip(patterns, hit["read"], strict=True):
                 if not (
@@ -242,7 +251,7 @@ def _preload(spec: dict[str, Any]) -> None:
         pass
     read = [_read(p) for p in patterns]
     if entry is not None:
-        write_entry(entry, json.dumps({"format": 2, "patterns": patterns, "read": read}).encode())
+        write_entry(entry, dumps({"format": 2, "patterns": patterns, "read": read}).encode())
 
 
 def _literal(ch: str) -> str | None:
@@ -368,7 +377,7 @@ def _alternatives(body: str) -> tuple[tuple[str, ...] | None, bool]:
 
 
 def _requirements(p: str) -> tuple[tuple[tuple[str, ...], ...], bool]:
-    if re.match(r"\(\?[a-zA-Z]*x", p):  # verbose mode: spaces and # mean something else
+    if compiled(r"\(\?[a-zA-Z]*x").match(p):  # verbose mode: spaces and # mean something else
         return (), False
     needs: list[tuple[str, ...]] = []
     cur: list[str] = []
@@ -465,6 +474,15 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
             ]
             if seen <= 1 and any(seen == 0 or _any(addressed, item) for item in questions):
                 return {"asked": True, "sentence": questions[0][:300], "why": "a list of questions to the user"}
+            if seen == 0:  # the steps that end the message: one of them asks the user to act and report
+                items = [compiled(_ITEM).sub("", i, count=1) for i in text.split("\n")]
+                asking = next((i for i in items if _any(requests, i) and not _any(invitations, i)), None)
+                if asking:
+                    return {
+                        "asked": True,
+                        "sentence": asking[:300],
+                        "why": "asks the user to act, in the steps that end it",
+                    }
             listed, list_questions = text, questions if seen <= 1 else []
             continue
         if seen >= window:
@@ -498,6 +516,8 @@ def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any
                     "sentence": text[:300],
                     "why": "asks the user to choose among the options after it",
                 }
+            continue
+        if introduces and _any(rhetorical, text):  # "Why these keys?" over the list that answers it
             continue
         if last or (introduces and seen <= 2):
             where = "introduces the options or plan after it" if introduces else "is the last sentence"

@@ -16,16 +16,16 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
+from stoprule._util.jsonout import dumps
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.hook.adapters import adapter, decode_payload
 from stoprule.agent.hook.event import MAX_PAYLOAD_BYTES, Decision, HookEvent
-from stoprule.config.defaults import DEFAULT_HOOK
+from stoprule.config.defaults import DEFAULT_HOOK, PROVIDER_ORDER
 from stoprule.config.reader import default_settings, settings_for
 from stoprule.diagnostics import AgentError
 from stoprule.project import CONFIG_FILE, find_project
@@ -218,6 +218,10 @@ def run_hook(
     finally:
         disarm()
         st.disarm()
+        if st.git_early:  # a stop that failed before its git provider ran: its git status ended
+            from stoprule.agent.hook.providers.git_provider import discard_early
+
+            discard_early()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
     ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
     if record is not None and ledger and st.fact is not None and st.verdict is not None:
@@ -254,6 +258,7 @@ class _Stop:
         self.disarm: Callable[[], None] = lambda: None
         self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
         self.frozen: dict[str, Any] | None = None  # the session's frozen record
+        self.git_early = False  # the git provider's command was started before the providers ran
 
 
 def _decide(
@@ -301,6 +306,11 @@ def _decide(
     st.fail_closed = hook["fail"] == "closed"
     if payload_error is not None:
         raise payload_error
+    if "git" in st.settings.providers.get("enabled", PROVIDER_ORDER):  # git runs while the pack loads
+        from stoprule.agent.hook.providers.git_provider import start_status
+
+        st.git_early = True
+        start_status(workdir)
     remaining = hook["budget_ms"] / 1000.0 - (time.monotonic() - t0)
     if remaining <= 0:
         raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
@@ -390,8 +400,8 @@ def _what_the_gate_saw(fact: dict[str, Any], prov: Any, fields: Mapping[str, str
         parts.append(
             "declarations ignored over what was observed: "
             + ", ".join(
-                f"{c['field']}={json.dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
-                f"{json.dumps(c['kept']['value'])[:60]})"
+                f"{c['field']}={dumps(c['ignored']['value'])[:60]} ({c['kept']['provider']} saw "
+                f"{dumps(c['kept']['value'])[:60]})"
                 for c in ignored[:5]
             )
         )
@@ -434,7 +444,8 @@ def _frozen_session(
         fz.save(st.home, event.session_id, record, first=gone is None)
         record = fz.load(st.home, event.session_id) or record  # another process may have frozen it first
     st.frozen = record
-    new = fz.changes(record, st.project, env, st.nested, pack, st.home)
+    copy = fz.pack_of(record, st.home)
+    new = fz.changes(record, st.project, env, st.nested, pack, copy is not None)
     if gone is not None:
         new.insert(
             0,
@@ -450,7 +461,7 @@ def _frozen_session(
         fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
-    return None if explicit else fz.pack_of(record, st.home)
+    return None if explicit else copy
 
 
 def _failed(st: _Stop, exc: BaseException, entry: dict[str, Any]) -> Decision:
@@ -565,7 +576,7 @@ def _log(home: str, log: bool | str, entry: dict[str, Any]) -> None:
         return
     path = log if isinstance(log, str) else os.path.join(home, LOG_FILE)
     try:
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        line = dumps(entry, ensure_ascii=False, default=str) + "\n"
         data = line.encode("utf-8", "backslashreplace")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:

@@ -23,12 +23,12 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
 
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
 from stoprule._util.redact import redact_obj
 from stoprule._util.text import clean_obj
 from stoprule.diagnostics import AgentError
@@ -36,6 +36,7 @@ from stoprule.project import PROJECT_WIDE, state_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
 __all__ = [
@@ -82,12 +83,12 @@ def _read(path: str, notes: list[str] | None = None, copies: int = 1) -> Any:
     except OSError as exc:  # unreadable (permissions, a file where a folder should be): not damage
         raise StateError(f"cannot read {path}: {exc}") from None
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except (ValueError, RecursionError) as exc:
         return _quarantine(path, f"{type(exc).__name__}: {exc}", notes, copies)
     if not isinstance(data, dict):
         return _quarantine(path, "not a JSON object", notes, copies)
-    return (data, json.loads(raw)) if copies == 2 else data
+    return (data, loads(raw)) if copies == 2 else data
 
 
 def _quarantine(path: str, why: str, notes: list[str] | None, copies: int = 1) -> Any:
@@ -114,7 +115,7 @@ def _write(path: str, data: Mapping[str, Any], sync: bool, held: dict[str, Any] 
     ``data``), what is equal to it is written as it is: it was cleaned and redacted when written
     (a session record keeps its history: redacting all of it again at every stop costs ~1 ms)."""
     out = _unchanged_kept(dict(data), held) if held else redact_obj(clean_obj(dict(data)))
-    text = json.dumps(out, ensure_ascii=False, sort_keys=True)
+    text = dumps(out, ensure_ascii=False, sort_keys=True)
     atomic_write(path, text, sync=sync)  # the C encoder (dump's is Python)
 
 
@@ -149,14 +150,14 @@ def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]], sync: boo
 
 def set_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``fields`` (pack field names -> JSON values) into the session's declared facts."""
-    json.dumps(dict(fields))  # only JSON values are stored (TypeError otherwise)
+    dumps(dict(fields))  # only JSON values are stored (TypeError otherwise)
     return _change(facts_file(project, session), lambda cur: {**cur, **fields})
 
 
 def declare_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``fields`` in one locked change, a ``None`` value removing its field (the blocker
     tools' ``report_status``); returns the session's declared facts."""
-    json.dumps(dict(fields))
+    dumps(dict(fields))
     return _change(
         facts_file(project, session),
         lambda cur: {k: v for k, v in {**cur, **fields}.items() if v is not None or k not in fields},

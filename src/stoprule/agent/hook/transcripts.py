@@ -25,23 +25,28 @@ Lines are prefiltered on their bytes before being decoded; a line that is not JS
 unknown type, or incomplete (the last line without its newline) is skipped with a note,
 never an error. The prefilter tolerates JSON written with spaces (``"type": "user"``), so the
 hook (prefiltered) and ``replay`` (every line) read the same. Formats: each harness's session
-transcripts (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/).
+transcripts (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/,
+and public ones: tests/fixtures/sessions/transcripts/). Versions checked: Claude Code 1.0.x,
+2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169; Gemini CLI 0.4x JSONL, the
+single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01); Copilot CLI
+0.0.420-1.0.102; Cursor agent JSONL. A line of a type the reader does not know is skipped with a note.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterator
 
-from stoprule._util.regex import lazy
+from stoprule._util.jsonin import loads
+from stoprule._util.jsonout import dumps
+from stoprule._util.regex import compiled, lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Iterator
     from typing import Any, BinaryIO
 
 __all__ = ["FORMATS", "Scan", "detect", "observations", "records", "scan_file"]
@@ -139,6 +144,12 @@ _CODEX_CONTEXT = (
     "<permissions instructions>",
     "<collaboration_mode>",
 )
+# the setup message Gemini CLI sends before the user's first prompt (0.1x: plain; 0.5x: tagged)
+_GEMINI_SETUP = (
+    "This is the Gemini CLI. We are setting up the context",
+    "<session_context>",
+    "I ran the following shell command:",  # the user's `!` shell mode, recorded in the history
+)
 _CLAUDE_OTHER = frozenset(
     {
         "system",
@@ -193,6 +204,7 @@ class Scan:
         self.mode_switch: str | None = s.get("mode_switch")  # the user's latest `stoprule: mode=` in a prompt
         self.mode_signal: list[str] | None = s.get("mode_signal")  # [mode, source] the transcript says
         self.legacy_turns: bool = s.get("legacy_turns", False)  # Codex turn_context without turn_id
+        self.prompt_turn: bool = s.get("prompt_turn", False)  # Codex: a prompt counted before any turn_context
         self.user_query: bool = s.get("user_query", False)  # Cursor wraps the user's prompts in <user_query>
         self.versions: list[str] = s.get("versions", [])  # the harness versions the records name
         self.skipped: dict[str, int] = {}
@@ -215,6 +227,7 @@ class Scan:
             "mode_switch": self.mode_switch,
             "mode_signal": self.mode_signal,
             "legacy_turns": self.legacy_turns,
+            "prompt_turn": self.prompt_turn,
             "user_query": self.user_query,
             "versions": self.versions[-3:],
             "document": self.document,
@@ -237,13 +250,15 @@ class Scan:
         if not self.full and not self._wanted(line):
             return
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except RecursionError:
             self._skip("nested too deeply")
             return
         except ValueError:  # UnicodeDecodeError included
             self._skip("not JSON")
             return
+        if isinstance(obj, list) and self.fmt == "gemini":  # a checkpoint or a /chat share export
+            obj = {"history": obj}
         if not isinstance(obj, dict):
             self._skip("not a JSON object")
             return
@@ -321,7 +336,7 @@ class Scan:
             if call_id in self.failed_ids:
                 return
             self.failed_ids = (self.failed_ids + [call_id])[-MAX_FAILED_IDS:]
-        text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)[:400]
+        text = error if isinstance(error, str) else dumps(error, ensure_ascii=False)[:400]
         self.failed = (self.failed + [{"tool": tool, "error": text.strip()[:200]}])[-MAX_FAILED:]
 
     def _set_tasks(self, items: Any, *title_keys: str, call_id: Any = None) -> None:
@@ -436,10 +451,8 @@ class Scan:
             task: dict[str, Any] = result["task"] if isinstance(result.get("task"), dict) else result
             found = next((task[k] for k in ("id", "taskId", "task_id") if k in task), None)
         if found is None:
-            import re
-
-            text = content if isinstance(content, str) else json.dumps(content)
-            m = re.search(r"#(\w+)", text)
+            text = content if isinstance(content, str) else dumps(content)
+            m = compiled(r"#(\w+)").search(text)
             found = m.group(1) if m else None
         if found is None:  # Claude Code numbers tasks 1, 2, ... in creation order
             found = str(sum(1 for t in self.tasks[: index + 1]))
@@ -462,23 +475,25 @@ class Scan:
                 self.mode_signal = ["interactive", f"Codex rollout session_meta source={source}"]
         elif kind == "turn_context":
             turn = payload.get("turn_id")
+            counted, self.prompt_turn = self.prompt_turn, False
             if not isinstance(turn, str):  # Codex <= 0.6x: one per model request, not per prompt
                 self.legacy_turns = True
             elif turn != self.last_turn:
-                self._turn()
+                if not counted:  # (the prompt before the first turn_context began this turn)
+                    self._turn()
                 self.last_turn = turn
         elif kind == "response_item":
-            if ptype == "function_call" and isinstance(payload.get("call_id"), str):
+            if ptype in ("function_call", "custom_tool_call") and isinstance(payload.get("call_id"), str):
                 name = payload.get("name")
                 ns = payload.get("namespace")
                 if isinstance(name, str):
                     self.names[payload["call_id"]] = f"{ns}.{name}" if isinstance(ns, str) and ns else name
-            if ptype == "function_call_output":
+            if ptype in ("function_call_output", "custom_tool_call_output"):  # custom: apply_patch (0.5x+)
                 self._codex_output(payload)
             elif ptype == "function_call" and payload.get("name") == "update_plan":
                 args = payload.get("arguments")
                 try:
-                    parsed = json.loads(args) if isinstance(args, str) else args
+                    parsed = loads(args) if isinstance(args, str) else args
                 except ValueError:
                     self._skip("update_plan arguments not JSON")
                     return
@@ -492,6 +507,11 @@ class Scan:
                     self._prompt(text)
                     if self.legacy_turns:
                         self._turn()
+                    elif self.last_turn is None and not self.prompt_turn:
+                        # before any turn_context (the VS Code extension, 0.40, writes the prompt
+                        # first): a turn; its turn_context, with or without a turn_id, is not another
+                        self._turn()
+                        self.prompt_turn = True
             elif ptype == "message" and payload.get("role") == "assistant":
                 parts = payload.get("content")
                 texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
@@ -513,10 +533,10 @@ class Scan:
         versions, carries JSON with ``metadata.exit_code``)."""
         out, cid = payload.get("output"), payload.get("call_id")
         code: int | None = None
-        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False) if out is not None else ""
+        text = out if isinstance(out, str) else dumps(out, ensure_ascii=False) if out is not None else ""
         if isinstance(out, str) and out.startswith("{"):
             try:
-                parsed = json.loads(out)
+                parsed = loads(out)
             except ValueError:
                 parsed = None
             meta = parsed.get("metadata") if isinstance(parsed, dict) else None
@@ -526,7 +546,7 @@ class Scan:
         if code is None:
             m = _EXIT.search(text)
             code = int(m.group(1)) if m else None
-        if code is None and text.startswith("unsupported call:"):
+        if code is None and text.startswith(("unsupported call:", "apply_patch verification failed")):
             code = -1
         if code:
             name = self.names.get(cid, "shell") if isinstance(cid, str) else "shell"
@@ -535,6 +555,9 @@ class Scan:
     # ---------------------------------------------------------------- Gemini
 
     def _gemini(self, obj: dict[str, Any]) -> None:
+        if isinstance(obj.get("history"), list) and "type" not in obj:  # a checkpoint (/chat save, /chat share)
+            self._gemini_history(obj["history"])
+            return
         if isinstance(obj.get("messages"), list) and "type" not in obj:  # the single-document .json chat
             self.document = True
             for message in obj["messages"]:
@@ -581,6 +604,45 @@ class Scan:
             self._skip("a record without a type")
         elif kind not in ("info", "error", "warning", None):
             self._skip(f"unknown line type {kind!r}")
+
+    def _gemini_history(self, history: list[Any]) -> None:
+        """Gemini CLI's model history as ``/chat save`` checkpoints and ``/chat share`` JSON exports
+        hold it: ``[{"role": "user"|"model", "parts": [{"text"}|{"functionCall"}|{"functionResponse"}]}]``.
+        The CLI's own setup message is not a turn, nor is a tool response, a command the user
+        ran in shell mode (``!``: recorded as "I ran the following shell command"), or the same
+        prompt again right after a tool round the model left unanswered (the CLI sends it again)."""
+        self.document = True
+        prompt, tool_round = None, False
+        for item in history:
+            parts = item.get("parts") if isinstance(item, dict) else None
+            if not isinstance(parts, list):
+                self._skip("a history entry without parts")
+                continue
+            parts = [p for p in parts if isinstance(p, dict)]
+            text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+            if item.get("role") == "user":
+                for p in parts:
+                    resp = p.get("functionResponse")
+                    out = resp.get("response") if isinstance(resp, dict) else None
+                    if isinstance(resp, dict) and isinstance(out, dict) and "error" in out:
+                        self._fail(str(resp.get("name") or "tool"), out["error"], resp.get("id"))
+                if any(isinstance(p.get("functionResponse"), dict) for p in parts):
+                    tool_round = True
+                if not text.strip() or text.lstrip().startswith(_GEMINI_SETUP) or (text == prompt and tool_round):
+                    continue
+                self._prompt(text)
+                self._turn()
+                prompt, tool_round = text, False
+            elif item.get("role") == "model":
+                if text.strip():
+                    self.last_text, tool_round = text, False
+                for p in parts:
+                    call = p.get("functionCall")
+                    args = call.get("args") if isinstance(call, dict) else None
+                    if isinstance(call, dict) and call.get("name") == "write_todos" and isinstance(args, dict):
+                        self._set_tasks(args.get("todos"), "description")
+            else:
+                self._skip(f"unknown history role {item.get('role')!r}")
 
     # ---------------------------------------------------------------- Copilot CLI
 
@@ -702,17 +764,19 @@ def detect(path: str, harness: str | None = None) -> str | None:
             lines = [ln for ln in fh.read().split(b"\n") if ln.strip()]
     except OSError:
         return None
-    if lines and lines[-1].strip() == b"}":  # a pretty-printed document: Gemini CLI's older .json chats
+    if lines and lines[-1].strip() in (b"}", b"]"):  # a pretty-printed document: Gemini CLI's .json chats, checkpoints
         try:
             with open(path, "rb") as fh:
-                doc = json.loads(fh.read(MAX_RECORD_BYTES))
+                doc = loads(fh.read(MAX_RECORD_BYTES))
         except (OSError, ValueError):
             doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        if isinstance(doc, dict) and isinstance(doc.get("messages") or doc.get("history"), list):
+            return "gemini"
+        if isinstance(doc, list) and doc and all(isinstance(d, dict) and "role" in d and "parts" in d for d in doc):
             return "gemini"
     for line in reversed(lines[-20:]):
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except ValueError:
             continue
         if not isinstance(obj, dict):
@@ -737,17 +801,21 @@ _HEAD = 4096  # bytes fingerprinted at the start of the file, and before the rea
 def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
     """The records of complete lines in ``data``: ``(record, offset after it)`` (``base`` +
     the position in ``data``). A record is one line of JSONL, or the lines of a pretty-printed
-    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it). A blank
+    object (from a line opening ``{`` to a line ``}`` at column 0 that completes it) or array
+    (a line ``[`` to a line ``]``: Gemini CLI's checkpoints and ``/chat share`` exports). A blank
     line is a blank record; an object still open at the end of ``data`` is not yielded (nor
-    consumed: the returned offsets stop before it)."""
+    consumed: the returned offsets stop before it), but a document whose closing line merely
+    lacks its newline is (Gemini CLI writes its ``.json`` chats so)."""
     pos, start, n = 0, -1, len(data)
     while pos < n:
         nl = data.find(b"\n", pos)
-        if nl < 0:
-            return  # an incomplete last line
+        if nl < 0:  # a last line without its newline: incomplete, unless it closes a whole document
+            if start >= 0 and data[pos:].rstrip() in (b"}", b"]") and _complete(data[start:]):
+                yield data[start:].rstrip(), base + n  # Gemini CLI writes its .json chats without one
+            return
         line, end = data[pos:nl], nl + 1
         if start >= 0:  # inside a pretty-printed object
-            if line.rstrip() in (b"}", b"},"):
+            if line.rstrip() in (b"}", b"},", b"]"):
                 rec = data[start:nl].rstrip().rstrip(b",") if line.rstrip() == b"}," else data[start:nl]
                 if _complete(rec):
                     start = -1
@@ -758,7 +826,7 @@ def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
             pos = end
             continue
         stripped = line.strip()
-        if stripped.startswith(b"{") and not stripped.endswith(b"}") and not _complete(stripped):
+        if (stripped.startswith(b"{") and not stripped.endswith(b"}") or line == b"[") and not _complete(stripped):
             start = pos  # an object opened on this line and continued on the next ones
         else:
             yield line, base + end  # a blank line too (empty record: the position moves past it)
@@ -767,7 +835,7 @@ def records(data: bytes, base: int = 0) -> Iterator[tuple[bytes, int]]:
 
 def _complete(record: bytes) -> bool:
     try:
-        json.loads(record)
+        loads(record)
     except (ValueError, RecursionError):
         return False
     return True
@@ -838,16 +906,17 @@ def scan_file(
             cut = data.find(b"\n")
             data = data[cut + 1 :] if cut >= 0 else b""
             start = size - len(data)
-        if data and not data.endswith(b"\n"):
-            notes.append("the transcript's last line is incomplete (still being written?): ignored")
-        offset = start
+        offset, stopped = start, False
         for n, (record, end) in enumerate(records(data, start)):
             if deadline is not None and n % 256 == 0 and time.monotonic() > deadline:
                 notes.append("transcript reading stopped: time budget spent")
+                stopped = True
                 break
             offset = end  # advances past every record, decoded or skipped
             if record.strip():
                 scan.feed(record)
+        if not stopped and offset < size and data[offset - start :].strip():
+            notes.append("the transcript's last line is incomplete (still being written?): ignored")
         mark = _fingerprint(fh, offset)
     for why, count in scan.skipped.items():
         notes.append(f"{count} transcript line(s) skipped: {why}")
@@ -859,7 +928,7 @@ def _scan(fmt: str, state: Any) -> Scan:
     """A scan resumed from a saved state; a damaged state starts afresh."""
     try:
         scan = Scan(fmt, state if isinstance(state, dict) else None)
-        json.dumps(scan.state())
+        dumps(scan.state())
         if not (scan.turns is None or isinstance(scan.turns, int)) or not isinstance(scan.tasks, list):
             raise TypeError
         return scan

@@ -61,8 +61,7 @@ def adapter(harness: str) -> ModuleType:
 
 def decode_payload(data: bytes) -> dict[str, Any]:
     """The payload object from stdin bytes: one UTF-8 BOM stripped, empty input is ``{}``."""
-    import json
-
+    from stoprule._util.jsonin import loads
     from stoprule.agent.hook.event import PayloadError
 
     if data.startswith(b"\xef\xbb\xbf"):
@@ -70,7 +69,7 @@ def decode_payload(data: bytes) -> dict[str, Any]:
     if not data.strip():
         return {}
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise PayloadError(f"stdin is not a JSON object: {exc}") from None
     if not isinstance(value, dict):

@@ -21,8 +21,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import re
-
+from stoprule._util.regex import compiled
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.questions import explain_question, find_question
 
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["find_question", "parse_trailer", "provide"]
 
-# compiled on first use (re's cache): most messages have no trailer
+# compiled on first use (stoprule._util.regex): most messages have no trailer
 _LINE = r"^\s*stoprule:\s*(closure|review)\s*=\s*(.*?)\s*$"
 _WORD = r"^[a-z_]+$"
 
@@ -46,12 +45,12 @@ def parse_trailer(message: str | None) -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     lines = message.rstrip().split("\n")
     for line in reversed(lines):
-        m = re.match(_LINE, line)
+        m = compiled(_LINE).match(line)
         if m is None:
             break
         key, value = m.groups()
         if key == "closure" and "state" not in obs:
-            if re.match(_WORD, value):
+            if compiled(_WORD).match(value):
                 obs["state"] = value
             else:
                 notes.append(f"closure value {value!r} is not a word of a-z and _: ignored")

@@ -5,9 +5,10 @@ Whose work: at session start stoprule records the dirty files with a hash of the
 (:func:`baseline`, kept in the hook's session record as ``baseline``); at a stop only a file
 that is dirty now and was clean then, or whose content changed since, counts. stoprule's
 own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
-config, the blockers view) and the files ``stoprule init`` generates (``own_files``
-observed). Without a recorded baseline every dirty file but stoprule's counts, except where the
-harness has no session-start hook (Cursor): there the first stop's dirty files are the baseline.
+config, the blockers view) and every file ``stoprule init`` writes or merges into
+(:data:`GENERATED`: the harness configs, shared and personal, and the MCP registrations).
+Without a recorded baseline every dirty file but stoprule's counts, except where the harness has
+no session-start hook (Cursor): there the first stop's dirty files are the baseline.
 
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
@@ -38,13 +39,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from stoprule._util.command import Running
     from stoprule.agent.hook.providers.context import Context
 
-__all__ = ["GENERATED", "baseline", "dirty_files", "git_dir", "provide", "repo_root"]
+__all__ = ["GENERATED", "baseline", "dirty_files", "discard_early", "git_dir", "provide", "repo_root", "start_status"]
 
 SHOWN = 5
-# files ``stoprule init`` generates whole (relative to the repository root)
-GENERATED = (".opencode/plugins/stoprule.js", ".github/hooks/stoprule.json")
+# the files ``stoprule init`` writes or merges into (relative to the repository root): the wiring
+# table's ``generated_files()`` (stoprule.agent.hook.wiring, kept off the cold path; a test holds them equal)
+GENERATED = (
+    ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json",
+    ".cursor/hooks.json", ".github/hooks/stoprule.json", ".mcp.json", ".codex/config.toml", ".cursor/mcp.json",
+    ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js",
+)  # fmt: skip
 
 
 def repo_root(start: str) -> str | None:
@@ -76,17 +83,51 @@ def git_dir(root: str) -> str:
     return dot
 
 
+_STATUS = ["status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignored=matching",
+           "--ignore-submodules=none"]  # fmt: skip
+# argv -> its command started before the providers ran (start_status), collected by _git
+_EARLY: dict[tuple[str, ...], Running] = {}
+
+
+def _argv(root: str, args: list[str]) -> list[str]:
+    argv = ["git", f"--git-dir={git_dir(root)}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
+            "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false", *args]  # fmt: skip
+    return argv
+
+
+def start_status(workdir: str) -> None:
+    """Start the stop's ``git status`` now: it runs while the pack loads and the other providers
+    read, and :func:`provide` collects it (the same command, its output read then). Nothing is
+    started outside a repository; a git that cannot start is run (and reported) by :func:`provide`."""
+    from stoprule._util.command import spawn
+
+    root = repo_root(workdir)
+    if root is None:
+        return
+    argv = _argv(root, _STATUS)
+    try:
+        _EARLY[tuple(argv)] = spawn(argv, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except OSError:
+        return
+
+
+def discard_early() -> None:
+    """End what :func:`start_status` started and no provider collected (a stop that failed first)."""
+    while _EARLY:
+        _EARLY.popitem()[1].kill()
+
+
 def _git(root: str, args: list[str], timeout: float, ok: tuple[int, ...] = (0,)) -> bytes:
     """``git ARGS`` on the repository at ``root`` as a background reader must run it: the git
     directory and work tree given (never the config's ``core.worktree``), no file-system monitor,
     no untracked cache, no ``ignoreStat``, submodules not ignored, no optional locks (it never
     writes a refreshed index while the agent commits). Raises FileNotFoundError (no git),
-    CommandTimeout, OSError (git failed)."""
-    from stoprule._util.command import capture
+    CommandTimeout, OSError (git failed). The command :func:`start_status` started is collected."""
+    from stoprule._util.command import spawn
 
-    argv = ["git", f"--git-dir={git_dir(root)}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
-            "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false", *args]  # fmt: skip
-    code, out, err = capture(argv, timeout, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    argv = _argv(root, args)
+    running = _EARLY.pop(tuple(argv), None) or spawn(argv, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    code, out, err = running.collect(timeout)
     if code not in ok:
         raise OSError(f"git {args[0]} failed: {err.decode('utf-8', 'replace').strip()[:200]}")
     return out
@@ -97,19 +138,7 @@ def _status(
 ) -> tuple[str | None, list[str], list[str]]:
     """``(branch, dirty paths, ignored paths)``: ignored files one by one, a folder an ignore
     pattern matches as itself (``node_modules/``, never its content)."""
-    out = _git(
-        root,
-        [
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--branch",
-            "--untracked-files=all",
-            "--ignored=matching",
-            "--ignore-submodules=none",
-        ],
-        timeout,
-    )
+    out = _git(root, _STATUS, timeout)
     entries = out.decode("utf-8", "replace").split("\0")
     branch = None
     if entries and entries[0].startswith("## "):

@@ -39,8 +39,10 @@ TAIL_BYTES = 4 << 20
 def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[dict[str, Any]]:
     """Claude Code's deny-rule refusals in the transcript's tail that the guard would refuse too,
     not journaled yet (``known``: the ids journaled)."""
-    import json
     import os
+
+    from stoprule._util.jsonin import loads
+    from stoprule._util.jsonout import dumps
 
     path = event.transcript_path
     if event.harness != "claude-code" or not path:
@@ -61,7 +63,7 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
         if b'"tool_use"' not in line and not any(d in line for d in _DENIALS):
             continue
         try:
-            content = json.loads(line).get("message", {}).get("content")
+            content = loads(line).get("message", {}).get("content")
         except (ValueError, AttributeError):
             continue
         for block in content if isinstance(content, list) else []:
@@ -70,7 +72,7 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
             if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
                 uses[str(block.get("id"))] = (str(block.get("name")), block["input"])
             elif block.get("type") == "tool_result" and block.get("is_error"):
-                text = json.dumps(block.get("content"))
+                text = dumps(block.get("content"))
                 tid = str(block.get("tool_use_id"))
                 if tid in known or tid not in uses or not any(d.decode() in text for d in _DENIALS):
                     continue

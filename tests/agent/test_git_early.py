@@ -1,0 +1,92 @@
+"""The stop's ``git status`` starts before the pack loads and the providers read
+(``git_provider.start_status``); the git provider collects that very command, and a stop that
+fails before the provider runs ends it: no git is left running or unreaped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stoprule._util import command
+from stoprule.agent.hook.providers import git_provider
+from stoprule.agent.hook.runner import run_hook
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="no git")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".stoprule").mkdir()
+    (root / ".stoprule" / "config.yaml").write_text("hook:\n  log: false\n")
+    (root / "work.py").write_text("x = 1\n")  # uncommitted: the provider must see it
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    return root
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[command.Running]:
+    """Every command the stop started, in order."""
+    made: list[command.Running] = []
+    real = command.spawn
+
+    def spawn(argv: list[str], env: Any = None) -> command.Running:
+        running = real(argv, env)
+        made.append(running)
+        return running
+
+    monkeypatch.setattr(command, "spawn", spawn)
+    return made
+
+
+def _stop(repo: Path) -> bytes:
+    return json.dumps(
+        {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Stop", "stop_hook_active": False}
+    ).encode()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_provider_collects_the_git_started_early(repo: Path, started: list[command.Running]) -> None:
+    result = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    statuses = [r for r in started if "status" in r.argv]
+    assert len(statuses) == 1, [r.argv for r in started]  # started once, before the providers, collected
+    assert result.entry["fact"]["uncommittedWork"] is True, result.entry.get("error")
+    assert git_provider._EARLY == {}
+    assert all(r.pid == 0 and r.fds == [] for r in started)
+
+
+def test_a_stop_that_fails_before_git_ends_the_git_it_started(
+    repo: Path, started: list[command.Running], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids: list[int] = []
+    real_run = git_provider.start_status
+
+    def start_status(workdir: str) -> None:
+        real_run(workdir)
+        pids.extend(r.pid for r in started)
+
+    monkeypatch.setattr(git_provider, "start_status", start_status)
+    pol = repo / ".stoprule" / "policies"
+    pol.mkdir()
+    (pol / "broken.yaml").write_text("rules:\n  - id: x\n    when: {nosuchfield: 1}\n")  # fails to load
+    result = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    assert "error" in result.entry and not result.decision.block  # fail open, as before
+    assert pids and all(_gone(pid) for pid in pids)  # killed and reaped
+    assert git_provider._EARLY == {}
