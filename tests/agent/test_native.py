@@ -32,42 +32,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("before", ["", 'model = "o4"\n\n[mcp_servers.docs]\ncommand = "docs"\n', "x = 1"])
-def test_init_registers_the_codex_mcp_server_as_required_in_the_projects_config(project: Path, before: str) -> None:
-    toml = project / ".codex" / "config.toml"
-    if before:
-        toml.parent.mkdir()
-        toml.write_text(before)
-    code, out, _ = _cli("init", "--harness", "codex")
-    assert code == 0, out
-    config = tomllib.loads(toml.read_text())
-    server = config["mcp_servers"]["stoprule"]
+def test_init_registers_the_codex_mcp_server_as_required_in_the_projects_config(project: Path) -> None:
+    """``required = true``: ``codex exec`` waits for the server before its first request."""
+    code, out, err = _cli("init", "--harness", "codex")
+    assert code == 0, out + err
+    server = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["stoprule"]
     assert server["required"] is True and server["args"][-1] == "mcp"
-    if before:  # kept, with a backup of the file as it was
-        old = tomllib.loads(before)
-        old.setdefault("mcp_servers", {})["stoprule"] = server
-        assert config == old
-        assert (project / ".codex" / "config.toml.bak").read_text() == before
-    again = _cli("init", "--harness", "codex")
-    assert "already there" in again[1] and tomllib.loads(toml.read_text()) == config
-
-
-def test_init_keeps_a_codex_server_it_did_not_write_and_says_when_it_is_not_required(project: Path) -> None:
-    toml = project / ".codex" / "config.toml"
-    toml.parent.mkdir()
-    toml.write_text('[mcp_servers.stoprule]\ncommand = "stoprule"\nargs = ["mcp"]\n')
-    code, out, _ = _cli("init", "--harness", "codex")
-    assert code == 0 and "required = true" in out
-    assert "required" not in toml.read_text()
-
-
-def test_init_writes_nothing_into_a_codex_config_it_cannot_read(project: Path) -> None:
-    toml = project / ".codex" / "config.toml"
-    toml.parent.mkdir()
-    toml.write_text("[broken\n")
-    code, _, err = _cli("init", "--harness", "codex")
-    assert code == 0 and "cannot use" in err and "required = true" in err  # the snippet to add by hand
-    assert toml.read_text() == "[broken\n"
 
 
 # ------------------------------------------------------------------ /goal beside stoprule

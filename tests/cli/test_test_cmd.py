@@ -189,7 +189,7 @@ def test_default_pack_has_full_rule_coverage_and_mcdc(run_cli, default_pack: Pat
     _no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     cov = json.loads(proc.stdout)["coverage"]
-    assert cov["rules"]["percent"] == 100.0 and cov["rules"]["total"] == 27
+    assert cov["rules"]["percent"] == 100.0 and cov["rules"]["total"] == 26
     assert cov["mcdc"]["percent"] == 100.0 and cov["mcdc"]["covered"] == cov["mcdc"]["total"] > 80
     assert cov["conditions"]["percent"] == 100.0
     assert cov["threshold"] == 100.0 and cov["threshold_met"] is True
@@ -227,14 +227,14 @@ cases:
 def test_pretty_coverage_summary(run_cli, default_pack: Path, pack_copy: Path) -> None:
     proc = run_cli("test", "--policy", str(default_pack), "--coverage", "--threshold", "100")
     assert proc.returncode == 0
-    assert "  rules       100.0%  27/27 won by some fact" in proc.stdout
+    assert "  rules       100.0%  26/26 won by some fact" in proc.stdout
     assert "MC/DC >= 100%: met" in proc.stdout
     assert "infeasible conditions" not in proc.stdout
     _write(pack_copy / "zz_redundant.yaml", REDUNDANT_RULE)
     _write(pack_copy / "tests" / "zz_redundant.yaml", REDUNDANT_CASES)
     proc = run_cli("test", "--policy", str(pack_copy), "--coverage", "--threshold", "100")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "  rules       100.0%  28/28 won by some fact" in proc.stdout
+    assert "  rules       100.0%  27/27 won by some fact" in proc.stdout
     assert "infeasible conditions (not counted in MC/DC):" in proc.stdout
     assert "task_id exists true  [zz_redundant.redundant]" in proc.stdout
 

@@ -89,9 +89,10 @@ class ClaudeCodePlugin(ClaudeCode):
         return [*super().command(s, prompt), self.tools]
 
     def configure(self, s: Session) -> None:
-        for wired in (".claude/settings.json", ".mcp.json"):
-            (s.project / wired).unlink()
-        s.git("commit", "-qam", "stoprule as a plugin, not wired")
+        for wired in (".claude/settings.json", ".claude/settings.local.json", ".mcp.json"):  # shared or personal
+            (s.project / wired).unlink(missing_ok=True)
+        s.git("add", "-A")
+        s.git("commit", "-qm", "stoprule as a plugin, not wired", "--allow-empty")
         market = s.home / "marketplace"
         exe = stoprule_exe()
         p = subprocess.run([exe, "plugin", "claude-code", "--out", str(market)], capture_output=True, text=True)
@@ -176,7 +177,7 @@ def test_task_completed_refuses_marking_a_task_done_over_uncommitted_work(tmp_pa
     asked = [e for e in log if e.get("event") == "task-completed" and "decision" in e]
     assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in asked] == [
         ("uncommitted_work", True),
-        ("task_marked_done", False),
+        ("ok", False),
     ], s.describe()
     assert asked[0]["fact"]["stopEvent"] == "task-completed" and asked[1]["fact"]["availableTasks"]
     refused = s.script.first_seeing("TaskCompleted hook feedback")
@@ -200,7 +201,7 @@ class OpenCodePackage(OpenCode):
         config["plugin"] = [f"file://{package / 'index.js'}"]
         (s.project / "opencode.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
         s.git("add", "-A")
-        s.git("commit", "-qm", "stoprule as a plugin package, not init's file")
+        s.git("commit", "-qm", "stoprule as a plugin package, not init's file", "--allow-empty")
 
 
 @pytest.mark.parametrize("scenario", ["commit", "never_complies"])
@@ -225,8 +226,9 @@ class GeminiExtension(Gemini):
 
     def configure(self, s: Session) -> None:
         super().configure(s)
-        (s.project / ".gemini" / "settings.json").unlink()
-        s.git("commit", "-qam", "stoprule as an extension, not wired")
+        (s.project / ".gemini" / "settings.json").unlink(missing_ok=True)
+        s.git("add", "-A")
+        s.git("commit", "-qm", "stoprule as an extension, not wired", "--allow-empty")
         ext = s.home / "stoprule-extension"
         p = subprocess.run([stoprule_exe(), "plugin", "gemini", "--out", str(ext)], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
