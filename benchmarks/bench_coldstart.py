@@ -229,7 +229,7 @@ def wired_commands(project: Path) -> dict[str, list[str]]:
     out = {}
     for harness in ("claude-code", "codex"):
         t = TARGETS[harness]
-        config = json.loads(Path(t.path(str(project), False)).read_text())
+        config = json.loads(Path(t.path(str(project), "local")).read_text())
         command = find_entry(config, t)
         assert command, f"init wired no stop hook for {harness}"
         out[harness] = shlex.split(command)
