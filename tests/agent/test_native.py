@@ -9,7 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the backport, a dependency there
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from blocker_helpers import DEFAULT_PACK
 from hookharness import payload
