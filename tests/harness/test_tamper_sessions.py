@@ -66,7 +66,7 @@ def _check_refusals(s: Session, rows: list[Attempt], first: int) -> None:
             where = _where(s, path)
             if where.name == "config.yaml":
                 assert "mode: observe" not in where.read_text(), row.name
-            elif where.name == "settings.json":
+            elif where.name in ("settings.json", "settings.local.json"):
                 assert '"Stop"' in where.read_text(), row.name
             else:
                 assert not where.exists() or where.is_dir() and not any(where.iterdir()), (row.name, where)
@@ -107,7 +107,7 @@ def test_claude_code_settings_rewritten_by_a_script(tmp_path: Path) -> None:
     s, first = _play("claude-code", tmp_path, rows, driver, wait=True)
     assert s.result is not None and s.result.returncode == 0, s.describe()
     # the scripts ran (the guard could not read the path they built) ...
-    settings = json.loads((s.project / ".claude" / "settings.json").read_text())
+    settings = json.loads((s.project / ".claude" / "settings.local.json").read_text())
     assert settings.get("disableAllHooks") is True and "Stop" not in settings["hooks"]
     # ... but the running session kept stoprule's hooks: its stops still ran and decided
     journal = [a for a in _attempts(s) if a.get("tool") == "settings"]
@@ -115,9 +115,7 @@ def test_claude_code_settings_rewritten_by_a_script(tmp_path: Path) -> None:
     stops = s.stops()
     assert stops and stops[0]["decision"]["block"] and stops[0]["verdict"]["reason"] == "uncommitted_work", s.describe()
     notice = stops[0]["decision"]["notice"] or ""
-    assert ".claude/settings.json" in notice and "disableAllHooks" in notice, notice
-    # the rewritten settings file is the session's own uncommitted change: the next stop names it
-    assert len(stops) >= 2 and ".claude/settings.json" in (stops[1]["decision"]["message"] or ""), s.describe()
+    assert ".claude/settings.local.json" in notice and "disableAllHooks" in notice, notice
 
 
 def test_claude_code_declarations_hidden_work_and_the_blocker_server(tmp_path: Path) -> None:
