@@ -387,6 +387,7 @@ class OpenCode(Driver):
 
     name = "opencode"
     shell_tool = "bash"
+    port = 0  # the server's (0: any free one)
 
     def shell(self, command: str) -> Turn:
         return Turn(calls=[Call("bash", {"command": command, "description": "run"})])
@@ -421,11 +422,12 @@ class OpenCode(Driver):
         }
 
     def command(self, s: Session, prompt: str) -> list[str]:
-        return [str(binary(self.name)), "serve", "--hostname", "127.0.0.1", "--port", "0", "--print-logs"]
+        return [str(binary(self.name)), "serve", "--hostname", "127.0.0.1", "--port", str(self.port), "--print-logs"]
 
     def run(self, s: Session, prompt: str) -> subprocess.CompletedProcess[str]:
         """``opencode run`` exits when the first answer is done, before a plugin can continue the
-        session: run the headless server instead, send the prompt over its HTTP API, and wait
+        session: run the headless server instead, send the prompt over its HTTP API (``/NAME
+        ARGS``: the command NAME, as the TUI sends a command the user typed), and wait
         until neither the model nor the hook has been asked anything for a few seconds."""
         import time
         import urllib.request
@@ -470,14 +472,13 @@ class OpenCode(Driver):
 
             session = call("POST", "/session", {})
             sid = session["id"]
-            call(
-                "POST",
-                f"/session/{sid}/message",
-                {
-                    "parts": [{"type": "text", "text": prompt}],
-                    "model": {"providerID": "scripted", "modelID": "scripted"},
-                },
-            )
+            if prompt.startswith("/"):  # a command, as the TUI sends what the user types
+                name, _, arguments = prompt[1:].partition(" ")
+                body = {"command": name, "arguments": arguments, "model": "scripted/scripted"}
+                call("POST", f"/session/{sid}/command", body)
+            else:
+                body = {"parts": [{"type": "text", "text": prompt}], "model": {"providerID": "scripted", "modelID": "scripted"}}
+                call("POST", f"/session/{sid}/message", body)
             log = s.project / ".stoprule" / "hook.log"
             quiet, seen = time.monotonic(), (-1, -1)
             while time.monotonic() < deadline and time.monotonic() - quiet < 10:  # the plugin spawns the hook

@@ -251,3 +251,88 @@ def test_the_gemini_extension_decides_the_sessions_init_wiring_decides(scenario:
         assert s.result is not None and s.result.returncode == 0, s.describe()
     assert _decided(ext) == _decided(wired) and _decided(wired), (ext.describe(), wired.describe())
     assert len(ext.script.main) == len(wired.script.main), ext.describe()
+
+
+def _set_config(s: Session, **values: Any) -> None:
+    """Set ``.stoprule/config.yaml``'s ``SECTION__KEY`` settings and commit."""
+    import yaml
+
+    cfg = s.project / ".stoprule" / "config.yaml"
+    config = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    for name, value in values.items():
+        section, key = name.split("__")
+        config.setdefault(section, {})[key] = value
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    s.git("commit", "-qam", "stoprule settings")
+
+
+class OpenCodeAutonomous(OpenCode):
+    """OpenCode in a project whose stoprule config says nobody answers (``session.mode:
+    autonomous``; the plugin's sessions are interactive otherwise); ``package``: stoprule as the
+    plugin package, not init's plugin file."""
+
+    def __init__(self, package: bool = False) -> None:
+        self.package = package
+
+    def configure(self, s: Session) -> None:
+        (OpenCodePackage() if self.package else OpenCode()).configure(s)
+        _set_config(s, session__mode="autonomous")
+
+
+@pytest.mark.parametrize("route", ["init", "package"])
+def test_blockers_off_typed_in_opencode_stops_diverting_in_that_session_only(route: str, tmp_path: Path) -> None:
+    """OpenCode (init's plugin file, or the plugin package): the user types ``/blockers off`` (the
+    command the plugin registers, sent as the TUI sends a command); ``command.execute.before``
+    replaces its text with stoprule's answer before the model sees it, and the agent's question
+    ends the session without a push-back. A second session of the same project asks the same and
+    is pushed back (the switch is that session's)."""
+    require("opencode")
+    d = OpenCodeAutonomous(package=route == "package")
+    off = run_session("opencode", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/blockers off", driver=d)
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = off.script.main[0].text
+    assert "ask them directly" in first and "did not answer" not in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+    before = off.stops()
+    script = Script([Turn(ASKS)], Turn("Logged it for the user."))
+    with serve(script) as url:
+        s = Session("opencode", off.project, off.home, script, url)
+        OpenCode().configure(s)  # the user's config names the new model server; the project is as it was
+        s.env = dict(off.env, **d.environment(s))
+        s.result = d.run(s, "Migrate staging.")
+    assert s.result.returncode == 0, s.describe()
+    after = s.stops()[len(before) :]
+    assert after and after[0]["verdict"]["reason"] == "unlogged_question", s.describe()
+    assert after[0]["decision"]["block"], s.describe()
+    assert after[0]["session"] != before[0]["session"]
+
+
+class OpenCodeTriage(OpenCode):
+    """OpenCode asking the user before any shell command (``permission.bash: ask``), in a project
+    whose stoprule config turns the permission triage on for an autonomous session."""
+
+    def configure(self, s: Session) -> None:
+        super().configure(s)
+        user = s.home / ".config" / "opencode" / "opencode.json"
+        config = json.loads(user.read_text(encoding="utf-8"))
+        config["permission"] = {"bash": "ask", "edit": "allow"}
+        user.write_text(json.dumps(config), encoding="utf-8")
+        _set_config(s, hook__permission_triage=True, session__mode="autonomous")
+
+
+def test_opencode_permission_triage_rejects_what_opencode_asks_the_user(tmp_path: Path) -> None:
+    """OpenCode never calls the plugin's ``permission.ask``; its request to the user is the
+    ``permission.asked`` event, which the plugin answers: with the triage on, rejected with the
+    triage message (the command does not run, the model reads the message); nothing approved."""
+    require("opencode")
+    d = OpenCodeTriage()
+    turns = [d.shell("echo hello > notes.txt"), Turn("Logged it; stopping.")]
+    s = run_session("opencode", tmp_path, turns, Turn("Stopping."), driver=d)
+    assert s.result is not None and s.result.returncode == 0, s.describe()
+    assert not (s.project / "notes.txt").exists(), s.describe()
+    seen = s.script.first_seeing("not granted in this autonomous session")
+    assert seen is not None and seen >= 1, s.describe()
+    log = [json.loads(x) for x in (s.project / ".stoprule" / "hook.log").read_text().splitlines()]
+    asked = [e for e in log if e.get("event") == "permission"]
+    assert asked and asked[0].get("decision") == "deny" and asked[0].get("tool") == "bash", asked

@@ -2,8 +2,14 @@
 // On `session.status` {type: "idle"} (`session.idle` on versions before it) of a top-level session it runs `stoprule hook opencode` with the event on
 // stdin; on a block it continues the session with the reason (`client.session.prompt`),
 // at most LOOP_CAP times in a row. At session start it injects the triage instructions into
-// the system prompt; `permission.ask` goes to `stoprule hook opencode --event permission`
-// (it denies only when `hook.permission_triage` is on). Todos come from `todo.updated` events.
+// the system prompt. A permission OpenCode asks the user for (the `permission.asked` event;
+// `permission.ask`, which OpenCode 1.18 never calls, on versions that do) goes to
+// `stoprule hook opencode --event permission`: it denies only when `hook.permission_triage` is
+// on, and the plugin then rejects it with the triage message (never approves anything). Todos
+// come from `todo.updated` events. The user's `/blockers on|off|status|list|export` (the command
+// this plugin registers) goes to `stoprule hook opencode --event prompt` before the model sees
+// it (`command.execute.before`); one that arrives while a tool call runs is refused: only the
+// agent's tools run then, and the triage switch is the user's.
 // Before every tool call `tool.execute.before` asks the guard (`stoprule guard opencode`): a call
 // that would change stoprule's files or OpenCode's plugins and config, or run stoprule's mutating
 // commands, is refused (the plugin throws with the guard's reason).
@@ -13,6 +19,9 @@ const COMMAND = __STOPRULE_COMMAND__ // argv of stoprule
 const GUARD = __STOPRULE_GUARD__ // argv of the guard (empty: no guard)
 const LOOP_CAP = 8 // the plugin's own cap; stoprule's loop_cap (config) usually allows the stop first
 const TIMEOUT_MS = 30000
+const BLOCKERS = "blockers" // the user's command: /blockers on|off|status|list|export
+const BLOCKERS_TEMPLATE =
+  "The user typed /blockers $ARGUMENTS, but stoprule's plugin did not answer it: tell the user the triage setting is unchanged."
 
 function runHook(args, payload, cwd, argv) {
   return new Promise((resolve) => {
@@ -63,6 +72,7 @@ function listOf(result) {
 export const StopRule = async ({ client, directory }) => {
   let statusEvents = false // this OpenCode sends session.status
   const sessions = new Map() // sessionID -> {parent, todos, continuations, own, system, busy}
+  const running = new Map() // the tool calls under way, in any session: callID -> sessionID
   const get = (id) => {
     if (!sessions.has(id)) sessions.set(id, { parent: undefined, todos: undefined, continuations: 0, own: 0 })
     return sessions.get(id)
@@ -111,6 +121,38 @@ export const StopRule = async ({ client, directory }) => {
     } catch {
       s.own -= 1
     }
+  }
+
+  // the triage's deny ({status: "deny", message}) of a permission request, or null
+  async function triage(id, tool, pattern, title) {
+    const payload = { hook_event_name: "permission.asked", session_id: id, cwd: directory, tool, pattern, title }
+    const out = await runHook(["--event", "permission"], payload, directory)
+    return out && out.status === "deny" ? out : null
+  }
+
+  async function onPermission(p) {
+    if (!p.id || !p.sessionID) return
+    const out = await triage(p.sessionID, p.permission, p.patterns, p.permission)
+    if (!out) return // no decision: OpenCode asks the user as usual
+    const message = out.message || "stoprule: permission denied by the triage"
+    // a reject with a message: the tool call fails with it and the agent goes on (a bare reject
+    // would end the agent's turn); the SDK's v2 route, else the same route on the plugin's v1 client
+    const body = { requestID: p.id, reply: "reject", message }
+    const replies = [
+      () => client.permission.reply(body),
+      () => client._client.post({ url: "/permission/{requestID}/reply", path: { requestID: p.id }, body: { reply: "reject", message } }),
+    ]
+    for (const reply of replies) {
+      try {
+        const res = await reply()
+        if (!(res && res.error)) return
+      } catch {}
+    }
+    // an older OpenCode: the v1 route rejects without a message; tell the agent why
+    try {
+      await client.postSessionIdPermissionsPermissionId({ path: { id: p.sessionID, permissionID: p.id }, body: { response: "reject" } })
+    } catch {}
+    await prompt(p.sessionID, message)
   }
 
   async function sessionStart(id) {
@@ -170,7 +212,12 @@ export const StopRule = async ({ client, directory }) => {
       } else if (event.type === "session.status") {
         // OpenCode 1.18.16 and later: {type: "idle"} replaces the deprecated session.idle
         statusEvents = true
-        if (p.status && p.status.type === "idle") await onIdle(p.sessionID)
+        if (p.status && p.status.type === "idle") {
+          for (const [call, id] of running) if (id === p.sessionID) running.delete(call) // none runs now
+          await onIdle(p.sessionID)
+        }
+      } else if (event.type === "permission.asked") {
+        await onPermission(p)
       } else if (event.type === "session.idle" && !statusEvents) {
         await onIdle(p.sessionID) // older versions only: never both for one idle
       }
@@ -188,25 +235,42 @@ export const StopRule = async ({ client, directory }) => {
       const s = get(id)
       if (s.system && Array.isArray(output.system)) output.system.push(s.system)
     },
+    // OpenCode 1.18 never calls this hook (its permission requests are the permission.asked event)
     "permission.ask": async (input, output) => {
-      const out = await runHook(
-        ["--event", "permission"],
-        {
-          hook_event_name: "permission.ask",
-          session_id: input.sessionID,
-          cwd: directory,
-          tool: input.type,
-          pattern: input.pattern,
-          title: input.title,
-        },
-        directory,
-      )
-      if (out && out.status === "deny") {
+      const out = await triage(input.sessionID, input.type, input.pattern, input.title)
+      if (out) {
         output.status = "deny" // never "allow": stoprule approves nothing
         if (out.message && input.sessionID) await prompt(input.sessionID, out.message)
       }
     },
+    "command.execute.before": async (input, output) => {
+      if (!input || input.command !== BLOCKERS || !output || !Array.isArray(output.parts)) return
+      let text
+      if (running.size) {
+        text = "stoprule: /blockers refused: it arrived while a tool call was running, so it may be the agent's; the triage setting is unchanged. Type it again when the agent is idle."
+      } else {
+        const args = typeof input.arguments === "string" ? input.arguments : ""
+        const payload = { hook_event_name: "command.execute.before", session_id: input.sessionID, cwd: directory, prompt: `/${BLOCKERS} ${args}`.trim() }
+        const out = await runHook(["--event", "prompt"], payload, directory)
+        text = out && typeof out.additionalContext === "string" ? out.additionalContext : null
+      }
+      if (text) output.parts.splice(0, output.parts.length, { type: "text", text })
+    },
+    config: async (config) => {
+      // the user's /blockers command, for init's plugin file and the plugin package alike
+      if (!config || typeof config !== "object") return
+      if (!config.command || typeof config.command !== "object") config.command = {}
+      if (!config.command[BLOCKERS])
+        config.command[BLOCKERS] = {
+          description: "stoprule's blocker triage for this session: on | off | status | list | export",
+          template: BLOCKERS_TEMPLATE,
+        }
+    },
+    "tool.execute.after": async (input) => {
+      if (input && input.callID) running.delete(input.callID)
+    },
     "tool.execute.before": async (input, output) => {
+      if (input && input.callID) running.set(input.callID, input.sessionID)
       // stoprule's MCP tools learn the session they run in
       if (input && typeof input.tool === "string" && input.tool.startsWith("stoprule_") && output && output.args) {
         if (output.args.session === undefined) output.args.session = input.sessionID
@@ -221,7 +285,10 @@ export const StopRule = async ({ client, directory }) => {
         tool_input: (output && output.args) || {},
       }
       const out = await runHook([], payload, directory, GUARD)
-      if (out && typeof out.deny === "string") throw new Error(out.deny)
+      if (out && typeof out.deny === "string") {
+        running.delete(input.callID)
+        throw new Error(out.deny)
+      }
     },
   }
 }
