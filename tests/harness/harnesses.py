@@ -477,7 +477,10 @@ class OpenCode(Driver):
                 body = {"command": name, "arguments": arguments, "model": "scripted/scripted"}
                 call("POST", f"/session/{sid}/command", body)
             else:
-                body = {"parts": [{"type": "text", "text": prompt}], "model": {"providerID": "scripted", "modelID": "scripted"}}
+                body = {
+                    "parts": [{"type": "text", "text": prompt}],
+                    "model": {"providerID": "scripted", "modelID": "scripted"},
+                }
                 call("POST", f"/session/{sid}/message", body)
             log = s.project / ".stoprule" / "hook.log"
             quiet, seen = time.monotonic(), (-1, -1)
