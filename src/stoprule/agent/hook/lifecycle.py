@@ -11,7 +11,7 @@ Both follow the session mode (:mod:`stoprule.agent.hook.mode`): an interactive s
 the pack's ``instructions_interactive`` (no "nobody will answer") and no permission triage.
 
 ``permission`` (Claude Code / Codex ``PermissionRequest``, Copilot ``permissionRequest``,
-OpenCode ``permission.ask``), opt-in with ``hook.permission_triage: true``: a permission
+the OpenCode plugin on ``permission.asked``), opt-in with ``hook.permission_triage: true``: a permission
 request is never approved by stoprule; it is denied with the pack's triage message (log a
 ``permission`` blocker, switch tasks). Off (the default), stoprule says nothing and the
 harness asks the user as usual.
