@@ -344,6 +344,16 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     assert out["permission"] == "deny"
     # the guard before every tool call: the agent's `stoprule blockers off` throws with the reason
     assert "stoprule blockers off" in out["guard"]["refused"] and out["guard"]["ordinary"] is None
+    # OpenCode 1.18's permission request (the event): rejected with the triage message, never approved
+    [reply] = out["permission_replies"]
+    assert reply["path"] == {"requestID": "per_1"} and reply["body"]["reply"] == "reject"
+    assert "permission" in reply["body"]["message"].lower()
+    # the user's /blockers: the plugin adds the command beside the project's; refused while a tool
+    # call runs (it may be the agent's), else the command's text becomes stoprule's answer
+    assert out["commands"] == ["blockers", "review"]
+    assert "refused" in out["blockers_while_a_tool_runs"] and "template" not in out["blockers_while_a_tool_runs"]
+    assert "ask them directly" in out["blockers_typed"] and "template" not in out["blockers_typed"]
+    assert json.loads((tmp_path / ".stoprule" / "state" / "blockers" / "main.json").read_text())
 
 
 def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:

@@ -13,7 +13,15 @@ const messages = {
   ],
   child: [{ info: { role: "assistant" }, parts: [{ type: "text", text: "Subtask done." }] }],
 }
+const replies = []
 const client = {
+  _client: {
+    // the v2 permission route, through the v1 client's own request function
+    post: async (req) => {
+      replies.push({ url: req.url, path: req.path, body: req.body })
+      return { data: true }
+    },
+  },
   session: {
     get: async ({ path }) => ({ data: { id: path.id, parentID: parents[path.id] ?? null } }),
     messages: async ({ path }) => ({ data: messages[path.id] ?? [] }),
@@ -68,4 +76,22 @@ out.guard = guard
 const perm = { status: "ask" }
 await hooks["permission.ask"]({ id: "p1", type: "bash", pattern: "rm -rf build", sessionID: "main", title: "rm" }, perm)
 out.permission = perm.status
+// OpenCode 1.18: the request to the user is the permission.asked event; rejected with the triage message
+await hooks.event({
+  event: { type: "permission.asked", properties: { id: "per_1", sessionID: "main", permission: "bash", patterns: ["rm -rf build"] } },
+})
+out.permission_replies = replies
+// the user's /blockers: registered through the config hook, answered before the model sees it
+const config = { command: { review: { template: "x" } } }
+await hooks.config(config)
+out.commands = Object.keys(config.command).sort()
+const typed = async () => {
+  const parts = [{ type: "text", text: "the command's template" }]
+  await hooks["command.execute.before"]({ command: "blockers", sessionID: "main", arguments: "off" }, { parts })
+  return parts.map((p) => p.text).join("|")
+}
+out.blockers_while_a_tool_runs = await typed() // stoprule_blocker and ls are still running
+await hooks["tool.execute.after"]({ tool: "stoprule_blocker", sessionID: "main", callID: "c1" }, {})
+await hooks["tool.execute.after"]({ tool: "bash", sessionID: "main", callID: "ordinary" }, {})
+out.blockers_typed = await typed()
 console.log(JSON.stringify(out))
