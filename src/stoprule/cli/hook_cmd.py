@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
+HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode", "antigravity")
 EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission", "prompt")
 
 
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
-        stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
+        stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot", "antigravity") else "")
         return 0
     if output is not None:
         stdout.write(dumps(output, ensure_ascii=False) + "\n")

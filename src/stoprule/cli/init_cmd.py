@@ -550,6 +550,11 @@ def _notes(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         )
     if args.harness == "cursor":
         w.say("note: restart Cursor to load an edited hooks.json")
+    if args.harness == "antigravity":
+        w.say(
+            "note: Antigravity drops the whole hooks.json, silently, on one error in it: "
+            "`stoprule doctor` checks every entry of it"
+        )
     if args.harness == "opencode" and w.scope != "user":
         w.say("note: OpenCode loads the project's plugin and opencode.json when it starts in this directory")
     exe = shlex.split(args.command)[0] if args.command else base[0]
@@ -589,8 +594,10 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         w.say(f"wiring {root}: the {'git root' if repo else 'project'} (init ran in {cwd})")
     base = PORTABLE if w.scope == "shared" else stoprule_argv()
     (_opencode if args.harness == "opencode" else _hooks)(args, w, base)
-    if not args.no_mcp:
+    if not args.no_mcp and args.harness in MCP:
         _mcp(args, w, base)
+    elif not args.no_mcp:  # Antigravity: no published MCP config to write
+        w.say(f"note: the blocker tools' MCP server is not registered for {args.harness} (run `stoprule mcp` by hand)")
     if w.scope == "user":
         w.say("no project file written (--user): a project without .stoprule/ runs with the defaults")
     else:

@@ -89,6 +89,7 @@ class Target:
     versioned: bool  # root needs "version": 1
     user_env: str | None = None  # the variable that moves the harness's config directory
     local_file: str | None = None  # the harness's personal project file, if it has one
+    named: str | None = None  # the events sit under this hook name at the root (Antigravity), not "hooks"
 
     def path(self, root: str, scope: str, env: Mapping[str, str] | None = None) -> str:
         """The config file of ``scope`` (:data:`SCOPES`): the project's, its personal one (else
@@ -98,6 +99,11 @@ class Target:
             return _user_path(self.user_file, self.user_env, env)
         rel = self.local_file if scope == "local" and self.local_file else self.project_file
         return os.path.join(root, *rel.split("/"))
+
+    @property
+    def container(self) -> str:
+        """The root key holding the events: ``hooks``, or stoprule's hook name (Antigravity)."""
+        return self.named or "hooks"
 
     def handler(self, command: str) -> dict[str, Any]:
         if self.harness == "gemini":
@@ -120,6 +126,10 @@ TARGETS: dict[str, Target] = {
     "copilot": Target(
         "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True,
         "COPILOT_HOME",
+    ),
+    # Antigravity CLI: named hooks at the root, ``Stop`` a flat list of handlers (its published notes)
+    "antigravity": Target(
+        "antigravity", ".agents/hooks.json", ".gemini/config/hooks.json", "Stop", False, False, named="stoprule",
     ),
 }  # fmt: skip
 
@@ -258,7 +268,7 @@ def opencode_plugin(argv: list[str], guard: list[str] | None = None) -> str:
 
 
 def _groups(config: dict[str, Any], t: Target, event: str | None) -> list[Any]:
-    hooks = config.get("hooks")
+    hooks = config.get(t.container)
     entries = hooks.get(event or t.event) if isinstance(hooks, dict) else None
     return entries if isinstance(entries, list) else []
 
@@ -321,9 +331,9 @@ def add_entry(
             return True
     if t.versioned:
         config.setdefault("version", 1)
-    hooks = config.setdefault("hooks", {})
+    hooks = config.setdefault(t.container, {})
     if not isinstance(hooks, dict):
-        raise ValueError("its 'hooks' is not an object")
+        raise ValueError(f"its '{t.container}' is not an object")
     key = event or t.event
     entries = hooks.setdefault(key, [])
     if not isinstance(entries, list):
@@ -360,13 +370,13 @@ def remove_entry(config: dict[str, Any], t: Target, event: str | None = None, *,
         else:
             kept.append(e)
     if removed:
-        hooks = config["hooks"]
+        hooks = config[t.container]
         if kept:
             hooks[key] = kept
         else:
             del hooks[key]
         if not hooks:
-            del config["hooks"]
+            del config[t.container]
     return removed
 
 

@@ -2,7 +2,7 @@
 ``render(decision, event) -> dict | None`` (None: print nothing, which means allow).
 
 Modules: ``claude_code``, ``codex``, ``gemini``, ``cursor``, ``copilot``, ``opencode`` (the
-generated plugin's payloads), and ``_common`` (what they share).
+generated plugin's payloads), ``antigravity``, and ``_common`` (what they share).
 
 Adding a harness is one module here, one row in :data:`ADAPTERS` and its import in
 :func:`adapter`, and one fixture folder
@@ -28,6 +28,7 @@ ADAPTERS: dict[str, str] = {
     "cursor": "cursor",
     "copilot": "copilot",
     "opencode": "opencode",
+    "antigravity": "antigravity",
 }
 
 
@@ -54,6 +55,10 @@ def adapter(harness: str) -> ModuleType:
         from stoprule.agent.hook.adapters import copilot
 
         return copilot
+    if name == "antigravity":
+        from stoprule.agent.hook.adapters import antigravity
+
+        return antigravity
     from stoprule.agent.hook.adapters import opencode
 
     return opencode
