@@ -13,7 +13,8 @@ every harness (:mod:`stoprule.cli.doctor_mcp`). Also: Python version, ``.stoprul
 config, the pack compiles. Which guards are wired: for each harness config with stoprule's stop
 hook, the guard on each event that can veto a tool call (a missing one fails), Claude Code's
 ``permissions.deny`` rules, the user's guard switch; one synthetic refused call run through the
-guard's command. Antigravity's hooks files are checked whole, as Antigravity loads them (one
+guard's command. The user's ``/blockers`` (Claude Code, Gemini CLI): the prompt hook and the
+command file it reads. Antigravity's hooks files are checked whole, as Antigravity loads them (one
 error drops every hook in the file, silently): each error by file, line and field. Exit 0 when
 every check passes, 1 otherwise.
 """
@@ -33,6 +34,8 @@ from typing import IO, Any
 
 from stoprule.agent.hook.agy_hooks import check_file
 from stoprule.agent.hook.wiring import (
+    COMMANDS,
+    EXTRA_EVENTS,
     GUARD_EVENTS,
     OPENCODE_PLUGIN,
     SCOPES,
@@ -233,6 +236,26 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
     return good
 
 
+def _check_blockers_command(stdout: IO[str], name: str, config: dict[str, Any], path: str, root: str) -> bool:
+    """The user's ``/blockers``: the prompt hook beside the stop hook, and the command it reads."""
+    event = EXTRA_EVENTS.get(name, {}).get("prompt")
+    if event is None or name not in COMMANDS:
+        return True
+    user = os.path.realpath(path) == os.path.realpath(TARGETS[name].path(root, "user"))
+    rel = COMMANDS[name][1 if user else 0]
+    command = os.path.join(os.path.expanduser("~") if user else root, *rel.split("/"))
+    hook = find_entry(config, TARGETS[name], event)
+    if hook is None or not os.path.isfile(command):
+        missing = [f"no {event} hook in {path}"] if hook is None else []
+        missing += [] if os.path.isfile(command) else [f"no {command}"]
+        return _line(
+            stdout,
+            False,
+            f"{name}: the user's /blockers does not work: {'; '.join(missing)} (run `stoprule init --harness {name}`)",
+        )
+    return _line(stdout, True, f"{name}: the user's /blockers: {event} hook and {command}")
+
+
 def _check_agy_file(stdout: IO[str], path: str) -> bool:
     """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
     file silently (each error named by line and field); a warning names a hook that never runs."""
@@ -338,6 +361,7 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
             good &= _check_guards(stdout, name, config, path, root)
+            good &= _check_blockers_command(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
     found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good

@@ -124,6 +124,8 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         from stoprule.agent.hook.controls import run_prompt
 
         answer = run_prompt(args.harness, data)
+        if answer is None and args.harness == "gemini":
+            answer = {}
         if answer is not None:
             stdout.write(dumps(answer, ensure_ascii=False) + "\n")
         return 0

@@ -1,7 +1,8 @@
 """The user's controls inside a session: ``/blockers on|off|status|list|export`` typed in the
 harness (``stoprule hook claude-code --event prompt`` on Claude Code's ``UserPromptSubmit``,
-which carries the line the user typed, before the model sees it; the plugin's ``/blockers``
-command). The agent cannot send that event: this is the user's channel.
+which carries the line the user typed, before the model sees it; the plugin's or the project's
+``/blockers`` command; Gemini CLI's ``BeforeAgent``, whose prompt is the command's expansion,
+beginning with the typed line). The agent cannot send those events: this is the user's channel.
 
 ``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
 stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
@@ -92,6 +93,8 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         )
     except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
         agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
+    if harness == "gemini":  # BeforeAgent: the context is added to the prompt; systemMessage shown
+        return {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": agent}, "systemMessage": user}
     if harness != "claude-code":
         return {"additionalContext": agent}
     return {

@@ -41,6 +41,7 @@ else:  # pragma: no cover - Python 3.10: the backport
     import tomli as tomllib
 
 __all__ = [
+    "COMMANDS",
     "EXTRA_EVENTS",
     "GUARD_EVENTS",
     "MCP",
@@ -139,10 +140,11 @@ EXTRA_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {
         "session-start": "SessionStart",
         "task-completed": "TaskCompleted",  # a block refuses marking the task done (measured on 2.1.332)
+        "prompt": "UserPromptSubmit",  # the user's typed /blockers, before the model sees it
         "permission": "PermissionRequest",
     },
     "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},
-    "gemini": {"session-start": "SessionStart"},
+    "gemini": {"session-start": "SessionStart", "prompt": "BeforeAgent"},  # BeforeAgent: the user's /blockers
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
 }
 
@@ -214,6 +216,13 @@ def remove_deny_rules(config: dict[str, Any]) -> int:
     return len(deny) - len(kept)
 
 
+# harness -> where init writes the user's ``/blockers`` command (project root / home); its text:
+# stoprule.agent.hook.plugins.COMMAND_TEXT
+COMMANDS: dict[str, tuple[str, str]] = {
+    "claude-code": (".claude/commands/blockers.md", ".claude/commands/blockers.md"),
+    "gemini": (".gemini/commands/blockers.toml", ".gemini/commands/blockers.toml"),
+}
+
 # where init writes the OpenCode plugin (project root / home)
 OPENCODE_PLUGIN = (".opencode/plugins/stoprule.js", ".config/opencode/plugins/stoprule.js")
 
@@ -243,6 +252,8 @@ MCP: dict[str, McpFile] = {
     "cursor": McpFile("cursor", ".cursor/mcp.json", ".cursor/mcp.json", "json"),
     "copilot": McpFile("copilot", ".github/mcp.json", ".copilot/mcp-config.json", "json", "COPILOT_HOME"),
     "opencode": McpFile("opencode", "opencode.json", ".config/opencode/opencode.json", "opencode"),
+    # Antigravity's customization roots (google-antigravity/antigravity-cli#60; UNCONFIRMED on a binary here)
+    "antigravity": McpFile("antigravity", ".agents/mcp_config.json", ".gemini/config/mcp_config.json", "json"),
 }
 
 
@@ -252,6 +263,7 @@ def generated_files() -> tuple[str, ...]:
     files = [p for t in TARGETS.values() for p in (t.project_file, t.local_file) if p]
     files += [m.project_file for m in MCP.values()]
     files.append(OPENCODE_PLUGIN[0])
+    files += [c[0] for c in COMMANDS.values()]
     return tuple(dict.fromkeys(files))
 
 
