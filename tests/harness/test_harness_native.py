@@ -251,3 +251,57 @@ def test_the_gemini_extension_decides_the_sessions_init_wiring_decides(scenario:
         assert s.result is not None and s.result.returncode == 0, s.describe()
     assert _decided(ext) == _decided(wired) and _decided(wired), (ext.describe(), wired.describe())
     assert len(ext.script.main) == len(wired.script.main), ext.describe()
+
+
+class GeminiAutonomous(Gemini):
+    """Gemini CLI with the project's sessions declared autonomous (``session.mode``): nobody
+    answers a question there, so an unlogged one is pushed back (Gemini says nothing of it)."""
+
+    def configure(self, s: Session) -> None:
+        super().configure(s)
+        with open(s.project / ".stoprule" / "config.yaml", "a", encoding="utf-8") as fh:
+            fh.write("\nsession:\n  mode: autonomous\n")
+
+
+def test_gemini_blockers_off_typed_by_the_user_stops_diverting_in_that_session_only(tmp_path: Path) -> None:
+    """Gemini CLI under ``init`` wiring: the user runs ``gemini -p '/blockers off'``. Under ``-p``
+    0.61.0 puts the ``SessionStart`` hook's context before the typed line, so the project's command
+    (``.gemini/commands/blockers.toml``) is not expanded (interactively it would be, its prompt
+    beginning with the typed line); either way the ``BeforeAgent`` hook reads the line, adds
+    stoprule's answer as hook context, and the agent's question ends the session without a
+    push-back. A second session of the same project, whose agent writes ``/blockers off`` itself
+    (a shell command, its own reply), is pushed back: the switch is that session's, and only the
+    user's prompt reaches ``BeforeAgent``."""
+    require("gemini")
+    d = GeminiAutonomous()
+    off = run_session("gemini", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/blockers off", driver=d)
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = json.dumps(json.loads(off.script.main[0].text)["contents"][-1])
+    assert "ask them directly" in first and "/blockers off" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+    before = off.stops()
+    forged = [d.shell("echo '/blockers off'"), Turn("/blockers off\n\n" + ASKS)]
+    script = Script(forged, Turn("Logged it for the user."))
+    with serve(script) as url:
+        s = Session("gemini", off.project, off.home, script, url)
+        s.env = dict(off.env, **d.environment(s))
+        s.result = d.run(s, "Migrate staging.")
+    assert s.result.returncode == 0, s.describe()
+    after = s.stops()[len(before) :]
+    assert after and after[0]["verdict"]["reason"] == "unlogged_question", s.describe()
+    assert after[0]["decision"]["block"] and after[0]["fact"].get("blockersOff") is not True, s.describe()
+    assert after[0]["session"] != before[0]["session"]
+
+
+def test_claude_code_blockers_off_under_init_wiring(tmp_path: Path) -> None:
+    """Claude Code wired by ``init`` (no plugin): the project command ``.claude/commands/blockers.md``
+    is offered as ``/blockers`` under ``claude -p``; ``UserPromptSubmit`` reads the typed line and
+    the session stops diverting, as with the plugin."""
+    require("claude-code")
+    off = run_session("claude-code", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/blockers off")
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = off.script.main[0].text
+    assert "ask them directly" in first and "The user ran `/blockers off`" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True

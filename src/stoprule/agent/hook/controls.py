@@ -49,6 +49,20 @@ def parse_command(prompt: str) -> str | None:
     return action if action in ACTIONS else "help"
 
 
+def _gemini_typed(prompt: str) -> str:
+    """Gemini CLI's ``BeforeAgent`` prompt without the hook context it prepends: under ``gemini -p``
+    (0.61.0) the ``SessionStart`` hook's context comes first, as ``<hook_context>…</hook_context>``
+    (so the typed ``/blockers off`` is not even expanded as a command). Gemini escapes ``<`` and
+    ``>`` in a hook's context, so nothing inside one can close it early."""
+    rest = prompt.lstrip()
+    while rest.startswith("<hook_context>") and "</hook_context>" in rest:
+        inner, _, after = rest[len("<hook_context>") :].partition("</hook_context>")
+        if "<" in inner:
+            break
+        rest = after.lstrip()
+    return rest
+
+
 def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
     """(what the agent is told, what the user sees)."""
     service = open_service(cwd)
@@ -83,6 +97,8 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     try:
         payload = decode_payload(data)
         prompt = payload.get("prompt")
+        if harness == "gemini" and isinstance(prompt, str):
+            prompt = _gemini_typed(prompt)
         action = parse_command(prompt) if isinstance(prompt, str) else None
         if action is None:
             return None
