@@ -96,8 +96,8 @@ def test_the_stop_payload_is_read_and_a_continuation_is_decision_continue() -> N
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
-    return {**keep, "HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "xs"),
-            "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    mine = {"HOME": "home", "XDG_STATE_HOME": "xs", "STOPRULE_CACHE_DIR": "cache"}
+    return {**keep, **{k: str(tmp_path / v) for k, v in mine.items()}}
 
 
 def test_init_merges_a_named_hook_and_doctor_names_an_error_anywhere_in_the_file(

@@ -30,8 +30,8 @@ WIRING = [
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("STOPRULE_", "CLAUDE_CONFIG_DIR"))}
-    return {**keep, "HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "xs"),
-            "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    mine = {"HOME": "home", "XDG_STATE_HOME": "xs", "STOPRULE_CACHE_DIR": "cache"}
+    return {**keep, **{k: str(tmp_path / v) for k, v in mine.items()}}
 
 
 @pytest.mark.parametrize(("harness", "settings", "event", "command"), WIRING)

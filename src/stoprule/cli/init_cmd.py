@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from stoprule._util.files import atomic_write
+from stoprule.agent.hook.plugins import COMMAND_TEXT
 from stoprule.agent.hook.runner import user_state_dir
 from stoprule.agent.hook.wiring import (
     COMMANDS,
@@ -510,8 +511,6 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
 def _command(args: argparse.Namespace, w: _Writer) -> None:
     """The user's ``/blockers`` command (Claude Code, Gemini CLI): read by the prompt hook wired
     beside the stop hook; its whole text is stoprule's."""
-    from stoprule.agent.hook.plugins import COMMAND_TEXT
-
     rel = COMMANDS[args.harness][1 if w.scope == "user" else 0]
     path = os.path.join(os.path.expanduser("~") if w.scope == "user" else w.root, *rel.split("/"))
     text = COMMAND_TEXT[args.harness]

@@ -110,7 +110,10 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
         agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
     if harness == "gemini":  # BeforeAgent: the context is added to the prompt; systemMessage shown
-        return {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": agent}, "systemMessage": user}
+        return {
+            "hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": agent},
+            "systemMessage": user,
+        }
     if harness != "claude-code":
         return {"additionalContext": agent}
     return {
