@@ -5,9 +5,14 @@ hook events). Run alone: ``python -m pytest -m harness -n 0 -k native``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import select
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +310,66 @@ def test_claude_code_blockers_off_under_init_wiring(tmp_path: Path) -> None:
     assert "ask them directly" in first and "The user ran `/blockers off`" in first, first[-1500:]
     assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
     assert off.stops()[0]["fact"]["blockersOff"] is True
+
+
+def _pty_until(fd: int, done: Any, timeout: float) -> bytes:
+    """Read the terminal until ``done()`` (or ``timeout`` seconds): what the harness drew."""
+    out, end = b"", time.monotonic() + timeout
+    while time.monotonic() < end and not done():
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                break
+    return out
+
+
+def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp_path: Path) -> None:
+    """The interactive route (a terminal, the user typing ``/blockers off`` and Enter): Gemini CLI
+    0.61.0 expands the project's command there; the request's user message is the session-start
+    context, the command's text (beginning with the typed line) and the ``BeforeAgent`` hook's
+    answer; the session's switch is off."""
+    require("gemini")
+    d = DRIVERS["gemini"]
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_project(tmp_path, "gemini")
+    s = Session("gemini", project, home, Script([Turn("Noted.")], Turn("ok.")))
+    log = project / ".stoprule" / "hook.log"
+
+    def logged(event: str) -> bool:
+        return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
+
+    with serve(s.script) as url:
+        s.url = url
+        d.configure(s)
+        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
+        exe = str(binary("gemini"))
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the harness in a terminal
+            os.chdir(project)
+            os.execve(exe, [exe, "--yolo", "-m", "gemini-2.5-pro"], env)
+        try:
+            _pty_until(fd, lambda: logged("session-start"), 60)
+            _pty_until(fd, lambda: False, 3)  # the prompt is drawn after the session starts
+            for ch in "/blockers off":
+                os.write(fd, ch.encode())
+                time.sleep(0.05)
+            _pty_until(fd, lambda: False, 1)
+            os.write(fd, b"\r")
+            _pty_until(fd, lambda: logged("stop"), 90)
+        finally:  # the terminal's session: Gemini CLI and the node process it relaunches itself in
+            os.killpg(pid, signal.SIGTERM)
+            _pty_until(fd, lambda: False, 1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+    assert s.script.main, "no request reached the model"
+    parts = [p.get("text", "") for p in json.loads(s.script.main[0].text)["contents"][-1]["parts"]]
+    typed = [i for i, t in enumerate(parts) if t.startswith("/blockers off\n\n(The user ran stoprule's /blockers")]
+    assert typed and "ask them directly" in parts[typed[0] + 1], parts
+    switches = list((project / ".stoprule" / "state" / "blockers").glob("*.json"))
+    assert [json.loads(p.read_text())["enabled"] for p in switches] == [False]
