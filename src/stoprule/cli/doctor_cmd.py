@@ -238,9 +238,7 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
 
 def _check_blockers_command(stdout: IO[str], name: str, config: dict[str, Any], path: str, root: str) -> bool:
     """The user's ``/blockers``: the prompt hook beside the stop hook, and the command it reads."""
-    event = EXTRA_EVENTS.get(name, {}).get("prompt")
-    if event is None or name not in COMMANDS:
-        return True
+    event = EXTRA_EVENTS[name]["prompt"]
     user = os.path.realpath(path) == os.path.realpath(TARGETS[name].path(root, "user"))
     rel = COMMANDS[name][1 if user else 0]
     command = os.path.join(os.path.expanduser("~") if user else root, *rel.split("/"))
@@ -265,11 +263,13 @@ def _check_agy_file(stdout: IO[str], path: str) -> bool:
             _line(stdout, False, f"antigravity: {f.render()}")
         else:
             stdout.write(f"warn antigravity: {f.render()}\n")
-    if any(f.error for f in findings):
-        _line(stdout, False, f"antigravity: {path} would be dropped whole by Antigravity (no hook in it runs)")
-        return False
-    _line(stdout, True, f"antigravity: {path} loads (Antigravity's hooks.json rules)")
-    return True
+    loads = not any(f.error for f in findings)
+    what = (
+        "loads (Antigravity's hooks.json rules)"
+        if loads
+        else "would be dropped whole by Antigravity (no hook in it runs)"
+    )
+    return _line(stdout, loads, f"antigravity: {path} {what}")
 
 
 def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
@@ -361,7 +361,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
             good &= _check_guards(stdout, name, config, path, root)
-            good &= _check_blockers_command(stdout, name, config, path, root)
+            if name in COMMANDS:
+                good &= _check_blockers_command(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
     found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good
