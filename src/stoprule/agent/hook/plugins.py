@@ -45,10 +45,11 @@ context. Acknowledge it in one line and carry on as it says.
 """
 
 
-# Gemini CLI's: a custom command expands into a prompt before any hook sees it, so the prompt
-# begins with the typed line, which the ``BeforeAgent`` hook (``--event prompt``) reads. That
-# hook fires once per user prompt (and on stoprule's own retries), never on the agent's tool
-# calls or replies (measured on 0.61.0), so the agent cannot produce that first line.
+# Gemini CLI's: in its terminal a custom command expands into a prompt before any hook sees it,
+# beginning with the typed line, which the ``BeforeAgent`` hook (``--event prompt``) reads (under
+# ``gemini -p`` 0.61.0 the line is not expanded: the session-start context comes first, skipped
+# by stoprule.agent.hook.controls). That hook fires once per user prompt (and on stoprule's own
+# retries), never on the agent's tool calls or replies (measured on 0.61.0).
 GEMINI_BLOCKERS_COMMAND = """description = "stoprule's blocker triage for this session (on, off, status, list, export)"
 prompt = \"\"\"/blockers {{args}}
 
@@ -83,7 +84,6 @@ def claude_code_hooks(guard: bool = True) -> dict[str, Any]:
     for ev, name in EXTRA_EVENTS["claude-code"].items():
         if ev != "permission":  # opt-in (init --permission-triage); not in the package
             hooks[name] = [{"hooks": [_handler(f"{RUN} hook claude-code --event {ev}")]}]
-    hooks["UserPromptSubmit"] = [{"hooks": [_handler(f"{RUN} hook claude-code --event prompt")]}]
     if guard:
         for name, matcher in GUARD_EVENTS["claude-code"]:
             group: dict[str, Any] = {"hooks": [_handler(f"{RUN} guard claude-code")]}
