@@ -83,12 +83,12 @@ def record(
     from stoprule.ledger import journal
 
     if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
-        from contextlib import suppress
-
         from stoprule.project import ensure_state_dir
 
-        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
+        try:  # noqa: SIM105 - contextlib (with collections, functools) costs the cold start ~2 ms
             ensure_state_dir(project)
+        except OSError:  # a read-only project: the journal's own error, if any, says more
+            pass
 
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path
