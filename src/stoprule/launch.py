@@ -58,6 +58,9 @@ def main() -> int:
         sys.path.append(here)
     if sys.flags.no_site:
         sys.meta_path.append(SiteOnMiss)
+    from stoprule._util import bundle
+
+    bundle.install()  # the modules the hook imports, from one file (kept again by the CLI when stale)
     from stoprule.cli.main import main as cli
 
     return cli()
