@@ -59,7 +59,7 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     importing it (the hook's cold start); None for any other command line."""
     if len(argv) != 1 or argv[0] not in HARNESSES:
         return None
-    namespace = type(sys.implementation)  # types.SimpleNamespace, without importing types (the cold start)
+    namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types (the cold start)
     args: SimpleNamespace = namespace(
         command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None
     )

@@ -563,8 +563,8 @@ def _file_size_limit() -> int | None:
         with open("/proc/self/limits", "rb") as fh:
             for line in fh:
                 if line.startswith(b"Max file size "):
-                    soft = line[len(b"Max file size ") :].split()[0]
-                    return None if soft == b"unlimited" else int(soft)
+                    word = line[len(b"Max file size ") :].split()[0]
+                    return None if word == b"unlimited" else int(word)
     except (OSError, ValueError, IndexError):
         pass
     try:
