@@ -28,10 +28,16 @@ def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         __import__(name)
     target = tmp_path / "bundle.bin"
     monkeypatch.setattr(bundle, "path", lambda: str(target))
+    monkeypatch.delitem(sys.modules, "stoprule.engine.build", raising=False)  # (another test compiled a pack)
     finder = bundle.BundleFinder({})
     finder.before = frozenset(sys.modules) - set(NAMES)
     assert bundle.keep(finder)
     return target
+
+
+def _index(index: object) -> bytes:
+    head = marshal.dumps(index)
+    return len(head).to_bytes(8, "little") + head
 
 
 def _fresh(finder: bundle.BundleFinder, name: str) -> object:
@@ -76,14 +82,25 @@ def test_a_changed_source_is_imported_as_usual_and_the_bundle_kept_again(kept: P
     [
         pytest.param(lambda p: p.chmod(0o666), id="writable-by-others"),
         pytest.param(lambda p: p.write_bytes(b"\0not marshal"), id="garbage"),
-        pytest.param(lambda p: p.write_bytes(marshal.dumps((b"xxxx", sys.hexversion, {}))), id="other-magic"),
-        pytest.param(lambda p: p.write_bytes(marshal.dumps((bundle._MAGIC, 0, {}))), id="other-interpreter"),
+        pytest.param(lambda p: p.write_bytes(_index((b"xxxx", sys.hexversion, {}))), id="other-magic"),
+        pytest.param(lambda p: p.write_bytes(_index((bundle._MAGIC, 0, {}))), id="other-interpreter"),
+        pytest.param(lambda p: p.write_bytes(p.read_bytes()[:-100]), id="cut-short"),
     ],
 )
 def test_a_bundle_not_to_be_trusted_is_ignored(kept: Path, spoil) -> None:  # type: ignore[no-untyped-def]
     assert bundle._read()
     spoil(kept)
     assert bundle._read() == {}
+
+
+def test_a_damaged_entry_is_imported_as_usual(kept: Path) -> None:
+    entries = bundle._read()
+    rel, is_package, size, mtime_ns, _ = entries["stoprule.limits"]
+    entries["stoprule.limits"] = (rel, is_package, size, mtime_ns, b"\0not marshal")
+    import stoprule.limits
+
+    limits = _fresh(bundle.BundleFinder(entries), "stoprule.limits")
+    assert limits.SAFE_INT == stoprule.limits.SAFE_INT  # type: ignore[attr-defined]
 
 
 def test_no_cache_reads_and_keeps_none(kept: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,3 +136,13 @@ def test_the_wired_stop_keeps_a_bundle_of_its_modules(tmp_path: Path) -> None:
     kept = bundle._read()
     for name in ("stoprule.agent.hook.runner", "stoprule.engine.evaluator", "stoprule.cli.hook_cmd"):
         assert name in kept, sorted(kept)
+
+
+def test_a_process_that_compiled_a_pack_keeps_none(kept: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its modules (the compiler's) are not what the next stops import."""
+    import stoprule.engine.build
+
+    monkeypatch.setitem(sys.modules, "stoprule.engine.build", stoprule.engine.build)
+    kept.unlink()
+    assert not bundle.keep(bundle.BundleFinder({}))
+    assert not kept.exists()

@@ -11,9 +11,12 @@ owner (this user or the system's administrator) may write it. Each module's entr
 ``.pyc`` checks, its source's size and mtime (nanoseconds), and is used only while the source's
 ``stat`` still says so: a changed source is imported as usual (from its own ``.pyc`` or source),
 and the bundle kept again after the command. A bundle that cannot be read or is for another
-interpreter is ignored. Its format: :mod:`marshal` (the ``.pyc`` format) of ``(magic, hexversion,
-{module: (path under the package's folder, is a package, size, mtime_ns, its code, marshalled)})``;
-a module's code is unmarshalled only when it is imported.
+interpreter is ignored. Its format: the index's length (8 bytes, little-endian), the index, then
+each module's code as a ``.pyc`` holds it; the index is :mod:`marshal` (the ``.pyc`` format) of
+``(magic, hexversion, {module: (path under the package's folder, is a package, size, mtime_ns,
+where its code starts after the index, its length)})``. A module's code is unmarshalled, from the
+bytes read, only when it is imported. A process that compiled a pack (it imports the compiler) keeps
+none: the next stop's modules are the ones to keep.
 
 With ``$STOPRULE_NO_CACHE``, none is read or kept; with ``sys.dont_write_bytecode``, none is kept.
 
@@ -38,7 +41,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the stopr
 _MAX_BYTES = 64 << 20
 _MAGIC = _external.MAGIC_NUMBER
 
-Entry = tuple[str, bool, int, int, bytes]
+Entry = tuple[str, bool, int, int, bytes | memoryview]
 
 
 def path() -> str:
@@ -50,12 +53,15 @@ class _Loader(_external.SourceFileLoader):
     """A source file's loader (its data, resources and file name as usual) whose code comes from
     the bundle."""
 
-    def __init__(self, fullname: str, origin: str, code: bytes) -> None:
+    def __init__(self, fullname: str, origin: str, code: bytes | memoryview) -> None:
         super().__init__(fullname, origin)
         self.code = code
 
     def get_code(self, fullname: str) -> Any:
-        return marshal.loads(self.code)
+        try:
+            return marshal.loads(self.code)
+        except Exception:  # noqa: BLE001 - a damaged entry: the module's own bytecode or source
+            return super().get_code(fullname)
 
 
 class BundleFinder:
@@ -102,11 +108,18 @@ def _read() -> dict[str, Entry]:
             or (getuid is not None and (st.st_uid not in (getuid(), 0) or st.st_mode & 0o022))
         ):
             return {}
-        data = os.read(fd, st.st_size + 1)
-        magic, version, entries = marshal.loads(data)
-        if magic != _MAGIC or version != sys.hexversion or not isinstance(entries, dict):
+        view = memoryview(os.read(fd, st.st_size + 1))
+        head = int.from_bytes(view[:8], "little")
+        magic, version, index = marshal.loads(view[8 : 8 + head])
+        if magic != _MAGIC or version != sys.hexversion or not isinstance(index, dict):
             return {}
-        return entries
+        base = 8 + head
+        if base + sum(entry[5] for entry in index.values()) != len(view):  # cut short, or more than it says
+            return {}
+        return {
+            name: (rel, is_package, size, mtime_ns, view[base + start : base + start + length])
+            for name, (rel, is_package, size, mtime_ns, start, length) in index.items()
+        }
     except Exception:  # noqa: BLE001 - unreadable or malformed: imported as usual
         return {}
     finally:
@@ -161,6 +174,8 @@ def keep(finder: BundleFinder | None = None) -> bool:
     finder = finder or _installed()
     if finder is None or sys.dont_write_bytecode or os.environ.get("STOPRULE_NO_CACHE"):
         return False
+    if "stoprule.engine.build" in sys.modules:  # it compiled a pack: not what a stop imports
+        return False
     try:
         missed = {}
         for name, module in list(sys.modules.items()):
@@ -193,7 +208,13 @@ def keep(finder: BundleFinder | None = None) -> bool:
 
         target = path()
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        atomic_write(target, marshal.dumps((_MAGIC, sys.hexversion, entries)), sync=False)
+        index, blobs, start = {}, [], 0
+        for name, (rel, is_package, size, mtime_ns, code) in sorted(entries.items()):
+            index[name] = (rel, is_package, size, mtime_ns, start, len(code))
+            blobs.append(bytes(code))
+            start += len(code)
+        head = marshal.dumps((_MAGIC, sys.hexversion, index))
+        atomic_write(target, b"".join([len(head).to_bytes(8, "little"), head, *blobs]), sync=False)
         return True
     except Exception:  # noqa: BLE001 - a bundle not kept is only made again
         return False
