@@ -25,7 +25,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import _frozen_importlib_external as _external  # (frozen: the import system's own, already loaded)
+import _frozen_importlib as _bootstrap  # (frozen: the import system's own, already loaded)
+import _frozen_importlib_external as _external
 import marshal
 import os
 import sys
@@ -40,6 +41,7 @@ __all__ = ["BundleFinder", "install", "keep", "path"]
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the stoprule package's folder
 _MAX_BYTES = 64 << 20
 _MAGIC = _external.MAGIC_NUMBER
+_TAG = sys.implementation.cache_tag
 
 Entry = tuple[str, bool, int, int, bytes | memoryview]
 
@@ -85,15 +87,19 @@ class BundleFinder:
         if st is None or st.st_size != size or st.st_mtime_ns != mtime_ns:
             self.stale = True
             return None
-        return _external.spec_from_file_location(
-            name, origin, loader=_Loader(name, origin, code), submodule_search_locations=[] if is_package else None
-        )
+        spec = _bootstrap.ModuleSpec(name, _Loader(name, origin, code), origin=origin, is_package=is_package)
+        spec.has_location = True  # (as spec_from_file_location makes it, without its checks)
+        folder, file = os.path.split(origin)
+        spec.cached = os.path.join(folder, "__pycache__", f"{file[:-3]}.{_TAG}.pyc")
+        if is_package:
+            spec.submodule_search_locations = [folder]
+        return spec
 
 
 def _read() -> dict[str, Entry]:
     """The kept bundle's entries; empty when there is none, or it is unreadable, for another
     interpreter, or writable by anyone but its owner."""
-    if os.environ.get("STOPRULE_NO_CACHE"):
+    if os.environ.get("STOPRULE_NO_CACHE") or _TAG is None:  # (no cache tag: no bytecode is kept)
         return {}
     try:
         fd = os.open(path(), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -172,7 +178,7 @@ def keep(finder: BundleFinder | None = None) -> bool:
     and the entries still valid of the one kept (``finder``: the one installed). Written atomically,
     not synced (a lost bundle is only made again). Returns whether it was written; never raises."""
     finder = finder or _installed()
-    if finder is None or sys.dont_write_bytecode or os.environ.get("STOPRULE_NO_CACHE"):
+    if finder is None or sys.dont_write_bytecode or os.environ.get("STOPRULE_NO_CACHE") or _TAG is None:
         return False
     if "stoprule.engine.build" in sys.modules:  # it compiled a pack: not what a stop imports
         return False
