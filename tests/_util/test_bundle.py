@@ -68,13 +68,14 @@ def test_a_kept_module_is_imported_from_the_bundle_as_from_its_source(kept: Path
 
 def test_a_changed_source_is_imported_as_usual_and_the_bundle_kept_again(kept: Path) -> None:
     entries = bundle._read()
-    rel, is_package, size, mtime_ns, code = entries["stoprule.limits"]
-    entries["stoprule.limits"] = (rel, is_package, size, mtime_ns - 1, code)  # the source's stat differs
+    rel, is_package, stamp, code = entries["stoprule.limits"]
+    size, mtime_ns, ctime_ns, inode = stamp
+    entries["stoprule.limits"] = (rel, is_package, (size, mtime_ns, ctime_ns - 1, inode), code)  # its bytes changed
     finder = bundle.BundleFinder(entries)
     assert finder.find_spec("stoprule.limits") is None and finder.stale
     finder.before = frozenset(sys.modules) - {"stoprule.limits"}
     assert bundle.keep(finder)
-    assert bundle._read()["stoprule.limits"][3] == mtime_ns  # its entry from the source as it is
+    assert bundle._read()["stoprule.limits"][2] == stamp  # its entry from the source as it is
 
 
 @pytest.mark.parametrize(
@@ -95,8 +96,8 @@ def test_a_bundle_not_to_be_trusted_is_ignored(kept: Path, spoil) -> None:  # ty
 
 def test_a_damaged_entry_is_imported_as_usual(kept: Path) -> None:
     entries = bundle._read()
-    rel, is_package, size, mtime_ns, _ = entries["stoprule.limits"]
-    entries["stoprule.limits"] = (rel, is_package, size, mtime_ns, b"\0not marshal")
+    rel, is_package, stamp, _ = entries["stoprule.limits"]
+    entries["stoprule.limits"] = (rel, is_package, stamp, b"\0not marshal")
     import stoprule.limits
 
     limits = _fresh(bundle.BundleFinder(entries), "stoprule.limits")
@@ -146,3 +147,11 @@ def test_a_process_that_compiled_a_pack_keeps_none(kept: Path, monkeypatch: pyte
     kept.unlink()
     assert not bundle.keep(bundle.BundleFinder({}))
     assert not kept.exists()
+
+
+def test_the_bundle_lives_beside_the_package_bytecode_never_in_the_cache_folder(tmp_path: Path) -> None:
+    """The cache folder holds data only; code is kept where the interpreter keeps the package's."""
+    import stoprule
+
+    assert Path(bundle.path()).parent == Path(stoprule.__file__).resolve().parent / "__pycache__"
+    assert str(tmp_path) not in bundle.path()

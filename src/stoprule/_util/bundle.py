@@ -7,16 +7,19 @@ rounds of the path finder (stats, an open, two reads, a close each).
 
 The file sits beside this package's bytecode (``__pycache__/hook-bundle.<cache tag>.bin``, one per
 interpreter and bytecode version) and is trusted as that bytecode is: only when no one but its
-owner (this user or the system's administrator) may write it. Each module's entry holds what a
-``.pyc`` checks, its source's size and mtime (nanoseconds), and is used only while the source's
-``stat`` still says so: a changed source is imported as usual (from its own ``.pyc`` or source),
-and the bundle kept again after the command. A bundle that cannot be read or is for another
-interpreter is ignored. Its format: the index's length (8 bytes, little-endian), the index, then
-each module's code as a ``.pyc`` holds it; the index is :mod:`marshal` (the ``.pyc`` format) of
-``(magic, hexversion, {module: (path under the package's folder, is a package, size, mtime_ns,
-where its code starts after the index, its length)})``. A module's code is unmarshalled, from the
-bytes read, only when it is imported. A process that compiled a pack (it imports the compiler) keeps
-none: the next stop's modules are the ones to keep.
+owner (this user or the system's administrator) may write it. Each module's entry holds its
+source's stamp, as the compiled-pack cache keys a file (:mod:`stoprule.engine.packs`): size,
+mtime, ctime (nanoseconds; a change to the bytes sets the ctime, which no one sets back) and
+inode, and is used only while the source's ``stat`` still says so: a changed source is imported
+as usual (from its own ``.pyc`` or source), and the bundle kept again after the command. A
+bundle that cannot be read or is for another interpreter is ignored.
+
+Its format: the index's length (8 bytes, little-endian), the index, then each module's code as a
+``.pyc`` holds it; the index is :mod:`marshal` (the ``.pyc`` format) of ``(magic, hexversion,
+{module: (path under the package's folder, is a package, stamp, where its code starts after the
+index, its length)})``. A module's code is unmarshalled, from the bytes read, only when it is
+imported. A process that compiled a pack (it imports the compiler) keeps none: the next stop's
+modules are the ones to keep.
 
 With ``$STOPRULE_NO_CACHE``, none is read or kept; with ``sys.dont_write_bytecode``, none is kept.
 
@@ -43,7 +46,12 @@ _MAX_BYTES = 64 << 20
 _MAGIC = _external.MAGIC_NUMBER
 _TAG = sys.implementation.cache_tag
 
-Entry = tuple[str, bool, int, int, bytes | memoryview]
+Stamp = tuple[int, int, int, int]  # a source's size, mtime_ns, ctime_ns, inode
+Entry = tuple[str, bool, Stamp, bytes | memoryview]
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 def path() -> str:
@@ -78,13 +86,13 @@ class BundleFinder:
         entry = self.entries.get(name)
         if entry is None:
             return None
-        rel, is_package, size, mtime_ns, code = entry
+        rel, is_package, stamp, code = entry
         origin = os.path.join(_ROOT, rel)
         try:
             st = os.stat(origin)
         except OSError:
             st = None
-        if st is None or st.st_size != size or st.st_mtime_ns != mtime_ns:
+        if st is None or _stamp(st) != stamp:
             self.stale = True
             return None
         spec = _bootstrap.ModuleSpec(name, _Loader(name, origin, code), origin=origin, is_package=is_package)
@@ -120,11 +128,11 @@ def _read() -> dict[str, Entry]:
         if magic != _MAGIC or version != sys.hexversion or not isinstance(index, dict):
             return {}
         base = 8 + head
-        if base + sum(entry[5] for entry in index.values()) != len(view):  # cut short, or more than it says
+        if base + sum(entry[4] for entry in index.values()) != len(view):  # cut short, or more than it says
             return {}
         return {
-            name: (rel, is_package, size, mtime_ns, view[base + start : base + start + length])
-            for name, (rel, is_package, size, mtime_ns, start, length) in index.items()
+            name: (rel, is_package, tuple(stamp), view[base + start : base + start + length])
+            for name, (rel, is_package, stamp, start, length) in index.items()
         }
     except Exception:  # noqa: BLE001 - unreadable or malformed: imported as usual
         return {}
@@ -165,11 +173,11 @@ def _entry(name: str, origin: str, is_package: bool) -> Entry | None:
             with open(origin, "rb") as fh:
                 source = fh.read()
             code = marshal.dumps(compile(source, origin, "exec", dont_inherit=True))
-        if os.stat(origin).st_mtime_ns != st.st_mtime_ns:  # changed meanwhile: left to the next run
+        if _stamp(os.stat(origin)) != _stamp(st):  # changed meanwhile: left to the next run
             return None
     except (OSError, SyntaxError, ValueError):
         return None
-    return os.path.relpath(origin, _ROOT), is_package, st.st_size, st.st_mtime_ns, code
+    return os.path.relpath(origin, _ROOT), is_package, _stamp(st), code
 
 
 def keep(finder: BundleFinder | None = None) -> bool:
@@ -204,7 +212,7 @@ def keep(finder: BundleFinder | None = None) -> bool:
                 st = os.stat(os.path.join(_ROOT, old[0]))
             except OSError:
                 continue
-            if (st.st_size, st.st_mtime_ns) == (old[2], old[3]):
+            if _stamp(st) == old[2]:
                 entries[name] = old
         for name, (origin, is_package) in missed.items():
             entry = _entry(name, origin, is_package)
@@ -215,8 +223,8 @@ def keep(finder: BundleFinder | None = None) -> bool:
         target = path()
         os.makedirs(os.path.dirname(target), exist_ok=True)
         index, blobs, start = {}, [], 0
-        for name, (rel, is_package, size, mtime_ns, code) in sorted(entries.items()):
-            index[name] = (rel, is_package, size, mtime_ns, start, len(code))
+        for name, (rel, is_package, stamp, code) in sorted(entries.items()):
+            index[name] = (rel, is_package, stamp, start, len(code))
             blobs.append(bytes(code))
             start += len(code)
         head = marshal.dumps((_MAGIC, sys.hexversion, index))

@@ -246,9 +246,7 @@ def _preload(spec: dict[str, Any]) -> None:
                         if type(w) is not str or not w:
                             raise ValueError("a malformed reading")
                 readings.append((tuple(map(tuple, needs)), foreign))
-            if len(readings) != len(patterns):
-                raise ValueError("a malformed reading")
-            for p, reading in zip(patterns, readings):
+            for p, reading in zip(patterns, readings, strict=True):  # (ValueError: another count)
                 _READ.setdefault(p, reading)
             return
     except (ValueError, TypeError, KeyError):
