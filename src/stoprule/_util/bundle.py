@@ -206,6 +206,10 @@ def keep(finder: BundleFinder | None = None) -> bool:
             missed[name] = (origin, getattr(spec, "submodule_search_locations", None) is not None)
         if not missed and not finder.stale and finder.entries:
             return False
+        target = path()
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.access(os.path.dirname(target), os.W_OK):  # an install this user may not write: two stats
+            return False
         entries = {}
         for name, old in finder.entries.items():  # the kept ones still valid
             try:
@@ -220,8 +224,6 @@ def keep(finder: BundleFinder | None = None) -> bool:
                 entries[name] = entry
         from stoprule._util.files import atomic_write
 
-        target = path()
-        os.makedirs(os.path.dirname(target), exist_ok=True)
         index, blobs, start = {}, [], 0
         for name, (rel, is_package, stamp, code) in sorted(entries.items()):
             index[name] = (rel, is_package, stamp, start, len(code))
