@@ -155,3 +155,14 @@ def test_the_bundle_lives_beside_the_package_bytecode_never_in_the_cache_folder(
 
     assert Path(bundle.path()).parent == Path(stoprule.__file__).resolve().parent / "__pycache__"
     assert str(tmp_path) not in bundle.path()
+
+
+def test_a_module_from_the_bundle_names_its_source_where_it_is(kept: Path) -> None:
+    """Its code objects name the source file as it is now (an install moved since its bytecode was
+    written shows the right file in a traceback), as the import system's own loader does."""
+    entries = bundle._read()
+    rel, is_package, stamp, code = entries["stoprule.limits"]
+    moved = marshal.loads(code).replace(co_filename="/somewhere/else/limits.py")
+    entries["stoprule.limits"] = (rel, is_package, stamp, marshal.dumps(moved))
+    limits = _fresh(bundle.BundleFinder(entries), "stoprule.limits")
+    assert limits.__spec__.loader.get_code("stoprule.limits").co_filename == limits.__file__  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import _frozen_importlib as _bootstrap  # (frozen: the import system's own, already loaded)
 import _frozen_importlib_external as _external
+import _imp
 import marshal
 import os
 import sys
@@ -69,9 +70,11 @@ class _Loader(_external.SourceFileLoader):
 
     def get_code(self, fullname: str) -> Any:
         try:
-            return marshal.loads(self.code)
+            code = marshal.loads(self.code)
         except Exception:  # noqa: BLE001 - a damaged entry: the module's own bytecode or source
             return super().get_code(fullname)
+        _imp._fix_co_filename(code, self.path)  # type: ignore[attr-defined]  # as the import system does
+        return code
 
 
 class BundleFinder:
