@@ -128,15 +128,17 @@ def test_the_wired_stop_keeps_a_bundle_of_its_modules(tmp_path: Path) -> None:
     (root / "t.jsonl").write_bytes((FIXTURES / "claude-code" / "transcript.jsonl").read_bytes())
     transcript = str(root / "t.jsonl")
     stop = {"session_id": "s1", "transcript_path": transcript, "cwd": str(root), "hook_event_name": "Stop"}
-    answers = []
-    for _ in range(2):
+    wanted = {"stoprule.agent.hook.runner", "stoprule.engine.evaluator", "stoprule.cli.hook_cmd"}
+    answers: list[bytes] = []
+    for _ in range(4):  # (the first compiles the pack and keeps none; another test's hook may write it meanwhile)
         p = subprocess.run(argv, input=json.dumps(stop).encode(), cwd=root, env=env, capture_output=True, timeout=120)
         assert p.returncode == 0, p.stderr.decode()
         answers.append(p.stdout)
-    assert answers[0] == answers[1]
-    kept = bundle._read()
-    for name in ("stoprule.agent.hook.runner", "stoprule.engine.evaluator", "stoprule.cli.hook_cmd"):
-        assert name in kept, sorted(kept)
+        kept = set(bundle._read())
+        if len(answers) > 1 and wanted <= kept:
+            break
+    assert wanted <= kept, sorted(kept)
+    assert len(set(answers)) == 1  # the same answer, with and without the bundle
 
 
 def test_a_process_that_compiled_a_pack_keeps_none(kept: Path, monkeypatch: pytest.MonkeyPatch) -> None:
