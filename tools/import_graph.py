@@ -190,6 +190,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.facts": "the agent has logged blockers",
     "stoprule.agent.blockers.procs": "a session starts (its MCP server is linked to it)",
     "stoprule.agent.blockers.store": "the agent has logged blockers",
+    "stoprule.agent.hook.adapters.antigravity": "the hook runs for Antigravity CLI",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
