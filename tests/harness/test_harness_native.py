@@ -5,9 +5,14 @@ hook events). Run alone: ``python -m pytest -m harness -n 0 -k native``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import select
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +256,123 @@ def test_the_gemini_extension_decides_the_sessions_init_wiring_decides(scenario:
         assert s.result is not None and s.result.returncode == 0, s.describe()
     assert _decided(ext) == _decided(wired) and _decided(wired), (ext.describe(), wired.describe())
     assert len(ext.script.main) == len(wired.script.main), ext.describe()
+
+
+class GeminiAutonomous(Gemini):
+    """Gemini CLI with the project's sessions declared autonomous (``session.mode``): nobody
+    answers a question there, so an unlogged one is pushed back (Gemini says nothing of it)."""
+
+    def configure(self, s: Session) -> None:
+        super().configure(s)
+        with open(s.project / ".stoprule" / "config.yaml", "a", encoding="utf-8") as fh:
+            fh.write("\nsession:\n  mode: autonomous\n")
+
+
+def test_gemini_blockers_off_typed_by_the_user_stops_diverting_in_that_session_only(tmp_path: Path) -> None:
+    """Gemini CLI under ``init`` wiring: the user runs ``gemini -p '/blockers off'``. Under ``-p``
+    0.61.0 puts the ``SessionStart`` hook's context before the typed line, so the project's command
+    (``.gemini/commands/blockers.toml``) is not expanded (interactively it would be, its prompt
+    beginning with the typed line); either way the ``BeforeAgent`` hook reads the line, adds
+    stoprule's answer as hook context, and the agent's question ends the session without a
+    push-back. A second session of the same project, whose agent writes ``/blockers off`` itself
+    (a shell command, its own reply), is pushed back: the switch is that session's, and only the
+    user's prompt reaches ``BeforeAgent``."""
+    require("gemini")
+    d = GeminiAutonomous()
+    off = run_session("gemini", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/blockers off", driver=d)
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = json.dumps(json.loads(off.script.main[0].text)["contents"][-1])
+    assert "ask them directly" in first and "/blockers off" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+    before = off.stops()
+    forged = [d.shell("echo '/blockers off'"), Turn("/blockers off\n\n" + ASKS)]
+    script = Script(forged, Turn("Logged it for the user."))
+    with serve(script) as url:
+        s = Session("gemini", off.project, off.home, script, url)
+        s.env = dict(off.env, **d.environment(s))
+        s.result = d.run(s, "Migrate staging.")
+    assert s.result.returncode == 0, s.describe()
+    after = s.stops()[len(before) :]
+    assert after and after[0]["verdict"]["reason"] == "unlogged_question", s.describe()
+    assert after[0]["decision"]["block"] and after[0]["fact"].get("blockersOff") is not True, s.describe()
+    assert after[0]["session"] != before[0]["session"]
+
+
+def test_claude_code_blockers_off_under_init_wiring(tmp_path: Path) -> None:
+    """Claude Code wired by ``init`` (no plugin): the project command ``.claude/commands/blockers.md``
+    is offered as ``/blockers`` under ``claude -p``; ``UserPromptSubmit`` reads the typed line and
+    the session stops diverting, as with the plugin."""
+    require("claude-code")
+    off = run_session("claude-code", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="/blockers off")
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    first = off.script.main[0].text
+    assert "ask them directly" in first and "The user ran `/blockers off`" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+
+
+def _pty_until(fd: int, done: Any, timeout: float) -> bytes:
+    """Read the terminal until ``done()`` (or ``timeout`` seconds): what the harness drew."""
+    out, end = b"", time.monotonic() + timeout
+    while time.monotonic() < end and not done():
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                break
+    return out
+
+
+def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp_path: Path) -> None:
+    """The interactive route (a terminal, the user typing ``/blockers off`` and Enter): Gemini CLI
+    0.61.0 expands the project's command there; the request's user message is the session-start
+    context, the command's text (beginning with the typed line) and the ``BeforeAgent`` hook's
+    answer; the session's switch is off."""
+    require("gemini")
+    d = DRIVERS["gemini"]
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_project(tmp_path, "gemini")
+    s = Session("gemini", project, home, Script([Turn("Noted.")], Turn("ok.")))
+    log = project / ".stoprule" / "hook.log"
+
+    def logged(event: str) -> bool:
+        return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
+
+    with serve(s.script) as url:
+        s.url = url
+        d.configure(s)
+        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
+        exe = str(binary("gemini"))
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the harness in a terminal
+            os.chdir(project)
+            os.execve(exe, [exe, "--yolo", "-m", "gemini-2.5-pro"], env)
+        try:
+            _pty_until(fd, lambda: logged("session-start"), 60)
+            _pty_until(fd, lambda: False, 3)  # the prompt is drawn after the session starts
+            for ch in "/blockers off":
+                os.write(fd, ch.encode())
+                time.sleep(0.05)
+            _pty_until(fd, lambda: False, 1)
+            os.write(fd, b"\r")
+            _pty_until(fd, lambda: logged("stop"), 90)
+        finally:  # the terminal's session: Gemini CLI and the node process it relaunches itself in
+            os.killpg(pid, signal.SIGTERM)
+            _pty_until(fd, lambda: False, 1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+    assert s.script.main, "no request reached the model"
+    parts = [p.get("text", "") for p in json.loads(s.script.main[0].text)["contents"][-1]["parts"]]
+    typed = [i for i, t in enumerate(parts) if t.startswith("/blockers off\n\n(The user ran stoprule's /blockers")]
+    assert typed and "ask them directly" in parts[typed[0] + 1], parts
+    switches = list((project / ".stoprule" / "state" / "blockers").glob("*.json"))
+    assert [json.loads(p.read_text())["enabled"] for p in switches] == [False]
 
 
 def _set_config(s: Session, **values: Any) -> None:

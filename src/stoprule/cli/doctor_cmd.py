@@ -13,7 +13,10 @@ every harness (:mod:`stoprule.cli.doctor_mcp`). Also: Python version, ``.stoprul
 config, the pack compiles. Which guards are wired: for each harness config with stoprule's stop
 hook, the guard on each event that can veto a tool call (a missing one fails), Claude Code's
 ``permissions.deny`` rules, the user's guard switch; one synthetic refused call run through the
-guard's command. Exit 0 when every check passes, 1 otherwise.
+guard's command. The user's ``/blockers`` (Claude Code, Gemini CLI): the prompt hook and the
+command file it reads. Antigravity's hooks files are checked whole, as Antigravity loads them (one
+error drops every hook in the file, silently): each error by file, line and field. Exit 0 when
+every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ import sys
 import tempfile
 from typing import IO, Any
 
+from stoprule.agent.hook.agy_hooks import check_file
 from stoprule.agent.hook.wiring import (
+    COMMANDS,
+    EXTRA_EVENTS,
     GUARD_EVENTS,
     OPENCODE_PLUGIN,
     SCOPES,
@@ -60,6 +66,8 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
     "cursor": {"conversation_id": "stoprule-doctor", "generation_id": "doctor", "hook_event_name": "stop",
                "status": "completed", "loop_count": 0},
     "copilot": {"sessionId": "stoprule-doctor", "timestamp": 0, "stopReason": "end_turn"},
+    "antigravity": {"conversationId": "stoprule-doctor", "terminationReason": "doctor", "fullyIdle": True,
+                    "executionNum": 1, "transcriptPath": None},
     "opencode": {"hook_event_name": "session.idle", "session_id": "stoprule-doctor", "loop_count": 0,
                  "last_assistant_message": "doctor check", "todos": [], "turns": 1},
 }  # fmt: skip
@@ -79,7 +87,7 @@ def _blocked(harness: str, obj: dict[str, Any]) -> str | None:
     """The instruction of a blocking answer (by the harness's rules), else None."""
     if harness == "cursor":
         return obj.get("followup_message") or None
-    if obj.get("decision") in ("block", "deny"):
+    if obj.get("decision") in ("block", "deny") or (harness == "antigravity" and obj.get("decision") == "continue"):
         return str(obj.get("reason") or "(no reason)")
     return None
 
@@ -228,6 +236,42 @@ def _check_guards(stdout: IO[str], name: str, config: dict[str, Any], path: str,
     return good
 
 
+def _check_blockers_command(stdout: IO[str], name: str, config: dict[str, Any], path: str, root: str) -> bool:
+    """The user's ``/blockers``: the prompt hook beside the stop hook, and the command it reads."""
+    event = EXTRA_EVENTS[name]["prompt"]
+    user = os.path.realpath(path) == os.path.realpath(TARGETS[name].path(root, "user"))
+    rel = COMMANDS[name][1 if user else 0]
+    command = os.path.join(os.path.expanduser("~") if user else root, *rel.split("/"))
+    hook = find_entry(config, TARGETS[name], event)
+    if hook is None or not os.path.isfile(command):
+        missing = [f"no {event} hook in {path}"] if hook is None else []
+        missing += [] if os.path.isfile(command) else [f"no {command}"]
+        return _line(
+            stdout,
+            False,
+            f"{name}: the user's /blockers does not work: {'; '.join(missing)} (run `stoprule init --harness {name}`)",
+        )
+    return _line(stdout, True, f"{name}: the user's /blockers: {event} hook and {command}")
+
+
+def _check_agy_file(stdout: IO[str], path: str) -> bool:
+    """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
+    file silently (each error named by line and field); a warning names a hook that never runs."""
+    findings = check_file(path)
+    for f in findings:
+        if f.error:
+            _line(stdout, False, f"antigravity: {f.render()}")
+        else:
+            stdout.write(f"warn antigravity: {f.render()}\n")
+    loads = not any(f.error for f in findings)
+    what = (
+        "loads (Antigravity's hooks.json rules)"
+        if loads
+        else "would be dropped whole by Antigravity (no hook in it runs)"
+    )
+    return _line(stdout, loads, f"antigravity: {path} {what}")
+
+
 def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
     """OpenCode's generated plugins (project, user): ((path, command) of each, all good)."""
     found: list[tuple[str, str]] = []
@@ -301,6 +345,9 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         for path in paths:
             if not os.path.exists(path):
                 continue
+            if name == "antigravity" and not _check_agy_file(stdout, path):
+                good = False
+                continue
             try:
                 with open(path, encoding="utf-8") as fh:
                     config = json.load(fh)
@@ -314,6 +361,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
             _line(stdout, True, f"{name}: {t.event} hook in {path}: {command}")
             good &= _check_command(stdout, name, command, root)
             good &= _check_guards(stdout, name, config, path, root)
+            if name in COMMANDS:
+                good &= _check_blockers_command(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
     found.update({"opencode": plugins} if plugins else {})
     good &= plugins_good

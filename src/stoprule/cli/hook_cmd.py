@@ -10,7 +10,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
+import sys
 
 from stoprule._util.jsonout import dumps
 
@@ -19,12 +19,13 @@ __all__ = ["add_arguments", "parse_simple", "run"]
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from types import SimpleNamespace
     from typing import IO, Any
 
     from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode")
+HARNESSES = ("claude-code", "codex", "gemini", "cursor", "copilot", "opencode", "antigravity")
 EVENTS = ("stop", "subagent-stop", "task-completed", "session-start", "permission", "prompt")
 
 
@@ -58,7 +59,11 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     importing it (the hook's cold start); None for any other command line."""
     if len(argv) != 1 or argv[0] not in HARNESSES:
         return None
-    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
+    namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types (the cold start)
+    args: SimpleNamespace = namespace(
+        command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None
+    )
+    return args
 
 
 def record(
@@ -83,12 +88,12 @@ def record(
     from stoprule.ledger import journal
 
     if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
-        from contextlib import suppress
-
         from stoprule.project import ensure_state_dir
 
-        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
+        try:  # noqa: SIM105 - contextlib (with collections, functools) costs the cold start ~2 ms
             ensure_state_dir(project)
+        except OSError:  # a read-only project: the journal's own error, if any, says more
+            pass
 
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path
@@ -124,6 +129,8 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         from stoprule.agent.hook.controls import run_prompt
 
         answer = run_prompt(args.harness, data)
+        if answer is None and args.harness == "gemini":
+            answer = {}
         if answer is not None:
             stdout.write(dumps(answer, ensure_ascii=False) + "\n")
         return 0
@@ -141,7 +148,7 @@ def run(args: argparse.Namespace | SimpleNamespace, stdin: IO[bytes], stdout: IO
         output, entry, decision = result.output, result.entry, result.decision
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback, always exit 0
         stderr.write(f"stoprule hook: internal error, the stop is allowed: {type(exc).__name__}: {exc}\n")
-        stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot") else "")
+        stdout.write("{}\n" if args.harness in ("gemini", "cursor", "copilot", "antigravity") else "")
         return 0
     if output is not None:
         stdout.write(dumps(output, ensure_ascii=False) + "\n")

@@ -41,8 +41,10 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from stoprule._util.files import atomic_write
+from stoprule.agent.hook.plugins import COMMAND_TEXT
 from stoprule.agent.hook.runner import user_state_dir
 from stoprule.agent.hook.wiring import (
+    COMMANDS,
     EXTRA_EVENTS,
     GUARD_EVENTS,
     MCP,
@@ -301,7 +303,7 @@ class _Writer:
             return
         if scope == "local":
             if not self.git.ignored(path) and self.git.set_excluded(path, True):
-                self.say(f"kept {self.shown(path)} out of git (.git/info/exclude): it holds this machine's path")
+                self.say(f"kept {self.shown(path)} out of git (.git/info/exclude): this clone's own wiring")
             return
         if self.git.set_excluded(path, False):
             self.say(f"{self.shown(path)} is no longer excluded in .git/info/exclude: commit it for the team")
@@ -506,6 +508,21 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         )
 
 
+def _command(args: argparse.Namespace, w: _Writer) -> None:
+    """The user's ``/blockers`` command (Claude Code, Gemini CLI): read by the prompt hook wired
+    beside the stop hook; its whole text is stoprule's."""
+    rel = COMMANDS[args.harness][1 if w.scope == "user" else 0]
+    path = os.path.join(os.path.expanduser("~") if w.scope == "user" else w.root, *rel.split("/"))
+    text = COMMAND_TEXT[args.harness]
+    if w.personal_refused(path):
+        w.say(f"note: {w.shown(path)} is tracked by git (the team's file): the /blockers command is left as it is")
+    elif _text(path) == text:
+        w.say(f"{w.shown(path)}: the /blockers command is there; unchanged")
+        w.place(path)
+    else:
+        w.write(path, text, "wrote the user's /blockers command (on|off|status|list|export, for the session)")
+
+
 def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:
     """``.stoprule/config.yaml`` and ``.stoprule/.gitignore`` when missing (an ignore file of an
     older init is brought up to date)."""
@@ -550,6 +567,11 @@ def _notes(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
         )
     if args.harness == "cursor":
         w.say("note: restart Cursor to load an edited hooks.json")
+    if args.harness == "antigravity":
+        w.say(
+            "note: Antigravity drops the whole hooks.json, silently, on one error in it: "
+            "`stoprule doctor` checks every entry of it"
+        )
     if args.harness == "opencode" and w.scope != "user":
         w.say("note: OpenCode loads the project's plugin and opencode.json when it starts in this directory")
     exe = shlex.split(args.command)[0] if args.command else base[0]
@@ -589,6 +611,8 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
         w.say(f"wiring {root}: the {'git root' if repo else 'project'} (init ran in {cwd})")
     base = PORTABLE if w.scope == "shared" else stoprule_argv()
     (_opencode if args.harness == "opencode" else _hooks)(args, w, base)
+    if args.harness in COMMANDS:
+        _command(args, w)
     if not args.no_mcp:
         _mcp(args, w, base)
     if w.scope == "user":

@@ -169,6 +169,9 @@ WRITES = [
     (".mcp.json", "MCP servers"),
     (".codex/hooks.json", "Codex"),
     (".gemini/settings.json", "Gemini CLI"),
+    (".gemini/commands/blockers.toml", "Gemini CLI"),  # the user's /blockers
+    (".agents/hooks.json", "Antigravity's hooks"),
+    (".agents/mcp_config.json", "Antigravity's hooks and MCP servers"),
     (".cursor/hooks.json", "Cursor's hooks"),
     (".github/hooks/stoprule.json", "Copilot's hooks"),
     (".github/mcp.json", "Copilot's MCP servers"),
@@ -227,6 +230,9 @@ def test_code_is_refused_only_when_it_names_a_protected_place_and_writes() -> No
     assert code_refusal("open('notes.txt', 'w').write('x')", "x") is None
     found = code_refusal("import os\nos.replace('x', os.path.join('.stoprule', 'config.yaml'))", "x")
     assert found is not None and ".stoprule" in found.what
+    for name in (".agents/hooks.json", ".agents/mcp_config.json"):  # Antigravity's wiring
+        found = code_refusal(f"open('{name}', 'w').write('{{}}')", "x")
+        assert found is not None and name in found.what, name
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,14 @@ def test_init_managed_prints_claude_codes_managed_settings(tmp_path: Path, env: 
     assert r.returncode == 0 and "managed-settings.json" in r.stderr
     managed = json.loads(r.stdout)
     assert managed["allowManagedHooksOnly"] is True
-    assert set(managed["hooks"]) == {"Stop", "SessionStart", "TaskCompleted", "PreToolUse", "ConfigChange"}
+    assert set(managed["hooks"]) == {
+        "Stop",
+        "SessionStart",
+        "TaskCompleted",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "ConfigChange",
+    }
     assert managed["permissions"]["deny"] == deny_rules()
     assert not (tmp_path / ".claude").exists() and not (tmp_path / ".stoprule").exists()  # nothing written
     assert invoke(["init", "--harness", "codex", "--managed"], env=env, cwd=tmp_path).returncode == 2

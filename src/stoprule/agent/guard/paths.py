@@ -28,7 +28,7 @@ DIRS: dict[str, str] = {
     ".codex": "Codex's config and hooks",
     ".gemini": "Gemini CLI's settings and hooks",
     ".opencode": "OpenCode's plugins",
-    ".agents": "Antigravity's hooks",
+    ".agents": "Antigravity's hooks and MCP servers",
     ".copilot": "Copilot CLI's config and hooks",
 }
 # (parent component, name) -> what it is; parent None: any parent
@@ -52,7 +52,7 @@ SUBDIRS: dict[tuple[str, str], str] = {
 # The same names, as a regular expression over code: each at a path boundary (a quote, a slash,
 # the start), not inside a longer name.
 TEXT_NAMES = (
-    r"(?<![\w.-])(?:\.stoprule|\.claude|\.codex|\.gemini|\.opencode|\.copilot|\.agents[/\\]hooks\.json"
+    r"(?<![\w.-])(?:\.stoprule|\.claude|\.codex|\.gemini|\.opencode|\.copilot|\.agents[/\\](?:hooks|mcp_config)\.json"
     r"|\.mcp\.json|opencode\.jsonc?|\.cursor[/\\](?:hooks|mcp)\.json|\.github[/\\](?:hooks|mcp\.json)"
     r"|(?:\.config|\.cache|\.local[/\\]state)[/\\]stoprule|managed-settings\.json)(?![\w-])"
     r"|XDG_(?:CONFIG|CACHE|STATE)_HOME|STOPRULE_(?:STATE|CACHE)_DIR"

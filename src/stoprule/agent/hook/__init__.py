@@ -18,6 +18,7 @@ Modules, lowest first::
     replay           a recorded transcript replayed stop by stop, through the providers' fact path
     wiring           where each harness keeps its hooks (``init`` and ``doctor``); opencode_plugin.js
     plugins          the harness-native packages: a Claude Code plugin and its local marketplace
+    agy_hooks        Antigravity's hooks.json checked as it loads it (one error drops the whole file)
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """

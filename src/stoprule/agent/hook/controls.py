@@ -1,7 +1,8 @@
 """The user's controls inside a session: ``/blockers on|off|status|list|export`` typed in the
 harness (``stoprule hook claude-code --event prompt`` on Claude Code's ``UserPromptSubmit``,
-which carries the line the user typed, before the model sees it; the plugin's ``/blockers``
-command). The agent cannot send that event: this is the user's channel.
+which carries the line the user typed, before the model sees it; the plugin's or the project's
+``/blockers`` command; Gemini CLI's ``BeforeAgent``, whose prompt is the command's expansion,
+beginning with the typed line). The agent cannot send those events: this is the user's channel.
 
 ``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
 stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
@@ -48,6 +49,20 @@ def parse_command(prompt: str) -> str | None:
     return action if action in ACTIONS else "help"
 
 
+def _gemini_typed(prompt: str) -> str:
+    """Gemini CLI's ``BeforeAgent`` prompt without the hook context it prepends: under ``gemini -p``
+    (0.61.0) the ``SessionStart`` hook's context comes first, as ``<hook_context>…</hook_context>``
+    (so the typed ``/blockers off`` is not even expanded as a command). Gemini escapes ``<`` and
+    ``>`` in a hook's context, so nothing inside one can close it early."""
+    rest = prompt.lstrip()
+    while rest.startswith("<hook_context>") and "</hook_context>" in rest:
+        inner, _, after = rest[len("<hook_context>") :].partition("</hook_context>")
+        if "<" in inner:
+            break
+        rest = after.lstrip()
+    return rest
+
+
 def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
     """(what the agent is told, what the user sees)."""
     service = open_service(cwd)
@@ -82,6 +97,8 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     try:
         payload = decode_payload(data)
         prompt = payload.get("prompt")
+        if harness == "gemini" and isinstance(prompt, str):
+            prompt = _gemini_typed(prompt)
         action = parse_command(prompt) if isinstance(prompt, str) else None
         if action is None:
             return None
@@ -92,6 +109,11 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         )
     except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
         agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
+    if harness == "gemini":  # BeforeAgent: the context is added to the prompt; systemMessage shown
+        return {
+            "hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": agent},
+            "systemMessage": user,
+        }
     if harness != "claude-code":
         return {"additionalContext": agent}
     return {

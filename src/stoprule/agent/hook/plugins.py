@@ -2,7 +2,8 @@
 marketplace that lists it (``stoprule plugin claude-code --out DIR``), and an OpenCode plugin
 package (``stoprule plugin opencode --out DIR``), and a Gemini CLI extension
 (``stoprule plugin gemini --out DIR``: ``gemini-extension.json``, ``hooks/hooks.json`` with
-``${extensionPath}``, the same script; ``gemini extensions install DIR``).
+``${extensionPath}``, the user's ``/blockers`` command, the same script; ``gemini extensions
+install DIR``).
 
 The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
 the guard on the events that can veto a tool call, the blocker tools' MCP server) and the
@@ -25,7 +26,7 @@ from typing import Any
 
 from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS, guard_argv, opencode_plugin
 
-__all__ = ["MARKETPLACE", "PLUGIN", "claude_code_plugin", "gemini_extension", "opencode_package"]
+__all__ = ["COMMAND_TEXT", "MARKETPLACE", "PLUGIN", "claude_code_plugin", "gemini_extension", "opencode_package"]
 
 PLUGIN = "stoprule"  # the plugin's name
 MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
@@ -42,6 +43,22 @@ argument-hint: on | off | status | list | export
 The user ran `/blockers $ARGUMENTS`. stoprule has already handled it; its answer is in your
 context. Acknowledge it in one line and carry on as it says.
 """
+
+
+# Gemini CLI's: in its terminal a custom command expands into a prompt before any hook sees it,
+# beginning with the typed line, which the ``BeforeAgent`` hook (``--event prompt``) reads (under
+# ``gemini -p`` 0.61.0 the line is not expanded: the session-start context comes first, skipped
+# by stoprule.agent.hook.controls). That hook fires once per user prompt (and on stoprule's own
+# retries), never on the agent's tool calls or replies (measured on 0.61.0).
+GEMINI_BLOCKERS_COMMAND = """description = "stoprule's blocker triage for this session (on, off, status, list, export)"
+prompt = \"\"\"/blockers {{args}}
+
+(The user ran stoprule's /blockers command. stoprule has already handled it; its answer is in
+your context. Acknowledge it in one line and carry on as it says.)\"\"\"
+"""
+
+# harness -> its /blockers command file's text (stoprule.agent.hook.wiring.COMMANDS: where)
+COMMAND_TEXT = {"claude-code": BLOCKERS_COMMAND, "gemini": GEMINI_BLOCKERS_COMMAND}
 
 
 def _script(python: str, launcher: str, guard: str) -> str:
@@ -67,7 +84,6 @@ def claude_code_hooks(guard: bool = True) -> dict[str, Any]:
     for ev, name in EXTRA_EVENTS["claude-code"].items():
         if ev != "permission":  # opt-in (init --permission-triage); not in the package
             hooks[name] = [{"hooks": [_handler(f"{RUN} hook claude-code --event {ev}")]}]
-    hooks["UserPromptSubmit"] = [{"hooks": [_handler(f"{RUN} hook claude-code --event prompt")]}]
     if guard:
         for name, matcher in GUARD_EVENTS["claude-code"]:
             group: dict[str, Any] = {"hooks": [_handler(f"{RUN} guard claude-code")]}
@@ -100,6 +116,7 @@ def gemini_extension(version: str, guard: bool = True) -> dict[str, str]:
     return {
         "gemini-extension.json": json.dumps(manifest, indent=2) + "\n",
         "hooks/hooks.json": json.dumps({"hooks": hooks}, indent=2) + "\n",
+        "commands/blockers.toml": GEMINI_BLOCKERS_COMMAND,
         "bin/stoprule": _this_script(),
     }
 

@@ -41,6 +41,7 @@ else:  # pragma: no cover - Python 3.10: the backport
     import tomli as tomllib
 
 __all__ = [
+    "COMMANDS",
     "EXTRA_EVENTS",
     "GUARD_EVENTS",
     "MCP",
@@ -89,6 +90,7 @@ class Target:
     versioned: bool  # root needs "version": 1
     user_env: str | None = None  # the variable that moves the harness's config directory
     local_file: str | None = None  # the harness's personal project file, if it has one
+    named: str | None = None  # the events sit under this hook name at the root (Antigravity), not "hooks"
 
     def path(self, root: str, scope: str, env: Mapping[str, str] | None = None) -> str:
         """The config file of ``scope`` (:data:`SCOPES`): the project's, its personal one (else
@@ -98,6 +100,11 @@ class Target:
             return _user_path(self.user_file, self.user_env, env)
         rel = self.local_file if scope == "local" and self.local_file else self.project_file
         return os.path.join(root, *rel.split("/"))
+
+    @property
+    def container(self) -> str:
+        """The root key holding the events: ``hooks``, or stoprule's hook name (Antigravity)."""
+        return self.named or "hooks"
 
     def handler(self, command: str) -> dict[str, Any]:
         if self.harness == "gemini":
@@ -121,6 +128,10 @@ TARGETS: dict[str, Target] = {
         "copilot", ".github/hooks/stoprule.json", ".copilot/hooks/stoprule.json", "agentStop", False, True,
         "COPILOT_HOME",
     ),
+    # Antigravity CLI: named hooks at the root, ``Stop`` a flat list of handlers (its published notes)
+    "antigravity": Target(
+        "antigravity", ".agents/hooks.json", ".gemini/config/hooks.json", "Stop", False, False, named="stoprule",
+    ),
 }  # fmt: skip
 
 
@@ -129,10 +140,11 @@ EXTRA_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {
         "session-start": "SessionStart",
         "task-completed": "TaskCompleted",  # a block refuses marking the task done (measured on 2.1.332)
+        "prompt": "UserPromptSubmit",  # the user's typed /blockers, before the model sees it
         "permission": "PermissionRequest",
     },
     "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},
-    "gemini": {"session-start": "SessionStart"},
+    "gemini": {"session-start": "SessionStart", "prompt": "BeforeAgent"},  # BeforeAgent: the user's /blockers
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
 }
 
@@ -204,6 +216,13 @@ def remove_deny_rules(config: dict[str, Any]) -> int:
     return len(deny) - len(kept)
 
 
+# harness -> where init writes the user's ``/blockers`` command (project root / home); its text:
+# stoprule.agent.hook.plugins.COMMAND_TEXT
+COMMANDS: dict[str, tuple[str, str]] = {
+    "claude-code": (".claude/commands/blockers.md", ".claude/commands/blockers.md"),
+    "gemini": (".gemini/commands/blockers.toml", ".gemini/commands/blockers.toml"),
+}
+
 # where init writes the OpenCode plugin (project root / home)
 OPENCODE_PLUGIN = (".opencode/plugins/stoprule.js", ".config/opencode/plugins/stoprule.js")
 
@@ -233,6 +252,8 @@ MCP: dict[str, McpFile] = {
     "cursor": McpFile("cursor", ".cursor/mcp.json", ".cursor/mcp.json", "json"),
     "copilot": McpFile("copilot", ".github/mcp.json", ".copilot/mcp-config.json", "json", "COPILOT_HOME"),
     "opencode": McpFile("opencode", "opencode.json", ".config/opencode/opencode.json", "opencode"),
+    # Antigravity's customization roots (google-antigravity/antigravity-cli#60; UNCONFIRMED on a binary here)
+    "antigravity": McpFile("antigravity", ".agents/mcp_config.json", ".gemini/config/mcp_config.json", "json"),
 }
 
 
@@ -242,6 +263,7 @@ def generated_files() -> tuple[str, ...]:
     files = [p for t in TARGETS.values() for p in (t.project_file, t.local_file) if p]
     files += [m.project_file for m in MCP.values()]
     files.append(OPENCODE_PLUGIN[0])
+    files += [c[0] for c in COMMANDS.values()]
     return tuple(dict.fromkeys(files))
 
 
@@ -258,7 +280,7 @@ def opencode_plugin(argv: list[str], guard: list[str] | None = None) -> str:
 
 
 def _groups(config: dict[str, Any], t: Target, event: str | None) -> list[Any]:
-    hooks = config.get("hooks")
+    hooks = config.get(t.container)
     entries = hooks.get(event or t.event) if isinstance(hooks, dict) else None
     return entries if isinstance(entries, list) else []
 
@@ -321,9 +343,9 @@ def add_entry(
             return True
     if t.versioned:
         config.setdefault("version", 1)
-    hooks = config.setdefault("hooks", {})
+    hooks = config.setdefault(t.container, {})
     if not isinstance(hooks, dict):
-        raise ValueError("its 'hooks' is not an object")
+        raise ValueError(f"its '{t.container}' is not an object")
     key = event or t.event
     entries = hooks.setdefault(key, [])
     if not isinstance(entries, list):
@@ -360,13 +382,13 @@ def remove_entry(config: dict[str, Any], t: Target, event: str | None = None, *,
         else:
             kept.append(e)
     if removed:
-        hooks = config["hooks"]
+        hooks = config[t.container]
         if kept:
             hooks[key] = kept
         else:
             del hooks[key]
         if not hooks:
-            del config["hooks"]
+            del config[t.container]
     return removed
 
 

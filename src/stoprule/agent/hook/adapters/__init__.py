@@ -2,7 +2,7 @@
 ``render(decision, event) -> dict | None`` (None: print nothing, which means allow).
 
 Modules: ``claude_code``, ``codex``, ``gemini``, ``cursor``, ``copilot``, ``opencode`` (the
-generated plugin's payloads), and ``_common`` (what they share).
+generated plugin's payloads), ``antigravity``, and ``_common`` (what they share).
 
 Adding a harness is one module here, one row in :data:`ADAPTERS` and its import in
 :func:`adapter`, and one fixture folder
@@ -13,10 +13,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from types import ModuleType
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 __all__ = ["ADAPTERS", "adapter", "decode_payload"]
@@ -28,6 +27,7 @@ ADAPTERS: dict[str, str] = {
     "cursor": "cursor",
     "copilot": "copilot",
     "opencode": "opencode",
+    "antigravity": "antigravity",
 }
 
 
@@ -54,6 +54,10 @@ def adapter(harness: str) -> ModuleType:
         from stoprule.agent.hook.adapters import copilot
 
         return copilot
+    if name == "antigravity":
+        from stoprule.agent.hook.adapters import antigravity
+
+        return antigravity
     from stoprule.agent.hook.adapters import opencode
 
     return opencode

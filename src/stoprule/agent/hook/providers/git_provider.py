@@ -50,7 +50,8 @@ SHOWN = 5
 GENERATED = (
     ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json",
     ".cursor/hooks.json", ".github/hooks/stoprule.json", ".mcp.json", ".codex/config.toml", ".cursor/mcp.json",
-    ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js",
+    ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js", ".agents/hooks.json",
+    ".agents/mcp_config.json", ".claude/commands/blockers.md", ".gemini/commands/blockers.toml",
 )  # fmt: skip
 
 

@@ -1,0 +1,234 @@
+"""Antigravity CLI's ``hooks.json`` checked as Antigravity loads it, for ``stoprule doctor``.
+
+Antigravity (``agy``) drops the **whole** file, silently and with exit 0, on one load error, so
+every hook in it (not only stoprule's) stops running; a key it does not know is discarded and the
+hook it configures never fires. The rules are its published ones, as measured on agy 1.1.25
+(``stbenjam/skillsaw``, ``docs/rules/antigravity-hooks-valid.md``):
+
+- errors (nothing in the file loads): not strict JSON (a comment, a trailing comma, ``NaN``);
+  a root that is not an object of named hooks; an ``enabled`` key at the root; a named hook that
+  is not an object, or its ``enabled`` not a boolean; an event whose value is not a list; a group
+  or handler that is not an object; a ``matcher`` that is not a string; a group's ``hooks`` not a
+  list; a handler ``type`` other than ``command`` or ``prompt`` (case-sensitive); a command
+  handler with ``prompt`` or ``model``, a prompt handler with ``command``; a ``timeout`` that is
+  not a whole number within 32 bits;
+- warnings (the file loads, something in it never runs): an event name it does not dispatch
+  (names match case-insensitively); an unknown key on a group or handler; a command handler
+  without a command. While an error stands the warnings are held back (nothing has loaded).
+
+``PreToolUse`` and ``PostToolUse`` hold ``{matcher, hooks: [handler]}`` groups; the other events
+a flat list of handlers. Each finding names the file, its line and the field (a JSON path).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EVENTS", "Finding", "check_file", "check_text"]
+
+GROUPED = ("PreToolUse", "PostToolUse")
+EVENTS = (*GROUPED, "PreInvocation", "PostInvocation", "Stop", "SessionStart")
+HANDLER_KEYS = ("type", "command", "prompt", "model", "timeout")
+GROUP_KEYS = ("matcher", "hooks")
+INT32 = (-(2**31), 2**31 - 1)
+
+Path = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str  # the file
+    line: int
+    field: str  # a JSON path: ``stoprule.Stop[0].timeout``
+    error: bool  # False: a warning
+    message: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.field or '(root)'}: {self.message}"
+
+
+class _Parser:
+    """Strict JSON with the line of every value (``lines``, by JSON path): as ``json`` reads it,
+    minus what Go's ``encoding/json`` refuses (``NaN``, ``Infinity``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.decoder = json.JSONDecoder(parse_constant=self._constant)
+        self.lines: dict[Path, int] = {}
+
+    @staticmethod
+    def _constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    def line(self, at: int) -> int:
+        return self.text.count("\n", 0, at) + 1
+
+    def _ws(self, at: int) -> int:
+        while at < len(self.text) and self.text[at] in " \t\r\n":
+            at += 1
+        return at
+
+    def _fail(self, at: int, what: str) -> json.JSONDecodeError:
+        return json.JSONDecodeError(what, self.text, at)
+
+    def value(self, at: int, path: Path) -> tuple[Any, int]:
+        at = self._ws(at)
+        self.lines[path] = self.line(at)
+        ch = self.text[at : at + 1]
+        if ch == "{":
+            out: dict[str, Any] = {}
+            at = self._ws(at + 1)
+            if self.text[at : at + 1] == "}":
+                return out, at + 1
+            while True:
+                at = self._ws(at)
+                if self.text[at : at + 1] != '"':
+                    raise self._fail(at, "expected a key in double quotes")
+                key, at = self.decoder.raw_decode(self.text, at)
+                at = self._ws(at)
+                if self.text[at : at + 1] != ":":
+                    raise self._fail(at, "expected ':'")
+                out[key], at = self.value(at + 1, (*path, key))
+                at = self._ws(at)
+                if self.text[at : at + 1] == "}":
+                    return out, at + 1
+                if self.text[at : at + 1] != ",":
+                    raise self._fail(at, "expected ',' or '}'")
+                at += 1
+        if ch == "[":
+            items: list[Any] = []
+            at = self._ws(at + 1)
+            if self.text[at : at + 1] == "]":
+                return items, at + 1
+            while True:
+                item, at = self.value(at, (*path, len(items)))
+                items.append(item)
+                at = self._ws(at)
+                if self.text[at : at + 1] == "]":
+                    return items, at + 1
+                if self.text[at : at + 1] != ",":
+                    raise self._fail(at, "expected ',' or ']'")
+                at += 1
+        try:
+            value, end = self.decoder.raw_decode(self.text, at)
+        except json.JSONDecodeError:
+            raise
+        except ValueError as exc:  # NaN, Infinity
+            raise self._fail(at, str(exc)) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self._fail(at, "a number out of range")
+        return value, end
+
+    def document(self) -> Any:
+        value, at = self.value(0, ())
+        if self._ws(at) != len(self.text):
+            raise self._fail(self._ws(at), "extra data after the document")
+        return value
+
+
+def _field(path: Path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _check_handler(h: Any, where: Path, add: Any) -> None:
+    if not isinstance(h, dict):
+        add(where, True, "a handler must be an object")
+        return
+    kind = h.get("type", "command")
+    if kind not in ("command", "prompt"):
+        add((*where, "type"), True, f"type {kind!r} is not 'command' or 'prompt' (case-sensitive)")
+    elif kind == "command":
+        for key in ("prompt", "model"):
+            if key in h:
+                add((*where, key), True, f"a command hook cannot carry '{key}'")
+        command = h.get("command")
+        if not isinstance(command, str) or not command.strip():
+            add((*where, "command"), False, "a command hook without a command runs nothing")
+    elif "command" in h:
+        add((*where, "command"), True, "a prompt hook cannot carry 'command'")
+    if "timeout" in h:
+        t = h["timeout"]
+        if not isinstance(t, int) or isinstance(t, bool) or not INT32[0] <= t <= INT32[1]:
+            add((*where, "timeout"), True, f"timeout {json.dumps(t)} is not a whole number of seconds (32-bit)")
+    for key in h:
+        if key not in HANDLER_KEYS:
+            add((*where, key), False, f"unknown key {key!r}: Antigravity discards it")
+
+
+def _check(doc: Any, add: Any) -> None:
+    if not isinstance(doc, dict):
+        add((), True, "the root must be an object of named hooks")
+        return
+    known = {e.lower(): e for e in EVENTS}
+    for name, hook in doc.items():
+        if name == "enabled":
+            add((name,), True, "'enabled' at the root is read as a hook's name: put it inside a named hook")
+            continue
+        if not isinstance(hook, dict):
+            add((name,), True, "a named hook must be an object of events")
+            continue
+        for event, entries in hook.items():
+            where = (name, event)
+            if event == "enabled":
+                if not isinstance(entries, bool):
+                    add(where, True, "'enabled' must be true or false")
+                continue
+            canonical = known.get(event.lower())
+            if canonical is None:
+                add(where, False, f"Antigravity does not dispatch {event!r}: these hooks never run")
+            if not isinstance(entries, list):
+                add(where, True, "an event's value must be a list")
+                continue
+            for i, entry in enumerate(entries):
+                at = (*where, i)
+                if canonical not in GROUPED:
+                    _check_handler(entry, at, add)
+                    continue
+                if not isinstance(entry, dict):
+                    add(at, True, "a group must be an object")
+                    continue
+                if "matcher" in entry and not isinstance(entry["matcher"], str):
+                    add((*at, "matcher"), True, "'matcher' must be a string")
+                for key in entry:
+                    if key not in GROUP_KEYS:
+                        add((*at, key), False, f"unknown key {key!r}: Antigravity discards it")
+                inner = entry.get("hooks", [])
+                if not isinstance(inner, list):
+                    add((*at, "hooks"), True, "a group's 'hooks' must be a list")
+                    continue
+                for j, h in enumerate(inner):
+                    _check_handler(h, (*at, "hooks", j), add)
+
+
+def check_text(text: str, path: str) -> list[Finding]:
+    """Every finding in one hooks file's text; with an error among them, only the errors."""
+    parser = _Parser(text)
+    try:
+        doc = parser.document()
+    except json.JSONDecodeError as exc:
+        return [Finding(path, exc.lineno, "", True, f"not strict JSON ({exc.msg}, column {exc.colno})")]
+    found: list[Finding] = []
+
+    def add(where: Path, error: bool, message: str) -> None:
+        line = parser.lines.get(where) or parser.lines.get(where[:-1]) or 1
+        found.append(Finding(path, line, _field(where), error, message))
+
+    _check(doc, add)
+    errors = [f for f in found if f.error]
+    return errors or found
+
+
+def check_file(path: str) -> list[Finding]:
+    """:func:`check_text` of the file (an unreadable file is one error)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Finding(path, 1, "", True, f"unreadable: {exc}")]
+    return check_text(text, path)

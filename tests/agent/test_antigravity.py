@@ -1,0 +1,141 @@
+"""Antigravity CLI (``agy``): its hooks file checked as it loads it (one error drops the whole file,
+silently), ``init`` wiring a named hook into ``.agents/hooks.json``, and its ``Stop`` adapter.
+
+No Antigravity binary installs from npm: the examples are the published ones, vendored in
+``tests/fixtures/hooks/antigravity/`` (SOURCE.md names each source)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clirunner import invoke
+from hookharness import FIXTURES
+from stoprule.agent.hook.adapters import adapter
+from stoprule.agent.hook.agy_hooks import check_file, check_text
+from stoprule.agent.hook.event import Decision
+
+AGY = FIXTURES / "antigravity"
+
+
+def _stop(**changes: object) -> dict:
+    data = json.loads((AGY / "stop.json").read_text(encoding="utf-8"))
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        ("hooks_good.json", []),
+        ("hooks_named_enabled.json", []),
+        ("hooks_bad_timeout.json", [(7, "shell-audit.PreToolUse[0].hooks[0].timeout", True)]),
+    ],
+)
+def test_the_published_examples_load_or_are_dropped_as_antigravity_does(fixture: str, expected: list) -> None:
+    findings = check_file(str(AGY / fixture))
+    assert [(f.line, f.field, f.error) for f in findings] == expected
+    assert all(f.path.endswith(fixture) for f in findings)
+
+
+H = '{"h": {"Stop": [%s]}}'
+G = '{"h": {"PreToolUse": [%s]}}'
+CASES = [
+    # (text, [(line, field, error)]): errors drop the whole file; warnings only when there is none
+    ('{"h": {"Stop": []},}', [(1, "", True)]),  # trailing comma
+    ('// mine\n{"h": {}}', [(1, "", True)]),  # a comment
+    ('{"h": {"Stop": [{"command": "x", "timeout": NaN}]}}', [(1, "", True)]),
+    ("[]", [(1, "", True)]),
+    ('{"enabled": true, "h": {}}', [(1, "enabled", True)]),
+    ('{"h": []}', [(1, "h", True)]),
+    ('{"h": {"enabled": "yes"}}', [(1, "h.enabled", True)]),
+    ('{"h": {"Stop": {}}}', [(1, "h.Stop", True)]),
+    (H % '"x"', [(1, "h.Stop[0]", True)]),
+    (H % '{"type": "COMMAND", "command": "x"}', [(1, "h.Stop[0].type", True)]),
+    (H % '{"type": "command", "command": "x", "model": "m"}', [(1, "h.Stop[0].model", True)]),
+    (H % '{"type": "prompt", "prompt": "p", "command": "x"}', [(1, "h.Stop[0].command", True)]),
+    (H % '{"command": "x", "timeout": "5"}', [(1, "h.Stop[0].timeout", True)]),
+    (H % '{"command": "x", "timeout": 2147483648}', [(1, "h.Stop[0].timeout", True)]),
+    (H % '{"command": "x", "timeout": 5.0}', [(1, "h.Stop[0].timeout", True)]),
+    (H % '{"command": "x", "timeout": -1}', []),  # a 32-bit integer: loads
+    (G % '"x"', [(1, "h.PreToolUse[0]", True)]),
+    (G % '{"matcher": 1, "hooks": []}', [(1, "h.PreToolUse[0].matcher", True)]),
+    (G % '{"matcher": "", "hooks": {}}', [(1, "h.PreToolUse[0].hooks", True)]),
+    ('{"h": {"pretooluse": [], "Stop": [{"type": "prompt"}]}}', []),  # names match case-insensitively
+    ('{"h": {"SessionEnd": []}}', [(1, "h.SessionEnd", False)]),
+    (H % '{"command": "x", "env": {}}', [(1, "h.Stop[0].env", False)]),
+    (H % '{"command": ""}', [(1, "h.Stop[0].command", False)]),
+    (G % '{"matcher": "*", "hooks": [], "name": "n"}', [(1, "h.PreToolUse[0].name", False)]),
+    ('{"h": {"SessionEnd": [], "Stop": [{"command": "x", "timeout": 1.5}]}}', [(1, "h.Stop[0].timeout", True)]),
+    ('{\n  "a": {"Stop": []},\n  "b": {\n    "Stop": [\n      {"type": "Prompt"}\n    ]\n  }\n}',
+     [(5, "b.Stop[0].type", True)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_every_load_error_is_named_by_line_and_field(text: str, expected: list) -> None:
+    assert [(f.line, f.field, f.error) for f in check_text(text, "hooks.json")] == expected
+
+
+def test_the_stop_payload_is_read_and_a_continuation_is_decision_continue() -> None:
+    mod = adapter("antigravity")
+    ev = mod.parse(_stop())
+    assert (ev.session_id, ev.cwd, ev.turn_id, ev.flag_known) == ("agy-conv-1", "/work/proj", None, False)
+    assert ev.transcript_path and ev.transcript_path.endswith("transcript.jsonl")
+    assert mod.render(Decision(True, "M"), ev) == {"decision": "continue", "reason": "M"}
+    assert mod.render(Decision(False, notice="R"), ev) == {}  # no user channel
+    failed = mod.parse(_stop(error="quota exceeded"))
+    assert mod.render(Decision(True, "M"), failed) == {}  # no continuation into a failing model call
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("STOPRULE_")}
+    mine = {"HOME": "home", "XDG_STATE_HOME": "xs", "STOPRULE_CACHE_DIR": "cache"}
+    return {**keep, **{k: str(tmp_path / v) for k, v in mine.items()}}
+
+
+def test_init_merges_a_named_hook_and_doctor_names_an_error_anywhere_in_the_file(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    project = tmp_path / "p"
+    (project / ".agents").mkdir(parents=True)
+    hooks = project / ".agents" / "hooks.json"
+    theirs = {"lint": {"Stop": [{"type": "command", "command": "make lint", "timeout": 5}]}}
+    hooks.write_text(json.dumps(theirs))
+    p = invoke(["init", "--harness", "antigravity", "--shared"], env=env, cwd=project)
+    assert p.returncode == 0, p.stderr
+    wired = json.loads(hooks.read_text())
+    assert wired["lint"] == theirs["lint"]
+    assert wired["stoprule"] == {"Stop": [{"type": "command", "command": "stoprule hook antigravity", "timeout": 30}]}
+    assert check_file(str(hooks)) == []
+    again = invoke(["init", "--harness", "antigravity", "--shared"], env=env, cwd=project)
+    assert "unchanged" in again.stdout and json.loads(hooks.read_text()) == wired
+    # someone else's hook gets a fractional timeout: Antigravity would drop stoprule's too
+    hooks.write_text(json.dumps({**wired, "lint": {"Stop": [{"command": "make lint", "timeout": 2.5}]}}, indent=2))
+    p = invoke(["doctor"], env=env, cwd=project)
+    assert p.returncode == 1
+    assert f"FAIL antigravity: {hooks}:" in p.stdout and "lint.Stop[0].timeout" in p.stdout
+    assert "synthetic stop" not in p.stdout  # nothing in the file would run
+
+
+def test_a_stop_over_new_work_continues_until_stoprules_own_cap(tmp_path: Path, env: dict[str, str]) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    project = tmp_path / "p"
+    (project / ".stoprule").mkdir(parents=True)
+    (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 3\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "mine.txt").write_text("the user's work in progress\n")
+    stop = json.dumps(_stop(workspacePaths=[str(project)]))
+    first = invoke(["hook", "antigravity"], input=stop, env=env, cwd=project)
+    assert json.loads(first.stdout) == {}  # the first stop's dirty files are the baseline: not the agent's
+    (project / "new.py").write_text("x = 1\n")
+    answers = [json.loads(invoke(["hook", "antigravity"], input=stop, env=env, cwd=project).stdout) for _ in range(4)]
+    assert [a.get("decision") for a in answers] == ["continue", "continue", "continue", None]
+    assert "Uncommitted work" in answers[0]["reason"] and "mine.txt" not in answers[0]["reason"]
