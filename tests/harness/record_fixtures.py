@@ -27,6 +27,7 @@ from harnesses import DRIVERS, PINNED, Session, harness_path, make_project  # no
 from model_servers import Call, Script, Turn, serve  # noqa: E402
 
 FIXTURES = HERE.parent / "fixtures" / "hooks"
+STOP_EVENTS = ("Stop", "SubagentStop", "AfterAgent", "agentStop", "subagentStop", "stop")
 
 
 def todo_turn(harness: str, done: bool = False) -> Turn:
@@ -70,7 +71,9 @@ def wrap_hook(project: Path, harness: str, log: Path) -> None:
             continue
         text = path.read_text(encoding="utf-8")
         config = json.loads(text)
-        for groups in config.get("hooks", {}).values():
+        for event, groups in config.get("hooks", {}).items():
+            if event not in STOP_EVENTS:  # the session-start and guard hooks: not recorded
+                continue
             for group in groups:
                 for h in group.get("hooks", [group]):
                     for key in ("command", "bash"):
@@ -87,7 +90,7 @@ def record(harness: str) -> None:
     project = make_project(root, harness)
     log = root / "payloads.jsonl"
     wrap_hook(project, harness, log)
-    subprocess.run(["git", "commit", "-qam", "record payloads"], cwd=project, check=True)
+    subprocess.run(["git", "commit", "-qam", "record payloads", "--allow-empty"], cwd=project, check=True)
     turns = [
         todo_turn(harness),
         d.shell("echo hello > notes.txt"),

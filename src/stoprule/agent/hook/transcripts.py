@@ -27,7 +27,7 @@ never an error. The prefilter tolerates JSON written with spaces (``"type": "use
 hook (prefiltered) and ``replay`` (every line) read the same. Formats: each harness's session
 transcripts (checked against transcripts the real harnesses wrote: tests/fixtures/hooks/*/recorded/,
 and public ones: tests/fixtures/sessions/transcripts/). Versions checked: Claude Code 1.0.x,
-2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169; Gemini CLI 0.4x JSONL, the
+2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169, 0.171; Gemini CLI 0.4x JSONL, the
 single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01); Copilot CLI
 0.0.420-1.0.102; Cursor agent JSONL. A line of a type the reader does not know is skipped with a note.
 """
