@@ -34,6 +34,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -266,8 +267,17 @@ def _run(cmd: str, work: Path, env: dict[str, str], timeout: float = 60) -> str:
     return proc.stdout
 
 
-def _docs_with(lang: str) -> list[Path]:
-    return [d for d in DOCS if any(b.lang == lang for b in _doc_blocks(d))]
+#: (doc, block language) whose run takes seconds (many commands, an audit over a corpus): the
+#: integration tier (.ci/run) runs them; the default run keeps the other docs' blocks of each kind.
+INTEGRATION = {("README.md", "bash"), ("agents.md", "bash"), ("testing.md", "bash"), ("audit.md", "console")}
+
+
+def _docs_with(lang: str) -> list[Any]:
+    return [
+        pytest.param(d, marks=pytest.mark.integration) if (d.name, lang) in INTEGRATION else d
+        for d in DOCS
+        if any(b.lang == lang for b in _doc_blocks(d))
+    ]
 
 
 # --- console transcripts -----------------------------------------------------------------------

@@ -50,6 +50,7 @@ def test_the_shortcut_gives_what_searching_every_pattern_gives(kind: str) -> Non
         assert questions._any(LISTS[kind], text) == _plain(LISTS[kind], text), (kind, text)
 
 
+@pytest.mark.integration
 def test_every_requirement_holds_in_every_match() -> None:
     for p in PATTERNS:
         needs = required(p)

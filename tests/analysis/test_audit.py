@@ -128,6 +128,7 @@ def test_default_pack_has_no_gap_conflict_or_dead_rule(default_pack: Path) -> No
     assert report["seconds"] < 10
 
 
+@pytest.mark.integration
 def test_random_facts_land_only_where_the_audit_says(default_pack: Path) -> None:
     report = audit_pack(compile_pack(default_pack).checked).to_dict()
     assert all(row["verdict"] is not None for row in report["verdict_map"])  # the audit says: no gap
@@ -188,6 +189,7 @@ def test_a_removed_catch_all_leaves_a_gap(pack: Path) -> None:
     assert gap and gap[0]["share"] > 0
 
 
+@pytest.mark.integration
 def test_a_removed_rule_leaves_a_gap_in_a_pack_without_catch_all(pack: Path) -> None:
     edit(pack, "progress.yaml", "    when: true\n", "    when: {status: implemented}\n")
     report = audit(pack)
@@ -196,6 +198,7 @@ def test_a_removed_rule_leaves_a_gap_in_a_pack_without_catch_all(pack: Path) -> 
     assert any("status absent" in line for line in regions)
 
 
+@pytest.mark.integration
 def test_two_equal_priority_rules_disagreeing(pack: Path) -> None:
     edit(
         pack,
@@ -468,6 +471,7 @@ def test_random_packs(tmp_path: Path, seeds: range) -> None:
     assert checked >= len(seeds) // 5  # about a quarter compile (a negated glob, a bare null key do not)
 
 
+@pytest.mark.integration
 def test_cli_corpus_in_processes_gives_the_same_report(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
     facts = [
         {

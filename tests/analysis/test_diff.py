@@ -132,6 +132,7 @@ def test_a_changed_priority(old: Path, new: Path) -> None:
     ]
 
 
+@pytest.mark.integration
 def test_a_changed_reason(old: Path, new: Path) -> None:
     # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
     tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"
@@ -163,6 +164,7 @@ def test_declaration_changes_without_verdict_changes(old: Path, new: Path) -> No
     assert "continuity_failure/missing_dispatch_receipt -> pass/high_risk_stop" in titles(report)
 
 
+@pytest.mark.integration
 def test_differing_schemas_use_the_union(old: Path, new: Path) -> None:
     edit(new, "schema.yaml", "    task_id:\n", "    urgent: {type: bool, default: false}\n    task_id:\n")
     edit(new, "progress.yaml", "    when: {status: failed}", "    when: {any: [{status: failed}, {urgent: true}]}")

@@ -269,6 +269,7 @@ def test_generated_packs_same_findings_long(
     _generated(tmp_path_factory, capsys, 600)
 
 
+@pytest.mark.integration
 def test_cli_backend_and_timeout(default_pack: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = run(

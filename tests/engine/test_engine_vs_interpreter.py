@@ -192,6 +192,7 @@ def test_set_membership_under_quantifiers_agrees_with_reference(tmp_path: Path) 
         assert check_ruleset(rs) is None
 
 
+@pytest.mark.integration
 def test_projection_is_the_reference_projection(compiled_ctx) -> None:  # noqa: ANN001
     """The generated projector sends the engine the very text a plain reading of the pack's
     slots gives (the engine matches strings byte for byte)."""

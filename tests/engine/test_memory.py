@@ -51,10 +51,12 @@ def _flat(fn, *args, warmup: int, slack_mb: float = 6.0) -> tuple[float, float]:
     return before, after
 
 
+@pytest.mark.integration
 def test_rss_flat_over_thread_lifetimes(evaluator) -> None:  # noqa: ANN001
     _flat(_threads, evaluator, 2000, warmup=50)
 
 
+@pytest.mark.integration
 def test_rss_flat_over_load_policy_cycles(default_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path))
     _flat(_cycles, default_pack, 300, warmup=20)

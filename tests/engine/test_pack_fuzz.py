@@ -79,6 +79,7 @@ def _check_mutations(tmp_path: Path, seeds: range, facts_per_pack: int = 0) -> d
     return stats
 
 
+@pytest.mark.integration
 def test_mutated_packs_give_diagnostics(tmp_path: Path) -> None:
     stats = _check_mutations(tmp_path, range(20), facts_per_pack=20)  # 2,000 more in the torture tier
     assert stats["refused"] > 7, stats  # the mutations do reach the diagnostics

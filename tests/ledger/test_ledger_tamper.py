@@ -402,6 +402,7 @@ def _offsets(base: Path, step: int) -> list[int]:
     return list(range(0, base.stat().st_size, step))
 
 
+@pytest.mark.integration
 def test_flipped_bytes_through_the_library(base: Path, tmp_path: Path) -> None:
     size = base.stat().st_size
     # the header, the schema page, and a spread over every page
