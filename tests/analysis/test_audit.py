@@ -214,6 +214,7 @@ def test_two_equal_priority_rules_disagreeing(pack: Path) -> None:
     assert f["example"] == {"status": "partial", "uncommittedWork": True}
 
 
+@pytest.mark.integration
 def test_an_unused_category(pack: Path) -> None:
     edit(
         pack,
@@ -228,6 +229,7 @@ def test_an_unused_category(pack: Path) -> None:
     assert f["location"] == line_of(pack, "vocabulary.yaml", "  transient:")
 
 
+@pytest.mark.integration
 def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     """Without the rule that tells soft categories from unknown ones, no soft category matters."""
     edit(pack, "review.yaml", "errors[].type: {not_in: blocker_categories}", "errors[].type: {in: [never_seen]}")
@@ -246,6 +248,7 @@ def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     assert unused["timeout"] == line_of(pack, "vocabulary.yaml", "    timeout:")
 
 
+@pytest.mark.integration
 def test_an_unreachable_high_risk_stop(pack: Path) -> None:
     edit(
         pack,
@@ -261,6 +264,7 @@ def test_an_unreachable_high_risk_stop(pack: Path) -> None:
     assert f["location"] == line_of(pack, "vocabulary.yaml", "- id: impossible")
 
 
+@pytest.mark.integration
 def test_a_high_risk_stop_no_outcome_depends_on(pack: Path) -> None:
     edit(
         pack,
@@ -275,6 +279,7 @@ def test_a_high_risk_stop_no_outcome_depends_on(pack: Path) -> None:
     assert all(f["kind"] == "unused" and "no outcome depends on it" in f["message"] for f in report["findings"])
 
 
+@pytest.mark.integration
 def test_an_unsatisfiable_condition(pack: Path) -> None:
     edit(pack, "progress.yaml", "    when: {status: failed}", "    when: {all: [{status: failed}, {status: partial}]}")
     report = audit(pack)
@@ -360,6 +365,7 @@ def test_numeric_regions_are_exact() -> None:
 # ---------------------------------------------------------------- CLI
 
 
+@pytest.mark.integration
 def test_cli_default_pack_is_clean(run_cli: RunCli, default_pack: Path) -> None:
     proc = run_cli("audit", "--policy", str(default_pack))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -392,6 +398,7 @@ def test_cli_bad_pack_exit_2(run_cli: RunCli, pack: Path) -> None:
     assert proc.returncode == 2 and "progress.yaml:" in proc.stderr
 
 
+@pytest.mark.integration
 def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "facts.ndjson"
     corpus.write_text(

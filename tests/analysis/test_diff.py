@@ -109,6 +109,7 @@ def test_a_moved_category(old: Path, new: Path) -> None:
     assert {"section": "blocker_categories", "what": "timeout", "from": "soft", "to": "hard"} in moved
 
 
+@pytest.mark.integration
 def test_a_changed_priority(old: Path, new: Path) -> None:
     edit(
         new,
@@ -148,6 +149,7 @@ def test_a_removed_catch_all(old: Path, new: Path) -> None:
     assert "pass/ok -> (no rule: policy.no_rule)" in titles(report)
 
 
+@pytest.mark.integration
 def test_declaration_changes_without_verdict_changes(old: Path, new: Path) -> None:
     edit(new, "vocabulary.yaml", "    description: Unrecoverable failure.", "    description: Gave up.")
     edit(

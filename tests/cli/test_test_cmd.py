@@ -252,6 +252,7 @@ rules:
 """
 
 
+@pytest.mark.integration
 def test_untested_rule_is_reported_and_fails_the_threshold(run_cli, pack_copy: Path) -> None:
     extra = _write(pack_copy / "zz_extra.yaml", UNTESTED_RULE)
     proc = run_cli("test", "--policy", str(pack_copy), "--threshold", "100", "--format", "json")
