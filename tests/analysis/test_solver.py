@@ -314,6 +314,7 @@ def changes(report: Any) -> set[tuple[Any, ...]]:
     return {(c["title"], frozenset((r["old_rule"] or {}).get("rule") for r in c["rules"])) for c in report.changes}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("edit", SEEDED[:2])
 def test_diff_same_changes_on_both_backends(tmp_path: Path, default_pack: Path, edit: tuple[str, str, str]) -> None:
     for f in default_pack.glob("*.yaml"):

@@ -151,6 +151,7 @@ def _differential(tmp_path_factory: pytest.TempPathFactory, pack: dict, fact_lis
         assert stop == (stops[0] if stops else None), (pack, fact)
 
 
+@pytest.mark.integration
 @FAST
 @given(pack=packs(), fact_list=st.lists(facts(), min_size=5, max_size=30))
 def test_generated_packs_engine_equals_reference(tmp_path_factory: pytest.TempPathFactory, pack, fact_list) -> None:  # noqa: ANN001
