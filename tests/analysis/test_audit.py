@@ -374,6 +374,7 @@ def test_cli_default_pack_is_clean(run_cli: RunCli, default_pack: Path) -> None:
     assert proc.stderr == ""  # no progress bar when stderr is not a terminal
 
 
+@pytest.mark.integration
 def test_cli_json_findings_exit_1(run_cli: RunCli, pack: Path) -> None:
     edit(
         pack,

@@ -209,6 +209,7 @@ def test_cli_bad_input_exit_2(run_cli: RunCli, old: Path, new: Path, tmp_path: P
     assert f"error(s) in {new}" in proc.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "seeds", [range(50), pytest.param(range(50, 150), marks=pytest.mark.torture)], ids=["seeds 0-49", "seeds 50-149"]
 )

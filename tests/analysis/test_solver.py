@@ -291,6 +291,7 @@ def test_cli_backend_and_timeout(default_pack: Path) -> None:
     assert "stopped after 0.001 s: these questions were not answered:" in out.getvalue()
 
 
+@pytest.mark.integration
 def test_cli_auto_is_the_exhaustive_report_on_the_default_pack(default_pack: Path) -> None:
     outs = []
     for backend in ("auto", "exhaustive"):

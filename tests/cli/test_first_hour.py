@@ -132,6 +132,7 @@ def test_shared_wiring_is_portable_and_passes_where_stoprule_is_on_path(tmp_path
         assert f"ok   {harness}: MCP server in {MCP[harness].project_file}: stoprule mcp" in doctor.stdout
 
 
+@pytest.mark.integration
 def test_local_and_shared_never_wire_a_harness_twice(tmp_path: Path, home: dict[str, str]) -> None:
     """``--shared`` after ``--local`` moves stoprule's entries into the team's file (the personal
     file keeps none); ``--local`` after ``--shared`` leaves the team's wiring as it is; ``--local``

@@ -69,6 +69,7 @@ def test_rss_flat_long(evaluator, default_pack: Path, tmp_path: Path, monkeypatc
     print("load_policy cycles:", _flat(_cycles, default_pack, scaled(5000, 500), warmup=50))
 
 
+@pytest.mark.integration
 def test_handles_are_not_shared_while_in_use(default_pack: Path) -> None:
     """Evaluators come and go while threads evaluate: every verdict is still the
     single-threaded one (an idle handle is never taken while a thread holds it)."""

@@ -174,6 +174,7 @@ def test_list_without_items_is_the_documented_diagnostic(tmp_path: Path) -> None
     assert (d.code, d.line, d.path) == ("schema.list_items", 7, "schema.fields.tags")
 
 
+@pytest.mark.integration
 def test_rule_count_limit(tmp_path: Path) -> None:
     d = diag(pack(tmp_path, "".join(rule("{turn: 1}", f"r{i}") for i in range(MAX_RULES))))
     assert d.code == "limit.rules" and d.line == 12 + MAX_RULES  # the last rule (the fallback)
