@@ -11,5 +11,9 @@ import pytest
 
 
 def first_by_default(cases: Iterable[Any], keep: int = 1) -> list[Any]:
-    """The first ``keep`` cases as they are, the others marked ``integration``."""
-    return [case if i < keep else pytest.param(case, marks=pytest.mark.integration) for i, case in enumerate(cases)]
+    """The first ``keep`` cases as they are, the others marked ``integration`` (a tuple is one
+    case's values, one per parameter name)."""
+    return [
+        case if i < keep else pytest.param(*case if isinstance(case, tuple) else (case,), marks=pytest.mark.integration)
+        for i, case in enumerate(cases)
+    ]

@@ -431,7 +431,9 @@ def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    "seeds", [range(40), pytest.param(range(40, 120), marks=pytest.mark.torture)], ids=["seeds 0-39", "seeds 40-119"]
+    "seeds",
+    [pytest.param(range(40), marks=pytest.mark.integration), pytest.param(range(40, 120), marks=pytest.mark.torture)],
+    ids=["seeds 0-39", "seeds 40-119"],
 )
 def test_random_packs(tmp_path: Path, seeds: range) -> None:
     """Random packs over strings compared with each other, globs, mixed numbers, nested objects and lists:
