@@ -269,7 +269,13 @@ def _run(cmd: str, work: Path, env: dict[str, str], timeout: float = 60) -> str:
 
 #: (doc, block language) whose run takes seconds (many commands, an audit over a corpus): the
 #: integration tier (.ci/run) runs them; the default run keeps the other docs' blocks of each kind.
-INTEGRATION = {("README.md", "bash"), ("agents.md", "bash"), ("testing.md", "bash"), ("audit.md", "console")}
+INTEGRATION = {
+    ("README.md", "bash"),
+    ("agents.md", "bash"),
+    ("testing.md", "bash"),
+    ("audit.md", "console"),
+    ("cli.md", "console"),
+}
 
 
 def _docs_with(lang: str) -> list[Any]:

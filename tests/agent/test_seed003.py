@@ -288,6 +288,7 @@ def test_permission_requests_are_denied_with_the_triage_only_when_opted_in(tmp_p
 # ---------------------------------------------------------------- MCP writes land in the session
 
 
+@pytest.mark.integration
 def test_report_status_lands_in_the_session_the_hook_reads_and_two_sessions_never_mix(tmp_path: Path) -> None:
     """Two harness processes (here: two shells) in one project, each starting its session and then
     calling report_status the way its MCP server would (a child of the harness, no session given)."""

@@ -173,6 +173,7 @@ def test_a_rule_shadowed_by_a_broader_higher_priority_rule(pack: Path) -> None:
     assert by["progress.partial_or_failed"] == line_of(pack, "progress.yaml", "- id: partial_or_failed")
 
 
+@pytest.mark.integration
 def test_a_removed_catch_all_leaves_a_gap(pack: Path) -> None:
     edit(
         pack,

@@ -185,6 +185,7 @@ def test_cli_identical_exit_0(run_cli: RunCli, old: Path, new: Path) -> None:
     assert "Verdict changes: none" in proc.stdout and "diff took" in proc.stdout
 
 
+@pytest.mark.integration
 def test_cli_changes_exit_1(run_cli: RunCli, old: Path, new: Path) -> None:
     # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
     tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"

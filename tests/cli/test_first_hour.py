@@ -229,6 +229,7 @@ def test_a_stoprule_made_by_hand_gets_its_gitignore_with_the_ledger(tmp_path: Pa
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
 
 
+@pytest.mark.integration
 def test_doctor_fails_a_synthetic_stop_that_failed_open(tmp_path: Path, home: dict[str, str]) -> None:
     """A hook that could not decide allows the stop (fail open): doctor says so instead of ``ok``,
     for a harness whose answer to an error is ``{}`` as well as one with a user channel."""

@@ -260,6 +260,7 @@ def test_the_last_coverage_run_and_the_audit(client, project: Project) -> None:
     assert "Verdict map" in audit and "escape_hatch" in audit
 
 
+@pytest.mark.integration
 def test_a_changed_pack_is_diffed_against_the_one_before(project: Project, default_pack: Path) -> None:
     """The console keeps a copy of each pack it sees; decisions under a new pack name a new digest,
     and the policy page compares the two."""

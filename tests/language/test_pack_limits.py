@@ -229,6 +229,7 @@ def test_limits_leave_the_default_pack_alone(default_pack: Path) -> None:
 # ---------------------------------------------------------------- what compiles evaluates
 
 
+@pytest.mark.integration
 def test_pack_reading_260_fields_evaluates(tmp_path: Path) -> None:
     """Was: check passed, every full fact failed with engine error 302."""
     head = HEAD.replace("verdicts:", "".join(f"    f{i}: {{type: int}}\n" for i in range(260)) + "verdicts:")

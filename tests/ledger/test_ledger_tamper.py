@@ -312,6 +312,7 @@ def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.integration
 def test_every_tampering_is_found_by_the_cli(base: Path, tmp_path: Path) -> None:
     for i, name in enumerate(CASES):
         path = copy(base, tmp_path / f"c{i}")
