@@ -127,6 +127,11 @@ def wrap(mod, name, label):
             add(label, w, c)
     setattr(mod, name, g)
 w, c = time.perf_counter(), time.process_time()
+try:  # the bytecode bundle launch.py installs (an older tree has none: --baseline)
+    from stoprule._util import bundle
+    bundle.install()
+except ImportError:
+    pass
 import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd, stoprule.cli.resident as resident
 import stoprule.agent.hook.runner as runner, stoprule.agent.hook.providers as providers
 import stoprule.agent.hook.frozen as frozen, stoprule.agent.hook.state as state
@@ -499,6 +504,11 @@ def main() -> None:
         if targets:
             verdict = "all MET" if met else "NOT all met"
             print(f"  targets: {verdict} (stop <= {STOP_TARGET}x, guard <= {GUARD_TARGET}x)")
+            base = statistics.median(res["bare"][0])
+            for key, target in targets.items():
+                ratio = statistics.median(res[key][0]) / base
+                met_it = "MET" if ratio <= target else "NOT MET"
+                print(f"    {key:<10} {ratio:5.2f}x wall (target <= {target:g}x): {met_it}")
         print("  what each stop's last run decided (its stderr line):")
         for name, text in said.items():
             line = next((ln for ln in text.splitlines() if ln.startswith("stoprule hook:")), None)

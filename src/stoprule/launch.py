@@ -12,7 +12,9 @@ console script's start is the interpreter's plus ``site``'s (its ``.pth`` files,
 
 A top-level module found nowhere on that path (a dependency in another folder: an editable
 install's venv, the system's packages) runs ``site``'s start once, then is searched again, so
-the command finds every module the console script would. Run as a file, never imported.
+the command finds every module the console script would. The package's own modules come from
+one file of their bytecode where it is kept and their sources are unchanged
+(:mod:`stoprule._util.bundle`). Run as a file, never imported.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -58,6 +60,9 @@ def main() -> int:
         sys.path.append(here)
     if sys.flags.no_site:
         sys.meta_path.append(SiteOnMiss)
+    from stoprule._util import bundle
+
+    bundle.install()  # the modules the hook imports, from one file (kept again by the CLI when stale)
     from stoprule.cli.main import main as cli
 
     return cli()

@@ -10,7 +10,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
+import sys
 
 from stoprule._util.jsonout import dumps
 
@@ -19,6 +19,7 @@ __all__ = ["add_arguments", "parse_simple", "run"]
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from types import SimpleNamespace
     from typing import IO, Any
 
     from stoprule.config.reader import Settings
@@ -58,7 +59,11 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
     importing it (the hook's cold start); None for any other command line."""
     if len(argv) != 1 or argv[0] not in HARNESSES:
         return None
-    return SimpleNamespace(command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None)
+    namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types (the cold start)
+    args: SimpleNamespace = namespace(
+        command="hook", harness=argv[0], event=None, policy=None, explain_facts=False, server=None
+    )
+    return args
 
 
 def record(
@@ -83,12 +88,12 @@ def record(
     from stoprule.ledger import journal
 
     if default:  # a .stoprule/ made by hand gets its .gitignore before the ledger and its keys
-        from contextlib import suppress
-
         from stoprule.project import ensure_state_dir
 
-        with suppress(OSError):  # a read-only project: the journal's own error, if any, says more
+        try:  # noqa: SIM105 - contextlib (with collections, functools) costs the cold start ~2 ms
             ensure_state_dir(project)
+        except OSError:  # a read-only project: the journal's own error, if any, says more
+            pass
 
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path

@@ -8,8 +8,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import math
-
 from stoprule import codes
 from stoprule._util.records import Record, record
 from stoprule.diagnostics import FactError
@@ -138,6 +136,12 @@ def can_be_absent(scope: FactField, path: tuple[str, ...]) -> bool:
     return False
 
 
+def _finite(v: float) -> bool:
+    """``math.isfinite`` for a float, without importing ``math`` (a shared library: the cold start):
+    an infinity less itself is NaN, as NaN is."""
+    return v - v == 0.0
+
+
 def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactError:
     kind = type(got).__name__ if got is not None else "null"
     kinds = {"dict": "object", "list": "list", "str": "string", "float": "number"}
@@ -210,7 +214,7 @@ def _compile(spec: FactField) -> Checker:
                 if -SAFE_INT <= v <= SAFE_INT:
                     return v
                 raise FactError(codes.FACT_RANGE, f"integer outside the safe range ±{SAFE_INT} (2^53 - 1)")
-            if floats and tv is float and math.isfinite(v):
+            if floats and tv is float and _finite(v):
                 return v
             return _null_or(spec, v)
 
@@ -331,7 +335,7 @@ def _fast_validator(root: FactField) -> tuple[str, Callable[[Any, list[str]], An
     """
     lines: list[str] = []
     ns: dict[str, Any] = {
-        "_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": math.isfinite, "M": MISSING,
+        "_Bail": _Bail, "CT": _check_text, "CL": _clone, "SAFE": SAFE_INT, "fin": _finite, "M": MISSING,
     }  # fmt: skip
     counter = [0]
 

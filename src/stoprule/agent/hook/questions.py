@@ -235,17 +235,19 @@ def _preload(spec: dict[str, Any]) -> None:
     try:
         hit = loads(raw) if raw is not None else None
         if isinstance(hit, dict) and hit.get("format") == 2 and hit.get("patterns") == patterns:
-            for p, (needs, foreign) in zip(patterns, hit["read"], strict=True):
-                if not (
-                    isinstance(foreign, bool)
-                    and isinstance(needs, list)
-                    and all(
-                        isinstance(words, list) and words and all(isinstance(w, str) and w for w in words)
-                        for words in needs
-                    )
-                ):
+            readings = []
+            for needs, foreign in hit["read"]:  # (plain loops: a stop checks ~100 readings)
+                if type(foreign) is not bool or type(needs) is not list:
                     raise ValueError("a malformed reading")
-                _READ.setdefault(p, (tuple(tuple(words) for words in needs), foreign))
+                for words in needs:
+                    if type(words) is not list or not words:
+                        raise ValueError("a malformed reading")
+                    for w in words:
+                        if type(w) is not str or not w:
+                            raise ValueError("a malformed reading")
+                readings.append((tuple(map(tuple, needs)), foreign))
+            for p, reading in zip(patterns, readings, strict=True):  # (ValueError: another count)
+                _READ.setdefault(p, reading)
             return
     except (ValueError, TypeError, KeyError):
         pass

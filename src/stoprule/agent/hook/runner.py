@@ -556,7 +556,17 @@ def _apply_guard(
 
 
 def _file_size_limit() -> int | None:
-    """The process's soft limit on the size of a file it writes (None: unlimited or unknown)."""
+    """The process's soft limit on the size of a file it writes (None: unlimited or unknown): from
+    Linux's ``/proc/self/limits`` (``resource`` is a shared library to load: the cold start), else
+    from ``resource``."""
+    try:
+        with open("/proc/self/limits", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Max file size "):
+                    word = line[len(b"Max file size ") :].split()[0]
+                    return None if word == b"unlimited" else int(word)
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
     except ImportError:  # POSIX only

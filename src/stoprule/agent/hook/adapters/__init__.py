@@ -13,10 +13,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from types import ModuleType
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 __all__ = ["ADAPTERS", "adapter", "decode_payload"]
