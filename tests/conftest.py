@@ -94,8 +94,10 @@ def run_cli(tmp_path: Path, pack_cache: Path) -> Callable[..., subprocess.Comple
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
-    """Say how to run what the default ``-m 'not torture'`` left out (see pyproject.toml)."""
+    """Say how to run what the default ``-m`` left out of the torture and integration tiers (see
+    pyproject.toml)."""
     deselected = terminalreporter.stats.get("deselected", [])
-    torture = sum(1 for item in deselected if item.get_closest_marker("torture") is not None)
-    if torture:
-        terminalreporter.write_line(f"{torture} torture test(s) deselected: `python -m pytest -m torture` runs them")
+    for tier in ("torture", "integration"):
+        count = sum(1 for item in deselected if item.get_closest_marker(tier) is not None)
+        if count:
+            terminalreporter.write_line(f"{count} {tier} test(s) deselected: `python -m pytest -m {tier}` runs them")

@@ -20,6 +20,7 @@ import pytest
 
 from clirunner import invoke
 from hookharness import FIXTURES, HARNESSES, payload
+from tiers import first_by_default
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
@@ -116,7 +117,7 @@ def test_the_list_is_sorted_and_unique() -> None:
 NOT_ON_THE_STOP = ("json", "re", "enum")
 
 
-@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+@pytest.mark.parametrize("harness", first_by_default(["claude-code", "codex"]))
 def test_the_wired_stop_imports_neither_json_nor_re(tmp_path: Path, env: dict[str, str], harness: str) -> None:
     """The stop as ``stoprule init`` wires it (``python -I -S .../launch.py hook HARNESS``), warm, in a
     project as init leaves it, with a recorded transcript whose texts need redaction's and the

@@ -34,6 +34,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -266,8 +267,23 @@ def _run(cmd: str, work: Path, env: dict[str, str], timeout: float = 60) -> str:
     return proc.stdout
 
 
-def _docs_with(lang: str) -> list[Path]:
-    return [d for d in DOCS if any(b.lang == lang for b in _doc_blocks(d))]
+#: (doc, block language) whose run takes seconds (many commands, an audit over a corpus): the
+#: integration tier (.ci/run) runs them; the default run keeps the other docs' blocks of each kind.
+INTEGRATION = {
+    ("README.md", "bash"),
+    ("agents.md", "bash"),
+    ("testing.md", "bash"),
+    ("audit.md", "console"),
+    ("cli.md", "console"),
+}
+
+
+def _docs_with(lang: str) -> list[Any]:
+    return [
+        pytest.param(d, marks=pytest.mark.integration) if (d.name, lang) in INTEGRATION else d
+        for d in DOCS
+        if any(b.lang == lang for b in _doc_blocks(d))
+    ]
 
 
 # --- console transcripts -----------------------------------------------------------------------
@@ -435,8 +451,9 @@ def test_readme_setup_is_what_ci_runs() -> None:
     assert install[3] == "python -m compileall -q src"  # the bytecode: no start compiles it (README, "Bytecode")
     assert any("python -m compileall -q src" in c for c in ci_cmds)
     assert _strip_comment(lines[1]) == "python -m pytest" and "python -m pytest" in ci_cmds
-    assert "python -m pytest -m torture" in readme
+    assert "python -m pytest -m integration" in readme and "-m torture" in readme
     assert any(c.startswith("python -m pytest -m torture") for c in ci_cmds)  # CI adds -n 0 (one at a time)
+    assert any(c.startswith("python -m pytest -m integration") for c in ci_cmds)
 
 
 # --- python blocks -----------------------------------------------------------------------------

@@ -46,6 +46,7 @@ def _kind(name: str, classes: dict[str, tuple[str, list[str]]], seen: frozenset[
     return "none"
 
 
+@pytest.mark.integration
 def test_every_public_exception_is_in_the_tree() -> None:
     classes = _exception_classes()
     outside = sorted(

@@ -481,6 +481,7 @@ def _race(tmp_path: Path, procs: int, each: int) -> None:
         assert md.count(f"** {q} (id:") == 1, q
 
 
+@pytest.mark.integration
 def test_processes_log_at_once(tmp_path: Path) -> None:
     _race(tmp_path, 4, 5)  # eight at full strength: the torture tier below
 

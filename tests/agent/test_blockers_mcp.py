@@ -47,6 +47,7 @@ async def _session(project: Path, log: Any, calls: list[tuple[str, dict[str, Any
     return tools, results
 
 
+@pytest.mark.integration
 def test_every_tool_with_good_and_bad_arguments(tmp_path: Path) -> None:
     (tmp_path / ".stoprule").mkdir()
     calls = [

@@ -225,6 +225,7 @@ def _commit_all(project: Path) -> None:
     )
 
 
+@pytest.mark.integration
 def test_doctor_fails_a_hook_that_blocks_a_synthetic_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook that would block a clean session's stop fails doctor, and a dirty tree is named as
     the likely cause (the passing path, and a command outside the venv's PATH: tests/cli/test_first_hour.py)."""

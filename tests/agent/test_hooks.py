@@ -379,6 +379,7 @@ def test_facts_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _cli("facts", "set", "oops")[0] == 2
 
 
+@pytest.mark.integration
 def test_replay_and_its_facts_feed_audit_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))

@@ -16,6 +16,7 @@ import pytest
 
 from clirunner import invoke
 from hookharness import FIXTURES, HARNESSES, payload, run_hook
+from tiers import first_by_default
 
 CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # vendored: see its SOURCE.md
 TRANSCRIPT = {"claude-code": "transcript.jsonl", "codex": "transcript.jsonl", "gemini": "transcript.jsonl"}
@@ -67,14 +68,14 @@ def _validate_codex(raw: dict | None) -> None:
         jsonschema.validate(raw, schema)
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", first_by_default(HARNESSES))
 def test_allow_when_nothing_is_left(harness: str, project: Path, env: dict[str, str]) -> None:
     out = run_hook(harness, _stop(harness, project), project / "sub" / "dir", env, shell=True)
     assert out.stops and out.instruction is None
     assert "pack" in out.stderr and str(project / ".stoprule") in out.stderr
 
 
-@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini"])
+@pytest.mark.parametrize("harness", first_by_default(["claude-code", "codex", "gemini"]))
 def test_open_tasks_in_the_transcript_keep_the_agent_working(harness: str, project: Path, env: dict[str, str]) -> None:
     out = run_hook(harness, _stop(harness, project, TRANSCRIPT[harness]), project, env)
     assert not out.stops
@@ -143,7 +144,8 @@ def test_uncommitted_work_from_git(project: Path, env: dict[str, str]) -> None:
     _validate_codex(out.raw)
 
 
-@pytest.mark.parametrize("harness", ["claude-code", "codex", "cursor"])  # Gemini's flag rule: test_hooks.py
+# Gemini's flag rule: test_hooks.py
+@pytest.mark.parametrize("harness", first_by_default(["claude-code", "codex", "cursor"]))
 def test_an_agent_that_never_complies_is_let_go_after_the_cap(harness: str, project: Path, env: dict) -> None:
     """The agent answers every block by trying to stop again; after 3 blocks the stop is allowed."""
     from stoprule.agent.hook.state import set_facts
@@ -169,7 +171,7 @@ def test_an_agent_that_never_complies_is_let_go_after_the_cap(harness: str, proj
     assert json.loads(log[-1])["loop"]["capped"] is True
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", first_by_default(HARNESSES))
 def test_garbage_stdin_fails_open_without_a_traceback(harness: str, project: Path, env: dict[str, str]) -> None:
     out = run_hook(harness, b"\x00not json{{", project, env, shell=True)
     assert out.stops and "Traceback" not in out.stdout + out.stderr
@@ -229,6 +231,7 @@ def test_a_warm_hook_imports_neither_pydantic_nor_yaml(project: Path, env: dict[
     assert json.loads(p.stdout.splitlines()[-1]) == []
 
 
+@pytest.mark.integration
 def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path: Path, env: dict[str, str]) -> None:
     """A project as ``stoprule init`` leaves it (ledger on, every provider) in a git repository:
     a warm stop records the decision (in the ledger's journal) and reads git, but imports nothing
@@ -263,6 +266,7 @@ def test_a_warm_hook_in_an_init_project_imports_only_what_a_stop_needs(tmp_path:
     assert not unneeded & set(modules), sorted(unneeded & set(modules))
 
 
+@pytest.mark.integration
 def test_doctor_checks_the_opencode_plugin(project: Path, env: dict[str, str]) -> None:
     """OpenCode has no hook entry: doctor reads the generated plugin's command, runs a synthetic
     ``session.idle`` through it, and fails a plugin that is not the one this stoprule generates."""

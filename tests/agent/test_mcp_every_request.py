@@ -44,6 +44,7 @@ def _request(rid: int, method: str, params: dict[str, Any] | str) -> str:
     return f'{{"jsonrpc": "2.0", "id": {rid}, "method": "{method}", "params": {body}}}\n'
 
 
+@pytest.mark.integration
 def test_every_request_is_answered_and_no_rejected_value_is_echoed(tmp_path: Path) -> None:
     (tmp_path / ".stoprule").mkdir()
     env = {**os.environ, "STOPRULE_POLICY": str(DEFAULT_PACK), "STOPRULE_SESSION": "mcp-raw",

@@ -87,6 +87,7 @@ def server(tmp_path: Path, runtime: Path) -> Iterator[subprocess.Popen]:
         proc.stderr.close()  # type: ignore[union-attr]
 
 
+@pytest.mark.integration
 def test_it_decides_each_stop_as_a_fresh_hook_would_there(tmp_path: Path, runtime: Path, server) -> None:  # noqa: ANN001
     """Two projects with different settings, through one resident process: each stop is decided
     with its own project's settings, state and ledger, and answered exactly as a fresh process
@@ -114,6 +115,7 @@ def test_the_client_reads_the_payload_the_hook_would() -> None:
     assert resident.MAX_PAYLOAD_BYTES == MAX_PAYLOAD_BYTES
 
 
+@pytest.mark.integration
 def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -> None:
     runtime = tmp_path / "run"
     (runtime / "stoprule").mkdir(parents=True, mode=0o755)
@@ -132,6 +134,7 @@ def test_without_a_safe_directory_there_is_no_resident_process(tmp_path: Path) -
     assert "via" not in log and continues("claude-code", out)
 
 
+@pytest.mark.integration
 def test_a_process_that_is_not_the_resident_stoprule_is_not_believed(tmp_path: Path, runtime: Path) -> None:
     """Something else listening at the socket (here: this test, answering "allow") is not the
     resident stoprule: the hook decides in its own process, and blocks."""

@@ -288,6 +288,7 @@ def test_permission_requests_are_denied_with_the_triage_only_when_opted_in(tmp_p
 # ---------------------------------------------------------------- MCP writes land in the session
 
 
+@pytest.mark.integration
 def test_report_status_lands_in_the_session_the_hook_reads_and_two_sessions_never_mix(tmp_path: Path) -> None:
     """Two harness processes (here: two shells) in one project, each starting its session and then
     calling report_status the way its MCP server would (a child of the harness, no session given)."""
@@ -322,6 +323,7 @@ from stoprule.agent.hook.wiring import opencode_plugin  # noqa: E402
 DRIVER = Path(__file__).resolve().parent / "opencode" / "drive_plugin.mjs"
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not __import__("shutil").which("node"), reason="node is not installed")
 def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client(tmp_path: Path) -> None:
     _project(tmp_path, "hook:\n  log: false\n  loop_cap: 3\n  permission_triage: true\n")
@@ -393,6 +395,7 @@ def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- tasks and blockers agree
 
 
+@pytest.mark.integration
 def test_the_blocker_tool_and_the_hook_see_the_same_tasks_and_never_send_the_agent_to_a_blocked_one(
     tmp_path: Path,
 ) -> None:
@@ -430,6 +433,7 @@ def test_the_blocker_tool_and_the_hook_see_the_same_tasks_and_never_send_the_age
     assert "Run the production migration" not in after.decision.message
 
 
+@pytest.mark.integration
 def test_a_stop_in_a_project_with_blockers_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
     svc = BlockerService(str(_project(tmp_path)), policy=str(DEFAULT_PACK))
     assert svc.log_blocker("s1", {"category": "question", "question": "Q?", "context": "c", "blocksProgress": True}).ok

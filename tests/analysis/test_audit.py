@@ -128,6 +128,7 @@ def test_default_pack_has_no_gap_conflict_or_dead_rule(default_pack: Path) -> No
     assert report["seconds"] < 10
 
 
+@pytest.mark.integration
 def test_random_facts_land_only_where_the_audit_says(default_pack: Path) -> None:
     report = audit_pack(compile_pack(default_pack).checked).to_dict()
     assert all(row["verdict"] is not None for row in report["verdict_map"])  # the audit says: no gap
@@ -172,6 +173,7 @@ def test_a_rule_shadowed_by_a_broader_higher_priority_rule(pack: Path) -> None:
     assert by["progress.partial_or_failed"] == line_of(pack, "progress.yaml", "- id: partial_or_failed")
 
 
+@pytest.mark.integration
 def test_a_removed_catch_all_leaves_a_gap(pack: Path) -> None:
     edit(
         pack,
@@ -188,6 +190,7 @@ def test_a_removed_catch_all_leaves_a_gap(pack: Path) -> None:
     assert gap and gap[0]["share"] > 0
 
 
+@pytest.mark.integration
 def test_a_removed_rule_leaves_a_gap_in_a_pack_without_catch_all(pack: Path) -> None:
     edit(pack, "progress.yaml", "    when: true\n", "    when: {status: implemented}\n")
     report = audit(pack)
@@ -196,6 +199,7 @@ def test_a_removed_rule_leaves_a_gap_in_a_pack_without_catch_all(pack: Path) -> 
     assert any("status absent" in line for line in regions)
 
 
+@pytest.mark.integration
 def test_two_equal_priority_rules_disagreeing(pack: Path) -> None:
     edit(
         pack,
@@ -211,6 +215,7 @@ def test_two_equal_priority_rules_disagreeing(pack: Path) -> None:
     assert f["example"] == {"status": "partial", "uncommittedWork": True}
 
 
+@pytest.mark.integration
 def test_an_unused_category(pack: Path) -> None:
     edit(
         pack,
@@ -225,6 +230,7 @@ def test_an_unused_category(pack: Path) -> None:
     assert f["location"] == line_of(pack, "vocabulary.yaml", "  transient:")
 
 
+@pytest.mark.integration
 def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     """Without the rule that tells soft categories from unknown ones, no soft category matters."""
     edit(pack, "review.yaml", "errors[].type: {not_in: blocker_categories}", "errors[].type: {in: [never_seen]}")
@@ -243,6 +249,7 @@ def test_a_category_no_rule_distinguishes(pack: Path) -> None:
     assert unused["timeout"] == line_of(pack, "vocabulary.yaml", "    timeout:")
 
 
+@pytest.mark.integration
 def test_an_unreachable_high_risk_stop(pack: Path) -> None:
     edit(
         pack,
@@ -258,6 +265,7 @@ def test_an_unreachable_high_risk_stop(pack: Path) -> None:
     assert f["location"] == line_of(pack, "vocabulary.yaml", "- id: impossible")
 
 
+@pytest.mark.integration
 def test_a_high_risk_stop_no_outcome_depends_on(pack: Path) -> None:
     edit(
         pack,
@@ -272,6 +280,7 @@ def test_a_high_risk_stop_no_outcome_depends_on(pack: Path) -> None:
     assert all(f["kind"] == "unused" and "no outcome depends on it" in f["message"] for f in report["findings"])
 
 
+@pytest.mark.integration
 def test_an_unsatisfiable_condition(pack: Path) -> None:
     edit(pack, "progress.yaml", "    when: {status: failed}", "    when: {all: [{status: failed}, {status: partial}]}")
     report = audit(pack)
@@ -357,6 +366,7 @@ def test_numeric_regions_are_exact() -> None:
 # ---------------------------------------------------------------- CLI
 
 
+@pytest.mark.integration
 def test_cli_default_pack_is_clean(run_cli: RunCli, default_pack: Path) -> None:
     proc = run_cli("audit", "--policy", str(default_pack))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -365,6 +375,7 @@ def test_cli_default_pack_is_clean(run_cli: RunCli, default_pack: Path) -> None:
     assert proc.stderr == ""  # no progress bar when stderr is not a terminal
 
 
+@pytest.mark.integration
 def test_cli_json_findings_exit_1(run_cli: RunCli, pack: Path) -> None:
     edit(
         pack,
@@ -389,6 +400,7 @@ def test_cli_bad_pack_exit_2(run_cli: RunCli, pack: Path) -> None:
     assert proc.returncode == 2 and "progress.yaml:" in proc.stderr
 
 
+@pytest.mark.integration
 def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "facts.ndjson"
     corpus.write_text(
@@ -420,7 +432,9 @@ def test_cli_corpus(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    "seeds", [range(40), pytest.param(range(40, 120), marks=pytest.mark.torture)], ids=["seeds 0-39", "seeds 40-119"]
+    "seeds",
+    [pytest.param(range(40), marks=pytest.mark.integration), pytest.param(range(40, 120), marks=pytest.mark.torture)],
+    ids=["seeds 0-39", "seeds 40-119"],
 )
 def test_random_packs(tmp_path: Path, seeds: range) -> None:
     """Random packs over strings compared with each other, globs, mixed numbers, nested objects and lists:
@@ -468,6 +482,7 @@ def test_random_packs(tmp_path: Path, seeds: range) -> None:
     assert checked >= len(seeds) // 5  # about a quarter compile (a negated glob, a bare null key do not)
 
 
+@pytest.mark.integration
 def test_cli_corpus_in_processes_gives_the_same_report(run_cli: RunCli, default_pack: Path, tmp_path: Path) -> None:
     facts = [
         {

@@ -109,6 +109,7 @@ def test_a_moved_category(old: Path, new: Path) -> None:
     assert {"section": "blocker_categories", "what": "timeout", "from": "soft", "to": "hard"} in moved
 
 
+@pytest.mark.integration
 def test_a_changed_priority(old: Path, new: Path) -> None:
     edit(
         new,
@@ -132,6 +133,7 @@ def test_a_changed_priority(old: Path, new: Path) -> None:
     ]
 
 
+@pytest.mark.integration
 def test_a_changed_reason(old: Path, new: Path) -> None:
     # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
     tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"
@@ -147,6 +149,7 @@ def test_a_removed_catch_all(old: Path, new: Path) -> None:
     assert "pass/ok -> (no rule: policy.no_rule)" in titles(report)
 
 
+@pytest.mark.integration
 def test_declaration_changes_without_verdict_changes(old: Path, new: Path) -> None:
     edit(new, "vocabulary.yaml", "    description: Unrecoverable failure.", "    description: Gave up.")
     edit(
@@ -163,6 +166,7 @@ def test_declaration_changes_without_verdict_changes(old: Path, new: Path) -> No
     assert "continuity_failure/missing_dispatch_receipt -> pass/high_risk_stop" in titles(report)
 
 
+@pytest.mark.integration
 def test_differing_schemas_use_the_union(old: Path, new: Path) -> None:
     edit(new, "schema.yaml", "    task_id:\n", "    urgent: {type: bool, default: false}\n    task_id:\n")
     edit(new, "progress.yaml", "    when: {status: failed}", "    when: {any: [{status: failed}, {urgent: true}]}")
@@ -181,6 +185,7 @@ def test_cli_identical_exit_0(run_cli: RunCli, old: Path, new: Path) -> None:
     assert "Verdict changes: none" in proc.stdout and "diff took" in proc.stdout
 
 
+@pytest.mark.integration
 def test_cli_changes_exit_1(run_cli: RunCli, old: Path, new: Path) -> None:
     # the plain row-14 rule (available_tasks_with_blockers, its sibling, keeps its reason)
     tail = "\n    message: >-\n      Tasks remain available ({availableTasks}); continue"
@@ -205,6 +210,7 @@ def test_cli_bad_input_exit_2(run_cli: RunCli, old: Path, new: Path, tmp_path: P
     assert f"error(s) in {new}" in proc.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "seeds", [range(50), pytest.param(range(50, 150), marks=pytest.mark.torture)], ids=["seeds 0-49", "seeds 50-149"]
 )

@@ -269,6 +269,7 @@ def test_generated_packs_same_findings_long(
     _generated(tmp_path_factory, capsys, 600)
 
 
+@pytest.mark.integration
 def test_cli_backend_and_timeout(default_pack: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = run(
@@ -290,6 +291,7 @@ def test_cli_backend_and_timeout(default_pack: Path) -> None:
     assert "stopped after 0.001 s: these questions were not answered:" in out.getvalue()
 
 
+@pytest.mark.integration
 def test_cli_auto_is_the_exhaustive_report_on_the_default_pack(default_pack: Path) -> None:
     outs = []
     for backend in ("auto", "exhaustive"):
@@ -313,6 +315,7 @@ def changes(report: Any) -> set[tuple[Any, ...]]:
     return {(c["title"], frozenset((r["old_rule"] or {}).get("rule") for r in c["rules"])) for c in report.changes}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("edit", SEEDED[:2])
 def test_diff_same_changes_on_both_backends(tmp_path: Path, default_pack: Path, edit: tuple[str, str, str]) -> None:
     for f in default_pack.glob("*.yaml"):

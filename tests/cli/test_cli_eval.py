@@ -15,6 +15,7 @@ import pytest
 import stoprule
 from stoprule.engine import speedups
 from stoprule.engine.build import compile_pack
+from tiers import first_by_default
 
 ENVELOPE_KEYS = [
     "ok",
@@ -448,7 +449,7 @@ COLD_EVAL = (
 )
 
 
-@pytest.mark.parametrize("fmt", ["json", "pretty"])
+@pytest.mark.parametrize("fmt", first_by_default(["json", "pretty"]))
 def test_cold_eval_imports_nothing_heavy(tmp_path: Path, fmt: str) -> None:
     """A cache hit loads neither the compiler's libraries nor typing/dataclasses/sqlite3 (cold start)."""
     # a subprocess: a fresh interpreter's sys.modules is what the cold start pays for

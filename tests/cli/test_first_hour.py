@@ -21,6 +21,7 @@ from clirunner import invoke
 from docblocks import REPO, matches
 from stoprule.agent.hook.wiring import MCP, TARGETS, generated_files
 from stoprule.project import GITIGNORE
+from tiers import first_by_default
 
 HARNESSES = [*TARGETS, "opencode"]
 VENV_BIN = Path(sys.executable).parent
@@ -75,7 +76,7 @@ def _machine_paths(repo: Path, paths: list[str]) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", first_by_default(HARNESSES))
 def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, home: dict[str, str]) -> None:
     """The newcomer's path: ``init`` in a sub-folder of a fresh clone wires the git root;
     ``doctor`` passes and its synthetic stop is allowed; ``git status`` then offers only the
@@ -100,6 +101,7 @@ def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, ho
     assert not [p for p in repo.rglob("*") if p.name.endswith(".bak")]
 
 
+@pytest.mark.integration
 def test_shared_wiring_is_portable_and_passes_where_stoprule_is_on_path(tmp_path: Path, home: dict[str, str]) -> None:
     """``--shared`` for every harness: the files the team commits run ``stoprule`` from PATH
     (no path of this machine); doctor passes where a harness finds ``stoprule`` on its PATH and
@@ -130,6 +132,7 @@ def test_shared_wiring_is_portable_and_passes_where_stoprule_is_on_path(tmp_path
         assert f"ok   {harness}: MCP server in {MCP[harness].project_file}: stoprule mcp" in doctor.stdout
 
 
+@pytest.mark.integration
 def test_local_and_shared_never_wire_a_harness_twice(tmp_path: Path, home: dict[str, str]) -> None:
     """``--shared`` after ``--local`` moves stoprule's entries into the team's file (the personal
     file keeps none); ``--local`` after ``--shared`` leaves the team's wiring as it is; ``--local``
@@ -226,6 +229,7 @@ def test_a_stoprule_made_by_hand_gets_its_gitignore_with_the_ledger(tmp_path: Pa
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
 
 
+@pytest.mark.integration
 def test_doctor_fails_a_synthetic_stop_that_failed_open(tmp_path: Path, home: dict[str, str]) -> None:
     """A hook that could not decide allows the stop (fail open): doctor says so instead of ``ok``,
     for a harness whose answer to an error is ``{}`` as well as one with a user channel."""
@@ -251,7 +255,7 @@ def _nopy(where: Path) -> Path:
     return where / "nopy"
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", first_by_default(HARNESSES))
 def test_doctor_checks_the_mcp_server_of_every_harness(harness: str, tmp_path: Path, home: dict[str, str]) -> None:
     """Codex's TOML, OpenCode's ``mcp`` and Copilot's ``.github/mcp.json`` too: a registration
     whose Python has no MCP SDK fails with the install command."""
@@ -267,6 +271,7 @@ def test_doctor_checks_the_mcp_server_of_every_harness(harness: str, tmp_path: P
     assert "MCP SDK is not installed" in line and "pip install 'stoprule[mcp]'" in line
 
 
+@pytest.mark.integration
 def test_doctor_notes_a_harness_without_the_blocker_tools(tmp_path: Path, home: dict[str, str]) -> None:
     repo = _fresh_repo(tmp_path)
     assert invoke(["init", "--harness", "codex", "--no-mcp"], cwd=repo, env=home).returncode == 0

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stoprule.cli.main import run
+from tiers import first_by_default
 from torture import scaled
 
 EXAMPLES = int(os.environ.get("STOPRULE_FUZZ_EXAMPLES") or 0)
-# the default tier: a few dozen examples each; `-m torture` runs every property long
-QUICK = settings(max_examples=EXAMPLES or 30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the default tier: a dozen examples each; `-m torture` runs every property long
+QUICK = settings(max_examples=EXAMPLES or 12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=EXAMPLES or scaled(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 FACT = json.dumps({"status": "partial"}).encode()
@@ -126,7 +127,9 @@ def test_any_flags_long(tmp_path_factory: pytest.TempPathFactory, command: str, 
     check_flags(tmp_path_factory, command, flags)
 
 
-@pytest.mark.parametrize("data", [b"\xff\n" + FACT, b'{"status": [] }', b"{" * 5000, FACT + b"\n\xc3(\n" + FACT])
+@pytest.mark.parametrize(
+    "data", first_by_default([b"\xff\n" + FACT, b'{"status": [] }', b"{" * 5000, FACT + b"\n\xc3(\n" + FACT])
+)
 def test_real_subprocess_never_prints_a_traceback(tmp_path: Path, data: bytes) -> None:
     # a subprocess: the process's own stdin/stdout bytes and their encoding, not Python streams
     env = {**os.environ, "STOPRULE_CACHE_DIR": str(tmp_path / "cache")}

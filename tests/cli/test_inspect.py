@@ -71,6 +71,7 @@ def test_inspect_on_a_terminal_draws_tables(env: Path, monkeypatch: pytest.Monke
     assert "36m" not in cli("inspect", "verdicts", tty=True).out
 
 
+@pytest.mark.integration
 def test_global_pack_layered_under_the_project(env: Path) -> None:
     glob = _global(env, "org.yaml", ORG)
     shutil.copy(env / "project" / ".stoprule" / "policies" / "progress.yaml", glob / "progress.yaml")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import stoprule
 from clirunner import invoke
 from hookharness import FIXTURES, continues, payload
@@ -88,6 +90,7 @@ def test_a_module_outside_its_folder_is_found_through_site(tmp_path: Path) -> No
     assert p.stdout.split() == ["42", "1", "False"]  # found; site's start ran once; the finder left
 
 
+@pytest.mark.integration
 def test_a_cold_cache_compiles_the_pack_through_the_launcher(tmp_path: Path, default_pack: Path) -> None:
     """Compiling a pack (PyYAML, pydantic: site-packages in a normal install; the venv's in an
     editable one) works from the launcher."""

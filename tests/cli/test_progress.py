@@ -102,7 +102,17 @@ def commands(
     return _commands(tmp_path)
 
 
-@pytest.mark.parametrize("command", ["eval", "eval --jobs", "test", "replay", "log verify", "audit --corpus"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "eval",
+        "eval --jobs",
+        "test",
+        "replay",
+        "log verify",
+        pytest.param("audit --corpus", marks=pytest.mark.integration),
+    ],
+)
 def test_long_commands_show_progress_on_a_terminal_only(commands: dict, command: str) -> None:
     argv, done = commands[command]
     plain = cli(*argv)

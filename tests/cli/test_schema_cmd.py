@@ -57,6 +57,7 @@ def test_mistakes_are_rejected(policy_validator, doc: dict) -> None:  # noqa: AN
     assert list(policy_validator.iter_errors(doc))
 
 
+@pytest.mark.integration
 def test_fact_schema_agrees_with_the_evaluator(default_pack: Path) -> None:
     evaluator = load_policy(default_pack, cache=False)
     schema = fact_json_schema(evaluator.compiled.schema)

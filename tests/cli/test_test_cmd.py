@@ -125,6 +125,7 @@ def test_junit_parses_with_the_right_counts(run_cli, tmp_path: Path, default_pac
     assert "fact[0] ok: expected True, got False" in (failure.text or "")
 
 
+@pytest.mark.integration
 def test_junit_coverage_gate_is_a_testcase(run_cli, tmp_path: Path, default_pack: Path) -> None:
     case = _write(tmp_path / "one.yaml", "cases: [{name: ok, fact: {status: implemented}, expect: {verdict: pass}}]")
     proc = run_cli("test", "--policy", str(default_pack), "--format", "junit", "--threshold", "90", str(case))
@@ -251,6 +252,7 @@ rules:
 """
 
 
+@pytest.mark.integration
 def test_untested_rule_is_reported_and_fails_the_threshold(run_cli, pack_copy: Path) -> None:
     extra = _write(pack_copy / "zz_extra.yaml", UNTESTED_RULE)
     proc = run_cli("test", "--policy", str(pack_copy), "--threshold", "100", "--format", "json")
@@ -293,6 +295,7 @@ rules:
 """
 
 
+@pytest.mark.integration
 def test_declarations_no_case_exercised(run_cli, pack_copy: Path) -> None:
     extra = _write(pack_copy / "zz_extra.yaml", EXTRA_DECLARATIONS)
     vocab = pack_copy / "vocabulary.yaml"

@@ -250,6 +250,7 @@ def test_the_policy_page_shows_rules_in_order_verdicts_and_the_packs_used(client
     assert "None kept yet" in text(page)  # no coverage run yet
 
 
+@pytest.mark.integration
 def test_the_last_coverage_run_and_the_audit(client, project: Project) -> None:
     run = project.cli("test", "--coverage", "-q")
     assert run.returncode in (0, 1), run.stderr
@@ -259,6 +260,7 @@ def test_the_last_coverage_run_and_the_audit(client, project: Project) -> None:
     assert "Verdict map" in audit and "escape_hatch" in audit
 
 
+@pytest.mark.integration
 def test_a_changed_pack_is_diffed_against_the_one_before(project: Project, default_pack: Path) -> None:
     """The console keeps a copy of each pack it sees; decisions under a new pack name a new digest,
     and the policy page compares the two."""

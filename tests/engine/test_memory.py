@@ -51,10 +51,12 @@ def _flat(fn, *args, warmup: int, slack_mb: float = 6.0) -> tuple[float, float]:
     return before, after
 
 
+@pytest.mark.integration
 def test_rss_flat_over_thread_lifetimes(evaluator) -> None:  # noqa: ANN001
     _flat(_threads, evaluator, 2000, warmup=50)
 
 
+@pytest.mark.integration
 def test_rss_flat_over_load_policy_cycles(default_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path))
     _flat(_cycles, default_pack, 300, warmup=20)
@@ -67,6 +69,7 @@ def test_rss_flat_long(evaluator, default_pack: Path, tmp_path: Path, monkeypatc
     print("load_policy cycles:", _flat(_cycles, default_pack, scaled(5000, 500), warmup=50))
 
 
+@pytest.mark.integration
 def test_handles_are_not_shared_while_in_use(default_pack: Path) -> None:
     """Evaluators come and go while threads evaluate: every verdict is still the
     single-threaded one (an idle handle is never taken while a thread holds it)."""

@@ -165,6 +165,7 @@ def test_text_in_an_entry_never_runs_as_code(pack: Path, tmp_path: Path, monkeyp
 BYTECODE = ("_util/bundle.py",)
 
 
+@pytest.mark.integration
 def test_no_module_reads_pickle_or_marshal() -> None:
     """Caches are data: nothing in stoprule deserialises code (pickle, marshal, shelve), but the
     import system's own bytecode bundle."""

@@ -79,6 +79,7 @@ def _check_mutations(tmp_path: Path, seeds: range, facts_per_pack: int = 0) -> d
     return stats
 
 
+@pytest.mark.integration
 def test_mutated_packs_give_diagnostics(tmp_path: Path) -> None:
     stats = _check_mutations(tmp_path, range(20), facts_per_pack=20)  # 2,000 more in the torture tier
     assert stats["refused"] > 7, stats  # the mutations do reach the diagnostics
@@ -150,6 +151,7 @@ def _differential(tmp_path_factory: pytest.TempPathFactory, pack: dict, fact_lis
         assert stop == (stops[0] if stops else None), (pack, fact)
 
 
+@pytest.mark.integration
 @FAST
 @given(pack=packs(), fact_list=st.lists(facts(), min_size=5, max_size=30))
 def test_generated_packs_engine_equals_reference(tmp_path_factory: pytest.TempPathFactory, pack, fact_list) -> None:  # noqa: ANN001

@@ -74,6 +74,7 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "python" in describe_backend() and "c accelerator" not in describe_backend()
 
 
+@pytest.mark.integration
 @settings(settings.get_profile("default-fuzz"))
 @given(object_of(CHECKED.schema.root))
 @example({"status": "implemented", "plan_id": "p", "planId": "q"})  # a field given twice

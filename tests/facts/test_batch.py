@@ -13,6 +13,7 @@ from stoprule.facts.batch import CHUNK_LINES, chunk_items, map_ordered, parallel
 from stoprule.facts.parse import parse_facts
 
 
+@pytest.mark.integration
 def test_parallel_chunks_are_cut_as_taken_and_shrink_towards_the_end() -> None:
     """The workers' chunks cover the input in order with the right line numbers; they are made
     one at a time (a worker starts before the rest is cut) and the last ones are smaller, so

@@ -174,6 +174,7 @@ def test_list_without_items_is_the_documented_diagnostic(tmp_path: Path) -> None
     assert (d.code, d.line, d.path) == ("schema.list_items", 7, "schema.fields.tags")
 
 
+@pytest.mark.integration
 def test_rule_count_limit(tmp_path: Path) -> None:
     d = diag(pack(tmp_path, "".join(rule("{turn: 1}", f"r{i}") for i in range(MAX_RULES))))
     assert d.code == "limit.rules" and d.line == 12 + MAX_RULES  # the last rule (the fallback)
@@ -228,6 +229,7 @@ def test_limits_leave_the_default_pack_alone(default_pack: Path) -> None:
 # ---------------------------------------------------------------- what compiles evaluates
 
 
+@pytest.mark.integration
 def test_pack_reading_260_fields_evaluates(tmp_path: Path) -> None:
     """Was: check passed, every full fact failed with engine error 302."""
     head = HEAD.replace("verdicts:", "".join(f"    f{i}: {{type: int}}\n" for i in range(260)) + "verdicts:")

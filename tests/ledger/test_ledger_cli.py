@@ -16,6 +16,7 @@ import pytest
 
 from ledger_facts import CONTINUITY, ESCAPE, FAILED, FIXED, OK, REVIEW
 from stoprule.ledger import Ledger, Recorder, keys, tokens
+from tiers import first_by_default
 
 LEDGER_KEYS = ["run", "node", "parent", "kind", "retryable", "attempt"]
 
@@ -419,7 +420,7 @@ def _drop_write_privilege() -> list[str]:
     return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
 
 
-@pytest.mark.parametrize("writable_dir", [True, False])
+@pytest.mark.parametrize("writable_dir", first_by_default([True, False]))
 def test_read_only_ledger(ev, db: Path, tmp_path: Path, writable_dir: bool) -> None:
     ev("r", [OK, CONTINUITY])
     with Ledger.open(str(db)) as led:

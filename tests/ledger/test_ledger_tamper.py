@@ -312,6 +312,7 @@ def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.integration
 def test_every_tampering_is_found_by_the_cli(base: Path, tmp_path: Path) -> None:
     for i, name in enumerate(CASES):
         path = copy(base, tmp_path / f"c{i}")
@@ -402,6 +403,7 @@ def _offsets(base: Path, step: int) -> list[int]:
     return list(range(0, base.stat().st_size, step))
 
 
+@pytest.mark.integration
 def test_flipped_bytes_through_the_library(base: Path, tmp_path: Path) -> None:
     size = base.stat().st_size
     # the header, the schema page, and a spread over every page

@@ -49,6 +49,7 @@ def test_eval_server_records_in_the_servers_ledger(url: str, monkeypatch: pytest
     assert code == 0 and json.loads(out)["run"] == "client-run"
 
 
+@pytest.mark.integration
 def test_eval_server_sends_a_large_input_in_requests_under_the_limits(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,8 +98,8 @@ def _hook(
     [
         ("claude-code", False),
         ("claude-code", True),
-        ("codex", True),
-        ("gemini", True),
+        pytest.param("codex", True, marks=pytest.mark.integration),
+        pytest.param("gemini", True, marks=pytest.mark.integration),
         ("cursor", False),
         ("copilot", False),
     ],

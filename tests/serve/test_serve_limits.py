@@ -116,6 +116,7 @@ def _round_trips(url: str, n: int) -> list[float]:
     return out
 
 
+@pytest.mark.integration
 def test_answers_on_a_kept_alive_connection_do_not_wait_for_a_delayed_ack(tmp_path: Path) -> None:
     """With 2 workers, each request after the first on one connection used to wait ~40 ms (Nagle's
     algorithm against the client's delayed ACK); a decision takes well under a millisecond."""
@@ -126,7 +127,7 @@ def test_answers_on_a_kept_alive_connection_do_not_wait_for_a_delayed_ack(tmp_pa
 
 @pytest.mark.parametrize(
     ("files", "connections"),
-    [(256, 600), pytest.param(1024, 2200, marks=pytest.mark.torture)],
+    [pytest.param(256, 600, marks=pytest.mark.integration), pytest.param(1024, 2200, marks=pytest.mark.torture)],
 )
 def test_idle_connections_cannot_exhaust_a_worker(tmp_path: Path, files: int, connections: int) -> None:
     """A worker limited to ``files`` open files, ``connections`` connections that never finish a
@@ -181,6 +182,7 @@ def _pids(url: str, connections: int = 16) -> set[int]:
     return out
 
 
+@pytest.mark.integration
 def test_a_stopped_worker_is_replaced(tmp_path: Path) -> None:
     with server(tmp_path, workers=2, extra="probe_timeout_ms: 3000\n") as url:
         before = _pids(url)

@@ -11,7 +11,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
 from servehelp import server
+
+pytestmark = pytest.mark.integration  # a supervisor and its worker processes, killed and replaced
 
 
 def _workers_answering(url: str, connections: int) -> list[int]:

@@ -18,6 +18,7 @@ import pytest
 from clirunner import invoke
 from hookharness import FIXTURES, interpret
 from stoprule.agent.hook.state import set_facts
+from tiers import first_by_default
 
 GIT = ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t"]
 PASS_RULE = (
@@ -150,7 +151,7 @@ CHANGES: list[tuple[str, Callable[[Path, dict[str, str]], None], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("what", "change", "named"), CHANGES, ids=[c[0] for c in CHANGES])
+@pytest.mark.parametrize(("what", "change", "named"), first_by_default(CHANGES, 6), ids=[c[0] for c in CHANGES])
 def test_a_change_mid_session_leaves_the_decision_and_is_named(
     what: str, change: Callable[[Path, dict[str, str]], None], named: str, project: Path, env: dict[str, str]
 ) -> None:

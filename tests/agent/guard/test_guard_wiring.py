@@ -59,6 +59,7 @@ def test_init_adds_the_guard_to_a_project_wired_before_it(tmp_path: Path, env: d
     )
 
 
+@pytest.mark.integration
 def test_doctor_reports_the_guards_and_a_missing_one(tmp_path: Path, env: dict[str, str]) -> None:
     invoke(["init", "--harness", "claude-code", "--no-mcp"], env=env, cwd=tmp_path)
     out = invoke(["doctor"], env=env, cwd=tmp_path).stdout

@@ -15,6 +15,7 @@ import pytest
 
 from clirunner import invoke
 from hookharness import payload, run_hook
+from tiers import first_by_default
 
 GIT = ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t"]
 
@@ -111,7 +112,7 @@ HIDDEN: list[tuple[str, Callable[[Path], None], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("how", "hide", "path", "noted"), HIDDEN, ids=[h[0] for h in HIDDEN])
+@pytest.mark.parametrize(("how", "hide", "path", "noted"), first_by_default(HIDDEN, 2), ids=[h[0] for h in HIDDEN])
 def test_work_hidden_from_git_status_counts(
     how: str, hide: Callable[[Path], None], path: str, noted: str, project: Path, env: dict[str, str]
 ) -> None:
