@@ -55,7 +55,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for harness, (package, pinned, _) in PINNED.items():
         got = _OUTCOMES.get(harness, {})
         newest = version(harness)
-        moved = "unchanged" if newest == pinned else f"{pinned} -> {newest}"
+        moved = f"pinned {pinned}, newest {newest}" + (" (the same release)" if newest == pinned else " (moved)")
         tally = ", ".join(f"{len(v)} {k}" for k, v in sorted(got.items())) or "not run"
         w(f"  {harness:12} {package}: {moved}; {tally}")
         for name in got.get("failed", []):  # on the pinned release too: not a change of the binary
