@@ -92,3 +92,24 @@ def test_the_prompt_hook_applies_only_a_command_the_prompt_begins_with(
     assert ("ask them directly" in context) is (action == "off")
     assert f"blocker triage is {action} for this session" in answer["systemMessage"]
     assert json.loads(state.read_text())["enabled"] is (action == "on")
+
+
+def test_a_blockers_command_the_plugin_refused_is_written_down_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stoprule.agent.blockers.service import open_service
+    from stoprule.agent.guard.journal import read_attempts
+    from stoprule.agent.hook.controls import run_prompt
+
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    project = tmp_path / "p"
+    (project / ".stoprule").mkdir(parents=True)
+    # OpenCode's plugin saw a tool call running when `/blockers off` arrived: maybe the agent's own
+    payload = {"session_id": "s1", "cwd": str(project), "prompt": "/blockers off", "refused": True}
+    out = run_prompt("opencode", json.dumps(payload).encode())
+    assert out is not None and "refused" in out["additionalContext"]
+    [attempt] = read_attempts(str(project / ".stoprule"), "s1")  # the stop names it to the user
+    assert attempt["via"] == "/blockers" and "/blockers off" in attempt["what"]
+    assert open_service(str(project)).store.enabled("s1")  # triage is still on for the session
+    out = run_prompt("opencode", json.dumps({**payload, "refused": False}).encode())
+    assert out is not None and not open_service(str(project)).store.enabled("s1")

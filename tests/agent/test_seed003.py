@@ -318,6 +318,7 @@ def test_report_status_lands_in_the_session_the_hook_reads_and_two_sessions_neve
 
 # ---------------------------------------------------------------- OpenCode: the generated plugin
 
+from stoprule.agent.guard.journal import read_attempts  # noqa: E402
 from stoprule.agent.hook.wiring import opencode_plugin  # noqa: E402
 
 DRIVER = Path(__file__).resolve().parent / "opencode" / "drive_plugin.mjs"
@@ -356,6 +357,9 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     assert "refused" in out["blockers_while_a_tool_runs"] and "template" not in out["blockers_while_a_tool_runs"]
     assert "ask them directly" in out["blockers_typed"] and "template" not in out["blockers_typed"]
     assert json.loads((tmp_path / ".stoprule" / "state" / "blockers" / "main.json").read_text())
+    # the refused one, for the stop to name (beside the guard's refusal of the agent's command)
+    [attempt] = [a for a in read_attempts(str(tmp_path / ".stoprule"), "main") if a["via"] == "/blockers"]
+    assert "sent while a tool call was running" in attempt["what"]
 
 
 def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:

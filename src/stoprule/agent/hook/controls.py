@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 
 from stoprule.agent.blockers.service import open_service
+from stoprule.agent.guard.journal import record_attempt, user_state_dir
 from stoprule.agent.hook.adapters import decode_payload
+from stoprule.project import STATE_DIR, project_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,6 +38,10 @@ OFF = (
 ON = (
     "The user turned stoprule's blocker triage back on for this session (/blockers on): triage "
     "questions with the `blocker` tool as instructed before."
+)
+REFUSED = (
+    "stoprule: /blockers refused: it arrived while a tool call was running, so it may be the agent's; "
+    "the triage setting is unchanged and the user is told. Type it again when the agent is idle."
 )
 
 
@@ -92,6 +98,16 @@ def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
     return text, text
 
 
+def _refused(harness: str, session: str | None, cwd: str, prompt: str) -> str:
+    """Write down a ``/blockers`` that arrived while a tool call ran (the stop names it to the
+    user); what the agent is told. Nothing is changed: the plugin refused it already."""
+    root = project_root(cwd)
+    home = os.path.join(root, STATE_DIR) if root else user_state_dir(os.environ)
+    what = f"{' '.join(prompt.split())[:80]} sent while a tool call was running"
+    record_attempt(home, session, {"via": "/blockers", "harness": harness, "tool": "command", "what": what})
+    return REFUSED
+
+
 def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     """The harness's answer to a prompt that is ``/blockers ...`` (None for any other)."""
     try:
@@ -103,10 +119,13 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         if action is None:
             return None
         session = payload.get("session_id")
-        cwd = payload.get("cwd")
-        agent, user = _answer(
-            action, session if isinstance(session, str) and session else None, cwd if isinstance(cwd, str) else "."
-        )
+        sid = session if isinstance(session, str) and session else None
+        given = payload.get("cwd")
+        cwd = given if isinstance(given, str) else "."
+        if payload.get("refused") is True:  # the plugin saw a tool call running: maybe the agent's own
+            agent = user = _refused(harness, sid, cwd, str(prompt))
+        else:
+            agent, user = _answer(action, sid, cwd)
     except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
         agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
     if harness == "gemini":  # BeforeAgent: the context is added to the prompt; systemMessage shown

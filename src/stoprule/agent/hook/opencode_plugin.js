@@ -245,15 +245,13 @@ export const StopRule = async ({ client, directory }) => {
     },
     "command.execute.before": async (input, output) => {
       if (!input || input.command !== BLOCKERS || !output || !Array.isArray(output.parts)) return
-      let text
-      if (running.size) {
-        text = "stoprule: /blockers refused: it arrived while a tool call was running, so it may be the agent's; the triage setting is unchanged. Type it again when the agent is idle."
-      } else {
-        const args = typeof input.arguments === "string" ? input.arguments : ""
-        const payload = { hook_event_name: "command.execute.before", session_id: input.sessionID, cwd: directory, prompt: `/${BLOCKERS} ${args}`.trim() }
-        const out = await runHook(["--event", "prompt"], payload, directory)
-        text = out && typeof out.additionalContext === "string" ? out.additionalContext : null
-      }
+      // one that arrives while a tool call runs changes nothing: stoprule writes it down for the user
+      const refused = running.size > 0
+      const args = typeof input.arguments === "string" ? input.arguments : ""
+      const payload = { hook_event_name: "command.execute.before", session_id: input.sessionID, cwd: directory, prompt: `/${BLOCKERS} ${args}`.trim(), refused }
+      const out = await runHook(["--event", "prompt"], payload, directory)
+      let text = out && typeof out.additionalContext === "string" ? out.additionalContext : null
+      if (refused && !text) text = "stoprule: /blockers refused: it arrived while a tool call was running, so it may be the agent's; the triage setting is unchanged. Type it again when the agent is idle."
       if (text) output.parts.splice(0, output.parts.length, { type: "text", text })
     },
     config: async (config) => {
