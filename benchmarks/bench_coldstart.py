@@ -108,7 +108,10 @@ gc.disable()  # as the wired stop runs (stoprule.cli.main.main)
 w0, c0 = time.perf_counter(), time.process_time()
 import io, sys
 sys.path.insert(0, sys.argv.pop(1))  # as launch.py puts the install on the path (-I -S)
-from stoprule.launch import SiteOnMiss
+try:
+    from stoprule._util.launcher import SiteOnMiss
+except ImportError:  # an older tree (--baseline): the launcher held it
+    from stoprule.launch import SiteOnMiss
 sys.meta_path.append(SiteOnMiss)
 out = {}
 def add(name, w, c):

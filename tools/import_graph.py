@@ -195,6 +195,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
     "stoprule._util.bundle": "a harness runs the command `stoprule init` wired (the launcher's bytecode bundle)",
+    "stoprule._util.launcher": "a harness runs the command `stoprule init` wired (the launcher's start)",
     "stoprule.ledger.backend": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.events": "the hook records to a PostgreSQL ledger (ledger.url)",

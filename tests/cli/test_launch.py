@@ -73,11 +73,13 @@ def test_a_module_outside_its_folder_is_found_through_site(tmp_path: Path) -> No
     that adds the folder holding it), once, and is found."""
     (tmp_path / "dep_of_stoprule.py").write_text("VALUE = 42\n")
     code = (
-        "import runpy, site, sys\n"
+        "import site, sys\n"
         "calls = []\n"
         f"site.main = lambda: (calls.append(1), sys.path.append({str(tmp_path)!r}))\n"
-        f"g = runpy.run_path({str(LAUNCHER)!r}, run_name='launched')\n"  # its finder, not its main
-        "sys.meta_path.append(g['SiteOnMiss'])\n"
+        f"sys.path.append({str(LAUNCHER.parent.parent)!r})\n"  # as launch.py does
+        "from stoprule._util.launcher import SiteOnMiss\n"
+        "g = {'SiteOnMiss': SiteOnMiss}\n"
+        "sys.meta_path.append(SiteOnMiss)\n"
         "import dep_of_stoprule\n"
         "try:\n"
         "    import no_such_module_anywhere\n"
