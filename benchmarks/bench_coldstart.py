@@ -130,11 +130,6 @@ def wrap(mod, name, label):
             add(label, w, c)
     setattr(mod, name, g)
 w, c = time.perf_counter(), time.process_time()
-try:  # the bytecode bundle launch.py installs (an older tree has none: --baseline)
-    from stoprule._util import bundle
-    bundle.install()
-except ImportError:
-    pass
 import stoprule.cli.main as main, stoprule.cli.hook_cmd as hook_cmd, stoprule.cli.resident as resident
 import stoprule.agent.hook.runner as runner, stoprule.agent.hook.providers as providers
 import stoprule.agent.hook.frozen as frozen, stoprule.agent.hook.state as state

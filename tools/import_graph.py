@@ -194,7 +194,6 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
-    "stoprule._util.bundle": "a harness runs the command `stoprule init` wired (the launcher's bytecode bundle)",
     "stoprule._util.launcher": "a harness runs the command `stoprule init` wired (the launcher's start)",
     "stoprule.ledger.backend": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",

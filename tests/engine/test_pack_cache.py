@@ -160,19 +160,10 @@ def test_text_in_an_entry_never_runs_as_code(pack: Path, tmp_path: Path, monkeyp
         Evaluator(packs.compile_policy(pack)).evaluate({"status": "partial"})
 
 
-# the one module that loads code: the wired hook's modules' bytecode, kept beside the package's own
-# bytecode (never in the cache folder) and trusted as that bytecode is (tests/_util/test_bundle.py)
-BYTECODE = ("_util/bundle.py",)
-
-
-@pytest.mark.integration
 def test_no_module_reads_pickle_or_marshal() -> None:
-    """Caches are data: nothing in stoprule deserialises code (pickle, marshal, shelve), but the
-    import system's own bytecode bundle."""
+    """Caches are data: nothing in stoprule deserialises code (pickle, marshal, shelve)."""
     found = []
     for path, module in modules():
-        if str(path.relative_to(SRC)) in BYTECODE:
-            continue
         for node in ast.walk(module):
             names = (
                 [a.name for a in node.names]

@@ -15,5 +15,4 @@ Modules::
     jsonin    JSON in with the C scanner alone (no ``json``, ``re``: the stop's and the guard's start)
     jsonout   JSON out with the C encoder alone
     regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)
-    bundle    the wired hook's modules' bytecode in one file, checked against their sources' stats
     launcher  the start of the command as init wires it (-I -S: site only when a module needs it)"""

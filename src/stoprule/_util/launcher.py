@@ -12,10 +12,9 @@ console script's start is the interpreter's plus ``site``'s (its ``.pth`` files,
 
 A top-level module found nowhere on that path (a dependency in another folder: an editable
 install's venv, the system's packages) runs ``site``'s start once, then is searched again
-(:class:`SiteOnMiss`), so the command finds every module the console script would. The
-package's own modules come from one file of their bytecode where it is kept and their sources
-are unchanged (:mod:`stoprule._util.bundle`). ``launch.py`` itself stays a few lines: a script
-is compiled at every start (its bytecode is never kept), this module's is.
+(:class:`SiteOnMiss`), so the command finds every module the console script would.
+``launch.py`` itself stays a few lines: a script is compiled at every start (its bytecode is
+never kept), this module's is.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -53,10 +52,6 @@ class SiteOnMiss:
 
 
 def start() -> None:
-    """With ``-S``, :class:`SiteOnMiss` after every finder; the hook's modules from the kept
-    bundle (kept again by the CLI when stale)."""
+    """With ``-S``, :class:`SiteOnMiss` after every finder."""
     if sys.flags.no_site:
         sys.meta_path.append(SiteOnMiss)
-    from stoprule._util import bundle
-
-    bundle.install()

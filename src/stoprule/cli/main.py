@@ -224,9 +224,6 @@ def main(argv: list[str] | None = None) -> int:
         if at_once:
             sys.stdout.flush()
             sys.stderr.flush()
-            bundle = sys.modules.get("stoprule._util.bundle")  # launch.py's (the command as init wires it)
-            if bundle is not None:
-                bundle.keep()  # its answer is out: the bytecode bundle kept again if a module missed it
             os._exit(code)
         return code
     except KeyboardInterrupt:
