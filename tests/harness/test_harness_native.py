@@ -6,12 +6,16 @@ hook events). Run alone: ``python -m pytest -m harness -n 0 -k native``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -324,6 +328,30 @@ def _pty_until(fd: int, done: Any, timeout: float) -> bytes:
     return out
 
 
+class _Screen:
+    """What a harness drew on a terminal, read as it comes: ``until(text)`` waits for ``text`` to
+    be drawn (control sequences removed) after the last ``mark()``."""
+
+    CONTROL = re.compile(rb"\x1b\[[0-9;?>]*[a-zA-Z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.drawn, self.start = fd, b"", 0
+
+    def mark(self) -> None:
+        self.start = len(self.drawn)
+
+    def text(self) -> str:
+        return self.CONTROL.sub(b"", self.drawn[self.start :]).decode("utf-8", "replace")
+
+    def until(self, text: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.text():
+                return True
+            self.drawn += _pty_until(self.fd, lambda: False, 0.2)
+        return False
+
+
 def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp_path: Path) -> None:
     """The interactive route (a terminal, the user typing ``/blockers off`` and Enter): Gemini CLI
     0.61.0 expands the project's command there; the request's user message is the session-start
@@ -348,16 +376,20 @@ def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp
         env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
         exe = str(binary("gemini"))
         pid, fd = pty.fork()
-        if pid == 0:  # the child: the harness in a terminal
+        if pid == 0:  # the child: the harness in a terminal of 40 rows and 120 columns
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
             os.chdir(project)
             os.execve(exe, [exe, "--yolo", "-m", "gemini-2.5-pro"], env)
-        try:
+        screen = _Screen(fd)
+        try:  # the input box is drawn, the typed line offers the project's command, then Enter
+            assert screen.until("Type your message", 90), screen.text()[-3000:]
             _pty_until(fd, lambda: logged("session-start"), 60)
-            _pty_until(fd, lambda: False, 3)  # the prompt is drawn after the session starts
+            assert screen.until("MCP server", 30), screen.text()[-3000:]
+            screen.mark()
             for ch in "/blockers off":
                 os.write(fd, ch.encode())
                 time.sleep(0.05)
-            _pty_until(fd, lambda: False, 1)
+            assert screen.until("blocker triage", 30), screen.text()[-3000:]
             os.write(fd, b"\r")
             _pty_until(fd, lambda: logged("stop"), 90)
         finally:  # the terminal's session: Gemini CLI and the node process it relaunches itself in
