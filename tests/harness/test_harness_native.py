@@ -526,3 +526,55 @@ def test_the_agent_cannot_send_opencode_blockers_off(tmp_path: Path) -> None:
     assert ("unlogged_question", True) in [(e["verdict"]["reason"], e["decision"]["block"]) for e in stops], (
         s.describe()
     )
+
+
+def _codex_resume(sid: str | None = None) -> str:
+    """What an agent runs to send its own session a prompt: the Codex binary from its shell,
+    resuming the session (``--last``: the newest in this directory), with the key the shell
+    does not inherit."""
+    exe = binary("codex")
+    target = sid or "--last"
+    return (
+        f"SCRIPTED_API_KEY=sk-test-dummy {exe} exec --dangerously-bypass-approvals-and-sandbox "
+        f"--dangerously-bypass-hook-trust --skip-git-repo-check resume {target} '$blockers off' </dev/null; true"
+    )
+
+
+def test_codex_blockers_off_under_init_wiring(tmp_path: Path) -> None:
+    """Codex wired by ``init``: 0.171.0 has no custom slash commands (its terminal answers
+    "Unrecognized command" to ``/blockers``), so ``init`` writes the project skill
+    ``.agents/skills/blockers/SKILL.md`` and the user types ``$blockers off``; ``UserPromptSubmit``
+    carries the typed line, the hook's ``additionalContext`` reaches the model, and the agent's
+    question ends the session without a push-back. A second session of the same project is pushed
+    back: its agent runs Codex from its shell to resume its own session with ``$blockers off``,
+    and the hook refuses that (the Codex that sent it runs inside the session), tells the model
+    and writes the attempt down; the switch stays on."""
+    require("codex")
+    off = run_session("codex", tmp_path, [Turn(ASKS)], Turn("ok."), prompt="$blockers off")
+    assert off.result is not None and off.result.returncode == 0, off.describe()
+    assert (off.project / ".agents" / "skills" / "blockers" / "SKILL.md").is_file()
+    first = off.script.main[0].text
+    assert "ask them directly" in first and "$blockers off" in first, first[-1500:]
+    assert [(e["verdict"]["reason"], e["decision"]["block"]) for e in off.stops()] == [("ok", False)], off.describe()
+    assert off.stops()[0]["fact"]["blockersOff"] is True
+    before = off.stops()
+    d = DRIVERS["codex"]
+    forged = [Turn(calls=[Call("exec_command", {"cmd": _codex_resume(), "yield_time_ms": 120000})]), Turn(ASKS)]
+    script = Script(forged, Turn("Logged it for the user."))
+    with serve(script) as url:
+        s = Session("codex", off.project, off.home, script, url)
+        d.configure(s)
+        s.env = dict(off.env, **d.environment(s))
+        s.result = d.run(s, "Migrate staging.")
+    assert s.result.returncode == 0, s.describe()
+    after = s.stops()[len(before) :]
+    assert s.script.first_seeing("/blockers refused") is not None, s.describe()
+    assert after and not any(e["fact"].get("blockersOff") for e in after), s.describe()
+    assert ("unlogged_question", True) in [(e["verdict"]["reason"], e["decision"]["block"]) for e in after], (
+        s.describe()
+    )
+    assert all(e["session"] != before[0]["session"] for e in after)
+    from stoprule.agent.guard.journal import read_attempts
+
+    attempts = read_attempts(str(off.project / ".stoprule"), after[0]["session"])  # the stop shows them
+    assert [a["via"] for a in attempts] == ["/blockers"] and "$blockers off" in attempts[0]["what"], attempts

@@ -509,18 +509,19 @@ def _opencode(args: argparse.Namespace, w: _Writer, base: list[str]) -> None:
 
 
 def _command(args: argparse.Namespace, w: _Writer) -> None:
-    """The user's ``/blockers`` command (Claude Code, Gemini CLI): read by the prompt hook wired
-    beside the stop hook; its whole text is stoprule's."""
+    """The user's ``/blockers`` command (Claude Code, Gemini CLI; Codex's ``$blockers`` skill):
+    read by the prompt hook wired beside the stop hook; its whole text is stoprule's."""
     rel = COMMANDS[args.harness][1 if w.scope == "user" else 0]
     path = os.path.join(os.path.expanduser("~") if w.scope == "user" else w.root, *rel.split("/"))
     text = COMMAND_TEXT[args.harness]
+    named = "$blockers skill" if rel.endswith("SKILL.md") else "/blockers command"
     if w.personal_refused(path):
-        w.say(f"note: {w.shown(path)} is tracked by git (the team's file): the /blockers command is left as it is")
+        w.say(f"note: {w.shown(path)} is tracked by git (the team's file): the {named} is left as it is")
     elif _text(path) == text:
-        w.say(f"{w.shown(path)}: the /blockers command is there; unchanged")
+        w.say(f"{w.shown(path)}: the {named} is there; unchanged")
         w.place(path)
     else:
-        w.write(path, text, "wrote the user's /blockers command (on|off|status|list|export, for the session)")
+        w.write(path, text, f"wrote the user's {named} (on|off|status|list|export, for the session)")
 
 
 def _write_config(w: _Writer, state_dir: str, triage: bool) -> None:

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ancestors", "link_session", "linked_session"]
+__all__ = ["ancestors", "foreign_holder", "link_session", "linked_session"]
 
 DEPTH = 3  # ancestors linked: the shell a hook runs in, the harness, one wrapper
 
@@ -117,4 +117,53 @@ def linked_session(home: str) -> dict[str, Any] | None:
             continue
         if isinstance(link, dict) and link.get("start") == start and isinstance(link.get("session"), str):
             return link
+    return None
+
+
+def _live_link(folder: str, pid: int, start: str | None = None) -> dict[str, Any] | None:
+    """The link of ``pid`` if it is still that process (``start``: its start time, when known)."""
+    try:
+        with open(os.path.join(folder, f"{pid}.json"), encoding="utf-8") as fh:
+            link = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(link, dict) or not isinstance(link.get("session"), str):
+        return None
+    if start is None:
+        info = _proc(pid)
+        start = info[1] if info is not None else None
+    return link if start is not None and link.get("start") == start else None
+
+
+def foreign_holder(home: str, session: str | None) -> str | None:
+    """Why the harness that runs this process (a hook) may be the agent's, not the user's, or None.
+
+    The harness is this process's first run of non-shell ancestors (the harness and its
+    wrappers, above the shells it runs hooks in). It is the agent's when a linked session's
+    process sits above it (the agent started it from its shell: ``codex exec resume``), or when
+    ``session`` is linked to a live process outside this ancestry (a second process holding the
+    same session, even one the agent detached)."""
+    folder = _dir(home)
+    if not os.path.isdir(folder):
+        return None
+    chain = ancestors()
+    i = 0
+    while i < len(chain) and _name(chain[i][0]) in SHELLS:
+        i += 1
+    while i < len(chain) and _name(chain[i][0]) not in SHELLS:
+        i += 1
+    own = {pid for pid, _ in chain[:i]}
+    for pid, start in chain[i:]:
+        link = _live_link(folder, pid, start)
+        if link is not None:
+            return f"the harness that sent it was started inside a {link.get('harness')} session ({link['session']})"
+    if not session:
+        return None
+    for entry in os.listdir(folder):
+        name, _, ext = entry.partition(".")
+        if ext != "json" or not name.isdigit() or int(name) in own:
+            continue
+        link = _live_link(folder, int(name))
+        if link is not None and link["session"] == session:
+            return f"another live process (pid {name}) holds this session"
     return None

@@ -2,7 +2,14 @@
 harness (``stoprule hook claude-code --event prompt`` on Claude Code's ``UserPromptSubmit``,
 which carries the line the user typed, before the model sees it; the plugin's or the project's
 ``/blockers`` command; Gemini CLI's ``BeforeAgent``, whose prompt is the command's expansion,
-beginning with the typed line). The agent cannot send those events: this is the user's channel.
+beginning with the typed line; Codex's ``UserPromptSubmit``, whose prompt is the typed line: in
+its terminal ``$blockers off``, the project's skill, since the terminal refuses a slash command
+it does not know; under ``codex exec`` either form). The agent cannot send those events: this
+is the user's channel. A harness the agent started from its shell (``codex exec resume``) or a
+second process holding the session sends them too: on Codex the hook refuses those
+(:func:`stoprule.agent.blockers.procs.foreign_holder`), writes the attempt down for the stop to
+show the user, and changes nothing; OpenCode's plugin refuses a command that arrives while a
+tool call runs.
 
 ``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
 stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
@@ -27,6 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["parse_command", "run_prompt"]
 
 NAMES = ("/blockers", "/stoprule:blockers")  # as typed: alone, or the plugin's qualified name
+# harness -> its names where they differ: Codex's terminal knows no custom slash command (0.171.0:
+# "Unrecognized command"); the user mentions the project's skill, ``$blockers``
+HARNESS_NAMES = {"codex": ("$blockers", "/blockers")}
 ACTIONS = ("on", "off", "status", "list", "export")
 EXPORT_CHARS = 8000  # of blockers.md put into the context
 
@@ -40,16 +50,17 @@ ON = (
     "questions with the `blocker` tool as instructed before."
 )
 REFUSED = (
-    "stoprule: /blockers refused: it arrived while a tool call was running, so it may be the agent's; "
-    "the triage setting is unchanged and the user is told. Type it again when the agent is idle."
+    "stoprule: /blockers refused: {why}, so it may be the agent's; the triage setting is unchanged "
+    "and the user is told. {retry}"
 )
+BUSY = ("it arrived while a tool call was running", "Type it again when the agent is idle.")
 
 
-def parse_command(prompt: str) -> str | None:
-    """The action of a typed ``/blockers ACTION`` (``status`` when none; ``help`` when unknown),
-    or None when the prompt is not that command."""
+def parse_command(prompt: str, names: tuple[str, ...] = NAMES) -> str | None:
+    """The action of a typed ``/blockers ACTION`` (one of ``names``; ``status`` when none;
+    ``help`` when unknown), or None when the prompt is not that command."""
     words = prompt.strip().split()
-    if not words or words[0].lower() not in NAMES:
+    if not words or words[0].lower() not in names:
         return None
     action = words[1].lower() if len(words) > 1 else "status"
     return action if action in ACTIONS else "help"
@@ -69,7 +80,7 @@ def _gemini_typed(prompt: str) -> str:
     return rest
 
 
-def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
+def _answer(action: str, session: str | None, cwd: str, name: str = "/blockers") -> tuple[str, str]:
     """(what the agent is told, what the user sees)."""
     service = open_service(cwd)
     store = service.store
@@ -94,18 +105,32 @@ def _answer(action: str, session: str | None, cwd: str) -> tuple[str, str]:
             f"stoprule: the blockers, exported for the user:\n{cut}",
             f"stoprule: exported the blockers ({len(md)} characters)",
         )
-    text = "stoprule: /blockers on | off | status | list | export"
+    text = f"stoprule: {name} on | off | status | list | export"
     return text, text
 
 
-def _refused(harness: str, session: str | None, cwd: str, prompt: str) -> str:
-    """Write down a ``/blockers`` that arrived while a tool call ran (the stop names it to the
-    user); what the agent is told. Nothing is changed: the plugin refused it already."""
+def _home(cwd: str) -> str:
+    """The state directory of the project at ``cwd`` (the user's without one)."""
     root = project_root(cwd)
-    home = os.path.join(root, STATE_DIR) if root else user_state_dir(os.environ)
-    what = f"{' '.join(prompt.split())[:80]} sent while a tool call was running"
-    record_attempt(home, session, {"via": "/blockers", "harness": harness, "tool": "command", "what": what})
-    return REFUSED
+    return os.path.join(root, STATE_DIR) if root else user_state_dir(os.environ)
+
+
+def _refused(harness: str, session: str | None, cwd: str, prompt: str, why: str, retry: str) -> str:
+    """Write down a refused ``/blockers`` (the stop names it to the user); what the agent is told.
+    Nothing is changed."""
+    what = f"{' '.join(prompt.split())[:80]} refused: {why}"
+    record_attempt(_home(cwd), session, {"via": "/blockers", "harness": harness, "tool": "command", "what": what})
+    return REFUSED.format(why=why, retry=retry)
+
+
+def _foreign(harness: str, session: str | None, cwd: str) -> str | None:
+    """Why a Codex prompt may be the agent's (its harness runs inside a session, or another live
+    process holds the session), or None. Other harnesses: None (OpenCode's plugin says so itself)."""
+    if harness != "codex":
+        return None
+    from stoprule.agent.blockers.procs import foreign_holder
+
+    return foreign_holder(_home(cwd), session)
 
 
 def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
@@ -115,17 +140,22 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         prompt = payload.get("prompt")
         if harness == "gemini" and isinstance(prompt, str):
             prompt = _gemini_typed(prompt)
-        action = parse_command(prompt) if isinstance(prompt, str) else None
+        names = HARNESS_NAMES.get(harness, NAMES)
+        action = parse_command(prompt, names) if isinstance(prompt, str) else None
         if action is None:
             return None
         session = payload.get("session_id")
         sid = session if isinstance(session, str) and session else None
         given = payload.get("cwd")
         cwd = given if isinstance(given, str) else "."
+        foreign = _foreign(harness, sid, cwd)
         if payload.get("refused") is True:  # the plugin saw a tool call running: maybe the agent's own
-            agent = user = _refused(harness, sid, cwd, str(prompt))
+            agent = user = _refused(harness, sid, cwd, str(prompt), *BUSY)
+        elif foreign is not None:
+            retry = "Type it in the session's own terminal."
+            agent = user = _refused(harness, sid, cwd, str(prompt), foreign, retry)
         else:
-            agent, user = _answer(action, sid, cwd)
+            agent, user = _answer(action, sid, cwd, names[0])
     except Exception as exc:  # noqa: BLE001 - a hook never fails the user's prompt
         agent = user = f"stoprule: /blockers failed: {type(exc).__name__}: {exc}"
     if harness == "gemini":  # BeforeAgent: the context is added to the prompt; systemMessage shown
@@ -133,9 +163,9 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
             "hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": agent},
             "systemMessage": user,
         }
-    if harness != "claude-code":
+    if harness not in ("claude-code", "codex"):
         return {"additionalContext": agent}
-    return {
+    return {  # Codex's UserPromptSubmit output schema allows exactly these keys (0.171.0)
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": agent},
         "systemMessage": user,
     }

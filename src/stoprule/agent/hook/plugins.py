@@ -57,8 +57,22 @@ prompt = \"\"\"/blockers {{args}}
 your context. Acknowledge it in one line and carry on as it says.)\"\"\"
 """
 
+# Codex's: a skill (0.171.0 has no custom slash commands; its terminal refuses `/blockers`). The
+# user mentions it, `$blockers off`; the UserPromptSubmit hook (``--event prompt``) reads that
+# typed line, and Codex attaches this text after the hook's answer. The model may read a skill on
+# its own: then nothing was typed and nothing changed, as its last sentence says.
+CODEX_BLOCKERS_SKILL = """---
+name: blockers
+description: "stoprule's blocker triage for this session (on, off, status, list, export): the user's control, typed by the user as $blockers ACTION; never use it on your own"
+---
+The user ran `$blockers` (stoprule's blocker triage for this session: on, off, status, list,
+export). stoprule has already handled the typed line; its answer is in your context. Acknowledge
+it in one line and carry on as it says. Without stoprule's answer in your context the user did
+not type it, and nothing was changed.
+"""
+
 # harness -> its /blockers command file's text (stoprule.agent.hook.wiring.COMMANDS: where)
-COMMAND_TEXT = {"claude-code": BLOCKERS_COMMAND, "gemini": GEMINI_BLOCKERS_COMMAND}
+COMMAND_TEXT = {"claude-code": BLOCKERS_COMMAND, "gemini": GEMINI_BLOCKERS_COMMAND, "codex": CODEX_BLOCKERS_SKILL}
 
 
 def _script(python: str, launcher: str, guard: str) -> str:

@@ -143,7 +143,11 @@ EXTRA_EVENTS: dict[str, dict[str, str]] = {
         "prompt": "UserPromptSubmit",  # the user's typed /blockers, before the model sees it
         "permission": "PermissionRequest",
     },
-    "codex": {"session-start": "SessionStart", "permission": "PermissionRequest"},
+    "codex": {
+        "session-start": "SessionStart",
+        "prompt": "UserPromptSubmit",  # the typed line (``$blockers off``), before the model sees it
+        "permission": "PermissionRequest",
+    },
     "gemini": {"session-start": "SessionStart", "prompt": "BeforeAgent"},  # BeforeAgent: the user's /blockers
     "copilot": {"session-start": "sessionStart", "permission": "permissionRequest"},
 }
@@ -217,10 +221,12 @@ def remove_deny_rules(config: dict[str, Any]) -> int:
 
 
 # harness -> where init writes the user's ``/blockers`` command (project root / home); its text:
-# stoprule.agent.hook.plugins.COMMAND_TEXT
+# stoprule.agent.hook.plugins.COMMAND_TEXT. Codex 0.171.0 has no custom slash commands (its
+# terminal refuses ``/blockers``; ``$CODEX_HOME/prompts`` is gone): a skill, typed ``$blockers off``
 COMMANDS: dict[str, tuple[str, str]] = {
     "claude-code": (".claude/commands/blockers.md", ".claude/commands/blockers.md"),
     "gemini": (".gemini/commands/blockers.toml", ".gemini/commands/blockers.toml"),
+    "codex": (".agents/skills/blockers/SKILL.md", ".agents/skills/blockers/SKILL.md"),
 }
 
 # where init writes the OpenCode plugin (project root / home)
