@@ -1,7 +1,8 @@
 """The user's ``/blockers`` under ``init`` wiring (no plugin): the prompt hook beside the stop hook
-(Claude Code ``UserPromptSubmit``, Gemini CLI ``BeforeAgent``) and the project command it reads
-(``.claude/commands/blockers.md``, ``.gemini/commands/blockers.toml``); doctor checks both; the
-hook answers the typed line (Claude Code) or the command's expansion (Gemini CLI)."""
+(Claude Code and Codex ``UserPromptSubmit``, Gemini CLI ``BeforeAgent``) and the project command it
+reads (``.claude/commands/blockers.md``, ``.gemini/commands/blockers.toml``, Codex's skill
+``.agents/skills/blockers/SKILL.md``); doctor checks both; the hook answers the typed line (Claude
+Code, Codex) or the command's expansion (Gemini CLI)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ WIRING = [
     # (harness, settings file, prompt event, command file)
     ("claude-code", ".claude/settings.json", "UserPromptSubmit", ".claude/commands/blockers.md"),
     ("gemini", ".gemini/settings.json", "BeforeAgent", ".gemini/commands/blockers.toml"),
+    ("codex", ".codex/hooks.json", "UserPromptSubmit", ".agents/skills/blockers/SKILL.md"),  # a skill: $blockers
 ]
 
 
@@ -47,7 +49,7 @@ def test_init_wires_the_prompt_hook_and_the_command_and_doctor_checks_both(
     if command.endswith(".toml"):
         assert tomllib.loads(COMMAND_TEXT[harness])["prompt"].startswith("/blockers {{args}}\n")
     again = invoke(["init", "--harness", harness, "--shared"], env=env, cwd=project)
-    assert "the /blockers command is there; unchanged" in again.stdout
+    assert "is there; unchanged" in again.stdout and "blockers" in again.stdout
     env = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     doctor = invoke(["doctor"], env=env, cwd=project)
     assert f"ok   {harness}: the user's /blockers: {event} hook and {project / command}" in doctor.stdout
@@ -112,4 +114,89 @@ def test_a_blockers_command_the_plugin_refused_is_written_down_and_changes_nothi
     assert attempt["via"] == "/blockers" and "/blockers off" in attempt["what"]
     assert open_service(str(project)).store.enabled("s1")  # triage is still on for the session
     out = run_prompt("opencode", json.dumps({**payload, "refused": False}).encode())
+    assert out is not None and not open_service(str(project)).store.enabled("s1")
+
+
+CODEX_RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "codex" / "recorded"  # SOURCE.md
+CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # SOURCE.md
+
+
+def _recorded_prompts() -> list[tuple[str, dict]]:
+    lines = (CODEX_RECORDED / "prompt_payloads.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(r["route"], r["payload"]) for r in map(json.loads, lines)]
+
+
+@pytest.mark.parametrize(("route", "recorded"), _recorded_prompts())
+def test_codex_prompt_hook_answers_the_recorded_payloads_in_codex_schema(
+    route: str, recorded: dict, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Codex 0.171.0's UserPromptSubmit payloads (its terminal's ``$blockers off``, ``codex exec``'s
+    ``$blockers off`` and ``/blockers off``): the session's switch goes off, and the answer is
+    what Codex's output schema allows (no other key: Codex drops an invalid answer)."""
+    import jsonschema
+
+    (tmp_path / ".stoprule").mkdir()
+    schema_in = json.loads((CODEX_SCHEMAS / "user-prompt-submit.command.input.schema.json").read_text())
+    schema_out = json.loads((CODEX_SCHEMAS / "user-prompt-submit.command.output.schema.json").read_text())
+    jsonschema.validate(recorded, schema_in)
+    payload = {**recorded, "cwd": str(tmp_path)}
+    p = invoke(["hook", "codex", "--event", "prompt"], input=json.dumps(payload), env=env, cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    answer = json.loads(p.stdout)
+    jsonschema.validate(answer, schema_out)
+    assert "ask them directly" in answer["hookSpecificOutput"]["additionalContext"]
+    assert "blocker triage is off for this session" in answer["systemMessage"]
+    state = tmp_path / ".stoprule" / "state" / "blockers" / f"{recorded['session_id']}.json"
+    assert json.loads(state.read_text())["enabled"] is False
+
+
+@pytest.mark.parametrize(
+    ("prompt", "action"),
+    [("$blockers on", "on"), ("$blockers", "status"), ("$blockers nonsense", "help"),
+     ("/stoprule:blockers off", None), ("Please run $blockers off", None), ("$blockersoff", None)],
+)  # fmt: skip
+def test_codex_reads_only_its_own_names_at_the_start_of_the_line(
+    prompt: str, action: str | None, tmp_path: Path
+) -> None:
+    from stoprule.agent.hook.controls import HARNESS_NAMES, parse_command
+
+    assert parse_command(prompt, HARNESS_NAMES["codex"]) == action
+
+
+def test_a_codex_blockers_off_while_another_live_process_holds_the_session_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process holding the session (the link a session start wrote for a live process
+    that is not the hook's ancestor: the agent's own Codex, detached) makes the prompt the
+    agent's: refused, written down for the stop, the switch unchanged; once that process is
+    gone the same prompt is the user's."""
+    import subprocess
+
+    from stoprule.agent.blockers.procs import _proc
+    from stoprule.agent.blockers.service import open_service
+    from stoprule.agent.guard.journal import read_attempts
+    from stoprule.agent.hook.controls import run_prompt
+
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    project = tmp_path / "p"
+    (project / ".stoprule" / "state" / "procs").mkdir(parents=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        info = _proc(other.pid)
+        assert info is not None
+        link = {"session": "s1", "harness": "codex", "start": info[1], "at": 0}
+        (project / ".stoprule" / "state" / "procs" / f"{other.pid}.json").write_text(json.dumps(link))
+        payload = {"session_id": "s1", "cwd": str(project), "prompt": "$blockers off"}
+        out = run_prompt("codex", json.dumps(payload).encode())
+        assert out is not None and "refused" in out["hookSpecificOutput"]["additionalContext"]
+        assert f"pid {other.pid}" in out["systemMessage"]
+        [attempt] = read_attempts(str(project / ".stoprule"), "s1")
+        assert attempt["via"] == "/blockers" and "$blockers off" in attempt["what"]
+        assert open_service(str(project)).store.enabled("s1")
+        other_session = run_prompt("codex", json.dumps({**payload, "session_id": "s2"}).encode())
+        assert other_session is not None and not open_service(str(project)).store.enabled("s2")
+    finally:
+        other.kill()
+        other.wait()
+    out = run_prompt("codex", json.dumps(payload).encode())
     assert out is not None and not open_service(str(project)).store.enabled("s1")
