@@ -150,11 +150,18 @@ def test_codex_prompt_hook_answers_the_recorded_payloads_in_codex_schema(
     assert json.loads(state.read_text())["enabled"] is False
 
 
-@pytest.mark.parametrize(
-    ("prompt", "action"),
-    [("$blockers on", "on"), ("$blockers", "status"), ("$blockers nonsense", "help"),
-     ("/stoprule:blockers off", None), ("Please run $blockers off", None), ("$blockersoff", None)],
-)  # fmt: skip
+CODEX_LINES = [
+    # (the typed line, the action or None)
+    ("$blockers on", "on"),
+    ("$blockers", "status"),
+    ("$blockers nonsense", "help"),
+    ("/stoprule:blockers off", None),  # Claude Code's plugin name, not Codex's
+    ("Please run $blockers off", None),
+    ("$blockersoff", None),
+]
+
+
+@pytest.mark.parametrize(("prompt", "action"), CODEX_LINES)
 def test_codex_reads_only_its_own_names_at_the_start_of_the_line(
     prompt: str, action: str | None, tmp_path: Path
 ) -> None:

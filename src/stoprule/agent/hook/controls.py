@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 
+from stoprule.agent.blockers.procs import foreign_holder
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.guard.journal import record_attempt, user_state_dir
 from stoprule.agent.hook.adapters import decode_payload
@@ -126,11 +127,7 @@ def _refused(harness: str, session: str | None, cwd: str, prompt: str, why: str,
 def _foreign(harness: str, session: str | None, cwd: str) -> str | None:
     """Why a Codex prompt may be the agent's (its harness runs inside a session, or another live
     process holds the session), or None. Other harnesses: None (OpenCode's plugin says so itself)."""
-    if harness != "codex":
-        return None
-    from stoprule.agent.blockers.procs import foreign_holder
-
-    return foreign_holder(_home(cwd), session)
+    return foreign_holder(_home(cwd), session) if harness == "codex" else None
 
 
 def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:

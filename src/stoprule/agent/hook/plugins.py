@@ -63,7 +63,7 @@ your context. Acknowledge it in one line and carry on as it says.)\"\"\"
 # its own: then nothing was typed and nothing changed, as its last sentence says.
 CODEX_BLOCKERS_SKILL = """---
 name: blockers
-description: "stoprule's blocker triage for this session (on, off, status, list, export): the user's control, typed by the user as $blockers ACTION; never use it on your own"
+description: stoprule's blocker triage, the user's control (on, off, status, list, export); never use it yourself
 ---
 The user ran `$blockers` (stoprule's blocker triage for this session: on, off, status, list,
 export). stoprule has already handled the typed line; its answer is in your context. Acknowledge

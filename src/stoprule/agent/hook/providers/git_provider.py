@@ -52,6 +52,7 @@ GENERATED = (
     ".cursor/hooks.json", ".github/hooks/stoprule.json", ".mcp.json", ".codex/config.toml", ".cursor/mcp.json",
     ".github/mcp.json", "opencode.json", ".opencode/plugins/stoprule.js", ".agents/hooks.json",
     ".agents/mcp_config.json", ".claude/commands/blockers.md", ".gemini/commands/blockers.toml",
+    ".agents/skills/blockers/SKILL.md",
 )  # fmt: skip
 
 
