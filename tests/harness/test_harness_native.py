@@ -580,3 +580,65 @@ def test_codex_blockers_off_under_init_wiring(tmp_path: Path) -> None:
     attempts = read_attempts(str(off.project / ".stoprule"), first_session)  # the stop shows them
     refused = [a["what"] for a in attempts if a["via"] == "/blockers"]
     assert len(refused) == 1 and "$blockers off" in refused[0] and "inside a codex session" in refused[0], attempts
+
+
+def test_codex_blockers_off_in_the_interactive_terminal_mentions_the_skill(tmp_path: Path) -> None:
+    """The interactive route (a terminal, the user typing ``$blockers off`` and Enter): Codex
+    0.171.0 offers the project's skill in its ``$`` mention menu; ``UserPromptSubmit`` gets the
+    line as typed, and the request to the model holds that line, stoprule's answer (a developer
+    message: ask the user directly) and the skill's text; the session's switch is off."""
+    require("codex")
+    d = DRIVERS["codex"]
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_project(tmp_path, "codex")
+    s = Session("codex", project, home, Script([Turn("Noted.")], Turn("ok.")))
+    log = project / ".stoprule" / "hook.log"
+
+    def logged(event: str) -> bool:
+        return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
+
+    with serve(s.script) as url:
+        s.url = url
+        d.configure(s)
+        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
+        exe = str(binary("codex"))
+        argv = [exe, "--dangerously-bypass-hook-trust", "--dangerously-bypass-approvals-and-sandbox"]
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the harness in a terminal of 40 rows and 120 columns
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            os.chdir(project)
+            os.execve(exe, argv, env)
+        screen = _Screen(fd)
+        try:  # the input box is drawn, `$blockers` offers the project's skill, then the action and Enter
+            assert screen.until("Ask Codex", 90), screen.text()[-3000:]
+            screen.mark()
+            for ch in "$blockers":
+                os.write(fd, ch.encode())
+                time.sleep(0.05)
+            assert screen.until("blocker triage", 30), screen.text()[-3000:]
+            for ch in " off":
+                os.write(fd, ch.encode())
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.write(fd, b"\r")
+            _pty_until(fd, lambda: logged("stop"), 90)
+        finally:  # the terminal's session: Codex's node launcher and the binary it runs
+            os.killpg(pid, signal.SIGTERM)
+            _pty_until(fd, lambda: False, 1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+    assert s.script.main, "no request reached the model: " + screen.text()[-3000:]
+    items = s.script.main[0].body["input"]
+    texts = [(m.get("role"), "".join(c.get("text", "") for c in m.get("content") or [])) for m in items]
+    typed = [i for i, (role, t) in enumerate(texts) if role == "user" and t == "$blockers off"]
+    assert typed, texts[-4:]
+    role, answer = texts[typed[0] + 1]
+    assert role == "developer" and "ask them directly" in answer, texts[-4:]
+    assert any(t.startswith("<skill>") and "stoprule's blocker triage" in t for _, t in texts[typed[0] :]), texts[-4:]
+    switches = list((project / ".stoprule" / "state" / "blockers").glob("*.json"))
+    assert [json.loads(p.read_text())["enabled"] for p in switches] == [False]
