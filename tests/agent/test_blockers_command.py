@@ -207,3 +207,34 @@ def test_a_codex_blockers_off_while_another_live_process_holds_the_session_is_re
         other.wait()
     out = run_prompt("codex", json.dumps(payload).encode())
     assert out is not None and not open_service(str(project)).store.enabled("s1")
+
+
+def _chain(home: Path, link_outer: bool) -> str:
+    """Run ``foreign_holder`` at the bottom of ``outer (linked or not) -> sh -> harness -> sh ->
+    hook``, as Codex started from the agent's shell runs its hook; what it said."""
+    import subprocess
+
+    run = f"import subprocess, sys; subprocess.run(['sh', '-c', sys.executable + ' %s; true'])\n"
+    (home / "hook.py").write_text(
+        f"from stoprule.agent.blockers.procs import foreign_holder\nprint(foreign_holder({str(home)!r}, 'sB'))\n"
+    )
+    (home / "harness.py").write_text(run % (home / "hook.py"))
+    link = (
+        "import json, os\nfrom stoprule.agent.blockers.procs import _proc\n"
+        "link = {'session': 'sA', 'harness': 'codex', 'start': _proc(os.getpid())[1]}\n"
+        f"open(os.path.join({str(home)!r}, 'state', 'procs', f'{{os.getpid()}}.json'), 'w').write(json.dumps(link))\n"
+    )
+    (home / "outer.py").write_text((link if link_outer else "") + run % (home / "harness.py"))
+    p = subprocess.run([sys.executable, str(home / "outer.py")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the ancestry is read from /proc")
+def test_a_codex_started_inside_a_linked_session_is_the_agents(tmp_path: Path) -> None:
+    """The hook's own harness is the run of non-shell processes above its shell; a linked session's
+    process above that (the agent's Codex, started from its shell) makes the prompt the agent's."""
+    home = tmp_path / ".stoprule"
+    (home / "state" / "procs").mkdir(parents=True)
+    assert "inside a codex session (sA)" in _chain(home, link_outer=True)
+    assert _chain(home, link_outer=False) == "None"
