@@ -214,7 +214,7 @@ def _chain(home: Path, link_outer: bool) -> str:
     hook``, as Codex started from the agent's shell runs its hook; what it said."""
     import subprocess
 
-    run = f"import subprocess, sys; subprocess.run(['sh', '-c', sys.executable + ' %s; true'])\n"
+    run = "import subprocess, sys; subprocess.run(['sh', '-c', sys.executable + ' %s; true'])\n"
     (home / "hook.py").write_text(
         f"from stoprule.agent.blockers.procs import foreign_holder\nprint(foreign_holder({str(home)!r}, 'sB'))\n"
     )
