@@ -5,11 +5,11 @@ which carries the line the user typed, before the model sees it; the plugin's or
 beginning with the typed line; Codex's ``UserPromptSubmit``, whose prompt is the typed line: in
 its terminal ``$blockers off``, the project's skill, since the terminal refuses a slash command
 it does not know; under ``codex exec`` either form). The agent cannot send those events: this
-is the user's channel. A harness the agent started from its shell (``codex exec resume``) or a
-second process holding the session sends them too: on Codex the hook refuses those
-(:func:`stoprule.agent.blockers.procs.foreign_holder`), writes the attempt down for the stop to
-show the user, and changes nothing; OpenCode's plugin refuses a command that arrives while a
-tool call runs.
+is the user's channel. A harness the agent started from its shell (``codex exec resume``,
+``claude -p --resume``) or a second process holding the session sends them too: the hook
+refuses those (:func:`stoprule.agent.blockers.procs.foreign_holder`), writes the attempt down
+for the stop to show the user, and changes nothing; OpenCode's plugin also refuses a command
+that arrives while a tool call runs.
 
 ``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
 stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
@@ -124,12 +124,6 @@ def _refused(harness: str, session: str | None, cwd: str, prompt: str, why: str,
     return REFUSED.format(why=why, retry=retry)
 
 
-def _foreign(harness: str, session: str | None, cwd: str) -> str | None:
-    """Why a Codex prompt may be the agent's (its harness runs inside a session, or another live
-    process holds the session), or None. Other harnesses: None (OpenCode's plugin says so itself)."""
-    return foreign_holder(_home(cwd), session) if harness == "codex" else None
-
-
 def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     """The harness's answer to a prompt that is ``/blockers ...`` (None for any other)."""
     try:
@@ -145,7 +139,7 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         sid = session if isinstance(session, str) and session else None
         given = payload.get("cwd")
         cwd = given if isinstance(given, str) else "."
-        foreign = _foreign(harness, sid, cwd)
+        foreign = foreign_holder(_home(cwd), sid)  # the agent's own harness, run from its shell
         if payload.get("refused") is True:  # the plugin saw a tool call running: maybe the agent's own
             agent = user = _refused(harness, sid, cwd, str(prompt), *BUSY)
         elif foreign is not None:
