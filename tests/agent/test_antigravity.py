@@ -1,5 +1,6 @@
 """Antigravity CLI (``agy``): its hooks file checked as it loads it (one error drops the whole file,
-silently), ``init`` wiring a named hook into ``.agents/hooks.json``, and its ``Stop`` adapter.
+silently), ``init`` wiring a named hook into ``.agents/hooks.json``, its ``Stop`` adapter, and the
+plugin ``stoprule plugin antigravity`` writes (its manifest checked as Antigravity loads it).
 
 No Antigravity binary installs from npm: the examples are the published ones, vendored in
 ``tests/fixtures/hooks/antigravity/`` (SOURCE.md names each source)."""
@@ -17,7 +18,7 @@ import pytest
 from clirunner import invoke
 from hookharness import FIXTURES
 from stoprule.agent.hook.adapters import adapter
-from stoprule.agent.hook.agy_hooks import check_file, check_text
+from stoprule.agent.hook.agy_hooks import check_file, check_manifest, check_manifest_text, check_text
 from stoprule.agent.hook.event import Decision
 
 AGY = FIXTURES / "antigravity"
@@ -35,6 +36,8 @@ def _stop(**changes: object) -> dict:
         ("hooks_good.json", []),
         ("hooks_named_enabled.json", []),
         ("hooks_bad_timeout.json", [(7, "shell-audit.PreToolUse[0].hooks[0].timeout", True)]),
+        ("plugin_hooks_template.json", []),
+        ("plugin_hooks_measured.json", []),  # a plugin's hooks file that fired on agy 1.3.1
     ],
 )
 def test_the_published_examples_load_or_are_dropped_as_antigravity_does(fixture: str, expected: list) -> None:
@@ -139,3 +142,111 @@ def test_a_stop_over_new_work_continues_until_stoprules_own_cap(tmp_path: Path, 
     answers = [json.loads(invoke(["hook", "antigravity"], input=stop, env=env, cwd=project).stdout) for _ in range(4)]
     assert [a.get("decision") for a in answers] == ["continue", "continue", "continue", None]
     assert "Uncommitted work" in answers[0]["reason"] and "mine.txt" not in answers[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [("plugin_good.json", []), ("plugin_template.json", []), ("plugin_bad_name_type.json", [(2, "name", True)])],
+)
+def test_the_published_plugin_manifests_load_or_are_refused_as_antigravity_does(fixture: str, expected: list) -> None:
+    assert [(f.line, f.field, f.error) for f in check_manifest(str(AGY / fixture))] == expected
+
+
+MANIFESTS = [
+    # (text, [(line, field, error)]): one error and the folder is no plugin; warnings only without one
+    ('{"name": "a", "name": "b"}', [(1, "name", True)]),  # protobuf JSON refuses a repeated key
+    ('\ufeff{"name": "a"}', [(1, "", True)]),
+    ('{"name": "a",}', [(1, "", True)]),
+    ('["a"]', [(1, "", True)]),
+    ('{"name": "a", "disabled": ""}', [(1, "disabled", True)]),
+    ('{"name": "a",\n "description": 7}', [(2, "description", True)]),
+    ('{"name": "a", "logo": null, "disabled": true}', []),  # null reads as absent; disabled is a switch
+    ('{"description": "d"}', [(1, "name", False)]),  # the folder's name stands in; install refuses it
+    ('{"name": ".hidden"}', [(1, "name", False)]),
+    ('{"name": "Bad Name"}', [(1, "name", False)]),
+    ('{"name": "a", "version": "1.0.0"}', [(1, "version", False)]),
+    ('{"name": "Bad Name", "version": "1", "disabled": 0}', [(1, "disabled", True)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "expected"), MANIFESTS)
+def test_every_manifest_error_is_named_by_line_and_field(text: str, expected: list) -> None:
+    assert [(f.line, f.field, f.error) for f in check_manifest_text(text, "plugin.json")] == expected
+
+
+def test_a_folder_without_a_manifest_is_no_plugin(tmp_path: Path) -> None:
+    (finding,) = check_manifest(str(tmp_path / "plugin.json"))
+    assert finding.error and "no plugin.json" in finding.message
+
+
+def _plugin(tmp_path: Path, env: dict[str, str], out: Path) -> dict:
+    p = invoke(["plugin", "antigravity", "--out", str(out)], env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"agy plugin install {out}" in p.stdout and ".agents/plugins/stoprule" in p.stdout
+    return json.loads((out / "hooks.json").read_text())
+
+
+def test_the_plugin_is_inits_stop_hook_in_a_folder_antigravity_loads(tmp_path: Path, env: dict[str, str]) -> None:
+    """``plugin.json`` and ``hooks.json`` at the root (a ``hooks/`` folder is not read), the manifest
+    with only its schema's keys, init's ``Stop`` handler running the plugin's own script by a path
+    relative to the plugin's folder (no plugin-root variable), nothing in ``bin/`` (on the agent's
+    PATH since agy 1.3.2), no MCP server (started outside the project) and no command."""
+    out = tmp_path / "agy"
+    hooks = _plugin(tmp_path, env, out)
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["hooks.json", "libexec/stoprule", "plugin.json"]
+    assert check_manifest(str(out / "plugin.json")) == [] and check_file(str(out / "hooks.json")) == []
+    assert set(json.loads((out / "plugin.json").read_text())) == {"name", "description"}
+    handler = {"type": "command", "command": "sh ./libexec/stoprule hook antigravity", "timeout": 30}
+    assert hooks == {"stoprule": {"Stop": [handler]}}
+
+
+def test_the_plugins_hook_runs_from_its_folder_and_decides_for_the_workspace(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """As Antigravity runs it: ``sh`` in the plugin's folder (a copy in the project's
+    ``.agents/plugins/``); the project is the payload's workspace, and nothing lands in the plugin."""
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    project = tmp_path / "p"
+    (project / ".stoprule").mkdir(parents=True)
+    (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 3\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    folder = project / ".agents" / "plugins" / "stoprule"
+    command = _plugin(tmp_path, env, folder)["stoprule"]["Stop"][0]["command"]
+    (project / ".git" / "info" / "exclude").write_text(".agents/plugins/stoprule/\n")
+    stop = json.dumps(_stop(workspacePaths=[str(project)]))
+
+    def run() -> dict:
+        argv = ["sh", "-c", command]
+        p = subprocess.run(argv, input=stop, capture_output=True, text=True, cwd=folder, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    assert run() == {}
+    (project / "new.py").write_text("x = 1\n")
+    answer = run()
+    assert answer["decision"] == "continue" and "Uncommitted work" in answer["reason"]
+    assert (project / ".stoprule" / "hook.log").read_text().count("\n") == 2
+    assert sorted(p.name for p in folder.iterdir()) == ["hooks.json", "libexec", "plugin.json"]
+
+
+def test_doctor_checks_the_plugin_whole_and_runs_its_stop_from_its_folder(tmp_path: Path, env: dict[str, str]) -> None:
+    project = tmp_path / "p"
+    (project / ".stoprule").mkdir(parents=True)
+    folder = project / ".agents" / "plugins" / "stoprule"
+    _plugin(tmp_path, env, folder)
+    p = invoke(["doctor"], env=env, cwd=project)
+    assert f"ok   antigravity: Stop hook in the plugin {folder}: sh ./libexec/stoprule hook antigravity" in p.stdout
+    assert "ok   antigravity: synthetic stop: allow" in p.stdout, p.stdout
+    # init's wiring beside the plugin: every stop would run twice
+    assert invoke(["init", "--harness", "antigravity", "--no-mcp"], env=env, cwd=project).returncode == 0
+    p = invoke(["doctor"], env=env, cwd=project)
+    assert p.returncode == 1 and "every stop runs it 2 times" in p.stdout
+    (project / ".agents" / "hooks.json").unlink()
+    # a manifest Antigravity refuses: the folder is no plugin, none of its hooks run
+    (folder / "plugin.json").write_text('{"name": "stoprule", "name": "stoprule"}')
+    p = invoke(["doctor"], env=env, cwd=project)
+    assert p.returncode == 1 and f"FAIL antigravity: {folder / 'plugin.json'}:1: name: a key written twice" in p.stdout
+    assert f"FAIL antigravity: {folder} is not loaded as a plugin" in p.stdout
+    assert "synthetic stop" not in p.stdout
