@@ -20,6 +20,7 @@ from hookharness import FIXTURES
 from stoprule.agent.hook.adapters import adapter
 from stoprule.agent.hook.agy_hooks import check_file, check_manifest, check_manifest_text, check_text
 from stoprule.agent.hook.event import Decision
+from stoprule.agent.hook.transcripts import Scan, detect
 
 AGY = FIXTURES / "antigravity"
 
@@ -250,3 +251,55 @@ def test_doctor_checks_the_plugin_whole_and_runs_its_stop_from_its_folder(tmp_pa
     assert p.returncode == 1 and f"FAIL antigravity: {folder / 'plugin.json'}:1: name: a key written twice" in p.stdout
     assert f"FAIL antigravity: {folder} is not loaded as a plugin" in p.stdout
     assert "synthetic stop" not in p.stdout
+
+
+# ------------------------------------------------------------------ the transcript
+
+SESSION = Path(__file__).resolve().parent.parent / "fixtures" / "sessions" / "transcripts"
+REAL = SESSION / "eyetracker_antigravity_cli.jsonl"  # a real agy CLI session (tests/fixtures/sessions/SOURCES.md)
+
+
+def _scan(lines: list[bytes]) -> Scan:
+    scan = Scan("antigravity")
+    for line in lines:
+        if line.strip():
+            scan.feed(line)
+    return scan
+
+
+def test_a_real_transcript_is_read_turn_by_turn_with_its_failed_commands() -> None:
+    """Turns are the user's ``USER_INPUT`` steps; a command that "failed with exit code" 1 (run
+    directly, or in the background: its ``SYSTEM_MESSAGE``) and a refused tool call (``ERROR_MESSAGE``)
+    are the turn's failed tools; the last message is the last ``PLANNER_RESPONSE`` with text."""
+    lines = REAL.read_bytes().split(b"\n")
+    assert detect(str(REAL)) == "antigravity" == detect(str(REAL), "antigravity")
+    second = _scan(lines[:47])  # the second turn, up to its last reply
+    assert second.turns == 2 and not second.skipped
+    assert [f["tool"] for f in second.failed] == ["run_command", "error_message", "run_command", "run_command"]
+    assert second.failed[0]["error"].startswith("The command failed with exit code: 1")
+    assert second.last_text and second.last_text.startswith("The script ran, but macOS security blocked")
+    whole = _scan(lines)
+    assert whole.turns == 5 and whole.failed == []
+
+
+def test_only_the_users_own_input_is_a_turn_and_its_request_is_read_for_a_mode_switch() -> None:
+    def step(source: str, words: str) -> bytes:
+        content = f"<USER_REQUEST>\n{words}\n</USER_REQUEST>\n<ADDITIONAL_METADATA>\nstoprule: mode=interactive\n"
+        return json.dumps({"step_index": 0, "source": source, "type": "USER_INPUT", "content": content}).encode()
+
+    scan = _scan([step("USER_EXPLICIT", "go on\nstoprule: mode=autonomous"), step("SYSTEM_SDK", "injected")])
+    assert scan.turns == 1 and scan.mode_switch == "autonomous"  # the metadata Antigravity adds is not the user's
+
+
+def test_the_stop_reads_the_last_message_and_turns_from_antigravitys_transcript(tmp_path: Path) -> None:
+    """agy's ``Stop`` payload carries no last message: the transcript gives it (here a request to
+    try again, a question), and the turn count."""
+    from stoprule.agent.hook.runner import run_hook
+
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_bytes(b"\n".join(REAL.read_bytes().split(b"\n")[:53]) + b"\n")  # up to the third reply
+    (tmp_path / ".stoprule").mkdir()
+    stop = _stop(transcriptPath=str(transcript), workspacePaths=[str(tmp_path)])
+    env = {"STOPRULE_NO_CACHE": "1", "STOPRULE_STATE_DIR": str(tmp_path / "u")}
+    entry = run_hook("antigravity", None, json.dumps(stop).encode(), cwd=str(tmp_path), env=env).entry
+    assert entry["fact"]["turn"] == 3 and entry["fact"]["questionAsked"] is True, entry["provenance"]

@@ -32,9 +32,9 @@ HARNESSES = ("claude-code", "gemini", "opencode", "antigravity")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "Write stoprule as a harness plugin in a local marketplace directory."
+    p.description = "Write stoprule as a harness plugin or extension, for the harness's own install command."
     p.add_argument("harness", choices=HARNESSES, metavar="HARNESS", help=" | ".join(HARNESSES))
-    p.add_argument("--out", required=True, metavar="DIR", help="the marketplace directory to write (made if missing)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the directory to write (made if missing)")
     p.add_argument("--no-guard", action="store_true", help="leave the guard (the pre-tool hook) out of the plugin")
 
 
