@@ -282,6 +282,20 @@ def test_a_real_transcript_is_read_turn_by_turn_with_its_failed_commands() -> No
     assert whole.turns == 5 and whole.failed == []
 
 
+def test_the_ide_writes_the_same_steps_and_ends_a_command_in_its_own_words() -> None:
+    """Antigravity 2.0's transcript (a public session, September 2026): a prompt the model never
+    answered is still a turn, steps come out of order, a command's result is a ``GENERIC`` step
+    ending "exited with code 0." (the real one) or, with the code changed, a failed command."""
+    lines = (SESSION / "tocsem3_antigravity_ide.jsonl").read_bytes().split(b"\n")
+    scan = _scan(lines)
+    assert (scan.turns, scan.failed, scan.skipped) == (2, [], {})
+    assert scan.last_text == "All files confirmed. Now let me read them all in parallel:"
+    ran = next(line for line in lines if b"The command exited with code 0." in line)
+    failed = _scan([ran.replace(b"exited with code 0.", b"exited with code 2.")])
+    assert [(f["tool"], f["error"][:30]) for f in failed.failed] == [("run_command", "The command exited with code 2")]
+    assert _scan([ran.replace(b"code 0.", b"code 0.\\nOutput:\\nexit code 1")]).failed == []  # output, not its end
+
+
 def test_only_the_users_own_input_is_a_turn_and_its_request_is_read_for_a_mode_switch() -> None:
     def step(source: str, words: str) -> bytes:
         content = f"<USER_REQUEST>\n{words}\n</USER_REQUEST>\n<ADDITIONAL_METADATA>\nstoprule: mode=interactive\n"

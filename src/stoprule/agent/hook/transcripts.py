@@ -29,8 +29,8 @@ transcripts (checked against transcripts the real harnesses wrote: tests/fixture
 and public ones: tests/fixtures/sessions/transcripts/). Versions checked: Claude Code 1.0.x,
 2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169, 0.171; Gemini CLI 0.4x JSONL, the
 single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01); Copilot CLI
-0.0.420-1.0.102; Cursor agent JSONL; Antigravity CLI's ``transcript.jsonl`` (2026-07, public
-sessions). A line of a type the reader does not know is skipped with a note.
+0.0.420-1.0.102; Cursor agent JSONL; Antigravity's ``transcript.jsonl`` (public sessions: the CLI,
+2026-07; the 2.0 desktop app, 2026-09). A line of a type the reader does not know is skipped with a note.
 """
 
 from __future__ import annotations
@@ -83,9 +83,11 @@ _NOT_PROMPT = (
     "<task-notification>",
 )
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
-_EXIT = lazy(r"(?:Process exited with code|Exit code:|Exit Code:|failed with exit code:)\s*(-?\d+)")
+_EXIT = lazy(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
 # the user's own words in an Antigravity USER_INPUT step (the rest is metadata Antigravity adds)
-_AGY_WANTED = (b'"USER_INPUT"', b'"PLANNER_RESPONSE"', b'"error"', b'"ERROR"', b"exit code")
+_AGY_WANTED = (b'"USER_INPUT"', b'"PLANNER_RESPONSE"', b'"error"', b'"ERROR"', b"exit code", b"exited with code")
+# a command's end in an Antigravity step: the CLI's "failed with exit code: N", the IDE's "exited with code N."
+_AGY_EXIT = lazy(r"(?m)^[ \t]*The command (?:failed with exit code:|exited with code)\s*(-?\d+)")
 _AGY_REQUEST = lazy(r"(?s)<USER_REQUEST>\s*(.*?)\s*(?:</USER_REQUEST>|\Z)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
 _SWITCH = lazy(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
@@ -691,8 +693,9 @@ class Scan:
         line, ``{step_index, source, type, status, created_at, content, ...}``. A turn is a
         ``USER_INPUT`` the user sent (``source`` ``USER_EXPLICIT``; other sources are injected),
         its words inside ``<USER_REQUEST>``; the last message is the latest ``PLANNER_RESPONSE``
-        with text; a step with an ``error`` (or status ``ERROR``), or whose command "failed with
-        exit code" N (a ``RUN_COMMAND`` step, or a background task's ``SYSTEM_MESSAGE``), failed."""
+        with text; a step with an ``error`` (or status ``ERROR``), or whose command ended with a code N
+        other than 0 (a ``RUN_COMMAND`` or ``GENERIC`` step, or a background task's ``SYSTEM_MESSAGE``:
+        "failed with exit code: N" in the CLI, "exited with code N." in the IDE), failed."""
         kind = obj.get("type")
         if not isinstance(kind, str):
             self._skip("a step without a type")
@@ -708,11 +711,11 @@ class Scan:
                 self.last_text = text
         else:
             step, error = f"step-{obj.get('step_index')}", obj.get("error")
-            m = _EXIT.search(text) if kind in ("RUN_COMMAND", "SYSTEM_MESSAGE") else None
-            if isinstance(error, str) and error.strip() or obj.get("status") == "ERROR":
+            m = _AGY_EXIT.search(text) if kind in ("RUN_COMMAND", "GENERIC", "SYSTEM_MESSAGE") else None
+            if (isinstance(error, str) and error.strip()) or obj.get("status") == "ERROR":
                 self._fail(kind.lower(), error if isinstance(error, str) and error.strip() else text, step)
             elif m and int(m.group(1)) != 0:
-                self._fail("run_command", text[text.rfind("\n", 0, m.start()) + 1 :], step)  # from its line on
+                self._fail("run_command", text[m.start() :], step)
 
     # ---------------------------------------------------------------- Cursor
 
