@@ -128,13 +128,19 @@ def test_init_merges_a_named_hook_and_doctor_names_an_error_anywhere_in_the_file
     assert "synthetic stop" not in p.stdout  # nothing in the file would run
 
 
-def test_a_stop_over_new_work_continues_until_stoprules_own_cap(tmp_path: Path, env: dict[str, str]) -> None:
+def _git_project(tmp_path: Path) -> Path:
+    """A git repository with stoprule's loop cap at 3 (skips the test where git is missing)."""
     if shutil.which("git") is None:
         pytest.skip("no git")
     project = tmp_path / "p"
     (project / ".stoprule").mkdir(parents=True)
     (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 3\n", encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(project)], check=True)
+    return project
+
+
+def test_a_stop_over_new_work_continues_until_stoprules_own_cap(tmp_path: Path, env: dict[str, str]) -> None:
+    project = _git_project(tmp_path)
     (project / "mine.txt").write_text("the user's work in progress\n")
     stop = json.dumps(_stop(workspacePaths=[str(project)]))
     first = invoke(["hook", "antigravity"], input=stop, env=env, cwd=project)
@@ -207,12 +213,7 @@ def test_the_plugins_hook_runs_from_its_folder_and_decides_for_the_workspace(
 ) -> None:
     """As Antigravity runs it: ``sh`` in the plugin's folder (a copy in the project's
     ``.agents/plugins/``); the project is the payload's workspace, and nothing lands in the plugin."""
-    if shutil.which("git") is None:
-        pytest.skip("no git")
-    project = tmp_path / "p"
-    (project / ".stoprule").mkdir(parents=True)
-    (project / ".stoprule" / "config.yaml").write_text("hook:\n  loop_cap: 3\n", encoding="utf-8")
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    project = _git_project(tmp_path)
     folder = project / ".agents" / "plugins" / "stoprule"
     command = _plugin(tmp_path, env, folder)["stoprule"]["Stop"][0]["command"]
     (project / ".git" / "info" / "exclude").write_text(".agents/plugins/stoprule/\n")

@@ -34,7 +34,7 @@ import sys
 import tempfile
 from typing import IO, Any
 
-from stoprule.agent.hook.agy_hooks import check_file, check_manifest
+from stoprule.agent.hook.agy_hooks import Finding, check_file, check_manifest
 from stoprule.agent.hook.wiring import (
     AGY_PLUGIN,
     COMMANDS,
@@ -258,16 +258,20 @@ def _check_blockers_command(stdout: IO[str], name: str, config: dict[str, Any], 
     return _line(stdout, True, f"{name}: the user's /blockers: {event} hook and {command}")
 
 
-def _check_agy_file(stdout: IO[str], path: str) -> bool:
-    """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
-    file silently (each error named by line and field); a warning names a hook that never runs."""
-    findings = check_file(path)
+def _show_findings(stdout: IO[str], findings: list[Finding]) -> bool:
+    """Antigravity's findings in a file, each on its line (an error fails); True when none is an error."""
     for f in findings:
         if f.error:
             _line(stdout, False, f"antigravity: {f.render()}")
         else:
             stdout.write(f"warn antigravity: {f.render()}\n")
-    loads = not any(f.error for f in findings)
+    return not any(f.error for f in findings)
+
+
+def _check_agy_file(stdout: IO[str], path: str) -> bool:
+    """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
+    file silently (each error named by line and field); a warning names a hook that never runs."""
+    loads = _show_findings(stdout, check_file(path))
     what = (
         "loads (Antigravity's hooks.json rules)"
         if loads
@@ -288,13 +292,7 @@ def _check_agy_plugins(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]
         if not os.path.isdir(folder):
             continue
         manifest = os.path.join(folder, "plugin.json")
-        findings = check_manifest(manifest)
-        for f in findings:
-            if f.error:
-                _line(stdout, False, f"antigravity: {f.render()}")
-            else:
-                stdout.write(f"warn antigravity: {f.render()}\n")
-        if any(f.error for f in findings):
+        if not _show_findings(stdout, check_manifest(manifest)):
             good = _line(stdout, False, f"antigravity: {folder} is not loaded as a plugin (none of its hooks run)")
             continue
         with open(manifest, encoding="utf-8") as fh:

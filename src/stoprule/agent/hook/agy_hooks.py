@@ -223,8 +223,9 @@ def _check(doc: Any, add: Any) -> None:
                     _check_handler(h, (*at, "hooks", j), add)
 
 
-def check_text(text: str, path: str) -> list[Finding]:
-    """Every finding in one hooks file's text; with an error among them, only the errors."""
+def _findings(text: str, path: str, check: Any) -> list[Finding]:
+    """What ``check(doc, parser, add)`` finds in a JSON document's text (not strict JSON: one
+    error); with an error among the findings, only the errors (nothing has loaded)."""
     parser = _Parser(text)
     try:
         doc = parser.document()
@@ -236,9 +237,14 @@ def check_text(text: str, path: str) -> list[Finding]:
         line = parser.lines.get(where) or parser.lines.get(where[:-1]) or 1
         found.append(Finding(path, line, _field(where), error, message))
 
-    _check(doc, add)
+    check(doc, parser, add)
     errors = [f for f in found if f.error]
     return errors or found
+
+
+def check_text(text: str, path: str) -> list[Finding]:
+    """Every finding in one hooks file's text; with an error among them, only the errors."""
+    return _findings(text, path, lambda doc, _parser, add: _check(doc, add))
 
 
 def _read(path: str) -> str | Finding:
@@ -255,25 +261,12 @@ def check_file(path: str) -> list[Finding]:
     return [text] if isinstance(text, Finding) else check_text(text, path)
 
 
-def check_manifest_text(text: str, path: str) -> list[Finding]:
-    """Every finding in a plugin's ``plugin.json``; with an error among them, only the errors."""
-    if text.startswith("\ufeff"):
-        return [Finding(path, 1, "", True, "a byte-order mark: Antigravity does not strip it")]
-    parser = _Parser(text)
-    try:
-        doc = parser.document()
-    except json.JSONDecodeError as exc:
-        return [Finding(path, exc.lineno, "", True, f"not strict JSON ({exc.msg}, column {exc.colno})")]
-    found: list[Finding] = []
-
-    def add(where: Path, error: bool, message: str) -> None:
-        found.append(Finding(path, parser.lines.get(where, 1), _field(where), error, message))
-
+def _check_manifest(doc: Any, parser: _Parser, add: Any) -> None:
     for where in parser.repeated:
         add(where, True, "a key written twice: Antigravity refuses the manifest")
     if not isinstance(doc, dict):
         add((), True, "the root must be an object")
-        return found
+        return
     for key, value in doc.items():
         kind = MANIFEST_TYPES.get(key)
         if kind is not None and value is not None and not isinstance(value, kind):
@@ -285,8 +278,13 @@ def check_manifest_text(text: str, path: str) -> list[Finding]:
         add(("name",), False, "no name: `agy plugin install` refuses it (the folder's name stands in)")
     elif isinstance(name, str) and (name.startswith(".") or not re.fullmatch(r"[A-Za-z0-9_-]+", name)):
         add(("name",), False, f"name {name!r} is not letters, digits, '-' and '_': `agy plugin install` refuses it")
-    errors = [f for f in found if f.error]
-    return errors or found
+
+
+def check_manifest_text(text: str, path: str) -> list[Finding]:
+    """Every finding in a plugin's ``plugin.json``; with an error among them, only the errors."""
+    if text.startswith("\ufeff"):
+        return [Finding(path, 1, "", True, "a byte-order mark: Antigravity does not strip it")]
+    return _findings(text, path, _check_manifest)
 
 
 def check_manifest(path: str) -> list[Finding]:
