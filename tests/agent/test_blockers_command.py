@@ -121,33 +121,83 @@ CODEX_RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "c
 CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # SOURCE.md
 
 
-def _recorded_prompts() -> list[tuple[str, dict]]:
+def _recorded_prompts() -> list[tuple[str, dict, dict]]:
     lines = (CODEX_RECORDED / "prompt_payloads.jsonl").read_text(encoding="utf-8").splitlines()
-    return [(r["route"], r["payload"]) for r in map(json.loads, lines)]
+    return [(r["route"], r["payload"], r["task_started"]) for r in map(json.loads, lines)]
 
 
-@pytest.mark.parametrize(("route", "recorded"), _recorded_prompts())
+def _rollout(folder: Path, *records: dict) -> str:
+    """A Codex rollout holding ``records`` (after a line of its own that is not one)."""
+    path = folder / "rollout.jsonl"
+    lines = [json.dumps({"type": "session_meta", "payload": {"id": "x"}}), *map(json.dumps, records)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _started(turn: str, trigger: str) -> dict:
+    attribution = {"turn_id": turn, "turn_trigger": trigger, "parent_turn_id": None}
+    return {"type": "event_msg", "payload": {"type": "task_started", "turn_attribution": attribution, "turn_id": turn}}
+
+
+@pytest.mark.parametrize(("route", "recorded", "started"), _recorded_prompts())
 def test_codex_prompt_hook_answers_the_recorded_payloads_in_codex_schema(
-    route: str, recorded: dict, tmp_path: Path, env: dict[str, str]
+    route: str, recorded: dict, started: dict, tmp_path: Path, env: dict[str, str]
 ) -> None:
-    """Codex 0.171.0's UserPromptSubmit payloads (its terminal's ``$blockers off``, ``codex exec``'s
-    ``$blockers off`` and ``/blockers off``): the session's switch goes off, and the answer is
-    what Codex's output schema allows (no other key: Codex drops an invalid answer)."""
+    """Codex 0.171.0's UserPromptSubmit payloads and the rollout's record of who started the turn
+    (its terminal's ``$blockers off``: ``user``; ``codex exec``'s ``$blockers off`` and ``/blockers
+    off``: ``exec``): the session's switch goes off, and the answer is what Codex's output schema
+    allows (no other key: Codex drops an invalid answer). A ``$blockers off`` the agent queued with
+    ``codex queue`` (``queue``, delivered when the session is resumed) is refused and written down."""
     import jsonschema
+
+    from stoprule.agent.guard.journal import read_attempts
 
     (tmp_path / ".stoprule").mkdir()
     schema_in = json.loads((CODEX_SCHEMAS / "user-prompt-submit.command.input.schema.json").read_text())
     schema_out = json.loads((CODEX_SCHEMAS / "user-prompt-submit.command.output.schema.json").read_text())
     jsonschema.validate(recorded, schema_in)
-    payload = {**recorded, "cwd": str(tmp_path)}
+    payload = {**recorded, "cwd": str(tmp_path), "transcript_path": _rollout(tmp_path, started)}
     p = invoke(["hook", "codex", "--event", "prompt"], input=json.dumps(payload), env=env, cwd=tmp_path)
     assert p.returncode == 0 and "Traceback" not in p.stderr
     answer = json.loads(p.stdout)
     jsonschema.validate(answer, schema_out)
-    assert "ask them directly" in answer["hookSpecificOutput"]["additionalContext"]
-    assert "blocker triage is off for this session" in answer["systemMessage"]
+    context = answer["hookSpecificOutput"]["additionalContext"]
     state = tmp_path / ".stoprule" / "state" / "blockers" / f"{recorded['session_id']}.json"
+    if route == "queue":
+        assert "refused" in context and "`queue`" in context and not state.exists()
+        [attempt] = read_attempts(str(tmp_path / ".stoprule"), recorded["session_id"])
+        assert attempt["via"] == "/blockers" and "$blockers off" in attempt["what"]
+        return
+    assert "ask them directly" in context
+    assert "blocker triage is off for this session" in answer["systemMessage"]
     assert json.loads(state.read_text())["enabled"] is False
+
+
+@pytest.mark.parametrize(
+    ("records", "applied"),
+    [
+        ([], False),  # no record says who started the turn: not known to be typed
+        ([_started("t0", "user")], False),  # another turn's
+        ([_started("t1", "user")], True),
+        ([_started("t1", "exec")], True),
+        ([_started("t1", "queue")], False),
+        ([_started("t1", "user"), _started("t1", "goal")], False),  # the newest record of the turn
+    ],
+)
+def test_a_codex_blockers_applies_only_in_a_turn_the_rollout_says_the_user_started(
+    records: list[dict], applied: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stoprule.agent.blockers.service import open_service
+    from stoprule.agent.hook.controls import run_prompt
+
+    monkeypatch.setenv("STOPRULE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / ".stoprule").mkdir()
+    payload = {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "$blockers off",
+               "transcript_path": _rollout(tmp_path, *records)}  # fmt: skip
+    out = run_prompt("codex", json.dumps(payload).encode())
+    assert out is not None
+    assert ("refused" in out["hookSpecificOutput"]["additionalContext"]) is not applied
+    assert open_service(str(tmp_path)).store.enabled("s1") is not applied
 
 
 CODEX_LINES = [
@@ -193,7 +243,9 @@ def test_a_codex_blockers_off_while_another_live_process_holds_the_session_is_re
         assert info is not None
         link = {"session": "s1", "harness": "codex", "start": info[1], "at": 0}
         (project / ".stoprule" / "state" / "procs" / f"{other.pid}.json").write_text(json.dumps(link))
-        payload = {"session_id": "s1", "cwd": str(project), "prompt": "$blockers off"}
+        rollout = _rollout(tmp_path, _started("t1", "user"))
+        payload = {"session_id": "s1", "turn_id": "t1", "cwd": str(project), "prompt": "$blockers off",
+                   "transcript_path": rollout}  # fmt: skip
         out = run_prompt("codex", json.dumps(payload).encode())
         assert out is not None and "refused" in out["hookSpecificOutput"]["additionalContext"]
         assert f"pid {other.pid}" in out["systemMessage"]

@@ -31,6 +31,7 @@ from model_servers import Call, Script, Turn, serve
 __all__ = [
     "DRIVERS",
     "ClaudeCode",
+    "Codex",
     "Gemini",
     "OpenCode",
     "PINNED",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 
+from stoprule._util.regular import read_regular
 from stoprule.agent.blockers.procs import foreign_holder
 from stoprule.agent.blockers.service import open_service
 from stoprule.agent.guard.journal import record_attempt, user_state_dir
@@ -55,6 +56,11 @@ REFUSED = (
     "and the user is told. {retry}"
 )
 BUSY = ("it arrived while a tool call was running", "Type it again when the agent is idle.")
+# who started a Codex turn, in its rollout (``task_started.turn_attribution.turn_trigger``,
+# 0.171.0): the user in its terminal, ``codex exec``'s prompt; ``queue`` is a message someone sent
+# with ``codex queue``, delivered when the session is resumed
+TYPED = ("user", "exec")
+ROLLOUT_TAIL = 1 << 20  # bytes of the rollout read from its end: the turn has just started
 
 
 def parse_command(prompt: str, names: tuple[str, ...] = NAMES) -> str | None:
@@ -124,6 +130,45 @@ def _refused(harness: str, session: str | None, cwd: str, prompt: str, why: str,
     return REFUSED.format(why=why, retry=retry)
 
 
+def codex_trigger(transcript: object, turn: object) -> str | None:
+    """Who started Codex's turn ``turn`` according to its rollout ``transcript`` (the turn's
+    ``task_started`` record, written before the prompt hook runs), or None when no record says."""
+    import json
+    import time
+
+    if not isinstance(transcript, str) or not isinstance(turn, str) or not turn:
+        return None
+    for _ in range(10):  # a record still on its way to the file: a moment more
+        for line in reversed((read_regular(transcript, ROLLOUT_TAIL, tail=True) or b"").splitlines()):
+            if b"task_started" not in line or turn.encode() not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            body = record.get("payload") if isinstance(record, dict) else None
+            who = body.get("turn_attribution") if isinstance(body, dict) else None
+            if isinstance(body, dict) and body.get("type") == "task_started" and isinstance(who, dict):
+                trigger = who.get("turn_trigger") if who.get("turn_id") == turn else None
+                if trigger is not None:
+                    return trigger if isinstance(trigger, str) else None
+        time.sleep(0.05)
+    return None
+
+
+def _not_typed(harness: str, payload: dict[str, Any]) -> str | None:
+    """Why a Codex prompt was not typed by the user (its turn was started by something else, or
+    the rollout does not say who started it), or None. Other harnesses: None."""
+    if harness != "codex":
+        return None
+    trigger = codex_trigger(payload.get("transcript_path"), payload.get("turn_id"))
+    if trigger in TYPED:
+        return None
+    if trigger is None:
+        return "Codex's record of this turn does not say the user typed it"
+    return f"Codex's record of this turn says `{trigger}` started it (`queue`: a message sent with `codex queue`)"
+
+
 def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
     """The harness's answer to a prompt that is ``/blockers ...`` (None for any other)."""
     try:
@@ -139,7 +184,7 @@ def run_prompt(harness: str, data: bytes) -> dict[str, Any] | None:
         sid = session if isinstance(session, str) and session else None
         given = payload.get("cwd")
         cwd = given if isinstance(given, str) else "."
-        foreign = foreign_holder(_home(cwd), sid)  # the agent's own harness, run from its shell
+        foreign = _not_typed(harness, payload) or foreign_holder(_home(cwd), sid)  # the agent's own harness
         if payload.get("refused") is True:  # the plugin saw a tool call running: maybe the agent's own
             agent = user = _refused(harness, sid, cwd, str(prompt), *BUSY)
         elif foreign is not None:
