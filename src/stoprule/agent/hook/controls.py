@@ -8,8 +8,9 @@ it does not know; under ``codex exec`` either form). The agent cannot send those
 is the user's channel. A harness the agent started from its shell (``codex exec resume``,
 ``claude -p --resume``) or a second process holding the session sends them too: the hook
 refuses those (:func:`stoprule.agent.blockers.procs.foreign_holder`), writes the attempt down
-for the stop to show the user, and changes nothing; OpenCode's plugin also refuses a command
-that arrives while a tool call runs.
+for the stop to show the user, and changes nothing; on Codex also a command in a turn its rollout
+does not say the user started (:func:`codex_trigger`: ``codex queue``'s message, delivered when
+the session is resumed). OpenCode's plugin refuses a command that arrives while a tool call runs.
 
 ``on``/``off`` set the session's own switch (:meth:`BlockerStore.set_enabled`); the project's
 stays as ``stoprule blockers on|off`` left it. With the triage off, the three voices agree for
@@ -33,7 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["parse_command", "run_prompt"]
+__all__ = ["codex_trigger", "parse_command", "run_prompt"]
 
 NAMES = ("/blockers", "/stoprule:blockers")  # as typed: alone, or the plugin's qualified name
 # harness -> its names where they differ: Codex's terminal knows no custom slash command (0.171.0:
