@@ -21,7 +21,9 @@ prompt: no answer. Never raises.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 from stoprule._util.regular import read_regular
 from stoprule.agent.blockers.procs import foreign_holder
@@ -134,9 +136,6 @@ def _refused(harness: str, session: str | None, cwd: str, prompt: str, why: str,
 def codex_trigger(transcript: object, turn: object) -> str | None:
     """Who started Codex's turn ``turn`` according to its rollout ``transcript`` (the turn's
     ``task_started`` record, written before the prompt hook runs), or None when no record says."""
-    import json
-    import time
-
     if not isinstance(transcript, str) or not isinstance(turn, str) or not turn:
         return None
     for _ in range(10):  # a record still on its way to the file: a moment more
