@@ -17,6 +17,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -353,53 +354,67 @@ class _Screen:
         return False
 
 
-def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp_path: Path) -> None:
-    """The interactive route (a terminal, the user typing ``/blockers off`` and Enter): Gemini CLI
-    0.61.0 expands the project's command there; the request's user message is the session-start
-    context, the command's text (beginning with the typed line) and the ``BeforeAgent`` hook's
-    answer; the session's switch is off."""
-    require("gemini")
-    d = DRIVERS["gemini"]
-    home = tmp_path / "home"
-    home.mkdir()
-    project = make_project(tmp_path, "gemini")
-    s = Session("gemini", project, home, Script([Turn("Noted.")], Turn("ok.")))
+def _logged(project: Path, event: str) -> bool:
     log = project / ".stoprule" / "hook.log"
+    return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
 
-    def logged(event: str) -> bool:
-        return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
 
+@contextlib.contextmanager
+def _terminal(s: Session, args: list[str]) -> Iterator[tuple[_Screen, int]]:
+    """``s``'s harness run with ``args`` in a terminal of 40 rows and 120 columns (its model served,
+    its user config written): what it draws, and the terminal to type into. At the end the
+    terminal's session goes (the harness and the processes it relaunches itself in)."""
+    d = DRIVERS[s.harness]
     with serve(s.script) as url:
         s.url = url
         d.configure(s)
         drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
         env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-        env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
-        exe = str(binary("gemini"))
+        env.update(HOME=str(s.home), PATH=harness_path(), PWD=str(s.project), TERM="xterm-256color")
+        env.update(d.environment(s))
+        exe = str(binary(s.harness))
         pid, fd = pty.fork()
-        if pid == 0:  # the child: the harness in a terminal of 40 rows and 120 columns
+        if pid == 0:  # the child: the harness in its terminal
             fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            os.chdir(project)
-            os.execve(exe, [exe, "--yolo", "-m", "gemini-2.5-pro"], env)
-        screen = _Screen(fd)
-        try:  # the input box is drawn, the typed line offers the project's command, then Enter
-            assert screen.until("Type your message", 90), screen.text()[-3000:]
-            _pty_until(fd, lambda: logged("session-start"), 60)
-            assert screen.until("MCP server", 30), screen.text()[-3000:]
-            screen.mark()
-            for ch in "/blockers off":
-                os.write(fd, ch.encode())
-                time.sleep(0.05)
-            assert screen.until("blocker triage", 30), screen.text()[-3000:]
-            os.write(fd, b"\r")
-            _pty_until(fd, lambda: logged("stop"), 90)
-        finally:  # the terminal's session: Gemini CLI and the node process it relaunches itself in
+            os.chdir(s.project)
+            os.execve(exe, [exe, *args], env)
+        try:
+            yield _Screen(fd), fd
+        finally:
             os.killpg(pid, signal.SIGTERM)
             _pty_until(fd, lambda: False, 1)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(fd)
+
+
+def _type(fd: int, text: str) -> None:
+    for ch in text:
+        os.write(fd, ch.encode())
+        time.sleep(0.05)
+
+
+def test_gemini_blockers_off_in_the_interactive_terminal_expands_the_command(tmp_path: Path) -> None:
+    """The interactive route (a terminal, the user typing ``/blockers off`` and Enter): Gemini CLI
+    0.61.0 expands the project's command there; the request's user message is the session-start
+    context, the command's text (beginning with the typed line) and the ``BeforeAgent`` hook's
+    answer; the session's switch is off."""
+    require("gemini")
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_project(tmp_path, "gemini")
+    s = Session("gemini", project, home, Script([Turn("Noted.")], Turn("ok.")))
+    with _terminal(s, ["--yolo", "-m", "gemini-2.5-pro"]) as (screen, fd):
+        # the input box is drawn, the typed line offers the project's command, then Enter
+        assert screen.until("Type your message", 90), screen.text()[-3000:]
+        _pty_until(fd, lambda: _logged(project, "session-start"), 60)
+        assert screen.until("MCP server", 30), screen.text()[-3000:]
+        screen.mark()
+        _type(fd, "/blockers off")
+        assert screen.until("blocker triage", 30), screen.text()[-3000:]
+        os.write(fd, b"\r")
+        _pty_until(fd, lambda: _logged(project, "stop"), 90)
     assert s.script.main, "no request reached the model"
     parts = [p.get("text", "") for p in json.loads(s.script.main[0].text)["contents"][-1]["parts"]]
     typed = [i for i, t in enumerate(parts) if t.startswith("/blockers off\n\n(The user ran stoprule's /blockers")]
@@ -650,50 +665,21 @@ def test_codex_blockers_off_in_the_interactive_terminal_mentions_the_skill(tmp_p
     line as typed, and the request to the model holds that line, stoprule's answer (a developer
     message: ask the user directly) and the skill's text; the session's switch is off."""
     require("codex")
-    d = DRIVERS["codex"]
     home = tmp_path / "home"
     home.mkdir()
     project = make_project(tmp_path, "codex")
     s = Session("codex", project, home, Script([Turn("Noted.")], Turn("ok.")))
-    log = project / ".stoprule" / "hook.log"
-
-    def logged(event: str) -> bool:
-        return log.exists() and f'"event": "{event}"' in log.read_text(encoding="utf-8")
-
-    with serve(s.script) as url:
-        s.url = url
-        d.configure(s)
-        drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-        env.update(HOME=str(home), PATH=harness_path(), PWD=str(project), TERM="xterm-256color", **d.environment(s))
-        exe = str(binary("codex"))
-        argv = [exe, "--dangerously-bypass-hook-trust", "--dangerously-bypass-approvals-and-sandbox"]
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the harness in a terminal of 40 rows and 120 columns
-            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            os.chdir(project)
-            os.execve(exe, argv, env)
-        screen = _Screen(fd)
-        try:  # the input box is drawn, `$blockers` offers the project's skill, then the action and Enter
-            assert screen.until("Ask Codex", 90), screen.text()[-3000:]
-            screen.mark()
-            for ch in "$blockers":
-                os.write(fd, ch.encode())
-                time.sleep(0.05)
-            assert screen.until("blocker triage", 30), screen.text()[-3000:]
-            for ch in " off":
-                os.write(fd, ch.encode())
-                time.sleep(0.05)
-            time.sleep(0.5)
-            os.write(fd, b"\r")
-            _pty_until(fd, lambda: logged("stop"), 90)
-        finally:  # the terminal's session: Codex's node launcher and the binary it runs
-            os.killpg(pid, signal.SIGTERM)
-            _pty_until(fd, lambda: False, 1)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
+    args = ["--dangerously-bypass-hook-trust", "--dangerously-bypass-approvals-and-sandbox"]
+    with _terminal(s, args) as (screen, fd):
+        # the input box is drawn, `$blockers` offers the project's skill, then the action and Enter
+        assert screen.until("Ask Codex", 90), screen.text()[-3000:]
+        screen.mark()
+        _type(fd, "$blockers")
+        assert screen.until("blocker triage", 30), screen.text()[-3000:]
+        _type(fd, " off")
+        time.sleep(0.5)
+        os.write(fd, b"\r")
+        _pty_until(fd, lambda: _logged(project, "stop"), 90)
     assert s.script.main, "no request reached the model: " + screen.text()[-3000:]
     items = s.script.main[0].body["input"]
     texts = [(m.get("role"), "".join(c.get("text", "") for c in m.get("content") or [])) for m in items]
