@@ -149,8 +149,10 @@ def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: s
         return True
     same = pack_key(pack) == record.get(key_field)
     if same and stamp is not None:
-        record[stamp_field] = {"files": stamp, "racy": _racy(stamp)}
-        record[RESTAMPED] = True
+        taken = {"files": stamp, "racy": _racy(stamp)}
+        if taken != kept:  # (a stamp still racy is kept as it was: the record is not written again)
+            record[stamp_field] = taken
+            record[RESTAMPED] = True
     return same
 
 
