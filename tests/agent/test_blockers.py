@@ -487,5 +487,6 @@ def test_processes_log_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_eight_processes_log_at_once_long(tmp_path: Path) -> None:
     _race(tmp_path, 8, 50)

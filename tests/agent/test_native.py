@@ -163,7 +163,7 @@ def test_the_plugin_command_never_writes_over_files_it_did_not_write(project: Pa
 
 
 def test_init_offers_the_claude_code_plugin_route(project: Path) -> None:
-    for harness in ("claude-code", "gemini", "opencode"):
+    for harness in ("claude-code", "gemini", "opencode", "antigravity"):
         code, out, _ = _cli("init", "--harness", harness)
         assert code == 0 and f"stoprule plugin {harness}" in out, out
     assert "stoprule plugin" not in _cli("init", "--harness", "codex")[1]

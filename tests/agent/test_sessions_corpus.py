@@ -19,7 +19,8 @@ def test_the_corpus_is_what_its_readme_says() -> None:
     assert len(rows) >= 300 and len({r["source"] for r in rows}) >= 6
     assert {r["harness"] for r in rows} >= {"claude-code", "codex", "copilot", "cursor", "gemini", "opencode"}
     assert {r["label"] for r in rows} == {"question", "not_question"}
-    assert len(CASES) >= 30 and {c.fmt for c in CASES} >= {"claude", "codex", "gemini", "copilot", "cursor"}
+    formats = {"claude", "codex", "gemini", "copilot", "cursor", "antigravity"}
+    assert len(CASES) >= 30 and {c.fmt for c in CASES} >= formats
 
 
 def test_a_fixed_sample_of_closings_is_labelled_as_the_detector_reads_it() -> None:

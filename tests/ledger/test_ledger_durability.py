@@ -103,6 +103,7 @@ def check_ledger(db: Path) -> dict[str, int]:
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_eight_processes_append_to_shared_and_own_runs(tmp_path: Path, run_cli) -> None:
     db = tmp_path / "ledger.db"  # does not exist yet: the processes also race to create it
     per = 40
@@ -143,6 +144,7 @@ def test_eight_processes_append_to_shared_and_own_runs(tmp_path: Path, run_cli) 
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_a_writer_waits_for_a_busy_ledger(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     Ledger.open(str(db)).close()
@@ -170,6 +172,7 @@ def blocked(tmp_path: Path, evaluator) -> tuple[Path, str]:
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocked: tuple[Path, str]) -> None:
     db, token = blocked
     procs = [
@@ -186,6 +189,7 @@ def test_same_token_from_many_processes_appends_one_retry(tmp_path: Path, blocke
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 @pytest.mark.parametrize("mixed", [False, True])
 def test_same_token_released_at_once_by_forked_writers(
     tmp_path: Path, blocked: tuple[Path, str], mixed: bool, default_pack: Path
@@ -300,6 +304,7 @@ def _kill_trials(tmp_path: Path, db: Path, default_pack: Path, evaluator, trials
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_sigkilled_writers_leave_no_half_written_decision(
     tmp_path: Path, default_pack: Path, evaluator, run_cli
 ) -> None:

@@ -249,6 +249,7 @@ def _kill_trials(tmp_path: Path, db: Path, evaluator, trials: int) -> dict[str, 
 
 
 @pytest.mark.torture
+@pytest.mark.timed
 def test_sigkilled_hooks_and_folds_lose_no_acknowledged_decision(tmp_path: Path, evaluator) -> None:  # noqa: ANN001
     db = tmp_path / "ledger.db"
     tally = _kill_trials(tmp_path, db, evaluator, trials=150)

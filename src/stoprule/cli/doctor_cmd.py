@@ -15,8 +15,10 @@ hook, the guard on each event that can veto a tool call (a missing one fails), C
 ``permissions.deny`` rules, the user's guard switch; one synthetic refused call run through the
 guard's command. The user's ``/blockers`` (Claude Code, Gemini CLI): the prompt hook and the
 command file it reads. Antigravity's hooks files are checked whole, as Antigravity loads them (one
-error drops every hook in the file, silently): each error by file, line and field. Exit 0 when
-every check passes, 1 otherwise.
+error drops every hook in the file, silently): each error by file, line and field; so is the
+Antigravity plugin ``stoprule plugin antigravity`` wrote (its ``plugin.json`` too: one error there
+and the folder is no plugin), whose synthetic stop runs from the plugin's folder, as Antigravity
+starts it. Exit 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ import sys
 import tempfile
 from typing import IO, Any
 
-from stoprule.agent.hook.agy_hooks import check_file
+from stoprule.agent.hook.agy_hooks import Finding, check_file, check_manifest
 from stoprule.agent.hook.wiring import (
+    AGY_PLUGIN,
     COMMANDS,
     EXTRA_EVENTS,
     GUARD_EVENTS,
@@ -110,14 +113,14 @@ def _failed_open(stderr: str) -> str | None:
     return None
 
 
-def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
+def _synthetic(command: str, harness: str, root: str, run_in: str | None = None) -> tuple[bool, str]:
     payload = dict(SYNTHETIC[harness], cwd=root)
     try:
         p = subprocess.run(
             ["/bin/sh", "-c", command],
             input=json.dumps(payload).encode(),
             capture_output=True,
-            cwd=root,
+            cwd=run_in or root,
             timeout=30,
             env=harness_env(),
         )
@@ -145,13 +148,14 @@ def _synthetic(command: str, harness: str, root: str) -> tuple[bool, str]:
     return True, f"allow: {json.dumps(obj)[:200]}"
 
 
-def _check_command(stdout: IO[str], name: str, command: str, root: str) -> bool:
-    """Does the hook's command resolve without this venv, and allow a synthetic stop?"""
+def _check_command(stdout: IO[str], name: str, command: str, root: str, run_in: str | None = None) -> bool:
+    """Does the hook's command resolve without this venv, and allow a synthetic stop (run in
+    ``run_in``, default the project root)?"""
     exe = shlex.split(command)[0]
     resolved = shutil.which(exe, path=harness_env()["PATH"])
     where = resolved or f"nothing on a PATH without this venv: {path_remedy(name)}"
     good = _line(stdout, resolved is not None, f"{name}: {exe} resolves to {where}")
-    ok, what = _synthetic(command, name, root)
+    ok, what = _synthetic(command, name, root, run_in)
     return _line(stdout, ok, f"{name}: synthetic stop: {what}") and good
 
 
@@ -254,22 +258,63 @@ def _check_blockers_command(stdout: IO[str], name: str, config: dict[str, Any], 
     return _line(stdout, True, f"{name}: the user's /blockers: {event} hook and {command}")
 
 
-def _check_agy_file(stdout: IO[str], path: str) -> bool:
-    """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
-    file silently (each error named by line and field); a warning names a hook that never runs."""
-    findings = check_file(path)
+def _show_findings(stdout: IO[str], findings: list[Finding]) -> bool:
+    """Antigravity's findings in a file, each on its line (an error fails); True when none is an error."""
     for f in findings:
         if f.error:
             _line(stdout, False, f"antigravity: {f.render()}")
         else:
             stdout.write(f"warn antigravity: {f.render()}\n")
-    loads = not any(f.error for f in findings)
+    return not any(f.error for f in findings)
+
+
+def _check_agy_file(stdout: IO[str], path: str) -> bool:
+    """Antigravity's hooks file, every entry, as Antigravity loads it: one error drops the whole
+    file silently (each error named by line and field); a warning names a hook that never runs."""
+    loads = _show_findings(stdout, check_file(path))
     what = (
         "loads (Antigravity's hooks.json rules)"
         if loads
         else "would be dropped whole by Antigravity (no hook in it runs)"
     )
     return _line(stdout, loads, f"antigravity: {path} {what}")
+
+
+def _check_agy_plugins(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
+    """stoprule's Antigravity plugin folders (project, user): the manifest and the hooks file, each
+    checked whole as Antigravity loads it, then one synthetic stop from the plugin's folder (where
+    Antigravity starts a plugin's hooks): ((hooks file, command) of each, all good)."""
+    project, users = AGY_PLUGIN
+    home = os.path.expanduser("~")
+    found: list[tuple[str, str]] = []
+    good = True
+    for folder in (os.path.join(root, *project.split("/")), *(os.path.join(home, *u.split("/")) for u in users)):
+        if not os.path.isdir(folder):
+            continue
+        manifest = os.path.join(folder, "plugin.json")
+        if not _show_findings(stdout, check_manifest(manifest)):
+            good = _line(stdout, False, f"antigravity: {folder} is not loaded as a plugin (none of its hooks run)")
+            continue
+        with open(manifest, encoding="utf-8") as fh:
+            if json.load(fh).get("disabled") is True:
+                stdout.write(f"warn antigravity: {manifest}: disabled: the plugin's hooks do not run\n")
+                continue
+        hooks = os.path.join(folder, "hooks.json")
+        if not os.path.isfile(hooks):
+            good = _line(stdout, False, f"antigravity: no {hooks}: run `stoprule plugin antigravity` again")
+            continue
+        if not _check_agy_file(stdout, hooks):
+            good = False
+            continue
+        with open(hooks, encoding="utf-8") as fh:
+            command = find_entry(json.load(fh), TARGETS["antigravity"])
+        if command is None:
+            good = _line(stdout, False, f"antigravity: no stoprule Stop hook in {hooks}")
+            continue
+        found.append((hooks, command))
+        _line(stdout, True, f"antigravity: Stop hook in the plugin {folder}: {command}")
+        good &= _check_command(stdout, "antigravity", command, root, run_in=folder)
+    return found, good
 
 
 def _check_opencode(stdout: IO[str], root: str) -> tuple[list[tuple[str, str]], bool]:
@@ -365,7 +410,10 @@ def run(args: argparse.Namespace, stdin: object, stdout: IO[str], stderr: IO[str
                 good &= _check_blockers_command(stdout, name, config, path, root)
     plugins, plugins_good = _check_opencode(stdout, root)
     found.update({"opencode": plugins} if plugins else {})
-    good &= plugins_good
+    agy, agy_good = _check_agy_plugins(stdout, root)
+    if agy:
+        found.setdefault("antigravity", []).extend(agy)
+    good &= plugins_good and agy_good
     for name, entries in found.items():
         # Claude Code runs an identical command found in several settings files once
         runs = len({c for _, c in entries}) if name == "claude-code" else len(entries)

@@ -591,6 +591,9 @@ PLUGIN_ROUTES = {
     "and `claude plugin install stoprule@stoprule`",
     "gemini": "`stoprule plugin gemini --out DIR`, then `gemini extensions install DIR`",
     "opencode": "`stoprule plugin opencode --out DIR`, then name DIR/index.js (file://) in opencode.json's plugin list",
+    # some agy versions read hooks only from plugins (docs/agents.md, where the sources conflict)
+    "antigravity": "`stoprule plugin antigravity --out DIR`, then `agy plugin install DIR` "
+    "(or copy DIR to .agents/plugins/stoprule), and take stoprule's hook out of .agents/hooks.json",
 }
 
 

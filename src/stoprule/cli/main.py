@@ -56,7 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect_cmd", "show a pack's rules, priorities, verdicts, sets, stops, fact schema and layering"),
     "completion": ("completion_cmd", "print a shell completion script: bash, zsh or fish"),
     "fmt": ("fmt_cmd", "rewrite pack and case files in the canonical layout, comments kept (--check for CI)"),
-    "plugin": ("plugin_cmd", "write stoprule as a harness plugin (Claude Code) in a local marketplace directory"),
+    "plugin": ("plugin_cmd", "write stoprule as a harness plugin or extension, for the harness to install"),
     "resident": ("resident_cmd", "the user's resident process deciding stops warm: serve, status, stop"),
 }
 

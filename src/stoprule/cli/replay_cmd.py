@@ -36,13 +36,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "transcripts",
         nargs="+",
         metavar="TRANSCRIPT",
-        help="Claude Code, Codex, Gemini CLI, Copilot CLI or Cursor transcripts",
+        help="Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor or Antigravity transcripts",
     )
     p.add_argument("--policy", metavar="PATH", help="policy pack (default: as `stoprule eval`)")
     p.add_argument("--format", choices=("pretty", "json", "facts", "summary"), default="pretty")
     p.add_argument(
         "--harness",
-        choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
+        choices=("claude-code", "codex", "gemini", "copilot", "cursor", "antigravity"),
         help="the transcripts' format (default: sniffed)",
     )
     add_jobs_flag(

@@ -1,4 +1,5 @@
-"""Antigravity CLI's ``hooks.json`` checked as Antigravity loads it, for ``stoprule doctor``.
+"""Antigravity CLI's ``hooks.json`` and a plugin's ``plugin.json`` checked as Antigravity loads
+them, for ``stoprule doctor``.
 
 Antigravity (``agy``) drops the **whole** file, silently and with exit 0, on one load error, so
 every hook in it (not only stoprule's) stops running; a key it does not know is discarded and the
@@ -18,22 +19,35 @@ hook it configures never fires. The rules are its published ones, as measured on
 
 ``PreToolUse`` and ``PostToolUse`` hold ``{matcher, hooks: [handler]}`` groups; the other events
 a flat list of handlers. Each finding names the file, its line and the field (a JSON path).
+
+A plugin's ``plugin.json`` (``stbenjam/skillsaw``, ``docs/rules/antigravity-plugin-json-valid.md``,
+agy 1.1.25; the schema in ``danicat/skills`` ``agy-extensions``): a manifest that does not load
+leaves the folder no plugin at all, its ``hooks.json`` unread. Errors: missing, a byte-order mark,
+not strict JSON, a key written twice (protobuf JSON refuses it), a root that is not an object,
+``name``/``description``/``logo`` not a string or ``disabled`` not a boolean (``null`` reads as
+absent). Warnings: no ``name`` or one outside ``[A-Za-z0-9_-]`` (``agy plugin install`` refuses
+it; discovery falls back to the folder's name), a key outside the published schema (agy 1.1.25
+discarded them; the schema says the CLI refuses them).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EVENTS", "Finding", "check_file", "check_text"]
+__all__ = ["EVENTS", "Finding", "check_file", "check_manifest", "check_manifest_text", "check_text"]
 
 GROUPED = ("PreToolUse", "PostToolUse")
 EVENTS = (*GROUPED, "PreInvocation", "PostInvocation", "Stop", "SessionStart")
 HANDLER_KEYS = ("type", "command", "prompt", "model", "timeout")
 GROUP_KEYS = ("matcher", "hooks")
 INT32 = (-(2**31), 2**31 - 1)
+MANIFEST_TYPES = {"name": str, "description": str, "logo": str, "disabled": bool}
+MANIFEST_KEYS = (*MANIFEST_TYPES, "$schema", "skills")  # skills: listed in the manifest since agy 1.3.2
 
 Path = tuple[Any, ...]
 
@@ -58,6 +72,7 @@ class _Parser:
         self.text = text
         self.decoder = json.JSONDecoder(parse_constant=self._constant)
         self.lines: dict[Path, int] = {}
+        self.repeated: list[Path] = []  # keys written twice in one object
 
     @staticmethod
     def _constant(name: str) -> Any:
@@ -88,6 +103,8 @@ class _Parser:
                 if self.text[at : at + 1] != '"':
                     raise self._fail(at, "expected a key in double quotes")
                 key, at = self.decoder.raw_decode(self.text, at)
+                if key in out:
+                    self.repeated.append((*path, key))
                 at = self._ws(at)
                 if self.text[at : at + 1] != ":":
                     raise self._fail(at, "expected ':'")
@@ -206,8 +223,9 @@ def _check(doc: Any, add: Any) -> None:
                     _check_handler(h, (*at, "hooks", j), add)
 
 
-def check_text(text: str, path: str) -> list[Finding]:
-    """Every finding in one hooks file's text; with an error among them, only the errors."""
+def _findings(text: str, path: str, check: Any) -> list[Finding]:
+    """What ``check(doc, parser, add)`` finds in a JSON document's text (not strict JSON: one
+    error); with an error among the findings, only the errors (nothing has loaded)."""
     parser = _Parser(text)
     try:
         doc = parser.document()
@@ -219,16 +237,59 @@ def check_text(text: str, path: str) -> list[Finding]:
         line = parser.lines.get(where) or parser.lines.get(where[:-1]) or 1
         found.append(Finding(path, line, _field(where), error, message))
 
-    _check(doc, add)
+    check(doc, parser, add)
     errors = [f for f in found if f.error]
     return errors or found
 
 
-def check_file(path: str) -> list[Finding]:
-    """:func:`check_text` of the file (an unreadable file is one error)."""
+def check_text(text: str, path: str) -> list[Finding]:
+    """Every finding in one hooks file's text; with an error among them, only the errors."""
+    return _findings(text, path, lambda doc, _parser, add: _check(doc, add))
+
+
+def _read(path: str) -> str | Finding:
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+            return fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        return [Finding(path, 1, "", True, f"unreadable: {exc}")]
-    return check_text(text, path)
+        return Finding(path, 1, "", True, f"unreadable: {exc}")
+
+
+def check_file(path: str) -> list[Finding]:
+    """:func:`check_text` of the file (an unreadable file is one error)."""
+    text = _read(path)
+    return [text] if isinstance(text, Finding) else check_text(text, path)
+
+
+def _check_manifest(doc: Any, parser: _Parser, add: Any) -> None:
+    for where in parser.repeated:
+        add(where, True, "a key written twice: Antigravity refuses the manifest")
+    if not isinstance(doc, dict):
+        add((), True, "the root must be an object")
+        return
+    for key, value in doc.items():
+        kind = MANIFEST_TYPES.get(key)
+        if kind is not None and value is not None and not isinstance(value, kind):
+            add((key,), True, f"'{key}' must be {'true or false' if kind is bool else 'a string'}")
+        elif key not in MANIFEST_KEYS:
+            add((key,), False, f"unknown key {key!r}: not in Antigravity's plugin schema")
+    name = doc.get("name")
+    if not name:
+        add(("name",), False, "no name: `agy plugin install` refuses it (the folder's name stands in)")
+    elif isinstance(name, str) and (name.startswith(".") or not re.fullmatch(r"[A-Za-z0-9_-]+", name)):
+        add(("name",), False, f"name {name!r} is not letters, digits, '-' and '_': `agy plugin install` refuses it")
+
+
+def check_manifest_text(text: str, path: str) -> list[Finding]:
+    """Every finding in a plugin's ``plugin.json``; with an error among them, only the errors."""
+    if text.startswith("\ufeff"):
+        return [Finding(path, 1, "", True, "a byte-order mark: Antigravity does not strip it")]
+    return _findings(text, path, _check_manifest)
+
+
+def check_manifest(path: str) -> list[Finding]:
+    """:func:`check_manifest_text` of the file (missing or unreadable: one error, no plugin)."""
+    if not os.path.isfile(path):
+        return [Finding(path, 1, "", True, "no plugin.json: Antigravity does not load the folder as a plugin")]
+    text = _read(path)
+    return [text] if isinstance(text, Finding) else check_manifest_text(text, path)

@@ -3,7 +3,7 @@ marketplace that lists it (``stoprule plugin claude-code --out DIR``), and an Op
 package (``stoprule plugin opencode --out DIR``), and a Gemini CLI extension
 (``stoprule plugin gemini --out DIR``: ``gemini-extension.json``, ``hooks/hooks.json`` with
 ``${extensionPath}``, the user's ``/blockers`` command, the same script; ``gemini extensions
-install DIR``).
+install DIR``), and an Antigravity CLI plugin (``stoprule plugin antigravity --out DIR``: below).
 
 The plugin carries the same wiring as ``stoprule init`` (the stop hook, the session-start hook,
 the guard on the events that can veto a tool call, the blocker tools' MCP server) and the
@@ -26,11 +26,21 @@ from typing import Any
 
 from stoprule.agent.hook.wiring import EXTRA_EVENTS, GUARD_EVENTS, guard_argv, opencode_plugin
 
-__all__ = ["COMMAND_TEXT", "MARKETPLACE", "PLUGIN", "claude_code_plugin", "gemini_extension", "opencode_package"]
+__all__ = [
+    "AGY_SCRIPT",
+    "COMMAND_TEXT",
+    "MARKETPLACE",
+    "PLUGIN",
+    "antigravity_plugin",
+    "claude_code_plugin",
+    "gemini_extension",
+    "opencode_package",
+]
 
 PLUGIN = "stoprule"  # the plugin's name
 MARKETPLACE = "stoprule"  # the local marketplace's name: install as stoprule@stoprule
 RUN = 'sh "${CLAUDE_PLUGIN_ROOT}/bin/stoprule"'  # how the plugin's hooks run stoprule
+ABOUT = "Decides whether the agent may stop, keeps it on known work, logs its blockers"
 
 
 # the user's /blockers command: Claude Code expands it into a prompt after the UserPromptSubmit
@@ -67,7 +77,7 @@ def _script(python: str, launcher: str, guard: str) -> str:
     q = shlex.quote
     return (
         "#!/bin/sh\n"
-        "# stoprule as `stoprule plugin claude-code` found it on this machine\n"
+        "# stoprule as `stoprule plugin` found it on this machine\n"
         f'if [ ! -x {q(python)} ]; then exec stoprule "$@"; fi\n'
         f'if [ "$1" = guard ]; then shift; exec {q(python)} -S -I {q(guard)} "$@"; fi\n'
         f'exec {q(python)} -I -S {q(launcher)} "$@"\n'
@@ -125,11 +135,10 @@ def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
     """The files of the marketplace directory (relative path -> text): the marketplace
     manifest, and under ``plugins/stoprule/`` the plugin."""
     script = _this_script()
-    about = "Decides whether the agent may stop, keeps it on known work, logs its blockers"
     manifest = {
         "name": PLUGIN,
         "version": version,
-        "description": about,
+        "description": ABOUT,
         "author": {"name": "stoprule"},
         "license": "MIT",
         "mcpServers": {"stoprule": {"command": "sh", "args": ["${CLAUDE_PLUGIN_ROOT}/bin/stoprule", "mcp"]}},
@@ -138,7 +147,7 @@ def claude_code_plugin(version: str, guard: bool = True) -> dict[str, str]:
         "name": MARKETPLACE,
         "owner": {"name": "stoprule"},
         "description": "stoprule, generated on this machine by `stoprule plugin claude-code`",
-        "plugins": [{"name": PLUGIN, "source": f"./plugins/{PLUGIN}", "description": about, "version": version}],
+        "plugins": [{"name": PLUGIN, "source": f"./plugins/{PLUGIN}", "description": ABOUT, "version": version}],
     }
     base = f"plugins/{PLUGIN}"
 
@@ -168,3 +177,25 @@ def opencode_package(version: str, argv: list[str], guard: bool = True) -> dict[
     }
     text = opencode_plugin(argv, guard_argv("opencode") if guard else [])
     return {"package.json": json.dumps(package, indent=2) + "\n", "index.js": text}
+
+
+# Antigravity CLI (``agy``): a plugin is a folder with ``plugin.json`` and, beside it, a
+# ``hooks.json`` in the hooks file's own layout (a ``hooks/`` folder is not read). Antigravity
+# starts a plugin's hooks in the plugin's installed folder and sets no plugin-root variable, so
+# the command names the script relative to it. The script is not in ``bin/``: agy 1.3.2 puts a
+# plugin's ``bin/`` on the agent's PATH. Sources: tests/fixtures/hooks/antigravity/SOURCE.md.
+AGY_SCRIPT = "libexec/stoprule"
+
+
+def antigravity_plugin() -> dict[str, str]:
+    """The files of the Antigravity CLI plugin: the manifest (only the keys its published schema
+    allows), init's ``Stop`` hook running the plugin's own script, and the script. No MCP server
+    (Antigravity starts a plugin's servers outside the project, and stoprule's server finds its
+    project from where it starts), no guard and no ``/blockers`` (as under ``init``)."""
+    hooks = {PLUGIN: {"Stop": [_handler(f"sh ./{AGY_SCRIPT} hook antigravity")]}}
+    manifest = {"name": PLUGIN, "description": "Decides whether the agent may stop"}
+    return {
+        "plugin.json": json.dumps(manifest, indent=2) + "\n",
+        "hooks.json": json.dumps(hooks, indent=2) + "\n",
+        AGY_SCRIPT: _this_script(),
+    }

@@ -19,7 +19,7 @@ from stoprule.agent.hook.transcripts import Scan, records
 __all__ = ["Boundary", "boundaries", "stop_fact"]
 
 FORMAT_HARNESS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot",
-                  "cursor": "cursor"}  # fmt: skip
+                  "cursor": "cursor", "antigravity": "antigravity"}  # fmt: skip
 REPLAY_PROVIDERS = ("hook", "transcript", "closure")
 
 

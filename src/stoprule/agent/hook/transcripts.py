@@ -1,5 +1,5 @@
 """Reading agent transcripts (Claude Code JSONL, Codex rollout JSONL, Gemini chats JSONL,
-Copilot CLI ``events.jsonl``, Cursor agent transcripts JSONL).
+Copilot CLI ``events.jsonl``, Cursor agent transcripts JSONL, Antigravity ``transcript.jsonl``).
 
 A :class:`Scan` consumes complete lines in order and keeps what the stop decision needs:
 the number of user turns, the latest task list, the failed tool results of the current
@@ -29,7 +29,8 @@ transcripts (checked against transcripts the real harnesses wrote: tests/fixture
 and public ones: tests/fixtures/sessions/transcripts/). Versions checked: Claude Code 1.0.x,
 2.1.80-2.1.332; Codex 0.40.0 (VS Code), 0.50-0.53, 0.60.1, 0.77, 0.106, 0.146, 0.169, 0.171; Gemini CLI 0.4x JSONL, the
 single-document ``.json`` chats, 0.61.0, ``/chat share`` JSON exports (2026-01); Copilot CLI
-0.0.420-1.0.102; Cursor agent JSONL. A line of a type the reader does not know is skipped with a note.
+0.0.420-1.0.102; Cursor agent JSONL; Antigravity's ``transcript.jsonl`` (public sessions: the CLI,
+2026-07; the 2.0 desktop app, 2026-09). A line of a type the reader does not know is skipped with a note.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "Scan", "detect", "observations", "records", "scan_file"]
 
-FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
+FORMATS = ("claude", "codex", "gemini", "copilot", "cursor", "antigravity")
 # Copilot's and Cursor's formats are sniffed from the file (they are not documented)
-HARNESS_FORMAT = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+HARNESS_FORMAT = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "antigravity": "antigravity"}
 MAX_FAILED = 5
 MAX_FAILED_IDS = 50
 
@@ -83,6 +84,11 @@ _NOT_PROMPT = (
 )
 # a failed command's exit status in a tool result's text (Codex function_call_output, Gemini shell output)
 _EXIT = lazy(r"(?:Process exited with code|Exit code:|Exit Code:)\s*(-?\d+)")
+# the user's own words in an Antigravity USER_INPUT step (the rest is metadata Antigravity adds)
+_AGY_WANTED = (b'"USER_INPUT"', b'"PLANNER_RESPONSE"', b'"error"', b'"ERROR"', b"exit code", b"exited with code")
+# a command's end in an Antigravity step: the CLI's "failed with exit code: N", the IDE's "exited with code N."
+_AGY_EXIT = lazy(r"(?m)^[ \t]*The command (?:failed with exit code:|exited with code)\s*(-?\d+)")
+_AGY_REQUEST = lazy(r"(?s)<USER_REQUEST>\s*(.*?)\s*(?:</USER_REQUEST>|\Z)")
 _DONE = {"completed": "complete", "complete": "complete", "done": "complete"}
 _SWITCH = lazy(r"(?mi)^\s*stoprule:\s*mode\s*=\s*(auto|autonomous|interactive)\s*$")
 # Claude Code's built-in slash commands: run locally, not a prompt to the model (a custom command is one)
@@ -297,6 +303,8 @@ class Scan:
             )
         if self.fmt == "gemini":
             return _USER.search(line) is not None or _GEMINI.search(line) is not None
+        if self.fmt == "antigravity":
+            return any(k in line for k in _AGY_WANTED)
         if self.fmt == "copilot":
             return any(
                 k in line
@@ -678,6 +686,37 @@ class Scan:
                 text = result.get("content") if isinstance(result, dict) else result
                 self._fail(name, text if text is not None else data.get("error"), cid)
 
+    # ---------------------------------------------------------------- Antigravity
+
+    def _antigravity(self, obj: dict[str, Any]) -> None:
+        """Antigravity's ``brain/<conversation>/.system_generated/logs/transcript.jsonl``: one step a
+        line, ``{step_index, source, type, status, created_at, content, ...}``. A turn is a
+        ``USER_INPUT`` the user sent (``source`` ``USER_EXPLICIT``; other sources are injected),
+        its words inside ``<USER_REQUEST>``; the last message is the latest ``PLANNER_RESPONSE``
+        with text; a step with an ``error`` (or status ``ERROR``), or whose command ended with a code N
+        other than 0 (a ``RUN_COMMAND`` or ``GENERIC`` step, or a background task's ``SYSTEM_MESSAGE``:
+        "failed with exit code: N" in the CLI, "exited with code N." in the IDE), failed."""
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            self._skip("a step without a type")
+            return
+        text = obj["content"] if isinstance(obj.get("content"), str) else ""
+        if kind == "USER_INPUT":
+            if obj.get("source") == "USER_EXPLICIT":
+                m = _AGY_REQUEST.search(text)
+                self._prompt(m.group(1) if m else text)
+                self._turn()
+        elif kind == "PLANNER_RESPONSE":
+            if text.strip():
+                self.last_text = text
+        else:
+            step, error = f"step-{obj.get('step_index')}", obj.get("error")
+            m = _AGY_EXIT.search(text) if kind in ("RUN_COMMAND", "GENERIC", "SYSTEM_MESSAGE") else None
+            if (isinstance(error, str) and error.strip()) or obj.get("status") == "ERROR":
+                self._fail(kind.lower(), error if isinstance(error, str) and error.strip() else text, step)
+            elif m and int(m.group(1)) != 0:
+                self._fail("run_command", text[m.start() :], step)
+
     # ---------------------------------------------------------------- Cursor
 
     def _cursor(self, obj: dict[str, Any]) -> None:
@@ -783,6 +822,8 @@ def detect(path: str, harness: str | None = None) -> str | None:
             continue
         if {"timestamp", "type", "payload"} <= obj.keys():
             return "codex"
+        if {"step_index", "source", "type"} <= obj.keys():
+            return "antigravity"
         if {"type", "data", "id"} <= obj.keys() and "." in str(obj.get("type")):
             return "copilot"
         if "role" in obj and "message" in obj and "type" not in obj:

@@ -41,6 +41,7 @@ else:  # pragma: no cover - Python 3.10: the backport
     import tomli as tomllib
 
 __all__ = [
+    "AGY_PLUGIN",
     "COMMANDS",
     "EXTRA_EVENTS",
     "GUARD_EVENTS",
@@ -225,6 +226,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # where init writes the OpenCode plugin (project root / home)
 OPENCODE_PLUGIN = (".opencode/plugins/stoprule.js", ".config/opencode/plugins/stoprule.js")
+
+# Antigravity CLI: where ``stoprule plugin antigravity`` lands (project; the user's, as ``agy plugin
+# install`` copies it: the folder differs between versions; tests/fixtures/hooks/antigravity/SOURCE.md)
+AGY_PLUGIN = (
+    ".agents/plugins/stoprule",
+    (".gemini/antigravity-cli/plugins/stoprule", ".gemini/config/plugins/stoprule"),
+)
 
 
 @dataclass(frozen=True)
