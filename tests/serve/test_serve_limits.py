@@ -127,7 +127,10 @@ def test_answers_on_a_kept_alive_connection_do_not_wait_for_a_delayed_ack(tmp_pa
 
 @pytest.mark.parametrize(
     ("files", "connections"),
-    [pytest.param(256, 600, marks=pytest.mark.integration), pytest.param(1024, 2200, marks=[pytest.mark.torture, pytest.mark.timed])],
+    [
+        pytest.param(256, 600, marks=pytest.mark.integration),
+        pytest.param(1024, 2200, marks=[pytest.mark.torture, pytest.mark.timed]),
+    ],
 )
 def test_idle_connections_cannot_exhaust_a_worker(tmp_path: Path, files: int, connections: int) -> None:
     """A worker limited to ``files`` open files, ``connections`` connections that never finish a
