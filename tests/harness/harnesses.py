@@ -484,7 +484,7 @@ class OpenCode(Driver):
                 call("POST", f"/session/{sid}/message", body)
             log = s.project / ".stoprule" / "hook.log"
             quiet, seen = time.monotonic(), (-1, -1)
-            while time.monotonic() < deadline and time.monotonic() - quiet < 10:  # the plugin spawns the hook
+            while time.monotonic() < deadline and time.monotonic() - quiet < 6:  # the plugin spawns the hook
                 now = (len(s.script.requests), log.stat().st_size if log.exists() else 0)
                 if now != seen or _running_stoprule(proc.pid):  # a slow hook (a loaded machine) is not quiet
                     seen, quiet = now, time.monotonic()
