@@ -146,22 +146,7 @@ wrap(packs, "_read", "pack: cache entry read and parsed")
 wrap(packs, "from_data", "pack: compiled pack from the entry")
 wrap(packs, "load_policy", "pack (all: cache check, load, evaluator)")
 wrap(runner, "_apply_guard", "loop guard (session record written)")
-rec = hook_cmd.record
-def record(*a, **k):
-    w, c = time.perf_counter(), time.process_time()
-    done = rec(*a, **k)
-    if isinstance(done, dict):  # an older tree: written and synced in the call
-        add("ledger write (journal, one sync)", w, c)
-        return done
-    add("ledger write: its line (the sync started)", w, c)
-    def wait():
-        w, c = time.perf_counter(), time.process_time()
-        try:
-            return done()
-        finally:
-            add("ledger write: waiting for its sync", w, c)
-    return wait
-hook_cmd.record = record
+wrap(hook_cmd, "record", "ledger write (journal, one sync)")
 wrap(runner, "_safe_entry", "log line: redaction")
 wrap(runner, "_log", "log line: write")
 wrap(resident, "start", "resident: start (off)")

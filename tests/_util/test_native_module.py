@@ -131,23 +131,3 @@ def test_a_child_output_is_read_through_it() -> None:
     assert (code, len(out), err.strip()) == (0, 100001, b"e")
     ref = subprocess.run([sys.executable, "-c", "print('x')"], capture_output=True, check=True)
     assert capture([sys.executable, "-c", "print('x')"], 60)[1] == ref.stdout
-
-
-def test_an_append_started_is_written_at_once_and_durable_when_waited_for(tmp_path: Path) -> None:
-    """stoprule._util.files.append_started (the hook's journal line): the line is in the file when it
-    returns, its sync runs on a thread, and once waited for its shared lock is gone."""
-    from stoprule._util.files import append_durably, append_started
-
-    path = tmp_path / "journal"
-    wait = append_started(str(path), b"one\n")
-    assert path.read_bytes() == b"one\n"
-    wait()
-    append_durably(str(path), b"two\n")
-    assert path.read_bytes() == b"one\ntwo\n"
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        native.flock(fd, native.LOCK_EX | native.LOCK_NB)  # no appender holds it any more
-    finally:
-        os.close(fd)
-    with pytest.raises(OSError):
-        append_started(str(tmp_path / "no-such-folder" / "journal"), b"x\n")  # the write's error: at once

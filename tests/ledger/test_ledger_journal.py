@@ -209,17 +209,7 @@ def _kill_trials(tmp_path: Path, db: Path, evaluator, trials: int) -> dict[str, 
     def hook_writer(n: int) -> int:  # one stop after another, each acknowledged once its append returned
         for i in range(1000):
             task = f"w{n}-{i}"
-            fact = {**shapes[i % 4], "task_id": task}
-            if i % 2:  # as the hook writes: the sync on a thread while the stop's work goes on, then acknowledged
-                verdict = evaluator.evaluate(fact)
-                kind, retryable = journal.decision_kind(verdict, evaluator)
-                _, synced = journal.append_started(
-                    str(db), f"run{n % 3}", fact, verdict.to_dict(), kind=kind, retryable=retryable
-                )
-                evaluator.evaluate(OK)
-                synced()
-            else:
-                _journal(db, evaluator, f"run{n % 3}", fact)
+            _journal(db, evaluator, f"run{n % 3}", {**shapes[i % 4], "task_id": task})
             fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.write(fd, (task + "\n").encode())
             os.close(fd)

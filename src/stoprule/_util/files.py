@@ -4,7 +4,6 @@
     with locked(path): ...          exclusive ``flock`` on ``path`` (created if missing)
     read_bounded(path, limit)       the bytes of a regular file of at most ``limit`` bytes
     append_durably(path, data)      one ``O_APPEND`` write, synced, under a shared lock
-    append_started(path, data)      the same write now, its sync on a thread: durable when the returned function returns
     with taken_aside(path, to): ... ``path`` renamed to ``to``, its appenders done (exclusive lock)
     stamp(path)                     ``(size, mtime_ns)``, ``(0, 0)`` when missing: what a cache keys a file on
 
@@ -23,14 +22,12 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
     "FileTooLarge",
     "NotRegular",
     "append_durably",
-    "append_started",
     "atomic_write",
     "locked",
     "read_bounded",
@@ -169,48 +166,6 @@ def append_durably(path: str, data: bytes, mode: int = 0o600) -> None:
     of the process and of the machine. A shared lock is held meanwhile; a file renamed away
     (:func:`taken_aside`) between the open and the lock is not written: the new ``path`` is.
     Raises ``OSError`` (a short write too)."""
-    fd, made = _append(path, data, mode)
-    _sync(fd, path, made)
-
-
-def append_started(path: str, data: bytes, mode: int = 0o600) -> Callable[[], None]:
-    """:func:`append_durably`'s write now, its sync (a few milliseconds of waiting on the disk) on a
-    thread of its own, so the caller's next work overlaps it: ``data`` is durable, and the shared
-    lock released, when the returned function returns (it raises the sync's ``OSError``; call it
-    once, always). The write's own errors are raised now."""
-    import _thread
-
-    fd, made = _append(path, data, mode)
-    done = _thread.allocate_lock()
-    failed: list[BaseException] = []
-
-    def sync() -> None:
-        try:
-            _sync(fd, path, made)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
-            failed.append(exc)
-        finally:
-            done.release()
-
-    done.acquire()
-    try:
-        _thread.start_new_thread(sync, ())
-    except BaseException:  # no thread to be had: synced here
-        done.release()
-        _sync(fd, path, made)
-        return lambda: None
-
-    def wait() -> None:
-        with done:
-            if failed:
-                raise failed[0]
-
-    return wait
-
-
-def _append(path: str, data: bytes, mode: int) -> tuple[int, bool]:
-    """``data`` written to ``path`` under a shared lock: the still open descriptor (holding the
-    lock), and whether ``path`` was (probably) made by this call."""
     from stoprule._util.native import LOCK_SH, flock
 
     while True:
@@ -221,10 +176,8 @@ def _append(path: str, data: bytes, mode: int) -> tuple[int, bool]:
             try:
                 current = os.stat(path)
             except FileNotFoundError:
-                os.close(fd)
                 continue
             if (current.st_ino, current.st_dev) != (st.st_ino, st.st_dev):
-                os.close(fd)
                 continue  # taken aside meanwhile: append to the new file
             view = memoryview(data)
             while view:
@@ -232,24 +185,16 @@ def _append(path: str, data: bytes, mode: int) -> tuple[int, bool]:
                 if n <= 0:
                     raise OSError(errno.ENOSPC, "short write", path)
                 view = view[n:]
-        except BaseException:
+            os.fdatasync(fd)
+            if st.st_size == 0:  # (probably) made by this call: its name must survive a crash too
+                dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+            return
+        finally:
             os.close(fd)  # (the lock goes with it)
-            raise
-        return fd, st.st_size == 0
-
-
-def _sync(fd: int, path: str, made: bool) -> None:
-    """Sync what :func:`_append` wrote (and the folder, when it made the file), then close ``fd``."""
-    try:
-        os.fdatasync(fd)
-        if made:  # its name must survive a crash too
-            dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-    finally:
-        os.close(fd)  # (the lock goes with it)
 
 
 class taken_aside:  # noqa: N801 - used as a function: ``with taken_aside(path, to):``

@@ -19,7 +19,6 @@ __all__ = ["add_arguments", "parse_simple", "run"]
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
     from types import SimpleNamespace
     from typing import IO, Any
 
@@ -69,15 +68,13 @@ def parse_simple(argv: list[str]) -> SimpleNamespace | None:
 
 def record(
     project: str, run: str, evaluator: Evaluator, fact: dict[str, Any], verdict: Verdict, settings: Settings
-) -> Callable[[], dict[str, str]]:
+) -> dict[str, str]:
     """Record the decision as a node of run ``run`` (the session) in the project's ledger:
     ``$STOPRULE_LEDGER``, else the config's ``ledger.url`` (``settings``: the config's, as the hook
     read it), else ``<project>/ledger.db``. A stop after a retryable block is recorded as that
     block's retry (``Recorder.record_stop``). A ledger file gets it through its journal (one line,
     one sync: :mod:`stoprule.ledger.journal`, which records it so when it folds it in), folded in by
-    the next command that opens it; a PostgreSQL ledger directly. Returns the function that waits
-    until the decision is durable (a journal's sync runs meanwhile, beside the rest of the stop) and
-    returns what to log: nothing may answer the harness before it returns."""
+    the next command that opens it; a PostgreSQL ledger directly. Returns what to log."""
     from stoprule.cli.common import ledger_target
 
     path, default = ledger_target(None, start=os.path.dirname(project), settings=settings)
@@ -86,8 +83,7 @@ def record(
         from stoprule.ledger.recorder import Recorder
 
         with open_ledger(path, create=True) as ledger:
-            node = {"ledger_node": str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)}
-        return lambda: node
+            return {"ledger_node": str(Recorder(ledger, evaluator).record_stop(run, fact).node.node)}
     from stoprule._util.redact import redact_obj
     from stoprule.ledger import journal
 
@@ -101,15 +97,8 @@ def record(
 
     kind, retryable = journal.decision_kind(verdict, evaluator)
     target = os.path.join(project, "ledger.db") if default else path
-    at, synced = journal.append_started(
-        target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable
-    )
-
-    def durable() -> dict[str, str]:
-        synced()
-        return {"ledger_journal": at}
-
-    return durable
+    at = journal.append(target, run, redact_obj(fact), redact_obj(verdict.to_dict()), kind=kind, retryable=retryable)
+    return {"ledger_journal": at}
 
 
 def _lifecycle(args: argparse.Namespace | SimpleNamespace, data: bytes, stdout: IO[str], stderr: IO[str]) -> int:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     Ledger = Any  # stoprule.ledger.store.Ledger (which imports this module)
 
-__all__ = ["FORMAT", "append", "append_started", "decision_kind", "fold", "journal_path", "pending"]
+__all__ = ["FORMAT", "append", "decision_kind", "fold", "journal_path", "pending"]
 
 FORMAT = 1
 SUFFIX = ".journal"
@@ -86,18 +86,7 @@ def append(ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, ki
     ``fact`` and ``verdict`` are written as given: redact them first. Returns the decision's
     time (its ``at`` in the ledger). Raises ``OSError``, ``LedgerError`` for a bad run id, or
     ``ValueError`` for a number JSON cannot write."""
-    at, synced = append_started(ledger_path, run, fact, verdict, kind=kind, retryable=retryable)
-    synced()
-    return at
-
-
-def append_started(
-    ledger_path: str, run: str, fact: Any, verdict: dict[str, Any], *, kind: str, retryable: bool
-) -> tuple[str, Callable[[], None]]:
-    """:func:`append`, its sync on a thread (:func:`stoprule._util.files.append_started`): the
-    decision's time, and the function that returns once the decision is durable (it raises the
-    sync's ``OSError``). Nothing may acknowledge the decision before that function returns."""
-    from stoprule._util.files import append_started as append_and_sync
+    from stoprule._util.files import append_durably
     from stoprule.ledger.errors import check_run_id
 
     check_run_id(run)  # what the fold would refuse is refused now, never acknowledged
@@ -107,7 +96,8 @@ def append_started(
     # a line of its own whatever came before it: a hook killed mid-line never glues a decision to its fragment
     # (a number JSON cannot write, NaN or an infinity, is refused now: ValueError, never acknowledged)
     line = dumps(entry, separators=(",", ":"), allow_nan=False)
-    return at, append_and_sync(journal_path(ledger_path), ("\n" + line + "\n").encode("ascii"))
+    append_durably(journal_path(ledger_path), ("\n" + line + "\n").encode("ascii"))
+    return at
 
 
 def _leftovers(path: str) -> list[tuple[int, str]]:

@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from stoprule.config.reader import Settings
     from stoprule.engine.evaluator import Evaluator, Verdict
 
-    Record = Callable[[str, str, Evaluator, dict[str, Any], Verdict, Settings], Callable[[], dict[str, str]]]
-
 __all__ = [
     "MAX_PAYLOAD_BYTES",
     "HookResult",
@@ -193,14 +191,12 @@ def run_hook(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     policy: str | None = None,
-    record: Record | None = None,
+    record: Callable[[str, str, Evaluator, dict[str, Any], Verdict, Settings], dict[str, str]] | None = None,
     server: str | None = None,
     via: str | None = None,
 ) -> HookResult:
-    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict, settings)`` starts
-    recording the decision (when the ledger is on) as soon as it is made, and returns the function
-    that waits until it is durable and returns what to log about it: called before the answer is
-    returned (the loop guard's record and the log line are written meanwhile). With a server (``server`` URL, or the
+    """Decide one stop. ``record(ledger_dir, run, evaluator, fact, verdict, settings)`` records the
+    decision (when the ledger is on) and returns what to log about it. With a server (``server`` URL, or the
     config's ``server:`` section) the facts are gathered here and the server decides.
     Never raises: every failure goes through one error path that honours ``fail: open|closed``
     and is logged. ``via``: what ran it, when not a process of its own (logged: ``resident``)."""
@@ -211,7 +207,6 @@ def run_hook(
     if via:
         entry["via"] = via
     st = _Stop(harness, event_name)
-    st.record = record
     disarm = _alarm(DEFAULT_HOOK["budget_ms"] / 1000.0)  # armed before anything is read
     try:
         decision = _decide(st, mod, data, entry, cwd, env, policy, t0, server)
@@ -228,38 +223,22 @@ def run_hook(
 
             discard_early()
     entry["decision"] = {"block": decision.block, "message": decision.message, "notice": decision.notice}
-    _start_recording(st, entry)  # (when the stop failed before it was decided: not started yet)
+    ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
+    if record is not None and ledger and st.fact is not None and st.verdict is not None:
+        try:
+            run = redact(clean(st.event.session_id or f"{harness}-unknown-session"))  # the run id is stored
+            entry.update(record(st.project, run, st.evaluator, st.fact, st.verdict, st.settings))  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
+            entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
+    entry["ms"] = round((time.monotonic() - t0) * 1000, 2)
     try:
         output = mod.render(decision, st.event)
     except Exception as exc:  # noqa: BLE001
         entry["render_error"] = f"{type(exc).__name__}: {exc}"
         output = {}
     safe = _safe_entry(entry)
-    if st.recording is not None:  # durable before the answer; its sync ran beside the work above
-        recorded: dict[str, str] = {}
-        try:
-            recorded = st.recording()
-        except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
-            recorded = {"ledger_error": f"{type(exc).__name__}: {exc}"}
-        safe.update(_safe_entry(recorded) if "ledger_error" in recorded else recorded)
-    safe["ms"] = round((time.monotonic() - t0) * 1000, 2)
     _log(st.home, st.settings.hook.get("log", True), safe)
     return HookResult(output, decision, safe, st.settings)
-
-
-def _start_recording(st: _Stop, entry: dict[str, Any]) -> None:
-    """Start recording the decision in the ledger (once; when it is on and the pack decided)."""
-    if st.record is None or st.record_started:
-        return
-    ledger = st.settings.hook.get("ledger") and st.project is not None and st.evaluator is not None
-    if not ledger or st.fact is None or st.verdict is None:
-        return
-    st.record_started = True  # one attempt: a journal line is never written twice
-    try:
-        run = redact(clean(st.event.session_id or f"{st.harness}-unknown-session"))  # the run id is stored
-        st.recording = st.record(st.project, run, st.evaluator, st.fact, st.verdict, st.settings)  # type: ignore[arg-type]
-    except Exception as exc:  # noqa: BLE001 - a ledger problem is logged, the decision stands
-        entry["ledger_error"] = f"{type(exc).__name__}: {exc}"
 
 
 class _Stop:
@@ -280,9 +259,6 @@ class _Stop:
         self.nested: str | None = None  # a .stoprule/ below the project root (the agent's), ignored
         self.frozen: dict[str, Any] | None = None  # the session's frozen record
         self.git_early = False  # the git provider's command was started before the providers ran
-        self.record: Record | None = None  # how the decision is recorded (hook_cmd.record)
-        self.record_started = False
-        self.recording: Callable[[], dict[str, str]] | None = None  # waits until it is durable
 
 
 def _decide(
@@ -385,7 +361,6 @@ def _decide(
         verdict = verdict_from_envelope(answer["verdict"])
         entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
     st.disarm()
-    _start_recording(st, entry)  # its sync runs while the loop guard and the log line are written
     entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
     decision = decision_of(verdict)
     observe = hook["mode"] == "observe"
