@@ -13,6 +13,10 @@ It also compiles the optional accelerator ``stoprule.engine._speedups``
 is reported and tolerated (stoprule then evaluates in Python, with the same results), and
 ``STOPRULE_NO_SPEEDUPS=1`` skips it. ``STOPRULE_SPEEDUPS_CFLAGS`` adds compiler flags (``.ci/run``
 gives one the compiler refuses, to check that a wheel without the accelerator works).
+
+And, alike (optional, the same switches), ``stoprule._util._native`` (``src/stoprule/_util/_native.c``):
+flock, poll, crc32 and adler32 in one small module, so a stop loads one shared library for them
+instead of three of the standard library's (without it, ``stoprule._util.native`` uses those).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 HERE = Path(__file__).resolve().parent
 MODULE = "durable_rules_engine"
 SPEEDUPS = "_speedups"
+NATIVE = "_native"
 
 
 def _engine_source() -> Path:
@@ -74,20 +79,25 @@ def build_engine(out_dir: Path) -> Path:
     return _build(ext, out_dir)
 
 
-def build_speedups(out_dir: Path) -> Path | None:
-    """Compile the optional accelerator into ``out_dir``: the file written, or None when it is
-    skipped (``STOPRULE_NO_SPEEDUPS=1``) or its build fails (reported, not fatal)."""
+def build_speedups(out_dir: Path, name: str = SPEEDUPS, folder: str = "engine") -> Path | None:
+    """Compile an optional C module (the accelerator; ``_native``) into ``out_dir``: the file
+    written, or None when it is skipped (``STOPRULE_NO_SPEEDUPS=1``) or its build fails (reported,
+    not fatal)."""
     if os.environ.get("STOPRULE_NO_SPEEDUPS") == "1":
         return None
     from setuptools import Extension
 
     flags = ["-O2", "-std=c11", *shlex.split(os.environ.get("STOPRULE_SPEEDUPS_CFLAGS", ""))]
-    source = HERE / "src" / "stoprule" / "engine" / "_speedups.c"
-    ext = Extension(SPEEDUPS, sources=[str(source)], extra_compile_args=flags, extra_link_args=flags[2:])
+    source = HERE / "src" / "stoprule" / folder / f"{name}.c"
+    ext = Extension(name, sources=[str(source)], extra_compile_args=flags, extra_link_args=flags[2:])
     try:
         return _build(ext, out_dir)
     except Exception as exc:  # noqa: BLE001 - any failure: stoprule runs without it
-        print(f"stoprule: the optional accelerator was not built ({exc}); evaluation runs in Python", file=sys.stderr)
+        if name == SPEEDUPS:
+            what = f"the optional accelerator was not built ({exc}); evaluation runs in Python"
+        else:
+            what = f"the optional {name} module was not built ({exc}); the standard library's are used"
+        print(f"stoprule: {what}", file=sys.stderr)
         return None
 
 
@@ -100,11 +110,15 @@ class EngineBuildHook(BuildHookInterface):
         if version == "editable":  # the package is imported from src/: build the engine there
             build_engine(HERE / "src" / "stoprule" / "engine")
             build_speedups(HERE / "src" / "stoprule" / "engine")
+            build_speedups(HERE / "src" / "stoprule" / "_util", NATIVE, "_util")
         else:
             self._tmp = tempfile.mkdtemp(prefix="stoprule-engine-")
             for out in (build_engine(Path(self._tmp)), build_speedups(Path(self._tmp))):
                 if out is not None:
                     build_data["force_include"][str(out)] = f"stoprule/engine/{out.name}"
+            native = build_speedups(Path(self._tmp) / "util", NATIVE, "_util")
+            if native is not None:
+                build_data["force_include"][str(native)] = f"stoprule/_util/{native.name}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 

@@ -109,10 +109,11 @@ w0, c0 = time.perf_counter(), time.process_time()
 import io, sys
 sys.path.insert(0, sys.argv.pop(1))  # as launch.py puts the install on the path (-I -S)
 try:
-    from stoprule._util.launcher import SiteOnMiss
+    from stoprule._util.launcher import start  # as launch.py starts (its finders)
 except ImportError:  # an older tree (--baseline): the launcher held it
     from stoprule.launch import SiteOnMiss
-sys.meta_path.append(SiteOnMiss)
+    start = lambda: sys.meta_path.append(SiteOnMiss)
+start()
 out = {}
 def add(name, w, c):
     a = out.setdefault(name, [0.0, 0.0])

@@ -99,6 +99,9 @@ def test_the_warm_hook_and_eval_import_exactly_the_cold_path(tmp_path: Path, env
     # the compiled engine (a C extension, no source to mark): inside the package when stoprule was
     # built with it (an install), beside it in a source tree run in place
     loaded.discard("stoprule.engine.durable_rules_engine")
+    # the optional C module of flock, poll and the checksums (C, no source to mark): the stop
+    # loads it instead of fcntl, select and zlib when it was built
+    loaded.discard("stoprule._util._native")
     listed = set(COLD_PATH)
     assert loaded == listed, (
         f"imported but not in COLD_PATH (keep it off the cold path, or list it): {sorted(loaded - listed)}\n"
@@ -115,6 +118,9 @@ def test_the_list_is_sorted_and_unique() -> None:
 # codec alone (stoprule._util.jsonin, jsonout) and compiles its regexes from kept programs
 # (stoprule._util.regex)
 NOT_ON_THE_STOP = ("json", "re", "enum")
+# shared libraries of the standard library (~0.3 ms each to load) the stop needs one function of
+# each from: stoprule._util._native has them, when it was built
+NATIVE_INSTEAD = ("fcntl", "select", "zlib")
 
 
 @pytest.mark.parametrize("harness", first_by_default(["claude-code", "codex"]))
@@ -155,3 +161,5 @@ def test_the_wired_stop_imports_neither_json_nor_re(tmp_path: Path, env: dict[st
     imported = {line.split("|")[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
     assert "stoprule.engine.evaluator" in imported  # the measure sees the stop's modules
     assert not imported & set(NOT_ON_THE_STOP), sorted(imported & set(NOT_ON_THE_STOP))
+    if "stoprule._util._native" in imported:  # built: the one shared library instead of three (and libz)
+        assert not imported & set(NATIVE_INSTEAD), sorted(imported & set(NATIVE_INSTEAD))

@@ -112,6 +112,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule._util.gcpause",
     "stoprule._util.jsonin",
     "stoprule._util.jsonout",
+    "stoprule._util.native",
     "stoprule._util.records",
     "stoprule._util.redact",
     "stoprule._util.regex",

@@ -89,10 +89,10 @@ def session_name(session: str | None) -> str:
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in session)[:80]
     if safe == session and not safe.startswith((".", "_")):
         return safe
-    import zlib
+    from stoprule._util.native import adler32, crc32
 
     raw = session.encode("utf-8", "surrogatepass")
-    return f"{safe.lstrip('._')[:60]}~{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+    return f"{safe.lstrip('._')[:60]}~{crc32(raw):08x}{adler32(raw):08x}"
 
 
 def state_file(project: str, kind: str, session: str | None) -> str:

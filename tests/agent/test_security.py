@@ -531,4 +531,5 @@ def test_every_temp_then_rename_write_and_lock_goes_through_the_helper() -> None
         text = f.read_text()
         for needle in ("os.replace(", "mkstemp(", "flock(", "os.link("):
             allowed = f.name == "runner.py" and needle == "os.replace("  # the log's one rotation
+            allowed |= f.relative_to(src).as_posix() == "_util/native.py" and needle == "flock("  # the call itself
             assert allowed or needle not in text, (f, needle)

@@ -101,3 +101,70 @@ def test_a_cold_cache_compiles_the_pack_through_the_launcher(tmp_path: Path, def
         [*stoprule_argv(), "check", "--policy", str(default_pack)], env=env, capture_output=True, text=True, timeout=120
     )
     assert p.returncode == 0 and p.stdout.startswith("ok: "), p.stderr
+
+
+def _own_modules() -> list[str]:
+    """Every stoprule module and package in its folders (source and extension modules)."""
+    import importlib.machinery
+
+    root = Path(stoprule.__file__).resolve().parent
+    out = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if "__pycache__" in rel.parts or "policies" in rel.parts:
+            continue
+        if path.is_dir() and (path / "__init__.py").is_file():
+            out.append(".".join(("stoprule", *rel.parts)))
+        for suffix in [".py", *importlib.machinery.EXTENSION_SUFFIXES]:  # the longest extension suffix first
+            if path.is_file() and path.name.endswith(suffix) and path.name != "__init__.py":
+                out.append(".".join(("stoprule", *rel.parent.parts, path.name[: -len(suffix)])))
+                break
+    return out
+
+
+def test_the_launchers_finder_finds_each_module_as_the_path_finder_does() -> None:
+    """OwnModules (the wired command's finder of stoprule's modules): the same file, loader, and
+    package folder as the path finder gives, for every module; no answer where it has none."""
+    import importlib
+    import importlib.machinery
+
+    from stoprule._util.launcher import OwnModules
+
+    names = _own_modules()
+    assert "stoprule.engine.durable_rules_engine" in names and "stoprule.agent.hook.runner" in names
+    for name in names:
+        parent = importlib.import_module(name.rpartition(".")[0])
+        want = importlib.machinery.PathFinder.find_spec(name, parent.__path__)
+        got = OwnModules.find_spec(name, parent.__path__)
+        assert want is not None and got is not None, name
+        assert (got.origin, type(got.loader), got.submodule_search_locations, got.cached, got.has_location) == (
+            want.origin,
+            type(want.loader),
+            want.submodule_search_locations,
+            want.cached,
+            want.has_location,
+        ), name
+    for name, path in [
+        ("stoprule.no_such_module", stoprule.__path__),
+        ("stoprule.policies", stoprule.__path__),  # a data folder (no __init__.py) beside the modules
+        ("other.cli", [str(Path(stoprule.__file__).parent)]),  # not stoprule's
+        ("stoprule.cli", None),  # a top-level search
+    ]:
+        assert OwnModules.find_spec(name, path) is None, name
+
+
+def test_the_wired_command_imports_stoprule_through_its_finder(tmp_path: Path) -> None:
+    probe = (
+        "import sys; sys.argv[1:] = ['--version']\n"
+        "from stoprule._util.launcher import OwnModules, start\nstart()\n"
+        "import stoprule.cli.main, stoprule.engine.evaluator\n"
+        "print(OwnModules in sys.meta_path, sorted(OwnModules._listings)[:1])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", f"import sys; sys.path.append({str(LAUNCHER.parent.parent)!r})\n{probe}"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=True,
+    )
+    assert out.stdout.startswith("True ['"), out.stdout + out.stderr

@@ -160,21 +160,21 @@ def test_a_hook_that_opened_the_journal_just_before_a_fold_writes_the_new_one(
     evaluator,
     monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
 ) -> None:
-    import fcntl
+    from stoprule._util import native
 
     db = tmp_path / "ledger.db"
     _journal(db, evaluator, "s", OK)
-    real, folded = fcntl.flock, []
+    real, folded = native.flock, []
 
     def flock(fd: int, op: int) -> None:
-        if op == fcntl.LOCK_SH and not folded:  # the hook has the old journal open: a command folds it now,
+        if op == native.LOCK_SH and not folded:  # the hook has the old journal open: a command folds it now,
             folded.append(1)
             with Ledger.open(str(db)):
                 pass
             _journal(db, evaluator, "t", CONTINUITY)  # and another hook starts a new journal
         real(fd, op)
 
-    monkeypatch.setattr(fcntl, "flock", flock)
+    monkeypatch.setattr(native, "flock", flock)
     _journal(db, evaluator, "s", REVIEW)
     monkeypatch.undo()
     assert folded

@@ -14,5 +14,6 @@ Modules::
     text      strings safe to store
     jsonin    JSON in with the C scanner alone (no ``json``, ``re``: the stop's and the guard's start)
     jsonout   JSON out with the C encoder alone
+    native    flock, poll, CRC-32 and Adler-32 from one small optional C module (else fcntl, select, zlib)
     regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)
     launcher  the start of the command as init wires it (-I -S: site only when a module needs it)"""

@@ -9,8 +9,8 @@ came from, so an edit (even one that restores the mtime) is a miss and a hit ski
 
 The folder is ``$STOPRULE_CACHE_DIR``, else ``$XDG_CACHE_HOME/stoprule``, else
 ``~/.cache/stoprule``; ``$STOPRULE_NO_CACHE`` turns caching off. An entry is data, never
-trusted: each reader checks what it loads against its source. ``zlib`` is already loaded by
-the interpreter, ``hashlib`` is not, so the key avoids it.
+trusted: each reader checks what it loads against its source. The key is CRC-32 and Adler-32
+(:mod:`stoprule._util.native`), not ``hashlib``, which would cost a stop's start ~2 ms.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -18,9 +18,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-import zlib
 
 from stoprule._util.files import atomic_write, read_bounded
+from stoprule._util.native import content_key
 
 __all__ = ["cache_dir", "cache_file", "content_key", "read_entry", "write_entry"]
 
@@ -39,11 +39,6 @@ def cache_file(name: str) -> str | None:
     """Where entry ``name`` lives, or None when caching is off."""
     folder = cache_dir()
     return os.path.join(folder, name) if folder is not None else None
-
-
-def content_key(data: bytes) -> str:
-    """A short name for ``data``: its CRC-32, Adler-32 and length, in hex."""
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
 
 
 def read_entry(path: str, limit: int) -> bytes | None:

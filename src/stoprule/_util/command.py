@@ -2,7 +2,7 @@
 stdin=DEVNULL, timeout=T)`` does, without importing :mod:`subprocess` (it imports ``locale``
 and ``selectors``: ~1.5 ms of the hook's cold start, for one ``git status``).
 
-POSIX: ``os.posix_spawnp`` with two pipes read under ``poll`` until the deadline; signals
+POSIX: ``os.posix_spawnp`` with two pipes read under ``poll`` (:mod:`stoprule._util.native`) until the deadline; signals
 Python ignores (SIGPIPE, SIGXFSZ) are reset to their defaults in the child, as ``subprocess``
 does. Elsewhere: :mod:`subprocess`. Whatever ends the wait early (the deadline, an exception
 such as the hook's own time budget), the child is killed and reaped. :func:`spawn` starts a
@@ -75,27 +75,23 @@ class Running:
         (CommandTimeout after it: the command is killed)."""
         if not self.posix:
             return _with_subprocess(self.argv, timeout, self.env)
-        import select
+        from stoprule._util.native import readable
 
         deadline = time.monotonic() + timeout
         out_r, err_r = self.fds
         try:
             chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
-            poller = select.poll()
-            for fd in chunks:
-                poller.register(fd, select.POLLIN)
-            reading = len(chunks)
+            reading = [out_r, err_r]
             while reading:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise CommandTimeout(f"{self.argv[0]} ran over {timeout:.3f} s")
-                for fd, _ in poller.poll(max(1, int(left * 1000))):
+                for fd in readable(reading, max(1, int(left * 1000))):
                     data = os.read(fd, 65536)
                     if data:
                         chunks[fd].append(data)
                     else:
-                        poller.unregister(fd)
-                        reading -= 1
+                        reading.remove(fd)
             delay = 0.0001
             while True:  # its output is closed: it is exiting
                 done, status = os.waitpid(self.pid, os.WNOHANG)

@@ -118,9 +118,9 @@ class locked:  # noqa: N801 - used as a function: ``with locked(path):`` (contex
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), self.mode)
         try:
-            import fcntl
+            from stoprule._util.native import LOCK_EX, LOCK_NB, flock
 
-            fcntl.flock(self.fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            flock(self.fd, LOCK_EX if self.wait else LOCK_EX | LOCK_NB)
         except ImportError:  # pragma: no cover - no flock (Windows): renames stay atomic
             pass
         except BaseException:
@@ -166,12 +166,12 @@ def append_durably(path: str, data: bytes, mode: int = 0o600) -> None:
     of the process and of the machine. A shared lock is held meanwhile; a file renamed away
     (:func:`taken_aside`) between the open and the lock is not written: the new ``path`` is.
     Raises ``OSError`` (a short write too)."""
-    import fcntl
+    from stoprule._util.native import LOCK_SH, flock
 
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
+            flock(fd, LOCK_SH)
             st = os.fstat(fd)
             try:
                 current = os.stat(path)
@@ -207,12 +207,12 @@ class taken_aside:  # noqa: N801 - used as a function: ``with taken_aside(path, 
         self.fd = -1
 
     def __enter__(self) -> None:
-        import fcntl
+        from stoprule._util.native import LOCK_EX, flock
 
         os.replace(self.path, self.to)
         self.fd = os.open(self.to, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            flock(self.fd, LOCK_EX)
         except BaseException:
             os.close(self.fd)
             raise

@@ -57,11 +57,12 @@ def _program_path(pattern: str | bytes, flags: int) -> str | None:
     if os.environ.get("STOPRULE_NO_CACHE"):
         return None
     import _sre  # type: ignore[import-not-found]
-    import zlib
+
+    from stoprule._util.native import content_key
 
     key = (pattern if isinstance(pattern, bytes) else pattern.encode("utf-8", "surrogatepass")) + b"\0%d" % flags
     folder = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}"
-    name = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}{len(key):x}.json"
+    name = f"{content_key(key)}.json"
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", folder, name)
 
 

@@ -54,11 +54,10 @@ class FrozenConfig:
 
 
 def _key(data: bytes | None) -> str:
-    """A cheap check of the copy's bytes (zlib is loaded; hashlib would cost each stop ~2 ms)."""
-    import zlib
+    """A cheap check of the copy's bytes (hashlib would cost each stop ~2 ms)."""
+    from stoprule._util.native import content_key
 
-    raw = data or b""
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+    return content_key(data or b"")
 
 
 def _digest(data: bytes | None) -> str:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 from stoprule._util.cache import cache_dir, read_entry, write_entry
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
+from stoprule._util.native import adler32, crc32
 from stoprule.engine.compiled import CompiledPolicy, from_data, to_data
 from stoprule.engine.evaluator import Evaluator
 from stoprule.language.files import pack_files
@@ -126,7 +126,7 @@ def _racy(stats: list[list[Any]], now_ns: int) -> bool:
 
 def _sources_digest(files: list[str]) -> str:
     """A checksum of the pack files' names, sizes and bytes (read only when their stats do not
-    vouch for the entry): it tells an edited pack from the one compiled, with zlib, which the
+    vouch for the entry): it tells an edited pack from the one compiled, with CRC-32 and Adler-32, which the
     stop has loaded (``hashlib`` would cost it ~2 ms; the compiled pack's own digest, sha256,
     is the compiler's). Files that match it and not the entry are the same bytes: making them
     match on purpose would only get the pack compiled from the files before the edit."""
@@ -135,15 +135,15 @@ def _sources_digest(files: list[str]) -> str:
         with open(p, "rb") as fh:
             data = fh.read()
         head = f"{os.path.basename(p)}\0{len(data)}\0".encode("utf-8", "surrogateescape")
-        crc = zlib.crc32(data, zlib.crc32(head, crc))
-        adler = zlib.adler32(data, zlib.adler32(head, adler))
+        crc = crc32(data, crc32(head, crc))
+        adler = adler32(data, adler32(head, adler))
         size += len(head) + len(data)
     return f"{crc:08x}{adler:08x}{size:x}"
 
 
 def _entry_path(cdir: str, root: str) -> str:
     key = "\n".join([os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]).encode()
-    return os.path.join(cdir, f"pack-{zlib.crc32(key):08x}{zlib.adler32(key):08x}.json")
+    return os.path.join(cdir, f"pack-{crc32(key):08x}{adler32(key):08x}.json")
 
 
 def _read(path: str) -> dict[str, Any] | None:

@@ -243,3 +243,46 @@ def test_a_first_freeze_names_nothing(project: Path, env: dict[str, str]) -> Non
     (project / "notes.txt").write_text("work\n")
     out, _ = _hook(project, env)
     assert not out.stops and "frozen" not in (out.user_sees or "")
+
+
+def test_stamps_spare_reading_the_pack_and_an_edit_that_keeps_size_and_mtime_is_named(
+    project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop checks the pack and its frozen copy by their files' stats while the stamp frozen with
+    them vouches (their bytes are not read); an edit of the copy that restores its size and mtime
+    still changes its ctime, and is named."""
+    from stoprule.agent.hook import frozen
+
+    monkeypatch.setattr(frozen, "RACY_NS", 0)  # files written just now vouch at once
+    _start(project, env)
+    keyed: list[str] = []
+    real_key = frozen.pack_key
+    monkeypatch.setattr(frozen, "pack_key", lambda pack: keyed.append(pack) or real_key(pack))
+    _hook(project, env)
+    assert keyed == []  # the stamps vouched: no pack file read for its key
+    (copy,) = (project / ".stoprule" / "state" / "packs").iterdir()
+    target = copy / "continuity.yaml"
+    before = target.stat()
+    target.write_bytes(b"#" * before.st_size)  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime
+    out, _ = _hook(project, env)
+    assert "frozen copy of the policy pack" in (out.user_sees or ""), out.user_sees
+    assert keyed  # read, and found altered
+
+
+def test_a_racy_stamp_is_checked_by_content_then_taken_again(
+    project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stamps taken within RACY_NS of a file's change do not vouch: the stop reads the bytes, finds
+    them the same, and keeps a new stamp in the frozen record (not named: nothing changed)."""
+    from stoprule.agent.hook import frozen
+
+    _start(project, env)
+    path = project / ".stoprule" / "state" / "frozen" / "sess-f.json"
+    assert json.loads(path.read_text())["pack"]["copy_stamp"]["racy"] is True  # the copy was just made
+    monkeypatch.setattr(frozen, "RACY_NS", 0)
+    out, _ = _hook(project, env)
+    assert "policy pack" not in (out.user_sees or "")
+    record = json.loads(path.read_text())["pack"]
+    assert record["copy_stamp"]["racy"] is False and record["stamp"]["racy"] is False
+    assert frozen.RESTAMPED not in record

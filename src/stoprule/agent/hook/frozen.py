@@ -8,7 +8,9 @@ records, in ``state/frozen/<session>.json`` (written once, redacted; :func:`load
 - ``config``: a key of ``config.yaml``'s bytes (the bytes themselves are frozen by
   :func:`stoprule.config.freeze.freeze`, which :func:`stoprule.config.reader.settings_for` reads);
 - ``pack``: the selected pack (every layer: its files and the global pack's it uses), copied
-  content-addressed to ``state/packs/<key>/``: every stop of the session loads that copy;
+  content-addressed to ``state/packs/<key>/``: every stop of the session loads that copy; a
+  key of the pack's and of the copy's bytes, and a stamp of their files' stats
+  (:func:`pack_stamp`): a stop reads the bytes again only when a stamp no longer vouches for them;
 - ``wiring``: each harness hook and MCP file of the project and the user, with a content key and
   (for the guard's ``ConfigChange`` check) its :func:`~stoprule.agent.guard.settings.view`;
 - ``guard``: the user's guard switch; ``switches``: a key of each other switch file the agent
@@ -28,7 +30,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import os
-import zlib
+
+from stoprule._util.native import content_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,12 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "lost", "pack_of", "save"]
 
 PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
+RACY_NS = 2_000_000_000  # stamps taken this soon after a file changed do not vouch for its bytes
+RESTAMPED = "restamped"  # in a record's ``pack``: a stamp was taken again (the record is to be saved)
 _ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
 _SWITCHES = {"blockers": ("blockers", "switch.json")}  # below the project's root: what a stop reads live
 
 
 def _key(data: bytes | None) -> str:
-    return "-" if data is None else f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+    return "-" if data is None else content_key(data)
 
 
 def _read(path: str, limit: int = 8 << 20) -> bytes | None:
@@ -97,15 +102,58 @@ def _pack_files(pack: str) -> list[str]:
         return []
 
 
-def pack_key(pack: str) -> str:
-    """A key over the pack's files (every layer), their names and bytes."""
-    parts = []
-    for path in _pack_files(pack):
-        parts.append(f"{os.path.basename(path)}:{_key(_read(path))}")
+def _pack_paths(pack: str) -> list[tuple[str, str]]:
+    """``(name, path)`` of each of the pack's files (every layer) and of its ``agent/`` data."""
+    out = [(os.path.basename(path), path) for path in _pack_files(pack)]
     agent = os.path.join(pack, "agent")
     if os.path.isdir(agent):
-        parts += [f"agent/{n}:{_key(_read(os.path.join(agent, n)))}" for n in sorted(os.listdir(agent))]
-    return _key("\n".join(parts).encode())
+        out += [(f"agent/{n}", os.path.join(agent, n)) for n in sorted(os.listdir(agent))]
+    return out
+
+
+def pack_key(pack: str) -> str:
+    """A key over the pack's files (every layer), their names and bytes."""
+    return _key("\n".join(f"{name}:{_key(_read(path))}" for name, path in _pack_paths(pack)).encode())
+
+
+def pack_stamp(pack: str) -> list[list[Any]] | None:
+    """Each of the pack's files' name, size, mtime, ctime and inode (None: one could not be
+    stated). A change to a file's bytes changes its ctime, which no one can set back (``os.utime``
+    sets the mtime, and the ctime to now): equal stamps vouch for equal bytes, as the compiled-pack
+    cache's do, unless a file changed within ``RACY_NS`` of the stamp (:func:`_racy`)."""
+    try:
+        out = []
+        for name, path in _pack_paths(pack):
+            st = os.stat(path)
+            out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+        return out
+    except OSError:
+        return None
+
+
+def _racy(stamp: list[list[Any]]) -> bool:
+    """Whether a file of ``stamp`` changed within ``RACY_NS`` of now (the stamp does not vouch yet)."""
+    import time
+
+    now = time.time_ns()
+    return any(max(mtime, ctime) >= now - RACY_NS for _, _, mtime, ctime, _ in stamp)
+
+
+def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: str) -> bool:
+    """Whether ``pack``'s files are those ``record[key_field]`` keyed: by their stamp when the
+    record's (``record[stamp_field]``, not racy) still vouches for them, else by their bytes, and
+    then the stamp is kept in the record (marked :data:`RESTAMPED`, to be saved) for the next stop."""
+    stamp = pack_stamp(pack)
+    kept = record.get(stamp_field)
+    if stamp is not None and isinstance(kept, dict) and kept.get("files") == stamp and kept.get("racy") is False:
+        return True
+    same = pack_key(pack) == record.get(key_field)
+    if same and stamp is not None:
+        taken = {"files": stamp, "racy": _racy(stamp)}
+        if taken != kept:  # (a stamp still racy is kept as it was: the record is not written again)
+            record[stamp_field] = taken
+            record[RESTAMPED] = True
+    return same
 
 
 def _copy_pack(home: str, pack: str, key: str) -> str | None:
@@ -188,15 +236,24 @@ def freeze(
             config = freeze_config(project, session).digest
         except Exception:  # noqa: BLE001 - an unreadable config: the live one decides (its error the stop's)
             config = None
+    stamp = pack_stamp(pack)  # before the bytes are read: a change meanwhile shows at the next stop
     key = pack_key(pack)
     copy = _copy_pack(home, pack, key)
+    copy_stamp = pack_stamp(copy) if copy else None
     rec: dict[str, Any] = {
         "at": round(time.time(), 3),
         "root": root,
         "project": project,
         "config": config,
         "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
-        "pack": {"path": pack, "key": key, "copy": copy, "copy_key": pack_key(copy) if copy else None},
+        "pack": {
+            "path": pack,
+            "key": key,
+            "stamp": {"files": stamp, "racy": _racy(stamp)} if stamp is not None else None,
+            "copy": copy,
+            "copy_key": pack_key(copy) if copy else None,
+            "copy_stamp": {"files": copy_stamp, "racy": _racy(copy_stamp)} if copy_stamp is not None else None,
+        },
         "wiring": _wiring(_wiring_paths(root, env)),
         "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
         "switches": _switches(project),
@@ -213,14 +270,14 @@ def pack_of(frozen: Mapping[str, Any] | None, home: str) -> str | None:
     return pack["copy"] if isinstance(pack, dict) and _copy_intact(pack, home) else None
 
 
-def _copy_intact(pack: Mapping[str, Any], home: str) -> bool:
+def _copy_intact(pack: dict[str, Any], home: str) -> bool:
     """Whether the record's copy is the one freezing made: ``state/packs/<key>/`` under ``home``,
     marked, with the files it had (an agent's edit of the copy, or a record pointing elsewhere, is not)."""
     copy, key = pack.get("copy"), pack.get("key")
     if not isinstance(copy, str) or not isinstance(key, str) or not os.path.isfile(os.path.join(copy, PACK_MARK)):
         return False
     where = os.path.realpath(os.path.join(home, "state", "packs", key))
-    return os.path.realpath(copy) == where and pack_key(copy) == pack.get("copy_key")
+    return os.path.realpath(copy) == where and _same_pack(copy, pack, "copy_key", "copy_stamp")
 
 
 def _switches(project: str | None) -> dict[str, str]:
@@ -277,7 +334,7 @@ def changes(
                 "started with",
             )
         )
-    elif pack.get("path") and pack_key(str(pack["path"])) != pack.get("key"):
+    elif pack.get("path") and not _same_pack(str(pack["path"]), pack, "key", "stamp"):
         found.append(
             (
                 "pack",

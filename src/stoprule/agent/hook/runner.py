@@ -455,10 +455,13 @@ def _frozen_session(
                 "again from stoprule's files as they are now, so review what changed in .stoprule/",
             ),
         )
+    frozen_pack = record.get("pack")
+    restamped = isinstance(frozen_pack, dict) and frozen_pack.pop(fz.RESTAMPED, False)
+    if new or restamped:  # what was named (each change once); the pack's stamps taken again
+        fz.save(st.home, event.session_id, record)
     if new:
         from stoprule.agent.guard.journal import record_attempt
 
-        fz.save(st.home, event.session_id, record)  # what was named (each change once)
         for _, what in new:
             record_attempt(st.home, event.session_id, {"via": "stop", "kind": "changed", "what": what})
     return None if explicit else copy

@@ -38,10 +38,10 @@ from __future__ import annotations
 import os
 import stat
 import time
-import zlib
 
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
+from stoprule._util.native import crc32
 from stoprule._util.regex import compiled, lazy
 
 TYPE_CHECKING = False
@@ -889,7 +889,7 @@ def _fingerprint(fh: BinaryIO, offset: int) -> list[int]:
     head = fh.read(min(_HEAD, offset))
     fh.seek(max(0, offset - 256))
     tail = fh.read(min(256, offset))
-    return [zlib.crc32(head), len(head), zlib.crc32(tail), len(tail)]
+    return [crc32(head), len(head), crc32(tail), len(tail)]
 
 
 def _resumable(saved: Any, path: str, fmt: str, st: os.stat_result) -> bool:

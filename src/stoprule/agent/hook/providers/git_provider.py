@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 
+from stoprule._util.native import content_key
 from stoprule.agent.hook.event import HookEvent
 
 TYPE_CHECKING = False
@@ -254,7 +254,7 @@ def _hash(root: str, path: str) -> str:
         return "-"
     except OSError:
         return "?"
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+    return content_key(data)
 
 
 def _blockers_file(blockers: dict[str, Any]) -> str | None:
