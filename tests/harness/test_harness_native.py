@@ -27,6 +27,7 @@ from harnesses import (
     DRIVERS,
     ClaudeCode,
     Codex,
+    Driver,
     Gemini,
     OpenCode,
     Session,
@@ -596,6 +597,18 @@ class CodexResume(Codex):
         return [*first[:-1], "resume", self.session, prompt]
 
 
+def _codex_again(off: Session, script: Script, driver: Driver, prompt: str) -> Session:
+    """Codex run again in ``off``'s project and home (its sessions), the user's config naming a
+    new model server that answers from ``script``."""
+    with serve(script) as url:
+        s = Session("codex", off.project, off.home, script, url)
+        (s.home / ".codex" / "config.toml").unlink()
+        DRIVERS["codex"].configure(s)
+        s.env = dict(off.env, **DRIVERS["codex"].environment(s))
+        s.result = driver.run(s, prompt)
+    return s
+
+
 def test_codex_blockers_off_under_init_wiring(tmp_path: Path) -> None:
     """Codex wired by ``init``: 0.171.0 has no custom slash commands (its terminal answers
     "Unrecognized command" to ``/blockers``), so ``init`` writes the project skill
@@ -624,12 +637,7 @@ def test_codex_blockers_off_under_init_wiring(tmp_path: Path) -> None:
     attack = f"{queue}; {_codex_resume('--last')}; {_codex_resume(first_session)}"
     forged = [Turn(calls=[Call("exec_command", {"cmd": attack, "yield_time_ms": 120000})]), Turn("ok."), Turn(ASKS)]
     script = Script(forged, Turn("Logged it for the user."))
-    with serve(script) as url:  # the same home (its sessions); the user's config names the new model server
-        s = Session("codex", off.project, off.home, script, url)
-        (s.home / ".codex" / "config.toml").unlink()
-        d.configure(s)
-        s.env = dict(off.env, **d.environment(s))
-        s.result = d.run(s, "Migrate staging.")
+    s = _codex_again(off, script, d, "Migrate staging.")
     assert s.result.returncode == 0, s.describe()
     story = "\n".join(s.transcript(3000))
     assert s.script.first_seeing("/blockers refused") is not None, story
@@ -646,12 +654,7 @@ def test_codex_blockers_off_under_init_wiring(tmp_path: Path) -> None:
     assert _queued(off.home / ".codex", second), "the agent's message was not queued"
     script = Script([Turn(ASKS)], Turn("Logged it for the user."))
     resume = CodexResume(second)
-    with serve(script) as url:
-        r = Session("codex", off.project, off.home, script, url)
-        (r.home / ".codex" / "config.toml").unlink()
-        d.configure(r)
-        r.env = dict(off.env, **d.environment(r))
-        r.result = resume.run(r, "Go on with the migration.")
+    r = _codex_again(off, script, resume, "Go on with the migration.")
     assert r.result.returncode == 0, r.describe()
     story = "\n".join(r.transcript(3000))
     assert script.first_seeing("/blockers refused") is not None and script.first_seeing("`queue`") is not None, story
