@@ -117,7 +117,9 @@ def _own_modules() -> list[str]:
             out.append(".".join(("stoprule", *rel.parts)))
         for suffix in [".py", *importlib.machinery.EXTENSION_SUFFIXES]:  # the longest extension suffix first
             if path.is_file() and path.name.endswith(suffix) and path.name != "__init__.py":
-                out.append(".".join(("stoprule", *rel.parent.parts, path.name[: -len(suffix)])))
+                stem = path.name[: -len(suffix)]
+                if stem.isidentifier():  # not another Python's build (``X.cpython-312-….so`` under 3.11)
+                    out.append(".".join(("stoprule", *rel.parent.parts, stem)))
                 break
     return out
 
