@@ -359,7 +359,7 @@ def test_the_opencode_plugin_continues_idle_sessions_with_node_and_a_fake_client
     assert json.loads((tmp_path / ".stoprule" / "state" / "blockers" / "main.json").read_text())
     # the refused one, for the stop to name (beside the guard's refusal of the agent's command)
     [attempt] = [a for a in read_attempts(str(tmp_path / ".stoprule"), "main") if a["via"] == "/blockers"]
-    assert "sent while a tool call was running" in attempt["what"]
+    assert "refused: it arrived while a tool call was running" in attempt["what"]
 
 
 def test_init_writes_the_opencode_plugin_and_mcp_server(tmp_path: Path) -> None:

@@ -95,7 +95,8 @@ def test_init_then_doctor_in_a_fresh_repository(harness: str, tmp_path: Path, ho
     assert _status(repo) == [".stoprule/.gitignore", ".stoprule/config.yaml"]
     assert _machine_paths(repo, _status(repo)) == {}
     # the harness's files are there, with this machine's path, and git does not see them
-    wired = [p for p in generated_files() if (repo / p).exists() and "/commands/" not in p]  # a command: no path
+    # a command or a skill names no path
+    wired = [p for p in generated_files() if (repo / p).exists() and not ("/commands/" in p or "/skills/" in p)]
     assert wired and all(str(VENV_BIN) in (repo / p).read_text() for p in wired)
     assert (repo / ".stoprule" / "ledger.db.journal").exists()  # the synthetic stop was recorded, out of git
     assert not [p for p in repo.rglob("*") if p.name.endswith(".bak")]
