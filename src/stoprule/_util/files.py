@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FileTooLarge",
     "NotRegular",
+    "RACY_NS",
     "append_durably",
     "atomic_write",
+    "file_stamp",
     "locked",
+    "racy",
     "read_bounded",
     "stamp",
     "taken_aside",
@@ -219,6 +222,23 @@ class taken_aside:  # noqa: N801 - used as a function: ``with taken_aside(path, 
 
     def __exit__(self, *exc: Any) -> None:
         os.close(self.fd)
+
+
+RACY_NS = 2_000_000_000  # stamps taken this soon after a file changed do not vouch for its bytes
+
+
+def file_stamp(label: str, path: str) -> list[Any]:
+    """``[label, size, mtime, ctime, inode]`` of the file at ``path`` (``OSError`` when it cannot
+    be stated). A change to its bytes changes its ctime, which no one can set back (``os.utime``
+    sets the mtime, and the ctime to now): equal stamps vouch for equal bytes, unless :func:`racy`."""
+    st = os.stat(path)
+    return [label, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def racy(stamps: list[list[Any]], now_ns: int, within_ns: int = RACY_NS) -> bool:
+    """Whether a file of ``stamps`` (:func:`file_stamp`) changed within ``within_ns`` of
+    ``now_ns``: its stamp does not vouch for its bytes yet (a change in the same clock tick)."""
+    return any(max(mtime, ctime) >= now_ns - within_ns for _, _, mtime, ctime, _ in stamps)
 
 
 def stamp(path: str) -> tuple[int, int]:

@@ -24,6 +24,7 @@ import os
 import sys
 
 from stoprule._util.cache import cache_dir, read_entry, write_entry
+from stoprule._util.files import RACY_NS, file_stamp, racy
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
 from stoprule._util.native import adler32, crc32
@@ -43,7 +44,6 @@ __all__ = ["bundled_pack", "compile_policy", "keep_loaded", "load_policy", "pack
 
 CACHE_FORMAT = "11"
 MAX_ENTRY_BYTES = 64 << 20  # a cache file larger than this is not read
-RACY_NS = 2_000_000_000  # stats taken this soon after a file changed do not vouch for its content
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
 _COMPILER_PACKAGES = ("language", "facts", "engine", "_util")
@@ -110,18 +110,8 @@ def _compiler_stats() -> list[list[Any]]:
 
 
 def _file_stats(files: list[str]) -> list[list[Any]]:
-    """Each pack file's path, size, mtime, ctime and inode: a change to its bytes changes its
-    ctime, which no one can set back (``os.utime`` sets the mtime, and the ctime to now)."""
-    out: list[list[Any]] = []
-    for path in files:
-        st = os.stat(path)
-        out.append([path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-    return out
-
-
-def _racy(stats: list[list[Any]], now_ns: int) -> bool:
-    """Whether a file changed within ``RACY_NS`` of ``now_ns`` (its stats do not vouch for it yet)."""
-    return any(max(mtime, ctime) >= now_ns - RACY_NS for _, _, mtime, ctime, _ in stats)
+    """Each pack file's stamp (:func:`~stoprule._util.files.file_stamp`), labelled by its path."""
+    return [file_stamp(path, path) for path in files]
 
 
 def _sources_digest(files: list[str]) -> str:
@@ -194,7 +184,7 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
         if compiled is not None:
             if restamp is not None and entry is not None:
                 now = time.time_ns()
-                _store(entry_path, dict(entry, files=restamp, racy=_racy(restamp, now)))
+                _store(entry_path, dict(entry, files=restamp, racy=racy(restamp, now, RACY_NS)))
             return compiled
     entry = None
     if cdir is not None:
@@ -203,7 +193,7 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
             compiler, files = _compiler_stats(), pack_files(root)
             stats = _file_stats(files)
             entry = {"format": CACHE_FORMAT, "version": __version__, "root": os.path.abspath(root),
-                     "compiler": compiler, "files": stats, "racy": _racy(stats, now),
+                     "compiler": compiler, "files": stats, "racy": racy(stats, now, RACY_NS),
                      "sources": _sources_digest(files)}  # fmt: skip
         except OSError:
             entry = None
@@ -251,7 +241,7 @@ def load_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
     if kept is not None and kept[0] == stats:
         return kept[1]
     evaluator = Evaluator(compile_policy(path, cache=cache))
-    if not _racy(stats, time.time_ns()):
+    if not racy(stats, time.time_ns(), RACY_NS):
         if len(_KEPT) >= 64:
             _KEPT.clear()
         _KEPT[root] = (stats, evaluator)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 
+from stoprule._util.files import RACY_NS, file_stamp, racy
 from stoprule._util.native import content_key
 
 TYPE_CHECKING = False
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "lost", "pack_of", "save"]
 
 PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
-RACY_NS = 2_000_000_000  # stamps taken this soon after a file changed do not vouch for its bytes
 RESTAMPED = "restamped"  # in a record's ``pack``: a stamp was taken again (the record is to be saved)
 _ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
 _SWITCHES = {"blockers": ("blockers", "switch.json")}  # below the project's root: what a stop reads live
@@ -117,16 +117,11 @@ def pack_key(pack: str) -> str:
 
 
 def pack_stamp(pack: str) -> list[list[Any]] | None:
-    """Each of the pack's files' name, size, mtime, ctime and inode (None: one could not be
-    stated). A change to a file's bytes changes its ctime, which no one can set back (``os.utime``
-    sets the mtime, and the ctime to now): equal stamps vouch for equal bytes, as the compiled-pack
+    """Each of the pack's files' stamp (:func:`~stoprule._util.files.file_stamp`), labelled by its
+    name (None: one could not be stated): equal stamps vouch for equal bytes, as the compiled-pack
     cache's do, unless a file changed within ``RACY_NS`` of the stamp (:func:`_racy`)."""
     try:
-        out = []
-        for name, path in _pack_paths(pack):
-            st = os.stat(path)
-            out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-        return out
+        return [file_stamp(name, path) for name, path in _pack_paths(pack)]
     except OSError:
         return None
 
@@ -135,8 +130,7 @@ def _racy(stamp: list[list[Any]]) -> bool:
     """Whether a file of ``stamp`` changed within ``RACY_NS`` of now (the stamp does not vouch yet)."""
     import time
 
-    now = time.time_ns()
-    return any(max(mtime, ctime) >= now - RACY_NS for _, _, mtime, ctime, _ in stamp)
+    return racy(stamp, time.time_ns(), RACY_NS)
 
 
 def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: str) -> bool:
