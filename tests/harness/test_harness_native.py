@@ -374,7 +374,10 @@ def _terminal(s: Session, args: list[str]) -> Iterator[tuple[_Screen, int]]:
         s.url = url
         d.configure(s)
         drop = ("STOPRULE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "COPILOT_", "CLAUDE_")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+        # and the CI markers: Gemini CLI (the is-in-ci package) will not start its interactive
+        # screen when CI, CONTINUOUS_INTEGRATION or any CI_* variable is set, as on a CI machine
+        ci = ("CI", "CONTINUOUS_INTEGRATION")
+        env = {k: v for k, v in os.environ.items() if not k.startswith((*drop, "CI_")) and k not in ci}
         env.update(HOME=str(s.home), PATH=harness_path(), PWD=str(s.project), TERM="xterm-256color")
         env.update(d.environment(s))
         exe = str(binary(s.harness))
