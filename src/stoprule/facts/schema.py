@@ -36,8 +36,6 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
-MAX_DEPTH = 32
-
 
 def format_field(path: tuple[str | int, ...]) -> str:
     out = ""
@@ -434,20 +432,6 @@ def _clone(v: Any) -> Any:
     if type(v) is dict:
         return {k: _clone(x) for k, x in v.items()}
     return v
-
-
-def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True if ``value`` nests no deeper than ``limit`` (iterative: no recursion)."""
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return True
 
 
 def strict_error(warnings: list[dict[str, str]]) -> FactError:
