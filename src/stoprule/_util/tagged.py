@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _SCALARS = (str, int, float, bool, type(None))
+_CONTAINERS = (list, dict)  # what load decodes (a dict only to refuse it: it is not tagged)
 
 
 def _fields(cls: type) -> tuple[str, ...]:
@@ -80,7 +81,12 @@ def dump(value: Any, types: Mapping[str, type]) -> Any:
 
 
 def load(data: Any, types: Mapping[str, type]) -> Any:
-    """The value :func:`dump` wrote (ValueError for data it does not write)."""
+    """The value :func:`dump` wrote (ValueError for data it does not write).
+
+    A cache read runs it on every start: scalars are taken as they are, without a call, and
+    the tags come in the order of their frequency (records, tuples, dicts)."""
+
+    containers = _CONTAINERS
 
     def dec(v: Any) -> Any:
         if type(v) is not list:
@@ -90,28 +96,45 @@ def load(data: Any, types: Mapping[str, type]) -> Any:
         if not v:
             raise ValueError("an empty list carries no tag")
         tag = v[0]
-        if tag == "j":
-            if len(v) != 2 or not (type(v[1]) is list or type(v[1]) is dict):
-                raise ValueError("a malformed plain value")
-            return v[1]
-        if tag == "t":
-            return tuple(map(dec, v[1:]))
-        if tag == "l":
-            return list(map(dec, v[1:]))
-        if tag == "d":
-            if len(v) != 2 or type(v[1]) is not dict:
-                raise ValueError("a malformed dict")
-            return {k: dec(x) for k, x in v[1].items()}
         if tag == "r":
             cls = types.get(v[1]) if len(v) > 1 and type(v[1]) is str else None
             if cls is None:
                 raise ValueError(f"an unknown record type {v[1:2]!r}")
+            args = v[2:]
+            for i, x in enumerate(args):
+                if type(x) in containers:
+                    args[i] = dec(x)
             try:
-                return cls(*map(dec, v[2:]))
+                return cls(*args)
             except TypeError as exc:
                 raise ValueError(f"a malformed {v[1]}: {exc}") from None
+        if tag == "t":
+            n = len(v)
+            if n == 1:
+                return ()
+            if n == 2:
+                x = v[1]
+                return (dec(x) if type(x) in containers else x,)
+            args = v[1:]
+            for i, x in enumerate(args):
+                if type(x) in containers:
+                    args[i] = dec(x)
+            return tuple(args)
+        if tag == "d":
+            if len(v) != 2 or type(v[1]) is not dict:
+                raise ValueError("a malformed dict")
+            out = {}
+            for k, x in v[1].items():
+                out[k] = dec(x) if type(x) in containers else x
+            return out
+        if tag == "j":
+            if len(v) != 2 or not (type(v[1]) is list or type(v[1]) is dict):
+                raise ValueError("a malformed plain value")
+            return v[1]
+        if tag == "l":
+            return [dec(x) if type(x) in containers else x for x in v[1:]]
         if tag == "f":
-            return frozenset(map(dec, v[1:]))
+            return frozenset([dec(x) if type(x) in containers else x for x in v[1:]])
         raise ValueError(f"an unknown tag {tag!r}")
 
     return dec(data)
