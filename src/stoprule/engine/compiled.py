@@ -128,7 +128,8 @@ class CompiledPolicy:
     schema: FactSchema
     slots: tuple[Slot, ...]
     lists: tuple[ListSlot, ...]
-    rulesets: tuple[dict[str, Any], ...]
+    # each ruleset as the engine is given it (stoprule.engine.durable.encode), kept with the pack
+    ruleset_json: tuple[str, ...]
     rules: tuple[RuleMeta, ...]
     stops: tuple[StopMeta, ...]
     verdicts: dict[str, VerdictMeta]
@@ -140,8 +141,6 @@ class CompiledPolicy:
     # engine names of the rules and stops whose condition is constant true: not sent to
     # the engine (they would fire on every fact), added to every match by the evaluator
     always: tuple[str, ...] = ()
-    # each ruleset as the engine is given it (stoprule.engine.durable.encode), kept with the pack
-    ruleset_json: tuple[str, ...] = ()
     # engine names of the rules and stops the engine cannot hold (it refuses their lowered
     # condition): decided by the reference interpreter (stoprule.engine.interpret) per fact
     in_python: tuple[str, ...] = ()
@@ -149,6 +148,14 @@ class CompiledPolicy:
     # (:func:`stoprule.language.conditions.dump_conditions`): read only where the engine cannot
     # decide (``in_python``, or a fact that meets an engine limit while matching)
     conditions: str = ""
+
+    @property
+    def rulesets(self) -> tuple[dict[str, Any], ...]:
+        """Each ruleset as data (:attr:`ruleset_json` read back), for tools and tests: the engine
+        is given the text, and neither the pack nor its cache holds the data twice."""
+        from stoprule._util.jsonin import loads
+
+        return tuple(loads(text) for text in self.ruleset_json)
 
 
 # the record types of a compiled pack: the only types reading its JSON form builds

@@ -247,7 +247,7 @@ class Evaluator:
     def __init__(self, compiled: CompiledPolicy, backend: Backend | str | None = AUTO) -> None:
         self.compiled = compiled
         self.digest = compiled.digest
-        self._engine = Engine(compiled.ruleset_json or compiled.rulesets, compiled.always)
+        self._engine = Engine(compiled.ruleset_json, compiled.always)
         self._rules = {r.engine_name: r for r in compiled.rules}
         # position in the winner order; the winner has the lowest
         self._rank = {r.engine_name: i for i, r in enumerate(rank(compiled.rules))}

@@ -344,7 +344,7 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         schema=checked.schema,
         slots=lowered.slots,
         lists=lowered.lists,
-        rulesets=tuple(chunks),
+        ruleset_json=tuple(encode(c) for c in chunks),
         rules=tuple(
             RuleMeta(
                 r.id,
@@ -369,7 +369,6 @@ def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnosti
         declarations=dict(checked.declarations),
         ruleset_keys=ruleset_keys,
         always=always,
-        ruleset_json=tuple(encode(c) for c in chunks),
         in_python=tuple(in_python),
         conditions=_conditions(checked),
     )

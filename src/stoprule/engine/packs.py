@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["bundled_pack", "compile_policy", "keep_loaded", "load_policy", "pack_path", "select_pack"]
 
-CACHE_FORMAT = "11"
+CACHE_FORMAT = "12"
 MAX_ENTRY_BYTES = 64 << 20  # a cache file larger than this is not read
 # every module of these packages (and the base modules beside them) shapes what a pack
 # compiles to: the cache key covers each of them, found on disk, never listed by hand
