@@ -1,4 +1,4 @@
-"""The compiled-pack cache: JSON data checked against the pack's files before use, never code.
+"""The compiled-pack cache: JSON data (and JSON texts) checked against the pack's files before use, never code.
 
 A start stats the files: equal stats are a hit without reading them; other stats are a hit
 only when the files' sha256 is the recorded one; anything else (an edit, an altered or foreign
@@ -53,20 +53,32 @@ def _entry(pack: Path) -> Path:
     return found
 
 
+def _head(path: Path) -> dict:
+    """The entry's line of JSON (the texts of the compiled pack follow it)."""
+    return json.loads(path.read_bytes().partition(b"\n")[0])
+
+
+def _rewrite(path: Path, head: dict) -> None:
+    """The entry with ``head`` as its line of JSON, its texts as they were."""
+    path.write_bytes(json.dumps(head).encode() + b"\n" + path.read_bytes().partition(b"\n")[2])
+
+
 def _settle(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cache the pack as if its files had last changed long ago (stats alone vouch from now on:
     a file's ctime cannot be set back, so the racy window is closed instead)."""
     monkeypatch.setattr(packs, "RACY_NS", -(10**12))
     packs.compile_policy(pack)
-    entry = json.loads(_entry(pack).read_text())
-    assert entry["racy"] is False
+    assert _head(_entry(pack))["racy"] is False
 
 
 def test_a_warm_start_reads_json_data_and_compiles_nothing(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = packs.compile_policy(pack)
     entry_file = _entry(pack)
-    entry = json.loads(entry_file.read_text())  # JSON, nothing else
+    entry = _head(entry_file)  # JSON, then the texts the compiled pack holds as they are
     assert entry["sources"] and entry["files"] and entry["compiled"][0] == "r"
+    texts = [*fresh.ruleset_json, fresh.conditions]
+    assert entry_file.read_bytes().partition(b"\n")[2] == "".join(texts).encode()
+    assert entry["texts"] == [len(t.encode()) for t in texts]
     assert not entry_file.stat().st_mode & 0o022  # nobody else may write it
     compiles = Compiles(monkeypatch)
     again = packs.compile_policy(pack)
@@ -81,7 +93,7 @@ def test_same_bytes_with_new_stats_is_a_hit_found_by_content(pack: Path, monkeyp
     (pack / "progress.yaml").touch()
     packs.compile_policy(pack)
     assert compiles.n == 0  # the sha256 vouched for it
-    stats = json.loads(_entry(pack).read_text())["files"]
+    stats = _head(_entry(pack))["files"]
     assert [str(pack / "progress.yaml")] == [s[0] for s in stats if s[0].endswith("progress.yaml")]
     assert stats == packs._file_stats(packs.pack_files(str(pack)))  # written again: the next start stats only
 
@@ -100,8 +112,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_compiled_again(pack: Path, monkeyp
 
 def test_stats_taken_right_after_a_change_do_not_vouch_for_it(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     packs.compile_policy(pack)  # the copy was just made: racy
-    entry = json.loads(_entry(pack).read_text())
-    assert entry["racy"] is True
+    assert _head(_entry(pack))["racy"] is True
     reads = []
     real = packs._sources_digest
     monkeypatch.setattr(packs, "_sources_digest", lambda files: reads.append(1) or real(files))
@@ -117,16 +128,41 @@ def test_stats_taken_right_after_a_change_do_not_vouch_for_it(pack: Path, monkey
         lambda e: e.__setitem__("compiled", ["t", 1, 2]),  # not a compiled pack
         lambda e: e.__setitem__("sources", "0" * 64) or e.__setitem__("racy", True),  # the files are not those
         lambda e: e.__setitem__("version", "0.0.0"),
+        lambda e: e["texts"].__setitem__(0, e["texts"][0] - 1),  # the texts are not those written
+        lambda e: e["texts"].pop(),
+        lambda e: e.__setitem__("texts", [sum(e["texts"])]),  # one text: no conditions apart from the rulesets
+        lambda e: e["compiled"].__setitem__(-1, "{}"),  # conditions in the data: not what is written
     ],
 )
 def test_an_entry_that_does_not_read_back_is_compiled_again(pack: Path, monkeypatch: pytest.MonkeyPatch, alter) -> None:  # noqa: ANN001
     fresh = packs.compile_policy(pack)
     path = _entry(pack)
-    entry = json.loads(path.read_text())
+    entry = _head(path)
     alter(entry)
-    path.write_text(json.dumps(entry))
+    _rewrite(path, entry)
     compiles = Compiles(monkeypatch)
     assert to_data(packs.compile_policy(pack)) == to_data(fresh) and compiles.n == 1
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[:-1],  # truncated
+        lambda b: b + b"x",
+        lambda b: b.partition(b"\n")[0],  # the texts lost
+        lambda b: b.replace(b"\n", b" ", 1),
+        lambda b: b[: len(b) - 3] + b"\xff\xfe\xfd",  # not UTF-8
+        lambda b: b"",
+    ],
+)
+def test_a_damaged_entry_is_compiled_again(pack: Path, monkeypatch: pytest.MonkeyPatch, damage) -> None:  # noqa: ANN001
+    fresh = packs.compile_policy(pack)
+    path = _entry(pack)
+    path.write_bytes(damage(path.read_bytes()))
+    compiles = Compiles(monkeypatch)
+    assert to_data(packs.compile_policy(pack)) == to_data(fresh) and compiles.n == 1
+    compiles.n = 0
+    assert to_data(packs.compile_policy(pack)) == to_data(fresh) and compiles.n == 0  # written again
 
 
 def test_an_entry_others_can_write_is_not_used(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,11 +179,11 @@ def test_text_in_an_entry_never_runs_as_code(pack: Path, tmp_path: Path, monkeyp
     only a pattern function."""
     _settle(pack, monkeypatch)
     path = _entry(pack)
-    entry = json.loads(path.read_text())
+    entry = _head(path)
     marker = tmp_path / "ran"
     payload = f"x' + __import__('os').system('touch {marker}') + '"
     text = json.dumps(entry).replace('"n0"', json.dumps(payload)).replace('"l0"', json.dumps(payload + "l"))
-    path.write_text(text)
+    _rewrite(path, json.loads(text))
     ev = Evaluator(packs.compile_policy(pack))
     ev.evaluate_many([{"status": "partial"}] * (DIRECT_FACTS + 1), on_error="return")  # the generated code too
     ev.evaluate({"status": "partial"})
@@ -155,7 +191,7 @@ def test_text_in_an_entry_never_runs_as_code(pack: Path, tmp_path: Path, monkeyp
     entry["compiled"] = json.loads(text)["compiled"]
     slots = [i for i, f in enumerate(packs.CompiledPolicy._fields) if f == "slots"][0] + 2
     entry["compiled"][slots][1][5] = ["t", "system", "id"]  # a slot's test naming another function
-    path.write_text(json.dumps(entry))
+    _rewrite(path, entry)
     with pytest.raises(ValueError, match="not a pattern test"):
         Evaluator(packs.compile_policy(pack)).evaluate({"status": "partial"})
 

@@ -1,8 +1,9 @@
 """What the compiler produces: plain data the evaluator runs on, and its JSON form.
 
 No pydantic, no YAML: a cached ``CompiledPolicy`` loads without either. :func:`to_data` and
-:func:`from_data` write it as JSON data and read it back equal (:mod:`stoprule._util.tagged`:
-only the record types below are built, so the compiled-pack cache is data, never code).
+:func:`from_data` write it as JSON data (and the JSON texts it holds, apart) and read it back
+equal (:mod:`stoprule._util.tagged`: only the record types below are built, so the
+compiled-pack cache is data, never code).
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -164,14 +165,21 @@ _TYPES: dict[str, type] = {
 }
 
 
-def to_data(compiled: CompiledPolicy) -> Any:
-    """``compiled`` as JSON data (see :mod:`stoprule._util.tagged`)."""
-    return tagged.dump(compiled, _TYPES)
+def to_data(compiled: CompiledPolicy) -> tuple[Any, list[str]]:
+    """``compiled`` as JSON data (see :mod:`stoprule._util.tagged`), and apart from it the JSON
+    texts it holds (its rulesets as the engine is given them, then its conditions), each an empty
+    string in the data: a cache keeps them as they are, where in the data each would be a JSON
+    string whose escaping every start undoes."""
+    texts = [*compiled.ruleset_json, compiled.conditions]
+    kept = compiled._replace(ruleset_json=("",) * len(compiled.ruleset_json), conditions="")
+    return tagged.dump(kept, _TYPES), texts
 
 
-def from_data(data: Any) -> CompiledPolicy:
+def from_data(data: Any, texts: list[str]) -> CompiledPolicy:
     """The compiled pack :func:`to_data` wrote; ValueError for anything else."""
     compiled = tagged.load(data, _TYPES)
     if type(compiled) is not CompiledPolicy:
         raise ValueError("not a compiled pack")
-    return compiled
+    if len(texts) != len(compiled.ruleset_json) + 1 or any(compiled.ruleset_json) or compiled.conditions:
+        raise ValueError("not the compiled pack's texts")
+    return compiled._replace(ruleset_json=tuple(texts[:-1]), conditions=texts[-1])

@@ -4,7 +4,9 @@ Selection order: ``--policy PATH``, ``$STOPRULE_POLICY``, ``policies/`` in the n
 ``.stoprule/`` at or above the working directory, the bundled default pack. A cache hit
 imports neither YAML, pydantic nor pathlib: this module is on the CLI's cold-start path.
 
-The cache holds one JSON file per pack directory: the compiled pack as data
+The cache holds one file per pack directory, a line of JSON, then the JSON texts the compiled
+pack holds as they are (its rulesets and conditions: as JSON strings, each start would undo
+their escaping), their sizes in the line. The line holds the compiled pack as data
 (:func:`stoprule.engine.compiled.to_data`, read back building only the compiled pack's own
 record types: never code, unlike a pickle), the pack files' stats (size, mtime, ctime, inode)
 and the sha256 of their names and bytes, and the compiler modules' stats. A start stats the
@@ -136,22 +138,36 @@ def _entry_path(cdir: str, root: str) -> str:
     return os.path.join(cdir, f"pack-{crc32(key):08x}{adler32(key):08x}.json")
 
 
-def _read(path: str) -> dict[str, Any] | None:
-    """The cache entry at ``path`` (None when it is missing or does not read as one)."""
+def _read(path: str) -> tuple[dict[str, Any], list[str]] | None:
+    """The cache entry at ``path`` and the texts after it (None when it is missing or does not
+    read as one): a line of JSON whose ``texts`` gives the UTF-8 size of each text that follows."""
     raw = read_entry(path, MAX_ENTRY_BYTES)
-    try:
-        entry = loads(raw) if raw is not None else None
-    except ValueError:
+    if raw is None:
         return None
-    return entry if type(entry) is dict else None
+    head, _, tail = raw.partition(b"\n")
+    try:
+        entry = loads(head)
+        sizes = entry["texts"] if type(entry) is dict else None
+        if type(sizes) is not list or any(type(n) is not int or n < 0 for n in sizes) or sum(sizes) != len(tail):
+            return None
+        texts, at = [], 0
+        for n in sizes:
+            texts.append(tail[at : at + n].decode("utf-8", "surrogatepass"))
+            at += n
+    except (ValueError, KeyError):
+        return None
+    return entry, texts
 
 
 def _cached(
-    entry: dict[str, Any] | None, root: str, compiler: list[list[Any]], files: list[str]
+    found: tuple[dict[str, Any], list[str]] | None, root: str, compiler: list[list[Any]], files: list[str]
 ) -> tuple[CompiledPolicy | None, list[list[Any]] | None]:
     """``(the compiled pack, None)`` on a hit whose stats still vouch for it; ``(pack, new stats)``
     on a hit found by content (the entry to be written again); ``(None, None)`` on a miss."""
-    if entry is None or entry.get("format") != CACHE_FORMAT or entry.get("version") != __version__:
+    if found is None:
+        return None, None
+    entry, texts = found
+    if entry.get("format") != CACHE_FORMAT or entry.get("version") != __version__:
         return None, None
     if entry.get("root") != os.path.abspath(root) or entry.get("compiler") != compiler:
         return None, None
@@ -162,7 +178,7 @@ def _cached(
             return None, None
         restamp = stats
     try:
-        return from_data(entry.get("compiled")), restamp
+        return from_data(entry.get("compiled"), texts), restamp
     except (ValueError, TypeError, RecursionError):
         return None, None
 
@@ -177,14 +193,15 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
         try:
             compiler, files = _compiler_stats(), pack_files(root)
             entry_path = _entry_path(cdir, root)
-            entry = _read(entry_path)
-            compiled, restamp = _cached(entry, root, compiler, files)
+            found = _read(entry_path)
+            compiled, restamp = _cached(found, root, compiler, files)
         except OSError:  # a file vanished meanwhile: compiled below (which names any problem)
-            compiled, restamp, entry = None, None, None
+            compiled, restamp, found = None, None, None
         if compiled is not None:
-            if restamp is not None and entry is not None:
+            if restamp is not None and found is not None:
+                entry, texts = found
                 now = time.time_ns()
-                _store(entry_path, dict(entry, files=restamp, racy=racy(restamp, now, RACY_NS)))
+                _store(entry_path, dict(entry, files=restamp, racy=racy(restamp, now, RACY_NS)), texts)
             return compiled
     entry = None
     if cdir is not None:
@@ -202,14 +219,17 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
     compiled = compile_pack(root).compiled
     assert compiled is not None
     if cdir is not None and entry is not None:
-        _store(_entry_path(cdir, root), dict(entry, compiled=to_data(compiled)))
+        data, texts = to_data(compiled)
+        _store(_entry_path(cdir, root), dict(entry, compiled=data), texts)
     return compiled
 
 
-def _store(path: str, entry: dict[str, Any]) -> None:
-    """Write the entry atomically; an unwritable cache is not an error."""
+def _store(path: str, entry: dict[str, Any], texts: list[str]) -> None:
+    """Write the entry, then ``texts`` as they are, atomically; an unwritable cache is not an error."""
     try:
-        write_entry(path, dumps(entry, separators=(",", ":")).encode())
+        tail = [t.encode("utf-8", "surrogatepass") for t in texts]
+        head = dumps(dict(entry, texts=[len(t) for t in tail]), separators=(",", ":")).encode()
+        write_entry(path, b"\n".join([head, b"".join(tail)]))
     except (TypeError, ValueError):
         return
 
