@@ -46,6 +46,11 @@ TYPES = {"Point": Point, "Box": Box}
         {"k": [Box("c", frozenset({1}))]},
         ["d", {"x": 1}],
         ("r", "Point", 1),  # values that look like tags are written as values
+        Point(1),  # a record's empty fields, one-item and nested tuples
+        Box("e", {}),
+        Box("f", frozenset()),
+        ((),),
+        ((1,), [()], {"k": ()}),
     ],
 )
 def test_what_is_written_reads_back_equal_with_its_types(value: object) -> None:
@@ -73,6 +78,11 @@ def test_a_type_not_named_is_not_written() -> None:
         [],
         {"x": 1},  # an object not inside a dict tag
         ["d", [1]],
+        ["t", {"x": 1}],  # an object inside a one-item tuple
+        ["r", "Box", "b", {"x": 1}],  # or as a record's field
+        ["r", "Box", "b", ["d", {}, 1]],
+        ["r", "Box", "b", ["t", ["x"]]],
+        ["l", ["d"]],
     ],
 )
 def test_data_it_does_not_write_is_refused(data: object) -> None:

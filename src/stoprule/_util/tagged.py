@@ -83,10 +83,11 @@ def dump(value: Any, types: Mapping[str, type]) -> Any:
 def load(data: Any, types: Mapping[str, type]) -> Any:
     """The value :func:`dump` wrote (ValueError for data it does not write).
 
-    A cache read runs it on every start: scalars are taken as they are, without a call, and
-    the tags come in the order of their frequency (records, tuples, dicts)."""
+    A cache read runs it on every start: scalars and a record's empty fields are taken without
+    a call, and the tags come in the order of their frequency (records, tuples, dicts)."""
 
     containers = _CONTAINERS
+    no_tuple, no_dict = ["t"], ["d", {}]  # an empty tuple, an empty dict
 
     def dec(v: Any) -> Any:
         if type(v) is not list:
@@ -102,8 +103,8 @@ def load(data: Any, types: Mapping[str, type]) -> Any:
                 raise ValueError(f"an unknown record type {v[1:2]!r}")
             args = v[2:]
             for i, x in enumerate(args):
-                if type(x) in containers:
-                    args[i] = dec(x)
+                if type(x) in containers:  # a record's empty fields (defaults) without a call
+                    args[i] = () if x == no_tuple else {} if x == no_dict else dec(x)
             try:
                 return cls(*args)
             except TypeError as exc:
