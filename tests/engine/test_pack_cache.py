@@ -49,7 +49,7 @@ class Compiles:
 
 
 def _entry(pack: Path) -> Path:
-    (found,) = (pack.parent / "cache").glob("pack-*.json")
+    (found,) = (pack.parent / "cache").glob("pack-*.entry")
     return found
 
 

@@ -14,8 +14,8 @@ files: the same stats are a hit without reading them; different stats (a ``touch
 checkout) are a hit only if the files' sha256 is still the one recorded. Stats taken within
 ``RACY_NS`` of a file's last change do not vouch for it (a change in the same clock tick
 could keep them equal): the next start checks that file's content, as git does. An entry
-that does not read back (altered, truncated, from another version), or that anyone but the
-user could have written, is compiled again.
+that does not read back (altered, truncated, its texts not the sizes recorded, from another
+version), or that anyone but the user could have written, is compiled again.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -135,7 +135,7 @@ def _sources_digest(files: list[str]) -> str:
 
 def _entry_path(cdir: str, root: str) -> str:
     key = "\n".join([os.path.abspath(root), __version__, CACHE_FORMAT, sys.version.split()[0]]).encode()
-    return os.path.join(cdir, f"pack-{crc32(key):08x}{adler32(key):08x}.json")
+    return os.path.join(cdir, f"pack-{crc32(key):08x}{adler32(key):08x}.entry")
 
 
 def _read(path: str) -> tuple[dict[str, Any], list[str]] | None:
