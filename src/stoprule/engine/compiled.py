@@ -122,7 +122,7 @@ class StopMeta:
 
 
 @record
-class CompiledPolicy:
+class CompiledPolicy(Record):
     name: str
     digest: str
     files: tuple[str, ...]

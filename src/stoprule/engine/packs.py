@@ -199,9 +199,9 @@ def compile_policy(path: str | os.PathLike[str] | None = None, *, cache: bool = 
             compiled, restamp, found = None, None, None
         if compiled is not None:
             if restamp is not None and found is not None:
-                entry, texts = found
+                head, texts = found
                 now = time.time_ns()
-                _store(entry_path, dict(entry, files=restamp, racy=racy(restamp, now, RACY_NS)), texts)
+                _store(entry_path, dict(head, files=restamp, racy=racy(restamp, now, RACY_NS)), texts)
             return compiled
     entry = None
     if cdir is not None:
