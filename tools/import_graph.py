@@ -195,6 +195,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.adapters.antigravity": "the hook runs for Antigravity CLI",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
+    "stoprule.agent.hook.question_patterns": "the pack's question patterns are not in the cache yet",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.agent.hook.transcripts.antigravity": "the hook reads new records of an Antigravity transcript",
     "stoprule.agent.hook.transcripts.claude": "the hook reads new records of a Claude Code transcript",

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from stoprule.agent.hook import questions
-from stoprule.agent.hook.questions import beyond_ascii, explain_question, required, sentences
+from stoprule.agent.hook import question_patterns, questions
+from stoprule.agent.hook.question_patterns import beyond_ascii, required
+from stoprule.agent.hook.questions import explain_question, sentences
 from tiers import first_by_default
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +112,16 @@ def test_a_character_without_case_is_matched_only_by_itself() -> None:
     assert kept, "the default pack has patterns in scripts without case"
 
 
+def test_the_characters_that_fold_to_ascii_are_the_ones_re_folds() -> None:
+    """The detector's check of a text and the reading of a pattern share one table: the characters
+    outside ASCII that ``re.IGNORECASE`` matches with an ASCII letter (the reading is a module of
+    its own, off the stop's path, so each keeps its copy)."""
+    letter = re.compile("[a-z]", re.I)
+    chars = map(chr, (*range(0x80, 0xD800), *range(0xE000, 0x110000)))  # every code point beyond ASCII
+    folds = {ch for ch in chars if letter.fullmatch(ch)}
+    assert folds == set(questions._FOLDS_TO_ASCII) == set(question_patterns._FOLDS_TO_ASCII)
+
+
 def test_the_detector_decides_as_before() -> None:
     """The whole detector, with the shortcut and without it (every pattern searched), on every
     ending of the question fixtures and the corpus."""
@@ -138,8 +149,8 @@ def test_the_readings_are_kept_in_the_cache_and_checked(tmp_path: Path, monkeypa
     (entry,) = tmp_path.glob("questions-*.json")
     assert json.loads(entry.read_text())["patterns"] == sorted(PATTERNS)
     reads = []
-    real = questions._requirements
-    monkeypatch.setattr(questions, "_requirements", lambda p: reads.append(p) or real(p))
+    real = question_patterns.read_pattern
+    monkeypatch.setattr(question_patterns, "read_pattern", lambda p: reads.append(p) or real(p))
     for damage in (None, lambda e: e["read"].pop(), lambda e: e["patterns"].reverse(), lambda e: e.clear()):
         if damage is not None:
             data = json.loads(entry.read_text())
