@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read", "wanted"]
 
+_WANTED = (b"turn_context", b"function_call", b"exec_command_end", b'"assistant"', b"session_meta", b'"user"')
 # Codex user messages that are context the harness adds, not the user's prompt
 _CONTEXT = (
     "<environment_context>",
@@ -33,17 +34,7 @@ _CONTEXT = (
 
 def wanted(scan: ScanState, line: bytes) -> bool:
     """A compact line worth decoding: one that names a turn, a call, a command's end, a message or the session."""
-    return any(
-        k in line
-        for k in (
-            b"turn_context",
-            b"function_call",
-            b"exec_command_end",
-            b'"assistant"',
-            b"session_meta",
-            b'"user"',
-        )
-    )
+    return any(k in line for k in _WANTED)
 
 
 def read(scan: ScanState, obj: dict[str, Any]) -> None:

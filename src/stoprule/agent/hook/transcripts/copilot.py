@@ -15,19 +15,12 @@ if TYPE_CHECKING:
 
 __all__ = ["read", "wanted"]
 
+_WANTED = (b'"user.message"', b'"assistant.message"', b'"tool.execution_complete"', b'"hook.end"', b'"session.start"')
+
 
 def wanted(scan: ScanState, line: bytes) -> bool:
     """A compact line worth decoding: an event of a type the reader takes."""
-    return any(
-        k in line
-        for k in (
-            b'"user.message"',
-            b'"assistant.message"',
-            b'"tool.execution_complete"',
-            b'"hook.end"',
-            b'"session.start"',
-        )
-    )
+    return any(k in line for k in _WANTED)
 
 
 def read(scan: ScanState, obj: dict[str, Any]) -> None:

@@ -88,8 +88,8 @@ class Scan(ScanState):
     def feed(self, line: bytes) -> None:
         """Take one record (a JSONL line, or a pretty-printed object's lines). A record that
         cannot be decoded (not JSON, nested too deeply, not UTF-8) is skipped and counted."""
-        fmt = self._reader or self._load()
-        if not self.full and not self._wanted(line, fmt):
+        module = self._reader or self._load()
+        if not self.full and not self._wanted(line, module):
             return
         try:
             obj = loads(line)
@@ -104,11 +104,11 @@ class Scan(ScanState):
         if not isinstance(obj, dict):
             self.skip("not a JSON object")
             return
-        if fmt is None:  # a format no module reads
+        if module is None:  # a format no module reads
             self.skip("a record of an unexpected shape")
             return
         try:
-            fmt.read(self, obj)
+            module.read(self, obj)
         except (RecursionError, TypeError, ValueError, KeyError, AttributeError, IndexError):
             self.skip("a record of an unexpected shape")
 
@@ -116,10 +116,10 @@ class Scan(ScanState):
         self._reader = reader(self.fmt)
         return self._reader
 
-    def _wanted(self, line: bytes, fmt: ModuleType | None) -> bool:
+    def _wanted(self, line: bytes, module: ModuleType | None) -> bool:
         if b'": ' in line or b'" :' in line or b"\n" in line.rstrip():
             return True  # spaced or pretty-printed JSON: the byte prefilter of the format assumes compact lines
-        return fmt is None or bool(fmt.wanted(self, line))
+        return module is None or bool(module.wanted(self, line))
 
 
 def detect(path: str, harness: str | None = None) -> str | None:
