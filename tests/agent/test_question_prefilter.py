@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stoprule._util.regex import FOLDS_TO_ASCII
 from stoprule.agent.hook import question_patterns, questions
 from stoprule.agent.hook.question_patterns import beyond_ascii, required
 from stoprule.agent.hook.questions import explain_question, sentences
@@ -60,7 +61,7 @@ def test_every_requirement_holds_in_every_match() -> None:
             if not re.search(p, text, re.I):
                 continue
             assert not (beyond_ascii(p) and text.isascii()), (p, text)
-            if needs and not any(c in text for c in questions._FOLDS_TO_ASCII):
+            if needs and not any(c in text for c in FOLDS_TO_ASCII):
                 low = text.lower()
                 assert all(any(w in low for w in words) for words in needs), (p, text, needs)
 
@@ -113,13 +114,13 @@ def test_a_character_without_case_is_matched_only_by_itself() -> None:
 
 
 def test_the_characters_that_fold_to_ascii_are_the_ones_re_folds() -> None:
-    """The detector's check of a text and the reading of a pattern share one table: the characters
-    outside ASCII that ``re.IGNORECASE`` matches with an ASCII letter (the reading is a module of
-    its own, off the stop's path, so each keeps its copy)."""
+    """The detector's check of a text and the reading of a pattern share one table
+    (``stoprule._util.regex.FOLDS_TO_ASCII``): the characters outside ASCII that
+    ``re.IGNORECASE`` matches with an ASCII letter."""
     letter = re.compile("[a-z]", re.I)
     chars = map(chr, (*range(0x80, 0xD800), *range(0xE000, 0x110000)))  # every code point beyond ASCII
     folds = {ch for ch in chars if letter.fullmatch(ch)}
-    assert folds == set(questions._FOLDS_TO_ASCII) == set(question_patterns._FOLDS_TO_ASCII)
+    assert folds == set(FOLDS_TO_ASCII)
 
 
 def test_the_detector_decides_as_before() -> None:

@@ -8,13 +8,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule._util.regex import compiled
+from stoprule._util.regex import FOLDS_TO_ASCII, compiled
 
 __all__ = ["beyond_ascii", "read_pattern", "required"]
 
-# the characters re.IGNORECASE matches with an ASCII letter that str.lower() does not map to it
-# (as questions._FOLDS_TO_ASCII: the detector checks a text for them before its shortcut)
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _META = frozenset(".^$*+?{}[]()|\\")
 
 
@@ -43,7 +40,7 @@ def _literal(ch: str) -> str | None:
 
 def _foreign(ch: str) -> bool:
     """A character outside ASCII that no ASCII character matches case-insensitively."""
-    return not ch.isascii() and ch not in _FOLDS_TO_ASCII
+    return not ch.isascii() and ch not in FOLDS_TO_ASCII
 
 
 def _class_end(p: str, j: int) -> int:

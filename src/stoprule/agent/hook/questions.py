@@ -25,7 +25,7 @@ On the cold path (tools/import_graph.py): its regexes through :mod:`stoprule._ut
 
 from __future__ import annotations
 
-from stoprule._util.regex import compiled
+from stoprule._util.regex import FOLDS_TO_ASCII, compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _item_possible(line: str) -> bool:
     if s[0] in "-*•+(" or s[0].isdigit() or s[1:2] in (")", ".", ":"):
         return True
     head = s[:8]
-    return head.lower().startswith(_ITEM_WORDS) or any(c in head for c in _FOLDS_TO_ASCII)
+    return head.lower().startswith(_ITEM_WORDS) or any(c in head for c in FOLDS_TO_ASCII)
 
 
 def _strip(line: str) -> str:
@@ -178,7 +178,7 @@ def _any(patterns: list[str], text: str) -> str | None:
             continue
         if needs:
             if low is None:  # a character that folds to an ASCII letter: no shortcut for this text
-                low = "" if any(c in text for c in _FOLDS_TO_ASCII) else text.lower()
+                low = "" if any(c in text for c in FOLDS_TO_ASCII) else text.lower()
             if low and not all(any(w in low for w in words) for words in needs):
                 continue
         if compiled(p, _IGNORECASE).search(text):
@@ -186,9 +186,6 @@ def _any(patterns: list[str], text: str) -> str | None:
     return None
 
 
-# the characters re.IGNORECASE matches with an ASCII letter that str.lower() does not map to it
-# (question_patterns reads the patterns with the same table)
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _READ: dict[str, tuple[tuple[tuple[str, ...], ...], bool]] = {}
 
 
