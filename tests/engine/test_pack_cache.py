@@ -1,7 +1,7 @@
 """The compiled-pack cache: JSON data (and JSON texts) checked against the pack's files before use, never code.
 
 A start stats the files: equal stats are a hit without reading them; other stats are a hit
-only when the files' sha256 is the recorded one; anything else (an edit, an altered or foreign
+only when the files' checksum is the recorded one; anything else (an edit, an altered or foreign
 entry, one others could write) is compiled again. Whatever the entry holds, reading it builds
 only the compiled pack's own types, and the code generated from it never runs its text.
 """
@@ -92,7 +92,7 @@ def test_same_bytes_with_new_stats_is_a_hit_found_by_content(pack: Path, monkeyp
     compiles = Compiles(monkeypatch)
     (pack / "progress.yaml").touch()
     packs.compile_policy(pack)
-    assert compiles.n == 0  # the sha256 vouched for it
+    assert compiles.n == 0  # the checksum vouched for it
     stats = _head(_entry(pack))["files"]
     assert [str(pack / "progress.yaml")] == [s[0] for s in stats if s[0].endswith("progress.yaml")]
     assert stats == packs._file_stats(packs.pack_files(str(pack)))  # written again: the next start stats only
@@ -163,6 +163,14 @@ def test_a_damaged_entry_is_compiled_again(pack: Path, monkeypatch: pytest.Monke
     assert to_data(packs.compile_policy(pack)) == to_data(fresh) and compiles.n == 1
     compiles.n = 0
     assert to_data(packs.compile_policy(pack)) == to_data(fresh) and compiles.n == 0  # written again
+
+
+def test_a_pack_path_with_a_line_break_is_cached(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry's line of JSON holds the path escaped: the texts still start after it."""
+    odd = pack.rename(pack.parent / "two\nlines")
+    fresh = packs.compile_policy(odd)
+    compiles = Compiles(monkeypatch)
+    assert to_data(packs.compile_policy(odd)) == to_data(fresh) and compiles.n == 0
 
 
 def test_an_entry_others_can_write_is_not_used(pack: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,9 +9,9 @@ pack holds as they are (its rulesets and conditions: as JSON strings, each start
 their escaping), their sizes in the line. The line holds the compiled pack as data
 (:func:`stoprule.engine.compiled.to_data`, read back building only the compiled pack's own
 record types: never code, unlike a pickle), the pack files' stats (size, mtime, ctime, inode)
-and the sha256 of their names and bytes, and the compiler modules' stats. A start stats the
+and a checksum of their names and bytes, and the compiler modules' stats. A start stats the
 files: the same stats are a hit without reading them; different stats (a ``touch``, a
-checkout) are a hit only if the files' sha256 is still the one recorded. Stats taken within
+checkout) are a hit only if the files' checksum is still the one recorded. Stats taken within
 ``RACY_NS`` of a file's last change do not vouch for it (a change in the same clock tick
 could keep them equal): the next start checks that file's content, as git does. An entry
 that does not read back (altered, truncated, its texts not the sizes recorded, from another
