@@ -196,6 +196,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.launch": "a harness runs the command `stoprule init` wired (the launcher runs as the script)",
     "stoprule._util.launcher": "a harness runs the command `stoprule init` wired (the launcher's start)",
+    "stoprule.cli.resident_wire": "a resident process listens (the hook's client asks it), `hook.resident: true`",
     "stoprule.ledger.backend": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.ddl": "the hook records to a PostgreSQL ledger (ledger.url)",
     "stoprule.ledger.events": "the hook records to a PostgreSQL ledger (ledger.url)",

@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import os
 
+from stoprule._util.files import taken_aside
 from stoprule._util.jsonin import loads
+from stoprule._util.redact import redact_obj
+from stoprule.engine.evaluator import Match, Verdict
+from stoprule.ledger.errors import check_run_id
+from stoprule.ledger.events import canonical, digest
 from stoprule.ledger.journal import FORMAT, SUFFIX, journal_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-    from stoprule.engine.evaluator import Verdict
 
     Ledger = Any  # stoprule.ledger.store.Ledger (which imports this module)
 
@@ -87,8 +90,6 @@ def _finite(text: str) -> float:
 
 def _decision(line: bytes) -> dict[str, Any] | None:
     """The journaled decision on ``line``, or None if it is not a well-formed one."""
-    from stoprule.ledger.errors import check_run_id
-
     try:
         e = loads(line, parse_constant=_not_json, parse_float=_finite)
         v = e["verdict"]
@@ -135,8 +136,6 @@ def _read(path: str) -> tuple[list[dict[str, Any]], list[bytes]]:
 
 
 def _verdict(v: dict[str, Any]) -> Verdict:
-    from stoprule.engine.evaluator import Match, Verdict
-
     return Verdict(
         ok=v["ok"],
         verdict=v["verdict"],
@@ -182,9 +181,6 @@ def _retried(ledger: Ledger, run: str) -> str | None:
 def _identity(fact: Any) -> tuple[str, str]:
     """``(digest, canonical JSON)`` of a fact, as the recorder keeps it (``recorder.fact_identity``,
     which this module cannot import: the recorder imports the store, which folds through here)."""
-    from stoprule._util.redact import redact_obj
-    from stoprule.ledger.events import canonical, digest
-
     text = canonical(redact_obj(fact), finite=True)
     return digest(text), text
 
@@ -220,8 +216,6 @@ def _reject(path: str, lines: list[bytes]) -> None:
 
 def _fold_file(ledger: Ledger, path: str, taken: tuple[int, str] | None) -> None:
     """Fold the journal at ``path`` (``taken``: a fold that died left it as ``(H, file)``)."""
-    from stoprule._util.files import taken_aside
-
     with ledger.write():
         src = path if taken is None else taken[1]
         if taken is not None:
