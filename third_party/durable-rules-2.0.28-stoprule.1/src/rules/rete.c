@@ -42,6 +42,7 @@
 
 #define GET_EXPRESSION(tree, betaOffset, expr) do { \
     expressionSequence *exprs = &tree->nodePool[betaOffset].value.b.expressionSequence; \
+    CHECK_RESULT(reserveExpression(exprs)); \
     expr = &exprs->expressions[exprs->length]; \
     ++exprs->length; \
     if (exprs->length == MAX_SEQUENCE_EXPRESSIONS) { \
@@ -51,6 +52,7 @@
 
 #define APPEND_EXPRESSION(tree, betaOffset, op) do { \
     expressionSequence *exprs = &tree->nodePool[betaOffset].value.b.expressionSequence; \
+    CHECK_RESULT(reserveExpression(exprs)); \
     exprs->expressions[exprs->length].operator = op; \
     ++exprs->length; \
     if (exprs->length == MAX_SEQUENCE_EXPRESSIONS) { \
@@ -88,6 +90,30 @@ static unsigned int growPool(void **pool,
 
     *pool = newPool;
     *capacity = newCapacity;
+    return RULES_OK;
+}
+
+// stoprule: a beta's expressions are allocated apart from the node pool and grown as they are
+// appended (at most MAX_SEQUENCE_EXPRESSIONS, as before): a node was 1848 bytes, nearly all of
+// them an expression array most nodes never use, and every node touched faulted in its own page.
+static unsigned int reserveExpression(expressionSequence *exprs) {
+    if (exprs->length < exprs->capacity) {
+        return RULES_OK;
+    }
+
+    unsigned short newCapacity = exprs->capacity ? exprs->capacity * 2 : 4;
+    if (newCapacity > MAX_SEQUENCE_EXPRESSIONS) {
+        newCapacity = MAX_SEQUENCE_EXPRESSIONS;
+    }
+
+    expression *newExpressions = realloc(exprs->expressions, newCapacity * sizeof(expression));
+    if (!newExpressions) {
+        return ERR_OUT_OF_MEMORY;
+    }
+
+    memset(&newExpressions[exprs->capacity], 0, (newCapacity - exprs->capacity) * sizeof(expression));
+    exprs->expressions = newExpressions;
+    exprs->capacity = newCapacity;
     return RULES_OK;
 }
 
@@ -135,6 +161,7 @@ static unsigned int storeNode(ruleset *tree,
 
     *nodeOffset = tree->nodeOffset;
     *newNode = &tree->nodePool[tree->nodeOffset];
+    memset(*newNode, 0, sizeof(node));  // stoprule: no stale expression array in a new node
     tree->nodeOffset = tree->nodeOffset + 1;        
     return RULES_OK;
 }
@@ -1425,6 +1452,8 @@ static unsigned int createBeta(ruleset *tree,
         newBeta->value.b.expressionSequence.aliasOffset = stringOffset;
         newBeta->value.b.expressionSequence.not = (operator == OP_NOT) ? 1 : 0;
         newBeta->value.b.expressionSequence.length = 0;
+        newBeta->value.b.expressionSequence.capacity = 0;
+        newBeta->value.b.expressionSequence.expressions = NULL;
         if (operator == OP_NOP || operator == OP_NOT) {
             unsigned int resultOffset = NODE_M_OFFSET;
             CHECK_PARSE_RESULT(readNextValue(last, 
@@ -1930,6 +1959,12 @@ unsigned int deleteRuleset(unsigned int handle) {
     ruleset *tree;
     RESOLVE_HANDLE(handle, &tree);
 
+    for (unsigned int i = 0; i < tree->nodeOffset; ++i) {
+        node *current = &tree->nodePool[i];
+        if (current->type == NODE_BETA || current->type == NODE_CONNECTOR) {
+            free(current->value.b.expressionSequence.expressions);
+        }
+    }
     free(tree->nodePool);
     free(tree->nextPool);
     free(tree->stringPool);

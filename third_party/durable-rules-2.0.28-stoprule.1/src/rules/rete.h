@@ -77,8 +77,9 @@ typedef struct expressionSequence {
     unsigned int nameOffset;
     unsigned int aliasOffset;
     unsigned short length;
+    unsigned short capacity;
     unsigned char not;
-    expression expressions[MAX_SEQUENCE_EXPRESSIONS];
+    expression *expressions;
 } expressionSequence;
 
 typedef struct alpha {
