@@ -33,16 +33,7 @@ from __future__ import annotations
 
 import os
 
-from stoprule._util.redact_core import (
-    _CONCAT,
-    _SECRET_KEY,
-    JUDGEMENT_BUDGET,
-    REDACTED,
-    _compile,
-    _cut,
-    _Lazy,
-    _re,
-)
+from stoprule._util.redact_core import _CONCAT, _SECRET_KEY, JUDGEMENT_BUDGET, REDACTED, _compile, _cut, _Lazy, _re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

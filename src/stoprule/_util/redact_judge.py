@@ -9,16 +9,7 @@ imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule._util.redact_core import (
-    _CONCAT,
-    _MARK,
-    _SECRET_KEY,
-    JUDGEMENT_BUDGET,
-    REDACTED,
-    _compile,
-    _cut,
-    _Lazy,
-)
+from stoprule._util.redact_core import _CONCAT, _MARK, _SECRET_KEY, JUDGEMENT_BUDGET, REDACTED, _compile, _cut, _Lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
