@@ -245,6 +245,25 @@ def wired_commands(project: Path) -> dict[str, list[str]]:
     return out
 
 
+def start_session(cmd: list[str], stop_file: Path, env: dict[str, str]) -> None:
+    """The session of the Stop payload in ``stop_file`` started as its harness starts it: the
+    session-start hook ``init`` wired (``cmd``, the stop's command, with ``--event session-start``),
+    which records the git baseline (dirty files, flagged files, stashes, ignore files) and freezes
+    the session, so the stops that follow check the work the session hid from ``git status`` too,
+    as every stop of a real session does."""
+    stop = json.loads(stop_file.read_text())
+    start = {k: stop[k] for k in ("session_id", "transcript_path", "cwd")}
+    start.update(hook_event_name="SessionStart", source="startup")
+    subprocess.run(
+        [*cmd, "--event", "session-start"],
+        input=json.dumps(start).encode(),
+        env=env,
+        cwd=stop["cwd"],
+        check=True,
+        capture_output=True,
+    )
+
+
 def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
     """hookify's plugin folder copied to ``tmp/plugins/hookify`` (None, and why, when not found)."""
     candidates = [given or os.environ.get("STOPRULE_BENCH_HOOKIFY") or ""]
@@ -441,6 +460,7 @@ def main() -> None:
                 labels["hookify"] = "hookify stop hook, one rule (python3 hooks/stop.py)"
             wired = wired_commands(files["project"])
             for harness, key in (("claude-code", "stop cc"), ("codex", "stop codex")):
+                start_session(wired[harness], files[harness], fresh)
                 cmds[key] = ([*wired[harness], "<", str(files[harness])], fresh)
                 labels[key] = f"stoprule hook {harness} < payload (fresh process, as init wired it)"
                 targets[key] = STOP_TARGET
@@ -467,6 +487,7 @@ def main() -> None:
             resident_stop = tmp / "claude-code-resident-stop.json"
             payload = json.loads(files["claude-code"].read_text())
             resident_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-resident")))
+            start_session(wired["claude-code"], resident_stop, warm)
             cmds["resident"] = ([*wired["claude-code"], "<", str(resident_stop)], warm)
             labels["resident"] = "stoprule hook claude-code, resident process (aim ~1x)"
         if args.baseline:
@@ -479,6 +500,7 @@ def main() -> None:
             payload = json.loads(files["claude-code"].read_text())
             before_stop.write_text(json.dumps(dict(payload, session_id=payload["session_id"] + "-baseline")))
             own_cache = dict(fresh, STOPRULE_CACHE_DIR=str(tmp / "cache-baseline"))  # (its compiler differs)
+            start_session([*argv, "hook", "claude-code"], before_stop, own_cache)
             cmds["baseline"] = ([*argv, "hook", "claude-code", "<", str(before_stop)], own_cache)
             labels["baseline"] = f"the same stop by commit {args.baseline} (fresh process, wired alike)"
         for spec in args.cmd:
@@ -491,7 +513,8 @@ def main() -> None:
         print(f"tree: {tree_state()}")
         print(
             "project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
-            " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads"
+            " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads,"
+            " each session started by its wired session-start hook"
         )
         if not args.only_cmd:
             print(f"hookify: {where}")

@@ -13,7 +13,8 @@ import random
 from typing import Any
 
 from stoprule.engine.durable import encode
-from stoprule.engine.evaluator import Evaluator, _direct_projector, _projectors
+from stoprule.engine.evaluator import Evaluator, _direct_projector
+from stoprule.engine.json_projector import projectors
 from stoprule.language import patterns
 
 FEATURE_PACK = """
@@ -125,7 +126,7 @@ def same_projection(ev: Evaluator, fact: dict[str, Any]) -> None:
     c = ev.compiled
     subsets = [None] if keys is None else [frozenset(k) for k in keys]
     direct = [_direct_projector(c.slots, c.lists, c.schema.root, ks) for ks in subsets]
-    generated = [fn for _, fn in _projectors(c)]
+    generated = [fn for _, fn in projectors(c)]
     for parts in (ev._project_parts, direct, generated):
         if keys is None:
             assert parts[0](fact) == encode(ref)[1:], fact

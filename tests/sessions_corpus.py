@@ -12,7 +12,7 @@ from typing import Any
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, gather
 from stoprule.agent.hook.replay import FORMAT_HARNESS, REPLAY_PROVIDERS, boundaries
-from stoprule.agent.hook.transcripts import detect
+from stoprule.agent.hook.transcripts.scan import detect
 from stoprule.config.fields import DEFAULT_FIELDS
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "sessions"

@@ -20,7 +20,7 @@ from hookharness import FIXTURES
 from stoprule.agent.hook.adapters import adapter
 from stoprule.agent.hook.agy_hooks import check_file, check_manifest, check_manifest_text, check_text
 from stoprule.agent.hook.event import Decision
-from stoprule.agent.hook.transcripts import Scan, detect
+from stoprule.agent.hook.transcripts.scan import Scan, detect
 
 AGY = FIXTURES / "antigravity"
 

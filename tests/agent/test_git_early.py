@@ -1,6 +1,7 @@
 """The stop's ``git status`` starts before the pack loads and the providers read
-(``git_provider.start_status``); the git provider collects that very command, and a stop that
-fails before the provider runs ends it: no git is left running or unreaped."""
+(``git_provider.start_status``), and so does the listing of flagged files when the session's
+start recorded them; the git provider collects those very commands, and a stop that fails
+before the provider runs ends them: no git is left running or unreaped."""
 
 from __future__ import annotations
 
@@ -78,8 +79,8 @@ def test_a_stop_that_fails_before_git_ends_the_git_it_started(
     pids: list[int] = []
     real_run = git_provider.start_status
 
-    def start_status(workdir: str) -> None:
-        real_run(workdir)
+    def start_status(workdir: str, session: dict[str, Any] | None = None) -> None:
+        real_run(workdir, session)
         pids.extend(r.pid for r in started)
 
     monkeypatch.setattr(git_provider, "start_status", start_status)
@@ -90,3 +91,40 @@ def test_a_stop_that_fails_before_git_ends_the_git_it_started(
     assert "error" in result.entry and not result.decision.block  # fail open, as before
     assert pids and all(_gone(pid) for pid in pids)  # killed and reaped
     assert git_provider._EARLY == {}
+
+
+def test_after_a_session_start_the_flagged_listing_starts_early_too(
+    repo: Path, started: list[command.Running], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stoprule.agent.hook import providers
+    from stoprule.agent.hook.lifecycle import run_session_start
+
+    before_providers: list[list[str]] = []
+    real_gather = providers.gather
+
+    def gather(*args: Any) -> Any:
+        before_providers.extend(r.argv for r in started)
+        return real_gather(*args)
+
+    monkeypatch.setattr(providers, "gather", gather)
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "add", "work.py"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "work"], cwd=repo, check=True)
+    start = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
+    run_session_start("claude-code", json.dumps(start).encode())
+    (repo / "work.py").write_text("x = 2\n")  # the session's work, then hidden from git status
+    subprocess.run(["git", "update-index", "--assume-unchanged", "work.py"], cwd=repo, check=True)
+    started.clear()
+    result = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    kinds = [next(a for a in argv if a in ("status", "ls-files")) for argv in before_providers]
+    assert kinds == ["status", "ls-files"], before_providers  # both started before the providers
+    assert len(started) == 2, [r.argv for r in started]  # and only then: the provider collected them
+    assert result.entry["fact"]["uncommittedWork"] is True, result.entry.get("error")  # the hidden file counts
+    assert git_provider._EARLY == {}
+    assert all(r.pid == 0 and r.fds == [] for r in started)
+
+
+def test_without_a_recorded_baseline_only_git_status_starts_early(repo: Path, started: list[command.Running]) -> None:
+    run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    assert [r for r in started if "ls-files" in r.argv] == []

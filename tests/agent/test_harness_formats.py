@@ -15,7 +15,7 @@ from stoprule.agent.hook.adapters import adapter
 from stoprule.agent.hook.event import Decision
 from stoprule.agent.hook.runner import run_hook
 from stoprule.agent.hook.state import set_facts
-from stoprule.agent.hook.transcripts import Scan, detect
+from stoprule.agent.hook.transcripts.scan import Scan, detect
 from stoprule.cli.main import run as cli
 
 TRANSCRIPTS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "payloads" not in p.name)

@@ -18,7 +18,7 @@ from stoprule.agent.hook.providers import merge
 from stoprule.agent.hook.providers.closure_provider import parse_trailer
 from stoprule.agent.hook.runner import _guard, run_hook
 from stoprule.agent.hook.state import clear_facts, read_facts, set_facts
-from stoprule.agent.hook.transcripts import observations, scan_file
+from stoprule.agent.hook.transcripts.scan import observations, scan_file
 from stoprule.cli.main import run as cli
 
 CODEX_SCHEMAS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-hooks"  # vendored: see its SOURCE.md
@@ -469,7 +469,7 @@ def test_capture_kills_a_command_past_its_deadline(tmp_path: Path) -> None:
 def test_scan_state_keeps_the_last_fifty_tool_names_in_order() -> None:
     """``Scan.state`` (saved at every stop, and built at every stop of a replay) keeps the 50
     tool names seen last, oldest first, read from the end whatever the scan has seen."""
-    from stoprule.agent.hook.transcripts import Scan
+    from stoprule.agent.hook.transcripts.scan import Scan
 
     scan = Scan("claude", full=True)
     for n in (0, 1, 49, 50, 51, 120, 5000):

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from stoprule.agent.hook import questions
-from stoprule.agent.hook.questions import beyond_ascii, explain_question, required, sentences
+from stoprule._util.regex import FOLDS_TO_ASCII
+from stoprule.agent.hook import question_patterns, questions
+from stoprule.agent.hook.question_patterns import beyond_ascii, required
+from stoprule.agent.hook.questions import explain_question, sentences
 from tiers import first_by_default
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +61,7 @@ def test_every_requirement_holds_in_every_match() -> None:
             if not re.search(p, text, re.I):
                 continue
             assert not (beyond_ascii(p) and text.isascii()), (p, text)
-            if needs and not any(c in text for c in questions._FOLDS_TO_ASCII):
+            if needs and not any(c in text for c in FOLDS_TO_ASCII):
                 low = text.lower()
                 assert all(any(w in low for w in words) for words in needs), (p, text, needs)
 
@@ -111,6 +113,16 @@ def test_a_character_without_case_is_matched_only_by_itself() -> None:
     assert kept, "the default pack has patterns in scripts without case"
 
 
+def test_the_characters_that_fold_to_ascii_are_the_ones_re_folds() -> None:
+    """The detector's check of a text and the reading of a pattern share one table
+    (``stoprule._util.regex.FOLDS_TO_ASCII``): the characters outside ASCII that
+    ``re.IGNORECASE`` matches with an ASCII letter."""
+    letter = re.compile("[a-z]", re.I)
+    chars = map(chr, (*range(0x80, 0xD800), *range(0xE000, 0x110000)))  # every code point beyond ASCII
+    folds = {ch for ch in chars if letter.fullmatch(ch)}
+    assert folds == set(FOLDS_TO_ASCII)
+
+
 def test_the_detector_decides_as_before() -> None:
     """The whole detector, with the shortcut and without it (every pattern searched), on every
     ending of the question fixtures and the corpus."""
@@ -138,8 +150,8 @@ def test_the_readings_are_kept_in_the_cache_and_checked(tmp_path: Path, monkeypa
     (entry,) = tmp_path.glob("questions-*.json")
     assert json.loads(entry.read_text())["patterns"] == sorted(PATTERNS)
     reads = []
-    real = questions._requirements
-    monkeypatch.setattr(questions, "_requirements", lambda p: reads.append(p) or real(p))
+    real = question_patterns.read_pattern
+    monkeypatch.setattr(question_patterns, "read_pattern", lambda p: reads.append(p) or real(p))
     for damage in (None, lambda e: e["read"].pop(), lambda e: e["patterns"].reverse(), lambda e: e.clear()):
         if damage is not None:
             data = json.loads(entry.read_text())

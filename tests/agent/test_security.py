@@ -24,7 +24,7 @@ from stoprule.agent.blockers.reports import check_task_id
 from stoprule.agent.hook import runner as runner_mod
 from stoprule.agent.hook.runner import MAX_PAYLOAD_BYTES, run_hook
 from stoprule.agent.hook.state import read_session, session_file, set_facts
-from stoprule.agent.hook.transcripts import scan_file
+from stoprule.agent.hook.transcripts.scan import scan_file
 from stoprule.cli.main import run as cli_run
 
 HARD = {"category": "missing_dependency", "question": "Which auth framework?", "context": "login",

@@ -28,7 +28,7 @@ from stoprule import load_policy
 from stoprule.agent.blockers.facts import blockers_facts
 from stoprule.agent.hook.runner import run_hook
 from stoprule.agent.hook.state import facts_file, session_file, set_facts
-from stoprule.agent.hook.transcripts import scan_file
+from stoprule.agent.hook.transcripts.scan import scan_file
 
 pytestmark = pytest.mark.torture
 

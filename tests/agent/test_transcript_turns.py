@@ -14,7 +14,7 @@ import pytest
 
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, gather
-from stoprule.agent.hook.transcripts import Scan, scan_file
+from stoprule.agent.hook.transcripts.scan import Scan, scan_file
 from stoprule.config.fields import DEFAULT_FIELDS
 
 

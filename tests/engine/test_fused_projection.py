@@ -12,7 +12,8 @@ from samplepacks import PROJECTION_FACTS, PROJECTION_PACK, same_projection
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.interpret import evaluate
-from stoprule.language.templates import compile_template, render
+from stoprule.language.template_compiler import compile_template
+from stoprule.language.templates import render
 
 
 def test_projection_is_the_reference_and_the_engine_agrees_with_the_interpreter(tmp_path: Path) -> None:

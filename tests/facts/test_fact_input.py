@@ -72,8 +72,7 @@ def test_strict_makes_an_unknown_field_an_error(evaluator: Evaluator) -> None:
 
 
 def test_depth_limit_at_its_boundary_with_and_without_the_bracket_count_shortcut() -> None:
-    from stoprule.facts.parse import parse_facts
-    from stoprule.facts.schema import MAX_DEPTH
+    from stoprule.facts.parse import MAX_DEPTH, parse_facts
 
     def nested(k: int, extra: str = "") -> bytes:
         return ('{"a": ' + "[" * k + "1" + "]" * k + extra + "}").encode()

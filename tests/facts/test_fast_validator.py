@@ -1,4 +1,4 @@
-"""The generated validator (FactSchema._fast) against the closures it stands in for, on a
+"""The generated validator (FactSchema._fast, stoprule.facts.fast_validator) against the closures it stands in for, on a
 schema with every feature: aliases, defaults, required, required_if, nullable
 objects, lists of objects and of scalars, enums, numbers. tests/facts/test_fuzz_facts.py runs
 the same comparison on the default pack's facts."""

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     import re
     from typing import Any, AnyStr
 
-__all__ = ["compiled", "lazy"]
+__all__ = ["FOLDS_TO_ASCII", "compiled", "lazy"]
+
+# the characters re.IGNORECASE matches with an ASCII letter that str.lower() does not map to it
+# (İ ı ſ K): a shortcut that lowers a text before matching must check for them first
+FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 _COMPILED: dict[tuple[str | bytes, int], Any] = {}
 

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from stoprule.agent.hook.replay import boundaries
 from stoprule.agent.hook.runner import state_home
-from stoprule.agent.hook.transcripts import detect
+from stoprule.agent.hook.transcripts.scan import detect
 from stoprule.cli.common import policy_error
 from stoprule.cli.flags import add_jobs_flag
 from stoprule.cli.progress import Bar, add_quiet_flag

@@ -13,7 +13,6 @@ import json
 
 from stoprule import codes
 from stoprule.diagnostics import FactError
-from stoprule.facts.schema import MAX_DEPTH, check_depth
 
 __all__ = ["MAX_FACT_BYTES", "check_finite", "complete_line", "ndjson_items", "parse_facts", "read_input"]
 
@@ -23,6 +22,21 @@ if TYPE_CHECKING:
 
 
 MAX_FACT_BYTES = 1 << 20  # 1 MiB per fact
+MAX_DEPTH = 32  # nesting of a fact
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True if ``value`` nests no deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
 
 
 class _Refused(ValueError):

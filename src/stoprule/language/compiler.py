@@ -39,7 +39,8 @@ from stoprule.language.checked import (
 from stoprule.language.operators import OPERATORS, check_number
 from stoprule.language.source import SourceFile, format_path, read_pack
 from stoprule.language.spec import FieldSpec, PackFile, RuleSpec, parse_file
-from stoprule.language.templates import Template, parse_template
+from stoprule.language.template_compiler import parse_template
+from stoprule.language.templates import Template
 from stoprule.limits import MAX_CONDITION_DEPTH, MAX_CONDITION_NODES, MAX_RULES, MAX_SET_MEMBERS
 
 __all__ = ["STAGES", "Context", "check_pack", "run"]

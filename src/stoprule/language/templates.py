@@ -10,7 +10,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-__all__ = ["Template", "compile_template", "compile_templates", "parse_template", "render", "renderer"]
+__all__ = ["Template", "render", "renderer"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,36 +19,7 @@ if TYPE_CHECKING:
 
 Template = tuple[str | tuple[str, tuple[str, ...], str | None], ...]
 
-_TOKEN = r"\{\{|\}\}|\{([^{}]*)\}|[{}]"  # compiled when a pack is (not on a cached start)
 UNSET = "(unset)"
-
-
-def parse_template(text: str) -> tuple[Template, list[str]]:
-    """Split ``text`` into literal parts and placeholders; also return syntax errors."""
-    parts: list[str | tuple[str, tuple[str, ...], str | None]] = []
-    errors: list[str] = []
-    pos = 0
-    import re
-
-    for m in re.finditer(_TOKEN, text):
-        parts.append(text[pos : m.start()])
-        tok = m.group(0)
-        if tok in ("{{", "}}"):
-            parts.append(tok[0])
-        elif tok in ("{", "}"):
-            errors.append(f"unbalanced {tok!r} (write {tok * 2} for a literal brace)")
-        else:
-            name, bar, fallback = m.group(1).partition("|")
-            name = name.strip()
-            if not name:
-                errors.append("empty placeholder {}")
-            elif name.startswith("@"):
-                parts.append(("set", (name[1:],), None))
-            else:
-                parts.append(("field", tuple(name.split(".")), fallback if bar else None))
-        pos = m.end()
-    parts.append(text[pos:])
-    return tuple(p for p in parts if p != ""), errors
 
 
 def _lookup(fact: Any, path: tuple[str, ...]) -> Any:
@@ -88,7 +59,7 @@ def _show(v: Any, fallback: str | None) -> str:
 
 def render(tpl: Template, fact: dict[str, Any], sets: dict[str, tuple[Any, ...]]) -> str:
     """``tpl`` rendered for ``fact``, as the evaluator renders it (:func:`renderer`; the same
-    text as :func:`compile_templates`)."""
+    text as :func:`~stoprule.language.template_compiler.compile_templates`)."""
     return renderer(tpl, sets)(fact)
 
 
@@ -112,7 +83,8 @@ def _parts(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> list[str | tuple[
 
 
 def renderer(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
-    """The renderer of one template without generated code: what :func:`compile_templates` renders,
+    """The renderer of one template without generated code: what
+    :func:`~stoprule.language.template_compiler.compile_templates` renders,
     for a process that renders a message or two (compiling a pack's renderers costs more there)."""
     steps: list[tuple[str | None, tuple[str, ...], bool, str | None]] = []
     for part in _parts(tpl, sets):
@@ -138,51 +110,3 @@ def renderer(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[
         return "".join(out)
 
     return render_direct
-
-
-def compile_template(tpl: Template, sets: dict[str, tuple[Any, ...]]) -> Callable[[dict[str, Any]], str]:
-    """The renderer of one template: a function of the fact (see :func:`compile_templates`)."""
-    return compile_templates([tpl], sets)[1][0]
-
-
-def compile_templates(
-    templates: list[Template], sets: dict[str, tuple[Any, ...]]
-) -> tuple[str, list[Callable[[dict[str, Any]], str]]]:
-    """Straight-line code rendering each template, one function per template, generated and
-    compiled once per pack (rendered only for the winning rule): ``{field}`` a non-empty string
-    as itself, anything else as :func:`_show` writes it (``(unset)`` or the fallback for a
-    missing, null or empty value); ``{list[].field}`` the values of every element, joined.
-
-    Returns the source (cached with the pack, see :mod:`stoprule._util.codegen`) and the functions.
-    """
-    from stoprule._util.codegen import define
-
-    ns: dict[str, Any] = {"SH": _show, "LK": _lookup}
-    lines: list[str] = []
-
-    def const(value: Any) -> str:
-        name = f"K{len(ns)}"
-        ns[name] = value
-        return name
-
-    for i, tpl in enumerate(templates):
-        lines.append(f"def t{i}(f):")
-        pieces = []
-        for j, part in enumerate(_parts(tpl, sets)):
-            if isinstance(part, str):
-                pieces.append(repr(part))
-                continue
-            path, fallback = part
-            v, fb = f"v{j}", const(fallback)
-            if any(step.endswith("[]") for step in path):
-                lines.append(f"    {v} = LK(f, {const(path)})")
-            else:
-                lines.append(f"    {v} = f.get({path[0]!r}) if isinstance(f, dict) else None")
-                for step in path[1:]:
-                    lines.append(f"    {v} = {v}.get({step!r}) if isinstance({v}, dict) else None")
-            # a non-empty string renders as itself; everything else as _show renders it
-            pieces.append(f"({v} if type({v}) is str and {v} else SH({v}, {fb}))")
-        lines.append(f"    return {' + '.join(pieces) or repr('')}")
-    lines.append(f"T = ({''.join(f't{i}, ' for i in range(len(templates)))})")
-    source = "\n".join(lines)
-    return source, list(define(source, ns, "T"))

@@ -6,7 +6,8 @@ Modules, lowest first::
     adapters/        one module per harness: parse(payload) -> HookEvent, render(decision) -> dict | None
     pack_data        the agent-facing data a pack ships beside its rules (triage, instructions)
     state            .stoprule/state/: declared facts, the hook's counters
-    transcripts      reading each harness's transcript from the end, incrementally
+    transcripts/     reading each harness's transcript from the end, incrementally (one module a format)
+    question_patterns  the pack's question patterns read for the words every match holds (a cache miss)
     questions        does the last message hand a question to the user (the pack's patterns)
     mode             the session's mode: autonomous or interactive, and who said so
     providers/       hook, state, blockers, closure, transcript, git, guard: partial facts with provenance

@@ -25,7 +25,7 @@ On the cold path (tools/import_graph.py): its regexes through :mod:`stoprule._ut
 
 from __future__ import annotations
 
-from stoprule._util.regex import compiled
+from stoprule._util.regex import FOLDS_TO_ASCII, compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _item_possible(line: str) -> bool:
     if s[0] in "-*•+(" or s[0].isdigit() or s[1:2] in (")", ".", ":"):
         return True
     head = s[:8]
-    return head.lower().startswith(_ITEM_WORDS) or any(c in head for c in _FOLDS_TO_ASCII)
+    return head.lower().startswith(_ITEM_WORDS) or any(c in head for c in FOLDS_TO_ASCII)
 
 
 def _strip(line: str) -> str:
@@ -168,7 +168,7 @@ def sentences(message: str) -> list[str]:
 
 def _any(patterns: list[str], text: str) -> str | None:
     """The first of ``patterns`` found in ``text`` (case-insensitively). A pattern whose required
-    words (:func:`required`) the text does not hold cannot match it: it is not even compiled
+    words (:func:`.question_patterns.required`) the text does not hold cannot match it: it is not even compiled
     (the pack holds about a hundred patterns; a stop compiling them all spends ~5 ms)."""
     low = None
     ascii_text = text.isascii()
@@ -178,7 +178,7 @@ def _any(patterns: list[str], text: str) -> str | None:
             continue
         if needs:
             if low is None:  # a character that folds to an ASCII letter: no shortcut for this text
-                low = "" if any(c in text for c in _FOLDS_TO_ASCII) else text.lower()
+                low = "" if any(c in text for c in FOLDS_TO_ASCII) else text.lower()
             if low and not all(any(w in low for w in words) for words in needs):
                 continue
         if compiled(p, _IGNORECASE).search(text):
@@ -186,31 +186,15 @@ def _any(patterns: list[str], text: str) -> str | None:
     return None
 
 
-# the characters re.IGNORECASE matches with an ASCII letter that str.lower() does not map to it
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-_META = frozenset(".^$*+?{}[]()|\\")
 _READ: dict[str, tuple[tuple[tuple[str, ...], ...], bool]] = {}
-
-
-def required(pattern: str) -> tuple[tuple[str, ...], ...]:
-    """What every match of ``pattern`` holds, read conservatively from its top level: a tuple of
-    requirements, each a tuple of words (lower case, for a case-insensitive search) one of which
-    is in the match: a run of literal characters outside groups, classes and optional atoms, or
-    a group's alternatives (each read up to its first optional or special part). ``()`` where
-    this reading does not cover the pattern (a top-level ``|``, a quantifier in braces, verbose
-    mode, escapes that stand for more than a character): it is then always compiled and searched."""
-    return _read(pattern)[0]
-
-
-def beyond_ascii(pattern: str) -> bool:
-    """Whether every match of ``pattern`` holds a character outside ASCII (an ASCII text cannot match)."""
-    return _read(pattern)[1]
 
 
 def _read(pattern: str) -> tuple[tuple[tuple[str, ...], ...], bool]:
     found = _READ.get(pattern)
-    if found is None:
-        found = _READ[pattern] = _requirements(pattern)
+    if found is None:  # not among the readings the cache held (_preload): read here
+        from stoprule.agent.hook.question_patterns import read_pattern
+
+        found = _READ[pattern] = read_pattern(pattern)
     return found
 
 
@@ -254,199 +238,6 @@ def _preload(spec: dict[str, Any]) -> None:
     read = [_read(p) for p in patterns]
     if entry is not None:
         write_entry(entry, dumps({"format": 2, "patterns": patterns, "read": read}).encode())
-
-
-def _literal(ch: str) -> str | None:
-    """``ch`` as a case-insensitive search compares it (lower case ASCII, a character without
-    case as it is), or None for a cased letter outside ASCII (its folding is not str.lower's)."""
-    if ch.isascii():
-        return ch.lower()
-    return ch if ch.lower() == ch == ch.upper() else None
-
-
-def _foreign(ch: str) -> bool:
-    """A character outside ASCII that no ASCII character matches case-insensitively."""
-    return not ch.isascii() and ch not in _FOLDS_TO_ASCII
-
-
-def _class_end(p: str, j: int) -> int:
-    """The index after the class that starts at ``p[j] == "["``."""
-    j += 1
-    j += p[j : j + 1] == "^"
-    j += p[j : j + 1] == "]"
-    while j < len(p) and p[j] != "]":
-        j += 2 if p[j] == "\\" else 1
-    return j + 1
-
-
-def _class_chars(body: str) -> tuple[str, ...] | None:
-    """The characters a class of plain characters (``[?？؟]``) matches, as :func:`_literal`
-    compares them; None for any other class (negated, with a range or an escape)."""
-    if not body or body[0] == "^" or "-" in body or "\\" in body or "[" in body:
-        return None
-    out = []
-    for ch in body:
-        lit = _literal(ch)
-        if lit is None:
-            return None
-        out.append(lit)
-    return tuple(dict.fromkeys(out))
-
-
-def _group_end(p: str, i: int) -> int:
-    """The index of the ``)`` closing the group that opens at ``p[i] == "("`` (or ``len(p)``)."""
-    depth, j = 0, i
-    while j < len(p):
-        if p[j] == "\\":
-            j += 2
-            continue
-        if p[j] == "[":
-            j = _class_end(p, j)
-            continue
-        if p[j] == "(":
-            depth += 1
-        elif p[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return j
-
-
-def _split(body: str) -> list[str]:
-    """A group's alternatives (its top-level ``|``)."""
-    out, depth, start, k = [], 0, 0, 0
-    while k < len(body):
-        c = body[k]
-        if c == "\\":
-            k += 2
-            continue
-        if c == "[":
-            k = _class_end(body, k)
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(body[start:k])
-            start = k + 1
-        k += 1
-    out.append(body[start:])
-    return out
-
-
-def _prefix(alt: str) -> tuple[str, bool]:
-    """The literal text every match of ``alt`` starts with (lower case; up to its first optional,
-    special or cased non-ASCII part), and whether every match of it holds a foreign character."""
-    text: list[str] = []
-    foreign = False
-    k = 0
-    while k < len(alt):
-        c = alt[k]
-        if c == "\\":
-            nxt = alt[k + 1 : k + 2]
-            if not nxt or nxt.isalnum():
-                break
-            c, k = nxt, k + 2
-        elif c in _META:
-            break
-        else:
-            k += 1
-        after = alt[k : k + 1]
-        if after in ("?", "*", "{"):
-            break
-        foreign = foreign or _foreign(c)
-        lit = _literal(c)
-        if lit is None:
-            break
-        text.append(lit)
-        if after == "+":
-            break
-    return "".join(text), foreign
-
-
-def _alternatives(body: str) -> tuple[tuple[str, ...] | None, bool]:
-    """A group's requirement (the literal start of each alternative; None when one has none) and
-    whether each of its alternatives needs a foreign character."""
-    if body.startswith("?:"):
-        body = body[2:]
-    elif body.startswith("?"):  # a look-around, a named group, flags: no requirement
-        return None, False
-    starts = [_prefix(alt) for alt in _split(body)]
-    words = tuple(w for w, _ in starts)
-    return (words if all(words) else None), all(f for _, f in starts)
-
-
-def _requirements(p: str) -> tuple[tuple[tuple[str, ...], ...], bool]:
-    if compiled(r"\(\?[a-zA-Z]*x").match(p):  # verbose mode: spaces and # mean something else
-        return (), False
-    needs: list[tuple[str, ...]] = []
-    cur: list[str] = []
-    foreign = False
-
-    def flush() -> None:
-        if len(cur) >= 2:
-            needs.append(("".join(cur),))
-        cur.clear()
-
-    i, n = 0, len(p)
-    while i < n:
-        c = p[i]
-        if c == "\\":
-            nxt = p[i + 1 : i + 2]
-            if not nxt or nxt.isalnum():  # \b \w \d \s \A \Z, back references, \x41 ...: no literal
-                if nxt in ("x", "u", "U", "N") or nxt.isdigit() or not nxt:
-                    return (), False
-                flush()
-                i += 2
-                continue
-            ch, i = nxt, i + 2
-        elif c == "[":
-            flush()
-            end = _class_end(p, i)
-            chars = _class_chars(p[i + 1 : end - 1])
-            if chars and p[end : end + 1] not in ("?", "*", "{"):  # one of its characters is there
-                needs.append(chars)
-            i = end
-            continue
-        elif c == "(":
-            flush()
-            end = _group_end(p, i)
-            after = p[end + 1 : end + 2]
-            if after == "{" or end >= n:
-                return (), False
-            if after not in ("?", "*"):
-                words, all_foreign = _alternatives(p[i + 1 : end])
-                if words is not None:
-                    needs.append(words)
-                foreign = foreign or all_foreign
-            i = end + 1
-            continue
-        elif c in "|{)":
-            return (), False
-        elif c in _META:  # . ^ $, or a quantifier after a group or a class
-            flush()
-            i += 1
-            continue
-        else:
-            ch, i = c, i + 1
-        after = p[i : i + 1]
-        if after == "{":
-            return (), False
-        if after in ("*", "?"):  # the character may be absent
-            flush()
-            continue
-        foreign = foreign or _foreign(ch)
-        lit = _literal(ch)
-        if lit is None:  # a cased letter outside ASCII: compared otherwise
-            flush()
-            continue
-        cur.append(lit)
-        if after == "+":  # one or more: the run stops after its first
-            flush()
-    flush()
-    return tuple(needs), foreign
 
 
 def explain_question(message: str | None, spec: dict[str, Any]) -> dict[str, Any] | None:

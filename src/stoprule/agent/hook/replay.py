@@ -14,7 +14,7 @@ from typing import Any
 
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.providers import Context, Provenance, gather
-from stoprule.agent.hook.transcripts import Scan, records
+from stoprule.agent.hook.transcripts.scan import Scan, records
 
 __all__ = ["Boundary", "boundaries", "stop_fact"]
 

@@ -218,7 +218,7 @@ def run_hook(
     finally:
         disarm()
         st.disarm()
-        if st.git_early:  # a stop that failed before its git provider ran: its git status ended
+        if st.git_early:  # what git started early and no provider collected (a stop that failed first) ends
             from stoprule.agent.hook.providers.git_provider import discard_early
 
             discard_early()
@@ -306,22 +306,7 @@ def _decide(
     st.fail_closed = hook["fail"] == "closed"
     if payload_error is not None:
         raise payload_error
-    if "git" in st.settings.providers.get("enabled", PROVIDER_ORDER):  # git runs while the pack loads
-        from stoprule.agent.hook.providers.git_provider import start_status
-
-        st.git_early = True
-        start_status(workdir)
-    remaining = hook["budget_ms"] / 1000.0 - (time.monotonic() - t0)
-    if remaining <= 0:
-        raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
-    st.disarm = _alarm(remaining)
-    remote = None
-    if server or st.settings.server.get("url") or env.get("STOPRULE_SERVER"):
-        from stoprule.agent.hook.remote import Remote
-
-        remote = Remote.configured(st.settings.server, server, env, remaining)
     from stoprule.agent.hook.state import StateError, read_session
-    from stoprule.engine.packs import load_policy, pack_path
 
     notes: list[str] = []
     try:
@@ -331,6 +316,22 @@ def _decide(
         notes.append(str(exc))
     if notes:
         entry["state_notes"] = notes
+    if "git" in st.settings.providers.get("enabled", PROVIDER_ORDER):  # git runs while the pack loads
+        from stoprule.agent.hook.providers.git_provider import start_status
+
+        st.git_early = True
+        start_status(workdir, rec)
+    remaining = hook["budget_ms"] / 1000.0 - (time.monotonic() - t0)
+    if remaining <= 0:
+        raise BudgetSpent(f"time budget of {hook['budget_ms']} ms spent before evaluation")
+    st.disarm = _alarm(remaining)
+    remote = None
+    if server or st.settings.server.get("url") or env.get("STOPRULE_SERVER"):
+        from stoprule.agent.hook.remote import Remote
+
+        remote = Remote.configured(st.settings.server, server, env, remaining)
+    from stoprule.engine.packs import load_policy, pack_path
+
     selected = pack_path(policy, env, workdir)
     frozen_pack = _frozen_session(st, event, env, rec, workdir, selected, explicit=policy is not None)
     if frozen_pack is not None:

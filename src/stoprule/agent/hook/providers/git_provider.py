@@ -87,6 +87,7 @@ def git_dir(root: str) -> str:
 
 _STATUS = ["status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all", "--ignored=matching",
            "--ignore-submodules=none"]  # fmt: skip
+_FLAGGED = ["ls-files", "-v", "-z"]
 # argv -> its command started before the providers ran (start_status), collected by _git
 _EARLY: dict[tuple[str, ...], Running] = {}
 
@@ -97,20 +98,25 @@ def _argv(root: str, args: list[str]) -> list[str]:
     return argv
 
 
-def start_status(workdir: str) -> None:
+def start_status(workdir: str, session: dict[str, Any] | None = None) -> None:
     """Start the stop's ``git status`` now: it runs while the pack loads and the other providers
-    read, and :func:`provide` collects it (the same command, its output read then). Nothing is
+    read, and :func:`provide` collects it (the same command, its output read then). With a
+    session-start baseline in ``session`` (the hook's session record) that records the flagged
+    files, the listing that finds newly flagged ones (:func:`_flagged`) starts too. Nothing is
     started outside a repository; a git that cannot start is run (and reported) by :func:`provide`."""
     from stoprule._util.command import spawn
 
     root = repo_root(workdir)
     if root is None:
         return
-    argv = _argv(root, _STATUS)
-    try:
-        _EARLY[tuple(argv)] = spawn(argv, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-    except OSError:
-        return
+    base = (session or {}).get("baseline")
+    flagged = isinstance(base, dict) and base.get("root") == root and "flagged" in base
+    for args in (_STATUS, _FLAGGED) if flagged else (_STATUS,):
+        argv = _argv(root, args)
+        try:
+            _EARLY[tuple(argv)] = spawn(argv, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        except OSError:
+            return
 
 
 def discard_early() -> None:
@@ -182,7 +188,7 @@ def dirty_files(
 
 def _flagged(root: str, timeout: float) -> list[str]:
     """Files marked assume-unchanged or skip-worktree (git then stops looking at them)."""
-    out = _git(root, ["ls-files", "-v", "-z"], timeout).decode("utf-8", "replace")
+    out = _git(root, _FLAGGED, timeout).decode("utf-8", "replace")
     return [e[2:] for e in out.split("\0") if len(e) > 2 and (e[0].islower() or e[0] == "S")]
 
 

@@ -12,7 +12,7 @@ import os
 import time
 
 from stoprule.agent.hook.event import HookEvent
-from stoprule.agent.hook.transcripts import detect, observations, scan_file
+from stoprule.agent.hook.transcripts.scan import detect, observations, scan_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,10 +92,10 @@ def _unsettled(state: dict[str, Any], notes: list[str], event: HookEvent) -> boo
 
 def _from_payload(raw: dict[str, Any]) -> dict[str, Any]:
     """Observations from a payload's ``todos`` (``content``/``status``) and ``turns``."""
-    from stoprule.agent.hook.transcripts import Scan
+    from stoprule.agent.hook.transcripts.scan import Scan
 
     scan = Scan("claude")
-    scan._set_tasks([t for t in raw["todos"] if isinstance(t, dict)], "content", "title", "description")
+    scan.set_tasks([t for t in raw["todos"] if isinstance(t, dict)], "content", "title", "description")
     state = scan.state()
     turns = raw.get("turns")
     state["turns"] = turns if isinstance(turns, int) and not isinstance(turns, bool) else None
