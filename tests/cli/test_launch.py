@@ -139,12 +139,13 @@ def test_the_launchers_finder_finds_each_module_as_the_path_finder_does() -> Non
         want = importlib.machinery.PathFinder.find_spec(name, parent.__path__)
         got = OwnModules.find_spec(name, parent.__path__)
         assert want is not None and got is not None, name
-        assert (got.origin, type(got.loader), got.submodule_search_locations, got.cached, got.has_location) == (
+        assert isinstance(got.loader, type(want.loader)), name  # its own source loader is one
+        assert (got.origin, got.submodule_search_locations, got.cached, got.has_location, got.parent) == (
             want.origin,
-            type(want.loader),
             want.submodule_search_locations,
             want.cached,
             want.has_location,
+            want.parent,
         ), name
     for name, path in [
         ("stoprule.no_such_module", stoprule.__path__),
@@ -153,6 +154,47 @@ def test_the_launchers_finder_finds_each_module_as_the_path_finder_does() -> Non
         ("stoprule.cli", None),  # a top-level search
     ]:
         assert OwnModules.find_spec(name, path) is None, name
+
+
+@pytest.mark.parametrize("cache", ["matching", "stale", "hash-based", "none", "foreign magic"])
+def test_the_launchers_loader_reads_the_code_the_path_finders_would(
+    tmp_path: Path, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SourceLoader takes a bytecode cache that matches its source (as SourceLoader.get_code checks
+    it) and leaves every other case to the stock loader: the same code object either way."""
+    import importlib.machinery
+    import importlib.util
+    import py_compile
+
+    from stoprule._util.launcher import SourceLoader
+
+    src = tmp_path / "probe_mod.py"
+    src.write_text("VALUE = 1\n\ndef f():\n    return VALUE\n")
+    cached = importlib.util.cache_from_source(str(src))
+    if cache != "none":
+        mode = py_compile.PycInvalidationMode
+        py_compile.compile(
+            str(src), cfile=cached, invalidation_mode=mode.CHECKED_HASH if cache == "hash-based" else mode.TIMESTAMP
+        )
+    if cache == "stale":  # the source edited after its cache was written (its size differs)
+        src.write_text("VALUE = 22\n\ndef f():\n    return VALUE\n")
+    if cache == "foreign magic":  # another Python's bytecode at this name
+        data = Path(cached).read_bytes()
+        Path(cached).write_bytes(b"\x00\x00" + data[2:])
+    want = importlib.machinery.SourceFileLoader("probe_mod", str(src)).get_code("probe_mod")
+    if cache == "matching":  # read without the stock loader's steps
+
+        def stock(self: object, fullname: str) -> None:
+            raise AssertionError("the stock get_code ran for a matching cache")
+
+        monkeypatch.setattr(importlib.machinery.SourceFileLoader, "get_code", stock)
+    loader = SourceLoader("probe_mod", str(src))
+    loader.cached = cached
+    got = loader.get_code("probe_mod")
+    assert got == want and got.co_filename == str(src)
+    namespace: dict[str, object] = {}
+    exec(got, namespace)
+    assert namespace["VALUE"] == (22 if cache == "stale" else 1)
 
 
 def test_the_wired_command_imports_stoprule_through_its_finder(tmp_path: Path) -> None:
