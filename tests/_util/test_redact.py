@@ -20,6 +20,7 @@ import pytest
 from redact_inputs import SHAPES, families
 
 from stoprule._util import redact as R
+from stoprule._util import redact_judge as J
 from stoprule._util.redact import REDACTED, redact, redact_obj
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "secrets"
@@ -118,21 +119,23 @@ def test_the_quoted_value_scan_misses_no_match() -> None:
 
 def test_what_a_stop_writes_compiles_no_pattern() -> None:
     """A short-lived process compiles only the patterns its texts may need (a cheap scan first):
-    the texts of an ordinary stop need none."""
+    the texts of an ordinary stop need none, nor the judgements (:mod:`stoprule._util.redact_judge`)."""
     import subprocess
     import sys
 
     code = (
-        "import json, sys; from stoprule._util import redact as R\n"
+        "import json, sys; from stoprule._util import redact as R, redact_core as C\n"
         "texts = json.loads(sys.argv[1]); out = [R.redact(t) for t in texts]\n"
-        "lazy = [v for v in vars(R).values() if isinstance(v, R._Lazy)] + R._SHAPES + [p for p, _, _ in R._CLI]\n"
-        "print(json.dumps([out == texts, [p.pattern[:40] for p in lazy if p._re is not None]]))\n"
+        "lazy = [v for M in (R, C) for v in vars(M).values() if isinstance(v, R._Lazy)] + R._SHAPES\n"
+        "lazy += [p for p, _, _ in R._CLI]\n"
+        "judged = 'stoprule._util.redact_judge' in sys.modules\n"
+        "print(json.dumps([out == texts, judged, [p.pattern[:40] for p in lazy if p._re is not None]]))\n"
     )
     p = subprocess.run(
         [sys.executable, "-c", code, json.dumps(_STOP_TEXTS)], capture_output=True, text=True, check=True
     )
-    unchanged, compiled = json.loads(p.stdout)
-    assert unchanged and compiled == []
+    unchanged, judged, compiled = json.loads(p.stdout)
+    assert unchanged and not judged and compiled == []
 
 
 def test_idempotent_and_objects_keys_included() -> None:
@@ -179,6 +182,12 @@ def _negatives() -> str:
     return "".join(f.read_text(encoding="utf-8") for f in sorted((FIXTURES / "negatives").iterdir()))
 
 
+def _budget(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """The judgement budget set to ``n`` where redaction and its judgements read it."""
+    for module in (R, J):
+        monkeypatch.setattr(module, "JUDGEMENT_BUDGET", n)
+
+
 def _candidates(text: str) -> dict[str, int]:
     """How many candidates of each judged kind ``text`` holds (what the budget counts)."""
     low = R._ascii_lower(text)
@@ -186,7 +195,7 @@ def _candidates(text: str) -> dict[str, int]:
         "assignment": sum(1 for _ in R._NAMED.finditer(low)),
         "quoted": sum(1 for _ in R._QUOTED.finditer(text)),
         "env line": sum(1 for _ in R._LINE_VALUE.finditer(text)),
-        "url": sum(1 for _ in R._URL.finditer(text)),
+        "url": sum(1 for _ in J._URL.finditer(text)),
         **{p.pattern[:12]: sum(1 for _ in p.finditer(text)) for p, _, _ in R._CLI},
     }
 
@@ -197,7 +206,7 @@ def test_ordinary_text_stays_far_below_the_judgement_budget(monkeypatch: pytest.
     text = _negatives()
     assert max(_candidates(text).values()) < R.JUDGEMENT_BUDGET // 8, _candidates(text)
     out = redact(text)
-    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 1 << 40)
+    _budget(monkeypatch, 1 << 40)
     assert redact(text) == out
 
 
@@ -227,13 +236,13 @@ def test_past_the_judgement_budget_every_secret_is_still_redacted(
     judged redaction removes is removed past the budget too, and past it the rest of each
     kind is redacted unjudged (code and prose values included: more, never less)."""
     rnd = random.Random(7)
-    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 5)
+    _budget(monkeypatch, 5)
     for _ in range(30):
         lines = [rnd.choice(_DENSE)(_secret(rnd)) for _ in range(rnd.randint(20, 60))]
         text = newline.join(line for line, _ in lines)
         out = redact(text)
         with monkeypatch.context() as m:
-            m.setattr(R, "JUDGEMENT_BUDGET", 1 << 40)
+            _budget(m, 1 << 40)
             judged = redact(text)
         secrets = {w for line, _ in lines for w in re.findall(r"Zq\w+9", line)}
         assert {w for w in secrets if w not in judged} <= {w for w in secrets if w not in out}
@@ -243,7 +252,7 @@ def test_past_the_judgement_budget_every_secret_is_still_redacted(
 
 
 def test_the_budget_applies_per_text_and_per_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(R, "JUDGEMENT_BUDGET", 3)
+    _budget(monkeypatch, 3)
     code = "token = get_token()"
     assert redact("\n".join([code] * 3)) == "\n".join([code] * 3)  # within the budget: judged, kept
     assert redact("\n".join([code] * 4)).splitlines() == [code] * 3 + ["token = [REDACTED]"]
@@ -257,7 +266,8 @@ def test_the_budget_applies_per_text_and_per_kind(monkeypatch: pytest.MonkeyPatc
 
 def _patterns() -> list[tuple[str, re.Pattern[str], tuple[str, ...]]]:
     out = [(p.pattern[:40], p, m) for m, p, _ in R._GATED]
-    out += [(name, getattr(R, name), ()) for name in ("_URL", "_NAMED", "_QUOTED", "_LINE_VALUE", "_VALUE")]
+    out += [("_URL", J._URL, ())]
+    out += [(name, getattr(R, name), ()) for name in ("_NAMED", "_QUOTED", "_LINE_VALUE", "_VALUE")]
     return out
 
 

@@ -122,11 +122,12 @@ def test_parse_per_harness() -> None:
 def test_the_hooks_usual_line_parses_as_argparse_parses_it(argv: list[str]) -> None:
     """``stoprule hook HARNESS`` skips argparse (cold start): the same namespace; any other line is argparse's."""
     from stoprule.cli import hook_cmd
-    from stoprule.cli.main import _parser
+    from stoprule.cli.main import COMMANDS, command_module
+    from stoprule.cli.parsing import parser_for
 
     simple = hook_cmd.parse_simple(argv)
     if len(argv) == 1 and argv[0] in HARNESSES:
-        parser, _ = _parser(["hook", *argv])
+        parser, _ = parser_for(["hook", *argv], COMMANDS, command_module)
         assert simple is not None and vars(simple) == vars(parser.parse_args(["hook", *argv]))
     else:
         assert simple is None

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hookharness import continues, payload, stoprule_exe
-from stoprule.cli import resident
+from stoprule.cli import resident_wire
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "hook:\n  ledger: true\n  resident: {resident}\n  mode: {mode}\nproviders:\n  enabled: [hook, transcript]\n"
@@ -150,7 +150,7 @@ def test_a_process_that_is_not_the_resident_stoprule_is_not_believed(tmp_path: P
         with conn:
             received.append(conn.recv(1 << 20))
             with contextlib.suppress(OSError):
-                conn.sendall(resident.frame([b"ok", b"0", b"", b""]))  # "allow"
+                conn.sendall(resident_wire.frame([b"ok", b"0", b"", b""]))  # "allow"
 
     t = threading.Thread(target=answer, daemon=True)
     t.start()
@@ -188,8 +188,8 @@ def test_started_on_demand_then_it_serves_the_next_stops(tmp_path: Path, runtime
 def test_another_stoprule_is_declined_and_the_process_makes_way(
     tmp_path: Path, runtime: Path, server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(resident, "identity", lambda: b"another version\0elsewhere\0python")
+    monkeypatch.setattr(resident_wire, "identity", lambda: b"another version\0elsewhere\0python")
     sock = runtime / "stoprule" / "resident.sock"
-    assert resident._ask(str(sock), ["hook", "claude-code"], b"{}") is None
+    assert resident_wire.ask(str(sock), ["hook", "claude-code"], b"{}") is None
     server.wait(timeout=30)  # it exits: the next fresh hook starts the right one
     assert server.returncode == 0

@@ -101,7 +101,7 @@ class Project:
 
     def ledger(self) -> Path:
         """The ledger file, with the stops the hook journaled beside it folded in (as the next
-        command that opens it folds them: stoprule.ledger.journal), for a test that reads it raw."""
+        command that opens it folds them: stoprule.ledger.folding), for a test that reads it raw."""
         path = self.root / ".stoprule" / "ledger.db"
         Ledger.open(str(path)).close()
         return path

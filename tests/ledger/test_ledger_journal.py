@@ -21,6 +21,7 @@ import pytest
 
 from ledger_facts import CONTINUITY, ESCAPE, OK, REVIEW
 from stoprule.ledger import Ledger, Recorder, journal, verify
+from stoprule.ledger.folding import pending
 
 
 def fork(work: Callable[[], int]) -> int:
@@ -67,14 +68,14 @@ def test_journaled_decisions_are_folded_in_by_the_next_open_in_order(tmp_path: P
     with Ledger.open(str(db)) as led:  # a decision recorded directly, then three journaled
         Recorder(led, evaluator).record("s", OK)
     ats = [_journal(db, evaluator, "s", {**f, "task_id": f"t{i}"}) for i, f in enumerate([OK, CONTINUITY, REVIEW])]
-    assert journal.pending(str(db))
+    assert pending(str(db))
     with Ledger.open(str(db), readonly=True) as led:  # a reader folds too
         nodes = led.nodes("s")
         assert [n.body["at"] for n in nodes[1:]] == ats  # decided then, not folded then
         assert [n.kind for n in nodes] == ["step", "step", "blocked_attempt", "blocked_attempt"]
         assert [n.retryable for n in nodes] == [False, False, True, False]
         assert verify(led).ok
-    assert not journal.pending(str(db)) and not list(tmp_path.glob("*.journal*"))
+    assert not pending(str(db)) and not list(tmp_path.glob("*.journal*"))
 
 
 def test_a_folded_decision_is_the_one_the_recorder_would_append(tmp_path: Path, evaluator) -> None:  # noqa: ANN001
@@ -254,4 +255,4 @@ def test_sigkilled_hooks_and_folds_lose_no_acknowledged_decision(tmp_path: Path,
     assert len(acked) > 200, len(acked)
     events = check_ledger(db)  # SQLite's checks, and `log verify`
     assert events >= len(acked)
-    assert not journal.pending(str(db))
+    assert not pending(str(db))

@@ -10,6 +10,8 @@ Modules::
     command   run a short command and capture its output (or start it now, collect it later)
     gcpause   batches run with the cyclic garbage collector paused
     redact    secrets become [REDACTED] before anything is written
+    redact_core   what redaction and its judgements share: the mark, lazily compiled patterns, the budget
+    redact_judge  redaction's judgements, loaded once its pre-scan finds a candidate
     regex     regular expressions compiled on first use, without ``re`` where their programs are kept
     text      strings safe to store
     jsonin    JSON in with the C scanner alone (no ``json``, ``re``: the stop's and the guard's start)

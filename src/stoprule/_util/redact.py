@@ -22,150 +22,32 @@ kind are redacted unjudged by one ``split`` (more redaction, never less):
 Redaction is deliberately greedy where a value looks like a secret: a false positive costs
 a word, a false negative leaks a key into a file people share.
 
+What runs once the cheap pre-scan found a candidate (judging a value, a URL's password,
+``mysql -p``, ``detect-secrets``) is :mod:`stoprule._util.redact_judge`, loaded only then; what
+both share is :mod:`stoprule._util.redact_core`.
+
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-from stoprule._util.regex import compiled
+from stoprule._util.redact_core import _CONCAT, _SECRET_KEY, JUDGEMENT_BUDGET, REDACTED, _compile, _cut, _Lazy, _re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import re
     from typing import Any
 
 __all__ = ["REDACTED", "detect_secrets_enabled", "redact", "redact_obj", "use_detect_secrets"]
 
-REDACTED = "[REDACTED]"
-_MARK = "[REDACTED"
 MAX_DEPTH = 64
-
-
-def _compatible(pattern: str) -> str:
-    """``pattern`` for this Python: before 3.11 ``re`` has no possessive quantifiers
-    (``x*+``, ``x{m,n}+``) nor atomic groups (``(?>...)``), so their ``+`` is dropped there
-    and the groups are plain ones (no match depends on them: they only spare the engine
-    retries that cannot succeed; the bounded repeats keep the cost linear enough; 3.11 and
-    later run them possessive)."""
-    if sys.version_info >= (3, 11):
-        return pattern
-    out: list[str] = []
-    i, n, quantified = 0, len(pattern), False
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i : i + 2])
-            i, quantified = i + 2, False
-            continue
-        if c == "[":  # a class: copied whole (a ']' first in it is a literal)
-            j = i + 1
-            j += pattern[j : j + 1] == "^"
-            j += pattern[j : j + 1] == "]"
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            out.append(pattern[i : j + 1])
-            i, quantified = j + 1, False
-            continue
-        if pattern.startswith("(?>", i):
-            out.append("(?:")
-            i, quantified = i + 3, False
-            continue
-        if c == "+" and quantified:  # the possessive mark after a quantifier
-            i, quantified = i + 1, False
-            continue
-        if c in "*+?" and not (c == "?" and out and out[-1].endswith("(")):
-            out.append(c)
-            i, quantified = i + 1, True
-            continue
-        if c == "{":
-            j = pattern.find("}", i)
-            if j > 0 and _re().fullmatch(r"\d*(?:,\d*)?", pattern[i + 1 : j]):
-                out.append(pattern[i : j + 1])
-                i, quantified = j + 1, True
-                continue
-        out.append(c)
-        i, quantified = i + 1, False
-    return "".join(out)
 
 
 _DOTALL = 16  # re.S (re itself is imported when a pattern is first compiled)
 
 
-def _re() -> Any:
-    """The ``re`` module, imported on first use: a text with nothing to redact never needs it."""
-    import re
-
-    return re
-
-
-def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """``pattern`` as a regex compiled on first use (see :class:`_Lazy`)."""
-    lazy: re.Pattern[str] = _Lazy(pattern, flags)  # type: ignore[assignment]
-    return lazy  # a regex to its users: each method is the compiled regex's own once looked up
-
-
-class _Lazy:
-    """A pattern compiled on first use: a short-lived process (the hook) compiles only the few
-    its texts need (compiling all of them costs about 10 ms). A method looked up (``search``,
-    ``sub``, ``split``, ...) is the compiled regex's own, kept on the instance: later lookups
-    find it directly."""
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags = pattern, flags
-        self._re: re.Pattern[str] | None = None
-
-    def compiled(self) -> re.Pattern[str]:
-        if self._re is None:
-            self._re = compiled(_compatible(self.pattern), self.flags)
-        return self._re
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # copy, pickle and the like: not a regex method
-            raise AttributeError(name)
-        method = getattr(self.compiled(), name)
-        setattr(self, name, method)
-        return method
-
-
-# The judgement budget: a text gets at most this many Python judgements (is this value code,
-# prose, a placeholder, random?) per kind of candidate. From the next candidate of that kind
-# on, the rest of the text goes through one C-level substitution that redacts every candidate
-# unjudged: more redaction, never less, and the cost of a text packed with candidates stays
-# linear with a small constant. Ordinary text stays far below it: all 16,540 lines of the
-# false-positive corpus in one text hold under 250 candidates of any kind.
-JUDGEMENT_BUDGET = 2048
 _REST_OF_LINE = r"(?:[^\r\n]++|\r(?!\n))++"  # a value never spans lines: all up to the line's end
-
-
-def _cut(rx: re.Pattern[str], text: str, secret: int = 2) -> str:
-    """``text`` with group ``secret`` of every match of ``rx`` redacted, by one ``split`` (a C
-    call: every group is a part, no Python call per match, unlike a ``\\1`` template)."""
-    parts = rx.split(text)
-    if len(parts) == 1:
-        return text
-    stride = rx.groups + 1
-    parts[secret::stride] = [REDACTED] * (len(parts) // stride)
-    return "".join(parts)
-
-
-def _judged_sub(pattern: re.Pattern[str], judge: Any, fallback: re.Pattern[str], secret: int, text: str) -> str:
-    """``pattern.sub(judge, text)`` for the first ``JUDGEMENT_BUDGET`` matches; from the next
-    one on, ``_cut(fallback, rest, secret)`` (its group ``secret`` covers all ``judge`` may redact)."""
-    out: list[str] = []
-    done = 0
-    for n, m in enumerate(pattern.finditer(text)):
-        if n == JUDGEMENT_BUDGET:
-            out += [text[done : m.start()], _cut(fallback, text[m.start() :], secret)]
-            return "".join(out)
-        out += [text[done : m.start()], judge(m)]
-        done = m.end()
-    if not out:
-        return text
-    out.append(text[done:])
-    return "".join(out)
 
 
 # ---------------------------------------------------------------- credential shapes
@@ -215,25 +97,13 @@ _SHAPES: list[_Lazy] = [
 ]
 
 # ---------------------------------------------------------------- command lines and URLs
-# a URL: its ``://`` (found by a fast search), after a scheme of 1-21 characters that starts a
-# word, then up to 2,048 characters (the match starts at ``://``; each look-behind has one width)
-_SCHEME_BEFORE = "|".join(rf"(?<=\b[a-z][a-z0-9+.-]{{{k}}}://)" for k in range(21))
-_URL = _compile(rf"(?i)://(?:{_SCHEME_BEFORE})[^\s\"'<>`]{{3,2048}}+")
-# past the judgement budget: every ``://user:`` loses the rest of its URL, whatever its scheme
-_URL_ANY = _compile(r"(://[^\s\"'<>`/@:]{1,2047}+:)([^\s\"'<>`]++)")
-_HOST_TAIL = _compile(r"(?<![\w.-])[\w.-]++(?::\d++)?+(?:[/?#]|$)")  # tried at a run's start only: linear
-
-# a value that stands for one: empty, a keyword, a type name, a template, stars (a whole value)
-_PLACEHOLDER_BODY = (
-    r"(?:|none|null|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|bool|int|any|object"
-    r"|changeme|redacted|value|values|val|example|dummy|placeholder|foo|bar|baz|your[_-]?\w*|\*+|x+|\.\.\.|\[redacted\]|<[^>]*>|\$\{?[\w.:-]*\}?|\{\{[^}]*\}\}|%\(?\w*\)?s?|[-_.]+)"
-)
 
 
-# the same words grouped by their first character, which is tested case-sensitively (an ASCII
-# letter in either case): the regex engine skips an alternative whose first character differs
-# in one step instead of comparing it case-insensitively (a value after ``-u user:``, ``-p``,
-# ``--token`` or ``Bearer`` is tested against all of them). Where Unicode case folding maps a
+# the placeholder words (redact_judge's _PLACEHOLDER_BODY) grouped by their first character,
+# which is tested case-sensitively (an ASCII letter in either case): the regex engine skips an
+# alternative whose first character differs in one step instead of comparing it
+# case-insensitively (a value after ``-u user:``, ``-p``, ``--token`` or ``Bearer`` is tested
+# against all of them). Where Unicode case folding maps a
 # character to an ASCII letter (U+017F, U+0131, U+0130) the value is not a placeholder: redacted.
 _PLACEHOLDER_FIRST = (
     r"(?-i:[nN](?i:one|ull|il|o)|[tT](?i:rue)|[fF](?i:alse|oo)|[uU](?i:ndefined)|[yY](?i:es|our[_-]?\w*)"
@@ -261,44 +131,13 @@ def _plain_value(cls: str, cap: int) -> str:
 
 
 _MYSQL = _Lazy(r"(-(?<!\S-)p)" + _plain_value(r"[^\s'\"`]", 256) + r"([^\s'\"`,;)-][^\s'\"`]{0,255}+)")
-_DB_NAME = _Lazy(r"mysql|mariadb")
-_SPACE = _Lazy(r"\s")
 
 
-def _mysql_passwords(pattern: _Lazy, text: str) -> str:
-    """``-pPASS`` starting within 200 characters after ``mysql`` or ``mariadb`` on its line.
+def _mysql(pattern: _Lazy, text: str) -> str:
+    """``-pPASS`` after ``mysql`` or ``mariadb`` (the text holds one): :mod:`.redact_judge`'s."""
+    from stoprule._util.redact_judge import _mysql_passwords
 
-    Mentions whose windows touch are chained into one window, and each window is split by the
-    pattern in one C call (its every third part is a password): no Python call per match."""
-    rx, db, space = pattern.compiled(), _DB_NAME.compiled(), _SPACE.compiled()
-    out: list[str] = []
-    done = pos = 0
-    nl = stop = -1
-    while (m := db.search(text, pos)) is not None:
-        i, start = m.start(), m.end()
-        if nl < i:
-            nl = text.find("\n", i)
-            nl = len(text) if nl < 0 else nl
-        end = min(i + 200, nl)  # the last position a password may start at
-        while True:  # a later mention whose window touches this one extends it
-            j = max(text.rfind("mysql", i + 1, end + 1), text.rfind("mariadb", i + 1, end + 1))
-            if j < 0 or min(j + 200, nl) <= end:
-                break
-            i, end = j, min(j + 200, nl)
-        if stop < end:  # else no space lies in [end, stop): ``stop`` is still the first at or after ``end``
-            ws = space.search(text, end)
-            stop = len(text) if ws is None else ws.start()  # no password starts in [end + 1, stop]
-        begin = max(start - 1, done)  # a password needs a space before it: none starts at ``begin``
-        parts = rx.split(text[begin:stop])
-        if len(parts) > 1:
-            parts[2::3] = [REDACTED] * (len(parts) // 3)
-            out += [text[done:begin], *parts]
-            done = stop
-        pos = i + 1
-    if not out:
-        return text
-    out.append(text[done:])
-    return "".join(out)
+    return _mysql_passwords(pattern, text)
 
 
 # (pattern, group holding the secret, a test the match must pass)
@@ -389,101 +228,10 @@ _LINE_VALUE = _compile(
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VALUE = _compile(r"\"[^\"\n]{0,2048}+\"|'[^'\n]{0,2048}+'|[^\s,;&\"'}\])<>]{1,2048}+")
-# Every alternative starts with a case-sensitive class (the ASCII letter in both cases, and
-# U+017F and U+212A that fold to s and k), so the regex engine skips one whose first letter
-# differs in a step.
-_SECRET_KEY = _compile(
-    r"(?i)(?-i:[pP])(?:(?-i:[aA])ss(?:w(?:or)?d|phrase)|(?-i:[rR])ivate[_-]?key)"
-    r"|(?-i:[sS\u017f])(?:(?-i:[eE])(?:cret|ssion[_-]?(?:id|key))|(?-i:[aA])s)|(?-i:[tT])oken|(?-i:[cC])redential"
-    r"|(?-i:[aA])(?:(?-i:[pP])i[_-]?key|(?-i:[cC])c(?:ess[_-]?key|ount[_-]?key)|(?-i:[uU])th)"
-    r"|(?:(?-i:[_.-])|^)(?:(?-i:[pP])(?:wd|ass)|(?-i:[sS\u017f])ig(?:nature)?|(?-i:[kK\u212a])ey)$"
-    r"|(?-i:P(?<=[a-z]P)(?:wd|ass)|K(?<=[a-z]K)ey)$"
-)
 _COUNT_KEY = _compile(
     r"(?i)tokens$|tokens?[_-]?(?:count|limit|budget|usage|len|length|size|type|file|path|url"
     r"|endpoint|uri|name|id|ttl|expir\w*)$|max[_-]?tokens?|num[_-]?tokens?|tokeni[sz]"
 )
-_PLACEHOLDER = _compile(rf"(?i)^{_PLACEHOLDER_BODY}$")
-# the helpers below judge one value (``match`` at its start): each starts only where a run of
-# its characters starts, so a scan over a long text (never made) would stay linear too
-_DIGEST = _compile(r"(?i)(?<![0-9a-z:-])(?:(?:sha\d*|md5|blake2[bs]?)[:-])?[0-9a-f-]++$")  # hex digests, UUIDs
-_CODE_CHARS = _compile(r"[()\[\]{},;<>]")
-_TEMPLATE = _compile(r"%[-#0 +]?\d*[sdrx]|\{\d*\}|\{[A-Za-z_]\w*\}")
-_CONCAT = _compile(r"[ \t]*(?:[+%]|\.format\b|\.join\b)")
-_NUMBERS = _compile(r"(?<![\d.:])(?:\d{1,5}+|\d*+[.:][\d.:]*+)$")  # a count or a port; a version, OID or address
-_FILE_NAME = _compile(r"(?<![\w-])[\w-]++\.[A-Za-z]{1,5}+$")
-_PATH = _compile(r"(?<![\w.@+~/-])(?:~|\.{1,2})?/[\w.@+-]++(?:/[\w.@+-]*+)++$")
-_SNAKE = _compile(r"(?<![a-z_])[a-z]++(?:_[a-z]++)++$")
-_CODE_REF = _compile(r"^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:[(\[].*)?$")
-
-
-def _entropy(text: str) -> float:
-    from math import log2
-
-    n = len(text)
-    return -sum(c / n * log2(c / n) for c in map(text.count, set(text)))
-
-
-_LOWER, _UPPER = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_DIGIT = frozenset("0123456789")
-_ALNUM = _LOWER | _UPPER | _DIGIT
-_C_LOG_C: list[float] = []  # c log2 c for the counts of a value (made on first use: most texts need none)
-
-
-def _c_log_c() -> list[float]:
-    if not _C_LOG_C:
-        from math import log2
-
-        _C_LOG_C.extend([0.0] + [c * log2(c) for c in range(1, 1025)])
-    return _C_LOG_C
-
-
-def _classes(text: str, chars: set[str] | frozenset[str] | None = None) -> int:
-    """How many of lower case ASCII, upper case ASCII, digits and other characters ``text`` holds."""
-    chars = set(text) if chars is None else chars
-    return (
-        (not chars.isdisjoint(_LOWER))
-        + (not chars.isdisjoint(_UPPER))
-        + any(c.isdecimal() for c in chars)
-        + (not chars <= _ALNUM)
-    )
-
-
-def _high_entropy(value: str) -> bool:
-    """A value of any key that looks like a random credential (not code, a digest or a sentence)."""
-    n = len(value)
-    if n < 20 or n > 1024:
-        return False
-    chars = frozenset(value)
-    if len(chars) < 16 or " " in chars:  # entropy >= 4 needs 16 symbols
-        return False
-    digits = chars & _DIGIT if value.isascii() else {c for c in chars if c.isdecimal()}
-    if not digits or len(digits) == 1 and value.count(next(iter(digits))) < 2:
-        return False  # under two digits: code (``socket._GLOBAL_DEFAULT_TIMEOUT``), not random
-    if _DIGEST.match(value) or _PATH.match(value) or _CODE_CHARS.search(value):
-        return False
-    if (not chars.isdisjoint(_LOWER)) + (not chars.isdisjoint(_UPPER)) + 1 + (not chars <= _ALNUM) < 3:
-        return False
-    from math import log2
-
-    c_log_c = _c_log_c()
-    rest = n - len(chars) + 1  # entropy is at least that of all repeats on one character
-    if log2(n) - c_log_c[rest] / n > 4.0 + 1e-9:
-        return True
-    entropy = log2(n) - sum(map(c_log_c.__getitem__, map(value.count, chars))) / n
-    return entropy >= 4.0 if abs(entropy - 4.0) > 1e-9 else _entropy(value) >= 4.0  # the exact sum at the edge
-
-
-def _secretish(value: str) -> bool:
-    """A bare value that plausibly is a password or token (not an English word)."""
-    return len(value) >= 16 or _classes(value) >= 2 and not value.isalpha()
-
-
-def _tokenish(value: str) -> bool:
-    """After ``Bearer``/``Basic``/``Token``: a credential, not a word or a file name."""
-    if _FILE_NAME.match(value):
-        return False
-    return any(c.isdigit() for c in value) or "=" in value or (value != value.lower() and value != value.upper())
 
 
 def _ascii_lower(text: str) -> str:
@@ -528,6 +276,8 @@ def _assignments(text: str) -> str:
         seen = (key, val, sep, text[end : end + 1], quoted and _CONCAT.match(text, end) is not None)  # all _keep reads
         keep = kept.get(seen)
         if keep is None:
+            from stoprule._util.redact_judge import _keep
+
             keep = kept[seen] = _keep(key, val, True, sep, text, end)
         if keep:
             continue
@@ -542,10 +292,14 @@ def _assignments(text: str) -> str:
     def _random(value: str) -> bool:
         high = judged.get(value)
         if high is None:
+            from stoprule._util.redact_judge import _high_entropy
+
             high = judged[value] = _high_entropy(value)
         return high
 
     if ("\n" in text or len(text) <= 1100) and _line_value_possible(text):
+        from stoprule._util.redact_judge import _judged_sub
+
         text = _judged_sub(
             _LINE_VALUE,
             lambda m: m.group(0) if not _random(m.group(2)) else m.group(1) + REDACTED + m.group(3),
@@ -591,75 +345,6 @@ def _line_value_possible(text: str) -> bool:
     return False
 
 
-def _keep(key: str, val: str, named: bool, sep: str, text: str, end: int) -> bool:
-    """Whether the value of an assignment is not a secret (code, a placeholder, prose, a count)."""
-    quoted = val[:1] in ("'", '"')
-    inner = val[1:-1] if quoted else val
-    if inner.startswith(_MARK) or _PLACEHOLDER.match(inner.strip()) or _NUMBERS.match(inner):
-        return True  # a placeholder, a count, a version, an OID or an address
-    if not named:
-        return not (quoted and _high_entropy(inner))
-    if quoted:
-        if inner != inner.strip() and inner.strip().isalpha() or _TEMPLATE.search(inner):
-            return True  # a fragment or a template of a string being built ("Basic " + ..., "%s:%s")
-        if _CONCAT.match(text, end):
-            return True  # 'get' + name: an expression
-        return inner.count(" ") >= 3 and "phrase" not in key.lower()  # a sentence (a label, a prompt)
-    bare = inner.rstrip("`'\".,;:)")
-    if _NUMBERS.match(bare):
-        return True  # a port, a count, a flag
-    if inner[:1] in "([{%*.&|!<>@`" or bare.isupper() and bare.replace("_", "").isalpha():
-        return True  # an expression or a PLACEHOLDER, not a value
-    if " " in sep and "*" in inner:
-        return True  # x = 2*y
-    plain_name = " " in sep and not any(c.isdigit() for c in inner)  # ``x = y``
-    if _CODE_REF.match(inner) and (
-        any(c in inner for c in ".([") or _SECRET_KEY.search(inner) or _SNAKE.match(inner) or plain_name
-    ):
-        return True  # a variable, attribute or call (``x = y``): code, not a value
-    # prose ("token: the next word") unless the value ends its line (YAML)
-    return ":" in sep and not _secretish(inner) and text[end : end + 1] not in ("", "\n", "\r")
-
-
-def _url(m: re.Match[str]) -> str:
-    url = m.group(0)
-    scheme_end = url.index("://") + 3
-    rest = url[scheme_end:]
-    colon = rest.find(":")
-    if colon <= 0 or "/" in rest[:colon] or "@" in rest[:colon]:
-        return url
-    at = -1  # the last '@' followed by a host: the password may hold '@', '/' or '#'
-    i = rest.rfind("@")
-    while i > colon:
-        if _HOST_TAIL.match(rest, i + 1):
-            at = i
-            break
-        i = rest.rfind("@", colon, i)
-    if at < 0:
-        return url
-    password = rest[colon + 1 : at]
-    if not password or password.startswith(_MARK) or _PLACEHOLDER.match(password):
-        return url
-    return url[:scheme_end] + rest[: colon + 1] + REDACTED + rest[at:]
-
-
-def _urls(text: str) -> str:
-    return _judged_sub(_URL, _url, _URL_ANY, 2, text)
-
-
-def _group(index: int, test: Any) -> Any:
-    def sub(m: re.Match[str]) -> str:
-        value = m.group(index)
-        if value.startswith(_MARK) or _PLACEHOLDER.match(value) or (test is not None and not test(m)):
-            return m.group(0)
-        s, e = m.start(index) - m.start(), m.end(index) - m.start()
-        whole = m.group(0)
-        return whole[:s] + REDACTED + whole[e:]
-
-    return sub
-
-
-_CLI_SUBS = [(p, _group(g, t)) for p, g, t in _CLI]
 _detect_secrets: bool | None = None
 
 
@@ -681,28 +366,6 @@ def use_detect_secrets(enabled: bool | None = True) -> bool:
 
 def detect_secrets_enabled() -> bool:
     return use_detect_secrets(None) if _detect_secrets is None else _detect_secrets
-
-
-# words of code, any string (scan_line skips the entropy filter), public addresses: not credentials
-_DS_NOISY = ("KeywordDetector", "IPPublicDetector", "Base64HighEntropyString", "HexHighEntropyString")
-
-
-def _detect_secrets_values(text: str) -> list[str]:
-    """The secrets ``detect-secrets``' plugins find in ``text`` (longest first)."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import transient_settings
-
-    names = sorted(c.__name__ for c in get_mapping_from_secret_type_to_class().values())
-    plugins = [{"name": n} for n in names if n not in _DS_NOISY]  # its credential-shape detectors
-    found: set[str] = set()
-    with transient_settings({"plugins_used": plugins}):
-        for line in text.splitlines()[:10_000]:
-            if len(line) <= 10_000:
-                found.update(s.secret_value for s in scan_line(line) if s.secret_value)
-    # its keyword plugin also reports code (``password = user``): keep what looks like a credential
-    keep = (v for v in found if len(v) >= 8 and v not in REDACTED and _tokenish(v) and not _SNAKE.match(v))
-    return sorted(keep, key=len, reverse=True)
 
 
 def _markers(pattern: _Lazy) -> tuple[str, ...]:
@@ -739,10 +402,16 @@ def _sub(repl: Any) -> Any:
     return lambda pattern, text: pattern.sub(repl, text)
 
 
-def _judged(judge: Any) -> Any:
-    """``pattern.sub(judge, text)`` within the judgement budget; past it, every match's
-    secret (its last group, the part before it kept) is redacted."""
-    return lambda pattern, text: _judged_sub(pattern.compiled(), judge, pattern.compiled(), 2, text)
+def _judged(index: int, test: Any) -> Any:
+    """How a gate applies a command line's credential pattern (its group ``index`` the secret,
+    ``test`` what a match must pass): judged within the budget (:mod:`.redact_judge`)."""
+
+    def apply(pattern: _Lazy, text: str) -> str:
+        from stoprule._util.redact_judge import _judged_group
+
+        return _judged_group(index, test, pattern, text)
+
+    return apply
 
 
 # a flag's name ends in one of these, in lower case, or holds a letter that folds to an ASCII one
@@ -753,8 +422,8 @@ _FLAG_NAMES = ("token", "passw", "secret", "apikey", "api-key", "accesskey", "ac
 _GATED: list[tuple[tuple[str, ...], _Lazy, Any]] = [
     *((_markers(p), p, _sub(REDACTED)) for p in _SHAPES),
     (("-u", "--user"), _CURL, _split_sub),
-    (("mysql", "mariadb"), _MYSQL, _mysql_passwords),
-    *((_markers(p), p, _judged(sub)) for p, sub in _CLI_SUBS),
+    (("mysql", "mariadb"), _MYSQL, _mysql),
+    *((_markers(p), p, _judged(g, t)) for p, g, t in _CLI),
     (_FLAG_NAMES, _FLAG, _split_sub),
     (("bearer", "basic", "token", "digest"), _AUTH, _split_sub),
 ]
@@ -783,8 +452,16 @@ def redact(text: str) -> str:
     if len(text) == 71 and text.startswith("sha256:") and not text[7:].strip("0123456789abcdef"):
         return text  # a digest (a pack's, a fact's): what the patterns below would keep, without compiling them
     ds = detect_secrets_enabled()
-    extra = _detect_secrets_values(text) if ds else []
-    out = _urls(text) if "://" in text else text
+    extra: list[str] = []
+    if ds:
+        from stoprule._util.redact_judge import _detect_secrets_values
+
+        extra = _detect_secrets_values(text)
+    out = text
+    if "://" in text:
+        from stoprule._util.redact_judge import _urls
+
+        out = _urls(text)
     # the gates read the text before any pattern ran: no marker holds a bracket or lies within
     # "[redacted]", so a redaction never adds one (it may remove one: the pattern then finds nothing)
     low, seen = out.lower(), out

@@ -14,7 +14,8 @@ from stoprule.analysis.backends import engine_of
 from stoprule.analysis.corpus import corpus_counts, corpus_report, merge_counts
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_audit
-from stoprule.cli.common import add_backend_flag, add_jobs_flag, add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.common import diagnostics_error, policy_error
+from stoprule.cli.flags import add_backend_flag, add_jobs_flag, add_policy_flags
 from stoprule.cli.inspect_cmd import layering
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError

@@ -7,7 +7,7 @@ import json
 import os
 from typing import IO
 
-from stoprule.cli.common import add_policy_flags
+from stoprule.cli.flags import add_policy_flags
 from stoprule.cli.style import painter
 from stoprule.cli.watch import watch
 from stoprule.diagnostics import CommandError, PolicyError

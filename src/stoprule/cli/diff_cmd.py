@@ -10,7 +10,8 @@ from stoprule import codes
 from stoprule.analysis import AnalysisLimit, diff_packs
 from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_diff
-from stoprule.cli.common import add_backend_flag, diagnostics_error, policy_error
+from stoprule.cli.common import diagnostics_error, policy_error
+from stoprule.cli.flags import add_backend_flag
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
 from stoprule.engine.build import compile_pack
 

@@ -9,15 +9,9 @@ import argparse
 import json
 
 from stoprule import codes
-from stoprule.cli.common import (
-    add_jobs_flag,
-    add_ledger_flag,
-    add_policy_flags,
-    fact_error,
-    input_name,
-    policy_error,
-    render_verdict,
-)
+from stoprule.cli.common import policy_error
+from stoprule.cli.flags import add_jobs_flag, add_ledger_flag, add_policy_flags
+from stoprule.cli.output import fact_error, input_name, render_verdict
 from stoprule.diagnostics import (
     EXIT_INVALID,
     EXIT_NOT_OK,

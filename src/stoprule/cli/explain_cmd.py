@@ -7,7 +7,9 @@ import json
 from typing import IO
 
 from stoprule.analysis.explain import explain, render_pretty
-from stoprule.cli.common import add_policy_flags, input_name, policy_error
+from stoprule.cli.common import policy_error
+from stoprule.cli.flags import add_policy_flags
+from stoprule.cli.output import input_name
 from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EvaluationError, FactError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator

@@ -11,7 +11,8 @@ import argparse
 import json
 from typing import IO, Any
 
-from stoprule.cli.common import add_policy_flags, policy_error
+from stoprule.cli.common import policy_error
+from stoprule.cli.flags import add_policy_flags
 from stoprule.cli.style import styled
 from stoprule.diagnostics import CommandError, PolicyError, unknown_hint
 from stoprule.engine.packs import select_pack

@@ -15,7 +15,8 @@ import argparse
 import json
 from typing import IO
 
-from stoprule.cli.common import add_ledger_flag, config_error, ledger_target
+from stoprule.cli.common import config_error, ledger_target
+from stoprule.cli.flags import add_ledger_flag
 from stoprule.diagnostics import CommandError, ConfigError
 from stoprule.ledger import keys
 from stoprule.ledger.backend import keys_file, open_ledger

@@ -19,17 +19,9 @@ import json
 import os
 from typing import IO, Any
 
-from stoprule.cli.common import (
-    add_ledger_flag,
-    config_error,
-    fact_error,
-    input_name,
-    json_line,
-    ledger_target,
-    line_safe,
-    policy_error,
-    render_verdict,
-)
+from stoprule.cli.common import config_error, ledger_target, policy_error
+from stoprule.cli.flags import add_ledger_flag
+from stoprule.cli.output import fact_error, input_name, json_line, line_safe, render_verdict
 from stoprule.cli.progress import Bar
 from stoprule.config.fields import DEFAULT_FIELDS
 from stoprule.diagnostics import (

@@ -20,13 +20,10 @@ from __future__ import annotations
 import os
 import sys
 
-from stoprule.version import __version__
-
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
     from typing import IO, Any
 
 # name -> (module, one-line help)
@@ -65,68 +62,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EXIT_AT_ONCE = frozenset({"hook", "guard"})
 
 
-def _formatter() -> type[argparse.HelpFormatter]:
-    import argparse
-
-    class _Formatter(argparse.HelpFormatter):
-        """Help width from $COLUMNS: argparse's default imports shutil on every run (cold start)."""
-
-        def __init__(self, prog: str) -> None:
-            try:
-                width = int(os.environ.get("COLUMNS", "100"))
-            except ValueError:
-                width = 100
-            super().__init__(prog, width=max(width, 40) - 2)
-
-    return _Formatter
-
-
-def _version_action() -> type[argparse.Action]:
-    """``--version``: the version and the evaluation backend (the engine imported only then)."""
-    import argparse
-
-    class _Version(argparse.Action):
-        def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
-            from stoprule.engine.evaluator import describe_backend
-
-            sys.stdout.write(f"stoprule {__version__}\n{describe_backend()}\n")
-            parser.exit()
-
-    return _Version
-
-
 def command_module(name: str) -> Any:
     """The module of command ``name`` (imported now: the table names modules, the cold path imports one;
     ``__import__`` rather than ``importlib``, which a start would pay for)."""
     module = f"stoprule.cli.{COMMANDS[name][0]}"
     __import__(module)
     return sys.modules[module]
-
-
-def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
-    import argparse
-
-    _Formatter = _formatter()
-    p = argparse.ArgumentParser(
-        prog="stoprule",
-        formatter_class=_Formatter,
-        description="Decide what an AI coding agent must do at a task boundary.",
-    )
-    version = _version_action()
-    help_text = "show program's version number and exit"
-    p.add_argument("-V", "--version", action=version, nargs=0, default=argparse.SUPPRESS, help=help_text)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    module = None
-    # a known command builds only its own sub-parser (cold start); otherwise all, for usage and help
-    for name in [chosen] if chosen in COMMANDS else COMMANDS:
-        help_text = COMMANDS[name][1]
-        sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
-        if name == chosen:  # only the command that runs is imported and wired in full
-            module = command_module(name)
-            module.add_arguments(sp)
-    return p, module
 
 
 def run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
@@ -150,7 +91,9 @@ def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
         args = simple(argv[1:]) if simple is not None else None
         if args is not None:  # the command's usual line, argparse not needed (cold start)
             return int(command.run(args, stdin, stdout, stderr))
-    parser, module = _parser(argv)
+    from stoprule.cli.parsing import parser_for
+
+    parser, module = parser_for(argv, COMMANDS, command_module)
     if not argv:  # bare `stoprule`: what it can do
         parser.print_help(stdout)
         return 0
@@ -166,43 +109,10 @@ def _run(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
     assert module is not None
     command = module
     if argv[0] not in ("eval", "hook"):  # (their lines change nothing)
-        _refuse_in_session(argv)
+        from stoprule.cli.in_session import refuse_in_session
+
+        refuse_in_session(argv)
     return int(command.run(args, stdin, stdout, stderr))
-
-
-def _refuse_in_session(argv: list[str]) -> None:
-    """A command that changes what a stop decides, run inside an agent's session (its process
-    ancestry says so): refused (a CommandError saying how the user does it) and written to the
-    session's attempts."""
-    from stoprule.agent.guard.commands import HARNESS_RUNS, MUTATING, USER_WAY, mutating
-
-    what = mutating(argv) if argv[0] in MUTATING else None
-    if what is None or what.split()[0] in HARNESS_RUNS:
-        return
-    from stoprule.agent.guard.session import inside_session
-
-    found = inside_session()
-    if found is None:
-        return
-    home, link = found
-    from stoprule.agent.guard.journal import record_attempt
-    from stoprule.diagnostics import CommandError
-
-    record_attempt(
-        home,
-        link.get("session"),
-        {
-            "via": "cli",
-            "harness": link.get("harness"),
-            "kind": "command",
-            "what": f"ran `stoprule {what}` inside the session",
-        },
-    )
-    raise CommandError(
-        f"`stoprule {what}` refused: it runs inside an agent's session ({link.get('harness')} session "
-        f"{link.get('session')}), and only the user changes what a stop decides. To do it, {USER_WAY}. "
-        "This attempt is shown to the user at the next stop."
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,8 @@ from typing import IO, Any
 from stoprule.agent.hook.replay import boundaries
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.transcripts.scan import detect
-from stoprule.cli.common import add_jobs_flag, policy_error
+from stoprule.cli.common import policy_error
+from stoprule.cli.flags import add_jobs_flag
 from stoprule.cli.progress import Bar, add_quiet_flag
 from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EXIT_INVALID, CommandError, EvaluationError, PolicyError

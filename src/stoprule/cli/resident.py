@@ -3,7 +3,8 @@ and settings warm; the fresh-process hook stays the way that always works.
 
     forward(argv, stdin, ...)   ``stoprule hook``: ask the resident process, or None (decide here)
     start()                     the fresh hook, with ``hook.resident: true``: start one, detached
-    (the process itself: ``stoprule resident serve``, :mod:`stoprule.cli.resident_cmd`)
+    (the process itself: ``stoprule resident serve``, :mod:`stoprule.cli.resident_cmd`; how the
+    two talk and check each other: :mod:`stoprule.cli.resident_wire`)
 
 Reachable only by its user: a Unix socket in a directory only the user can enter
 (``$XDG_RUNTIME_DIR/stoprule``, else ``/tmp/stoprule-UID``, refused unless it is the user's
@@ -22,7 +23,8 @@ the pack's files keep their stats (:func:`stoprule.engine.packs.keep_loaded`), a
 after ``idle`` seconds without a request.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy (the client
-side imports ``_socket`` only, and only when a resident process may be listening).
+side imports ``_socket`` and :mod:`~stoprule.cli.resident_wire` only when a resident process may
+be listening).
 """
 
 from __future__ import annotations
@@ -32,37 +34,26 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from typing import IO
 
     from stoprule.config.reader import Settings
 
 __all__ = [
     "IDLE_SECONDS",
     "MAX_PAYLOAD_BYTES",
-    "PROTOCOL",
     "forward",
-    "frame",
-    "genuine",
-    "identity",
-    "peer",
-    "pid_file",
-    "read_all",
     "runtime_dir",
     "socket_path",
     "start",
-    "unframe",
 ]
 
 IDLE_SECONDS = 600.0  # a resident process exits after this long without a request
 MAX_REQUESTS = 100_000  # and after this many (a long-lived process's caches stay bounded)
-WAIT_SECONDS = 30.0  # how long a client waits for an answer before deciding itself
 # the hook's payload limit (stoprule.agent.hook.event's, which a client need not import: a test
 # holds them equal), and a request's: the payload and room for the environment
 MAX_PAYLOAD_BYTES = 8 << 20
 MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + (1 << 20)
-PROTOCOL = b"stoprule-resident-1"
 SERVING = False  # True inside the resident process (its own hook calls never forward)
-_SERVE_ARGV = ("-I", "-m", "stoprule", "resident", "serve")
 
 
 def runtime_dir(create: bool = False) -> str | None:
@@ -95,73 +86,6 @@ def socket_path(folder: str) -> str:
     return os.path.join(folder, "resident.sock")
 
 
-def identity() -> bytes:
-    """What client and process must share: the stoprule version and install, the interpreter."""
-    from stoprule.version import __version__
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return f"{__version__}\0{here}\0{os.path.realpath(sys.executable)}".encode()
-
-
-def frame(parts: list[bytes]) -> bytes:
-    return b"".join(len(p).to_bytes(4, "big") + p for p in parts)
-
-
-def unframe(data: bytes, count: int) -> list[bytes]:
-    """``count`` length-prefixed parts of ``data`` (ValueError if it holds anything else)."""
-    parts, at = [], 0
-    for _ in range(count):
-        n = int.from_bytes(data[at : at + 4], "big")
-        if at + 4 + n > len(data):
-            raise ValueError("a truncated frame")
-        parts.append(data[at + 4 : at + 4 + n])
-        at += 4 + n
-    if at != len(data):
-        raise ValueError("trailing bytes")
-    return parts
-
-
-def read_all(sock: Any, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise ValueError("too large")
-
-
-def peer(sock: Any) -> tuple[int, int]:
-    """``(pid, uid)`` of the process at the other end (Linux ``SO_PEERCRED``)."""
-    import _socket
-
-    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
-    return int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder)
-
-
-def genuine(pid: int) -> bool:
-    """Whether process ``pid`` is a resident stoprule started as :func:`start` starts one: this
-    interpreter, ``-I -m stoprule resident serve`` (and at most ``--idle N``), no ``LD_*``."""
-    try:
-        if os.readlink(f"/proc/{pid}/exe") != os.path.realpath(sys.executable):
-            return False
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read().split(b"\0")[1:-1]
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = fh.read().split(b"\0")
-    except OSError:
-        return False
-    rest = argv[len(_SERVE_ARGV) :]
-    if [a.decode(errors="replace") for a in argv[: len(_SERVE_ARGV)]] != list(_SERVE_ARGV):
-        return False
-    if rest and (len(rest) != 2 or rest[0] != b"--idle" or not rest[1].replace(b".", b"", 1).isdigit()):
-        return False
-    return not any(v.startswith(b"LD_") for v in env)
-
-
 def forward(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> tuple[int | None, IO[bytes]]:
     """``stoprule hook ARGV``: have the resident process decide it. Returns ``(exit code, stdin)``
     once its answer is written, or ``(None, stdin)`` to decide here (``stdin`` then replays what
@@ -177,7 +101,9 @@ def forward(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str])
         data = stdin.read(MAX_PAYLOAD_BYTES + 1)
     except (OSError, ValueError):
         data = b""
-    answer = _ask(socket_path(folder), argv, data)
+    from stoprule.cli.resident_wire import ask
+
+    answer = ask(socket_path(folder), argv, data)
     if answer is None:
         return None, io.BytesIO(data)
     code, out, err = answer
@@ -186,40 +112,14 @@ def forward(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str])
     return code, io.BytesIO(b"")
 
 
-def _ask(path: str, argv: list[str], data: bytes) -> tuple[int, bytes, bytes] | None:
-    import _socket
-
-    env = b"\0".join(k + b"=" + v for k, v in os.environb.items())
-    try:
-        request = frame([PROTOCOL, identity(), "\0".join(argv).encode(), os.getcwdb(), env, data])
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return None
-    try:
-        sock.settimeout(WAIT_SECONDS)
-        sock.connect(path)
-        pid, uid = peer(sock)
-        if uid != os.getuid() or not genuine(pid):
-            return None
-        sock.sendall(request)
-        sock.shutdown(_socket.SHUT_WR)
-        reply = read_all(sock, 64 << 20)
-        status, code, out, err = unframe(reply, 4)
-        if status != b"ok":
-            return None
-        return int(code), out, err
-    except (OSError, ValueError):
-        return None
-    finally:
-        sock.close()
-
-
 def start(settings: Settings) -> None:
     """After a stop decided in its own process with ``hook.resident: true``: start the user's
     resident process (none answered this stop; a second one started at the same time exits at
     once). Detached (its own session, no stdio), with a minimal environment; never raises."""
     if SERVING or not settings.hook.get("resident"):
         return
+    from stoprule.cli.resident_wire import SERVE_ARGV
+
     try:
         folder = runtime_dir(create=True)
         if folder is None:
@@ -229,15 +129,10 @@ def start(settings: Settings) -> None:
         null = os.devnull
         os.posix_spawn(
             sys.executable,
-            [sys.executable, *_SERVE_ARGV],
+            [sys.executable, *SERVE_ARGV],
             env,
             file_actions=[(os.POSIX_SPAWN_OPEN, fd, null, os.O_RDWR, 0) for fd in (0, 1, 2)],
             setsid=True,
         )
     except (OSError, AttributeError, NotImplementedError):
         return
-
-
-def pid_file(folder: str) -> str:
-    """The lock the resident process holds while it runs (it holds its pid)."""
-    return os.path.join(folder, "resident.lock")

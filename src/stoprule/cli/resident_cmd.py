@@ -21,7 +21,7 @@ from contextlib import suppress
 import stoprule.agent.hook.providers  # noqa: F401 - what a stop imports, imported before the first one
 import stoprule.cli.hook_cmd  # noqa: F401
 from stoprule._util.files import locked
-from stoprule.cli import resident
+from stoprule.cli import resident, resident_wire
 from stoprule.cli.main import run as run_command
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError
 from stoprule.engine.packs import keep_loaded
@@ -50,9 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub.add_parser("stop", help="stop the resident process")
 
 
+def pid_file(folder: str) -> str:
+    """The lock the resident process holds while it runs (it holds its pid)."""
+    return os.path.join(folder, "resident.lock")
+
+
 def _pid(folder: str) -> int | None:
     """The pid of the resident process holding the lock in ``folder``, if one does."""
-    path = resident.pid_file(folder)
+    path = pid_file(folder)
     if not os.path.exists(path):
         return None
     try:
@@ -80,7 +85,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
     if pid is None:
         stdout.write("no resident process\n")
         return EXIT_OK
-    if not resident.genuine(pid):
+    if not resident_wire.genuine(pid):
         raise CommandError(f"process {pid} holds the resident lock but is not a resident stoprule: not stopped")
     os.kill(pid, signal.SIGTERM)
     stdout.write(f"stopped resident process {pid}\n")
@@ -113,19 +118,19 @@ class _Swap:
 def _handle(request: bytes) -> tuple[bytes, bool]:
     """The reply to one request, and whether the process should exit after it (another stoprule
     is asking: the next fresh hook starts the right one)."""
-    protocol, identity, argv, cwd, env, data = resident.unframe(request, 6)
-    if protocol != resident.PROTOCOL or identity != resident.identity():
-        return resident.frame([b"declined", b"", b"", b""]), True
+    protocol, identity, argv, cwd, env, data = resident_wire.unframe(request, 6)
+    if protocol != resident_wire.PROTOCOL or identity != resident_wire.identity():
+        return resident_wire.frame([b"declined", b"", b"", b""]), True
     args = argv.decode().split("\0")
     if args[:1] != ["hook"]:
-        return resident.frame([b"declined", b"", b"", b""]), False
+        return resident_wire.frame([b"declined", b"", b"", b""]), False
     out, err = io.StringIO(), io.StringIO()
     try:
         with _Swap(cwd, env):
             code = run_command(args, io.BytesIO(data), out, err)
     except OSError:  # the client's folder is gone: it decides itself
-        return resident.frame([b"declined", b"", b"", b""]), False
-    return resident.frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
+        return resident_wire.frame([b"declined", b"", b"", b""]), False
+    return resident_wire.frame([b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode()]), False
 
 
 def _warm() -> None:
@@ -142,7 +147,7 @@ def serve(idle: float = resident.IDLE_SECONDS) -> int:
             "no private directory for the resident process's socket (XDG_RUNTIME_DIR or /tmp)", EXIT_NOT_OK
         )
     try:
-        with locked(resident.pid_file(folder), wait=False, mode=0o600) as lock:
+        with locked(pid_file(folder), wait=False, mode=0o600) as lock:
             os.ftruncate(lock.fd, 0)
             os.write(lock.fd, f"{os.getpid()}\n".encode())
             _serve(folder, idle)
@@ -174,10 +179,10 @@ def _serve(folder: str, idle: float) -> None:
             except TimeoutError:
                 break
             try:
-                conn.settimeout(resident.WAIT_SECONDS)
-                if resident.peer(conn)[1] != os.getuid():
+                conn.settimeout(resident_wire.WAIT_SECONDS)
+                if resident_wire.peer(conn)[1] != os.getuid():
                     continue
-                reply, leave = _handle(resident.read_all(conn, resident.MAX_REQUEST_BYTES))
+                reply, leave = _handle(resident_wire.read_all(conn, resident.MAX_REQUEST_BYTES))
                 conn.sendall(reply)
                 if leave:
                     break

@@ -12,7 +12,8 @@ from typing import IO, TYPE_CHECKING, Any
 from stoprule.analysis.backends import engine_of
 from stoprule.analysis.cases import diff_line, format_mismatches, load_cases, run_case
 from stoprule.analysis.coverage import Observation, compute_coverage
-from stoprule.cli.common import add_policy_flags, diagnostics_error, policy_error
+from stoprule.cli.common import diagnostics_error, policy_error
+from stoprule.cli.flags import add_policy_flags
 from stoprule.cli.progress import Bar
 from stoprule.cli.style import painter
 from stoprule.cli.watch import watch

@@ -5,7 +5,7 @@ Modules, lowest first (each imports only those above it, and core modules: diagn
     errors   LedgerError, TokenError
     sha      SHA-256, HMAC-SHA256, compare_digest (CPython's built-in SHA-256: no OpenSSL to load)
     events   canonical JSON, digests, the hash-chain links (run and ledger), the validation_performed body
-    journal  the stop hook's write (one synced line beside the ledger), folded in by the next open
+    journal  the stop hook's write (one synced line beside the ledger), folded in by the next open (folding)
     ddl      the SQL schema: tables, triggers (append-only, chain extension, the head), indexes
     keys     the signing-key file beside the ledger: create, rotate, retire; the head's HMAC
     runcheck one run's chain checked against every table (verify, and the schema-1 upgrade)

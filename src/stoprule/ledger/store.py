@@ -792,13 +792,13 @@ class Ledger(LedgerCore):
     def open(cls, path: str, *, create: bool = True, readonly: bool = False) -> Ledger:
         """Open (or, with ``create``, make) the ledger at ``path``; LedgerError if it cannot be used.
 
-        Decisions the stop hook journaled beside it are folded in first (:mod:`.journal`); a reader
+        Decisions the stop hook journaled beside it are folded in first (:mod:`.folding`); a reader
         that cannot write the ledger reads it without them."""
-        from stoprule.ledger import journal
+        from stoprule.ledger.folding import fold, pending
 
-        if journal.pending(path):
+        if pending(path):
             try:
-                journal.fold(path, lambda: cls._open(path, create=True, readonly=False))
+                fold(path, lambda: cls._open(path, create=True, readonly=False))
             except (LedgerError, OSError):
                 if not readonly:
                     raise

@@ -14,7 +14,7 @@ import pytest
 
 from clirunner import invoke
 from hookharness import payload, run_hook
-from stoprule.agent.guard.journal import record_attempt
+from stoprule.agent.guard.journal import read_attempts, record_attempt
 
 
 @pytest.fixture
@@ -92,3 +92,56 @@ def test_a_session_without_attempts_is_decided_as_before(project: Path, env: dic
     out = _stop(project, env)
     assert out.stops and out.user_sees is None
     assert "tamperAttempts" not in json.loads((project / ".stoprule" / "hook.log").read_text().splitlines()[-1])["fact"]
+
+
+def _use(tid: str, path: str) -> str:
+    block = {
+        "type": "tool_use",
+        "id": tid,
+        "name": "Edit",
+        "input": {"file_path": path, "old_string": "a", "new_string": "b"},
+    }
+    return json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [block]}})
+
+
+def _denied(tid: str) -> str:
+    text = "Permission to use Edit has been denied because of your permission settings."
+    result = {"type": "tool_result", "tool_use_id": tid, "is_error": True, "content": text}
+    return json.dumps({"type": "user", "message": {"role": "user", "content": [result]}})
+
+
+def test_a_refusal_by_the_harness_deny_rules_is_read_from_what_the_transcript_gained(
+    project: Path, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's own deny rules refuse a call before any hook sees it: the stop reads the
+    refusal from the transcript once, and reads the transcript's tail only when what it gained
+    since the last stop names a refusal (a long session's transcript is not read again per stop)."""
+    from stoprule._util import regular
+
+    _wired(project, env)
+    transcript = tmp_path / "t.jsonl"
+    config = str(project / ".stoprule" / "config.yaml")
+    padding = json.dumps({"type": "user", "message": {"role": "user", "content": "x" * 1000}})
+    transcript.write_text("\n".join([padding] * 200 + [_use("toolu_1", config)]) + "\n")
+    tails: list[str] = []
+    real_tail = regular.read_regular
+
+    def read_regular(path: str, limit: int, *, tail: bool = False) -> bytes | None:
+        if path == str(transcript):
+            tails.append(path)
+        return real_tail(path, limit, tail=tail)
+
+    monkeypatch.setattr(regular, "read_regular", read_regular)
+    first = _stop(project, env, transcript_path=str(transcript))
+    assert "refused" not in (first.user_sees or "") and tails == []  # nothing refused yet: no tail read
+    with open(transcript, "a") as fh:  # the refusal lands after the call (which the last stop saw)
+        fh.write(_denied("toolu_1") + "\n")
+    second = _stop(project, env, transcript_path=str(transcript))
+    assert "refused by the harness's deny rules" in (second.user_sees or ""), second.user_sees
+    assert len(tails) == 1
+    with open(transcript, "a") as fh:
+        fh.write(padding + "\n")
+    _stop(project, env, transcript_path=str(transcript))
+    assert len(tails) == 1  # what it gained names no refusal: the tail is not read again
+    journaled = [a for a in read_attempts(str(project / ".stoprule"), "sess-1") if a.get("via") == "harness"]
+    assert [a.get("id") for a in journaled] == ["toolu_1"]  # journaled once

@@ -33,12 +33,15 @@ def describe(attempt: dict[str, Any]) -> str:
 
 
 _DENIALS = (b"denied by your permission settings", b"has been denied")
+_OVERLAP = max(map(len, _DENIALS)) - 1  # bytes read again before the last stop's end: a refusal across it
 TAIL_BYTES = 4 << 20
 
 
 def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[dict[str, Any]]:
     """Claude Code's deny-rule refusals in the transcript's tail that the guard would refuse too,
-    not journaled yet (``known``: the ids journaled)."""
+    not journaled yet (``known``: the ids journaled). The tail is read only when what the
+    transcript gained since the last stop (``ctx.session["denials_mark"]``) names a refusal: a
+    transcript of several MB costs a stop the bytes it gained, not its last 4 MB."""
     import os
 
     from stoprule._util.jsonin import loads
@@ -47,11 +50,16 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
     path = event.transcript_path
     if event.harness != "claude-code" or not path:
         return []
-    from stoprule._util.regular import read_regular
+    from stoprule._util.regular import read_appended, read_regular
 
-    data = read_regular(path, TAIL_BYTES, tail=True)  # a FIFO there: nothing (never blocks)
-    if not data or not any(d in data for d in _DENIALS):
+    # what the transcript gained since the last stop looked (a FIFO there: nothing, never blocks)
+    appended = read_appended(path, TAIL_BYTES, ctx.session.get("denials_mark"), _OVERLAP)
+    if appended is None:
         return []
+    new, ctx.session["denials_mark"] = appended
+    if not any(d in new for d in _DENIALS):
+        return []
+    data = read_regular(path, TAIL_BYTES, tail=True) or b""  # the tail: the calls a refusal answers
     from stoprule.agent.guard.paths import Places
     from stoprule.agent.guard.rules import Call, check
 
