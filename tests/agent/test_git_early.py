@@ -128,3 +128,34 @@ def test_after_a_session_start_the_flagged_listing_starts_early_too(
 def test_without_a_recorded_baseline_only_git_status_starts_early(repo: Path, started: list[command.Running]) -> None:
     run_hook("claude-code", None, _stop(repo), cwd=str(repo))
     assert [r for r in started if "ls-files" in r.argv] == []
+
+
+def test_the_flagged_files_are_listed_again_only_when_the_index_changed(
+    repo: Path, started: list[command.Running], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index holds the flags: while its stamp is the one the last listing was taken with, the
+    stop reuses that listing (no ``git ls-files``); a flag set since rewrites the index, and the
+    next stop lists and counts it."""
+    from stoprule._util import files
+    from stoprule.agent.hook.lifecycle import run_session_start
+
+    monkeypatch.setattr(files, "RACY_NS", 0)  # the index was written just now: let its stamp vouch
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "add", "work.py"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "work"], cwd=repo, check=True)
+    start = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
+    run_session_start("claude-code", json.dumps(start).encode())
+
+    def listings() -> int:
+        return sum("ls-files" in r.argv for r in started)
+
+    started.clear()
+    first = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    assert listings() == 0 and first.entry["fact"]["uncommittedWork"] is False  # the start's listing holds
+    (repo / "work.py").write_text("x = 2\n")
+    subprocess.run(["git", "update-index", "--assume-unchanged", "work.py"], cwd=repo, check=True)
+    second = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    assert listings() == 1 and second.entry["fact"]["uncommittedWork"] is True  # listed again, and counted
+    third = run_hook("claude-code", None, _stop(repo), cwd=str(repo))
+    assert listings() == 1 and third.entry["fact"]["uncommittedWork"] is True  # still counted, not listed again
+    assert git_provider._EARLY == {}

@@ -13,7 +13,10 @@ no session-start hook (Cursor): there the first stop's dirty files are the basel
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
 added or changed (``.git/info/exclude``, the global excludes, a new or edited ``.gitignore``;
-files a committed ``.gitignore`` already ignored, such as build output, do not count).
+files a committed ``.gitignore`` already ignored, such as build output, do not count). The
+flagged files are listed again only when the index (their only home) changed since they were
+last listed: its stamp (inode, size, mtime, ctime) is kept with the list, as the pack cache keeps
+its files' (:func:`_known_flagged`).
 
 Observations: ``dirty`` (bool), ``files`` (the first :data:`SHOWN` such paths), ``count``
 (how many in all), ``branch``, ``hidden`` (the hidden ones, with how).
@@ -102,15 +105,18 @@ def start_status(workdir: str, session: dict[str, Any] | None = None) -> None:
     """Start the stop's ``git status`` now: it runs while the pack loads and the other providers
     read, and :func:`provide` collects it (the same command, its output read then). With a
     session-start baseline in ``session`` (the hook's session record) that records the flagged
-    files, the listing that finds newly flagged ones (:func:`_flagged`) starts too. Nothing is
+    files, the listing that finds newly flagged ones (:func:`_flagged`) starts too, unless the
+    index is unchanged since they were last listed (:func:`_known_flagged`). Nothing is
     started outside a repository; a git that cannot start is run (and reported) by :func:`provide`."""
     from stoprule._util.command import spawn
 
     root = repo_root(workdir)
     if root is None:
         return
-    base = (session or {}).get("baseline")
+    session = session or {}
+    base = session.get("baseline")
     flagged = isinstance(base, dict) and base.get("root") == root and "flagged" in base
+    flagged = flagged and _known_flagged(root, session) is None  # the index changed: list them again
     for args in (_STATUS, _FLAGGED) if flagged else (_STATUS,):
         argv = _argv(root, args)
         try:
@@ -190,6 +196,52 @@ def _flagged(root: str, timeout: float) -> list[str]:
     """Files marked assume-unchanged or skip-worktree (git then stops looking at them)."""
     out = _git(root, _FLAGGED, timeout).decode("utf-8", "replace")
     return [e[2:] for e in out.split("\0") if len(e) > 2 and (e[0].islower() or e[0] == "S")]
+
+
+def _index_stamp(root: str) -> list[Any] | None:
+    """The stamp of the repository's index (:func:`~stoprule._util.files.file_stamp`), which holds
+    the assume-unchanged and skip-worktree flags; None when it cannot vouch for them: no index,
+    another index named by ``$GIT_INDEX_FILE``, or one written within ``RACY_NS`` of now."""
+    import time
+
+    from stoprule._util.files import RACY_NS, file_stamp, racy
+
+    if os.environ.get("GIT_INDEX_FILE"):
+        return None
+    try:
+        stamp = file_stamp("index", os.path.join(git_dir(root), "index"))
+    except OSError:
+        return None
+    return None if racy([stamp], time.time_ns(), RACY_NS) else stamp
+
+
+def _known_flagged(root: str, session: dict[str, Any]) -> list[str] | None:
+    """The flagged files as last listed (by the session's start, in its baseline, or by a stop),
+    when the index is the very file they were listed from (its stamp unchanged: any write of the
+    index, the flags' only home, changes its inode or ctime); None: they must be listed again."""
+    stamp = _index_stamp(root)
+    if stamp is None:
+        return None
+    base = session.get("baseline")
+    for seen in (session.get("flagged_at"), base.get("flagged_at") if isinstance(base, dict) else None):
+        if isinstance(seen, dict) and seen.get("root") == root and seen.get("stamp") == stamp:
+            files = seen.get("files")
+            if isinstance(files, list) and all(isinstance(f, str) for f in files):
+                return files
+    return None
+
+
+def _flagged_now(root: str, session: dict[str, Any], timeout: float) -> list[str]:
+    """The flagged files now: as last listed when the index has not changed since
+    (:func:`_known_flagged`), else listed (:func:`_flagged`) and kept with the index's stamp."""
+    known = _known_flagged(root, session)
+    if known is not None:
+        return known
+    stamp = _index_stamp(root)  # before listing: a change meanwhile shows at the next stop
+    files = _flagged(root, timeout)
+    if stamp is not None:
+        session["flagged_at"] = {"root": root, "stamp": stamp, "files": files}
+    return files
 
 
 def _stashes(root: str) -> list[str]:
@@ -282,25 +334,27 @@ def baseline(
     if root is None:
         return None
     _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
+    stamp = _index_stamp(root)
+    flagged = _flagged(root, timeout)
     return {
         "root": root,
         "files": {p: _hash(root, p) for p in paths},
         "ignored": ignored[:MAX_IGNORED],
-        "flagged": _flagged(root, timeout),
+        "flagged": flagged,
+        "flagged_at": {"root": root, "stamp": stamp, "files": flagged} if stamp is not None else None,
         "stashes": _stashes(root),
         "ignore_sources": _ignore_sources(root, timeout),
     }
 
 
 def _hidden(
-    root: str, base: dict[str, Any], paths: list[str], ignored: list[str], timeout: float
+    root: str, base: dict[str, Any], paths: list[str], ignored: list[str], flagged: list[str], timeout: float
 ) -> list[tuple[str, str]]:
-    """What the session hid from ``git status`` since its start: ``(path, how)``."""
+    """What the session hid from ``git status`` since its start: ``(path, how)``; ``flagged``: the
+    files flagged assume-unchanged or skip-worktree now."""
     found: list[tuple[str, str]] = []
     before_flagged = set(base.get("flagged") or [])
-    found += [
-        (p, "flagged assume-unchanged or skip-worktree") for p in _flagged(root, timeout) if p not in before_flagged
-    ]
+    found += [(p, "flagged assume-unchanged or skip-worktree") for p in flagged if p not in before_flagged]
     before_stashes = set(base.get("stashes") or [])
     for commit in _stashes(root):
         if commit not in before_stashes:
@@ -372,7 +426,7 @@ def provide(event: HookEvent, ctx: Context) -> tuple[dict[str, Any], list[str]]:
         notes.append("no baseline recorded at session start: every dirty file counts")
     if base is not None and "flagged" in base:
         timeout = max(0.05, ctx.deadline - time.monotonic())
-        hidden = _hidden(root, base, paths, ignored, timeout)
+        hidden = _hidden(root, base, paths, ignored, _flagged_now(root, ctx.session, timeout), timeout)
         for path, _ in hidden:
             if path not in mine:
                 mine.append(path)
