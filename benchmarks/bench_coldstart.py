@@ -245,12 +245,17 @@ def wired_commands(project: Path) -> dict[str, list[str]]:
     return out
 
 
+SESSION_START = True  # --no-session-start: False
+
+
 def start_session(cmd: list[str], stop_file: Path, env: dict[str, str]) -> None:
     """The session of the Stop payload in ``stop_file`` started as its harness starts it: the
     session-start hook ``init`` wired (``cmd``, the stop's command, with ``--event session-start``),
     which records the git baseline (dirty files, flagged files, stashes, ignore files) and freezes
     the session, so the stops that follow check the work the session hid from ``git status`` too,
-    as every stop of a real session does."""
+    as every stop of a real session does. Nothing with ``--no-session-start``."""
+    if not SESSION_START:
+        return
     stop = json.loads(stop_file.read_text())
     start = {k: stop[k] for k in ("session_id", "transcript_path", "cwd")}
     start.update(hook_event_name="SessionStart", source="startup")
@@ -418,7 +423,14 @@ def main() -> None:
     ap.add_argument("--cmd", action="append", default=[], metavar="LABEL=COMMAND LINE", help="also time this")
     ap.add_argument("--only-cmd", action="store_true", help="time only the --cmd command lines (and bare python)")
     ap.add_argument("--baseline", metavar="COMMIT", help="also time the wired stop of this commit (before/after)")
+    ap.add_argument(
+        "--no-session-start",
+        action="store_true",
+        help="time stops of sessions that never ran the session-start hook (no git baseline: a harness without one)",
+    )
     args = ap.parse_args()
+    global SESSION_START
+    SESSION_START = not args.no_session_start
 
     vb = venv_bin()
     py, script = str(vb / "python"), str(vb / "stoprule")
@@ -514,7 +526,7 @@ def main() -> None:
         print(
             "project: a git repository with one commit, `stoprule init --harness claude-code` and `--harness codex`"
             " (ledger on, every provider); the recorded Claude Code and Codex transcripts and last Stop payloads,"
-            " each session started by its wired session-start hook"
+            + (" each session started by its wired session-start hook" if SESSION_START else " no session start")
         )
         if not args.only_cmd:
             print(f"hookify: {where}")
