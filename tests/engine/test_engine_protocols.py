@@ -57,3 +57,16 @@ def test_the_check_sees_a_backend_of_another_shape() -> None:
         return None
 
     assert mismatches(wrong, Backend) != []
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [OK, {"status": "partial", "nextDerivedAction": {"type": "deploy_production"}}, {**OK, "noSuchField": 1}],
+)
+def test_a_verdict_reads_back_from_its_dict(fact: dict[str, object]) -> None:
+    """``Verdict.from_dict`` reads what ``to_dict`` wrote (a service's envelope, a journal line),
+    its extra fields ignored: the same verdict, warnings included."""
+    verdict = EV.evaluate(fact)
+    assert Verdict.from_dict({**verdict.to_dict(), "run": "r1", "node": 3}) == verdict
+    with pytest.raises(KeyError):
+        Verdict.from_dict({k: v for k, v in verdict.to_dict().items() if k != "rule"})

@@ -288,7 +288,7 @@ def remote_eval(
     import os
     from urllib.parse import urlencode
 
-    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks, verdict_from_envelope
+    from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks
 
     query = {k: v for k, v in (("run", args.run), ("parent", args.parent), ("retry", args.retry)) if v}
     if args.checkpoint:
@@ -331,7 +331,7 @@ def remote_eval(
                     fact_error(exc, f"{name}: ", args.format, stdout, stderr)
                     code = EXIT_INVALID
                     continue
-                verdict = verdict_from_envelope(answer)
+                verdict = Verdict.from_dict(answer)
                 if not verdict.ok and code == 0:
                     code = EXIT_NOT_OK
                 stdout.write((json.dumps(answer) if args.format == "json" else render_verdict(verdict)) + "\n")

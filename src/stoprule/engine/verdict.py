@@ -42,6 +42,25 @@ class Verdict(Record):
     policy: str
     warnings: tuple[dict[str, str], ...] = ()  # unknown fields and the like (see FactSchema.warnings)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> Verdict:
+        """The verdict :meth:`to_dict` wrote (a service's envelope and a ledger journal's line hold
+        one, with fields of their own beside it); KeyError or TypeError for one it did not write."""
+        return cls(
+            ok=data["ok"],
+            verdict=data["verdict"],
+            reason=data["reason"],
+            rule=data["rule"],
+            stop=data["stop"],
+            message=data["message"],
+            requires_user_review=data["requires_user_review"],
+            review_reason=data.get("review_reason"),
+            high_risk_stop=data.get("high_risk_stop"),
+            matched=tuple(Match(m["rule"], m["verdict"], m["reason"]) for m in data["matched"]),
+            policy=data["policy"],
+            warnings=tuple(data.get("warnings") or ()),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,

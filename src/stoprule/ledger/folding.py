@@ -30,7 +30,7 @@ import os
 from stoprule._util.files import taken_aside
 from stoprule._util.jsonin import loads
 from stoprule._util.redact import redact_obj
-from stoprule.engine.evaluator import Match, Verdict
+from stoprule.engine.evaluator import Verdict
 from stoprule.ledger.errors import check_run_id
 from stoprule.ledger.events import canonical, digest
 from stoprule.ledger.journal import FORMAT, SUFFIX, journal_path
@@ -135,22 +135,6 @@ def _read(path: str) -> tuple[list[dict[str, Any]], list[bytes]]:
     return good, bad
 
 
-def _verdict(v: dict[str, Any]) -> Verdict:
-    return Verdict(
-        ok=v["ok"],
-        verdict=v["verdict"],
-        reason=v["reason"],
-        rule=v["rule"],
-        stop=v["stop"],
-        message=v["message"],
-        requires_user_review=v["requires_user_review"],
-        review_reason=v.get("review_reason"),
-        high_risk_stop=v.get("high_risk_stop"),
-        policy=v["policy"],
-        matched=tuple(Match(m["rule"], m["verdict"], m["reason"]) for m in v["matched"]),
-    )
-
-
 def _last_event(ledger: Ledger) -> int:
     row = ledger.connection.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
     return int(row[0])
@@ -192,7 +176,7 @@ def _append_all(ledger: Ledger, decisions: list[dict[str, Any]]) -> None:
         try:
             ledger.append(
                 e["run"],
-                _verdict(e["verdict"]),
+                Verdict.from_dict(e["verdict"]),
                 fd,
                 body,
                 kind=e["kind"],

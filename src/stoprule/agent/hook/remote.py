@@ -25,7 +25,6 @@ import json
 
 from stoprule import codes
 from stoprule.diagnostics import AgentError
-from stoprule.engine.evaluator import Match, Verdict
 from stoprule.project import CONFIG_FILE, STATE_DIR
 
 TYPE_CHECKING = False
@@ -41,7 +40,6 @@ __all__ = [
     "attach_mirror",
     "ndjson_chunks",
     "project_remote",
-    "verdict_from_envelope",
 ]
 
 DEFAULT_TOKEN_ENV = "STOPRULE_SERVER_TOKEN"
@@ -53,24 +51,6 @@ class RemoteError(AgentError):
     def __init__(self, code: str, message: str, status: int = 0, body: Any = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.status, self.body = code, message, status, body
-
-
-def verdict_from_envelope(env: Mapping[str, Any]) -> Verdict:
-    """The verdict an envelope (``Verdict.to_dict``, plus ledger fields) describes."""
-    return Verdict(
-        ok=env["ok"],
-        verdict=env["verdict"],
-        reason=env["reason"],
-        rule=env["rule"],
-        stop=env["stop"],
-        message=env["message"],
-        requires_user_review=env["requires_user_review"],
-        review_reason=env["review_reason"],
-        high_risk_stop=env["high_risk_stop"],
-        matched=tuple(Match(m["rule"], m["verdict"], m["reason"]) for m in env["matched"]),
-        policy=env["policy"],
-        warnings=tuple(env.get("warnings") or ()),
-    )
 
 
 class Remote:

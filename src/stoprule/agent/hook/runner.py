@@ -354,12 +354,12 @@ def _decide(
         assert st.evaluator is not None
         verdict = st.verdict = st.evaluator.evaluate(st.fact, strict=hook["strict"])
     else:
-        from stoprule.agent.hook.remote import verdict_from_envelope
+        from stoprule.engine.verdict import Verdict
 
         recorded = st.settings.server.get("record", True)
         run = (event.session_id or f"{st.harness}-unknown-session") if recorded else None
         answer = remote.hook(st.harness, payload or {}, st.fact, event.event, run)
-        verdict = verdict_from_envelope(answer["verdict"])
+        verdict = Verdict.from_dict(answer["verdict"])
         entry["server"] = {"url": remote.url, "policy": answer.get("policy"), "node": answer["verdict"].get("node")}
     st.disarm()
     entry["verdict"] = {k: v for k, v in verdict.to_dict().items() if k != "matched"}
