@@ -297,15 +297,18 @@ def find_hookify(given: str | None, tmp: Path) -> tuple[Path | None, str]:
 
 def baseline_tree(commit: str, tmp: Path, py: str) -> Path:
     """``src/`` and ``policies/`` of ``commit`` in ``tmp`` (its bytecode compiled, this tree's built
-    engine copied in): the folder holding its ``stoprule`` package."""
+    C modules copied in where that commit has their folder: the engine, the accelerator,
+    ``_native``): the folder holding its ``stoprule`` package."""
     out = tmp / "baseline"
     out.mkdir()
     archive = subprocess.run(
         ["git", "-C", str(REPO), "archive", commit, "src", "policies"], capture_output=True, check=True
     )
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
-    for so in (REPO / "src" / "stoprule" / "engine").glob("*.so"):
-        shutil.copy(so, out / "src" / "stoprule" / "engine" / so.name)
+    for so in (REPO / "src" / "stoprule").glob("**/*.so"):
+        dest = out / so.relative_to(REPO)
+        if dest.parent.is_dir():
+            shutil.copy(so, dest)
     subprocess.run([py, "-m", "compileall", "-q", str(out / "src")], check=True, capture_output=True)
     return out / "src"
 
