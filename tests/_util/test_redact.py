@@ -20,6 +20,7 @@ import pytest
 from redact_inputs import SHAPES, families
 
 from stoprule._util import redact as R
+from stoprule._util import redact_core
 from stoprule._util import redact_judge as J
 from stoprule._util.redact import REDACTED, redact, redact_obj
 
@@ -184,8 +185,7 @@ def _negatives() -> str:
 
 def _budget(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     """The judgement budget set to ``n`` where redaction and its judgements read it."""
-    for module in (R, J):
-        monkeypatch.setattr(module, "JUDGEMENT_BUDGET", n)
+    monkeypatch.setattr(redact_core, "JUDGEMENT_BUDGET", n)
 
 
 def _candidates(text: str) -> dict[str, int]:
@@ -204,7 +204,7 @@ def test_ordinary_text_stays_far_below_the_judgement_budget(monkeypatch: pytest.
     """The whole false-positive corpus as one text: each kind holds under an eighth of the
     budget, and its redaction is the same with no budget at all."""
     text = _negatives()
-    assert max(_candidates(text).values()) < R.JUDGEMENT_BUDGET // 8, _candidates(text)
+    assert max(_candidates(text).values()) < redact_core.JUDGEMENT_BUDGET // 8, _candidates(text)
     out = redact(text)
     _budget(monkeypatch, 1 << 40)
     assert redact(text) == out

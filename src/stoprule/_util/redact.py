@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import os
 
-from stoprule._util.redact_core import _CONCAT, _SECRET_KEY, JUDGEMENT_BUDGET, REDACTED, _compile, _cut, _Lazy, _re
+from stoprule._util import redact_core
+from stoprule._util.redact_core import _CONCAT, _SECRET_KEY, REDACTED, _compile, _cut, _Lazy, _re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -246,6 +247,7 @@ def _ascii_lower(text: str) -> str:
 
 def _assignments(text: str) -> str:
     """Redact the values of ``key = value`` assignments: each value read at most once."""
+    budget = redact_core.JUDGEMENT_BUDGET  # one budget, read where the judgements read it too
     out: list[str] = []
     done = 0
     secret_key: dict[str, bool] = {}  # a long text repeats its keys and values: each is judged once
@@ -256,7 +258,7 @@ def _assignments(text: str) -> str:
     for n, m in enumerate(_NAMED.finditer(low) if keyed else ()):
         if m.start() < done:
             continue
-        if n >= JUDGEMENT_BUDGET:
+        if n >= budget:
             out += [text[done : m.start()], _cut(_NAMED_REST, text[m.start() :])]
             done = len(text)
             break
@@ -311,7 +313,7 @@ def _assignments(text: str) -> str:
     for n, m in enumerate(_QUOTED.finditer(text) if quotes else ()):
         if m.start() < done:
             continue
-        if n >= JUDGEMENT_BUDGET:
+        if n >= budget:
             out += [text[done : m.start()], _cut(_QUOTED_REST, text[m.start() :])]
             done = len(text)
             break

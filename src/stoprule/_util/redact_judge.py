@@ -9,7 +9,8 @@ imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule._util.redact_core import _CONCAT, _MARK, _SECRET_KEY, JUDGEMENT_BUDGET, REDACTED, _compile, _cut, _Lazy
+from stoprule._util import redact_core
+from stoprule._util.redact_core import _CONCAT, _MARK, _SECRET_KEY, REDACTED, _compile, _cut, _Lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ def _judged_sub(pattern: re.Pattern[str], judge: Any, fallback: re.Pattern[str],
     one on, ``_cut(fallback, rest, secret)`` (its group ``secret`` covers all ``judge`` may redact)."""
     out: list[str] = []
     done = 0
+    budget = redact_core.JUDGEMENT_BUDGET
     for n, m in enumerate(pattern.finditer(text)):
-        if n == JUDGEMENT_BUDGET:
+        if n == budget:
             out += [text[done : m.start()], _cut(fallback, text[m.start() :], secret)]
             return "".join(out)
         out += [text[done : m.start()], judge(m)]

@@ -116,7 +116,7 @@ def start_status(workdir: str, session: dict[str, Any] | None = None) -> None:
     session = session or {}
     base = session.get("baseline")
     flagged = isinstance(base, dict) and base.get("root") == root and "flagged" in base
-    flagged = flagged and _known_flagged(root, session) is None  # the index changed: list them again
+    flagged = flagged and _known_flagged(root, session, _index_stamp(root)) is None  # the index changed
     for args in (_STATUS, _FLAGGED) if flagged else (_STATUS,):
         argv = _argv(root, args)
         try:
@@ -215,17 +215,20 @@ def _index_stamp(root: str) -> list[Any] | None:
     return None if racy([stamp], time.time_ns(), RACY_NS) else stamp
 
 
-def _known_flagged(root: str, session: dict[str, Any]) -> list[str] | None:
+def _known_flagged(root: str, session: dict[str, Any], stamp: list[Any] | None) -> list[str] | None:
     """The flagged files as last listed (by the session's start, in its baseline, or by a stop),
-    when the index is the very file they were listed from (its stamp unchanged: any write of the
-    index, the flags' only home, changes its inode or ctime); None: they must be listed again."""
-    stamp = _index_stamp(root)
+    when the index is the very file they were listed from (``stamp``, its stamp now, the one kept
+    with them: any write of the index, the flags' only home, changes its inode or ctime); None:
+    they must be listed again."""
     if stamp is None:
         return None
     base = session.get("baseline")
-    for seen in (session.get("flagged_at"), base.get("flagged_at") if isinstance(base, dict) else None):
-        if isinstance(seen, dict) and seen.get("root") == root and seen.get("stamp") == stamp:
-            files = seen.get("files")
+    seen = [session.get("flagged_at")]
+    if isinstance(base, dict):
+        seen.append({"root": base.get("root"), "stamp": base.get("index"), "files": base.get("flagged")})
+    for listed in seen:
+        if isinstance(listed, dict) and listed.get("root") == root and listed.get("stamp") == stamp:
+            files = listed.get("files")
             if isinstance(files, list) and all(isinstance(f, str) for f in files):
                 return files
     return None
@@ -234,10 +237,10 @@ def _known_flagged(root: str, session: dict[str, Any]) -> list[str] | None:
 def _flagged_now(root: str, session: dict[str, Any], timeout: float) -> list[str]:
     """The flagged files now: as last listed when the index has not changed since
     (:func:`_known_flagged`), else listed (:func:`_flagged`) and kept with the index's stamp."""
-    known = _known_flagged(root, session)
+    stamp = _index_stamp(root)  # before listing: a change meanwhile shows at the next stop
+    known = _known_flagged(root, session, stamp)
     if known is not None:
         return known
-    stamp = _index_stamp(root)  # before listing: a change meanwhile shows at the next stop
     files = _flagged(root, timeout)
     if stamp is not None:
         session["flagged_at"] = {"root": root, "stamp": stamp, "files": files}
@@ -334,14 +337,12 @@ def baseline(
     if root is None:
         return None
     _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
-    stamp = _index_stamp(root)
-    flagged = _flagged(root, timeout)
     return {
         "root": root,
         "files": {p: _hash(root, p) for p in paths},
         "ignored": ignored[:MAX_IGNORED],
-        "flagged": flagged,
-        "flagged_at": {"root": root, "stamp": stamp, "files": flagged} if stamp is not None else None,
+        "index": _index_stamp(root),  # before the listing: the stamp it was listed from
+        "flagged": _flagged(root, timeout),
         "stashes": _stashes(root),
         "ignore_sources": _ignore_sources(root, timeout),
     }
