@@ -374,13 +374,13 @@ def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: d
     return met
 
 
-def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:
+def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int, harness: str = "claude-code") -> None:
     """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU). ``cmd``: the
     interpreter and its flags as init wired them, then the folder holding the ``stoprule`` package."""
     acc: dict[str, list[tuple[float, float]]] = {}
     for _ in range(runs):
         p = subprocess.run(
-            [*cmd[:-1], "-c", PHASES, cmd[-1], "hook", "claude-code"],
+            [*cmd[:-1], "-c", PHASES, cmd[-1], "hook", harness],
             input=payload.read_bytes(),
             env=env,
             cwd=cwd,
@@ -391,7 +391,7 @@ def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: i
         for name, (w, c) in json.loads(lines[-2]).items():
             acc.setdefault(name, []).append((w, c))
         stdlib = json.loads(lines[-1])
-    print(f"\n== where one stop's time goes (in process; medians of {runs} fresh processes; load {_load()})")
+    print(f"\n== where one {harness} stop's time goes (in process; medians of {runs} fresh processes; load {_load()})")
     print(f"  {'phase':<42} {'wall':>9} {'cpu':>9}")
     for name, vals in acc.items():
         wall, cpu = statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)
@@ -555,7 +555,8 @@ def main() -> None:
         if args.phases:
             launch = next(a for a in wired_cc if a.endswith("launch.py"))
             flags = wired_cc[: wired_cc.index(launch)]
-            phases([*flags, str(Path(launch).parent.parent)], files["claude-code"], fresh, proj, args.phases)
+            for harness in ("claude-code", "codex"):
+                phases([*flags, str(Path(launch).parent.parent)], files[harness], fresh, proj, args.phases, harness)
             if args.baseline:
                 print(f"  (the same for commit {args.baseline}:)")
                 phases([*flags, str(before)], before_stop, own_cache, proj, args.phases)
