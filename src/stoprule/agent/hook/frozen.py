@@ -1,7 +1,8 @@
 """A session frozen at its start: what decides its stops, whatever is written later.
 
 At session start (a harness without a session-start hook: at its first stop) :func:`freeze`
-records, in ``state/frozen/<session>.json`` (written once, redacted; :func:`load`, :func:`save`):
+records, in ``state/frozen/<session>.json`` (written once, redacted; :func:`load`, :func:`save`;
+the freezing itself is :mod:`stoprule.agent.hook.freezing`, off the stop's path):
 
 - ``root``: the project root, from the harness (``$CLAUDE_PROJECT_DIR``, ``$GEMINI_PROJECT_DIR``:
   the hook's environment, never the agent's current directory);
@@ -31,8 +32,17 @@ from __future__ import annotations
 
 import os
 
-from stoprule._util.files import RACY_NS, file_stamp, racy
-from stoprule._util.native import content_key
+from stoprule.agent.hook.frozen_keys import (
+    _SWITCHES,
+    PACK_MARK,
+    _env,
+    _key,
+    _racy,
+    _read,
+    _switches,
+    pack_key,
+    pack_stamp,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,20 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "lost", "pack_of", "save"]
 
-PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
 RESTAMPED = "restamped"  # in a record's ``pack``: a stamp was taken again (the record is to be saved)
-_ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
-_SWITCHES = {"blockers": ("blockers", "switch.json")}  # below the project's root: what a stop reads live
-
-
-def _key(data: bytes | None) -> str:
-    return "-" if data is None else content_key(data)
-
-
-def _read(path: str, limit: int = 8 << 20) -> bytes | None:
-    from stoprule._util.regular import read_regular
-
-    return read_regular(path, limit)
 
 
 def load(home: str, session: str) -> dict[str, Any] | None:
@@ -71,19 +68,26 @@ def load(home: str, session: str) -> dict[str, Any] | None:
 
 
 def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
-    """Write the session's frozen record (redacted first); ``first``: only if it has none yet
-    (a concurrent start's record holds). Whether it was written; never raises."""
-    from stoprule._util.files import atomic_write
-    from stoprule._util.jsonout import dumps
-    from stoprule._util.redact import redact_obj
-    from stoprule._util.text import clean_obj
-    from stoprule.project import state_file
+    """:func:`stoprule.agent.hook.freezing.save` (off the stop's path)."""
+    from stoprule.agent.hook import freezing
 
-    try:
-        text = dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
-        return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
-    except OSError:
-        return False
+    return freezing.save(home, session, record, first=first)
+
+
+def freeze(
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """:func:`stoprule.agent.hook.freezing.freeze` (off the stop's path)."""
+    from stoprule.agent.hook import freezing
+
+    return freezing.freeze(project, home, session, root, pack, env)
+
+
+def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
+    """:func:`stoprule.agent.hook.freezing.lost` (off the stop's path)."""
+    from stoprule.agent.hook import freezing
+
+    return freezing.lost(home, session, record)
 
 
 def anchor(harness: str, env: Mapping[str, str]) -> str | None:
@@ -91,46 +95,6 @@ def anchor(harness: str, env: Mapping[str, str]) -> str | None:
     var = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}.get(harness)
     value = env.get(var) if var else None
     return value if value and os.path.isdir(value) else None
-
-
-def _pack_files(pack: str) -> list[str]:
-    from stoprule.language.files import pack_files
-
-    try:
-        return pack_files(pack)
-    except OSError:
-        return []
-
-
-def _pack_paths(pack: str) -> list[tuple[str, str]]:
-    """``(name, path)`` of each of the pack's files (every layer) and of its ``agent/`` data."""
-    out = [(os.path.basename(path), path) for path in _pack_files(pack)]
-    agent = os.path.join(pack, "agent")
-    if os.path.isdir(agent):
-        out += [(f"agent/{n}", os.path.join(agent, n)) for n in sorted(os.listdir(agent))]
-    return out
-
-
-def pack_key(pack: str) -> str:
-    """A key over the pack's files (every layer), their names and bytes."""
-    return _key("\n".join(f"{name}:{_key(_read(path))}" for name, path in _pack_paths(pack)).encode())
-
-
-def pack_stamp(pack: str) -> list[list[Any]] | None:
-    """Each of the pack's files' stamp (:func:`~stoprule._util.files.file_stamp`), labelled by its
-    name (None: one could not be stated): equal stamps vouch for equal bytes, as the compiled-pack
-    cache's do, unless a file changed within ``RACY_NS`` of the stamp (:func:`_racy`)."""
-    try:
-        return [file_stamp(name, path) for name, path in _pack_paths(pack)]
-    except OSError:
-        return None
-
-
-def _racy(stamp: list[list[Any]]) -> bool:
-    """Whether a file of ``stamp`` changed within ``RACY_NS`` of now (the stamp does not vouch yet)."""
-    import time
-
-    return racy(stamp, time.time_ns(), RACY_NS)
 
 
 def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: str) -> bool:
@@ -150,114 +114,6 @@ def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: s
     return same
 
 
-def _copy_pack(home: str, pack: str, key: str) -> str | None:
-    """The pack's files (every layer, flat) and its ``agent/`` data copied to ``state/packs/KEY/``."""
-    import shutil
-    import tempfile
-
-    dest = os.path.join(home, "state", "packs", key)
-    if os.path.isfile(os.path.join(dest, PACK_MARK)):
-        return dest
-    try:
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(dest))
-        for path in _pack_files(pack):
-            shutil.copyfile(path, os.path.join(tmp, os.path.basename(path)))
-        agent = os.path.join(pack, "agent")
-        if os.path.isdir(agent):
-            shutil.copytree(agent, os.path.join(tmp, "agent"))
-        with open(os.path.join(tmp, PACK_MARK), "w", encoding="utf-8") as fh:
-            fh.write(f"a session's frozen copy of {pack}\n")
-        try:
-            os.rename(tmp, dest)
-        except OSError:  # another session copied it first
-            shutil.rmtree(tmp, ignore_errors=True)
-        return dest if os.path.isfile(os.path.join(dest, PACK_MARK)) else None
-    except OSError:
-        return None
-
-
-def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
-    from stoprule.agent.hook.wiring import MCP, OPENCODE_PLUGIN, SCOPES, TARGETS
-
-    home = os.path.expanduser("~")
-    found = [t.path(root, scope, env) for t in TARGETS.values() for scope in SCOPES]  # shared, personal, user
-    found += [m.path(root, "shared") for m in MCP.values()]
-    found += [
-        os.path.join(root, *OPENCODE_PLUGIN[0].split("/")),
-        os.path.join(home, *OPENCODE_PLUGIN[1].split("/")),
-        MCP["opencode"].path(root, "user", env),
-    ]
-    return list(dict.fromkeys(os.path.abspath(p) for p in found))
-
-
-def _wiring(paths: list[str]) -> dict[str, Any]:
-    from stoprule._util.jsonin import loads
-    from stoprule.agent.guard.settings import view
-
-    out: dict[str, Any] = {}
-    for path in paths:
-        data = _read(path)
-        entry: dict[str, Any] = {"key": _key(data)}
-        if data is not None and path.endswith(".json"):
-            try:
-                entry.update(view(loads(data)))
-            except ValueError:
-                entry["invalid"] = True
-        out[path] = entry
-    return out
-
-
-def _env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES)}
-
-
-def freeze(
-    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
-) -> dict[str, Any]:
-    """Freeze the session: its config (``config.freeze``), a copy of its pack, the keys of what
-    else decides it. Returns the record to keep as ``frozen`` in the session's record."""
-    import time
-
-    from stoprule.agent.hook.state import read_facts
-    from stoprule.project import GUARD_OFF_FILE as OFF_FILE
-
-    config = None
-    if project is not None:
-        from stoprule.config.freeze import freeze as freeze_config
-
-        try:
-            config = freeze_config(project, session).digest
-        except Exception:  # noqa: BLE001 - an unreadable config: the live one decides (its error the stop's)
-            config = None
-    stamp = pack_stamp(pack)  # before the bytes are read: a change meanwhile shows at the next stop
-    key = pack_key(pack)
-    copy = _copy_pack(home, pack, key)
-    copy_stamp = pack_stamp(copy) if copy else None
-    rec: dict[str, Any] = {
-        "at": round(time.time(), 3),
-        "root": root,
-        "project": project,
-        "config": config,
-        "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
-        "pack": {
-            "path": pack,
-            "key": key,
-            "stamp": {"files": stamp, "racy": _racy(stamp)} if stamp is not None else None,
-            "copy": copy,
-            "copy_key": pack_key(copy) if copy else None,
-            "copy_stamp": {"files": copy_stamp, "racy": _racy(copy_stamp)} if copy_stamp is not None else None,
-        },
-        "wiring": _wiring(_wiring_paths(root, env)),
-        "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
-        "switches": _switches(project),
-        "env": _env(env),
-        "facts": read_facts(project, None) if project else {},
-        "named": [],
-    }
-    return rec
-
-
 def pack_of(frozen: Mapping[str, Any] | None, home: str) -> str | None:
     """The frozen pack copy a stop loads (None: none usable, or it was altered: see :func:`changes`)."""
     pack = frozen.get("pack") if frozen else None
@@ -272,21 +128,6 @@ def _copy_intact(pack: dict[str, Any], home: str) -> bool:
         return False
     where = os.path.realpath(os.path.join(home, "state", "packs", key))
     return os.path.realpath(copy) == where and _same_pack(copy, pack, "copy_key", "copy_stamp")
-
-
-def _switches(project: str | None) -> dict[str, str]:
-    root = os.path.dirname(project) if project else None
-    return {name: _key(_read(os.path.join(root, ".stoprule", *rel))) for name, rel in _SWITCHES.items()} if root else {}
-
-
-def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
-    """What says this session froze before though its frozen record no longer reads (its config
-    copy, or a stop the hook's own record counted), or None: a first freeze."""
-    from stoprule.project import state_file
-
-    if os.path.exists(state_file(home, "config", session)):
-        return "its frozen config copy is still there"
-    return "an earlier stop of the session was counted" if isinstance(record.get("guard"), dict) else None
 
 
 def _rel(path: str, root: str) -> str:

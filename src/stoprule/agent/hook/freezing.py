@@ -1,0 +1,159 @@
+"""Freezing a session at its start (:mod:`stoprule.agent.hook.frozen` says what is kept): the
+record made, its pack copied, the wiring keyed, the record written; what a stop checks against
+it stays in :mod:`~stoprule.agent.hook.frozen`.
+
+On the cold path when a session starts (tools/import_graph.py): its imports stay few, light and lazy.
+"""
+
+from __future__ import annotations
+
+import os
+
+from stoprule.agent.hook.frozen_keys import (
+    PACK_MARK,
+    _env,
+    _key,
+    _pack_files,
+    _racy,
+    _read,
+    _switches,
+    pack_key,
+    pack_stamp,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = ["freeze", "lost", "save"]
+
+
+def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
+    """Write the session's frozen record (redacted first); ``first``: only if it has none yet
+    (a concurrent start's record holds). Whether it was written; never raises."""
+    from stoprule._util.files import atomic_write
+    from stoprule._util.jsonout import dumps
+    from stoprule._util.redact import redact_obj
+    from stoprule._util.text import clean_obj
+    from stoprule.project import state_file
+
+    try:
+        text = dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
+        return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
+    except OSError:
+        return False
+
+
+def _copy_pack(home: str, pack: str, key: str) -> str | None:
+    """The pack's files (every layer, flat) and its ``agent/`` data copied to ``state/packs/KEY/``."""
+    import shutil
+    import tempfile
+
+    dest = os.path.join(home, "state", "packs", key)
+    if os.path.isfile(os.path.join(dest, PACK_MARK)):
+        return dest
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(dest))
+        for path in _pack_files(pack):
+            shutil.copyfile(path, os.path.join(tmp, os.path.basename(path)))
+        agent = os.path.join(pack, "agent")
+        if os.path.isdir(agent):
+            shutil.copytree(agent, os.path.join(tmp, "agent"))
+        with open(os.path.join(tmp, PACK_MARK), "w", encoding="utf-8") as fh:
+            fh.write(f"a session's frozen copy of {pack}\n")
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another session copied it first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dest if os.path.isfile(os.path.join(dest, PACK_MARK)) else None
+    except OSError:
+        return None
+
+
+def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
+    from stoprule.agent.hook.wiring import MCP, OPENCODE_PLUGIN, SCOPES, TARGETS
+
+    home = os.path.expanduser("~")
+    found = [t.path(root, scope, env) for t in TARGETS.values() for scope in SCOPES]  # shared, personal, user
+    found += [m.path(root, "shared") for m in MCP.values()]
+    found += [
+        os.path.join(root, *OPENCODE_PLUGIN[0].split("/")),
+        os.path.join(home, *OPENCODE_PLUGIN[1].split("/")),
+        MCP["opencode"].path(root, "user", env),
+    ]
+    return list(dict.fromkeys(os.path.abspath(p) for p in found))
+
+
+def _wiring(paths: list[str]) -> dict[str, Any]:
+    from stoprule._util.jsonin import loads
+    from stoprule.agent.guard.settings import view
+
+    out: dict[str, Any] = {}
+    for path in paths:
+        data = _read(path)
+        entry: dict[str, Any] = {"key": _key(data)}
+        if data is not None and path.endswith(".json"):
+            try:
+                entry.update(view(loads(data)))
+            except ValueError:
+                entry["invalid"] = True
+        out[path] = entry
+    return out
+
+
+def freeze(
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """Freeze the session: its config (``config.freeze``), a copy of its pack, the keys of what
+    else decides it. Returns the record to keep as ``frozen`` in the session's record."""
+    import time
+
+    from stoprule.agent.hook.state import read_facts
+    from stoprule.project import GUARD_OFF_FILE as OFF_FILE
+
+    config = None
+    if project is not None:
+        from stoprule.config.freeze import freeze as freeze_config
+
+        try:
+            config = freeze_config(project, session).digest
+        except Exception:  # noqa: BLE001 - an unreadable config: the live one decides (its error the stop's)
+            config = None
+    stamp = pack_stamp(pack)  # before the bytes are read: a change meanwhile shows at the next stop
+    key = pack_key(pack)
+    copy = _copy_pack(home, pack, key)
+    copy_stamp = pack_stamp(copy) if copy else None
+    rec: dict[str, Any] = {
+        "at": round(time.time(), 3),
+        "root": root,
+        "project": project,
+        "config": config,
+        "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
+        "pack": {
+            "path": pack,
+            "key": key,
+            "stamp": {"files": stamp, "racy": _racy(stamp)} if stamp is not None else None,
+            "copy": copy,
+            "copy_key": pack_key(copy) if copy else None,
+            "copy_stamp": {"files": copy_stamp, "racy": _racy(copy_stamp)} if copy_stamp is not None else None,
+        },
+        "wiring": _wiring(_wiring_paths(root, env)),
+        "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
+        "switches": _switches(project),
+        "env": _env(env),
+        "facts": read_facts(project, None) if project else {},
+        "named": [],
+    }
+    return rec
+
+
+def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
+    """What says this session froze before though its frozen record no longer reads (its config
+    copy, or a stop the hook's own record counted), or None: a first freeze."""
+    from stoprule.project import state_file
+
+    if os.path.exists(state_file(home, "config", session)):
+        return "its frozen config copy is still there"
+    return "an earlier stop of the session was counted" if isinstance(record.get("guard"), dict) else None
