@@ -170,6 +170,7 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.config.source",
     "stoprule.diagnostics",
     "stoprule.engine",
+    "stoprule.engine.batches",
     "stoprule.engine.compiled",
     "stoprule.engine.durable",
     "stoprule.engine.evaluator",

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from stoprule.diagnostics import EvaluationError
-from stoprule.engine import speedups
+from stoprule.engine import batches, speedups
 from stoprule.engine.backends import BUILT_IN, backend_names, select_backend
 from stoprule.engine.build import compile_pack
 from stoprule.engine.compiled import CompiledPolicy
@@ -121,7 +121,7 @@ def test_case(tmp_path: Path, path: Path, pack: dict[str, str], case: dict[str, 
 
 def _c_projection(ev: Evaluator, fact: Any, case: dict[str, Any]) -> None:
     """The C runner's validated data and projection text, where it takes the fact."""
-    run = ev._runner()
+    run = batches.runner(ev)
     got = None if run is None else run.__self__.project(fact)  # type: ignore[attr-defined]
     if got is None:  # left to the Python path
         return
@@ -141,7 +141,7 @@ def test_the_c_accelerator_takes_most_valid_cases(tmp_path: Path) -> None:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         (tmp_path / path.stem).mkdir()
         ev = Evaluator(_compiled(path, doc["pack"], tmp_path / path.stem), BACKENDS["c"])
-        run = ev._runner()
+        run = batches.runner(ev)
         for case in doc["cases"]:
             if "verdict" in case and run is not None:
                 total += 1

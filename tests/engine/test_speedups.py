@@ -19,7 +19,7 @@ from clirunner import cli, process_env
 from factgen import any_json, default_build, object_of
 from samplepacks import FEATURE_PACK, KEYS, PROJECTION_FACTS, PROJECTION_PACK, feature_value
 from stoprule import EvaluationError
-from stoprule.engine import speedups
+from stoprule.engine import batches, speedups
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator, describe_backend
 
@@ -43,7 +43,7 @@ def _outcome(ev: Evaluator, fact: Any, strict: bool) -> Any:
 
 def same_as_python(ev: Evaluator, py: Evaluator, fact: Any) -> None:
     """``ev``'s C runner and ``py``'s Python path agree on ``fact``, with and without strict."""
-    run = ev._runner()
+    run = batches.runner(ev)
     assert run is not None
     for strict in (False, True):
         taken = run(fact)  # a verdict, or None: left to the Python path
@@ -60,7 +60,7 @@ def test_the_accelerator_is_built_and_used() -> None:
     assert EV.backend == "c" and PY_EV.backend == "python"
     assert "c accelerator" in describe_backend()
     fact = {"status": "implemented", "turn": 1, "max_turns": 9, "session": "s1"}
-    run = EV._runner()
+    run = batches.runner(EV)
     assert run is not None
     verdict = run(fact)
     assert verdict is not None and verdict.warnings[0]["field"] == "session"
@@ -104,7 +104,7 @@ def test_random_default_pack_facts_agree() -> None:
     rng = random.Random(20251125)
     facts = [random_fact(rng) for _ in range(1500)]
     assert EV.evaluate_many(facts, on_error="return") == PY_EV.evaluate_many(facts, on_error="return")
-    run = EV._runner()
+    run = batches.runner(EV)
     assert run is not None and sum(run(f) is not None for f in facts) >= 1000  # the runner took most
 
 
@@ -118,7 +118,7 @@ def test_every_schema_feature_agrees(tmp_path: Path) -> None:
     """Aliases, defaults, required, required_if, nullable objects, lists of objects: random
     facts, with the validated data the same too."""
     ev, py = _pair(tmp_path, FEATURE_PACK)
-    run = ev._runner()
+    run = batches.runner(ev)
     assert run is not None
     rng = random.Random(20251123)
     taken = 0
@@ -133,7 +133,7 @@ def test_every_schema_feature_agrees(tmp_path: Path) -> None:
 
 def test_projection_text_and_data_are_the_generated_projectors(tmp_path: Path) -> None:
     ev, py = _pair(tmp_path, PROJECTION_PACK)
-    run = ev._runner()
+    run = batches.runner(ev)
     assert run is not None
     runner = run.__self__  # type: ignore[attr-defined]
     projected = 0
@@ -194,7 +194,7 @@ class _Meddler:
 
 def test_a_fact_changed_while_it_is_read_is_left_to_python_or_read_safely() -> None:
     """Found under AddressSanitizer: the runner held values it had not taken a reference to."""
-    run = EV._runner()
+    run = batches.runner(EV)
     assert run is not None
     fact: dict[str, Any] = {"status": "partial", "turn": 1, "max_turns": 9, "plan_id": "p"}  # an alias: the walk
     fact["partial_progress"] = {_Meddler("stage", lambda: fact.pop("partial_progress")): "s"}
@@ -259,7 +259,7 @@ def test_messages_matches_and_stops_agree(tmp_path: Path) -> None:
     shown whole, non-ASCII text) and varied sets of matched rules and high-risk stops: the
     verdicts the runner builds are the Python path's."""
     ev, py = _pair(tmp_path, MESSAGES_PACK)
-    run = ev._runner()
+    run = batches.runner(ev)
     assert run is not None
     rng = random.Random(7)
     taken, winners = 0, set()
@@ -317,7 +317,7 @@ def test_defaulted_objects_and_nested_item_paths_agree(tmp_path: Path) -> None:
     """The projection reads below an object given its default; an item path's empty text is
     None before it is joined into the items above."""
     ev, py = _pair(tmp_path, DEFAULTS_PACK)
-    run = ev._runner()
+    run = batches.runner(ev)
     assert run is not None
     outer = [{"inner": [{"s": ""}]}, {"inner": [{"s": "x"}]}]
     for fact in ({"outer": []}, {"cfg": {}}, {"cfg": {"inner": {}}}, {"outer": outer}, {"cfg": {"mode": "m"}}):
@@ -330,7 +330,7 @@ def test_a_pack_that_rejects_unknown_fields_runs_in_python(tmp_path: Path) -> No
     """The runner lists unknown top-level keys as warnings; with ``additional_fields: reject``
     they are errors, so such a pack is left to the Python path."""
     ev, py = _pair(tmp_path, FEATURE_PACK.replace("schema:\n", "schema:\n  additional_fields: reject\n", 1))
-    assert ev._runner() is None and ev.backend == "python"
+    assert batches.runner(ev) is None and ev.backend == "python"
     out = ev.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")
     assert isinstance(out[0], EvaluationError) and out[0].code == "fact.unknown_field"
     assert out == py.evaluate_many([{"name": "a", "zz": 1}, {"name": "a"}], on_error="return")
@@ -368,4 +368,4 @@ def test_a_malformed_verdict_program_is_refused_when_the_runner_is_made(monkeypa
 
     monkeypatch.setattr(speedups, "verdict_program", bad)
     with pytest.raises(ValueError, match="ranked"):
-        Evaluator(EV.compiled)._runner()
+        batches.runner(Evaluator(EV.compiled))

@@ -5,7 +5,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule._util.gcpause import paused_gc
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
@@ -13,7 +12,7 @@ from stoprule.engine import projection
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, rank
 from stoprule.engine.durable import Engine, EngineError, _float, _string, encode
 from stoprule.engine.projection import field_of, slot_encoding
-from stoprule.engine.verdict import Match, Verdict
+from stoprule.engine.verdict import Match, Verdict, prototype
 from stoprule.facts.schema import MISSING, FactField, strict_error
 from stoprule.language.templates import renderer
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from stoprule.engine.plan import Plan
-    from stoprule.engine.protocols import Backend, Runner
+    from stoprule.engine.protocols import Backend
     from stoprule.facts.schema import FactSchema
     from stoprule.language.templates import Template
 
@@ -191,11 +190,6 @@ def _direct_projector(
     return project_direct
 
 
-# positions in a Verdict: of the messages, and of what the C accelerator puts in a prototype
-_MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("review_reason")
-_FILLED = (Verdict._fields.index("matched"), Verdict._fields.index("high_risk_stop"), Verdict._fields.index("warnings"))
-
-WARM_UP = 32  # the fact of a batch at which the default backend is made (see Evaluator.evaluate_many)
 # facts an evaluator decides without generated code (see Evaluator._use_code); a batch or a run of
 # single facts longer than that generates and compiles it (tens of milliseconds, repaid over them)
 DIRECT_FACTS = 64
@@ -213,22 +207,6 @@ def describe_backend() -> str:
     else:
         name = "c accelerator for batches, python for single facts"
     return f"evaluation backend: {name} (durable_rules engine {ENGINE_SOURCE})"
-
-
-def prototype(compiled: CompiledPolicy, rule: RuleMeta) -> tuple[Verdict, tuple[tuple[int, Template], ...]]:
-    """The verdict ``rule`` gives when it wins, with its message (and review reason), matches,
-    high-risk stop and warnings still to be put in, and the templates of its messages by their
-    position in the verdict (a review without a review reason of its own shows the message)."""
-    kind = compiled.verdicts[rule.verdict]
-    review = kind.requires_user_review
-    new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
-    proto = new(
-        Verdict,
-        (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (), compiled.digest, ()),
-    )
-    if not review:
-        return proto, ((_MESSAGE, rule.message),)
-    return proto, ((_MESSAGE, rule.message), (_REVIEW, rule.review_reason or rule.message))
 
 
 class Evaluator:
@@ -304,7 +282,9 @@ class Evaluator:
     def backend(self) -> str:
         """The name of the backend evaluating this thread's batches (``python``: none plugged
         in, or the default one does not apply: no accelerator built, or not for this pack)."""
-        if self._backend is None or self._runner() is None:
+        from stoprule.engine.batches import runner
+
+        if self._backend is None or runner(self) is None:
             return BACKEND
         name = str(getattr(self._backend, "__name__", type(self._backend).__name__))
         return "c" if isinstance(self._backend, str) or name == "c_backend" else name
@@ -387,90 +367,18 @@ class Evaluator:
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
     ) -> list[Verdict | EvaluationError]:
         """Evaluate facts in order; with ``on_error="return"`` a fact that cannot be decided
-        yields its error (:class:`FactError`, or :class:`NoRuleMatched` for a gap in the pack).
+        yields its error (:func:`stoprule.engine.batches.evaluate_many`)."""
+        from stoprule.engine.batches import evaluate_many
 
-        The default backend (the C accelerator) is made for this thread at the batch's
-        ``WARM_UP``-th fact (a short batch, such as one fact, pays nothing to make it) and used
-        from the first fact of every later batch; a backend given explicitly is used at once."""
-        out: list[Verdict | EvaluationError] = []
-        append = out.append
         if not self._generated:  # a batch long enough to repay it (or of unknown length) runs on generated code
             self._count(len(facts) if isinstance(facts, (list, tuple)) else DIRECT_FACTS)
-        check = self._check
-        match = self._data_matcher()
-        decide = self._decide
-        run = self._runner(make=self._backend != AUTO)
-        warm = WARM_UP if run is None and self._backend is not None else -1
-        with paused_gc():
-            for i, fact in enumerate(facts):
-                if i == warm:
-                    run = self._runner()
-                try:
-                    verdict = None if run is None else run(fact)
-                    if verdict is None:
-                        data, warnings = check(fact)
-                        if warnings and strict:
-                            raise strict_error(warnings)
-                        verdict = decide(data, match(data), tuple(warnings))
-                    elif strict and verdict.warnings:
-                        raise strict_error(list(verdict.warnings))
-                    append(verdict)
-                except EvaluationError as exc:
-                    if on_error == "raise":
-                        raise
-                    exc.extra.setdefault("index", i)
-                    append(exc)
-        return out
-
-    def _runner(self, make: bool = True) -> Runner | None:
-        """This thread's runner of the plugged-in backend, or None (the Python path); with
-        ``make`` false, None unless it was made already."""
-        if self._backend is None:
-            return None
-        if self._runners is None:
-            import threading
-
-            self._runners = threading.local()
-        run = getattr(self._runners, "run", MISSING)
-        if run is MISSING:
-            if not make:
-                return None
-            chosen: Backend | None
-            if isinstance(self._backend, str):
-                from stoprule.engine.backends import select_backend
-
-                chosen = select_backend(self._backend)
-            else:
-                chosen = self._backend
-            run = self._runners.run = None if chosen is None else chosen(self.plan())
-        found: Runner | None = run
-        return found
+        return evaluate_many(self, facts, on_error, strict, explicit=self._backend != AUTO)
 
     def plan(self) -> Plan:
-        """What a backend evaluates this pack with (:class:`~stoprule.engine.plan.Plan`), made once."""
-        if self._plan is None:
-            from stoprule.engine.durable import library
-            from stoprule.engine.plan import Plan, WinningRule
+        """What a backend evaluates this pack with (:func:`stoprule.engine.batches.plan`), made once."""
+        from stoprule.engine.batches import plan
 
-            compiled = self.compiled
-            winners = []
-            for name in sorted(self._rank, key=self._rank.__getitem__):
-                proto, messages = prototype(compiled, self._rules[name])
-                winners.append(WinningRule(name, self._match[name], proto, messages))
-            self._plan = Plan(
-                compiled=compiled,
-                winners=tuple(winners),
-                stops=tuple((name, self._stops[name].id) for name in self._stop_order),
-                always=compiled.always,
-                filled=_FILLED,
-                thread_handles=self._engine.thread_handles,
-                engine_library=library(),
-                unknown_warnings=compiled.schema._unknown_warnings,
-                check=compiled.schema.check,
-                interpret=lambda data: self._interpreted(data, None),
-                decide=self._decide,
-            )
-        return self._plan
+        return plan(self)
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""

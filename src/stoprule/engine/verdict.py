@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from stoprule._util.records import Record, record
 
-__all__ = ["Match", "Verdict"]
+__all__ = ["Match", "Verdict", "prototype"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from stoprule.engine.compiled import CompiledPolicy, RuleMeta
+    from stoprule.language.templates import Template
 
 
 @record
@@ -76,3 +79,23 @@ class Verdict(Record):
             "policy": self.policy,
             **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
+
+
+# positions in a Verdict: of the messages
+_MESSAGE, _REVIEW = Verdict._fields.index("message"), Verdict._fields.index("review_reason")
+
+
+def prototype(compiled: CompiledPolicy, rule: RuleMeta) -> tuple[Verdict, tuple[tuple[int, Template], ...]]:
+    """The verdict ``rule`` gives when it wins, with its message (and review reason), matches,
+    high-risk stop and warnings still to be put in, and the templates of its messages by their
+    position in the verdict (a review without a review reason of its own shows the message)."""
+    kind = compiled.verdicts[rule.verdict]
+    review = kind.requires_user_review
+    new: Any = tuple.__new__  # a Verdict is a tuple: built without its __new__'s Python frame
+    proto = new(
+        Verdict,
+        (kind.ok, rule.verdict, rule.reason, rule.id, kind.stop, "", review, None, None, (), compiled.digest, ()),
+    )
+    if not review:
+        return proto, ((_MESSAGE, rule.message),)
+    return proto, ((_MESSAGE, rule.message), (_REVIEW, rule.review_reason or rule.message))
