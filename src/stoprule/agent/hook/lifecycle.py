@@ -182,7 +182,7 @@ def run_session_start(
 
     def body(b: _Begun, entry: dict[str, Any]) -> dict[str, Any] | None:
         from stoprule.agent.blockers.procs import link_session
-        from stoprule.agent.hook.providers.git_provider import baseline
+        from stoprule.agent.hook.providers.git_baseline import baseline
         from stoprule.agent.hook.state import update_session
         from stoprule.engine.packs import pack_path
 

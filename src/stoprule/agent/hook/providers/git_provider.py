@@ -2,13 +2,13 @@
 bounded by the provider's deadline; skipped at once outside a repository).
 
 Whose work: at session start stoprule records the dirty files with a hash of their content
-(:func:`baseline`, kept in the hook's session record as ``baseline``); at a stop only a file
-that is dirty now and was clean then, or whose content changed since, counts. stoprule's
-own files never count: everything under the project's ``.stoprule/`` (state, log, ledger,
-config, the blockers view) and every file ``stoprule init`` writes or merges into
-(:data:`GENERATED`: the harness configs, shared and personal, and the MCP registrations).
-Without a recorded baseline every dirty file but stoprule's counts, except where the harness has
-no session-start hook (Cursor): there the first stop's dirty files are the baseline.
+(:func:`~stoprule.agent.hook.providers.git_baseline.baseline`, kept in the hook's session record
+as ``baseline``); at a stop only a file that is dirty now and was clean then, or whose content
+changed since, counts. stoprule's own files never count: everything under the project's
+``.stoprule/`` (state, log, ledger, config, the blockers view) and every file ``stoprule init``
+writes or merges into (:data:`GENERATED`: the harness configs, shared and personal, and the MCP
+registrations). Without a recorded baseline every dirty file but stoprule's counts, except where
+the harness has no session-start hook (Cursor): there the first stop's dirty files are the baseline.
 
 Hidden work counts too: the files the session flagged assume-unchanged or skip-worktree, the
 files in stash entries made since it started, and the files newly ignored by an ignore file it
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from stoprule._util.command import Running
     from stoprule.agent.hook.providers.context import Context
 
-__all__ = ["GENERATED", "baseline", "dirty_files", "discard_early", "git_dir", "provide", "repo_root", "start_status"]
+__all__ = ["GENERATED", "dirty_files", "discard_early", "git_dir", "provide", "repo_root", "start_status"]
 
 SHOWN = 5
 # the files ``stoprule init`` writes or merges into (relative to the repository root): the wiring
@@ -268,21 +268,6 @@ def _stashed(root: str, commit: str, timeout: float) -> list[str]:
     return found
 
 
-def _ignore_sources(root: str, timeout: float) -> dict[str, str]:
-    """The ignore files outside the tree's own ``.gitignore`` files, with content hashes: the
-    repository's ``info/exclude``, the user's global excludes (default place) and the one
-    ``core.excludesFile`` names."""
-    found = [os.path.join(git_dir(root), "info", "exclude")]
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    found.append(os.path.join(xdg, "git", "ignore"))
-    named = _git(root, ["config", "--path", "--get", "core.excludesFile"], timeout, ok=(0, 1)).decode(
-        "utf-8", "replace"
-    )
-    if named.strip():
-        found.append(os.path.normpath(os.path.join(root, os.path.expanduser(named.strip()))))
-    return {p: _hash("", p) for p in found}
-
-
 def _sources_of(root: str, paths: list[str], timeout: float) -> dict[str, str]:
     """path -> the ignore file whose pattern ignores it (``git check-ignore -v``)."""
     import re
@@ -321,31 +306,6 @@ def _hash(root: str, path: str) -> str:
 def _blockers_file(blockers: dict[str, Any]) -> str | None:
     found = blockers.get("file")
     return found if isinstance(found, str) else None
-
-
-MAX_IGNORED = 5000  # ignored entries kept in the baseline
-
-
-def baseline(
-    workdir: str, project: str | None, blockers: dict[str, Any], timeout: float = 3.0
-) -> dict[str, Any] | None:
-    """What is dirty now, with content hashes, and git's exclusion state (ignored entries, the
-    files flagged assume-unchanged or skip-worktree, the stash entries, the ignore files
-    outside the tree), recorded at session start; None outside git. ``blockers``: the
-    ``blockers`` section (its rendered view is stoprule's, never dirty work)."""
-    root = repo_root(workdir)
-    if root is None:
-        return None
-    _, paths, ignored = _status(root, project, timeout, _blockers_file(blockers))
-    return {
-        "root": root,
-        "files": {p: _hash(root, p) for p in paths},
-        "ignored": ignored[:MAX_IGNORED],
-        "index": _index_stamp(root),  # before the listing: the stamp it was listed from
-        "flagged": _flagged(root, timeout),
-        "stashes": _stashes(root),
-        "ignore_sources": _ignore_sources(root, timeout),
-    }
 
 
 def _hidden(
