@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from stoprule._util import tagged
+from stoprule._util import tagged, tagged_dump
 from stoprule._util.records import record
 
 
@@ -54,7 +54,7 @@ TYPES = {"Point": Point, "Box": Box}
     ],
 )
 def test_what_is_written_reads_back_equal_with_its_types(value: object) -> None:
-    data = json.loads(json.dumps(tagged.dump(value, TYPES)))
+    data = json.loads(json.dumps(tagged_dump.dump(value, TYPES)))
     again = tagged.load(data, TYPES)
     assert again == value and type(again) is type(value)
     assert repr(again) == repr(value)  # tuples stay tuples all the way down
@@ -62,9 +62,9 @@ def test_what_is_written_reads_back_equal_with_its_types(value: object) -> None:
 
 def test_a_type_not_named_is_not_written() -> None:
     with pytest.raises(TypeError):
-        tagged.dump({"a": object()}, TYPES)
+        tagged_dump.dump({"a": object()}, TYPES)
     with pytest.raises(TypeError):
-        tagged.dump({1: "a key that is not a string"}, TYPES)
+        tagged_dump.dump({1: "a key that is not a string"}, TYPES)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 
 from stoprule import Evaluator
 from stoprule._util import tagged
+from stoprule._util.tagged_dump import dump
 from stoprule.facts.schema import FactField, FactSchema
 
 
@@ -45,7 +46,7 @@ def test_replace_makes_a_copy_and_computes_the_lookup_again() -> None:
 def test_written_as_data_and_read_back_it_is_equal_and_validates_alike(evaluator: Evaluator) -> None:
     root = evaluator.compiled.schema.root
     types = {"FactField": FactField}
-    again = tagged.load(json.loads(json.dumps(tagged.dump(root, types))), types)
+    again = tagged.load(json.loads(json.dumps(dump(root, types))), types)
     assert type(again) is FactField
     assert again == root and again.lookup == root.lookup
     fact = {"task_state": "complete", "turn": 3, "unknown": 1}

@@ -3,6 +3,9 @@
     data = dump(value, TYPES)     # JSON-ready: lists, dicts with string keys, strings, numbers, booleans, None
     value = load(data, TYPES)     # equal to ``value``, with its tuples and records
 
+(``dump`` is :func:`stoprule._util.tagged_dump.dump`: writing happens on a cache miss, reading
+on every start.)
+
 ``TYPES`` maps a name to a record type: a ``@record`` (a named tuple), a frozen dataclass, or
 any class with ``_fields`` whose constructor takes them in order. JSON has one sequence and
 one mapping, so every container is written as a list whose first item says what it is::
@@ -21,67 +24,19 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-__all__ = ["dump", "load"]
+__all__ = ["load"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = (str, int, float, bool, type(None))  # (what dump writes as it is)
 _CONTAINERS = (list, dict)  # what load decodes (a dict only to refuse it: it is not tagged)
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    names = getattr(cls, "_fields", None)
-    if names is None:
-        names = tuple(getattr(cls, "__dataclass_fields__", ()))
-    return tuple(names)
-
-
-def _plain(v: Any) -> bool:
-    """Whether ``v`` is JSON as it is: lists, dicts with string keys and scalars only."""
-    t = type(v)
-    if t in _SCALARS:
-        return True
-    if t is list:
-        return all(map(_plain, v))
-    if t is dict:
-        return all(type(k) is str and _plain(x) for k, x in v.items())
-    return False
-
-
-def dump(value: Any, types: Mapping[str, type]) -> Any:
-    """``value`` as JSON data (TypeError for a type neither JSON nor named in ``types``)."""
-    names = {cls: name for name, cls in types.items()}
-    fields = {cls: _fields(cls) for cls in names}
-
-    def enc(v: Any) -> Any:
-        t = type(v)
-        if t in _SCALARS:
-            return v
-        if (t is dict or t is list) and len(v) > 1 and _plain(v):
-            return ["j", v]
-        if t is list:
-            return ["l", *map(enc, v)]
-        if t is tuple:
-            return ["t", *map(enc, v)]
-        if t is frozenset:
-            return ["f", *map(enc, sorted(v, key=repr))]
-        if t is dict:
-            if not all(type(k) is str for k in v):
-                raise TypeError("a dict key is not a string")
-            return ["d", {k: enc(x) for k, x in v.items()}]
-        name = names.get(t)
-        if name is None:
-            raise TypeError(f"cannot write a {t.__name__} as data")
-        return ["r", name, *(enc(getattr(v, f)) for f in fields[t])]
-
-    return enc(value)
-
-
 def load(data: Any, types: Mapping[str, type]) -> Any:
-    """The value :func:`dump` wrote (ValueError for data it does not write).
+    """The value :func:`~stoprule._util.tagged_dump.dump` wrote (ValueError for data it does not write).
 
     A cache read runs it on every start: scalars and a record's empty fields are taken without
     a call, and the tags come in the order of their frequency (records, tuples, dicts)."""

@@ -171,8 +171,10 @@ def to_data(compiled: CompiledPolicy) -> tuple[Any, list[str]]:
     string in the data: a cache keeps them as they are, where in the data each would be a JSON
     string whose escaping every start undoes."""
     texts = [*compiled.ruleset_json, compiled.conditions]
+    from stoprule._util.tagged_dump import dump
+
     kept = compiled._replace(ruleset_json=("",) * len(compiled.ruleset_json), conditions="")
-    return tagged.dump(kept, _TYPES), texts
+    return dump(kept, _TYPES), texts
 
 
 def from_data(data: Any, texts: list[str]) -> CompiledPolicy:

@@ -33,6 +33,7 @@ from typing import Any
 
 from stoprule import codes
 from stoprule._util import tagged
+from stoprule._util.tagged_dump import dump
 from stoprule.diagnostics import Diagnostic, unknown_hint
 from stoprule.facts.schema import FactField
 from stoprule.language.operators import OPERATORS
@@ -170,7 +171,7 @@ _TYPES: dict[str, type] = {
 def dump_conditions(conds: dict[str, Cond]) -> str:
     """Checked conditions by name as JSON text, with what the reference interpreter reads of them
     (no source locations, no schema fields): kept with a compiled pack, and in its cache."""
-    return json.dumps(tagged.dump({name: _lean(c) for name, c in conds.items()}, _TYPES), separators=(",", ":"))
+    return json.dumps(dump({name: _lean(c) for name, c in conds.items()}, _TYPES), separators=(",", ":"))
 
 
 _NOWHERE = Loc("", 0, 0, "")

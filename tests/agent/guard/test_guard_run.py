@@ -90,7 +90,7 @@ def test_a_payload_it_cannot_read_is_not_judged(data: bytes, project: Path) -> N
 
 def test_a_settings_change_that_drops_the_hooks_is_refused_against_the_session_start(project: Path) -> None:
     from stoprule.agent.guard.settings import view
-    from stoprule.agent.hook.freezing import save
+    from stoprule.agent.hook.frozen import save
 
     settings = project / ".claude" / "settings.json"
     wired = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/v/bin/stoprule hook claude-code"}]}]}}
@@ -141,7 +141,7 @@ def test_the_users_switch(project: Path) -> None:
     off = invoke(["guard", "off"], env=env, cwd=project)
     assert off.returncode == 0 and "off" in off.stdout
     assert invoke(["guard", "claude-code"], payload, env=env, cwd=project).stdout == ""
-    from stoprule.agent.hook.freezing import save
+    from stoprule.agent.hook.frozen import save
 
     save(str(project / ".stoprule"), "s1", {"guard": "on"})
     assert "deny" in invoke(["guard", "claude-code"], payload, env=env, cwd=project).stdout  # on since it started

@@ -1,6 +1,6 @@
 """Freezing a session at its start (:mod:`stoprule.agent.hook.frozen` says what is kept): the
-record made, its pack copied, the wiring keyed, the record written; what a stop checks against
-it stays in :mod:`~stoprule.agent.hook.frozen`.
+record made, its pack copied, the wiring keyed; what a stop checks against it, and the
+record's writing, stay in :mod:`~stoprule.agent.hook.frozen`.
 
 On the cold path when a session starts (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -26,23 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["freeze", "lost", "save"]
-
-
-def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
-    """Write the session's frozen record (redacted first); ``first``: only if it has none yet
-    (a concurrent start's record holds). Whether it was written; never raises."""
-    from stoprule._util.files import atomic_write
-    from stoprule._util.jsonout import dumps
-    from stoprule._util.redact import redact_obj
-    from stoprule._util.text import clean_obj
-    from stoprule.project import state_file
-
-    try:
-        text = dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
-        return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
-    except OSError:
-        return False
+__all__ = ["freeze", "lost"]
 
 
 def _copy_pack(home: str, pack: str, key: str) -> str | None:

@@ -68,10 +68,19 @@ def load(home: str, session: str) -> dict[str, Any] | None:
 
 
 def save(home: str, session: str, record: dict[str, Any], *, first: bool = False) -> bool:
-    """:func:`stoprule.agent.hook.freezing.save` (off the stop's path)."""
-    from stoprule.agent.hook import freezing
+    """Write the session's frozen record (redacted first); ``first``: only if it has none yet
+    (a concurrent start's record holds). Whether it was written; never raises."""
+    from stoprule._util.files import atomic_write
+    from stoprule._util.jsonout import dumps
+    from stoprule._util.redact import redact_obj
+    from stoprule._util.text import clean_obj
+    from stoprule.project import state_file
 
-    return freezing.save(home, session, record, first=first)
+    try:
+        text = dumps(redact_obj(clean_obj(record)), ensure_ascii=False)
+        return bool(atomic_write(state_file(home, "frozen", session), text, sync=False, exclusive=first))
+    except OSError:
+        return False
 
 
 def freeze(

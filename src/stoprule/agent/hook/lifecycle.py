@@ -157,7 +157,7 @@ def _freeze(b: _Begun, policy: str | None) -> bool:
     """Freeze the session (:mod:`stoprule.agent.hook.frozen`) unless it is frozen already (a resumed
     session keeps what it started with); whether it is frozen now."""
     from stoprule.agent.hook import freezing
-    from stoprule.agent.hook.frozen import load
+    from stoprule.agent.hook.frozen import load, save
     from stoprule.engine.packs import pack_path
 
     session = b.event.session_id
@@ -166,7 +166,7 @@ def _freeze(b: _Begun, policy: str | None) -> bool:
         return True
     root = os.path.dirname(b.project) if b.project else b.workdir
     record = freezing.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
-    freezing.save(b.home, session, record, first=True)
+    save(b.home, session, record, first=True)
     return True
 
 
