@@ -12,9 +12,9 @@ import pytest
 
 from hookharness import FIXTURES, payload
 from stoprule.agent.hook.adapters import adapter
+from stoprule.agent.hook.declare import set_facts
 from stoprule.agent.hook.event import Decision
 from stoprule.agent.hook.runner import run_hook
-from stoprule.agent.hook.state import set_facts
 from stoprule.agent.hook.transcripts.scan import Scan, detect
 from stoprule.cli.main import run as cli
 

@@ -13,11 +13,12 @@ import pytest
 
 from hookharness import FIXTURES, HARNESSES, payload
 from stoprule.agent.hook.adapters import adapter, decode_payload
+from stoprule.agent.hook.declare import clear_facts, set_facts
 from stoprule.agent.hook.event import Decision, HookEvent, PayloadError
 from stoprule.agent.hook.providers import merge
 from stoprule.agent.hook.providers.closure_provider import parse_trailer
 from stoprule.agent.hook.runner import _guard, run_hook
-from stoprule.agent.hook.state import clear_facts, read_facts, set_facts
+from stoprule.agent.hook.state import read_facts
 from stoprule.agent.hook.transcripts.scan import observations, scan_file
 from stoprule.cli.main import run as cli
 

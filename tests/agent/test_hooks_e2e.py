@@ -86,7 +86,7 @@ def test_open_tasks_in_the_transcript_keep_the_agent_working(harness: str, proje
 
 @pytest.mark.parametrize("harness", ["cursor", "copilot"])
 def test_declared_state_blocks_in_cursor_and_copilot(harness: str, project: Path, env: dict[str, str]) -> None:
-    from stoprule.agent.hook.state import set_facts
+    from stoprule.agent.hook.declare import set_facts
 
     set_facts(str(project / ".stoprule"), None, {"status": "partial"})
     out = run_hook(harness, _stop(harness, project), project, env)
@@ -118,7 +118,7 @@ def test_default_pack_rows_from_providers(
     project: Path,
     env: dict[str, str],
 ) -> None:
-    from stoprule.agent.hook.state import set_facts
+    from stoprule.agent.hook.declare import set_facts
 
     if declared:
         set_facts(str(project / ".stoprule"), "cc-session-1", declared)
@@ -148,7 +148,7 @@ def test_uncommitted_work_from_git(project: Path, env: dict[str, str]) -> None:
 @pytest.mark.parametrize("harness", first_by_default(["claude-code", "codex", "cursor"]))
 def test_an_agent_that_never_complies_is_let_go_after_the_cap(harness: str, project: Path, env: dict) -> None:
     """The agent answers every block by trying to stop again; after 3 blocks the stop is allowed."""
-    from stoprule.agent.hook.state import set_facts
+    from stoprule.agent.hook.declare import set_facts
 
     set_facts(str(project / ".stoprule"), None, {"status": "partial"})
     answers = []

@@ -17,8 +17,8 @@ except ImportError:  # Python 3.10: the backport, a dependency there
 
 from blocker_helpers import DEFAULT_PACK
 from hookharness import payload
+from stoprule.agent.hook.declare import set_facts
 from stoprule.agent.hook.runner import run_hook
-from stoprule.agent.hook.state import set_facts
 from stoprule.cli.main import run as cli
 
 

@@ -22,8 +22,9 @@ from stoprule._util.redact import redact_obj as R_obj
 from stoprule.agent.blockers.facts import blockers_facts
 from stoprule.agent.blockers.reports import check_task_id
 from stoprule.agent.hook import runner as runner_mod
+from stoprule.agent.hook.declare import set_facts
 from stoprule.agent.hook.runner import MAX_PAYLOAD_BYTES, run_hook
-from stoprule.agent.hook.state import read_session, session_file, set_facts
+from stoprule.agent.hook.state import read_session, session_file
 from stoprule.agent.hook.transcripts.scan import scan_file
 from stoprule.cli.main import run as cli_run
 

@@ -26,8 +26,9 @@ from blocker_helpers import DEFAULT_PACK, make_project
 from hookharness import HARNESSES, payload
 from stoprule import load_policy
 from stoprule.agent.blockers.facts import blockers_facts
+from stoprule.agent.hook.declare import set_facts
 from stoprule.agent.hook.runner import run_hook
-from stoprule.agent.hook.state import facts_file, session_file, set_facts
+from stoprule.agent.hook.state import facts_file, session_file
 from stoprule.agent.hook.transcripts.scan import scan_file
 
 pytestmark = pytest.mark.torture

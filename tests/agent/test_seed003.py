@@ -150,7 +150,7 @@ def test_a_blocker_logged_this_turn_or_a_legal_closure_ends_the_push_back(tmp_pa
 
 def test_a_declared_closure_stops_the_push_to_available_tasks(tmp_path: Path) -> None:
     _project(tmp_path)
-    from stoprule.agent.hook.state import set_facts
+    from stoprule.agent.hook.declare import set_facts
 
     set_facts(str(tmp_path / ".stoprule"), "s1", {"availableTasks": ["Run the production migration"]})
     pushed = _stop(tmp_path, last_assistant_message="Staging is migrated.")

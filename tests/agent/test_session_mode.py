@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from blocker_helpers import DEFAULT_PACK
+from stoprule.agent.hook.declare import set_facts
 from stoprule.agent.hook.lifecycle import run_permission, run_session_start
 from stoprule.agent.hook.mode import resolve
 from stoprule.agent.hook.runner import run_hook
-from stoprule.agent.hook.state import set_facts
 
 QUESTION = "The migration is ready. Should I apply it to staging?"
 

@@ -21,8 +21,9 @@ from stoprule import codes
 from stoprule._util.files import read_bounded
 from stoprule._util.redact import redact
 from stoprule._util.text import clean
+from stoprule.agent.hook.declare import clear_facts, set_facts
 from stoprule.agent.hook.runner import state_home
-from stoprule.agent.hook.state import StateError, clear_facts, read_facts, set_facts
+from stoprule.agent.hook.state import StateError, read_facts
 from stoprule.cli.common import policy_error
 from stoprule.diagnostics import CommandError, FactError, PolicyError, closest
 from stoprule.engine.packs import load_policy

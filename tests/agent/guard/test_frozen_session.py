@@ -17,7 +17,7 @@ import pytest
 
 from clirunner import invoke
 from hookharness import FIXTURES, interpret
-from stoprule.agent.hook.state import set_facts
+from stoprule.agent.hook.declare import set_facts
 from tiers import first_by_default
 
 GIT = ["git", "-c", "user.email=t@e.invalid", "-c", "user.name=t"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from stoprule.agent.hook.state import StateError, declare_facts, read_facts
+from stoprule.agent.hook.declare import declare_facts
+from stoprule.agent.hook.state import StateError, read_facts
 from stoprule.project import STATE_DIR
 
 __all__ = ["declare_session_facts", "read_session_facts"]

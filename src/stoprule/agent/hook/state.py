@@ -1,7 +1,7 @@
 """Per-session state under ``.stoprule/state/``: declared facts and the hook's own counters.
 
 Declared facts (the ``state`` provider reads them; ``stoprule facts set|clear`` and the
-blocker MCP tools write them)::
+blocker MCP tools write them, with :mod:`stoprule.agent.hook.declare`)::
 
     set_facts(project, session, fields) -> dict      merge fields in; returns the session's facts
     clear_facts(project, session, keys=None) -> dict  drop keys (None: all); returns what is left
@@ -36,19 +36,16 @@ from stoprule.project import PROJECT_WIDE, state_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 __all__ = [
     "PROJECT_WIDE",
     "StateError",
-    "clear_facts",
-    "declare_facts",
     "facts_file",
     "read_facts",
     "read_session",
     "session_file",
-    "set_facts",
     "update_session",
 ]
 
@@ -146,31 +143,6 @@ def _change(path: str, fn: Callable[[dict[str, Any]], dict[str, Any]], sync: boo
             return new
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc}") from None
-
-
-def set_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``fields`` (pack field names -> JSON values) into the session's declared facts."""
-    dumps(dict(fields))  # only JSON values are stored (TypeError otherwise)
-    return _change(facts_file(project, session), lambda cur: {**cur, **fields})
-
-
-def declare_facts(project: str, session: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``fields`` in one locked change, a ``None`` value removing its field (the blocker
-    tools' ``report_status``); returns the session's declared facts."""
-    dumps(dict(fields))
-    return _change(
-        facts_file(project, session),
-        lambda cur: {k: v for k, v in {**cur, **fields}.items() if v is not None or k not in fields},
-    )
-
-
-def clear_facts(project: str, session: str | None, keys: Iterable[str] | None = None) -> dict[str, Any]:
-    """Drop ``keys`` (None: every fact) from the session's declared facts; returns what is left."""
-    drop = None if keys is None else set(keys)
-    return _change(
-        facts_file(project, session),
-        lambda cur: {} if drop is None else {k: v for k, v in cur.items() if k not in drop},
-    )
 
 
 def read_facts(
