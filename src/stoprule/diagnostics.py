@@ -26,7 +26,8 @@ into that text on standard error and that code::
 
 A file that cannot be read stays an ``OSError`` (``_util.files``' ``NotRegular`` and
 ``FileTooLarge`` too), so one ``except OSError`` covers every cause. A module may signal
-inside itself with a private exception (``_Bail``) that never leaves it.
+inside itself with a private exception (``_Bail``) that never leaves it. The did-you-mean hints
+of the messages are :mod:`stoprule._util.hints`.
 
 On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -35,10 +36,6 @@ from __future__ import annotations
 
 from stoprule import codes
 from stoprule._util.records import record
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 __all__ = [
     "EXIT_INVALID",
@@ -59,8 +56,6 @@ __all__ = [
     "QuantifierError",
     "ServeError",
     "StopruleError",
-    "closest",
-    "unknown_hint",
 ]
 
 # The command line's exit codes (docs/cli.md): every verdict ok (or the command did what it was
@@ -84,28 +79,6 @@ def one_line(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
-
-
-def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The known name ``name`` most likely misspells (case-insensitive), or None."""
-    import difflib
-
-    names = {k.lower(): k for k in known if isinstance(k, str)}
-    best = difflib.get_close_matches(str(name).lower(), list(names), n=1, cutoff=cutoff)
-    return names[best[0]] if best else None
-
-
-def unknown_hint(name: str, known: Iterable[str], *, listed: int = 16) -> str:
-    """What follows ``unknown X 'name'``: `` (did you mean 'y'?)`` when one known name is close,
-    else the known names (the first ``listed`` of them), or `` (none declared)``."""
-    names = sorted(known)
-    best = closest(name, names)
-    if best is not None:
-        return f" (did you mean {best!r}?)"
-    if not names:
-        return " (none declared)"
-    more = f", and {len(names) - listed} more" if len(names) > listed else ""
-    return f" (known: {', '.join(names[:listed])}{more})"
 
 
 @record

@@ -6,6 +6,7 @@ Modules::
     cache     the content-keyed cache of compiled packs and validated configs
     records   ``@record``: the immutable records of the cold path
     tagged    values as JSON data and back, exactly (the compiled-pack cache's format: data, never code)
+    tagged_dump   writing them (a cache miss)
     codegen   generated Python code, compiled once per source
     command   run a short command and capture its output (or start it now, collect it later)
     gcpause   batches run with the cyclic garbage collector paused
@@ -14,6 +15,7 @@ Modules::
     redact_judge  redaction's judgements, loaded once its pre-scan finds a candidate
     regex     regular expressions compiled on first use, without ``re`` where their programs are kept
     text      strings safe to store
+    hints     did-you-mean hints for an unknown name (error messages)
     jsonin    JSON in with the C scanner alone (no ``json``, ``re``: the stop's and the guard's start)
     jsonout   JSON out with the C encoder alone
     native    flock, poll, CRC-32 and Adler-32 from one small optional C module (else fcntl, select, zlib)

@@ -49,7 +49,8 @@ from time import perf_counter
 from typing import Any
 
 from stoprule import codes
-from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError, closest
+from stoprule._util.hints import closest
+from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator, Verdict
 from stoprule.language.source import SourceFile, parse_yaml

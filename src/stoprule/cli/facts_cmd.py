@@ -19,13 +19,14 @@ from typing import IO, Any
 
 from stoprule import codes
 from stoprule._util.files import read_bounded
+from stoprule._util.hints import closest
 from stoprule._util.redact import redact
 from stoprule._util.text import clean
 from stoprule.agent.hook.declare import clear_facts, set_facts
 from stoprule.agent.hook.runner import state_home
 from stoprule.agent.hook.state import StateError, read_facts
 from stoprule.cli.common import policy_error
-from stoprule.diagnostics import CommandError, FactError, PolicyError, closest
+from stoprule.diagnostics import CommandError, FactError, PolicyError
 from stoprule.engine.packs import load_policy
 
 __all__ = ["add_arguments", "run"]

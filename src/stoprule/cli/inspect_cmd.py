@@ -11,10 +11,11 @@ import argparse
 import json
 from typing import IO, Any
 
+from stoprule._util.hints import unknown_hint
 from stoprule.cli.common import policy_error
 from stoprule.cli.flags import add_policy_flags
 from stoprule.cli.style import styled
-from stoprule.diagnostics import CommandError, PolicyError, unknown_hint
+from stoprule.diagnostics import CommandError, PolicyError
 from stoprule.engine.packs import select_pack
 from stoprule.language.compiler import check_pack
 from stoprule.language.inventory import inspect_data

@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from stoprule import codes
+from stoprule._util.hints import unknown_hint
 from stoprule.config.sections import SECTIONS
 from stoprule.config.source import read_config
-from stoprule.diagnostics import ConfigError, Diagnostic, unknown_hint
+from stoprule.diagnostics import ConfigError, Diagnostic
 from stoprule.language.source import PathKey, SourceFile, format_path, parse_yaml
 from stoprule.language.spec import validation_messages
 from stoprule.project import CONFIG_FILE, find_project

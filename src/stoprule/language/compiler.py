@@ -24,7 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from stoprule import codes
-from stoprule.diagnostics import CheckError, Diagnostic, PolicyError, closest, unknown_hint
+from stoprule._util.hints import closest, unknown_hint
+from stoprule.diagnostics import CheckError, Diagnostic, PolicyError
 from stoprule.facts.schema import FactField, FactSchema, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import (

@@ -33,8 +33,9 @@ from typing import Any
 
 from stoprule import codes
 from stoprule._util import tagged
+from stoprule._util.hints import unknown_hint
 from stoprule._util.tagged_dump import dump
-from stoprule.diagnostics import Diagnostic, unknown_hint
+from stoprule.diagnostics import Diagnostic
 from stoprule.facts.schema import FactField
 from stoprule.language.operators import OPERATORS
 from stoprule.language.source import SourceFile, format_path

@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stoprule import codes
-from stoprule.diagnostics import Diagnostic, closest
+from stoprule._util.hints import closest
+from stoprule.diagnostics import Diagnostic
 from stoprule.language.source import SourceFile
 
 __all__ = [

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from stoprule._util.hints import closest
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj
 from stoprule.agent.blockers.facts import DEFAULT_SESSION, bind_task, blockers_facts
@@ -26,7 +27,7 @@ from stoprule.agent.hook.state import StateError, read_session
 from stoprule.config.fields import FIELDS, REPORT_SECTIONS
 from stoprule.config.loader import load_config
 from stoprule.config.sections import BlockerSettings
-from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError, closest
+from stoprule.diagnostics import ConfigError, EvaluationError, StopruleError
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import STATE_DIR, ensure_state_dir, project_root
