@@ -10,7 +10,7 @@ from __future__ import annotations
 from stoprule._util.gcpause import paused_gc
 from stoprule.diagnostics import EvaluationError
 from stoprule.engine.verdict import Verdict, prototype
-from stoprule.facts.schema import MISSING, strict_error
+from stoprule.facts.schema import MISSING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,9 +60,13 @@ def evaluate_many(
                 if verdict is None:
                     data, warnings = check(fact)
                     if warnings and strict:
+                        from stoprule.facts.errors import strict_error
+
                         raise strict_error(warnings)
                     verdict = decide(data, match(data), tuple(warnings))
                 elif strict and verdict.warnings:
+                    from stoprule.facts.errors import strict_error
+
                     raise strict_error(list(verdict.warnings))
                 append(verdict)
             except EvaluationError as exc:

@@ -13,7 +13,7 @@ from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, r
 from stoprule.engine.durable import Engine, EngineError, _float, _string, encode
 from stoprule.engine.projection import field_of, slot_encoding
 from stoprule.engine.verdict import Match, Verdict, prototype
-from stoprule.facts.schema import MISSING, FactField, strict_error
+from stoprule.facts.schema import MISSING, FactField
 from stoprule.language.templates import renderer
 
 __all__ = ["BACKEND", "Evaluator", "Match", "Verdict", "describe_backend", "prototype"]
@@ -302,6 +302,8 @@ class Evaluator:
             self._count(1)
         data, warnings = self._check(fact)
         if warnings and strict:
+            from stoprule.facts.errors import strict_error
+
             raise strict_error(warnings)
         return self._decide(data, self._data_matcher()(data), tuple(warnings))
 

@@ -14,7 +14,7 @@ from stoprule._util.records import Record, record
 from stoprule.diagnostics import FactError
 from stoprule.limits import SAFE_INT  # fact integers: exact as doubles, offset sums far from 64-bit overflow
 
-__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent", "format_field", "strict_error"]
+__all__ = ["MISSING", "FactField", "FactSchema", "can_be_absent"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,13 +35,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-
-def format_field(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
-    return out
 
 
 def _lookup(fields: dict[str, FactField]) -> dict[str, str]:
@@ -141,34 +134,15 @@ def _finite(v: float) -> bool:
     return v - v == 0.0
 
 
-def _type_error(want: FactField, got: Any, path: tuple[str | int, ...]) -> FactError:
-    kind = type(got).__name__ if got is not None else "null"
-    kinds = {"dict": "object", "list": "list", "str": "string", "float": "number"}
-    return FactError(
-        codes.FACT_TYPE,
-        f"expected {want.describe()}, got {kinds.get(kind, kind)}",
-        format_field(path),
-    )
-
-
-def _prefix(exc: FactError, step: str | int) -> FactError:
-    """Put ``step`` in front of the error's field path (errors are built innermost first)."""
-    exc.field = format_field((step,)) + ("" if not exc.field else exc.field if exc.field[0] == "[" else "." + exc.field)
-    return exc
-
-
 def _null_or(spec: FactField, v: Any) -> None:
     """The error for a value of the wrong type (None when null is allowed)."""
     if v is None:
         if spec.nullable:
             return None
         raise FactError(codes.FACT_NULL, "must not be null")
-    raise _type_error(spec, v, ())
+    from stoprule.facts.errors import type_error
 
-
-def _show(text: str) -> str:
-    """``text`` quoted for a message, with characters that cannot be printed escaped."""
-    return ascii(text) if not text.isascii() or not text.isprintable() else repr(text)
+    raise type_error(spec, v, ())
 
 
 def _check_text(text: str) -> None:
@@ -226,7 +200,9 @@ def _compile(spec: FactField) -> Checker:
                 return _null_or(spec, v)
             if v in values:
                 return v
-            raise FactError(codes.FACT_ENUM, f"{_show(v)} is not one of: " + ", ".join(spec.values))
+            from stoprule.facts.errors import show
+
+            raise FactError(codes.FACT_ENUM, f"{show(v)} is not one of: " + ", ".join(spec.values))
 
         return check_enum
     if t == "list":
@@ -241,7 +217,9 @@ def _compile(spec: FactField) -> Checker:
                 try:
                     out.append(item(x))
                 except FactError as exc:
-                    raise _prefix(exc, i) from None
+                    from stoprule.facts.errors import prefix
+
+                    raise prefix(exc, i) from None
             return out
 
         return check_list
@@ -264,6 +242,8 @@ def _compile_object(spec: FactField) -> Checker:
             name = lookup.get(key)
             if name is None:
                 if reject:
+                    from stoprule.facts.errors import format_field
+
                     raise FactError(codes.FACT_UNKNOWN_FIELD, "not a field of the schema", format_field((key,)))
                 continue
             if name in out:
@@ -271,7 +251,9 @@ def _compile_object(spec: FactField) -> Checker:
             try:
                 out[name] = checkers[name](value)
             except FactError as exc:
-                raise _prefix(exc, name) from None
+                from stoprule.facts.errors import prefix
+
+                raise prefix(exc, name) from None
         for name, default in defaults:
             if name not in out:
                 out[name] = _clone(default)
@@ -324,24 +306,6 @@ class _Bail(Exception):
     does not handle): the fact is validated again by them, which name the error."""
 
 
-def _suggest(schema: FactField, path: str) -> str:
-    """`` (did you mean 'x'?)`` for the field name closest to the last step of ``path``."""
-    import difflib
-
-    scope: FactField | None = schema
-    steps = path.replace("]", "").replace("[", ".").split(".")
-    for step in steps[:-1]:
-        if scope is None or step.isdigit():
-            scope = scope.items if scope is not None and scope.type == "list" else scope
-            continue
-        scope = scope.fields.get(scope.lookup.get(step, ""))
-        scope = scope.items if scope is not None and scope.type == "list" else scope
-    if scope is None or scope.type != "object":
-        return ""
-    best = difflib.get_close_matches(steps[-1], list(scope.lookup), n=1, cutoff=0.7)
-    return f" (did you mean {scope.lookup[best[0]]!r}?)" if best else ""
-
-
 class FactSchema:
     """Validates and normalises facts: aliases resolved, defaults filled, types strict."""
 
@@ -383,9 +347,11 @@ class FactSchema:
                 f = str(f)
             message = messages.get(f)
             if message is None:  # difflib is slow, and the same unknown fields come back fact after fact
+                from stoprule.facts.errors import suggest
+
                 if len(messages) >= 4096:
                     messages.clear()
-                message = messages[f] = "not a field of the schema" + _suggest(self.root, f)
+                message = messages[f] = "not a field of the schema" + suggest(self.root, f)
             out.append({"code": codes.FACT_UNKNOWN_FIELD, "field": f, "message": message})
         return out
 
@@ -432,10 +398,3 @@ def _clone(v: Any) -> Any:
     if type(v) is dict:
         return {k: _clone(x) for k, x in v.items()}
     return v
-
-
-def strict_error(warnings: list[dict[str, str]]) -> FactError:
-    """The error a warning becomes under ``--strict``."""
-    w = warnings[0]
-    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
-    return FactError(w["code"], w["message"] + more, w["field"])
