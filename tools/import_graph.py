@@ -59,7 +59,7 @@ ROOT = "stoprule"
 
 #: layer -> rank; a module may import its own layer and lower ranks only (equal ranks: neither way)
 LAYERS: dict[str, int] = {
-    "base": 0,  # codes, diagnostics, limits, project, version, _util
+    "base": 0,  # codes, diagnostic, diagnostics, limits, project, version, _util
     "facts": 1,
     "language": 2,
     "config": 3,
@@ -72,7 +72,7 @@ LAYERS: dict[str, int] = {
     "cli": 8,
     "top": 9,  # stoprule/__init__.py (the public API), __main__.py and launch.py (what init wires)
 }
-BASE = ("codes", "diagnostics", "limits", "project", "version", "_util")
+BASE = ("codes", "diagnostic", "diagnostics", "limits", "project", "version", "_util")
 #: layers ``agent`` may import (a leaf below the CLI: no analysis, no ledger)
 AGENT_IMPORTS = ("base", "facts", "language", "config", "engine", "agent")
 #: the only module that may import a computed module name: the CLI's command table
@@ -201,6 +201,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.blockers.store": "the agent has logged blockers",
     "stoprule.agent.hook.adapters.antigravity": "the hook runs for Antigravity CLI",
     "stoprule.agent.hook.freezing": "a session starts (without a session-start hook: its first stop)",
+    "stoprule.diagnostic": "a pack or config file the hook loads has a mistake (its diagnostics)",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
     "stoprule.agent.hook.question_patterns": "the pack's question patterns are not in the cache yet",
     "stoprule.agent.hook.remote": "the project asks a decision server",

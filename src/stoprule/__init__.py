@@ -9,6 +9,7 @@ Public API::
 Packages and modules, the pipeline from the bottom up (tools/import_graph.py keeps the layers)::
 
     codes, diagnostics, limits, project, version, _util/   the base: codes, errors, limits, state paths, helpers
+    diagnostic  (the base too) a pack's or config file's Diagnostic, built only when one has a mistake
     facts/      the fact schema, reading facts, batches
     language/   a pack's YAML: load, check, compile stages
     config/     .stoprule/config.yaml and the serve file: defaults, models, the one loader
@@ -29,9 +30,9 @@ from stoprule.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from stoprule.diagnostic import Diagnostic
     from stoprule.diagnostics import (
         AnalysisLimit,
-        Diagnostic,
         EvaluationError,
         FactError,
         NoRuleMatched,
@@ -45,7 +46,7 @@ del TYPE_CHECKING
 # imported on first use (PEP 562): ``import stoprule`` alone loads no engine, so a command
 # that needs none (the guard, before every tool call) starts fast
 _DIAGNOSTICS = frozenset(
-    {"AnalysisLimit", "Diagnostic", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError", "StopruleError"}
+    {"AnalysisLimit", "EvaluationError", "FactError", "NoRuleMatched", "PolicyError", "StopruleError"}
 )
 _EVALUATOR = frozenset({"Evaluator", "Match", "Verdict"})
 _PACKS = frozenset({"bundled_pack", "compile_policy", "load_policy", "select_pack"})
@@ -54,6 +55,8 @@ _PACKS = frozenset({"bundled_pack", "compile_policy", "load_policy", "select_pac
 def __getattr__(name: str) -> object:
     if name in _DIAGNOSTICS:
         from stoprule import diagnostics as module
+    elif name == "Diagnostic":
+        from stoprule import diagnostic as module  # type: ignore[no-redef]
     elif name in _EVALUATOR:
         from stoprule.engine import evaluator as module  # type: ignore[no-redef]
     elif name in _PACKS:

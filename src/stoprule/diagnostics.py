@@ -6,7 +6,8 @@ prints for it (:meth:`StopruleError.report`): one handler, in ``cli/main.run``, 
 into that text on standard error and that code::
 
     StopruleError              exit 2 unless said otherwise
-     ├── PolicyError           language: a pack that does not load or compile (carries Diagnostics)
+     ├── PolicyError           language: a pack that does not load or compile (carries Diagnostics:
+     │                         stoprule.diagnostic, built only when something is wrong)
      │    └── ConfigError      config: a config file that does not validate
      ├── CheckError            language: one condition argument refused (becomes a Diagnostic)
      ├── EvaluationError       facts, engine: one fact could not be decided (code, message, field, line)
@@ -35,7 +36,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 from stoprule import codes
-from stoprule._util.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stoprule.diagnostic import Diagnostic
 
 __all__ = [
     "EXIT_INVALID",
@@ -48,7 +52,6 @@ __all__ = [
     "CheckError",
     "CommandError",
     "ConfigError",
-    "Diagnostic",
     "EvaluationError",
     "FactError",
     "NoRuleMatched",
@@ -66,46 +69,6 @@ EXIT_NOT_OK = 1
 EXIT_INVALID = 2
 
 MAX_DIAGNOSTICS = 50
-
-_BREAKS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, 0x85)} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
-
-
-def one_line(text: str) -> str:
-    """``text`` printable on one line in any encoding: control and line-separator characters
-    escaped, lone surrogates (undecodable file names) shown as ``\\udcxx``."""
-    text = text.translate(_BREAKS)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-@record
-class Diagnostic:
-    """One thing wrong with a policy pack, at a source location (sorts by location)."""
-
-    file: str
-    line: int
-    column: int
-    code: str
-    message: str
-    path: str = ""
-
-    def format(self) -> str:
-        """``file:line:column: code: message (at path)``, always exactly one line."""
-        where = f" (at {one_line(self.path)})" if self.path else ""
-        return f"{one_line(self.file)}:{self.line}:{self.column}: {self.code}: {one_line(self.message)}{where}"
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "file": one_line(self.file),
-            "line": self.line,
-            "column": self.column,
-            "code": self.code,
-            "message": one_line(self.message),
-            "path": one_line(self.path),
-        }
 
 
 class StopruleError(Exception):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stoprule.diagnostics import MAX_DIAGNOSTICS, Diagnostic, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import MAX_DIAGNOSTICS, PolicyError
 from stoprule.engine.build import compile_pack, run_stages
 
 SCHEMA = """\

@@ -15,7 +15,8 @@ import pytest
 from samplepacks import same_projection
 from stoprule import load_policy
 from stoprule.analysis.strings import string_classes
-from stoprule.diagnostics import Diagnostic, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.durable import _dre as dre  # the engine stoprule runs on (built in, or beside it)
 from stoprule.engine.durable import encode

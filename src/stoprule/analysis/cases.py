@@ -50,7 +50,8 @@ from typing import Any
 
 from stoprule import codes
 from stoprule._util.hints import closest
-from stoprule.diagnostics import Diagnostic, EvaluationError, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import EvaluationError, PolicyError
 from stoprule.engine.compiled import CompiledPolicy
 from stoprule.engine.evaluator import Evaluator, Verdict
 from stoprule.language.source import SourceFile, parse_yaml

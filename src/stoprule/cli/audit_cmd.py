@@ -18,7 +18,8 @@ from stoprule.cli.common import diagnostics_error, policy_error
 from stoprule.cli.flags import add_backend_flag, add_jobs_flag, add_policy_flags
 from stoprule.cli.inspect_cmd import layering
 from stoprule.cli.progress import Bar, add_quiet_flag
-from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import EXIT_INVALID, EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 from stoprule.engine.evaluator import Evaluator
 from stoprule.engine.packs import compile_policy, select_pack

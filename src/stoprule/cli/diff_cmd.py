@@ -12,7 +12,8 @@ from stoprule.analysis.explore import Progress
 from stoprule.analysis.render import render_diff
 from stoprule.cli.common import diagnostics_error, policy_error
 from stoprule.cli.flags import add_backend_flag
-from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, Diagnostic, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, CommandError, PolicyError
 from stoprule.engine.build import compile_pack
 
 __all__ = ["add_arguments", "diff_command", "run"]

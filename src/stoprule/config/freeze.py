@@ -67,7 +67,8 @@ def _digest(data: bytes | None) -> str:
 
 
 def _damaged(path: str, why: str) -> Exception:
-    from stoprule.diagnostics import ConfigError, Diagnostic
+    from stoprule.diagnostic import Diagnostic
+    from stoprule.diagnostics import ConfigError
 
     return ConfigError(
         [Diagnostic(path, 1, 1, codes.CONFIG_FROZEN_DAMAGED, f"the session's frozen config does not read back: {why}")]

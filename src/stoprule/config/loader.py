@@ -21,7 +21,8 @@ from stoprule import codes
 from stoprule._util.hints import unknown_hint
 from stoprule.config.sections import SECTIONS
 from stoprule.config.source import read_config
-from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import ConfigError
 from stoprule.language.source import PathKey, SourceFile, format_path, parse_yaml
 from stoprule.language.spec import validation_messages
 from stoprule.project import CONFIG_FILE, find_project

@@ -49,7 +49,8 @@ from stoprule import codes
 from stoprule.config.defaults import SERVE_DEFAULTS, SERVE_LIMITS
 from stoprule.config.loader import load_document
 from stoprule.config.source import read_config
-from stoprule.diagnostics import ConfigError, Diagnostic
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import ConfigError
 from stoprule.language.source import parse_yaml
 
 __all__ = [

@@ -24,6 +24,7 @@ def read_config(path: str | os.PathLike[str]) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        from stoprule.diagnostics import ConfigError, Diagnostic
+        from stoprule.diagnostic import Diagnostic
+        from stoprule.diagnostics import ConfigError
 
         raise ConfigError([Diagnostic(name, 1, 1, codes.CONFIG_UNREADABLE, str(exc))]) from None

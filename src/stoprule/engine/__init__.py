@@ -7,6 +7,7 @@
     projection           how each projected slot is written for the engine
     verdict              Verdict and Match: what an evaluation gives
     evaluator            validate -> project -> match -> decide -> render
+    batches              evaluating a batch: the backend's runner per thread and its plan
     json_projector       the projector a run of many facts generates (one pass, straight-line code)
     plan                 the typed plan a faster backend is built from (Evaluator.plan)
     protocols            the seams: Backend (plan -> Runner) and Runner (fact -> Verdict)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoprule import codes
-from stoprule.diagnostics import Diagnostic, QuantifierError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import QuantifierError
 from stoprule.engine.compiled import CompiledPolicy, ListSlot, RuleMeta, Slot, StopMeta, VerdictMeta
 from stoprule.engine.durable import check_ruleset, encode
 from stoprule.engine.simplify import dnf_size, simplify, split_quantifiers

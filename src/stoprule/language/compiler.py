@@ -25,7 +25,8 @@ from typing import Any
 
 from stoprule import codes
 from stoprule._util.hints import closest, unknown_hint
-from stoprule.diagnostics import CheckError, Diagnostic, PolicyError
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import CheckError, PolicyError
 from stoprule.facts.schema import FactField, FactSchema, can_be_absent
 from stoprule.language import conditions as C
 from stoprule.language.checked import (

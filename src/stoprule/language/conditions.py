@@ -35,7 +35,7 @@ from stoprule import codes
 from stoprule._util import tagged
 from stoprule._util.hints import unknown_hint
 from stoprule._util.tagged_dump import dump
-from stoprule.diagnostics import Diagnostic
+from stoprule.diagnostic import Diagnostic
 from stoprule.facts.schema import FactField
 from stoprule.language.operators import OPERATORS
 from stoprule.language.source import SourceFile, format_path

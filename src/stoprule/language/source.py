@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from stoprule import codes
-from stoprule.diagnostics import Diagnostic
+from stoprule.diagnostic import Diagnostic
 from stoprule.language.files import global_pack, pack_files, raw_key
 from stoprule.limits import (
     MAX_FILE_BYTES,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stoprule import codes
 from stoprule._util.hints import closest
-from stoprule.diagnostics import Diagnostic
+from stoprule.diagnostic import Diagnostic
 from stoprule.language.source import SourceFile
 
 __all__ = [

@@ -43,7 +43,8 @@ from typing import Any
 from stoprule import codes
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
-from stoprule.diagnostics import AgentError, ConfigError, Diagnostic
+from stoprule.diagnostic import Diagnostic
+from stoprule.diagnostics import AgentError, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pydantic: never on the hook's path

@@ -6,12 +6,15 @@ Modules, lowest first::
     adapters/        one module per harness: parse(payload) -> HookEvent, render(decision) -> dict | None
     pack_data        the agent-facing data a pack ships beside its rules (triage, instructions)
     state            .stoprule/state/: declared facts, the hook's counters
+    declare          writing declared facts (``stoprule facts``, the blocker tools; the stop only reads)
     transcripts/     reading each harness's transcript from the end, incrementally (one module a format)
     question_patterns  the pack's question patterns read for the words every match holds (a cache miss)
     questions        does the last message hand a question to the user (the pack's patterns)
     mode             the session's mode: autonomous or interactive, and who said so
     providers/       hook, state, blockers, closure, transcript, git, guard: partial facts with provenance
+    frozen_keys      the keys and stamps a frozen session is taken and checked by (pack files, switches, env)
     frozen           the session frozen at its start (config, pack copy, wiring, ...): changes named at stops
+    freezing         freezing it at session start: the record made, the pack copied, the wiring keyed
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log
     lifecycle        the events besides the stop: session start, permission requests
     controls         the user's in-session /blockers on|off|status|list|export (the typed prompt)
