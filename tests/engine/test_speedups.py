@@ -20,8 +20,9 @@ from factgen import any_json, default_build, object_of
 from samplepacks import FEATURE_PACK, KEYS, PROJECTION_FACTS, PROJECTION_PACK, feature_value
 from stoprule import EvaluationError
 from stoprule.engine import batches, speedups
+from stoprule.engine.batches import describe_backend
 from stoprule.engine.build import compile_pack
-from stoprule.engine.evaluator import Evaluator, describe_backend
+from stoprule.engine.evaluator import Evaluator
 
 EV = Evaluator(default_build().compiled)
 PY_EV = Evaluator(default_build().compiled, backend=None)  # the Python path only

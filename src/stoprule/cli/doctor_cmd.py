@@ -52,7 +52,7 @@ from stoprule.cli.doctor_mcp import check_mcp, path_remedy
 from stoprule.cli.places import git_root, harness_env
 from stoprule.config.reader import read_settings
 from stoprule.diagnostics import EXIT_NOT_OK, EXIT_OK, PolicyError
-from stoprule.engine.evaluator import describe_backend
+from stoprule.engine.batches import describe_backend
 from stoprule.engine.packs import load_policy, select_pack
 from stoprule.project import GUARD_OFF_FILE, find_project
 

@@ -45,7 +45,7 @@ def _version_action() -> type[argparse.Action]:
 
     class _Version(argparse.Action):
         def __call__(self, parser: Any, namespace: object, values: object, option_string: str | None = None) -> None:
-            from stoprule.engine.evaluator import describe_backend
+            from stoprule.engine.batches import describe_backend
 
             sys.stdout.write(f"stoprule {__version__}\n{describe_backend()}\n")
             parser.exit()

@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from stoprule.engine.plan import Plan
     from stoprule.engine.protocols import Backend, Runner
 
-__all__ = ["WARM_UP", "evaluate_many", "plan", "runner"]
+__all__ = ["BACKEND", "WARM_UP", "backend_name", "describe_backend", "evaluate_many", "plan", "runner"]
 
 # ``ev`` below is an Evaluator (typed Any: stoprule.engine.evaluator imports this module)
 
+BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
 WARM_UP = 32  # the fact of a batch at which the default backend is made (see evaluate_many)
 # positions in a Verdict of what the C accelerator puts in a prototype
 _FILLED = (Verdict._fields.index("matched"), Verdict._fields.index("high_risk_stop"), Verdict._fields.index("warnings"))
@@ -124,3 +125,24 @@ def plan(ev: Any) -> Plan:
         )
     made: Plan = ev._plan
     return made
+
+
+def backend_name(ev: Any) -> str:
+    """The name of the backend evaluating this thread's batches (:attr:`Evaluator.backend
+    <stoprule.engine.evaluator.Evaluator.backend>`)."""
+    if ev._backend is None or runner(ev) is None:
+        return BACKEND
+    name = str(getattr(ev._backend, "__name__", type(ev._backend).__name__))
+    return "c" if isinstance(ev._backend, str) or name == "c_backend" else name
+
+
+def describe_backend() -> str:
+    """What evaluates facts, for ``--version`` and ``doctor``."""
+    from stoprule.engine import speedups
+    from stoprule.engine.durable import ENGINE_SOURCE
+
+    if speedups.load() is None:
+        name = f"{BACKEND}, the C accelerator not built or turned off"
+    else:
+        name = "c accelerator for batches, python for single facts"
+    return f"evaluation backend: {name} (durable_rules engine {ENGINE_SOURCE})"

@@ -16,7 +16,7 @@ from stoprule.engine.verdict import Match, Verdict, prototype
 from stoprule.facts.schema import MISSING, FactField
 from stoprule.language.templates import renderer
 
-__all__ = ["BACKEND", "Evaluator", "Match", "Verdict", "describe_backend", "prototype"]
+__all__ = ["Evaluator", "Match", "Verdict", "prototype"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -194,19 +194,6 @@ def _direct_projector(
 # single facts longer than that generates and compiles it (tens of milliseconds, repaid over them)
 DIRECT_FACTS = 64
 AUTO = "auto"  # the default backend: the C accelerator where built (stoprule.engine.backends)
-BACKEND = "python"  # the Python path's name (and the backend's when no accelerator is there)
-
-
-def describe_backend() -> str:
-    """What evaluates facts, for ``--version`` and ``doctor``."""
-    from stoprule.engine import speedups
-    from stoprule.engine.durable import ENGINE_SOURCE
-
-    if speedups.load() is None:
-        name = f"{BACKEND}, the C accelerator not built or turned off"
-    else:
-        name = "c accelerator for batches, python for single facts"
-    return f"evaluation backend: {name} (durable_rules engine {ENGINE_SOURCE})"
 
 
 class Evaluator:
@@ -282,12 +269,9 @@ class Evaluator:
     def backend(self) -> str:
         """The name of the backend evaluating this thread's batches (``python``: none plugged
         in, or the default one does not apply: no accelerator built, or not for this pack)."""
-        from stoprule.engine.batches import runner
+        from stoprule.engine.batches import backend_name
 
-        if self._backend is None or runner(self) is None:
-            return BACKEND
-        name = str(getattr(self._backend, "__name__", type(self._backend).__name__))
-        return "c" if isinstance(self._backend, str) or name == "c_backend" else name
+        return backend_name(self)
 
     def validate(self, fact: Any) -> dict[str, Any]:
         """The fact as the rules see it (aliases resolved, defaults filled) or FactError."""
