@@ -18,7 +18,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import errno
-import os
+
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

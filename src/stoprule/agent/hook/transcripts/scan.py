@@ -25,10 +25,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 
+from stoprule._util import oslite as os
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
 from stoprule._util.native import crc32
