@@ -34,6 +34,9 @@ def _posixpath() -> Any:
 
 
 def join(a: Any, *p: Any) -> Any:
+    if len(p) == 1 and type(a) is str and type(p[0]) is str:  # the common call, first
+        b = p[0]
+        return b if b.startswith("/") else a + b if not a or a.endswith("/") else f"{a}/{b}"
     a = fspath(a)
     rest = [fspath(b) for b in p]
     if type(a) is not str or any(type(b) is not str for b in rest):
