@@ -143,7 +143,7 @@ def _umask() -> int:
 
 def test_os_names_and_environ_are_os_once_it_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STOPRULE_OSLITE_PROBE", "on")
-    assert oslite.environ is os.environ
+    assert oslite.environ is os.environ and oslite.environb is os.environb
     assert oslite.environ["STOPRULE_OSLITE_PROBE"] == "on"
     assert oslite.walk is os.walk  # a name this module lacks: os's
     assert (oslite.sep, oslite.curdir, oslite.pardir, oslite.devnull) == (os.sep, os.curdir, os.pardir, os.devnull)
@@ -157,6 +157,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from stoprule._util import oslite as os
 seen = dict(os.environ)
+assert os.environb[b"ODD"] == b"caf\xe9 \xff"
 here = os.path.abspath(".")
 info = [os.path.join(here, "x"), os.path.dirname(here), os.path.isdir(here), os.path.expanduser("~/k"),
         os.path.realpath("."), os.path.relpath(here, "/"), os.getpid() > 0]

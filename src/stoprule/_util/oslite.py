@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # type checkers see ``os``
     from os import _Environ as _Environ
     from os import _exit as _exit
     from os import environ as environ
+    from os import environb as environb
     from os import fdopen as fdopen
     from os import makedirs as makedirs
     from os import path as path
@@ -80,11 +81,14 @@ else:
         return io.open(fd, mode, buffering, encoding, *args, **kwargs)  # noqa: UP020 - not posix's open
 
     def __getattr__(name: str) -> Any:
-        """``environ`` (see the module's docstring), and any name this module lacks: ``os``'s."""
-        if name == "environ":
+        """``environ`` (see the module's docstring; ``environb``: its bytes), and any name this module
+        lacks: ``os``'s."""
+        if name in ("environ", "environb"):
             os = sys.modules.get("os")
             if os is not None:
-                return os.environ
+                return getattr(os, name)
+            if name == "environb":
+                return _environb
             global _decoded
             if _decoded is None:
                 enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
