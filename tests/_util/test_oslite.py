@@ -157,7 +157,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from stoprule._util import oslite as os
 seen = dict(os.environ)
-assert os.environb[b"ODD"] == b"caf\xe9 \xff"
+assert os.environb[b"ODD"] == b"caf\\xe9 \\xff"
 here = os.path.abspath(".")
 info = [os.path.join(here, "x"), os.path.dirname(here), os.path.isdir(here), os.path.expanduser("~/k"),
         os.path.realpath("."), os.path.relpath(here, "/"), os.getpid() > 0]
