@@ -170,7 +170,7 @@ w, c = time.perf_counter(), time.process_time()
 main.run(sys.argv[1:], sys.stdin.buffer, io.StringIO(), io.StringIO())
 add("the stop (after imports)", w, c)
 add("total (after the interpreter's start)", w0, c0)
-stdlib = sorted(m for m in ("json", "re", "enum", "typing", "dataclasses") if m in sys.modules)
+stdlib = sorted(m for m in ("json", "re", "enum", "typing", "dataclasses", "os") if m in sys.modules)
 try:
     from stoprule._util.jsonout import dumps
 except ImportError:  # an older tree (--baseline)
@@ -374,7 +374,9 @@ def report(res: dict[str, tuple[list, list]], labels: dict[str, str], targets: d
     return met
 
 
-def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int, harness: str = "claude-code") -> None:
+def phases(
+    cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int, harness: str = "claude-code"
+) -> None:
     """Where one stop's time goes: medians over ``runs`` fresh processes (wall, CPU). ``cmd``: the
     interpreter and its flags as init wired them, then the folder holding the ``stoprule`` package."""
     acc: dict[str, list[tuple[float, float]]] = {}
@@ -396,7 +398,7 @@ def phases(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: i
     for name, vals in acc.items():
         wall, cpu = statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)
         print(f"  {name:<42} {wall:6.2f} ms {cpu:6.2f} ms")
-    print(f"  of json, re, enum, typing, dataclasses, the stop imported: {', '.join(stdlib) or 'none'}")
+    print(f"  of json, re, enum, typing, dataclasses, os, the stop imported: {', '.join(stdlib) or 'none'}")
 
 
 def importtime(cmd: list[str], payload: Path, env: dict[str, str], cwd: str, runs: int) -> None:

@@ -2,10 +2,10 @@
 (:mod:`stoprule._util.launcher`). On the cold path, run as a file and so compiled at every
 start: keep it short."""
 
-import os
 import sys
+from posix import _path_normpath, getcwd  # type: ignore[attr-defined]  # os's, without importing os
 
-_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_here = _path_normpath(__file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}").rsplit("/", 2)[0]
 if _here not in sys.path:
     sys.path.append(_here)  # the folder holding the package (-S: no site)
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
+from stoprule._util import oslite as os
 
 __all__ = [
     "CONFIG_FILE",

@@ -115,6 +115,7 @@ def kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("STOPRULE_NO_CACHE", raising=False)
     monkeypatch.setattr(regex, "__file__", str(tmp_path / "regex.py"))
     monkeypatch.setattr(regex, "_COMPILED", {})
+    monkeypatch.setattr(regex, "_FOLDER", None)  # worked out again from that __file__
     return tmp_path / "__pycache__"
 
 

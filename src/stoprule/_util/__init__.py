@@ -20,4 +20,6 @@ Modules::
     jsonout   JSON out with the C encoder alone
     native    flock, poll, CRC-32 and Adler-32 from one small optional C module (else fcntl, select, zlib)
     regular   a regular file's bytes, never blocking on a FIFO (the agent-writable files)
-    launcher  the start of the command as init wires it (-I -S: site only when a module needs it)"""
+    launcher  the start of the command as init wires it (-I -S: site only when a module needs it)
+    oslite    ``os`` for the cold path, without importing ``os`` (posix's functions, environ, makedirs)
+    pathlite  ``os.path`` for the cold path: the functions a stop calls, as posixpath computes them"""

@@ -17,8 +17,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule._util.files import atomic_write, read_bounded
 from stoprule._util.native import content_key
 

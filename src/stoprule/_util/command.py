@@ -13,9 +13,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import time
 
+from stoprule._util import oslite as os
 from stoprule.diagnostics import StopruleError
 
 TYPE_CHECKING = False

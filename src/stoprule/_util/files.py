@@ -17,8 +17,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import errno
-import os
+from stoprule._util import oslite as os
+from stoprule._util.regular import is_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +45,14 @@ class NotRegular(OSError):
 
 class FileTooLarge(OSError):
     """The file is larger than the caller allows."""
+
+
+def _errno(name: str) -> int:
+    """``errno.NAME``: errno imported only when an error is raised (not on a stop's path)."""
+    import errno
+
+    code: int = getattr(errno, name)
+    return code
 
 
 def atomic_write(
@@ -78,7 +86,7 @@ def atomic_write(
             while view:
                 n = os.write(fd, view)
                 if n <= 0:
-                    raise OSError(errno.ENOSPC, "short write", tmp)
+                    raise OSError(_errno("ENOSPC"), "short write", tmp)
                 view = view[n:]
             if sync:
                 os.fsync(fd)
@@ -141,13 +149,11 @@ def read_bounded(path: str, limit: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
-        import stat
-
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(errno.EINVAL, "not a regular file", path)
+        if not is_regular(st.st_mode):
+            raise NotRegular(_errno("EINVAL"), "not a regular file", path)
         if st.st_size > limit:
-            raise FileTooLarge(errno.EFBIG, f"larger than {limit} bytes", path)
+            raise FileTooLarge(_errno("EFBIG"), f"larger than {limit} bytes", path)
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -157,7 +163,7 @@ def read_bounded(path: str, limit: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:  # grew while being read
-                raise FileTooLarge(errno.EFBIG, f"larger than {limit} bytes", path)
+                raise FileTooLarge(_errno("EFBIG"), f"larger than {limit} bytes", path)
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -186,7 +192,7 @@ def append_durably(path: str, data: bytes, mode: int = 0o600) -> None:
             while view:
                 n = os.write(fd, view)
                 if n <= 0:
-                    raise OSError(errno.ENOSPC, "short write", path)
+                    raise OSError(_errno("ENOSPC"), "short write", path)
                 view = view[n:]
             os.fdatasync(fd)
             if st.st_size == 0:  # (probably) made by this call: its name must survive a crash too

@@ -41,6 +41,8 @@ _PACKAGE = __name__.partition(".")[0] + "."
 _EXTERNAL: Any = sys.modules.get("_frozen_importlib_external")  # CPython's path finder and loaders
 _NO_FLAGS = b"\0\0\0\0"  # a pyc header's flags: a timestamp pyc (not hash-based)
 _COMPILE: Any = getattr(_EXTERNAL, "_compile_bytecode", None)  # a pyc's code object, as the loaders read it
+_OS: Any = sys.modules["posix" if "posix" in sys.modules else "nt"]  # os's functions, without importing os
+_SEP = "\\" if _OS.__name__ == "nt" else "/"
 
 
 class SiteOnMiss:
@@ -75,31 +77,33 @@ class OwnModules:
     def find_spec(cls, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if not name.startswith(_PACKAGE) or path is None or len(path) != 1 or type(path[0]) is not str:
             return None
-        import os
-
         folder = path[0]
         names = cls._listings.get(folder)
         if names is None:
             try:
-                names = cls._listings[folder] = frozenset(os.listdir(folder))
+                names = cls._listings[folder] = frozenset(_OS.listdir(folder))
             except OSError:
                 return None
         tail = name.rpartition(".")[2]
+        folder = folder if folder.endswith(_SEP) else folder + _SEP
         if tail in names:
-            init = os.path.join(folder, tail, "__init__.py")
-            if not os.path.isfile(init):
+            init = f"{folder}{tail}{_SEP}__init__.py"
+            try:
+                if _OS.stat(init).st_mode & 0o170000 != 0o100000:  # os.path.isfile, without os
+                    return None
+            except (OSError, ValueError):
                 return None  # not a regular package: the path finder's
             return _source_spec(name, init, [init[:-12]])
         import _imp
 
         for suffix in _imp.extension_suffixes():
             if tail + suffix in names:
-                file = os.path.join(folder, tail + suffix)
+                file = folder + tail + suffix
                 return _EXTERNAL.spec_from_file_location(  # type: ignore[no-any-return]
                     name, file, loader=_EXTERNAL.ExtensionFileLoader(name, file)
                 )
         if tail + ".py" in names:
-            return _source_spec(name, os.path.join(folder, tail + ".py"), None)
+            return _source_spec(name, folder + tail + ".py", None)
         return None
 
     @classmethod
@@ -124,8 +128,7 @@ if _EXTERNAL is not None:
             if cached is not None and _COMPILE is not None:
                 try:
                     st = _stat(path)
-                    with open(cached, "rb") as fh:
-                        data = fh.read()
+                    data = _read(cached)
                 except OSError:
                     data = b""
                 if (
@@ -137,7 +140,19 @@ if _EXTERNAL is not None:
                     return _COMPILE(memoryview(data)[16:], fullname, cached, path)
             return super().get_code(fullname)
 
-    _stat = sys.modules["posix" if "posix" in sys.modules else "nt"].stat
+    _stat = _OS.stat
+
+    def _read(file: str) -> bytes:
+        """The file's bytes in four system calls (``open().read()`` makes seven: the buffered
+        reader's ``isatty`` and ``tell``, and a second read for the end); b"" if it changed size
+        while read (the stock loader then reads it)."""
+        fd = _OS.open(file, _OS.O_RDONLY | _OS.O_CLOEXEC)
+        try:
+            size = _OS.fstat(fd).st_size
+            data: bytes = _OS.read(fd, size + 1)
+        finally:
+            _OS.close(fd)
+        return data if len(data) == size else b""
 
 
 def _source_spec(name: str, file: str, search: list[str] | None) -> ModuleSpec:

@@ -31,8 +31,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule._util import redact_core
 from stoprule._util.redact_core import _CONCAT, _SECRET_KEY, REDACTED, _compile, _cut, _Lazy, _re
 

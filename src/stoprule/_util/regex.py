@@ -20,8 +20,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,16 +59,21 @@ def lazy(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
 def _program_path(pattern: str | bytes, flags: int) -> str | None:
     """Where the program of ``pattern`` is kept: a file of its own (named by a digest of the pattern
     and flags) beside this package's bytecode, or None with ``$STOPRULE_NO_CACHE``."""
+    global _FOLDER
     if os.environ.get("STOPRULE_NO_CACHE"):
         return None
-    import _sre  # type: ignore[import-not-found]
-
     from stoprule._util.native import content_key
 
+    if _FOLDER is None:
+        import _sre  # type: ignore[import-not-found]
+
+        tag = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}"
+        _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", tag)
     key = (pattern if isinstance(pattern, bytes) else pattern.encode("utf-8", "surrogatepass")) + b"\0%d" % flags
-    folder = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}"
-    name = f"{content_key(key)}.json"
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", folder, name)
+    return f"{_FOLDER}/{content_key(key)}.json"
+
+
+_FOLDER: str | None = None  # the programs' folder (_program_path), worked out once
 
 
 def _from_program(pattern: str | bytes, flags: int) -> Any:

@@ -7,16 +7,21 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["read_appended", "read_regular"]
+__all__ = ["is_regular", "read_appended", "read_regular"]
 
 _REGULAR = 0o100000  # stat.S_IFREG, without importing stat
 _TYPE = 0o170000
+
+
+def is_regular(mode: int) -> bool:
+    """``stat.S_ISREG(mode)``, without importing ``stat``."""
+    return mode & _TYPE == _REGULAR
 
 
 def _open(path: str) -> tuple[int, os.stat_result] | None:
@@ -31,7 +36,7 @@ def _open(path: str) -> tuple[int, os.stat_result] | None:
     except OSError:
         os.close(fd)
         return None
-    if st.st_mode & _TYPE != _REGULAR:
+    if not is_regular(st.st_mode):
         os.close(fd)
         return None
     return fd, st

@@ -22,8 +22,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.diagnostics import EXIT_INVALID, StopruleError
 
 __all__ = ["config_error", "diagnostics_error", "handled", "ledger_target", "policy_error"]

@@ -95,8 +95,7 @@ def eval_command(
 
 def _bar(stderr: IO[str], name: str, data: bytes, quiet: bool) -> Any:
     """The progress of a large input, in facts (lines) from the byte offset reached."""
-    import os
-
+    from stoprule._util import oslite as os
     from stoprule.cli.progress import ByteBar
 
     return ByteBar(stderr, f"eval {os.path.basename(name)}", data, unit="facts", quiet=quiet)
@@ -227,7 +226,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
-    import os
+    from stoprule._util import oslite as os
 
     server = args.server or os.environ.get("STOPRULE_SERVER")
     section: dict[str, Any] = {}
@@ -258,8 +257,7 @@ def run(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[str], stderr: IO[
 def _server_section() -> dict[str, Any]:
     """The ``server:`` section of the nearest ``.stoprule/config.yaml`` ({} without one). The file is
     read only when it mentions ``server:``, so a local ``eval`` pays one small read at most."""
-    import os
-
+    from stoprule._util import oslite as os
     from stoprule.project import find_project
 
     project = find_project()
@@ -285,9 +283,9 @@ def remote_eval(
     token_env: str | None = None,
 ) -> int:
     """``eval --server URL``: the same output and exit codes, decided (and with ``--run`` recorded) by the server."""
-    import os
     from urllib.parse import urlencode
 
+    from stoprule._util import oslite as os
     from stoprule.agent.hook.remote import DEFAULT_TOKEN_ENV, Remote, RemoteError, ndjson_chunks
 
     query = {k: v for k, v in (("run", args.run), ("parent", args.parent), ("retry", args.retry)) if v}

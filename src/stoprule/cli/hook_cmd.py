@@ -9,9 +9,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
 
+from stoprule._util import oslite as os
 from stoprule._util.jsonout import dumps
 
 __all__ = ["add_arguments", "parse_simple", "run"]

@@ -17,8 +17,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from stoprule._util import oslite as os
 
 __all__ = ["COMMANDS", "EXIT_AT_ONCE", "command_module", "main", "run"]
 

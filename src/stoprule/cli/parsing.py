@@ -9,9 +9,9 @@ and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
 
+from stoprule._util import oslite as os
 from stoprule.version import __version__
 
 TYPE_CHECKING = False

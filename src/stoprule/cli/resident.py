@@ -29,8 +29,9 @@ be listening).
 
 from __future__ import annotations
 
-import os
 import sys
+
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

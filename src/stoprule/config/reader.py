@@ -13,8 +13,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule._util.cache import cache_file, content_key, read_entry, write_entry
 from stoprule._util.records import record
 from stoprule.config.defaults import DEFAULTS

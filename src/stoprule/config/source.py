@@ -6,9 +6,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
 from stoprule import codes
+from stoprule._util import oslite as os
 from stoprule._util.files import read_bounded
 from stoprule.limits import MAX_CONFIG_BYTES
 

@@ -22,9 +22,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
 
+from stoprule._util import oslite as os
 from stoprule._util.cache import cache_dir, read_entry, write_entry
 from stoprule._util.files import RACY_NS, file_stamp, racy
 from stoprule._util.jsonin import loads

@@ -16,11 +16,11 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from contextlib import contextmanager
 from itertools import islice
 
+from stoprule._util import oslite as os
 from stoprule.facts.parse import complete_line, ndjson_items
 
 __all__ = [

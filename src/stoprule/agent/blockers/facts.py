@@ -24,9 +24,9 @@ stay few, light and lazy.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
+from stoprule._util import oslite as os
 from stoprule._util.files import read_bounded
 from stoprule._util.text import clean_obj
 from stoprule.config.fields import FIELDS, REPORT_SECTIONS

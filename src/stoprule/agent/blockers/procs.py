@@ -21,8 +21,9 @@ stay few, light and lazy.
 from __future__ import annotations
 
 import json
-import os
 import time
+
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

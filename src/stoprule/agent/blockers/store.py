@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import secrets
 import time
 from collections.abc import Iterable, Iterator
@@ -41,6 +40,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from stoprule import codes
+from stoprule._util import oslite as os
 from stoprule._util.files import atomic_write, locked, read_bounded
 from stoprule._util.text import clean
 from stoprule.diagnostic import Diagnostic

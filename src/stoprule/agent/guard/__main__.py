@@ -11,12 +11,15 @@ stoprule.agent.guard HARNESS`` and ``stoprule guard HARNESS`` run the same thing
 
 from __future__ import annotations
 
-import os
 import sys
 
 if not __package__:  # run by path: the folder holding the stoprule package goes first on the path
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    from posix import _path_normpath, getcwd  # type: ignore[attr-defined]  # os's, without importing os
 
+    _here = _path_normpath(__file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}")
+    sys.path.insert(0, _here.rsplit("/", 4)[0])  # .../stoprule/agent/guard/__main__.py
+
+from stoprule._util import oslite as os  # noqa: E402
 from stoprule.agent.guard.run import answer  # noqa: E402
 
 

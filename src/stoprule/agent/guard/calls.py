@@ -123,7 +123,7 @@ def _quote(word: str) -> str:
 
 def call_cwd(payload: dict[str, Any], cwd: str) -> str:
     """The directory the tool runs in: its own argument (Gemini's ``dir_path``...), else ``cwd``."""
-    import os
+    from stoprule._util import oslite as os
 
     _, args = _input(payload)
     for key in _CWD_KEYS:

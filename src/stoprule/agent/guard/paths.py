@@ -13,7 +13,7 @@ agent runs (an inline ``python -c``, a script).
 
 from __future__ import annotations
 
-import os
+from stoprule._util import oslite as os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

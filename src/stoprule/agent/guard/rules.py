@@ -13,8 +13,7 @@ COLD_PATH_WHEN): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.agent.guard.commands import MUTATING, mutating
 from stoprule.agent.guard.paths import TEXT_NAMES, Places, protected
 from stoprule.agent.guard.shell import Command, commands, expand_word, find_exec

@@ -16,8 +16,7 @@ COLD_PATH_WHEN): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.agent.guard.calls import allow, call_cwd, deny, event_of, session_of, tool_call
 from stoprule.agent.guard.paths import Places
 from stoprule.agent.guard.rules import Call, Refusal, check

@@ -9,8 +9,7 @@ through any shell, script or tool of its own. The environment is not asked: the 
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.agent.blockers.procs import linked_session
 from stoprule.agent.guard.journal import user_state_dir
 from stoprule.project import find_project

@@ -20,7 +20,7 @@ COLD_PATH_WHEN): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
+from stoprule._util import oslite as os
 
 __all__ = ["Command", "commands", "expand_word", "find_exec"]
 

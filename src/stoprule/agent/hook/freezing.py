@@ -7,8 +7,7 @@ On the cold path when a session starts (tools/import_graph.py): its imports stay
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.agent.hook.frozen_keys import (
     PACK_MARK,
     _env,

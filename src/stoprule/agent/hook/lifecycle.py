@@ -22,10 +22,10 @@ COLD_PATH_WHEN): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TypeVar
 
+from stoprule._util import oslite as os
 from stoprule._util.records import record
 from stoprule.agent.hook.adapters import adapter, decode_payload
 

@@ -8,8 +8,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule._util.jsonin import loads
 
 TYPE_CHECKING = False

@@ -16,10 +16,10 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+from stoprule._util import oslite as os
 from stoprule._util.jsonout import dumps
 from stoprule._util.redact import redact, redact_obj
 from stoprule._util.text import clean, clean_obj

@@ -23,9 +23,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import time
 
+from stoprule._util import oslite as os
 from stoprule._util.files import FileTooLarge, NotRegular, atomic_write, locked, read_bounded
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps

@@ -32,9 +32,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import time
 
+from stoprule._util import oslite as os
 from stoprule._util.native import content_key
 from stoprule.agent.hook.event import HookEvent
 

@@ -42,8 +42,7 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
     not journaled yet (``known``: the ids journaled). The tail is read only when what the
     transcript gained since the last stop (``ctx.session["denials_mark"]``) names a refusal: a
     transcript of several MB costs a stop the bytes it gained, not its last 4 MB."""
-    import os
-
+    from stoprule._util import oslite as os
     from stoprule._util.jsonin import loads
     from stoprule._util.jsonout import dumps
 
@@ -103,8 +102,7 @@ def _denied_by_the_harness(event: HookEvent, ctx: Any, known: set[str]) -> list[
 
 
 def provide(event: HookEvent, ctx: Any) -> tuple[dict[str, Any], list[str]]:
-    import os
-
+    from stoprule._util import oslite as os
     from stoprule.agent.guard.journal import read_attempts, record_attempt, user_state_dir
 
     homes = dict.fromkeys(h for h in (ctx.project, ctx.home, user_state_dir(os.environ)) if h)

@@ -8,9 +8,9 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
 import time
 
+from stoprule._util import oslite as os
 from stoprule.agent.hook.event import HookEvent
 from stoprule.agent.hook.transcripts.scan import detect, observations, scan_file
 

@@ -25,13 +25,13 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 
+from stoprule._util import oslite as os
 from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
 from stoprule._util.native import crc32
+from stoprule._util.regular import is_regular
 from stoprule.agent.hook.transcripts._common import ScanState
 
 TYPE_CHECKING = False
@@ -252,7 +252,7 @@ def scan_file(
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     with os.fdopen(os.open(path, flags), "rb") as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
+        if not is_regular(st.st_mode):
             raise OSError(f"{path} is not a regular file")
         size = st.st_size
         same = _resumable(saved, path, fmt, st)
