@@ -4,6 +4,7 @@
     build                the compile stages after the checks: lower, build
     compiled             what the evaluator runs on (plain, picklable data)
     durable              the durable_rules boundary: assert, collect matches, retract
+    slow_encode          the engine's JSON for a float with a bare exponent (encode's slow path)
     projection           how each projected slot is written for the engine
     verdict              Verdict and Match: what an evaluation gives
     evaluator            validate -> project -> match -> decide -> render

@@ -51,42 +51,6 @@ def _float(v: float) -> str:
     return text
 
 
-def _slow(v: Any, out: list[str]) -> None:
-    t = type(v)
-    if t is str:
-        out.append(_string(v))
-    elif t is float:
-        if v != v or v in (float("inf"), float("-inf")):
-            raise ValueError("the engine cannot hold a non-finite number")
-        out.append(_float(v))
-    elif v is True:
-        out.append("true")
-    elif v is False:
-        out.append("false")
-    elif v is None:
-        out.append("null")
-    elif t is int:
-        out.append(str(v))
-    elif t is dict:
-        out.append("{")
-        for i, (k, x) in enumerate(v.items()):
-            if i:
-                out.append(",")
-            out.append(_string(str(k)))
-            out.append(":")
-            _slow(x, out)
-        out.append("}")
-    elif t in (list, tuple):
-        out.append("[")
-        for i, x in enumerate(v):
-            if i:
-                out.append(",")
-            _slow(x, out)
-        out.append("]")
-    else:
-        raise TypeError(f"cannot send a {t.__name__} to the engine")
-
-
 def encode(value: Any) -> str:
     """JSON the engine parses as meant (floats with a fraction before the exponent)."""
     global _BARE_EXPONENT
@@ -99,8 +63,10 @@ def encode(value: Any) -> str:
         _BARE_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
     if _BARE_EXPONENT.search(text) is None:
         return text
+    from stoprule.engine.slow_encode import slow
+
     out: list[str] = []
-    _slow(value, out)
+    slow(value, out, _string, _float)
     return "".join(out)
 
 

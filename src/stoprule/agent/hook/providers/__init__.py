@@ -18,7 +18,8 @@ it is told its deadline. One that fails or overruns it makes the stop an interna
 Modules: one per provider (``hook_provider``, ``state_provider``, ``blockers_provider``,
 ``transcript_provider``, ``closure_provider``, ``git_provider``, ``guard_provider``), imported
 when it first runs, each a :class:`~.protocol.Provider` (``protocol``); ``git_baseline`` takes
-the git provider's baseline at session start; ``context`` holds what they are given
+the git provider's baseline at session start, ``git_hidden`` reads what a session hid from
+git when a stop finds something new; ``context`` holds what they are given
 (:class:`Context`) and what the merge records (:class:`Provenance`); ``_turn`` says which stops
 belong to one user turn, for the providers that keep per-turn marks.
 

@@ -256,40 +256,6 @@ def _stashes(root: str) -> list[str]:
         return []
 
 
-def _stashed(root: str, commit: str, timeout: float) -> list[str]:
-    """The files a stash entry took away (tracked changes, and the untracked ones it holds)."""
-    names = _git(root, ["diff", "--name-only", "-z", f"{commit}^1", commit], timeout).decode("utf-8", "replace")
-    found = [n for n in names.split("\0") if n]
-    try:
-        extra = _git(root, ["ls-tree", "-r", "--name-only", "-z", f"{commit}^3"], timeout)
-        found += [n for n in extra.decode("utf-8", "replace").split("\0") if n]
-    except OSError:  # no untracked part
-        pass
-    return found
-
-
-def _sources_of(root: str, paths: list[str], timeout: float) -> dict[str, str]:
-    """path -> the ignore file whose pattern ignores it (``git check-ignore -v``)."""
-    import re
-
-    out = _git(root, ["check-ignore", "-v", "--no-index", "--", *paths[:500]], timeout, ok=(0, 1))
-    found: dict[str, str] = {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        m = re.match(r"^(.*?):\d+:.*\t(.*)$", line)
-        if m is not None:
-            path = m.group(2)
-            if path.startswith('"') and path.endswith('"'):  # quoted (unusual characters)
-                path = (
-                    path[1:-1]
-                    .encode("latin-1", "backslashreplace")
-                    .decode("unicode_escape")
-                    .encode("latin-1")
-                    .decode("utf-8", "replace")
-                )
-            found[path] = m.group(1)
-    return found
-
-
 def _hash(root: str, path: str) -> str:
     """A content hash of ``path`` (``-`` when it is gone, ``?`` when unreadable)."""
     full = os.path.join(root, path)
@@ -319,11 +285,15 @@ def _hidden(
     before_stashes = set(base.get("stashes") or [])
     for commit in _stashes(root):
         if commit not in before_stashes:
-            found += [(p, "stashed") for p in _stashed(root, commit, timeout)]
+            from stoprule.agent.hook.providers.git_hidden import stashed
+
+            found += [(p, "stashed") for p in stashed(root, commit, timeout, _git)]
     before_ignored = set(base.get("ignored") or [])
     new = [p for p in ignored if p not in before_ignored]
     if new:
-        sources = _sources_of(root, new, timeout)
+        from stoprule.agent.hook.providers.git_hidden import sources_of
+
+        sources = sources_of(root, new, timeout, _git)
         recorded = base.get("ignore_sources")
         was: dict[str, str] = recorded if isinstance(recorded, dict) else {}
         for p in new:
