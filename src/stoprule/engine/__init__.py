@@ -9,6 +9,7 @@
     verdict              Verdict and Match: what an evaluation gives
     evaluator            validate -> project -> match -> decide -> render
     batches              evaluating a batch: the backend's runner per thread and its plan
+    matches              what a fact matches, winner first, and its projection (explaining it)
     json_projector       the projector a run of many facts generates (one pass, straight-line code)
     plan                 the typed plan a faster backend is built from (Evaluator.plan)
     protocols            the seams: Backend (plan -> Runner) and Runner (fact -> Verdict)

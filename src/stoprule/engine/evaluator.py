@@ -5,7 +5,6 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 
 from __future__ import annotations
 
-from stoprule._util.jsonin import loads
 from stoprule._util.jsonout import dumps
 from stoprule.diagnostics import EvaluationError, NoRuleMatched
 from stoprule.engine import projection
@@ -291,9 +290,6 @@ class Evaluator:
             raise strict_error(warnings)
         return self._decide(data, self._data_matcher()(data), tuple(warnings))
 
-    def _match_data(self, data: dict[str, Any]) -> set[str]:
-        return self._data_matcher()(data)
-
     def _data_matcher(self) -> Callable[[dict[str, Any]], set[str]]:
         """This thread's ``validated fact -> engine rule names``: the engine's matches, plus the
         rules decided in Python (``in_python``); every rule by the reference interpreter for a
@@ -346,8 +342,9 @@ class Evaluator:
     def projection(self, fact: Any) -> list[dict[str, Any]]:
         """What the engine is given for ``fact`` (validated first): the projected keys, one dict
         per ruleset (a single dict when every ruleset is given the whole projection)."""
-        data = self.validate(fact)
-        return [loads("{" + project(data)) for project in self._project_parts]
+        from stoprule.engine.matches import projection
+
+        return projection(self, fact)
 
     def evaluate_many(
         self, facts: Iterable[Any], *, on_error: Literal["raise", "return"] = "raise", strict: bool = False
@@ -368,12 +365,9 @@ class Evaluator:
 
     def matched_rules(self, fact: Any) -> list[RuleMeta]:
         """Every rule whose condition holds, winner first."""
-        data = self.validate(fact)
-        return self._ranked(self._match_data(data))
+        from stoprule.engine.matches import matched_rules
 
-    def _ranked(self, names: set[str]) -> list[RuleMeta]:
-        rank = self._rank
-        return [self._rules[n] for n in sorted((n for n in names if n in rank), key=rank.__getitem__)]
+        return matched_rules(self, fact)
 
     def _maker(self, names: set[str]) -> _Maker:
         """The verdict maker for a set of engine rule names: ``(data, warnings=()) -> Verdict``:
