@@ -160,3 +160,25 @@ def test_the_checker_sees_a_local_import_off_the_cold_path(tmp_path: Path) -> No
         },
     )
     assert ig.local_imports(src) == ["stoprule.analysis.a:2: json"]
+
+
+def test_no_cold_path_module_imports_os() -> None:
+    assert ig.cold_path_os(SRC) == []
+
+
+def test_the_checker_sees_os_on_the_cold_path(tmp_path: Path) -> None:
+    """``import os``, ``from os import`` and ``import posixpath`` in a module of the cold path are
+    flagged, at the top or in a function; off the cold path, and in the modules of OS_OK, they are not."""
+    src = _tree(
+        tmp_path,
+        {
+            "stoprule/__init__.py": "import os\n",
+            "stoprule/project.py": "def f():\n    from os import path\n",
+            "stoprule/limits.py": "import posixpath\n",
+            "stoprule/version.py": "from stoprule._util import oslite as os\n",
+            "stoprule/_util/__init__.py": "",
+            "stoprule/_util/oslite.py": "import os\n",
+            "stoprule/analysis/__init__.py": "import os\n",
+        },
+    )
+    assert ig.cold_path_os(src) == ["stoprule.limits:1", "stoprule.project:2", "stoprule:1"]
