@@ -206,6 +206,7 @@ COLD_PATH_WHEN: dict[str, str] = {
     "stoprule.agent.hook.adapters.antigravity": "the hook runs for Antigravity CLI",
     "stoprule.agent.hook.freezing": "a session starts (without a session-start hook: its first stop)",
     "stoprule.agent.hook.lifecycle": "a session starts, a permission is requested",
+    "stoprule.agent.hook.providers.git_baseline": "a session starts (the git provider's baseline)",
     "stoprule.agent.hook.question_patterns": "the pack's question patterns are not in the cache yet",
     "stoprule.agent.hook.remote": "the project asks a decision server",
     "stoprule.agent.hook.transcripts.antigravity": "the hook reads new records of an Antigravity transcript",

@@ -1,12 +1,13 @@
 """The ``git`` provider's baseline, recorded at session start: the dirty files with content
 hashes and git's exclusion state (what a stop compares with it:
 :mod:`~stoprule.agent.hook.providers.git_provider`).
+
+On the cold path when a session starts (tools/import_graph.py): its imports stay few, light and lazy.
 """
 
 from __future__ import annotations
 
-import os
-
+from stoprule._util import oslite as os
 from stoprule.agent.hook.providers.git_provider import (
     _blockers_file,
     _flagged,
