@@ -22,7 +22,7 @@ except ImportError:  # a source tree run in place, not built: the engine install
 
     ENGINE_SOURCE = "installed beside stoprule"
 
-__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_rulesets", "encode", "library"]
+__all__ = ["ENGINE_SOURCE", "Engine", "EngineError", "check_ruleset", "encode", "library"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,15 +73,6 @@ def encode(value: Any) -> str:
 def _unique(prefix: str) -> str:
     with _names_lock:
         return f"{prefix}-{next(_names)}"
-
-
-def check_rulesets(rulesets: Sequence[dict[str, Any]]) -> str | None:
-    """Create (and drop) each ruleset once; return the engine's complaint, if any."""
-    for i, rs in enumerate(rulesets):
-        problem = check_ruleset(rs)
-        if problem:
-            return f"the engine rejected ruleset {i}: {problem}"
-    return None
 
 
 def check_ruleset(ruleset: dict[str, Any]) -> str | None:

@@ -13,6 +13,7 @@ Operators lower themselves (:mod:`stoprule.language.operators`); this module add
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,6 +298,15 @@ def _chunks(
                 )
             )
     return chunks, keys
+
+
+def check_rulesets(rulesets: Sequence[dict[str, Any]]) -> str | None:
+    """Create (and drop) each ruleset once; return the engine's complaint, if any."""
+    for i, rs in enumerate(rulesets):
+        problem = check_ruleset(rs)
+        if problem:
+            return f"the engine rejected ruleset {i}: {problem}"
+    return None
 
 
 def build_policy(checked: CheckedPolicy, lowered: Lowered, diags: list[Diagnostic]) -> CompiledPolicy | None:
