@@ -137,7 +137,6 @@ COLD_PATH: tuple[str, ...] = (
     "stoprule.agent.hook.adapters.gemini",
     "stoprule.agent.hook.event",
     "stoprule.agent.hook.frozen",
-    "stoprule.agent.hook.frozen_keys",
     "stoprule.agent.hook.mode",
     "stoprule.agent.hook.pack_data",
     "stoprule.agent.hook.providers",

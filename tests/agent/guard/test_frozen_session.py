@@ -251,9 +251,9 @@ def test_stamps_spare_reading_the_pack_and_an_edit_that_keeps_size_and_mtime_is_
     """A stop checks the pack and its frozen copy by their files' stats while the stamp frozen with
     them vouches (their bytes are not read); an edit of the copy that restores its size and mtime
     still changes its ctime, and is named."""
-    from stoprule.agent.hook import frozen, frozen_keys
+    from stoprule.agent.hook import frozen
 
-    monkeypatch.setattr(frozen_keys, "RACY_NS", 0)  # files written just now vouch at once
+    monkeypatch.setattr(frozen, "RACY_NS", 0)  # files written just now vouch at once
     _start(project, env)
     keyed: list[str] = []
     real_key = frozen.pack_key
@@ -275,12 +275,12 @@ def test_a_racy_stamp_is_checked_by_content_then_taken_again(
 ) -> None:
     """Stamps taken within RACY_NS of a file's change do not vouch: the stop reads the bytes, finds
     them the same, and keeps a new stamp in the frozen record (not named: nothing changed)."""
-    from stoprule.agent.hook import frozen, frozen_keys
+    from stoprule.agent.hook import frozen
 
     _start(project, env)
     path = project / ".stoprule" / "state" / "frozen" / "sess-f.json"
     assert json.loads(path.read_text())["pack"]["copy_stamp"]["racy"] is True  # the copy was just made
-    monkeypatch.setattr(frozen_keys, "RACY_NS", 0)
+    monkeypatch.setattr(frozen, "RACY_NS", 0)
     out, _ = _hook(project, env)
     assert "policy pack" not in (out.user_sees or "")
     record = json.loads(path.read_text())["pack"]

@@ -12,7 +12,6 @@ Modules, lowest first::
     questions        does the last message hand a question to the user (the pack's patterns)
     mode             the session's mode: autonomous or interactive, and who said so
     providers/       hook, state, blockers, closure, transcript, git, guard: partial facts with provenance
-    frozen_keys      the keys and stamps a frozen session is taken and checked by (pack files, switches, env)
     frozen           the session frozen at its start (config, pack copy, wiring, ...): changes named at stops
     freezing         freezing it at session start: the record made, the pack copied, the wiring keyed
     runner           one stop: settings, providers, evaluate, loop guard, fail/observe policy, log

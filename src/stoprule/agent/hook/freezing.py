@@ -1,6 +1,7 @@
 """Freezing a session at its start (:mod:`stoprule.agent.hook.frozen` says what is kept): the
 record made, its pack copied, the wiring keyed; what a stop checks against it, and the
-record's writing, stay in :mod:`~stoprule.agent.hook.frozen`.
+record's writing, stay in :mod:`~stoprule.agent.hook.frozen`, which calls these and gives
+them itself (``fz``: its keys and stamps) by name.
 
 On the cold path when a session starts (tools/import_graph.py): its imports stay few, light and lazy.
 """
@@ -8,17 +9,6 @@ On the cold path when a session starts (tools/import_graph.py): its imports stay
 from __future__ import annotations
 
 from stoprule._util import oslite as os
-from stoprule.agent.hook.frozen_keys import (
-    PACK_MARK,
-    _env,
-    _key,
-    _pack_files,
-    _racy,
-    _read,
-    _switches,
-    pack_key,
-    pack_stamp,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,29 +18,29 @@ if TYPE_CHECKING:
 __all__ = ["freeze", "lost"]
 
 
-def _copy_pack(home: str, pack: str, key: str) -> str | None:
+def _copy_pack(home: str, pack: str, key: str, fz: Any) -> str | None:
     """The pack's files (every layer, flat) and its ``agent/`` data copied to ``state/packs/KEY/``."""
     import shutil
     import tempfile
 
     dest = os.path.join(home, "state", "packs", key)
-    if os.path.isfile(os.path.join(dest, PACK_MARK)):
+    if os.path.isfile(os.path.join(dest, fz.PACK_MARK)):
         return dest
     try:
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(dest))
-        for path in _pack_files(pack):
+        for path in fz._pack_files(pack):
             shutil.copyfile(path, os.path.join(tmp, os.path.basename(path)))
         agent = os.path.join(pack, "agent")
         if os.path.isdir(agent):
             shutil.copytree(agent, os.path.join(tmp, "agent"))
-        with open(os.path.join(tmp, PACK_MARK), "w", encoding="utf-8") as fh:
+        with open(os.path.join(tmp, fz.PACK_MARK), "w", encoding="utf-8") as fh:
             fh.write(f"a session's frozen copy of {pack}\n")
         try:
             os.rename(tmp, dest)
         except OSError:  # another session copied it first
             shutil.rmtree(tmp, ignore_errors=True)
-        return dest if os.path.isfile(os.path.join(dest, PACK_MARK)) else None
+        return dest if os.path.isfile(os.path.join(dest, fz.PACK_MARK)) else None
     except OSError:
         return None
 
@@ -69,14 +59,14 @@ def _wiring_paths(root: str, env: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(os.path.abspath(p) for p in found))
 
 
-def _wiring(paths: list[str]) -> dict[str, Any]:
+def _wiring(paths: list[str], fz: Any) -> dict[str, Any]:
     from stoprule._util.jsonin import loads
     from stoprule.agent.guard.settings import view
 
     out: dict[str, Any] = {}
     for path in paths:
-        data = _read(path)
-        entry: dict[str, Any] = {"key": _key(data)}
+        data = fz._read(path)
+        entry: dict[str, Any] = {"key": fz._key(data)}
         if data is not None and path.endswith(".json"):
             try:
                 entry.update(view(loads(data)))
@@ -87,7 +77,7 @@ def _wiring(paths: list[str]) -> dict[str, Any]:
 
 
 def freeze(
-    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str], fz: Any
 ) -> dict[str, Any]:
     """Freeze the session: its config (``config.freeze``), a copy of its pack, the keys of what
     else decides it. Returns the record to keep as ``frozen`` in the session's record."""
@@ -104,28 +94,28 @@ def freeze(
             config = freeze_config(project, session).digest
         except Exception:  # noqa: BLE001 - an unreadable config: the live one decides (its error the stop's)
             config = None
-    stamp = pack_stamp(pack)  # before the bytes are read: a change meanwhile shows at the next stop
-    key = pack_key(pack)
-    copy = _copy_pack(home, pack, key)
-    copy_stamp = pack_stamp(copy) if copy else None
+    stamp = fz.pack_stamp(pack)  # before the bytes are read: a change meanwhile shows at the next stop
+    key = fz.pack_key(pack)
+    copy = _copy_pack(home, pack, key, fz)
+    copy_stamp = fz.pack_stamp(copy) if copy else None
     rec: dict[str, Any] = {
         "at": round(time.time(), 3),
         "root": root,
         "project": project,
         "config": config,
-        "config_key": _key(_read(os.path.join(project, "config.yaml"))) if project else None,
+        "config_key": fz._key(fz._read(os.path.join(project, "config.yaml"))) if project else None,
         "pack": {
             "path": pack,
             "key": key,
-            "stamp": {"files": stamp, "racy": _racy(stamp)} if stamp is not None else None,
+            "stamp": {"files": stamp, "racy": fz._racy(stamp)} if stamp is not None else None,
             "copy": copy,
-            "copy_key": pack_key(copy) if copy else None,
-            "copy_stamp": {"files": copy_stamp, "racy": _racy(copy_stamp)} if copy_stamp is not None else None,
+            "copy_key": fz.pack_key(copy) if copy else None,
+            "copy_stamp": {"files": copy_stamp, "racy": fz._racy(copy_stamp)} if copy_stamp is not None else None,
         },
-        "wiring": _wiring(_wiring_paths(root, env)),
+        "wiring": _wiring(_wiring_paths(root, env), fz),
         "guard": "off" if project and os.path.exists(os.path.join(project, OFF_FILE)) else "on",
-        "switches": _switches(project),
-        "env": _env(env),
+        "switches": fz._switches(project),
+        "env": fz._env(env),
         "facts": read_facts(project, None) if project else {},
         "named": [],
     }

@@ -31,17 +31,8 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 from stoprule._util import oslite as os
-from stoprule.agent.hook.frozen_keys import (
-    _SWITCHES,
-    PACK_MARK,
-    _env,
-    _key,
-    _racy,
-    _read,
-    _switches,
-    pack_key,
-    pack_stamp,
-)
+from stoprule._util.files import RACY_NS, file_stamp, racy
+from stoprule._util.native import content_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +41,20 @@ if TYPE_CHECKING:
 
 __all__ = ["PACK_MARK", "anchor", "changes", "freeze", "load", "lost", "pack_of", "save"]
 
+PACK_MARK = "FROZEN"  # in a frozen pack copy: its files are the whole pack (no global layering)
 RESTAMPED = "restamped"  # in a record's ``pack``: a stamp was taken again (the record is to be saved)
+_ENV_PREFIXES = ("STOPRULE_", "XDG_", "GIT_")
+_SWITCHES = {"blockers": ("blockers", "switch.json")}  # below the project's root: what a stop reads live
+
+
+def _key(data: bytes | None) -> str:
+    return "-" if data is None else content_key(data)
+
+
+def _read(path: str, limit: int = 8 << 20) -> bytes | None:
+    from stoprule._util.regular import read_regular
+
+    return read_regular(path, limit)
 
 
 def load(home: str, session: str) -> dict[str, Any] | None:
@@ -82,27 +86,51 @@ def save(home: str, session: str, record: dict[str, Any], *, first: bool = False
         return False
 
 
-def freeze(
-    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
-) -> dict[str, Any]:
-    """:func:`stoprule.agent.hook.freezing.freeze` (off the stop's path)."""
-    from stoprule.agent.hook import freezing
-
-    return freezing.freeze(project, home, session, root, pack, env)
-
-
-def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
-    """:func:`stoprule.agent.hook.freezing.lost` (off the stop's path)."""
-    from stoprule.agent.hook import freezing
-
-    return freezing.lost(home, session, record)
-
-
 def anchor(harness: str, env: Mapping[str, str]) -> str | None:
     """The project root the harness itself names (its session's start directory), or None."""
     var = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}.get(harness)
     value = env.get(var) if var else None
     return value if value and os.path.isdir(value) else None
+
+
+def _pack_files(pack: str) -> list[str]:
+    from stoprule.language.files import pack_files
+
+    try:
+        return pack_files(pack)
+    except OSError:
+        return []
+
+
+def _pack_paths(pack: str) -> list[tuple[str, str]]:
+    """``(name, path)`` of each of the pack's files (every layer) and of its ``agent/`` data."""
+    out = [(os.path.basename(path), path) for path in _pack_files(pack)]
+    agent = os.path.join(pack, "agent")
+    if os.path.isdir(agent):
+        out += [(f"agent/{n}", os.path.join(agent, n)) for n in sorted(os.listdir(agent))]
+    return out
+
+
+def pack_key(pack: str) -> str:
+    """A key over the pack's files (every layer), their names and bytes."""
+    return _key("\n".join(f"{name}:{_key(_read(path))}" for name, path in _pack_paths(pack)).encode())
+
+
+def pack_stamp(pack: str) -> list[list[Any]] | None:
+    """Each of the pack's files' stamp (:func:`~stoprule._util.files.file_stamp`), labelled by its
+    name (None: one could not be stated): equal stamps vouch for equal bytes, as the compiled-pack
+    cache's do, unless a file changed within ``RACY_NS`` of the stamp (:func:`_racy`)."""
+    try:
+        return [file_stamp(name, path) for name, path in _pack_paths(pack)]
+    except OSError:
+        return None
+
+
+def _racy(stamp: list[list[Any]]) -> bool:
+    """Whether a file of ``stamp`` changed within ``RACY_NS`` of now (the stamp does not vouch yet)."""
+    import time
+
+    return racy(stamp, time.time_ns(), RACY_NS)
 
 
 def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: str) -> bool:
@@ -122,6 +150,28 @@ def _same_pack(pack: str, record: dict[str, Any], key_field: str, stamp_field: s
     return same
 
 
+def _env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES)}
+
+
+def freeze(
+    project: str | None, home: str, session: str, root: str, pack: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """Freeze the session (:func:`stoprule.agent.hook.freezing.freeze`, off the stop's path)."""
+    import sys
+
+    from stoprule.agent.hook import freezing
+
+    return freezing.freeze(project, home, session, root, pack, env, sys.modules[__name__])
+
+
+def lost(home: str, session: str, record: Mapping[str, Any]) -> str | None:
+    """:func:`stoprule.agent.hook.freezing.lost` (off the stop's path)."""
+    from stoprule.agent.hook import freezing
+
+    return freezing.lost(home, session, record)
+
+
 def pack_of(frozen: Mapping[str, Any] | None, home: str) -> str | None:
     """The frozen pack copy a stop loads (None: none usable, or it was altered: see :func:`changes`)."""
     pack = frozen.get("pack") if frozen else None
@@ -136,6 +186,11 @@ def _copy_intact(pack: dict[str, Any], home: str) -> bool:
         return False
     where = os.path.realpath(os.path.join(home, "state", "packs", key))
     return os.path.realpath(copy) == where and _same_pack(copy, pack, "copy_key", "copy_stamp")
+
+
+def _switches(project: str | None) -> dict[str, str]:
+    root = os.path.dirname(project) if project else None
+    return {name: _key(_read(os.path.join(root, ".stoprule", *rel))) for name, rel in _SWITCHES.items()} if root else {}
 
 
 def _rel(path: str, root: str) -> str:

@@ -156,17 +156,16 @@ def _handle(
 def _freeze(b: _Begun, policy: str | None) -> bool:
     """Freeze the session (:mod:`stoprule.agent.hook.frozen`) unless it is frozen already (a resumed
     session keeps what it started with); whether it is frozen now."""
-    from stoprule.agent.hook import freezing
-    from stoprule.agent.hook.frozen import load, save
+    from stoprule.agent.hook import frozen as fz
     from stoprule.engine.packs import pack_path
 
     session = b.event.session_id
     assert session is not None
-    if load(b.home, session) is not None:
+    if fz.load(b.home, session) is not None:
         return True
     root = os.path.dirname(b.project) if b.project else b.workdir
-    record = freezing.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
-    save(b.home, session, record, first=True)
+    record = fz.freeze(b.project, b.home, session, root, pack_path(policy, b.env, b.workdir), b.env)
+    fz.save(b.home, session, record, first=True)
     return True
 
 
