@@ -356,15 +356,18 @@ def cold_path_os(src: Path = SRC) -> list[str]:
         if path is None or name in OS_OK:
             continue
         for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                targets = [node.module or ""]
-            else:
-                continue
-            if any(t.partition(".")[0] in ("os", "posixpath") for t in targets):
+            if any(t.partition(".")[0] in ("os", "posixpath") for t in _absolute_imports(node)):
                 found.append(f"{name}:{node.lineno}")
     return sorted(found)
+
+
+def _absolute_imports(node: ast.AST) -> list[str]:
+    """The modules an ``import``/``from ... import`` statement names (none for a relative one)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        return [node.module or ""]
+    return []
 
 
 def local_imports(src: Path = SRC) -> list[str]:
@@ -379,13 +382,7 @@ def local_imports(src: Path = SRC) -> list[str]:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for node in ast.walk(fn):
-                if isinstance(node, ast.Import):
-                    targets = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and not node.level:
-                    targets = [node.module or ""]
-                else:
-                    continue
-                for target in targets:
+                for target in _absolute_imports(node):
                     if not any(target == ok or target.startswith(ok + ".") for ok in LAZY_OK):
                         found.append(f"{name}:{node.lineno}: {target}")
     return sorted(set(found))
