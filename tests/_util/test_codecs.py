@@ -142,7 +142,7 @@ def test_a_kept_program_matches_as_re_compiles_it(kept: Path, pattern: str | byt
 
 def _damage(path: Path) -> None:
     row = json.loads(path.read_text())
-    row[4] = [9999, 1, 2]  # not a program the engine accepts
+    row[4] = b"".join(c.to_bytes(4, sys.byteorder) for c in (9999, 1, 2)).hex()  # a program the engine refuses
     path.write_text(json.dumps(row))
 
 

@@ -67,7 +67,7 @@ def _program_path(pattern: str | bytes, flags: int) -> str | None:
     if _FOLDER is None:
         import _sre  # type: ignore[import-not-found]
 
-        tag = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}"
+        tag = f"regex.{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre.MAGIC}-{_sre.CODESIZE}-{sys.byteorder}-2"
         _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", tag)
     key = (pattern if isinstance(pattern, bytes) else pattern.encode("utf-8", "surrogatepass")) + b"\0%d" % flags
     return f"{_FOLDER}/{content_key(key)}.json"
@@ -80,7 +80,8 @@ def _from_program(pattern: str | bytes, flags: int) -> Any:
     """The regex made from its kept program, or None: none kept, a file that is unreadable,
     malformed, another pattern's, or writable by anyone but its owner (this user or the system's
     administrator), or a program the engine refuses. The file is JSON (data, never code):
-    ``[pattern, is bytes, flags, engine flags, program, groups, group index, index group]``."""
+    ``[pattern, is bytes, flags, engine flags, program, groups, group index, index group]``, the
+    program its 32-bit words in hex (this machine's byte order: the folder's name says it)."""
     path = _program_path(pattern, flags)
     if path is None:
         return None
@@ -99,7 +100,8 @@ def _from_program(pattern: str | bytes, flags: int) -> Any:
             return None
         import _sre
 
-        return _sre.compile(pattern, engine_flags, code, groups, groupindex, tuple(indexgroup))
+        program = memoryview(bytes.fromhex(code)).cast("I").tolist()  # (TypeError: not the hex of words)
+        return _sre.compile(pattern, engine_flags, program, groups, groupindex, tuple(indexgroup))
     except Exception:  # noqa: BLE001 - unreadable, malformed or refused: compiled again
         return None
 
@@ -113,9 +115,16 @@ def _keep(pattern: str | bytes, flags: int, args: tuple[Any, ...]) -> None:
     from stoprule._util.jsonout import dumps
 
     text = pattern.decode("latin-1") if isinstance(pattern, bytes) else pattern
+    import _sre
+
+    if _sre.CODESIZE != 4:  # the words are read back as C unsigned ints
+        return
+    engine_flags, code, *rest = args
+    program = b"".join(c.to_bytes(4, sys.byteorder) for c in code).hex()  # compact, and read fast
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write(path, dumps([text, isinstance(pattern, bytes), flags, *args], separators=(",", ":")), sync=False)
+        row = [text, isinstance(pattern, bytes), flags, engine_flags, program, *rest]
+        atomic_write(path, dumps(row, separators=(",", ":")), sync=False)
     except (OSError, ValueError, TypeError):
         pass
 
