@@ -235,11 +235,13 @@ COLD_PATH_WHEN: dict[str, str] = {
 }
 
 
-#: Modules of the cold path that may import ``os``: the module standing in for it, and those whose
-#: other imports (an HTTP client, PostgreSQL's driver) import it anyway.
+#: Modules of the cold path that may import ``os``: the module standing in for it, those whose
+#: other imports (an HTTP client, PostgreSQL's driver) import it anyway, and the launcher's script
+#: (``posixpath`` for a start by a path that is not absolute and normal, as init writes it).
 OS_OK: tuple[str, ...] = (
     "stoprule._util.oslite",
     "stoprule._util.pathlite",
+    "stoprule.launch",
     "stoprule.agent.hook.remote",
     "stoprule.ledger.backend",
     "stoprule.ledger.ddl",

@@ -27,6 +27,7 @@ PATHS = [
 def test_string_functions_answer_as_posixpath(p: str) -> None:
     for name in ("split", "dirname", "basename", "isabs", "normpath"):
         assert getattr(pathlite, name)(p) == getattr(posixpath, name)(p), (name, p)
+    assert (pathlite._py_normpath(p) or ".") == posixpath.normpath(p)  # Python 3.10's, on every version
     for q in PATHS:
         assert pathlite.join(p, q) == posixpath.join(p, q), (p, q)
     assert pathlite.join(p, "x", "/y", "z") == posixpath.join(p, "x", "/y", "z")

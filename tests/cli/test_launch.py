@@ -68,6 +68,27 @@ def test_the_wired_command_answers_as_the_console_script_does(tmp_path: Path) ->
     assert answers[0] == answers[1] and continues("claude-code", answers[0])  # the fixture's open task
 
 
+@pytest.mark.parametrize("how", ["absolute", "dotted", "relative"])
+def test_the_launcher_and_the_guards_entry_find_the_package_from_any_path_to_them(tmp_path: Path, how: str) -> None:
+    """As init writes them (absolute and normal), and by a path with ``.``/``..`` parts or relative to
+    the working directory: each puts the folder holding the package on the path, and runs."""
+    pkg = LAUNCHER.parent
+    entries = {"launch.py": (["--version"], "stoprule"), "agent/guard/__main__.py": (["nonesuch"], "usage:")}
+    for entry, (args, said) in entries.items():
+        script = pkg / entry
+        if how == "dotted":
+            arg, cwd = f"{pkg}/../{pkg.name}/./{entry}", tmp_path
+        elif how == "relative":
+            arg, cwd = f"./{entry}", pkg
+        else:
+            arg, cwd = str(script), tmp_path
+        p = subprocess.run(
+            [sys.executable, "-I", "-S", arg, *args], cwd=cwd, capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 0 and said in p.stdout + p.stderr, (entry, p.stderr)
+        assert "Traceback" not in p.stderr, p.stderr
+
+
 def test_a_module_outside_its_folder_is_found_through_site(tmp_path: Path) -> None:
     """A top-level module no folder on the launcher's path holds runs ``site``'s start (here one
     that adds the folder holding it), once, and is found."""

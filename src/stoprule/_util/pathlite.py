@@ -10,7 +10,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 import sys
-from posix import _path_normpath, environ, fspath, getcwd, lstat, readlink, stat  # type: ignore[attr-defined]
+from posix import environ, fspath, getcwd, lstat, readlink, stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,6 +25,29 @@ sep = "/"
 curdir = "."
 pardir = ".."
 _FMT, _REG, _DIR, _LNK = 0o170000, 0o100000, 0o040000, 0o120000  # stat.S_IFMT and its kinds
+
+
+def _py_normpath(path: str) -> str:
+    """posixpath.normpath's own Python code (Python 3.10's), for a str ("" stays "")."""
+    if not path:
+        return path
+    # POSIX allows one or two initial slashes, but treats three or more as a single slash
+    initial = 2 if path.startswith("//") and not path.startswith("///") else int(path.startswith("/"))
+    comps: list[str] = []
+    for comp in path.split("/"):
+        if comp in ("", "."):
+            continue
+        if comp != ".." or (not initial and not comps) or (comps and comps[-1] == ".."):
+            comps.append(comp)
+        elif comps:
+            comps.pop()
+    return "/" * initial + "/".join(comps)
+
+
+try:
+    from posix import _path_normpath  # type: ignore[attr-defined]  # its C code, Python 3.11+
+except ImportError:  # Python 3.10
+    _path_normpath = _py_normpath
 
 
 def _posixpath() -> Any:

@@ -14,10 +14,14 @@ from __future__ import annotations
 import sys
 
 if not __package__:  # run by path: the folder holding the stoprule package goes first on the path
-    from posix import _path_normpath, getcwd  # type: ignore[attr-defined]  # os's, without importing os
+    from posix import getcwd  # os's, without importing os (stoprule._util.oslite)
 
-    _here = _path_normpath(__file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}")
-    sys.path.insert(0, _here.rsplit("/", 4)[0])  # .../stoprule/agent/guard/__main__.py
+    _file = __file__ if __file__.startswith("/") else f"{getcwd()}/{__file__}"
+    if "//" in _file or any(part in (".", "..") for part in _file.split("/")):  # not as init writes it
+        from posixpath import normpath  # (imports os: only a start by such a path pays it)
+
+        _file = normpath(_file)
+    sys.path.insert(0, _file.rsplit("/", 4)[0])  # .../stoprule/agent/guard/__main__.py
 
 from stoprule._util import oslite as os  # noqa: E402
 from stoprule.agent.guard.run import answer  # noqa: E402
