@@ -157,6 +157,8 @@ PROBE = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from stoprule._util import oslite as os
+from stoprule._util.oslite import getpid  # a from-import asks the module for __path__: not os's
+from stoprule._util.pathlite import S_IFMT
 seen = dict(os.environ)
 assert os.environb[b"ODD"] == b"caf\\xe9 \\xff"
 here = os.path.abspath(".")

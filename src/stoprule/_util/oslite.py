@@ -82,7 +82,10 @@ else:
 
     def __getattr__(name: str) -> Any:
         """``environ`` (see the module's docstring; ``environb``: its bytes), and any name this module
-        lacks: ``os``'s."""
+        lacks: ``os``'s (a module attribute the import system looks for, ``__path__`` and the like,
+        is not one)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
         if name in ("environ", "environb"):
             os = sys.modules.get("os")
             if os is not None:

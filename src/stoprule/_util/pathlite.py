@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "abspath", "basename", "dirname", "exists", "expanduser", "getsize", "isabs", "isdir", "isfile",
-    "islink", "join", "lexists", "normpath", "realpath", "relpath", "samefile", "split",
+    "S_IFDIR", "S_IFLNK", "S_IFMT", "S_IFREG", "abspath", "basename", "dirname", "exists", "expanduser", "getsize",
+    "isabs", "isdir", "isfile", "islink", "join", "lexists", "normpath", "realpath", "relpath", "samefile", "split",
 ]  # fmt: skip
 
 sep = "/"
 curdir = "."
 pardir = ".."
-_FMT, _REG, _DIR, _LNK = 0o170000, 0o100000, 0o040000, 0o120000  # stat.S_IFMT and its kinds
+S_IFMT, S_IFREG, S_IFDIR, S_IFLNK = 0o170000, 0o100000, 0o040000, 0o120000  # stat's, without importing stat
 
 
 def _py_normpath(path: str) -> str:
@@ -138,17 +138,17 @@ def lexists(path: Any) -> bool:
 
 def isfile(path: Any) -> bool:
     mode = _mode(path)
-    return mode is not None and mode & _FMT == _REG
+    return mode is not None and mode & S_IFMT == S_IFREG
 
 
 def isdir(s: Any) -> bool:
     mode = _mode(s)
-    return mode is not None and mode & _FMT == _DIR
+    return mode is not None and mode & S_IFMT == S_IFDIR
 
 
 def islink(path: Any) -> bool:
     mode = _mode(path, follow=False)
-    return mode is not None and mode & _FMT == _LNK
+    return mode is not None and mode & S_IFMT == S_IFLNK
 
 
 def getsize(filename: Any) -> int:
@@ -206,7 +206,7 @@ def _joinrealpath(path: str, rest: str, strict: bool, seen: dict[str, str | None
             continue
         newpath = join(path, name)
         try:
-            is_link = lstat(newpath).st_mode & _FMT == _LNK
+            is_link = lstat(newpath).st_mode & S_IFMT == S_IFLNK
         except OSError:
             if strict:
                 raise
@@ -252,5 +252,8 @@ def relpath(path: Any, start: Any = None) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """Any other name of ``os.path``: ``posixpath``'s."""
+    """Any other name of ``os.path``: ``posixpath``'s (a module attribute the import system looks
+    for, ``__path__`` and the like, is not one)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
     return getattr(_posixpath(), name)

@@ -8,6 +8,7 @@ On the cold path (tools/import_graph.py): its imports stay few, light and lazy.
 from __future__ import annotations
 
 from stoprule._util import oslite as os
+from stoprule._util.pathlite import S_IFMT, S_IFREG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,13 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["is_regular", "read_appended", "read_regular"]
 
-_REGULAR = 0o100000  # stat.S_IFREG, without importing stat
-_TYPE = 0o170000
-
 
 def is_regular(mode: int) -> bool:
     """``stat.S_ISREG(mode)``, without importing ``stat``."""
-    return mode & _TYPE == _REGULAR
+    return mode & S_IFMT == S_IFREG
 
 
 def _open(path: str) -> tuple[int, os.stat_result] | None:
